@@ -1,0 +1,9 @@
+"""`python -m matrix`."""
+
+from __future__ import annotations
+
+import sys
+
+from matrix.cli import main
+
+sys.exit(main())

@@ -1,0 +1,170 @@
+"""Core commands: cells, explain, runners, detect."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections import Counter
+from typing import Any
+
+from matrix.detect import detect
+from matrix.errors import EXIT_OK, UsageError
+from matrix.expect import effective_versions, expectations
+from matrix.machine import auto_runner, differences
+from matrix.model import Cell, Expectation, Outcome
+from matrix.options import Options, load
+from matrix.planning import plan_for
+from matrix.selectors import select
+
+CELLS_SCHEMA = "specmatrix.cells/1"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("cells", help="every cell with its expected outcome on a runner")
+    p.add_argument("--runner", help="runner profile name, or 'auto' (default: auto)")
+    p.add_argument("--select", action="append", default=[], help="cell selector, e.g. 'draft-trtllm_mha-topk{2,4}-*'")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_cells)
+
+    p = sub.add_parser("explain", help="the rule trail that decides one cell on a runner")
+    p.add_argument("cell", help="cell id")
+    p.add_argument("--runner", help="runner profile name, or 'auto'")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("runners", help="runner profiles and how many cells each must run")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runners)
+
+    p = sub.add_parser("detect", help="what this machine is and which profile it satisfies")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_detect)
+
+
+def expectation_record(cell: Cell, exp: Expectation) -> dict[str, Any]:
+    return {
+        "id": cell.id,
+        "group": cell.group,
+        "values": cell.as_dict(),
+        "outcome": exp.outcome.value,
+        "impl": exp.impl,
+        "reason": exp.reason,
+        "rules": [{"id": v.rule.id, "satisfied": v.satisfied, "detail": v.detail} for v in exp.trail],
+    }
+
+
+def cmd_cells(args: argparse.Namespace, options: Options) -> int:
+    loaded = load(options)
+    plan = plan_for(loaded, options.runner, os.environ)
+    cells = select(loaded.matrix.cells, args.select)
+    if args.json:
+        doc = {
+            "schema": CELLS_SCHEMA,
+            "matrix": loaded.matrix.name,
+            "runner": plan.runner.name,
+            "versions": dict(plan.versions),
+            "detection_overridden": plan.facts.overridden,
+            "cells": [expectation_record(c, plan.expectations[c.id]) for c in cells],
+        }
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
+    width = max(len(c.id) for c in cells)
+    header = f"runner {plan.runner.name} ({_runner_line(plan.runner.gpus, plan.runner.sm)}); versions: " + ", ".join(
+        f"{k} {v}" for k, v in sorted(plan.versions.items())
+    )
+    print(header)
+    if plan.detection_note:
+        print(f"note: {plan.detection_note}")
+    for cell in cells:
+        exp = plan.expectations[cell.id]
+        impl = f"[{exp.impl}]" if exp.impl and exp.impl != cell.get("backend") else ""
+        shown = exp.reason if exp.outcome is Outcome.SKIP else ""
+        print(f"{cell.id:<{width}}  {exp.outcome.value.upper():<4} {impl:<12} {shown}".rstrip())
+    counts = Counter(plan.expectations[c.id].outcome for c in cells)
+    print(f"{len(cells)} cells: {counts[Outcome.RUN]} run, {counts[Outcome.SKIP]} expected skips")
+    return EXIT_OK
+
+
+def _runner_line(gpus: int, sm: int | None) -> str:
+    return "no GPU" if not gpus else f"{gpus} GPU(s), sm{sm}"
+
+
+def cmd_explain(args: argparse.Namespace, options: Options) -> int:
+    loaded = load(options)
+    cells = select(loaded.matrix.cells, [args.cell])
+    if len(cells) != 1:
+        raise UsageError(f"explain needs one cell id; {args.cell!r} matches {len(cells)} cells")
+    cell = cells[0]
+    plan = plan_for(loaded, options.runner, os.environ)
+    exp = plan.expectations[cell.id]
+    print(f"{cell.id} on {plan.runner.name} ({_runner_line(plan.runner.gpus, plan.runner.sm)}): {exp.outcome.value.upper()}")
+    if plan.detection_note:
+        print(f"note: {plan.detection_note}")
+    print(f"  implementation: {exp.impl or '-'}")
+    print("  versions: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.versions.items())))
+    if not exp.trail:
+        print("  no rule applies to this cell")
+    for verdict in exp.trail:
+        mark = "ok  " if verdict.satisfied else "SKIP"
+        print(f"  {mark} {verdict.rule.id} ({verdict.rule.kind.value}): {verdict.rule.reason}")
+        print(f"       {verdict.detail}")
+        print(f"       source: {verdict.rule.source}")
+    return EXIT_OK
+
+
+def cmd_runners(args: argparse.Namespace, options: Options) -> int:
+    loaded = load(options)
+    versions = effective_versions(loaded.matrix, detect(os.environ, gpus=False).versions)
+    rows: list[dict[str, Any]] = []
+    for profile in loaded.runners.values():
+        exps = expectations(loaded.matrix, profile, versions)
+        run = sum(e.outcome is Outcome.RUN for e in exps.values())
+        rows.append(
+            {
+                "name": profile.name,
+                "gpus": profile.gpus,
+                "capability": list(profile.capability) if profile.capability else None,
+                "device_name": profile.device_name,
+                "labels": list(profile.labels),
+                "runner_configs": list(profile.runner_configs),
+                "skip_policy": profile.skip_policy.value,
+                "run": run,
+                "skip": len(exps) - run,
+            }
+        )
+    if args.json:
+        print(json.dumps({"schema": "specmatrix.runners/1", "runners": rows}, indent=2))
+        return EXIT_OK
+    print(f"{'runner':<14} {'gpus':>4} {'arch':<6} {'policy':<8} {'run':>4} {'skip':>4}  serves")
+    for r in rows:
+        cap = r["capability"]
+        arch = f"sm{cap[0]}{cap[1]}" if cap else "-"
+        serves = ", ".join(r["runner_configs"]) or "-"
+        print(f"{r['name']:<14} {r['gpus']:>4} {arch:<6} {r['skip_policy']:<8} {r['run']:>4} {r['skip']:>4}  {serves}")
+    return EXIT_OK
+
+
+def cmd_detect(args: argparse.Namespace, options: Options) -> int:
+    loaded = load(options)
+    facts = detect(os.environ)
+    profile = auto_runner(loaded.runners, facts)
+    doc = {
+        "schema": "specmatrix.detect/1",
+        "gpus": facts.gpus,
+        "capabilities": [list(c) for c in facts.capabilities],
+        "names": list(facts.names),
+        "versions": dict(facts.versions),
+        "detection_overridden": facts.overridden,
+        "runner": profile.name,
+        "unsatisfied": {p.name: differences(p, facts) for p in loaded.runners.values() if differences(p, facts)},
+    }
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
+    print(f"machine: {facts.describe()}")
+    print(
+        "versions: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(facts.versions.items())) or "none of torch/flashinfer/sglang/triton")
+    )
+    print(f"runner profile: {profile.name}")
+    return EXIT_OK

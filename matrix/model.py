@@ -1,0 +1,201 @@
+"""Frozen records of the planning core: axes, cells, runner profiles, rules."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+Value = int | str
+
+
+class Outcome(StrEnum):
+    RUN = "run"
+    SKIP = "skip"
+
+
+class RuleKind(StrEnum):
+    """Why a rule exists: hardware, kernel limit, library version, or sglang configuration."""
+
+    HARDWARE = "hardware"
+    KERNEL = "kernel"
+    LIBRARY = "library"
+    CONFIG = "config"
+
+
+class SkipPolicy(StrEnum):
+    """`strict`: every skip outside the matrix needs an allowlist entry."""
+
+    LENIENT = "lenient"
+    STRICT = "strict"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Axis:
+    name: str
+    values: tuple[Value, ...]
+    id_format: str
+    default: Value | None = None
+    omit_default_in_id: bool = False
+
+    def id_part(self, value: Value) -> str | None:
+        if self.omit_default_in_id and value == self.default:
+            return None
+        return self.id_format.format(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell:
+    """One point of the matrix; axis values are readable as attributes (`cell.topk`)."""
+
+    id: str
+    group: str
+    values: tuple[tuple[str, Value], ...]
+
+    def __getattr__(self, name: str) -> Value:
+        values: tuple[tuple[str, Value], ...] = object.__getattribute__(self, "values")
+        for key, value in values:
+            if key == name:
+                return value
+        raise AttributeError(f"cell has no axis {name!r}")
+
+    def as_dict(self) -> dict[str, Value]:
+        return dict(self.values)
+
+    def get(self, axis: str) -> Value | None:
+        return self.as_dict().get(axis)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerProfile:
+    name: str
+    gpus: int
+    capability: tuple[int, int] | None
+    device_name: str | None = None
+    labels: tuple[str, ...] = ()
+    runner_configs: tuple[str, ...] = ()
+    skip_policy: SkipPolicy = SkipPolicy.LENIENT
+    description: str = ""
+
+    @property
+    def sm(self) -> int | None:
+        if self.capability is None:
+            return None
+        return self.capability[0] * 10 + self.capability[1]
+
+
+class Op(StrEnum):
+    IN = "in"
+    NOT_IN = "not_in"
+    EQ = "eq"
+    NE = "ne"
+    GT = "gt"
+    GE = "ge"
+    LT = "lt"
+    LE = "le"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Condition:
+    """`subject op operand`; subject is an axis name or a runner fact (sm, gpus, impl)."""
+
+    subject: str
+    op: Op
+    operand: tuple[Value, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class VersionRequirement:
+    library: str
+    specifier: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    id: str
+    kind: RuleKind
+    when: tuple[Condition, ...]
+    require: tuple[Condition, ...]
+    versions: tuple[VersionRequirement, ...]
+    reason: str
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImplChoice:
+    """Which implementation a backend uses on an arch (trtllm_mha: xqa or trtllm-gen)."""
+
+    backend: str
+    sms: tuple[int, ...]
+    impl: str
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendCost:
+    cell_seconds: float
+    compile_seconds: float
+    config_axes: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CostModel:
+    shard_seconds: float
+    backends: Mapping[str, BackendCost] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    name: str
+    axes: tuple[Axis, ...]
+    cells: tuple[Cell, ...]
+    rules: tuple[Rule, ...]
+    impls: tuple[ImplChoice, ...]
+    pins: Mapping[str, str]
+    cost: CostModel
+    source_path: str
+
+    def axis(self, name: str) -> Axis:
+        for axis in self.axes:
+            if axis.name == name:
+                return axis
+        raise KeyError(name)
+
+    def cell(self, cell_id: str) -> Cell:
+        for cell in self.cells:
+            if cell.id == cell_id:
+                return cell
+        raise KeyError(cell_id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuleVerdict:
+    """One applicable rule's result for a (cell, runner) pair."""
+
+    rule: Rule
+    satisfied: bool
+    detail: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Expectation:
+    cell_id: str
+    runner: str
+    outcome: Outcome
+    impl: str | None
+    trail: tuple[RuleVerdict, ...]
+
+    @property
+    def blocking(self) -> tuple[RuleVerdict, ...]:
+        return tuple(v for v in self.trail if not v.satisfied)
+
+    @property
+    def reason(self) -> str:
+        """The first blocking rule as one line, or the rules that allow the run."""
+        blocking = self.blocking
+        if blocking:
+            first = blocking[0]
+            return f"[{first.rule.id}] {first.rule.reason} ({first.detail})"
+        if self.trail:
+            return "must run: " + ", ".join(v.rule.id for v in self.trail)
+        return "must run: no rule restricts this cell"
