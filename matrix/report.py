@@ -1,0 +1,252 @@
+"""The run report (schema `specmatrix.report/1`): records, JSON round-trip and validation."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from matrix.errors import ReportError
+
+SCHEMA = "specmatrix.report/1"
+
+
+class CellStatus(StrEnum):
+    """Exactly one per planned item; planned == sum of statuses, always."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED_EXPECTED = "skipped-expected"
+    SKIPPED_UNEXPECTED = "skipped-unexpected"
+    CRASHED = "crashed"
+    NOT_RUN = "not-run"
+
+
+class FindingKind(StrEnum):
+    UNEXPECTED_SKIP = "unexpected-skip"
+    GUARD_MISSING = "guard-missing"
+    RULE_TOO_STRICT = "rule-too-strict"
+    CRASHED = "crashed"
+    NOT_RUN = "not-run"
+    UNALLOWED_SKIP = "unallowed-skip"
+    EXPIRED_ALLOW = "expired-allow"
+    UNUSED_ALLOW = "unused-allow"
+    MISSING_REPORT = "missing-report"
+    NEVER_RAN = "never-ran"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellResult:
+    """One planned item: a test function over one matrix cell."""
+
+    nodeid: str
+    cell: str
+    test: str
+    expected: str  # "run" | "skip"
+    rule: str | None  # the rule that decided a skip, or None for RUN
+    reason: str
+    status: CellStatus
+    skip_reason: str | None = None
+    message: str | None = None
+    duration: float = 0.0
+    compile_seconds: float | None = None
+    setup_seconds: float | None = None
+    worker: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutsideResult:
+    """A test that does not use the matrix (ordinary skipif etc.)."""
+
+    nodeid: str
+    status: str  # passed | failed | error | skipped
+    skip_reason: str | None = None
+    allowed_by: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    kind: FindingKind
+    severity: Severity
+    subject: str  # nodeid, cell id, allowlist entry or file
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerInfo:
+    name: str
+    gpus: int
+    capability: tuple[int, int] | None
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    matrix: str
+    runner: RunnerInfo
+    versions: Mapping[str, str]
+    detection_overridden: bool
+    created: str
+    cells: tuple[CellResult, ...]
+    outside: tuple[OutsideResult, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    shard: str | None = None
+    selectors: tuple[str, ...] = ()
+    wall_seconds: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counter = Counter(c.status.value for c in self.cells)
+        return {s.value: counter.get(s.value, 0) for s in CellStatus}
+
+    @property
+    def planned(self) -> int:
+        return len(self.cells)
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    doc = asdict(report)
+    doc["schema"] = SCHEMA
+    doc["counts"] = report.counts
+    doc["planned"] = report.planned
+    return doc
+
+
+def write_report(report: Report, path: Path) -> None:
+    """Write atomically so a killed run never leaves a half-written report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(to_json(report), indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _need(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in doc:
+        raise ReportError(f"{where}: missing field {key!r}")
+    value = doc[key]
+    if not isinstance(value, kind):
+        raise ReportError(f"{where}: field {key!r} has the wrong type")
+    return value
+
+
+def _enum(enum: type[StrEnum], value: Any, where: str) -> Any:
+    try:
+        return enum(value)
+    except ValueError:
+        raise ReportError(f"{where}: unknown value {value!r}") from None
+
+
+def from_json(doc: Any, where: str) -> Report:
+    """Validate a decoded report; every problem names the file and the field."""
+    if not isinstance(doc, dict):
+        raise ReportError(f"{where}: not a JSON object")
+    schema = doc.get("schema")
+    if schema != SCHEMA:
+        raise ReportError(f"{where}: unknown schema {schema!r} (expected {SCHEMA!r})")
+    runner_doc = _need(doc, "runner", dict, where)
+    cap = runner_doc.get("capability")
+    runner = RunnerInfo(
+        name=_need(runner_doc, "name", str, f"{where}: runner"),
+        gpus=_need(runner_doc, "gpus", int, f"{where}: runner"),
+        capability=(cap[0], cap[1]) if isinstance(cap, list) and len(cap) == 2 else None,
+        labels=tuple(runner_doc.get("labels", ())),
+    )
+    cells: list[CellResult] = []
+    for i, c in enumerate(_need(doc, "cells", list, where)):
+        cw = f"{where}: cells[{i}]"
+        if not isinstance(c, dict):
+            raise ReportError(f"{cw}: not an object")
+        cells.append(
+            CellResult(
+                nodeid=_need(c, "nodeid", str, cw),
+                cell=_need(c, "cell", str, cw),
+                test=_need(c, "test", str, cw),
+                expected=_need(c, "expected", str, cw),
+                rule=c.get("rule"),
+                reason=_need(c, "reason", str, cw),
+                status=_enum(CellStatus, _need(c, "status", str, cw), f"{cw}: status"),
+                skip_reason=c.get("skip_reason"),
+                message=c.get("message"),
+                duration=float(c.get("duration", 0.0)),
+                compile_seconds=c.get("compile_seconds"),
+                setup_seconds=c.get("setup_seconds"),
+                worker=c.get("worker"),
+            )
+        )
+    outside = []
+    for i, o in enumerate(doc.get("outside", [])):
+        ow = f"{where}: outside[{i}]"
+        if not isinstance(o, dict):
+            raise ReportError(f"{ow}: not an object")
+        outside.append(
+            OutsideResult(
+                nodeid=_need(o, "nodeid", str, ow),
+                status=_need(o, "status", str, ow),
+                skip_reason=o.get("skip_reason"),
+                allowed_by=o.get("allowed_by"),
+            )
+        )
+    findings = []
+    for i, f in enumerate(doc.get("findings", [])):
+        fw = f"{where}: findings[{i}]"
+        if not isinstance(f, dict):
+            raise ReportError(f"{fw}: not an object")
+        findings.append(
+            Finding(
+                kind=_enum(FindingKind, _need(f, "kind", str, fw), f"{fw}: kind"),
+                severity=_enum(Severity, _need(f, "severity", str, fw), f"{fw}: severity"),
+                subject=_need(f, "subject", str, fw),
+                message=_need(f, "message", str, fw),
+            )
+        )
+    report = Report(
+        matrix=_need(doc, "matrix", str, where),
+        runner=runner,
+        versions=_need(doc, "versions", dict, where),
+        detection_overridden=bool(doc.get("detection_overridden", False)),
+        created=_need(doc, "created", str, where),
+        cells=tuple(cells),
+        outside=tuple(outside),
+        findings=tuple(findings),
+        shard=doc.get("shard"),
+        selectors=tuple(doc.get("selectors", ())),
+        wall_seconds=doc.get("wall_seconds"),
+        extra=doc.get("extra", {}),
+    )
+    if "planned" in doc and doc["planned"] != report.planned:
+        raise ReportError(f"{where}: says {doc['planned']} planned but lists {report.planned} cells (truncated?)")
+    return report
+
+
+def read_report(path: Path) -> Report:
+    """Load one report; a corrupt or truncated file is a ReportError naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ReportError(f"{path}: not UTF-8 text") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: corrupt or truncated JSON ({exc.msg} at line {exc.lineno})") from None
+    return from_json(doc, str(path))
+
+
+def read_reports(paths: Sequence[Path]) -> list[Report]:
+    return [read_report(p) for p in paths]
