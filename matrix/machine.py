@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from matrix.errors import DetectionError, UnknownRunnerError
 from matrix.model import RunnerProfile
-from matrix.selectors import _hint
+from matrix.selectors import nearest_hint
 
 AUTO = "auto"
 
@@ -59,7 +59,8 @@ def find_runner(runners: Mapping[str, RunnerProfile], name: str) -> RunnerProfil
     try:
         return runners[name]
     except KeyError:
-        raise UnknownRunnerError(f"unknown runner {name!r}{_hint(name, runners)}") from None
+        hint = nearest_hint(name, runners, noun="runners", listing="`specmatrix runners`")
+        raise UnknownRunnerError(f"unknown runner {name!r}{hint}") from None
 
 
 def auto_runner(runners: Mapping[str, RunnerProfile], facts: MachineFacts) -> RunnerProfile:

@@ -89,14 +89,15 @@ class Selector:
         ids = [c.id for c in cells]
         for word, pats in self.include:
             if not any(fnmatch.fnmatchcase(i, p) for i in ids for p in pats):
-                raise SelectorError(f"selector {word!r} matches no cell{_hint(word, ids)}")
+                raise SelectorError(f"selector {word!r} matches no cell{nearest_hint(word, ids)}")
         return [c for c in cells if self.matches(c.id)]
 
 
-def _hint(word: str, ids: Iterable[str]) -> str:
+def nearest_hint(word: str, candidates: Iterable[str], *, noun: str = "ids", listing: str = "`specmatrix cells`") -> str:
+    """`; nearest ids: a, b` for an error message, or where to look when nothing is close."""
     probe = word.replace("*", "").replace("?", "").replace("{", "").replace("}", "")
-    close = difflib.get_close_matches(probe, list(ids), n=3, cutoff=0.4)
-    return f"; nearest ids: {', '.join(close)}" if close else "; `specmatrix cells` lists the ids"
+    close = difflib.get_close_matches(probe, list(candidates), n=3, cutoff=0.4)
+    return f"; nearest {noun}: {', '.join(close)}" if close else f"; {listing} lists the {noun}"
 
 
 def select(cells: Sequence[Cell], selectors: Sequence[str]) -> list[Cell]:
