@@ -46,5 +46,5 @@ def matrix(session: nox.Session) -> None:
     """The main job: the expected-outcome table for the default runner profile (4-gpu-b200)."""
     install(session, "-e", ".")
     runner = session.posargs[0] if session.posargs else "4-gpu-b200"
-    session.run("specmatrix", "runners")
-    session.run("specmatrix", "cells", "--runner", runner)
+    session.run("python", "-m", "matrix", "runners")
+    session.run("python", "-m", "matrix", "cells", "--runner", runner)
