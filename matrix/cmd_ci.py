@@ -1,0 +1,148 @@
+"""CI commands: shard (plan GPU jobs), coverage (merge their reports), register (sglang test modules)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from matrix.coverage.merge import ReportSource, merge
+from matrix.coverage.views import coverage_document, coverage_markdown
+from matrix.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from matrix.machine import find_runner
+from matrix.options import Options, load
+from matrix.planning import plan_for
+from matrix.register_gen import DEFAULT_STAGE, generate
+from matrix.report import read_report
+from matrix.shard.cost import Measured, measured_from, workload_for
+from matrix.shard.output import gha_matrix, plan_document, read_plan, shard_selects, write_plan_dir
+from matrix.shard.plan import plan_budget, plan_shards
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("shard", help="split the cells a runner must run into CI jobs (GitHub matrix or JSON plan)")
+    p.add_argument("--runner", help="runner profile the jobs run on")
+    size = p.add_mutually_exclusive_group(required=True)
+    size.add_argument("--shards", type=int, help="number of jobs")
+    size.add_argument("--budget", type=float, metavar="MINUTES", help="fewest jobs whose estimated makespan fits")
+    p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help="measured reports")
+    p.add_argument("--format", choices=["gha", "json"], default="json", help="gha: one-line {include: [...]} for a job matrix")
+    p.add_argument("--plan-dir", help="also write DIR/plan.json and DIR/shard-K.txt (needed when a selector is too long)")
+    p.set_defaults(func=cmd_shard)
+
+    p = sub.add_parser("coverage", help="merge run reports into one coverage view (Markdown, JSON, heatmap)")
+    p.add_argument("reports", nargs="*", type=Path, metavar="REPORT", help="report JSON files, or folders holding them")
+    p.add_argument("--out", type=Path, required=True, help="folder for coverage.md, coverage.json, heatmap.png/.svg")
+    p.add_argument("--expect-runners", default="", help="comma-separated profiles that count even without a report")
+    p.add_argument("--expect-shards", type=int, help="a finding when fewer shard reports arrive")
+    p.add_argument("--plan", type=Path, help="the shard plan (plan.json or its folder): a shard without a report is a finding")
+    p.add_argument("--no-heatmap", action="store_true", help="skip the PNG/SVG picture")
+    p.set_defaults(func=cmd_coverage)
+
+    p = sub.add_parser("register", help="write sglang registered test modules, one per runner config")
+    p.add_argument("--out", type=Path, required=True, help="folder to write test_specmatrix_*.py into")
+    p.add_argument("--runner", dest="register_runners", action="append", default=[], help="only this profile (repeatable)")
+    p.add_argument("--stage", default=DEFAULT_STAGE, help=f"sglang stage for register_cuda_ci (default {DEFAULT_STAGE})")
+    p.add_argument("--parts", type=int, default=1, help="modules per runner config, split by the shard planner")
+    p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help="measured reports")
+    p.set_defaults(func=cmd_register)
+
+
+def _measured(paths: list[Path]) -> Measured | None:
+    return measured_from([read_report(p) for p in paths]) if paths else None
+
+
+def cmd_shard(args: argparse.Namespace, options: Options) -> int:
+    loaded = load(options)
+    plan_ctx = plan_for(loaded, options.runner, os.environ)
+    measured = _measured(args.durations)
+    workload = workload_for(loaded.matrix, plan_ctx.runner, plan_ctx.expectations, measured)
+    if args.budget is not None:
+        if args.budget <= 0:
+            raise UsageError("--budget must be a positive number of minutes")
+        plan = plan_budget(workload, args.budget * 60)
+    else:
+        plan = plan_shards(workload, args.shards)
+    selects = shard_selects(loaded.matrix, plan, args.plan_dir)
+    if measured is None:
+        durations = "cost table"
+    else:
+        known = sum(1 for i in workload.items if i.id in measured.cell_seconds)
+        durations = f"measured for {known} of {len(workload.items)} cells ({measured.reports} report(s)); cost table for the rest"
+    doc = plan_document(loaded.matrix, plan_ctx.runner, plan, selects, durations)
+    if args.plan_dir:
+        write_plan_dir(Path(args.plan_dir), doc)
+    print(
+        f"specmatrix shard: {plan.cells} cells on {plan_ctx.runner.name} in {len(plan.shards)} shard(s); "
+        f"estimated makespan {plan.makespan / 60:.1f} min (lower bound {plan.lower_bound / 60:.1f}), "
+        f"compile {plan.setup_total:.0f} s; durations: {durations}",
+        file=sys.stderr,
+    )
+    if args.format == "gha":
+        print(json.dumps(gha_matrix(plan_ctx.runner, plan, selects), separators=(",", ":")))
+    else:
+        print(json.dumps(doc, indent=2))
+    return EXIT_OK
+
+
+def _report_paths(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out.extend(sorted(p for p in path.rglob("*.json") if p.is_file()))
+        else:
+            out.append(path)
+    return out
+
+
+def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
+    loaded = load(options)
+    paths = _report_paths(args.reports)
+    expect_runners = [find_runner(loaded.runners, n.strip()) for n in args.expect_runners.split(",") if n.strip()]
+    planned = read_plan(args.plan) if args.plan else None
+    if not paths and not (planned or expect_runners or args.expect_shards):
+        raise UsageError("no report given (and no --plan, --expect-shards or --expect-runners to judge their absence)")
+    sources = [ReportSource(label=str(p), report=read_report(p)) for p in paths]
+    result = merge(
+        loaded.matrix,
+        loaded.runners,
+        sources,
+        expect_runners=expect_runners,
+        planned=planned,
+        expect_shards=args.expect_shards,
+    )
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "coverage.json").write_text(json.dumps(coverage_document(result), indent=2) + "\n", encoding="utf-8")
+    heatmap = None
+    if not args.no_heatmap and result.entries:
+        from matrix.coverage.heatmap import render_heatmap
+
+        render_heatmap(result, [out / "heatmap.png", out / "heatmap.svg"])
+        heatmap = "heatmap.png"
+    (out / "coverage.md").write_text(coverage_markdown(result, heatmap=heatmap), encoding="utf-8")
+    (out / "summary.md").write_text(coverage_markdown(result), encoding="utf-8")
+    for finding in result.errors:
+        print(f"{finding.kind.value}: {finding.message}")
+    print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")
+    return EXIT_FINDINGS if result.errors else EXIT_OK
+
+
+def cmd_register(args: argparse.Namespace, options: Options) -> int:
+    loaded = load(options)
+    if args.parts < 1:
+        raise UsageError("--parts must be >= 1")
+    names = args.register_runners or list(loaded.runners)
+    runners = [find_runner(loaded.runners, n) for n in names]
+    modules = generate(loaded.matrix, runners, stage=args.stage, measured=_measured(args.durations), parts=args.parts)
+    if not modules:
+        raise UsageError("no runner config has a cell expected to RUN; nothing to write")
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    for module in modules:
+        (out / module.file_name).write_text(module.text, encoding="utf-8")
+        print(f"{out / module.file_name}: {len(module.cells)} cells, est_time {module.est_time} s ({module.runner})")
+    return EXIT_OK

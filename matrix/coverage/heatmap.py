@@ -1,0 +1,81 @@
+"""Edge: the coverage heatmap as PNG and SVG (matplotlib, Agg backend, imported only here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matrix.coverage.merge import Coverage, CoverageResult
+from matrix.coverage.views import Bucket, buckets
+from matrix.errors import UsageError
+
+COLOURS = {
+    Coverage.PASSED: "#4caf50",
+    Coverage.FAILED: "#e53935",
+    Coverage.SKIPPED_EXPECTED: "#cfd8dc",
+    Coverage.SKIPPED_UNEXPECTED: "#ff9800",
+    Coverage.CRASHED: "#6a1b9a",
+    Coverage.NEVER_RAN: "#212121",
+}
+_ABSENT = "#ffffff"
+
+
+def _label(bucket: Bucket) -> str:
+    """Ran/planned, or the count of the worst outcome when that is not a pass."""
+    ran = bucket.counts[Coverage.PASSED]
+    must = bucket.total - bucket.counts[Coverage.SKIPPED_EXPECTED]
+    if must == 0:
+        return "skip"
+    worst = bucket.worst
+    if worst in (Coverage.PASSED, Coverage.SKIPPED_EXPECTED):
+        return f"{ran}/{must}"
+    return f"{ran}/{must}\n{bucket.counts[worst]} {worst.value.replace('skipped-', 'skip ').replace('never-ran', 'never')}"
+
+
+def render_heatmap(result: CoverageResult, paths: list[Path]) -> None:
+    """Rows arch x backend, columns topk x page size; colour = the worst outcome in the bucket."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch, Rectangle
+    except ImportError:
+        raise UsageError("the heatmap needs matplotlib: pip install 'specmatrix[plot]'") from None
+    rows_data = buckets(result)
+    if not rows_data:
+        raise UsageError("nothing to draw: no runner counted")
+    rows = list(dict.fromkeys((b.arch, b.backend) for b in rows_data))
+    cols = sorted({(b.topk, b.page_size) for b in rows_data}, key=lambda c: (int(c[0]), int(c[1])))
+    at = {(b.arch, b.backend, b.topk, b.page_size): b for b in rows_data}
+    fig, ax = plt.subplots(figsize=(1.0 + 0.62 * len(cols), 1.4 + 0.42 * len(rows)), dpi=110)
+    for r, (arch, backend) in enumerate(rows):
+        for c, (topk, page) in enumerate(cols):
+            bucket = at.get((arch, backend, topk, page))
+            colour = COLOURS[bucket.worst] if bucket else _ABSENT
+            ax.add_patch(Rectangle((c, r), 1, 1, facecolor=colour, edgecolor="white", linewidth=1.5))
+            if bucket:
+                dark = bucket.worst in (Coverage.NEVER_RAN, Coverage.CRASHED, Coverage.FAILED)
+                ax.text(
+                    c + 0.5, r + 0.5, _label(bucket), ha="center", va="center", fontsize=6.5, color="white" if dark else "black"
+                )
+    ax.set_xlim(0, len(cols))
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks([c + 0.5 for c in range(len(cols))], [f"topk {t}\npage {p}" for t, p in cols], fontsize=7)
+    ax.set_yticks([r + 0.5 for r in range(len(rows))], [f"{a} {b}" for a, b in rows], fontsize=8)
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.set_title(f"specmatrix coverage: {', '.join(result.runners)}", fontsize=9)
+    ax.legend(
+        handles=[Patch(facecolor=COLOURS[c], label=c.value) for c in Coverage],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.12 - 0.3 / max(1, len(rows))),
+        ncol=3,
+        fontsize=7,
+        frameon=False,
+    )
+    fig.tight_layout()
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, metadata={"Date": None} if path.suffix == ".svg" else None)
+    plt.close(fig)

@@ -1,0 +1,203 @@
+"""Merge run reports into per-runner cell coverage and findings; pure (reports are already parsed)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from matrix.expect import effective_versions, expectations
+from matrix.model import Matrix, Outcome, RunnerProfile
+from matrix.report import CellStatus, Finding, FindingKind, Report, Severity
+from matrix.shard.output import PlannedShards
+
+
+class Coverage(StrEnum):
+    """What one runner did with one cell, over every report from that runner (worst first)."""
+
+    CRASHED = "crashed"
+    FAILED = "failed"
+    SKIPPED_UNEXPECTED = "skipped-unexpected"
+    NEVER_RAN = "never-ran"
+    PASSED = "passed"
+    SKIPPED_EXPECTED = "skipped-expected"
+
+
+SEVERITY_ORDER = tuple(Coverage)  # worst first
+_FROM_STATUS = {
+    CellStatus.PASSED: Coverage.PASSED,
+    CellStatus.FAILED: Coverage.FAILED,
+    CellStatus.ERROR: Coverage.FAILED,
+    CellStatus.SKIPPED_EXPECTED: Coverage.SKIPPED_EXPECTED,
+    CellStatus.SKIPPED_UNEXPECTED: Coverage.SKIPPED_UNEXPECTED,
+    CellStatus.CRASHED: Coverage.CRASHED,
+}
+# Findings a report states that this merge recomputes from the cells themselves.
+_RECOMPUTED = {FindingKind.UNEXPECTED_SKIP, FindingKind.CRASHED, FindingKind.NOT_RUN, FindingKind.NEVER_RAN}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportSource:
+    """A parsed report and where it came from (a path, shown in findings)."""
+
+    label: str
+    report: Report
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellCoverage:
+    runner: str
+    arch: str
+    cell: str
+    backend: str
+    topk: str
+    page_size: str
+    expected: Outcome
+    status: Coverage
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoverageResult:
+    runners: tuple[str, ...]  # the profiles that count, in order
+    entries: tuple[CellCoverage, ...]
+    findings: tuple[Finding, ...]
+    sources: tuple[ReportSource, ...]
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
+
+
+def arch_of(profile: RunnerProfile) -> str:
+    return f"sm{profile.sm}" if profile.sm is not None else "cpu"
+
+
+def _profile_for(report: Report, runners: Mapping[str, RunnerProfile]) -> RunnerProfile:
+    known = runners.get(report.runner.name)
+    if known is not None:
+        return known
+    # A runner defined in a file this merge was not given: judge it by what the report says it was.
+    info = report.runner
+    return RunnerProfile(name=info.name, gpus=info.gpus, capability=info.capability, labels=info.labels)
+
+
+def _cell_status(statuses: Sequence[CellStatus], expected: Outcome) -> Coverage:
+    mapped = [_FROM_STATUS.get(s, Coverage.NEVER_RAN if expected is Outcome.RUN else Coverage.SKIPPED_EXPECTED) for s in statuses]
+    if not mapped:
+        return Coverage.NEVER_RAN if expected is Outcome.RUN else Coverage.SKIPPED_EXPECTED
+    return min(mapped, key=SEVERITY_ORDER.index)
+
+
+def _bucket(entry: CellCoverage) -> str:
+    return f"{entry.backend} topk {entry.topk} page {entry.page_size}"
+
+
+def _summarised(kind: FindingKind, runner: str, entries: list[CellCoverage], what: str, elsewhere: str) -> Finding:
+    ids = [e.cell for e in entries]
+    shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+    noun = "cell" if len(ids) == 1 else "cells"
+    return Finding(
+        kind=kind,
+        severity=Severity.ERROR,
+        subject=f"{runner}: {_bucket(entries[0])}",
+        message=f"{_bucket(entries[0])} {what} on {runner}{elsewhere} ({len(ids)} {noun}: {shown})",
+    )
+
+
+def _cell_findings(entries: Sequence[CellCoverage]) -> list[Finding]:
+    ran_anywhere = {e.cell for e in entries if e.status in (Coverage.PASSED, Coverage.FAILED, Coverage.CRASHED)}
+    grouped: defaultdict[tuple[Coverage, str, str], list[CellCoverage]] = defaultdict(list)
+    for e in entries:
+        grouped[(e.status, e.runner, _bucket(e))].append(e)
+    findings: list[Finding] = []
+    for (status, runner, _), group in sorted(grouped.items(), key=lambda kv: (SEVERITY_ORDER.index(kv[0][0]), kv[0][1:])):
+        if status is Coverage.CRASHED:
+            findings.append(_summarised(FindingKind.CRASHED, runner, group, "crashed", ""))
+        elif status is Coverage.SKIPPED_UNEXPECTED:
+            findings.append(_summarised(FindingKind.UNEXPECTED_SKIP, runner, group, "skipped unexpectedly", ""))
+        elif status is Coverage.NEVER_RAN:
+            nowhere = all(e.cell not in ran_anywhere for e in group)
+            tail = " and on no other runner" if nowhere else " (some ran on other runners)"
+            findings.append(_summarised(FindingKind.NEVER_RAN, runner, group, "expected to RUN but never ran", tail))
+    return findings
+
+
+def _shard_findings(sources: Sequence[ReportSource], planned: PlannedShards | None, expect_shards: int | None) -> list[Finding]:
+    findings: list[Finding] = []
+    if planned is not None:
+        reported = {c.cell for s in sources if s.report.runner.name == planned.runner for c in s.report.cells}
+        for index, cells in sorted(planned.shards.items()):
+            if cells and not reported.intersection(cells):
+                findings.append(
+                    Finding(
+                        kind=FindingKind.MISSING_REPORT,
+                        severity=Severity.ERROR,
+                        subject=f"shard {index}",
+                        message=f"shard {index} of {len(planned.shards)} on {planned.runner} ({len(cells)} cells) has no report",
+                    )
+                )
+    if expect_shards is not None:
+        labels = {s.report.shard or s.label for s in sources}
+        if len(labels) < expect_shards:
+            findings.append(
+                Finding(
+                    kind=FindingKind.MISSING_REPORT,
+                    severity=Severity.ERROR,
+                    subject="shards",
+                    message=f"expected {expect_shards} shard reports, found {len(labels)}",
+                )
+            )
+    return findings
+
+
+def merge(
+    matrix: Matrix,
+    runners: Mapping[str, RunnerProfile],
+    sources: Sequence[ReportSource],
+    *,
+    expect_runners: Sequence[RunnerProfile] = (),
+    planned: PlannedShards | None = None,
+    expect_shards: int | None = None,
+) -> CoverageResult:
+    """Count every runner a report came from, plus `expect_runners` (and the plan's runner)."""
+    profiles: dict[str, RunnerProfile] = {}
+    versions: dict[str, dict[str, str]] = {}
+    statuses: defaultdict[tuple[str, str], list[CellStatus]] = defaultdict(list)
+    for source in sources:
+        profile = _profile_for(source.report, runners)
+        profiles.setdefault(profile.name, profile)
+        versions.setdefault(profile.name, effective_versions(matrix, source.report.versions))
+        for result in source.report.cells:
+            statuses[(profile.name, result.cell)].append(result.status)
+    extra = list(expect_runners)
+    if planned is not None and planned.runner in runners:
+        extra.append(runners[planned.runner])
+    for profile in extra:
+        profiles.setdefault(profile.name, profile)
+        versions.setdefault(profile.name, effective_versions(matrix, {}))
+    entries: list[CellCoverage] = []
+    for name, profile in profiles.items():
+        exps = expectations(matrix, profile, versions[name])
+        for cell in matrix.cells:
+            exp = exps[cell.id]
+            entries.append(
+                CellCoverage(
+                    runner=name,
+                    arch=arch_of(profile),
+                    cell=cell.id,
+                    backend=str(cell.get("backend")),
+                    topk=str(cell.get("topk")),
+                    page_size=str(cell.get("page_size")),
+                    expected=exp.outcome,
+                    status=_cell_status(statuses.get((name, cell.id), []), exp.outcome),
+                )
+            )
+    carried = [
+        Finding(kind=f.kind, severity=f.severity, subject=f"{s.label}: {f.subject}", message=f.message)
+        for s in sources
+        for f in s.report.findings
+        if f.severity is Severity.ERROR and f.kind not in _RECOMPUTED
+    ]
+    findings = _shard_findings(sources, planned, expect_shards) + _cell_findings(entries) + carried
+    return CoverageResult(runners=tuple(profiles), entries=tuple(entries), findings=tuple(findings), sources=tuple(sources))

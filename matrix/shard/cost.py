@@ -1,0 +1,87 @@
+"""The matrix's cost model turned into a workload: cells a runner must run, timed and keyed by configuration."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+
+from matrix.errors import ConfigError
+from matrix.model import Cell, Expectation, Matrix, Outcome, RunnerProfile
+from matrix.report import CellStatus, Report
+from matrix.shard.workload import WorkItem, Workload
+
+_RAN = frozenset({CellStatus.PASSED, CellStatus.FAILED, CellStatus.ERROR})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """Durations seen in earlier reports: run seconds per cell (compile excluded) and compile seconds."""
+
+    cell_seconds: Mapping[str, float] = field(default_factory=dict)
+    compile_seconds: Mapping[str, float] = field(default_factory=dict)
+    reports: int = 0
+
+
+def measured_from(reports: Sequence[Report]) -> Measured:
+    """Per cell: the sum over its tests in one report, averaged over the reports that ran it."""
+    run: defaultdict[str, list[float]] = defaultdict(list)
+    compiled: defaultdict[str, list[float]] = defaultdict(list)
+    for report in reports:
+        per_cell: defaultdict[str, float] = defaultdict(float)
+        per_cell_compile: defaultdict[str, float] = defaultdict(float)
+        for result in report.cells:
+            if result.status not in _RAN:
+                continue
+            compile_part = result.compile_seconds or 0.0
+            # A test's duration includes the JIT compile it triggered; the planner counts that once per shard.
+            per_cell[result.cell] += max(0.0, result.duration - compile_part)
+            per_cell_compile[result.cell] += compile_part
+        for cell, seconds in per_cell.items():
+            run[cell].append(seconds)
+            if per_cell_compile[cell] > 0:
+                compiled[cell].append(per_cell_compile[cell])
+    return Measured(
+        cell_seconds={c: fmean(v) for c, v in run.items()},
+        compile_seconds={c: fmean(v) for c, v in compiled.items()},
+        reports=len(reports),
+    )
+
+
+def config_key(matrix: Matrix, cell: Cell, impl: str | None) -> str:
+    """Backend + implementation + the values of the backend's configuration axes."""
+    backend = str(cell.get("backend"))
+    cost = matrix.cost.backends.get(backend)
+    if cost is None:
+        raise ConfigError(f"{matrix.source_path}: [cost.backend.{backend}] is missing; the shard planner needs it")
+    parts = [f"{axis}={cell.get(axis)}" for axis in cost.config_axes]
+    return f"{backend}/{impl or backend}" + ("/" + ",".join(parts) if parts else "")
+
+
+def workload_for(
+    matrix: Matrix,
+    runner: RunnerProfile,
+    expectations: Mapping[str, Expectation],
+    measured: Measured | None = None,
+) -> Workload:
+    """Only cells expected to RUN on the runner; measured durations replace the cost table where known."""
+    measured = measured or Measured()
+    items: list[WorkItem] = []
+    setup: dict[str, float] = {}
+    observed_compile: defaultdict[str, list[float]] = defaultdict(list)
+    for cell in matrix.cells:
+        exp = expectations[cell.id]
+        if exp.outcome is not Outcome.RUN:
+            continue
+        backend = str(cell.get("backend"))
+        config = config_key(matrix, cell, exp.impl)
+        cost = matrix.cost.backends[backend]
+        seconds = measured.cell_seconds.get(cell.id, cost.cell_seconds)
+        items.append(WorkItem(id=cell.id, config=config, seconds=seconds, file=f"{cell.group}/{backend}"))
+        setup.setdefault(config, cost.compile_seconds)
+        if cell.id in measured.compile_seconds:
+            observed_compile[config].append(measured.compile_seconds[cell.id])
+    for config, seen in observed_compile.items():
+        setup[config] = max(seen)
+    return Workload(items=tuple(items), setup=setup, shard_seconds=matrix.cost.shard_seconds, workers=max(1, runner.gpus))
