@@ -1,0 +1,353 @@
+"""Find skip guards at module, class and test level in a parsed test file."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from matrix.guards.model import (
+    AlwaysSkips,
+    Bindings,
+    ExprCondition,
+    FileAnalysis,
+    Guard,
+    GuardKind,
+    MissingModules,
+    ModuleNames,
+    OpaqueCondition,
+    ScopeKind,
+    SkipCondition,
+    TestScope,
+)
+from matrix.guards.names import collect_bindings, collect_module_names, dotted, resolve, straight_line
+from matrix.guards.registrations import read_registrations
+
+TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
+# Methods whose skips apply to every test of the class.
+CLASS_SETUP = frozenset({"setUpClass", "setUp", "asyncSetUp", "setup_class", "setup_method"})
+MODULE_SETUP = frozenset({"setUpModule", "setup_module"})
+_FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def analyse_source(path: str, text: str) -> FileAnalysis:
+    """Parse one file (never import it) and read its registrations, scopes and guards."""
+    is_test = TEST_FILE.match(path.rpartition("/")[2]) is not None
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        return FileAnalysis(path=path, is_test_file=is_test, syntax_error=f"SyntaxError: {exc.msg}", error_line=exc.lineno or 1)
+    except ValueError as exc:  # source with NUL bytes
+        return FileAnalysis(path=path, is_test_file=is_test, syntax_error=str(exc), error_line=1)
+    names = collect_module_names(tree)
+    finder = _GuardFinder(path, text, names)
+    finder.module(tree)
+    return FileAnalysis(
+        path=path,
+        is_test_file=is_test,
+        registrations=read_registrations(tree, text),
+        scopes=tuple(finder.scopes),
+        guards=tuple(finder.guards),
+        names=names,
+    )
+
+
+@dataclass(kw_only=True)
+class _ClassGuards:
+    """A class's own guards, kept apart by origin so subclasses can inherit them."""
+
+    marks: list[Guard] = field(default_factory=list)
+    setup: dict[str, list[Guard]] = field(default_factory=dict)
+    tests: dict[str, tuple[int, list[Guard]]] = field(default_factory=dict)
+
+
+class _GuardFinder:
+    def __init__(self, path: str, text: str, names: ModuleNames):
+        self.path = path
+        self.text = text
+        self.imports = dict(names.imports)
+        self.aliases = dict(names.aliases)
+        self.scopes: list[TestScope] = []
+        self.guards: list[Guard] = []
+        self.classes: dict[str, _ClassGuards] = {}
+
+    # --- naming -------------------------------------------------------------
+
+    def resolved(self, node: ast.expr) -> str | None:
+        name = dotted(node)
+        return resolve(name, self.imports) if name else None
+
+    def segment(self, node: ast.AST) -> str:
+        text = ast.get_source_segment(self.text, node) if hasattr(node, "lineno") else None
+        flat = " ".join((text or ast.unparse(node)).split())
+        # Joining a multi-line call leaves "( " and ", )"; tidy those.
+        return flat.replace("( ", "(").replace(", )", ")").replace(" )", ")")
+
+    # --- scopes -------------------------------------------------------------
+
+    def module(self, tree: ast.Module) -> None:
+        self.scopes.append(TestScope(kind=ScopeKind.MODULE, nodeid=self.path, line=1, parent=None))
+        for stmt in straight_line(tree.body):
+            if _is_pytestmark(stmt):
+                self.guards.extend(self.mark_guards(stmt.value, self.path, ()))  # type: ignore[attr-defined]
+        self.walk(tree.body, (), self.path, (), module_level=True)
+        for stmt in straight_line(tree.body):
+            if isinstance(stmt, ast.ClassDef):
+                self.class_(stmt)
+            elif isinstance(stmt, _FunctionNode):
+                if stmt.name in MODULE_SETUP or self.is_autouse(stmt):
+                    self.guards.extend(self.body_guards(stmt, self.path))
+                elif stmt.name.startswith("test"):
+                    nodeid = f"{self.path}::{stmt.name}"
+                    self.scopes.append(TestScope(kind=ScopeKind.FUNCTION, nodeid=nodeid, line=stmt.lineno, parent=self.path))
+                    self.guards.extend(self.function_guards(stmt, nodeid))
+
+    def class_(self, node: ast.ClassDef) -> None:
+        nodeid = f"{self.path}::{node.name}"
+        own = _ClassGuards()
+        own.marks.extend(g for deco in node.decorator_list for g in self.decorator_guards(deco, nodeid))
+        for stmt in node.body:
+            if _is_pytestmark(stmt):
+                own.marks.extend(self.mark_guards(stmt.value, nodeid, ()))  # type: ignore[attr-defined]
+            elif isinstance(stmt, _FunctionNode):
+                if stmt.name in CLASS_SETUP or self.is_autouse(stmt):
+                    own.setup[stmt.name] = self.body_guards(stmt, nodeid)
+                elif stmt.name.startswith("test"):
+                    test_id = f"{nodeid}::{stmt.name}"
+                    own.tests[stmt.name] = (stmt.lineno, self.function_guards(stmt, test_id))
+        merged = self.inherit(node, own, nodeid)
+        self.classes[node.name] = merged
+        self.scopes.append(TestScope(kind=ScopeKind.CLASS, nodeid=nodeid, line=node.lineno, parent=self.path))
+        self.guards.extend(merged.marks)
+        self.guards.extend(g for guards in merged.setup.values() for g in guards)
+        for name, (line, guards) in merged.tests.items():
+            self.scopes.append(TestScope(kind=ScopeKind.FUNCTION, nodeid=f"{nodeid}::{name}", line=line, parent=nodeid))
+            self.guards.extend(guards)
+
+    def inherit(self, node: ast.ClassDef, own: _ClassGuards, nodeid: str) -> _ClassGuards:
+        """Add what same-module base classes pass down: marks, setup not overridden, tests not overridden."""
+        merged = _ClassGuards(marks=list(own.marks), setup=dict(own.setup), tests=dict(own.tests))
+        for base in node.bases:
+            parent = self.classes.get(base.id) if isinstance(base, ast.Name) else None
+            if parent is None:
+                continue
+            merged.marks.extend(replace(g, scope=nodeid) for g in parent.marks)
+            for name, guards in parent.setup.items():
+                merged.setup.setdefault(name, [replace(g, scope=nodeid) for g in guards])
+            for name, (line, guards) in parent.tests.items():
+                merged.tests.setdefault(name, (line, [replace(g, scope=f"{nodeid}::{name}") for g in guards]))
+        return merged
+
+    def is_autouse(self, node: _FunctionNode) -> bool:
+        return any(
+            isinstance(deco, ast.Call)
+            and (self.resolved(deco.func) or "").endswith("fixture")
+            and any(kw.arg == "autouse" and _is_true(kw.value) for kw in deco.keywords)
+            for deco in node.decorator_list
+        )
+
+    # --- guards -------------------------------------------------------------
+
+    def function_guards(self, node: _FunctionNode, nodeid: str) -> list[Guard]:
+        found = [g for deco in node.decorator_list for g in self.decorator_guards(deco, nodeid)]
+        return found + self.body_guards(node, nodeid)
+
+    def body_guards(self, node: _FunctionNode, nodeid: str) -> list[Guard]:
+        params = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+        local: Bindings = (*((p, None) for p in params), *collect_bindings(node.body))
+        collected: list[Guard] = []
+        self.walk(node.body, (), nodeid, local, module_level=False, sink=collected)
+        return collected
+
+    def decorator_guards(self, deco: ast.expr, nodeid: str, shown: ast.expr | None = None) -> list[Guard]:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        name = self.resolved(target)
+        if name is None:
+            return []
+        if isinstance(deco, ast.Name) and isinstance(self.aliases.get(deco.id), ast.Call | ast.Attribute):
+            # `requires_sm100 = pytest.mark.skipif(...)` then `@requires_sm100`
+            bound = self.aliases[deco.id]
+            assert bound is not None
+            return self.decorator_guards(bound, nodeid, shown or deco)
+        found = self.skip_mark(deco, name)
+        if found is None:
+            return []
+        kind, conditions = found
+        source = self.segment(deco) if shown is None else f"{self.segment(shown)} = {self.segment(deco)}"
+        return [Guard(scope=nodeid, kind=kind, line=(shown or deco).lineno, source=source, conditions=conditions)]
+
+    def skip_mark(self, deco: ast.expr, name: str) -> tuple[GuardKind, tuple[SkipCondition, ...]] | None:
+        last = name.rpartition(".")[2]
+        call = deco if isinstance(deco, ast.Call) else None
+        unittest_like = name.startswith("unittest.") or name in ("skipIf", "skipUnless")
+        if unittest_like and last in ("skipIf", "skipUnless") and call is not None:
+            cond = _argument(call, 0, "condition")
+            if cond is None:
+                return None
+            kind = GuardKind.SKIP_IF if last == "skipIf" else GuardKind.SKIP_UNLESS
+            return kind, (ExprCondition(expr=cond, negate=last == "skipUnless"),)
+        if name.startswith("unittest.") and last == "skip":
+            return GuardKind.SKIP, (AlwaysSkips(),)
+        if name.endswith("mark.skipif"):
+            if call is None:
+                return GuardKind.MARK_SKIPIF, (AlwaysSkips(),)
+            conds = list(call.args) or [kw.value for kw in call.keywords if kw.arg == "condition"]
+            if not conds:
+                return GuardKind.MARK_SKIPIF, (AlwaysSkips(),)
+            parsed = [_string_condition(c) for c in conds]
+            if any(isinstance(p, OpaqueCondition) for p in parsed):
+                return GuardKind.MARK_SKIPIF, (OpaqueCondition(why="a condition string does not parse"),)
+            exprs = [p.expr for p in parsed if isinstance(p, ExprCondition)]
+            expr = exprs[0] if len(exprs) == 1 else ast.BoolOp(op=ast.Or(), values=exprs)
+            return GuardKind.MARK_SKIPIF, (ExprCondition(expr=expr),)
+        if name.endswith("mark.skip"):
+            return GuardKind.MARK_SKIP, (AlwaysSkips(),)
+        return None
+
+    def mark_guards(self, value: ast.expr, nodeid: str, local: Bindings) -> list[Guard]:
+        marks = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
+        return [g for mark in marks for g in self.decorator_guards(mark, nodeid)]
+
+    def walk(
+        self,
+        body: Sequence[ast.stmt],
+        conds: tuple[SkipCondition, ...],
+        nodeid: str,
+        local: Bindings,
+        *,
+        module_level: bool,
+        sink: list[Guard] | None = None,
+    ) -> None:
+        """Collect skip statements with the `if` path that reaches them."""
+        out = self.guards if sink is None else sink
+        for stmt in body:
+            found = self.skip_statement(stmt, module_level)
+            if found is not None:
+                kind, extra = found
+                out.append(
+                    Guard(
+                        scope=nodeid,
+                        kind=kind,
+                        line=stmt.lineno,
+                        source=self.describe(conds, stmt),
+                        conditions=conds + extra,
+                        local_names=local,
+                    )
+                )
+            if isinstance(stmt, ast.If):
+                test = stmt.test
+                self.walk(stmt.body, (*conds, ExprCondition(expr=test)), nodeid, local, module_level=module_level, sink=out)
+                negated = ExprCondition(expr=test, negate=True)
+                self.walk(stmt.orelse, (*conds, negated), nodeid, local, module_level=module_level, sink=out)
+                body_exits, else_exits = self.exits(stmt.body), self.exits(stmt.orelse)
+                if body_exits and else_exits:
+                    return
+                # Code after `if x: return` only runs when x is false.
+                if body_exits:
+                    conds = (*conds, negated)
+                elif else_exits:
+                    conds = (*conds, ExprCondition(expr=test))
+            elif isinstance(stmt, ast.For | ast.AsyncFor | ast.While):
+                inside = (*conds, OpaqueCondition(why="the skip is inside a loop"))
+                self.walk(stmt.body, inside, nodeid, local, module_level=module_level, sink=out)
+                self.walk(stmt.orelse, inside, nodeid, local, module_level=module_level, sink=out)
+            elif isinstance(stmt, ast.With | ast.AsyncWith):
+                self.walk(stmt.body, conds, nodeid, local, module_level=module_level, sink=out)
+            elif isinstance(stmt, ast.Try | ast.TryStar):
+                self.walk(stmt.body, conds, nodeid, local, module_level=module_level, sink=out)
+                for handler in stmt.handlers:
+                    handled = (*conds, self.handler_condition(stmt, handler))
+                    self.walk(handler.body, handled, nodeid, local, module_level=module_level, sink=out)
+                self.walk([*stmt.orelse, *stmt.finalbody], conds, nodeid, local, module_level=module_level, sink=out)
+            elif isinstance(stmt, ast.Match):
+                for case in stmt.cases:
+                    inside = (*conds, OpaqueCondition(why="the skip is inside a match case"))
+                    self.walk(case.body, inside, nodeid, local, module_level=module_level, sink=out)
+            if self.exits([stmt]):
+                return
+
+    def skip_statement(self, stmt: ast.stmt, module_level: bool) -> tuple[GuardKind, tuple[SkipCondition, ...]] | None:
+        call: ast.Call | None = None
+        if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) and isinstance(stmt.value, ast.Call):
+            call = stmt.value
+        if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+            target = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+            if (self.resolved(target) or "").rpartition(".")[2] == "SkipTest":
+                return GuardKind.RAISE_SKIPTEST, ()
+            return None
+        if call is None:
+            return None
+        name = self.resolved(call.func) or ""
+        last = name.rpartition(".")[2]
+        if last == "importorskip":
+            module = _argument(call, 0, "modname")
+            if isinstance(module, ast.Constant) and isinstance(module.value, str):
+                return GuardKind.IMPORTORSKIP, (MissingModules(modules=(module.value,)),)
+            return GuardKind.IMPORTORSKIP, (OpaqueCondition(why="importorskip of a computed module name"),)
+        if not isinstance(stmt, ast.Expr):
+            return None
+        if last == "skipTest" and not module_level:
+            return GuardKind.SKIP_TEST, ()
+        if name == "pytest.skip":
+            allowed = any(kw.arg == "allow_module_level" and _is_true(kw.value) for kw in call.keywords)
+            if not module_level or allowed:
+                return GuardKind.PYTEST_SKIP, ()
+        return None
+
+    def exits(self, body: Sequence[ast.stmt]) -> bool:
+        if not body:
+            return False
+        last = body[-1]
+        if isinstance(last, ast.Return | ast.Raise | ast.Continue | ast.Break):
+            return True
+        found = self.skip_statement(last, module_level=True)
+        return found is not None and found[0] is not GuardKind.IMPORTORSKIP
+
+    def handler_condition(self, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> SkipCondition:
+        caught = self.resolved(handler.type) if handler.type is not None else None
+        imported = [
+            alias.name
+            for stmt in node.body
+            if isinstance(stmt, ast.Import | ast.ImportFrom)
+            for alias in (stmt.names if isinstance(stmt, ast.Import) else [ast.alias(name=stmt.module or "")])
+        ]
+        if caught in ("ImportError", "ModuleNotFoundError") and imported and len(imported) == len(node.body):
+            return MissingModules(modules=tuple(imported))
+        return OpaqueCondition(why="the skip is in an exception handler")
+
+    def describe(self, conds: tuple[SkipCondition, ...], stmt: ast.stmt) -> str:
+        tests = [self.condition_text(c) for c in conds if isinstance(c, ExprCondition)]
+        head = f"if {' and '.join(tests)}: " if tests else ""
+        return head + self.segment(stmt)
+
+    def condition_text(self, condition: ExprCondition) -> str:
+        text = self.segment(condition.expr)
+        if not condition.negate:
+            return text
+        simple = isinstance(condition.expr, ast.Name | ast.Attribute | ast.Call | ast.Subscript)
+        return f"not {text}" if simple else f"not ({text})"
+
+
+def _is_pytestmark(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets)
+
+
+def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    if len(call.args) > index:
+        return call.args[index]
+    return next((kw.value for kw in call.keywords if kw.arg == keyword), None)
+
+
+def _is_true(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _string_condition(node: ast.expr) -> ExprCondition | OpaqueCondition:
+    """pytest evaluates a string condition as an expression; parse it the same way (never eval)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return ExprCondition(expr=ast.parse(node.value.strip(), mode="eval").body)
+        except SyntaxError:
+            return OpaqueCondition(why="a condition string does not parse")
+    return ExprCondition(expr=node)

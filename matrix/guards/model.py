@@ -1,0 +1,201 @@
+"""Frozen records of the static guard audit: registrations, test scopes, guards, findings."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+
+from matrix.errors import EXIT_FINDINGS, EXIT_OK
+
+
+class Platform(StrEnum):
+    """The hardware family a `register_<platform>_ci` call targets."""
+
+    CUDA = "cuda"
+    CPU = "cpu"
+    AMD = "amd"
+    NPU = "npu"
+    XPU = "xpu"
+    MUSA = "musa"
+    MLX = "mlx"
+    OTHER = "other"
+
+
+# Runner profiles describe CUDA machines and GPU-less hosts; nothing else can be evaluated.
+IN_SCOPE_PLATFORMS = frozenset({Platform.CUDA, Platform.CPU})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Registration:
+    """One `register_*_ci(...)` call, read from the syntax tree."""
+
+    function: str
+    platform: Platform
+    line: int
+    source: str
+    suite: str | None = None
+    stage: str | None = None
+    runner_config: str | None = None
+    nightly: bool = False
+    disabled: str | None = None
+    est_time: float | None = None
+    problem: str | None = None
+
+
+class ScopeKind(StrEnum):
+    MODULE = "module"
+    CLASS = "class"
+    FUNCTION = "function"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestScope:
+    """A module, class or test function; `nodeid` is pytest-style (`path::Class::test`)."""
+
+    kind: ScopeKind
+    nodeid: str
+    line: int
+    parent: str | None
+
+
+class GuardKind(StrEnum):
+    SKIP_IF = "unittest.skipIf"
+    SKIP_UNLESS = "unittest.skipUnless"
+    SKIP = "unittest.skip"
+    MARK_SKIPIF = "pytest.mark.skipif"
+    MARK_SKIP = "pytest.mark.skip"
+    PYTEST_SKIP = "pytest.skip"
+    SKIP_TEST = "skipTest"
+    RAISE_SKIPTEST = "raise SkipTest"
+    IMPORTORSKIP = "pytest.importorskip"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExprCondition:
+    """The guard skips when `expr` is true (false when `negate`)."""
+
+    expr: ast.expr
+    negate: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class MissingModules:
+    """The guard skips when one of `modules` cannot be imported."""
+
+    modules: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpaqueCondition:
+    """A condition the audit cannot read (a loop, an exception handler)."""
+
+    why: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlwaysSkips:
+    """An unconditional skip."""
+
+
+SkipCondition = ExprCondition | MissingModules | OpaqueCondition | AlwaysSkips
+Bindings = tuple[tuple[str, ast.expr | None], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Guard:
+    """A skip at `scope`; it fires when every condition holds (the `if` path leading to it)."""
+
+    scope: str
+    kind: GuardKind
+    line: int
+    source: str
+    conditions: tuple[SkipCondition, ...]
+    local_names: Bindings = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleNames:
+    """What module-level names mean: import targets, aliases of guard expressions, local definitions."""
+
+    imports: tuple[tuple[str, str], ...] = ()
+    aliases: Bindings = ()
+    defined: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileAnalysis:
+    """Everything the audit needs from one source file; built without importing it."""
+
+    path: str
+    is_test_file: bool
+    registrations: tuple[Registration, ...] = ()
+    scopes: tuple[TestScope, ...] = ()
+    guards: tuple[Guard, ...] = ()
+    names: ModuleNames = ModuleNames()
+    syntax_error: str | None = None
+    error_line: int = 0
+
+
+class GuardFindingKind(StrEnum):
+    SILENT_SKIP = "silent-skip"
+    NEVER_RUNS = "never-runs"
+    UNSCHEDULED = "unscheduled"
+    UNPARSABLE = "unparsable"
+    DISABLED = "disabled"
+    UNDETERMINED = "undetermined"
+    UNMAPPED = "unmapped"
+    OUT_OF_SCOPE = "out-of-scope"
+    UNREGISTERED = "unregistered"
+
+
+FAILING_KINDS = frozenset(
+    {GuardFindingKind.SILENT_SKIP, GuardFindingKind.NEVER_RUNS, GuardFindingKind.UNSCHEDULED, GuardFindingKind.UNPARSABLE}
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuardFinding:
+    kind: GuardFindingKind
+    path: str
+    line: int
+    test: str
+    runners: tuple[str, ...] = ()
+    guard: str = ""
+    reason: str = ""
+
+    @property
+    def failing(self) -> bool:
+        return self.kind in FAILING_KINDS
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuardReport:
+    """The audit of one tree: what was read and what was found."""
+
+    root: str
+    files_scanned: int
+    test_files: int
+    registered_files: int
+    runners: tuple[str, ...]
+    findings: tuple[GuardFinding, ...]
+
+    @property
+    def failing(self) -> tuple[GuardFinding, ...]:
+        return tuple(f for f in self.findings if f.failing)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FINDINGS if self.failing else EXIT_OK
+
+    def counts(self) -> dict[GuardFindingKind, int]:
+        found = Counter(f.kind for f in self.findings)
+        return {kind: found[kind] for kind in GuardFindingKind}
+
+    def of_kind(self, kind: GuardFindingKind) -> tuple[GuardFinding, ...]:
+        return tuple(f for f in self.findings if f.kind is kind)
