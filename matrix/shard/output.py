@@ -73,6 +73,7 @@ def gha_matrix(runner: RunnerProfile, plan: ShardPlan, selects: Mapping[int, str
                 "shards": len(plan.shards),
                 "runner": runner.name,
                 "runs-on": list(runner.labels) or [runner.name],
+                "workers": max(1, runner.gpus),
                 "cells": len(s.cells),
                 "est_minutes": round(s.est_seconds / 60, 1),
                 "select": selects[s.index],
