@@ -3,10 +3,10 @@
 import unittest
 from pathlib import Path
 
-from sglang.test.ci.ci_register import register_cpu_ci
-
 MARKER = Path(__file__).with_name("IMPORTED.marker")
 MARKER.write_text("imported\n")
+
+from sglang.test.ci.ci_register import register_cpu_ci  # noqa: E402
 
 register_cpu_ci(est_time=1, suite="base-a-test-cpu")
 

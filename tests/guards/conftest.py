@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from matrix.guards.predicates import RunnerFacts
+from matrix.loader import load_runners
+from matrix.model import RunnerProfile
+
+# The fixture suite is data for the audit, never a test module to import.
+collect_ignore = ["fixture_suite"]
+
+FIXTURE_SUITE = Path(__file__).parent / "fixture_suite"
+# One profile per architecture the evaluator must tell apart.
+ARCH_PROFILES = {"sm90": "1-gpu-h100", "sm100": "4-gpu-b200", "sm120": "1-gpu-5090", "cpu": "cpu"}
+
+
+@pytest.fixture(scope="session")
+def runners() -> dict[str, RunnerProfile]:
+    return load_runners()
+
+
+@pytest.fixture(scope="session")
+def facts_for(runners: dict[str, RunnerProfile]) -> Callable[..., RunnerFacts]:
+    def make(arch: str, installed: frozenset[str] = frozenset()) -> RunnerFacts:
+        return RunnerFacts(profile=runners[ARCH_PROFILES.get(arch, arch)], installed=installed)
+
+    return make
+
+
+@pytest.fixture
+def suite_copy(tmp_path: Path) -> Path:
+    """A private copy of the fixture suite, so anything written beside its files lands in tmp."""
+    target = tmp_path / "suite"
+    shutil.copytree(FIXTURE_SUITE, target)
+    return target

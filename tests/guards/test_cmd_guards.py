@@ -1,0 +1,135 @@
+"""`specmatrix guards`: outputs, exit codes, and every bad input as exit 2 with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from matrix.cli import main
+from matrix.guards.render import SCHEMA
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for var in ("SPECMATRIX_MATRIX", "SPECMATRIX_RUNNERS", "SPECMATRIX_RUNNER"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_text_output_lists_findings_with_location_guard_and_reason(capsys, suite_copy):
+    code, out, _ = run(capsys, "guards", str(suite_copy))
+    assert code == 1
+    assert f"{suite_copy.as_posix()}/attention/test_trtllm_mha_guard_bug.py:13: silent-skip:" in out
+    assert "guard: unittest.skipIf(not (is_sm90_supported() or is_sm120_supported())" in out
+    assert "6 silent-skip, 3 never-runs, 1 unscheduled, 2 unparsable" in out
+    assert out.rstrip().endswith("exit 1")
+
+
+def test_json_output_follows_the_schema(capsys, suite_copy):
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--json")
+    doc = json.loads(out)
+    assert code == doc["exit_code"] == 1
+    assert doc["schema"] == SCHEMA
+    assert doc["counts"]["silent-skip"] == 6
+    assert sum(doc["counts"].values()) == len(doc["findings"])
+    first = doc["findings"][0]
+    assert set(first) == {"kind", "path", "line", "test", "runners", "guard", "reason", "failing"}
+
+
+def test_markdown_output_has_a_count_table_and_escaped_cells(capsys, suite_copy):
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--md")
+    assert code == 1
+    assert "| silent-skip | 6 |" in out
+    assert "### Silent skips" in out
+    assert "The audit **fails** (exit 1)." in out
+    for line in out.splitlines():
+        if line.startswith("| `"):
+            assert line.count(" | ") == 4, line
+
+
+@pytest.mark.parametrize("sub", ["clean", "attention/test_trtllm_mha_guard_fixed.py"])
+def test_clean_tree_exits_zero(capsys, suite_copy, sub):
+    code, out, _ = run(capsys, "guards", str(suite_copy / sub))
+    assert code == 0
+    assert "no findings; exit 0" in out
+
+
+def test_global_runners_file_extends_the_profiles(capsys, suite_copy, tmp_path):
+    extra = tmp_path / "extra.toml"
+    extra.write_text('[runner.1-gpu-a100]\ngpus = 1\ncapability = [8, 0]\nrunner_configs = ["1-gpu-large"]\n', encoding="utf-8")
+    code, out, _ = run(capsys, "--runners", str(extra), "guards", str(suite_copy / "attention"), "--only-runners", "1-gpu-a100")
+    assert code == 1
+    # On an A100 neither guard passes: both files would skip there.
+    assert out.count("silent-skip: test_trtllm_mha_guard_") == 2
+
+
+def test_assume_installed_and_suites_options(capsys, suite_copy, tmp_path):
+    suites = tmp_path / "suites.txt"
+    suites.write_text("base-b-kernel-unit-test-1-gpu-large\n", encoding="utf-8")
+    code, out, _ = run(
+        capsys,
+        "guards",
+        str(suite_copy / "module_level" / "test_importorskip.py"),
+        "--suites",
+        str(suites),
+        "--assume-installed",
+        "flashinfer",
+    )
+    assert code == 0, out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["guards", "{tmp}/nowhere"], "no such file or directory"),
+        (["guards", "{suite}", "--only-runners", "4-gpu-b300"], "unknown runner '4-gpu-b300'"),
+        (["guards", "{suite}", "--suites", "{tmp}/missing.txt"], "--suites"),
+        (["guards", "{suite}", "--suites", "{tmp}/bad.json"], "malformed JSON"),
+        (["guards", "{suite}", "--suite-map", "{tmp}/missing.toml"], "cannot read"),
+        (["guards", "{suite}", "--suite-map", "{tmp}/badmap.toml"], "unknown runner profile"),
+        (["guards", "{suite}", "--json", "--md"], "not allowed with argument"),
+        (["guards"], "required: path"),
+    ],
+)
+def test_bad_input_is_exit_2_with_one_line(capsys, suite_copy, tmp_path, args, message):
+    (tmp_path / "bad.json").write_text("{", encoding="utf-8")
+    (tmp_path / "badmap.toml").write_text('[suite]\n"stress" = ["no-such-runner"]\n', encoding="utf-8")
+    argv = [a.format(tmp=tmp_path, suite=suite_copy) for a in args]
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("specmatrix: error: ")
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_unparsable_file_is_a_finding_not_a_crash(capsys, tmp_path):
+    tree = tmp_path / "t"
+    tree.mkdir()
+    (tree / "test_cut.py").write_text("register_cuda_ci(1, 'x'\n", encoding="utf-8")
+    (tree / "test_latin1.py").write_bytes(b"# \xe9\n")
+    code, out, err = run(capsys, "guards", str(tree))
+    assert code == 1
+    assert err == ""
+    assert "test_cut.py:1: unparsable" in out
+    assert "test_latin1.py:1: unparsable" in out and "not UTF-8" in out
+
+
+def test_hidden_and_cache_folders_are_not_read(capsys, tmp_path):
+    tree = tmp_path / "t"
+    for folder in (".venv", "__pycache__", "ok"):
+        (tree / folder).mkdir(parents=True)
+        (tree / folder / "test_x.py").write_text("register_cuda_ci(1, 'base-b-test-4-gpu-b200')\n", encoding="utf-8")
+    code, out, _ = run(capsys, "guards", str(tree), "--json")
+    doc = json.loads(out)
+    assert code == 0
+    assert doc["files_scanned"] == 1
+    assert Path(doc["root"]) == tree

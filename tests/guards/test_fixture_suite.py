@@ -1,0 +1,142 @@
+"""The audit over the synthetic fixture suite: exact findings, no false positives, nothing executed."""
+
+from __future__ import annotations
+
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from matrix.guards import audit_tree
+from matrix.guards.model import GuardFindingKind, GuardReport
+from matrix.guards.suites import load_suite_map
+
+K = GuardFindingKind
+H100, B200, RTX5090, CPU = "1-gpu-h100", "4-gpu-b200", "1-gpu-5090", "cpu"
+BUG = "attention/test_trtllm_mha_guard_bug.py"
+FIXED = "attention/test_trtllm_mha_guard_fixed.py"
+
+# (kind, test node id, runners): every finding the fixture suite must produce, and nothing else.
+EXPECTED: set[tuple[K, str, tuple[str, ...]]] = {
+    (K.SILENT_SKIP, f"{BUG}::TestTRTLLMMHADecode", (B200,)),
+    (K.SILENT_SKIP, "marks/test_pytestmark_list.py", (H100,)),
+    (K.SILENT_SKIP, "marks/test_pytestmark_single.py", (RTX5090,)),
+    (K.SILENT_SKIP, "methods/test_method_guards.py::test_trtllm_gen_prefill", (H100,)),
+    (K.SILENT_SKIP, "setup/test_setup_guards.py::TestNeedsBlackwellSM", (H100,)),
+    (K.SILENT_SKIP, "setup/test_setup_guards.py::TestHopperOnlySetUp", (B200,)),
+    (K.NEVER_RUNS, "aliases/test_module_aliases.py::TestHopperPath", (B200,)),
+    (K.NEVER_RUNS, "methods/test_method_guards.py::TestMethodGuards::test_flaky", (H100, B200)),
+    (K.NEVER_RUNS, "module_level/test_module_skip.py", (CPU,)),
+    (K.UNSCHEDULED, "scheduling/test_nightly_without_flag.py", (B200,)),
+    (K.UNPARSABLE, "broken/test_syntax_error.py", ()),
+    (K.UNPARSABLE, "registrations/test_bad_registration.py", ()),
+    (K.DISABLED, "scheduling/test_disabled.py", (RTX5090,)),
+    (K.UNDETERMINED, "execution/test_marker_if_imported.py::TestNothingRuns", (CPU,)),
+    (K.UNDETERMINED, "module_level/test_importorskip.py", (H100,)),
+    (K.UNDETERMINED, "undetermined/test_unknown_guards.py::TestUnknowns::test_env", (H100,)),
+    (K.UNDETERMINED, "undetermined/test_unknown_guards.py::TestUnknowns::test_flashinfer", (H100,)),
+    (K.UNDETERMINED, "undetermined/test_unknown_guards.py::TestUnknowns::test_local_helper", (H100,)),
+    (K.UNMAPPED, "scheduling/test_suite_typo.py", ()),
+    (K.OUT_OF_SCOPE, "out_of_scope/test_amd_only.py", ()),
+    (K.UNREGISTERED, "unregistered/test_not_registered.py", ()),
+}
+CLEAN_FILES = (
+    FIXED,
+    "clean/test_clean_guards.py",
+    "clean/test_clean_cpu.py",
+    "scheduling/test_nightly_with_flag.py",
+    "registrations/test_registration_forms.py",
+    "helpers/common_utils.py",
+)
+
+
+def found(report: GuardReport) -> set[tuple[K, str, tuple[str, ...]]]:
+    return {(f.kind, f.test, f.runners) for f in report.findings}
+
+
+@pytest.fixture
+def report(suite_copy: Path, runners) -> GuardReport:
+    return audit_tree(suite_copy, runners)
+
+
+def test_every_planted_finding_and_nothing_else(report):
+    assert found(report) == EXPECTED
+    assert report.exit_code == 1
+
+
+@pytest.mark.parametrize("path", CLEAN_FILES)
+def test_no_finding_on_clean_files(report, path):
+    assert [f for f in report.findings if f.path == path] == []
+
+
+def test_domain_case_two_buggy_guard_is_found_and_the_fix_is_clean(report):
+    (bug,) = [f for f in report.findings if f.path == BUG]
+    assert bug.kind is K.SILENT_SKIP
+    assert bug.runners == (B200,)
+    assert bug.location == f"{BUG}:13"
+    assert bug.guard.startswith("unittest.skipIf(not (is_sm90_supported() or is_sm120_supported())")
+    assert "is_sm90_supported() is False; is_sm120_supported() is False" in bug.reason
+    assert not [f for f in report.findings if f.path == FIXED]
+
+
+def test_removing_the_fix_turns_the_fixed_file_red(suite_copy, runners):
+    fixed = suite_copy / FIXED
+    fixed.write_text(fixed.read_text().replace(" or is_sm100_supported()", ""), encoding="utf-8")
+    report = audit_tree(suite_copy, runners)
+    assert (K.SILENT_SKIP, f"{FIXED}::TestTRTLLMMHADecode", (B200,)) in found(report)
+
+
+def test_counts_of_files(report):
+    assert (report.files_scanned, report.test_files, report.registered_files) == (23, 22, 20)
+    assert report.runners == (CPU, H100, B200, RTX5090)
+
+
+def test_assumed_installed_flashinfer_settles_those_guards(suite_copy, runners):
+    report = audit_tree(suite_copy, runners, installed=["flashinfer"])
+    gone = {
+        (K.UNDETERMINED, "module_level/test_importorskip.py", (H100,)),
+        (K.UNDETERMINED, "undetermined/test_unknown_guards.py::TestUnknowns::test_flashinfer", (H100,)),
+    }
+    assert found(report) == EXPECTED - gone
+
+
+def test_suite_list_makes_unknown_suites_unscheduled(suite_copy, runners, tmp_path):
+    known = frozenset({"base-b-test-4-gpu-b200", "stage-b-test-1-gpu-large", "nightly-4-gpu-b200"})
+    report = audit_tree(suite_copy, runners, known_suites=known)
+    unscheduled = {f.path: f.reason for f in report.of_kind(K.UNSCHEDULED)}
+    assert "did you mean base-b-test-4-gpu-b200?" in unscheduled["scheduling/test_suite_typo.py"]
+    assert "not in the --suites list" in unscheduled["marks/test_pytestmark_single.py"]
+    assert "nightly=False" in unscheduled["scheduling/test_nightly_without_flag.py"]
+    assert "scheduling/test_nightly_with_flag.py" not in unscheduled
+
+
+def test_only_runners_keeps_findings_that_concern_them(suite_copy, runners):
+    report = audit_tree(suite_copy, runners, only_runners=[B200])
+    expected = {e for e in EXPECTED if B200 in e[2] or e[0] is K.UNPARSABLE}
+    assert found(report) == expected
+    assert report.runners == (B200,)
+
+
+def test_the_audit_never_imports_or_runs_the_suite(suite_copy, runners):
+    marker = suite_copy / "execution" / "IMPORTED.marker"
+    audit_tree(suite_copy, runners)
+    done = subprocess.run(
+        [sys.executable, "-m", "matrix", "guards", str(suite_copy), "--json"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    assert not marker.exists()
+    assert not list(suite_copy.rglob("__pycache__"))
+
+
+def test_the_marker_probe_works_when_the_file_is_executed(suite_copy):
+    marker = suite_copy / "execution" / "IMPORTED.marker"
+    with pytest.raises(ImportError):  # sglang is not installed here; the marker is written first
+        runpy.run_path(str(suite_copy / "execution" / "test_marker_if_imported.py"))
+    assert marker.exists()
+
+
+def test_a_single_file_can_be_audited(suite_copy, runners):
+    report = audit_tree(suite_copy / BUG, runners, suite_map=load_suite_map())
+    assert {(f.kind, f.test) for f in report.findings} == {(K.SILENT_SKIP, "test_trtllm_mha_guard_bug.py::TestTRTLLMMHADecode")}
