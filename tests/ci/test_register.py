@@ -1,0 +1,151 @@
+"""Generated sglang registered modules: right cells and est_time, importable in sglang, audit-clean, runnable."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from matrix.cli import main
+from matrix.errors import ConfigError
+from matrix.expect import effective_versions, expectations
+from matrix.guards.model import GuardFindingKind
+from matrix.guards.registrations import read_registrations
+from matrix.guards.tree import audit_tree
+from matrix.model import RunnerProfile
+from matrix.register_gen import ALLOWED_IMPORTS, CELL_MODULE, generate
+from matrix.shard.cost import workload_for
+from matrix.shard.workload import work_seconds
+
+from .conftest import run_cells
+
+
+def imported_modules(text: str) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            out.add(node.module or "")
+    return out
+
+
+@pytest.fixture(scope="module")
+def modules(default_matrix, runners):
+    return generate(default_matrix, list(runners.values()))
+
+
+def test_one_module_per_runner_config_with_the_cells_that_must_run(modules, default_matrix, runners):
+    configs = {rc: p for p in runners.values() if p.gpus for rc in p.runner_configs}
+    assert sorted(m.runner_config for m in modules) == sorted(configs)
+    for module in modules:
+        assert sorted(module.cells) == sorted(run_cells(default_matrix, configs[module.runner_config]))
+
+
+def test_registration_carries_est_time_stage_and_runner_config(modules, default_matrix, runners):
+    module = next(m for m in modules if m.runner_config == "4-gpu-b200")
+    (reg,) = read_registrations(ast.parse(module.text), module.text)
+    assert (reg.function, reg.problem) == ("register_cuda_ci", None)
+    assert 'stage="base-b"' in reg.source and 'runner_config="4-gpu-b200"' in reg.source
+    runner = runners["4-gpu-b200"]
+    workload = workload_for(default_matrix, runner, expectations(default_matrix, runner, effective_versions(default_matrix, {})))
+    assert f"est_time={math.ceil(work_seconds(workload, workload.items))}," in reg.source
+    assert module.est_time == math.ceil(work_seconds(workload, workload.items))
+
+
+@pytest.mark.parametrize("planted", [None, "import matrix.gpu.cellrun\n"], ids=["generated", "planted-import"])
+def test_modules_import_only_what_an_sglang_tree_has(modules, planted):
+    for module in modules:
+        text = (planted or "") + module.text
+        assert (imported_modules(text) <= set(ALLOWED_IMPORTS)) is (planted is None)
+
+
+def test_the_cell_runner_the_tests_call_exists():
+    assert importlib.util.find_spec(CELL_MODULE) is not None
+
+
+GUARD = '@pytest.mark.skipif(not is_sm90_supported(), reason="hopper only")\n'
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["generated", "planted-guard"])
+def test_guard_audit_of_the_generated_tree_finds_no_silent_skip(tmp_path, modules, runners, planted):
+    for module in modules:
+        text = module.text
+        if planted and module.runner_config == "4-gpu-b200":
+            text = text.replace("import pytest\n", "import pytest\n\nfrom sglang.srt.utils import is_sm90_supported\n")
+            text = text.replace('@pytest.mark.parametrize("cell", CELLS)\n', GUARD + '@pytest.mark.parametrize("cell", CELLS)\n')
+        (tmp_path / module.file_name).write_text(text)
+    report = audit_tree(tmp_path, runners)
+    skips = report.of_kind(GuardFindingKind.SILENT_SKIP) + report.of_kind(GuardFindingKind.NEVER_RUNS)
+    assert bool(report.failing) is planted
+    assert bool(skips) is planted
+    if planted:  # registered only for 4-gpu-b200 and skipped there: the audit calls that never-runs
+        assert skips[0].runners == ("4-gpu-b200",)
+
+
+def test_parts_split_a_runner_config_into_disjoint_modules(default_matrix, runners):
+    runner = runners["4-gpu-b200"]
+    parts = generate(default_matrix, [runner], parts=3)
+    assert [m.file_name for m in parts] == [f"test_specmatrix_4_gpu_b200_part{k}.py" for k in (1, 2, 3)]
+    cells = [c for m in parts for c in m.cells]
+    assert sorted(cells) == sorted(run_cells(default_matrix, runner)) and len(set(cells)) == len(cells)
+    assert max(m.est_time for m in parts) < generate(default_matrix, [runner])[0].est_time / 2
+
+
+def test_two_profiles_serving_one_runner_config_is_a_config_error(default_matrix):
+    twins = [RunnerProfile(name=n, gpus=1, capability=(9, 0), runner_configs=("1-gpu-large",)) for n in ("a", "b")]
+    with pytest.raises(ConfigError, match="served by both a and b"):
+        generate(default_matrix, twins)
+
+
+STUB_REGISTER = "CALLS = []\n\ndef register_cuda_ci(*args, **kwargs):\n    CALLS.append(kwargs)\n"
+STUB_CELLRUN = textwrap.dedent(
+    """
+    import os, sys
+    cell = sys.argv[1]
+    assert sys.argv[2:] == ["--level", "kernel"], sys.argv
+    sys.exit(1 if cell == os.environ.get("STUB_FAIL_CELL") else 0)
+    """
+)
+
+
+def test_generated_module_runs_with_stubs_and_fails_a_failing_cell(tmp_path, modules):
+    module = next(m for m in modules if m.runner_config == "4-gpu-b200")
+    stubs = tmp_path / "stubs"
+    for pkg in ("sglang", "sglang/test", "sglang/test/ci", "matrix", "matrix/gpu"):
+        (stubs / pkg).mkdir(parents=True, exist_ok=True)
+        (stubs / pkg / "__init__.py").write_text("")
+    (stubs / "sglang/test/ci/ci_register.py").write_text(STUB_REGISTER)
+    (stubs / "matrix/gpu/cellrun.py").write_text(STUB_CELLRUN)
+    suite = tmp_path / "registered"
+    suite.mkdir()
+    (suite / module.file_name).write_text(module.text)
+    chosen = [c for c in module.cells if "topk4-page16-hd128" in c]
+    # The stub `matrix` package shadows the real one, so the real pytest plugin must stay out.
+    env = {**os.environ, "PYTHONPATH": str(stubs), "STUB_FAIL_CELL": chosen[0], "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "topk4-page16-hd128", str(suite)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"1 failed, {len(chosen) - 1} passed" in done.stdout
+    assert f"{chosen[0]} failed on 4-gpu-b200" in done.stdout
+
+
+def test_register_command_writes_the_modules(tmp_path, capsys):
+    code = main(["register", "--out", str(tmp_path / "reg"), "--runner", "4-gpu-b200", "--stage", "base-c"])
+    assert code == 0
+    (written,) = sorted((tmp_path / "reg").iterdir())
+    assert written.name == "test_specmatrix_4_gpu_b200.py"
+    assert 'stage="base-c"' in written.read_text()
+    assert main(["register", "--out", str(tmp_path / "none"), "--runner", "cpu"]) == 2
