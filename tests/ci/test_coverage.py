@@ -9,7 +9,6 @@ import pytest
 from matrix.cli import main
 from matrix.coverage.merge import Coverage, ReportSource, merge
 from matrix.report import CellStatus, FindingKind, RunnerInfo
-from matrix.shard.output import PlannedShards
 
 from .conftest import make_report, run_cells
 
@@ -46,7 +45,9 @@ def test_all_planned_cells_passing_is_clean(tmp_path, capsys, runners, report_fi
     first, second = two_shards(b200_cells)
     r1 = report_file("shard-1.json", runners["4-gpu-b200"], dict.fromkeys(first, CellStatus.PASSED))
     r2 = report_file("shard-2.json", runners["4-gpu-b200"], dict.fromkeys(second, CellStatus.PASSED))
-    code, out, _ = coverage(capsys, r1, r2, "--plan", plan_file(tmp_path, [first, second]), "--out", tmp_path / "cov", "--no-heatmap")
+    code, out, _ = coverage(
+        capsys, r1, r2, "--plan", plan_file(tmp_path, [first, second]), "--out", tmp_path / "cov", "--no-heatmap"
+    )
     assert code == 0, out
     doc = json.loads((tmp_path / "cov" / "coverage.json").read_text())
     assert doc["totals"]["passed"] == len(b200_cells) and doc["totals"]["never-ran"] == 0
@@ -113,12 +114,14 @@ def test_duplicated_cell_takes_the_worst_status(default_matrix, runners, b200_ce
 
 
 @pytest.mark.parametrize(
-    "text", ['{"schema": "specmatrix.report/1", "runner"', '{"schema": "other/1"}', "\xff\xfe"], ids=["truncated", "schema", "bytes"]
+    "text",
+    ['{"schema": "specmatrix.report/1", "runner"', '{"schema": "other/1"}', "\xff\xfe"],
+    ids=["truncated", "schema", "bytes"],
 )
 def test_corrupt_report_exits_2_with_one_line(tmp_path, capsys, text):
     path = tmp_path / "bad.json"
     path.write_bytes(text.encode("latin-1"))
-    code, out, err = coverage(capsys, path, "--out", tmp_path / "cov")
+    code, _out, err = coverage(capsys, path, "--out", tmp_path / "cov")
     assert code == 2
     assert err.count("\n") == 1 and str(path) in err and "Traceback" not in err
 

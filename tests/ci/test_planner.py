@@ -48,20 +48,26 @@ def test_every_cell_is_placed_exactly_once(b200_workload, shards):
 
 
 @pytest.mark.parametrize("shards", [2, 4, 8])
-@pytest.mark.parametrize(("planner", "good"), [(plan_setup_aware, True), (longest_first_items, False)], ids=["planner", "lpt-cells"])
+@pytest.mark.parametrize(
+    ("planner", "good"), [(plan_setup_aware, True), (longest_first_items, False)], ids=["planner", "lpt-cells"]
+)
 def test_makespan_within_two_percent_of_the_lower_bound(b200_workload, planner, good, shards):
     problem = ratio_problem(b200_workload, planner, shards)
     assert (problem is None) is good, problem
 
 
 @pytest.mark.parametrize("shards", [2, 4, 8])
-@pytest.mark.parametrize(("planner", "good"), [(plan_setup_aware, True), (longest_first_items, False)], ids=["planner", "lpt-cells"])
+@pytest.mark.parametrize(
+    ("planner", "good"), [(plan_setup_aware, True), (longest_first_items, False)], ids=["planner", "lpt-cells"]
+)
 def test_each_configuration_compiles_about_once(b200_workload, planner, good, shards):
     problem = compile_problem(b200_workload, planner, shards)
     assert (problem is None) is good, problem
 
 
-@pytest.mark.parametrize(("planner", "good"), [(plan_setup_aware, True), (longest_first_items, False)], ids=["planner", "lpt-cells"])
+@pytest.mark.parametrize(
+    ("planner", "good"), [(plan_setup_aware, True), (longest_first_items, False)], ids=["planner", "lpt-cells"]
+)
 def test_only_a_group_larger_than_a_shard_is_split(planner, good):
     workload = synthetic({"huge": (40, 10.0, 10.0), **{f"small{k}": (4, 1.0, 8.0) for k in range(12)}})
     assignment = planner(workload, 4)
@@ -74,7 +80,9 @@ def test_only_a_group_larger_than_a_shard_is_split(planner, good):
     assert (not split_small) is good, f"small groups split: {split_small}"
 
 
-@pytest.mark.parametrize(("planner", "good"), [(plan_setup_aware, True), (longest_first_items, False)], ids=["planner", "lpt-cells"])
+@pytest.mark.parametrize(
+    ("planner", "good"), [(plan_setup_aware, True), (longest_first_items, False)], ids=["planner", "lpt-cells"]
+)
 @pytest.mark.parametrize("shards", [4, 8])
 def test_adding_one_cell_moves_few_others(b200_workload, planner, good, shards):
     moved = []

@@ -64,7 +64,9 @@ def test_measured_durations_replace_the_cost_table(default_matrix, runners):
     assert measured.cell_seconds == {ids[0]: 3.0, xqa: 2.0}  # compile split off; a skip measures nothing
     from matrix.expect import effective_versions, expectations
 
-    workload = workload_for(default_matrix, runner, expectations(default_matrix, runner, effective_versions(default_matrix, {})), measured)
+    workload = workload_for(
+        default_matrix, runner, expectations(default_matrix, runner, effective_versions(default_matrix, {})), measured
+    )
     assert workload.item(ids[0]).seconds == 3.0
     assert workload.setup_of(workload.item(xqa).config) == 9.0
     cost = default_matrix.cost.backends[str(default_matrix.cell(ids[3]).backend)]
