@@ -1,3 +1,233 @@
-"""pytest plugin entry point (skip audit)."""
+"""pytest plugin entry point (pytest11): parametrize `matrix_cell` tests over the matrix and audit every skip.
+
+See docs/skip-audit.md. The deciding logic lives in matrix/audit/; this module only wires it to pytest's hooks.
+"""
 
 from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Any
+
+import pytest
+
+from matrix.audit.gpus import check_workers, gpu_slots, pinned_env
+from matrix.audit.nodeids import test_of
+from matrix.audit.report_text import failure_text, skip_text
+from matrix.audit.session import PAYLOAD_KEY, AuditSession
+from matrix.audit.settings import Role, add_options, role_of, settings_from
+from matrix.audit.terminal import summary_lines
+from matrix.audit.timing import MatrixTiming, timings_from
+from matrix.audit.writers import append_step_summary, report_paths, write_all
+from matrix.audit.xdist_controller import XdistController
+from matrix.errors import SelectorError, SpecmatrixError
+from matrix.model import Cell
+
+MATRIX_FIXTURE = "matrix_cell"
+MARKER = (
+    "matrix(select): run this matrix_cell test only over the cells the selector keeps (syntax of `specmatrix cells --select`)"
+)
+_PHASES = frozenset({"setup", "call", "teardown"})
+_AUDIT = pytest.StashKey[AuditSession]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Pin this worker's GPU first (before any plugin or conftest can initialise CUDA), then plan if asked to."""
+    config.addinivalue_line("markers", MARKER)
+    role = role_of(config)
+    payload: dict[str, Any] | None = None
+    if role is Role.WORKER:
+        payload = config.workerinput.get(PAYLOAD_KEY)  # type: ignore[attr-defined]
+        if payload is not None and "slot" in payload:
+            os.environ.update(pinned_env(int(payload["slot"]), tuple(payload["slots"])))
+    try:
+        settings = settings_from(config, os.environ)
+        audit = AuditSession(
+            settings,
+            os.environ,
+            payload=payload,
+            python_functions=config.getini("python_functions"),
+            python_classes=config.getini("python_classes"),
+        )
+        if settings.report_path is not None:
+            report_paths(settings.report_path)
+        if role is not Role.WORKER:
+            audit.load_allowlist()
+        if settings.engaged:
+            audit.ensure_plan()
+        slots: tuple[str, ...] = ()
+        plan = audit.plan
+        if role is Role.CONTROLLER and plan is not None and plan.runner.gpus > 0 and plan.facts.gpus > 0:
+            slots = gpu_slots(os.environ, plan.facts.gpus)
+            check_workers(settings.workers, slots, plan.runner.name)
+    except SpecmatrixError as exc:
+        raise pytest.UsageError(f"specmatrix: {exc}") from None
+    config.stash[_AUDIT] = audit
+    config.pluginmanager.register(AuditHooks(audit, config), "specmatrix-audit")
+    if role is Role.CONTROLLER:
+        config.pluginmanager.register(XdistController(audit, slots), "specmatrix-xdist-controller")
+
+
+def _marker_selects(definition: pytest.Function) -> tuple[str, ...]:
+    selects: list[str] = []
+    for mark in definition.iter_markers("matrix"):
+        value = mark.kwargs.get("select", mark.args[0] if mark.args else None)
+        if not isinstance(value, str) or set(mark.kwargs) - {"select"} or len(mark.args) > 1:
+            pytest.fail(f"specmatrix: {definition.nodeid}: use @pytest.mark.matrix(select='<selector>')", pytrace=False)
+        selects.append(value)
+    return tuple(selects)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if MATRIX_FIXTURE not in metafunc.fixturenames:
+        return
+    audit = metafunc.config.stash[_AUDIT]
+    selects = _marker_selects(metafunc.definition)
+    values: list[object] = []
+    ids: list[str] = []
+    try:
+        values, ids = audit.parameters_for(selects)
+    except SelectorError as exc:
+        pytest.fail(f"specmatrix: {metafunc.definition.nodeid}: {exc}", pytrace=False)
+    except SpecmatrixError as exc:
+        audit.planning_error = str(exc)  # raised once, as a usage error, when collection ends
+    if not values:
+        audit.empty_tests.add(metafunc.definition.nodeid)  # this shard has no cell for it: deselected, not skipped
+    metafunc.parametrize(MATRIX_FIXTURE, values, ids=ids)
+
+
+@pytest.fixture
+def matrix_cell(request: pytest.FixtureRequest) -> Cell:
+    """The matrix cell this test runs for; the plugin parametrizes every test that requests it."""
+    pytest.fail("matrix_cell is parametrized by the specmatrix plugin: request it as a test (or fixture) argument", pytrace=False)
+
+
+@pytest.fixture
+def matrix_timing(request: pytest.FixtureRequest) -> MatrixTiming:
+    """Record compile_seconds / setup_seconds for this item's report entry."""
+    return MatrixTiming(request.node.user_properties)
+
+
+class AuditHooks:
+    """The per-run hooks; registered as an object so report hooks reach the run's AuditSession directly."""
+
+    def __init__(self, audit: AuditSession, config: pytest.Config) -> None:
+        self.audit = audit
+        self.config = config
+        self.records = audit.settings.role is not Role.WORKER
+
+    def pytest_report_header(self) -> list[str]:
+        plan = self.audit.plan
+        if plan is None:
+            return []
+        run = sum(1 for e in plan.expectations.values() if e.outcome.value == "run")
+        line = (
+            f"specmatrix: runner {plan.runner.name} ({plan.runner.skip_policy.value} skip policy): "
+            f"{len(plan.expectations)} cells, {run} expected to run"
+        )
+        return [line + (f"; {plan.detection_note}" if plan.detection_note else "")]
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if self.audit.planning_error is not None:
+            raise pytest.UsageError(f"specmatrix: {self.audit.planning_error}")
+        empty = self.audit.empty_tests
+        if not empty:
+            return
+        dropped = [i for i in items if test_of(i.nodeid) in empty]
+        if dropped:
+            items[:] = [i for i in items if test_of(i.nodeid) not in empty]
+            config.hook.pytest_deselected(items=dropped)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.audit.settings.role is not Role.LOCAL or not self.audit.active:
+            return
+        for item in session.items:
+            callspec = getattr(item, "callspec", None)
+            if callspec is not None:
+                cell = callspec.params.get(MATRIX_FIXTURE)
+                if isinstance(cell, Cell):
+                    self.audit.plan_item(item.nodeid, cell.id)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A module that skipped or failed at import never yields items: plan its matrix tests from source."""
+        if report.passed or not self.records:
+            return
+        skipped = report.skipped
+        reason = skip_text(report.longrepr) if skipped else None
+        error = None if skipped else failure_text(report.longrepr)
+        planned = False
+        if report.nodeid.endswith(".py"):
+            try:
+                source = (self.config.rootpath / report.nodeid).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                source = ""
+            try:
+                planned = self.audit.plan_uncollected_module(report.nodeid, source, skip_reason=reason, error=error)
+            except SpecmatrixError as exc:
+                self.audit.planning_error = str(exc)
+        if not planned:
+            self.audit.ledger.record(report.nodeid, "setup", report.outcome, skip_reason=reason, message=error)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        audit = self.audit
+        outcome: str = report.outcome
+        if not self.records or not audit.active or outcome == "rerun":  # pytest-rerunfailures: a later attempt follows
+            return
+        xfail = getattr(report, "wasxfail", None)
+        skip_reason = message = None
+        if outcome == "skipped" and xfail is None:
+            skip_reason = skip_text(report.longrepr)
+        elif outcome == "failed":
+            message = failure_text(report.longrepr)
+        node = getattr(report, "node", None)  # set by the xdist controller
+        worker = str(node.gateway.id) if node is not None else None
+        if report.when not in _PHASES and worker in audit.node_errors:
+            message = f"{message}; worker error: {audit.node_errors[worker]}"
+        props = report.user_properties
+        audit.ledger.record(
+            report.nodeid,
+            report.when,
+            outcome,
+            duration=report.duration,
+            xfail_reason=xfail,
+            skip_reason=skip_reason,
+            message=message,
+            worker=worker,
+            timings=timings_from(props) if props else None,
+        )
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Build the report, write it, and fail the session on error findings (pytest's own counts stay as they are)."""
+        audit = self.audit
+        if not self.records or not audit.active or audit.settings.collect_only or audit.planning_error is not None:
+            return
+        report = audit.finish(dt.date.today())
+        try:
+            if audit.settings.report_path is not None:
+                audit.written = [str(p) for p in write_all(report, audit.settings.report_path)]
+            summary = append_step_summary(report, os.environ)
+            if summary is not None:
+                audit.written.append(f"{summary} (appended)")
+        except OSError as exc:
+            audit.written.append(f"could not write the report: {exc}")
+            session.exitstatus = max(int(session.exitstatus), int(pytest.ExitCode.TESTS_FAILED))
+        if report.errors and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        audit = self.audit
+        if audit.planning_error is not None and self.records:
+            terminalreporter.write_sep("=", "specmatrix skip audit", red=True)
+            terminalreporter.write_line(f"specmatrix: {audit.planning_error}", red=True)
+            return
+        report = audit.report
+        if report is None:
+            return
+        terminalreporter.write_sep("=", "specmatrix skip audit", red=bool(report.errors), green=not report.errors)
+        for line in summary_lines(report, audit.written):
+            terminalreporter.write_line(line.text, red=line.red, yellow=line.yellow)

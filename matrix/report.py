@@ -88,6 +88,7 @@ class RunnerInfo:
     gpus: int
     capability: tuple[int, int] | None
     labels: tuple[str, ...] = ()
+    skip_policy: str = "lenient"  # "lenient" | "strict": whether skips outside the matrix need an allowlist entry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,7 +166,10 @@ def from_json(doc: Any, where: str) -> Report:
         gpus=_need(runner_doc, "gpus", int, f"{where}: runner"),
         capability=(cap[0], cap[1]) if isinstance(cap, list) and len(cap) == 2 else None,
         labels=tuple(runner_doc.get("labels", ())),
+        skip_policy=_need(runner_doc, "skip_policy", str, f"{where}: runner") if "skip_policy" in runner_doc else "lenient",
     )
+    if runner.skip_policy not in ("lenient", "strict"):
+        raise ReportError(f"{where}: runner: unknown skip_policy {runner.skip_policy!r}")
     cells: list[CellResult] = []
     for i, c in enumerate(_need(doc, "cells", list, where)):
         cw = f"{where}: cells[{i}]"
@@ -230,6 +234,8 @@ def from_json(doc: Any, where: str) -> Report:
     )
     if "planned" in doc and doc["planned"] != report.planned:
         raise ReportError(f"{where}: says {doc['planned']} planned but lists {report.planned} cells (truncated?)")
+    if "counts" in doc and doc["counts"] != report.counts:
+        raise ReportError(f"{where}: field 'counts' does not match the statuses of its cells (planned must equal their sum)")
     return report
 
 

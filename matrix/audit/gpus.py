@@ -1,0 +1,55 @@
+"""One xdist worker per GPU: which device each worker gets; pure (the plugin applies the environment)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from matrix.errors import UsageError
+
+CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+GPU_INDEX_ENV = "SPECMATRIX_GPU_INDEX"
+GPU_DEVICE_ENV = "SPECMATRIX_GPU"
+
+
+def gpu_slots(env: Mapping[str, str], gpus: int) -> tuple[str, ...]:
+    """The devices workers may pin: an existing CUDA_VISIBLE_DEVICES list, else 0..gpus-1."""
+    visible = env.get(CUDA_VISIBLE_DEVICES)
+    if visible is not None:
+        return tuple(d.strip() for d in visible.split(",") if d.strip())
+    return tuple(str(i) for i in range(gpus))
+
+
+def check_workers(workers: int, slots: Sequence[str], runner: str) -> None:
+    """More workers than GPUs would put two on one device: refuse before any worker starts."""
+    if workers > len(slots):
+        shown = ",".join(slots) or "none"
+        raise UsageError(
+            f"-n {workers} starts {workers} xdist workers but runner {runner!r} has {len(slots)} GPU(s) ({shown}); "
+            f"use -n {len(slots)} or fewer (one worker per GPU)"
+        )
+
+
+class SlotPool:
+    """Hands each live worker the lowest free slot, so a restarted worker takes over its dead predecessor's GPU."""
+
+    def __init__(self, slots: Sequence[str]) -> None:
+        self._slots = tuple(slots)
+        self._owner: dict[int, str] = {}
+
+    def take(self, worker: str) -> int:
+        for index in range(len(self._slots)):
+            if index not in self._owner:
+                self._owner[index] = worker
+                return index
+        raise UsageError(f"no free GPU for xdist worker {worker} ({len(self._slots)} GPU(s), all in use)")
+
+    def release(self, worker: str) -> None:
+        for index, owner in list(self._owner.items()):
+            if owner == worker:
+                del self._owner[index]
+
+
+def pinned_env(slot: int, slots: Sequence[str]) -> dict[str, str]:
+    """What a worker on `slot` sets before anything initialises CUDA."""
+    device = slots[slot]
+    return {CUDA_VISIBLE_DEVICES: device, GPU_INDEX_ENV: str(slot), GPU_DEVICE_ENV: device}

@@ -1,0 +1,126 @@
+"""Accounting: every planned item ends with exactly one status; reports are folded in as they arrive."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from matrix.audit.outcome import Observed, cell_status, observed_phase, outside_status
+from matrix.model import Expectation, Outcome
+from matrix.report import CellResult, CellStatus, OutsideResult
+
+TIMING_KEYS = ("compile_seconds", "setup_seconds")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedItem:
+    """One test function over one cell, known before anything runs."""
+
+    nodeid: str
+    test: str
+    cell_id: str
+
+
+class _Tally:
+    """What the reports of one node id said so far (all attempts)."""
+
+    __slots__ = ("attempts", "duration", "message", "skip_reason", "timings", "worker", "worst")
+
+    def __init__(self) -> None:
+        self.worst: Observed | None = None
+        self.skip_reason: str | None = None
+        self.message: str | None = None
+        self.duration = 0.0
+        self.attempts = 0
+        self.worker: str | None = None
+        self.timings: dict[str, float] = {}
+
+
+class Ledger:
+    """Planned items and the observations for them (and for tests outside the matrix)."""
+
+    def __init__(self) -> None:
+        self._planned: dict[str, PlannedItem] = {}
+        self._tallies: dict[str, _Tally] = {}
+
+    def plan(self, item: PlannedItem) -> None:
+        self._planned.setdefault(item.nodeid, item)
+
+    def is_planned(self, nodeid: str) -> bool:
+        return nodeid in self._planned
+
+    @property
+    def planned_count(self) -> int:
+        return len(self._planned)
+
+    def record(
+        self,
+        nodeid: str,
+        when: str,
+        outcome: str,
+        *,
+        duration: float = 0.0,
+        xfail_reason: str | None = None,
+        skip_reason: str | None = None,
+        message: str | None = None,
+        worker: str | None = None,
+        timings: Mapping[str, float] | None = None,
+    ) -> None:
+        """Fold one phase report in; the worst observation across phases and attempts wins."""
+        tally = self._tallies.get(nodeid)
+        if tally is None:
+            tally = self._tallies[nodeid] = _Tally()
+        tally.duration += duration
+        if when == "setup":
+            tally.attempts += 1
+        if worker is not None:
+            tally.worker = worker
+        if timings:
+            tally.timings = dict(timings)
+        observed = observed_phase(when, outcome, xfail_reason)
+        if observed is None or (tally.worst is not None and observed <= tally.worst):
+            return
+        tally.worst = observed
+        if observed is Observed.XFAILED:
+            tally.skip_reason = f"xfail: {xfail_reason}"
+        elif observed is Observed.SKIPPED:
+            tally.skip_reason = f"xfail: {xfail_reason}" if xfail_reason else skip_reason
+        if message is not None:
+            tally.message = message
+
+    def results(self, expectations: Mapping[str, Expectation]) -> tuple[tuple[CellResult, ...], tuple[OutsideResult, ...]]:
+        """One CellResult per planned item (in plan order) and one OutsideResult per other reported test."""
+        cells = tuple(self._cell_result(item, expectations[item.cell_id]) for item in self._planned.values())
+        outside = tuple(
+            OutsideResult(nodeid=nodeid, status=outside_status(t.worst), skip_reason=t.skip_reason)
+            for nodeid, t in self._tallies.items()
+            if nodeid not in self._planned
+        )
+        return cells, outside
+
+    def _cell_result(self, item: PlannedItem, exp: Expectation) -> CellResult:
+        tally = self._tallies.get(item.nodeid)
+        observed = tally.worst if tally is not None else None
+        status = cell_status(exp.outcome, observed)
+        blocking = exp.blocking
+        message = tally.message if tally is not None else None
+        if status is CellStatus.NOT_RUN:
+            message = "planned but never reported: the session stopped or its worker died before reaching it"
+        elif tally is not None and tally.attempts > 1:
+            message = f"{tally.attempts} attempts; worst counted" + (f": {message}" if message else "")
+        timings = tally.timings if tally is not None else {}
+        return CellResult(
+            nodeid=item.nodeid,
+            cell=item.cell_id,
+            test=item.test,
+            expected=exp.outcome.value,
+            rule=blocking[0].rule.id if exp.outcome is Outcome.SKIP and blocking else None,
+            reason=exp.reason,
+            status=status,
+            skip_reason=tally.skip_reason if tally is not None else None,
+            message=message,
+            duration=round(tally.duration, 6) if tally is not None else 0.0,
+            compile_seconds=timings.get("compile_seconds"),
+            setup_seconds=timings.get("setup_seconds"),
+            worker=tally.worker if tally is not None else None,
+        )

@@ -1,0 +1,209 @@
+"""One run's audit: lazy planning, item planning, and the finished report. Kept in `config.stash`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from matrix.audit.allowlist import AllowEntry, judge, parse_allowlist
+from matrix.audit.findings import evaluate
+from matrix.audit.ledger import Ledger, PlannedItem
+from matrix.audit.nodeids import CellIdIndex, test_of
+from matrix.audit.parametrize import CellParameters
+from matrix.audit.selection import CellChooser
+from matrix.audit.settings import AuditSettings
+from matrix.audit.static_plan import matrix_tests
+from matrix.detect import DETECT_ENV
+from matrix.errors import SelectorError
+from matrix.loader import read_toml_file
+from matrix.machine import MachineFacts
+from matrix.model import Cell, SkipPolicy
+from matrix.options import Loaded, load
+from matrix.planning import Plan, plan_for
+from matrix.report import Finding, Report, RunnerInfo
+
+PAYLOAD_KEY = "specmatrix"
+
+
+def facts_json(facts: MachineFacts) -> str:
+    """The controller's detection in SPECMATRIX_DETECT form, so a pinned worker (seeing one GPU) plans alike."""
+    doc: dict[str, object] = {"gpus": facts.gpus, "versions": dict(facts.versions)}
+    if facts.capability is not None:
+        doc["capability"] = list(facts.capability)
+    if facts.names:
+        doc["name"] = facts.names[0]
+    return json.dumps(doc)
+
+
+def load_allowlist(path: Path) -> tuple[AllowEntry, ...]:
+    return parse_allowlist(read_toml_file(path), str(path))
+
+
+class AuditSession:
+    """Everything the plugin knows in one pytest process; planning happens at most once."""
+
+    def __init__(
+        self,
+        settings: AuditSettings,
+        env: Mapping[str, str],
+        *,
+        payload: Mapping[str, object] | None = None,
+        python_functions: Sequence[str] = ("test",),
+        python_classes: Sequence[str] = ("Test",),
+    ) -> None:
+        self.settings = settings
+        self.env = env
+        self.payload = payload
+        self.active = settings.engaged
+        self.ledger = Ledger()
+        self.plan: Plan | None = None
+        self.allow: tuple[AllowEntry, ...] = ()
+        self.planning_error: str | None = None
+        self.empty_tests: set[str] = set()
+        self.node_errors: dict[str, str] = {}
+        self.report: Report | None = None
+        self.written: list[str] = []
+        self.started = time.time()
+        self._functions = tuple(python_functions)
+        self._classes = tuple(python_classes)
+        self._loaded: Loaded | None = None
+        self._chooser: CellChooser | None = None
+        self._run_ids: frozenset[str] | None = None
+        self._params: CellParameters | None = None
+        self._by_selects: dict[tuple[str, ...], tuple[list[object], list[str]]] = {}
+        self._index: CellIdIndex | None = None
+
+    # --- planning ---------------------------------------------------------------
+
+    def loaded(self) -> Loaded:
+        if self._loaded is None:
+            self._loaded = load(self.settings.options)
+            self._chooser = CellChooser(self._loaded.matrix.cells)
+        return self._loaded
+
+    def ensure_plan(self) -> Plan:
+        """Judge every cell on the claimed runner (claim checked against this machine, or the controller's facts)."""
+        if self.plan is not None:
+            return self.plan
+        loaded = self.loaded()
+        runner = self.settings.options.runner
+        env = self.env
+        if self.payload is not None:
+            runner = str(self.payload["runner"])
+            env = {**env, DETECT_ENV: str(self.payload["facts"])}
+        plan = plan_for(loaded, runner, env, claim=True)
+        assert self._chooser is not None
+        self._run_ids = self._chooser.chosen_all(self.settings.selects)
+        self._params = CellParameters(loaded.matrix.cells, plan.expectations, run_expected_skips=self.settings.run_expected_skips)
+        self.plan = plan
+        self.active = True
+        return plan
+
+    def load_allowlist(self) -> None:
+        path = self.settings.options.allowlist
+        if path is not None:
+            self.allow = load_allowlist(path)
+
+    def cells_for(self, selects: tuple[str, ...]) -> tuple[Cell, ...]:
+        """The run's cells narrowed by a test's `matrix` marks; a mark's selector is checked against the whole matrix."""
+        self.ensure_plan()
+        assert self._chooser is not None and self._run_ids is not None
+        return self._chooser.in_order(self._chooser.chosen_all(selects) & self._run_ids)
+
+    def parameters_for(self, selects: tuple[str, ...]) -> tuple[list[object], list[str]]:
+        cached = self._by_selects.get(selects)
+        if cached is None:
+            cells = self.cells_for(selects)
+            assert self._params is not None
+            cached = self._by_selects[selects] = self._params.for_cells(cells)
+        return cached
+
+    def cell_index(self) -> CellIdIndex:
+        if self._index is None:
+            self._index = CellIdIndex(c.id for c in self.loaded().matrix.cells)
+        return self._index
+
+    # --- items ------------------------------------------------------------------
+
+    def plan_item(self, nodeid: str, cell_id: str) -> None:
+        self.ledger.plan(PlannedItem(nodeid=nodeid, test=test_of(nodeid), cell_id=cell_id))
+
+    def plan_from_ids(self, nodeids: Sequence[str]) -> None:
+        """xdist controller: find the matrix items among the ids a worker collected."""
+        if self.ledger.planned_count:
+            return
+        index = self.cell_index()
+        for nodeid in nodeids:
+            cell_id = index.cell_in(nodeid)
+            if cell_id is not None:
+                self.plan_item(nodeid, cell_id)
+        if self.ledger.planned_count:
+            self.ensure_plan()
+
+    def plan_uncollected_module(self, nodeid: str, source: str, *, skip_reason: str | None, error: str | None) -> bool:
+        """A module that skipped (or failed) at import: plan its matrix tests from source and record that outcome.
+
+        Returns False when the source shows no matrix test (the module is then an ordinary outside result).
+        """
+        tests = matrix_tests(source, functions=self._functions, classes=self._classes)
+        if not tests:
+            return False
+        self.ensure_plan()
+        assert self._chooser is not None and self._run_ids is not None
+        for test in tests:
+            try:
+                ids = self._chooser.chosen_all(test.selects) & self._run_ids
+            except SelectorError:
+                ids = self._run_ids  # a broken select cannot hide cells: plan them all
+            for cell in self._chooser.in_order(ids):
+                item = f"{nodeid}::{test.name}[{cell.id}]"
+                self.plan_item(item, cell.id)
+                if error is not None:
+                    self.ledger.record(item, "setup", "failed", message=f"module failed to import: {error}")
+                else:
+                    self.ledger.record(item, "setup", "skipped", skip_reason=f"module skipped at import: {skip_reason}")
+        return True
+
+    # --- the end ----------------------------------------------------------------
+
+    def finish(self, today: dt.date) -> Report:
+        """The report: every planned item's status, outside results judged by the allowlist, and the findings."""
+        plan = self.ensure_plan()
+        cells, outside = self.ledger.results(plan.expectations)
+        policy = plan.runner.skip_policy
+        allow_findings: tuple[Finding, ...] = ()
+        if policy is SkipPolicy.STRICT:
+            verdict = judge(outside, self.allow, today)
+            outside, allow_findings = verdict.outside, verdict.findings
+        findings = evaluate(cells, outside, policy, allow_findings)
+        runner = plan.runner
+        extra: dict[str, object] = {
+            "run_expected_skips": self.settings.run_expected_skips,
+            "xdist_workers": self.settings.workers,
+        }
+        if self.settings.options.allowlist is not None:
+            extra["allowlist"] = str(self.settings.options.allowlist)
+        self.report = Report(
+            matrix=self.loaded().matrix.name,
+            runner=RunnerInfo(
+                name=runner.name,
+                gpus=runner.gpus,
+                capability=runner.capability,
+                labels=runner.labels,
+                skip_policy=runner.skip_policy.value,
+            ),
+            versions=dict(plan.versions),
+            detection_overridden=plan.facts.overridden,
+            created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            cells=cells,
+            outside=outside,
+            findings=findings,
+            shard=self.settings.shard,
+            selectors=self.settings.select_args,
+            wall_seconds=round(time.time() - self.started, 3),
+            extra=extra,
+        )
+        return self.report

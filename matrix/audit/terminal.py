@@ -1,0 +1,58 @@
+"""The audit's section of pytest's terminal summary, as plain lines; pure."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from matrix.report import FindingKind, Report, Severity
+
+FINDING_LIMIT = 50
+_TITLES = {
+    FindingKind.UNEXPECTED_SKIP: "UNEXPECTED SKIP",
+    FindingKind.GUARD_MISSING: "GUARD MISSING",
+    FindingKind.RULE_TOO_STRICT: "rule too strict",
+    FindingKind.CRASHED: "CRASHED",
+    FindingKind.NOT_RUN: "NOT RUN",
+    FindingKind.UNALLOWED_SKIP: "UNALLOWED SKIP",
+    FindingKind.EXPIRED_ALLOW: "EXPIRED ALLOW",
+    FindingKind.UNUSED_ALLOW: "unused allow",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Line:
+    text: str
+    red: bool = False
+    yellow: bool = False
+
+
+def summary_lines(report: Report, written: list[str]) -> list[Line]:
+    r = report.runner
+    arch = f"sm{r.capability[0]}{r.capability[1]}" if r.capability else "no GPU"
+    note = ", detection overridden by SPECMATRIX_DETECT" if report.detection_overridden else ""
+    lines = [Line(text=f"runner {r.name} ({r.gpus} GPU(s), {arch}, {r.skip_policy} skip policy{note}); matrix {report.matrix}")]
+    counts = report.counts
+    parts = " + ".join(f"{n} {s}" for s, n in counts.items() if n)
+    lines.append(Line(text=f"planned {report.planned} = {parts or '0'}"))
+    if report.outside:
+        by_status = Counter(o.status for o in report.outside)
+        allowed = sum(1 for o in report.outside if o.allowed_by)
+        shown = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
+        lines.append(Line(text=f"outside the matrix: {len(report.outside)} test(s) ({shown}); {allowed} skip(s) allowlisted"))
+    for finding in report.findings[:FINDING_LIMIT]:
+        error = finding.severity is Severity.ERROR
+        title = _TITLES.get(finding.kind, finding.kind.value)
+        lines.append(Line(text=f"{title} {finding.subject}: {finding.message}", red=error, yellow=not error))
+    if len(report.findings) > FINDING_LIMIT:
+        lines.append(Line(text=f"... and {len(report.findings) - FINDING_LIMIT} more finding(s) in the report"))
+    lines += [Line(text=f"report: {p}") for p in written]
+    errors = len(report.errors)
+    if errors:
+        lines.append(
+            Line(
+                text=f"specmatrix: {errors} error finding(s): the session fails (pytest's own counts above are unchanged)",
+                red=True,
+            )
+        )
+    return lines

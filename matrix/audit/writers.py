@@ -1,0 +1,72 @@
+"""Edge: write a finished report as JSON (schema specmatrix.report/1), JUnit XML and Markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from matrix.audit.junit import render_junit
+from matrix.audit.markdown import render_markdown
+from matrix.errors import UsageError
+from matrix.report import Report, write_report
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+
+
+class ReportWriter(Protocol):
+    @property
+    def suffix(self) -> str: ...
+
+    def write(self, report: Report, path: Path) -> None: ...
+
+
+class JsonWriter:
+    suffix = ".json"
+
+    def write(self, report: Report, path: Path) -> None:
+        write_report(report, path)
+
+
+@dataclass(frozen=True)
+class TextWriter:
+    suffix: str
+    render: Callable[[Report], str]
+
+    def write(self, report: Report, path: Path) -> None:
+        """Write atomically, like the JSON report: a killed run never leaves half a file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.render(report), encoding="utf-8")
+        tmp.replace(path)
+
+
+WRITERS: tuple[ReportWriter, ...] = (JsonWriter(), TextWriter(".xml", render_junit), TextWriter(".md", render_markdown))
+
+
+def report_paths(json_path: Path) -> dict[str, Path]:
+    """`--matrix-report out/run.json` -> out/run.json, out/run.xml, out/run.md."""
+    if json_path.suffix in (".xml", ".md"):
+        raise UsageError(
+            f"--matrix-report {json_path}: name the JSON file ({json_path.with_suffix('.json')}); .xml and .md go beside it"
+        )
+    return {w.suffix: json_path if w.suffix == ".json" else json_path.with_suffix(w.suffix) for w in WRITERS}
+
+
+def write_all(report: Report, json_path: Path) -> list[Path]:
+    paths = report_paths(json_path)
+    for writer in WRITERS:
+        writer.write(report, paths[writer.suffix])
+    return list(paths.values())
+
+
+def append_step_summary(report: Report, env: Mapping[str, str]) -> Path | None:
+    """Append the Markdown summary to $GITHUB_STEP_SUMMARY when GitHub Actions set it."""
+    target = env.get(STEP_SUMMARY_ENV)
+    if not target:
+        return None
+    path = Path(target)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(render_markdown(report))
+    return path
