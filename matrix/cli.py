@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from matrix import cmd_ci, cmd_core, cmd_guards
+from matrix import cmd_audit, cmd_ci, cmd_core, cmd_guards
 from matrix.errors import EXIT_USAGE, SpecmatrixError, UsageError
 from matrix.options import CliOverrides, Options, resolve_options
 
 # Each command module has `register(subparsers)`; the parser's `func` runs it.
-COMMAND_MODULES: tuple[ModuleType, ...] = (cmd_core, cmd_ci, cmd_guards)
+COMMAND_MODULES: tuple[ModuleType, ...] = (cmd_core, cmd_ci, cmd_guards, cmd_audit)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,64 @@
+"""`specmatrix audit REPORT...`: re-check saved skip-audit reports from their recorded statuses."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from matrix.audit.findings import recheck
+from matrix.errors import EXIT_FINDINGS, EXIT_OK
+from matrix.options import Options
+from matrix.report import Finding, Report, Severity, read_report
+
+AUDIT_SCHEMA = "specmatrix.audit/1"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "audit",
+        help="re-check saved skip-audit reports (exit 1 on findings, 2 on a corrupt or truncated report)",
+    )
+    p.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
+    p.add_argument("--json", action="store_true", help="print the re-derived findings as JSON")
+    p.set_defaults(func=cmd_audit)
+
+
+def _key(f: Finding) -> tuple[str, str]:
+    return (f.kind.value, f.subject)
+
+
+def _summary(path: Path, report: Report, findings: tuple[Finding, ...]) -> dict[str, Any]:
+    return {
+        "path": str(path),
+        "runner": report.runner.name,
+        "shard": report.shard,
+        "planned": report.planned,
+        "counts": report.counts,
+        "consistent": sorted(map(_key, findings)) == sorted(map(_key, report.findings)),
+        "findings": [
+            {"kind": f.kind.value, "severity": f.severity.value, "subject": f.subject, "message": f.message} for f in findings
+        ],
+    }
+
+
+def cmd_audit(args: argparse.Namespace, options: Options) -> int:
+    # Read every report first: one corrupt file stops the command (exit 2) before anything is judged.
+    loaded = [(path, read_report(path)) for path in args.reports]
+    summaries = [_summary(path, report, recheck(report)) for path, report in loaded]
+    failed = any(f["severity"] == Severity.ERROR.value for s in summaries for f in s["findings"])
+    if args.json:
+        print(json.dumps({"schema": AUDIT_SCHEMA, "ok": not failed, "reports": summaries}, indent=2))
+        return EXIT_FINDINGS if failed else EXIT_OK
+    for s in summaries:
+        counts = " + ".join(f"{n} {status}" for status, n in s["counts"].items() if n) or "0"
+        errors = sum(f["severity"] == Severity.ERROR.value for f in s["findings"])
+        shard = f" shard {s['shard']}" if s["shard"] else ""
+        print(f"{s['path']}: runner {s['runner']}{shard}: planned {s['planned']} = {counts}")
+        for f in s["findings"]:
+            print(f"  {f['severity']}: {f['kind']} {f['subject']}: {f['message']}")
+        if not s["consistent"]:
+            print("  note: the findings recorded in this report differ from its statuses; judged from the statuses")
+        print(f"  {'FAILED' if errors else 'ok'}: {errors} error(s), {len(s['findings']) - errors} warning(s)")
+    return EXIT_FINDINGS if failed else EXIT_OK
