@@ -1,0 +1,119 @@
+"""Run the GPU workflow's fan-out locally on CPU: plan, one pytest process per shard, merge, account.
+
+Every step runs the same ci/gha_*.py script the workflow runs; SPECMATRIX_DETECT fakes the runner's GPUs
+and a one-line test module requests `matrix_cell`. --drop-shard K deletes shard K's report before the
+merge, which must then fail. Exit status: the coverage gate's (0 clean, 1 findings, 2 bad input).
+Usage: python ci/simulate_fanout.py --out DIR [--runner 4-gpu-b200] [--shards 3] [--workers 0] [--drop-shard K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FAKE_HOSTS = {
+    "4-gpu-b200": {"gpus": 4, "capability": [10, 0], "name": "NVIDIA B200"},
+    "8-gpu-b200": {"gpus": 8, "capability": [10, 0], "name": "NVIDIA B200"},
+    "1-gpu-h200": {"gpus": 1, "capability": [9, 0], "name": "NVIDIA H200"},
+    "4-gpu-h100": {"gpus": 4, "capability": [9, 0], "name": "NVIDIA H100"},
+}
+TEST_MODULE = '''"""Stands in for the GPU tests: one test over every matrix cell."""
+
+
+def test_cell(matrix_cell):
+    assert matrix_cell.id
+'''
+
+
+def run(command: list[str], *, cwd: Path, env: dict[str, str]) -> int:
+    print("+ " + " ".join(command), flush=True)
+    return subprocess.run(command, cwd=cwd, env=env, check=False).returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--runner", default="4-gpu-b200", choices=sorted(FAKE_HOSTS))
+    parser.add_argument("--shards", type=int, default=3)
+    parser.add_argument("--workers", type=int, help="xdist workers per shard (default: the plan's, one per GPU; 0: none)")
+    parser.add_argument("--drop-shard", type=int, help="delete this shard's report before merging")
+    args = parser.parse_args(argv)
+    out: Path = args.out.resolve()
+    (out / "tests").mkdir(parents=True, exist_ok=True)
+    (out / "tests" / "test_cells.py").write_text(TEST_MODULE, encoding="utf-8")
+    (out / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECMATRIX_", "GITHUB_"))}
+    env["SPECMATRIX_DETECT"] = json.dumps(FAKE_HOSTS[args.runner])
+    env["GITHUB_OUTPUT"] = str(out / "github_output")
+    (out / "github_output").write_text("", encoding="utf-8")
+
+    plan_dir = out / "shard-plan"
+    code = run(
+        [
+            sys.executable,
+            str(HERE / "gha_plan.py"),
+            "--runner",
+            args.runner,
+            "--shards",
+            str(args.shards),
+            "--plan-dir",
+            str(plan_dir),
+        ],
+        cwd=out,
+        env=env,
+    )
+    if code:
+        return code
+    outputs = dict(line.split("=", 1) for line in (out / "github_output").read_text(encoding="utf-8").splitlines())
+    include = json.loads(outputs["matrix"])["include"]
+    for entry in include:
+        workers = entry["workers"] if args.workers is None else args.workers
+        run(
+            [
+                *(sys.executable, str(HERE / "gha_shard.py"), "--shard", str(entry["shard"]), "--runner", entry["runner"]),
+                *("--select", entry["select"], "--workers", str(workers), "--reports", str(out / "reports")),
+                *("--launcher", "pytest", "--", str(out / "tests")),
+            ],
+            cwd=out,
+            env=env,
+        )
+    if args.drop_shard is not None:
+        for path in (out / "reports").glob(f"shard-{args.drop_shard}.*"):
+            path.unlink()
+            print(f"dropped {path}")
+    code = run(
+        [
+            sys.executable,
+            str(HERE / "gha_coverage.py"),
+            "--reports",
+            str(out / "reports"),
+            "--plan",
+            str(plan_dir),
+            "--out",
+            str(out / "coverage"),
+        ],
+        cwd=out,
+        env=env,
+    )
+    planned = json.loads((plan_dir / "plan.json").read_text(encoding="utf-8"))
+    seen: dict[str, str] = {}
+    for report in sorted((out / "reports").glob("shard-*.json")):
+        for cell in json.loads(report.read_text(encoding="utf-8"))["cells"]:
+            seen[cell["cell"]] = cell["status"]
+    print(f"\n{'shard':>5} {'planned':>7} {'reported':>8}  statuses")
+    for shard in planned["shards"]:
+        got = [seen[c] for c in shard["cells"] if c in seen]
+        statuses = ", ".join(f"{s} {got.count(s)}" for s in sorted(set(got))) or "no report"
+        print(f"{shard['index']:>5} {len(shard['cells']):>7} {len(got):>8}  {statuses}")
+    accounted = sum(1 for s in planned["shards"] for c in s["cells"] if c in seen)
+    print(f"{accounted} of {planned['cells']} planned cells accounted for; coverage gate exit {code}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""The workflow's fan-out on CPU: every planned cell is accounted for, and a lost shard report fails the gate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import run_cells
+
+SIMULATE = Path(__file__).resolve().parents[2] / "ci" / "simulate_fanout.py"
+
+
+def simulate(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SIMULATE), "--out", str(out), *args], capture_output=True, text=True, check=False, timeout=240
+    )
+
+
+def reported_cells(out: Path) -> list[str]:
+    return [c["cell"] for p in sorted((out / "reports").glob("shard-*.json")) for c in json.loads(p.read_text())["cells"]]
+
+
+@pytest.mark.parametrize(("shards", "workers"), [(2, "2")], ids=["xdist-per-gpu"])
+def test_every_planned_cell_is_run_once_and_the_merge_passes(tmp_path, default_matrix, runners, shards, workers):
+    done = simulate(tmp_path, "--shards", str(shards), "--workers", workers)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    cells = reported_cells(tmp_path)
+    assert sorted(cells) == sorted(run_cells(default_matrix, runners["4-gpu-b200"]))  # each exactly once
+    assert f"{len(cells)} of {len(cells)} planned cells accounted for; coverage gate exit 0" in done.stdout
+    shards_seen = {json.loads(p.read_text())["shard"] for p in (tmp_path / "reports").glob("shard-*.json")}
+    assert shards_seen == {str(k) for k in range(1, shards + 1)}
+    assert (tmp_path / "coverage" / "heatmap.png").is_file()
+
+
+def test_deleting_one_shard_report_fails_the_merge(tmp_path):
+    done = simulate(tmp_path, "--shards", "3", "--workers", "0", "--drop-shard", "2")
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "missing-report: shard 2 of 3 on 4-gpu-b200" in done.stdout
+    coverage = json.loads((tmp_path / "coverage" / "coverage.json").read_text())
+    assert coverage["totals"]["never-ran"] > 0
+    assert {f["kind"] for f in coverage["findings"]} == {"missing-report", "never-ran"}
