@@ -32,6 +32,7 @@ def test_only_cells_expected_to_run_are_planned(default_matrix, runners, b200_wo
         ("draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph", "4-gpu-b200", "trtllm_mha/trtllm-gen/page_size=16"),
         ("draft-fa3-topk1-page16-hd128-gqa4-bf16-graph", "1-gpu-h200", "fa3/fa3"),
     ],
+    ids=["xqa", "trtllm-gen", "fa3"],
 )
 def test_configuration_is_backend_impl_and_config_axes(default_matrix, runners, cell_id, runner, expected):
     from matrix.expect import resolve_impl
