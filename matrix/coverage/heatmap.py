@@ -17,6 +17,12 @@ COLOURS = {
     Coverage.NEVER_RAN: "#212121",
 }
 _ABSENT = "#ffffff"
+_WORST_WORD = {
+    Coverage.CRASHED: "crashed",
+    Coverage.FAILED: "failed",
+    Coverage.SKIPPED_UNEXPECTED: "unexp. skip",
+    Coverage.NEVER_RAN: "never",
+}
 
 
 def _label(bucket: Bucket) -> str:
@@ -28,7 +34,7 @@ def _label(bucket: Bucket) -> str:
     worst = bucket.worst
     if worst in (Coverage.PASSED, Coverage.SKIPPED_EXPECTED):
         return f"{ran}/{must}"
-    return f"{ran}/{must}\n{bucket.counts[worst]} {worst.value.replace('skipped-', 'skip ').replace('never-ran', 'never')}"
+    return f"{ran}/{must}\n{bucket.counts[worst]} {_WORST_WORD[worst]}"
 
 
 def render_heatmap(result: CoverageResult, paths: list[Path]) -> None:
