@@ -23,6 +23,7 @@ from matrix.guards.model import (
 )
 from matrix.guards.names import collect_bindings, collect_module_names, dotted, resolve, straight_line
 from matrix.guards.registrations import read_registrations
+from matrix.guards.source import SourceText
 
 TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
 # Methods whose skips apply to every test of the class.
@@ -46,7 +47,7 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
     return FileAnalysis(
         path=path,
         is_test_file=is_test,
-        registrations=read_registrations(tree, text),
+        registrations=read_registrations(tree, finder.source),
         scopes=tuple(finder.scopes),
         guards=tuple(finder.guards),
         names=names,
@@ -65,7 +66,11 @@ class _ClassGuards:
 class _GuardFinder:
     def __init__(self, path: str, text: str, names: ModuleNames):
         self.path = path
-        self.text = text
+        self.source = SourceText(text)
+        # A body can only skip through a name that says "skip" (skipTest, SkipTest, pytest.skip,
+        # importorskip) or an import alias of one; bodies without such a line need no walk.
+        aliases = [local.lower() for local, target in names.imports if "skip" in target.rpartition(".")[2].lower()]
+        self.source.mark_lines(["skip", *aliases])
         self.imports = dict(names.imports)
         self.aliases = dict(names.aliases)
         self.scopes: list[TestScope] = []
@@ -79,7 +84,7 @@ class _GuardFinder:
         return resolve(name, self.imports) if name else None
 
     def segment(self, node: ast.AST) -> str:
-        text = ast.get_source_segment(self.text, node) if hasattr(node, "lineno") else None
+        text = self.source.segment(node)
         flat = " ".join((text or ast.unparse(node)).split())
         # Joining a multi-line call leaves "( " and ", )"; tidy those.
         return flat.replace("( ", "(").replace(", )", ")").replace(" )", ")")
@@ -91,7 +96,8 @@ class _GuardFinder:
         for stmt in straight_line(tree.body):
             if _is_pytestmark(stmt):
                 self.guards.extend(self.mark_guards(stmt.value, self.path, ()))  # type: ignore[attr-defined]
-        self.walk(tree.body, (), self.path, (), module_level=True)
+        if self.source.any_marked:
+            self.walk(tree.body, (), self.path, module_level=True)
         for stmt in straight_line(tree.body):
             if isinstance(stmt, ast.ClassDef):
                 self.class_(stmt)
@@ -154,11 +160,16 @@ class _GuardFinder:
         return found + self.body_guards(node, nodeid)
 
     def body_guards(self, node: _FunctionNode, nodeid: str) -> list[Guard]:
+        collected: list[Guard] = []
+        if not self.source.mentions(node):
+            return collected
+        self.walk(node.body, (), nodeid, module_level=False, sink=collected)
+        if not collected:
+            return collected
+        # Names the function binds (and its parameters) shadow module-level ones in its guards.
         params = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
         local: Bindings = (*((p, None) for p in params), *collect_bindings(node.body))
-        collected: list[Guard] = []
-        self.walk(node.body, (), nodeid, local, module_level=False, sink=collected)
-        return collected
+        return [replace(g, local_names=local) for g in collected]
 
     def decorator_guards(self, deco: ast.expr, nodeid: str, shown: ast.expr | None = None) -> list[Guard]:
         target = deco.func if isinstance(deco, ast.Call) else deco
@@ -214,7 +225,6 @@ class _GuardFinder:
         body: Sequence[ast.stmt],
         conds: tuple[SkipCondition, ...],
         nodeid: str,
-        local: Bindings,
         *,
         module_level: bool,
         sink: list[Guard] | None = None,
@@ -232,14 +242,13 @@ class _GuardFinder:
                         line=stmt.lineno,
                         source=self.describe(conds, stmt),
                         conditions=conds + extra,
-                        local_names=local,
                     )
                 )
             if isinstance(stmt, ast.If):
                 test = stmt.test
-                self.walk(stmt.body, (*conds, ExprCondition(expr=test)), nodeid, local, module_level=module_level, sink=out)
+                self.walk(stmt.body, (*conds, ExprCondition(expr=test)), nodeid, module_level=module_level, sink=out)
                 negated = ExprCondition(expr=test, negate=True)
-                self.walk(stmt.orelse, (*conds, negated), nodeid, local, module_level=module_level, sink=out)
+                self.walk(stmt.orelse, (*conds, negated), nodeid, module_level=module_level, sink=out)
                 body_exits, else_exits = self.exits(stmt.body), self.exits(stmt.orelse)
                 if body_exits and else_exits:
                     return
@@ -250,20 +259,20 @@ class _GuardFinder:
                     conds = (*conds, ExprCondition(expr=test))
             elif isinstance(stmt, ast.For | ast.AsyncFor | ast.While):
                 inside = (*conds, OpaqueCondition(why="the skip is inside a loop"))
-                self.walk(stmt.body, inside, nodeid, local, module_level=module_level, sink=out)
-                self.walk(stmt.orelse, inside, nodeid, local, module_level=module_level, sink=out)
+                self.walk(stmt.body, inside, nodeid, module_level=module_level, sink=out)
+                self.walk(stmt.orelse, inside, nodeid, module_level=module_level, sink=out)
             elif isinstance(stmt, ast.With | ast.AsyncWith):
-                self.walk(stmt.body, conds, nodeid, local, module_level=module_level, sink=out)
+                self.walk(stmt.body, conds, nodeid, module_level=module_level, sink=out)
             elif isinstance(stmt, ast.Try | ast.TryStar):
-                self.walk(stmt.body, conds, nodeid, local, module_level=module_level, sink=out)
+                self.walk(stmt.body, conds, nodeid, module_level=module_level, sink=out)
                 for handler in stmt.handlers:
                     handled = (*conds, self.handler_condition(stmt, handler))
-                    self.walk(handler.body, handled, nodeid, local, module_level=module_level, sink=out)
-                self.walk([*stmt.orelse, *stmt.finalbody], conds, nodeid, local, module_level=module_level, sink=out)
+                    self.walk(handler.body, handled, nodeid, module_level=module_level, sink=out)
+                self.walk([*stmt.orelse, *stmt.finalbody], conds, nodeid, module_level=module_level, sink=out)
             elif isinstance(stmt, ast.Match):
                 for case in stmt.cases:
                     inside = (*conds, OpaqueCondition(why="the skip is inside a match case"))
-                    self.walk(case.body, inside, nodeid, local, module_level=module_level, sink=out)
+                    self.walk(case.body, inside, nodeid, module_level=module_level, sink=out)
             if self.exits([stmt]):
                 return
 

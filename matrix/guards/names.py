@@ -30,9 +30,10 @@ def resolve(name: str, imports: dict[str, str]) -> str:
 
 
 def collect_imports(tree: ast.Module) -> dict[str, str]:
-    """Local name -> dotted import target, for every import in the file."""
+    """Local name -> dotted import target, for the imports at module level."""
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    # Module-level imports (also inside if/try) bind the names guards read; imports inside defs do not.
+    for node in straight_line(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:

@@ -9,6 +9,7 @@ from typing import Any
 
 from matrix.guards.model import Platform, Registration
 from matrix.guards.names import dotted, straight_line
+from matrix.guards.source import SourceText
 
 # register_cuda_ci(est_time, suite=None, nightly=False, disabled=None, *, stage=None, runner_config=None)
 POSITIONAL = ("est_time", "suite", "nightly", "disabled")
@@ -31,8 +32,9 @@ def platform_of(function: str) -> Platform | None:
         return Platform.OTHER
 
 
-def read_registrations(tree: ast.Module, source: str) -> tuple[Registration, ...]:
+def read_registrations(tree: ast.Module, text: str | SourceText) -> tuple[Registration, ...]:
     """Every module-level `register_*_ci(...)` statement, in file order."""
+    source = text if isinstance(text, SourceText) else SourceText(text)
     out: list[Registration] = []
     for stmt in straight_line(tree.body):
         if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
@@ -45,8 +47,8 @@ def read_registrations(tree: ast.Module, source: str) -> tuple[Registration, ...
     return tuple(out)
 
 
-def _registration(call: ast.Call, function: str, platform: Platform, source: str) -> Registration:
-    text = ast.get_source_segment(source, call) or ast.unparse(call)
+def _registration(call: ast.Call, function: str, platform: Platform, source: SourceText) -> Registration:
+    text = source.segment(call) or ast.unparse(call)
     base = Registration(function=function, platform=platform, line=call.lineno, source=text)
     values, problem = _arguments(call, function)
     if problem is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import pytest
@@ -222,6 +223,15 @@ CASES: dict[str, tuple[str, list[tuple[str, GuardKind, Tri, Tri]]]] = {
         """,
         [],
     ),
+    "aliased-skip-function": (
+        """
+        from pytest import skip as bail
+        def test_f():
+            if not is_sm100_supported():
+                bail("b200 only")
+        """,
+        [("::test_f", K.PYTEST_SKIP, T, F)],
+    ),
     "setUpModule": (
         """
         def setUpModule():
@@ -311,3 +321,20 @@ def test_unparsable_source_is_reported_not_raised(text, message):
     assert analysis.syntax_error is not None
     assert message in analysis.syntax_error
     assert analysis.error_line >= 1
+
+
+SEGMENT_SOURCE = (
+    "x = f(\n    'héllo',  # ünïcode\r\n    g(1),\n)\r"
+    "@unittest.skipIf(not (is_sm90_supported()\n    or is_sm120_supported()), 'é')\nclass A: pass\n"
+)
+
+
+def test_source_segments_match_ast_get_source_segment():
+    from matrix.guards.source import SourceText
+
+    tree = ast.parse(SEGMENT_SOURCE)
+    source = SourceText(SEGMENT_SOURCE)
+    nodes = [n for n in ast.walk(tree) if hasattr(n, "end_col_offset")]
+    assert len(nodes) > 10
+    for node in nodes:
+        assert source.segment(node) == ast.get_source_segment(SEGMENT_SOURCE, node)
