@@ -94,8 +94,9 @@ class _GuardFinder:
     def module(self, tree: ast.Module) -> None:
         self.scopes.append(TestScope(kind=ScopeKind.MODULE, nodeid=self.path, line=1, parent=None))
         for stmt in straight_line(tree.body):
-            if _is_pytestmark(stmt):
-                self.guards.extend(self.mark_guards(stmt.value, self.path, ()))  # type: ignore[attr-defined]
+            marks = _pytestmark(stmt)
+            if marks is not None:
+                self.guards.extend(self.mark_guards(marks, self.path))
         if self.source.any_marked:
             self.walk(tree.body, (), self.path, module_level=True)
         for stmt in straight_line(tree.body):
@@ -114,8 +115,9 @@ class _GuardFinder:
         own = _ClassGuards()
         own.marks.extend(g for deco in node.decorator_list for g in self.decorator_guards(deco, nodeid))
         for stmt in node.body:
-            if _is_pytestmark(stmt):
-                own.marks.extend(self.mark_guards(stmt.value, nodeid, ()))  # type: ignore[attr-defined]
+            marks = _pytestmark(stmt)
+            if marks is not None:
+                own.marks.extend(self.mark_guards(marks, nodeid))
             elif isinstance(stmt, _FunctionNode):
                 if stmt.name in CLASS_SETUP or self.is_autouse(stmt):
                     own.setup[stmt.name] = self.body_guards(stmt, nodeid)
@@ -216,7 +218,7 @@ class _GuardFinder:
             return GuardKind.MARK_SKIP, (AlwaysSkips(),)
         return None
 
-    def mark_guards(self, value: ast.expr, nodeid: str, local: Bindings) -> list[Guard]:
+    def mark_guards(self, value: ast.expr, nodeid: str) -> list[Guard]:
         marks = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
         return [g for mark in marks for g in self.decorator_guards(mark, nodeid)]
 
@@ -338,8 +340,11 @@ class _GuardFinder:
         return f"not {text}" if simple else f"not ({text})"
 
 
-def _is_pytestmark(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets)
+def _pytestmark(stmt: ast.stmt) -> ast.expr | None:
+    """The marks of a `pytestmark = ...` statement."""
+    if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
+        return stmt.value
+    return None
 
 
 def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
