@@ -12,12 +12,17 @@ from pathlib import Path
 
 from matrix.cli import main as specmatrix
 
+DURATIONS_DIR = Path(__file__).resolve().parent / "data" / "durations"
+
 
 def shard_command(args: argparse.Namespace) -> list[str]:
     command = ["shard", "--runner", args.runner, "--format", "gha", "--plan-dir", args.plan_dir]
     command += ["--shards", str(args.shards)] if args.shards else ["--budget", str(args.budget)]
-    if args.durations:
-        command += ["--durations", *args.durations]
+    durations = list(args.durations)
+    if not durations and args.durations_dir.is_dir():
+        durations = [str(p) for p in sorted(args.durations_dir.glob("*.json"))]
+    if durations:
+        command += ["--durations", *durations]
     return command
 
 
@@ -34,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--budget", type=float, help="minutes per GPU job")
     size.add_argument("--shards", type=int)
     parser.add_argument("--plan-dir", required=True)
-    parser.add_argument("--durations", nargs="*", default=[])
+    parser.add_argument("--durations", nargs="*", default=[], help="measured reports (default: every *.json in --durations-dir)")
+    parser.add_argument("--durations-dir", type=Path, default=DURATIONS_DIR, help="checked-in measured reports, if any")
     parser.add_argument("--github-output", default=os.environ.get("GITHUB_OUTPUT"))
     parser.add_argument("--summary", default=os.environ.get("GITHUB_STEP_SUMMARY"))
     args = parser.parse_args(argv)

@@ -17,6 +17,7 @@ from matrix.options import Options, load
 from matrix.planning import plan_for
 from matrix.register_gen import DEFAULT_STAGE, generate
 from matrix.report import read_report
+from matrix.selectors import select
 from matrix.shard.cost import Measured, measured_from, workload_for
 from matrix.shard.output import gha_matrix, plan_document, read_plan, shard_selects, write_plan_dir
 from matrix.shard.plan import plan_budget, plan_shards
@@ -47,6 +48,7 @@ def register(sub: Any) -> None:
     p.add_argument("--runner", dest="register_runners", action="append", default=[], help="only this profile (repeatable)")
     p.add_argument("--stage", default=DEFAULT_STAGE, help=f"sglang stage for register_cuda_ci (default {DEFAULT_STAGE})")
     p.add_argument("--parts", type=int, default=1, help="modules per runner config, split by the shard planner")
+    p.add_argument("--select", action="append", default=[], help="only cells this selector keeps, e.g. 'draft-*' (repeatable)")
     p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help="measured reports")
     p.set_defaults(func=cmd_register)
 
@@ -137,7 +139,8 @@ def cmd_register(args: argparse.Namespace, options: Options) -> int:
         raise UsageError("--parts must be >= 1")
     names = args.register_runners or list(loaded.runners)
     runners = [find_runner(loaded.runners, n) for n in names]
-    modules = generate(loaded.matrix, runners, stage=args.stage, measured=_measured(args.durations), parts=args.parts)
+    only = frozenset(c.id for c in select(loaded.matrix.cells, args.select)) if args.select else None
+    modules = generate(loaded.matrix, runners, stage=args.stage, measured=_measured(args.durations), parts=args.parts, only=only)
     if not modules:
         raise UsageError("no runner config has a cell expected to RUN; nothing to write")
     out: Path = args.out

@@ -80,8 +80,12 @@ def generate(
     stage: str = DEFAULT_STAGE,
     measured: Measured | None = None,
     parts: int = 1,
+    only: frozenset[str] | None = None,
 ) -> list[GeneratedModule]:
-    """One module per runner config (or `parts` modules, split by the shard planner); est_time in seconds."""
+    """One module per runner config (or `parts` modules, split by the shard planner); est_time in seconds.
+
+    `only` keeps those cell ids (a `--select` result); None keeps every cell expected to RUN.
+    """
     out: list[GeneratedModule] = []
     seen: dict[str, str] = {}
     for runner in runners:
@@ -89,6 +93,8 @@ def generate(
             continue
         exps = expectations(matrix, runner, effective_versions(matrix, {}))
         workload = _sequential(workload_for(matrix, runner, exps, measured))
+        if only is not None:
+            workload = Workload(items=tuple(i for i in workload.items if i.id in only), setup=workload.setup, workers=1)
         if not workload.items:
             continue
         split = [s for s in plan_setup_aware(workload, min(parts, len(workload.items))) if s]

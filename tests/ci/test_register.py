@@ -149,3 +149,10 @@ def test_register_command_writes_the_modules(tmp_path, capsys):
     assert written.name == "test_specmatrix_4_gpu_b200.py"
     assert 'stage="base-c"' in written.read_text()
     assert main(["register", "--out", str(tmp_path / "none"), "--runner", "cpu"]) == 2
+
+
+def test_register_select_keeps_only_the_chosen_cells(tmp_path, default_matrix, runners):
+    assert main(["register", "--out", str(tmp_path), "--runner", "4-gpu-b200", "--select", "draft-*"]) == 0
+    text = (tmp_path / "test_specmatrix_4_gpu_b200.py").read_text()
+    wanted = [c for c in run_cells(default_matrix, runners["4-gpu-b200"]) if c.startswith("draft-")]
+    assert sorted(ast.literal_eval(text.split("CELLS = ", 1)[1].split("\n\n", 1)[0])) == sorted(wanted)

@@ -185,3 +185,27 @@ def test_zizmor_is_clean():
         [zizmor() or "", "--offline", "--persona", "pedantic", str(WORKFLOW)], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("measured", [False, True], ids=["cost-table", "checked-in-report"])
+def test_plan_step_uses_checked_in_measured_durations(tmp_path, default_matrix, runners, measured):
+    from matrix.report import CellStatus, write_report
+
+    from .conftest import make_report
+
+    durations = tmp_path / "durations"
+    durations.mkdir()
+    if measured:
+        cells = run_cells(default_matrix, runners["4-gpu-b200"])[:5]
+        write_report(
+            make_report(default_matrix, runners["4-gpu-b200"], dict.fromkeys(cells, CellStatus.PASSED)), durations / "b200.json"
+        )
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "ci" / "gha_plan.py"), "--runner", "4-gpu-b200", "--shards", "2", "--plan-dir", str(tmp_path / "plan"), "--durations-dir", str(durations), "--github-output", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    source = json.loads((tmp_path / "plan" / "plan.json").read_text())["durations"]
+    assert source.startswith("measured for 5 of 180 cells") if measured else source == "cost table"
