@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import runpy
 import subprocess
 import sys
@@ -132,7 +133,8 @@ def test_the_audit_never_imports_or_runs_the_suite(suite_copy, runners):
 
 def test_the_marker_probe_works_when_the_file_is_executed(suite_copy):
     marker = suite_copy / "execution" / "IMPORTED.marker"
-    with pytest.raises(ImportError):  # sglang is not installed here; the marker is written first
+    # Without sglang installed the import fails, but only after the marker is written.
+    with contextlib.suppress(ImportError):
         runpy.run_path(str(suite_copy / "execution" / "test_marker_if_imported.py"))
     assert marker.exists()
 
