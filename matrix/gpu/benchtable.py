@@ -1,0 +1,76 @@
+"""Pure: bench rows -> headline ratios, markdown table and plot series."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchRow:
+    """One timed draft decode: `impl` is how it ran (sglang backend, or a raw kernel)."""
+
+    cell: str
+    backend: str
+    impl: str
+    topk: int
+    page_size: int
+    head_dim: int
+    gqa: int
+    dtype: str
+    rows: int
+    median_us: float
+
+    def shape_key(self) -> tuple[int, int, int, str]:
+        """Everything but backend and topk: what makes two cells comparable."""
+        return (self.page_size, self.head_dim, self.gqa, self.dtype)
+
+
+def row_from_dict(doc: Mapping[str, Any]) -> BenchRow:
+    return BenchRow(**{k: doc[k] for k in BenchRow.__dataclass_fields__})
+
+
+def ratios(
+    rows: Sequence[BenchRow], *, numerator: str = "sglang-trtllm_mha", denominator: str = "sglang-triton"
+) -> dict[str, float]:
+    """trtllm_mha / triton latency per cell shape (same topk, page, head_dim, gqa, dtype)."""
+    by_key: dict[tuple[int, tuple[int, int, int, str]], dict[str, float]] = defaultdict(dict)
+    for row in rows:
+        by_key[(row.topk, row.shape_key())][row.impl] = row.median_us
+    out: dict[str, float] = {}
+    for (topk, (page, hd, gqa, dtype)), impls in sorted(by_key.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        if numerator in impls and denominator in impls and impls[denominator] > 0:
+            out[f"topk{topk}-page{page}-hd{hd}-gqa{gqa}-{dtype}"] = impls[numerator] / impls[denominator]
+    return out
+
+
+def markdown_table(rows: Sequence[BenchRow]) -> str:
+    """One line per cell shape and topk, one column per implementation (median microseconds)."""
+    impls = sorted({r.impl for r in rows})
+    grouped: dict[tuple[int, int, int, str, int], dict[str, float]] = defaultdict(dict)
+    for r in rows:
+        grouped[(r.page_size, r.head_dim, r.gqa, r.dtype, r.topk)][r.impl] = r.median_us
+    ratio = ratios(rows)
+    head = "| page | hd | gqa | dtype | topk | " + " | ".join(f"{i} (us)" for i in impls) + " | trtllm_mha/triton |"
+    sep = "|" + "---|" * (6 + len(impls))
+    lines = [head, sep]
+    for (page, hd, gqa, dtype, topk), vals in sorted(grouped.items()):
+        cells = " | ".join(f"{vals[i]:.1f}" if i in vals else "-" for i in impls)
+        value = ratio.get(f"topk{topk}-page{page}-hd{hd}-gqa{gqa}-{dtype}")
+        shown = f"{value:.2f}" if value is not None else "-"
+        lines.append(f"| {page} | {hd} | {gqa} | {dtype} | {topk} | {cells} | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
+Series = dict[int, dict[str, list[tuple[int, float]]]]
+
+
+def plot_series(rows: Sequence[BenchRow], *, head_dim: int, gqa: int, dtype: str) -> Series:
+    """page_size -> impl -> [(topk, us)] for one head_dim/gqa/dtype slice."""
+    out: dict[int, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+    for r in sorted(rows, key=lambda r: r.topk):
+        if (r.head_dim, r.gqa, r.dtype) == (head_dim, gqa, dtype):
+            out[r.page_size][r.impl].append((r.topk, r.median_us))
+    return {p: dict(v) for p, v in out.items()}

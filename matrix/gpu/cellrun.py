@@ -1,0 +1,39 @@
+"""`python -m matrix.gpu.cellrun CELL --level kernel|sglang`: one check, result as one JSON line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from matrix.gpu.cases import MUTATIONS, draft_case, expanded_graph_rows
+from matrix.gpu.isolation import RESULT_PREFIX
+from matrix.loader import load_matrix
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m matrix.gpu.cellrun")
+    parser.add_argument("cell")
+    parser.add_argument("--level", choices=["kernel", "sglang"], required=True)
+    parser.add_argument("--mutation", choices=sorted(MUTATIONS), default=None)
+    parser.add_argument("--no-contract", action="store_true", help="skip the contract check (shows what the bug does)")
+    parser.add_argument("--plant", choices=["illegal-address"], default=None, help="plant a real CUDA error")
+    args = parser.parse_args(argv)
+
+    from matrix.gpu import checks, contract
+
+    case = draft_case(load_matrix().cell(args.cell))
+    rows = MUTATIONS[args.mutation] if args.mutation else expanded_graph_rows
+    try:
+        report = checks.CHECKS[args.level](case, graph_rows=rows, enforce_contract=not args.no_contract, plant=args.plant)
+    except (contract.ContractViolation, checks.AccuracyError) as exc:
+        print(RESULT_PREFIX + json.dumps({"message": str(exc), "status": "failed"}), flush=True)
+        return 1
+    doc = report.as_dict()
+    doc["message"] = "; ".join(report.problems)
+    print(RESULT_PREFIX + json.dumps(doc), flush=True)
+    return 1 if report.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

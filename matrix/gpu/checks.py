@@ -1,0 +1,179 @@
+"""One draft cell's checks: eager and graph replay against the float32 reference (imports torch)."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from matrix.gpu.cases import DraftCase, GraphRows, expanded_graph_rows, tolerance
+from matrix.gpu.contract import check_contract
+from matrix.gpu.paged import DraftRows, PagedRequests, build_requests, expand_rows
+from matrix.gpu.reference import max_error, reference_decode
+
+
+class AccuracyError(AssertionError):
+    """Output differs from the float32 reference (or eager from graph) beyond tolerance."""
+
+
+@dataclass(kw_only=True)
+class CheckReport:
+    """What one check measured; errors are max |actual - reference| per replayed batch size."""
+
+    level: str
+    setup_seconds: float = 0.0
+    compile_seconds: float = 0.0
+    errors: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "setup_seconds": round(self.setup_seconds, 4),
+            "compile_seconds": round(self.compile_seconds, 4),
+            "errors": {k: round(v, 6) for k, v in self.errors.items()},
+        }
+
+
+def _sync() -> None:
+    import torch
+
+    torch.cuda.synchronize()
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    _sync()
+    start = time.perf_counter()
+    value = fn()
+    _sync()
+    return value, time.perf_counter() - start
+
+
+def _compare(report: CheckReport, label: str, actual: Any, expected: Any, case: DraftCase) -> None:
+    tol = tolerance(case.dtype, case.head_dim)
+    err = max_error(actual, expected)
+    report.errors[label] = err
+    bound = tol.atol + tol.rtol * float(expected.float().abs().max())
+    if not err <= bound:  # also catches NaN
+        report.problems.append(f"{label}: max error {err:.4g} > {bound:.4g}")
+
+
+def _reference(paged: PagedRequests, rows: DraftRows) -> Any:
+    return reference_decode(
+        rows.query, paged.k_slots, paged.v_slots, token_slots=paged.token_slots, requests=rows.requests, seq_lens=rows.seq_lens
+    )
+
+
+def _run_modes(
+    report: CheckReport,
+    case: DraftCase,
+    *,
+    paged: PagedRequests,
+    rows: DraftRows,
+    eager: Callable[[DraftRows, int], Any],
+    make_graph: Callable[[], Any],
+) -> None:
+    """Eager for every replay size (first call timed as compile), then graph replay vs eager and reference."""
+    first = rows.head(case.replay_bs[0] * case.topk)
+    _, cold = _timed(lambda: eager(first, case.replay_bs[0]))
+    _, warm = _timed(lambda: eager(first, case.replay_bs[0]))
+    report.compile_seconds += max(cold - warm, 0.0)
+    eager_out: dict[int, Any] = {}
+    for bs in case.replay_bs:
+        sub = rows.head(bs * case.topk)
+        eager_out[bs] = eager(sub, bs)
+        _compare(report, f"eager-bs{bs}", eager_out[bs], _reference(paged, sub), case)
+    if case.mode != "graph":
+        return
+    graph = make_graph()
+    _, capture_seconds = _timed(graph.capture)
+    report.setup_seconds += capture_seconds
+    for bs in case.replay_bs:
+        sub = rows.head(bs * case.topk)
+        replayed = graph.replay(sub, bs)
+        _compare(report, f"graph-bs{bs}", replayed, _reference(paged, sub), case)
+        _compare(report, f"graph-vs-eager-bs{bs}", replayed, eager_out[bs], case)
+
+
+PLANTS = ("illegal-address",)
+FAR_SLOT = 1 << 30
+
+
+def _fixture(case: DraftCase, device: str, plant: str | None) -> tuple[PagedRequests, DraftRows]:
+    paged = build_requests(case, case.max_bs, device=device, seed=zlib.crc32(case.cell_id.encode()) & 0xFFFF)
+    if plant == "illegal-address":
+        # A slot (and page) far past the cache: the kernels read unmapped memory, CUDA error 700.
+        paged.token_slots[0, :].fill_(FAR_SLOT)
+        paged.page_ids[0, :].fill_(FAR_SLOT // case.page_size)
+    return paged, expand_rows(paged)
+
+
+def check_kernel(
+    case: DraftCase,
+    *,
+    device: str = "cuda",
+    graph_rows: GraphRows = expanded_graph_rows,
+    enforce_contract: bool = True,
+    plant: str | None = None,
+) -> CheckReport:
+    """flashinfer trtllm_batch_decode_with_kv_cache on the expanded rows, eager and graph."""
+    from matrix.gpu.kernels import FlashinferTrtllmDecode, KernelDraftGraph
+
+    report = CheckReport(level="kernel")
+    start = time.perf_counter()
+    paged, rows = _fixture(case, device, plant)
+    kernel = FlashinferTrtllmDecode(paged, max_rows=case.max_bs * case.topk)
+    report.setup_seconds = time.perf_counter() - start
+
+    def eager(sub: DraftRows, bs: int) -> Any:
+        import torch
+
+        out = torch.empty_like(sub.query)
+        kernel.decode(sub.query, sub.block_tables, sub.seq_lens, out)
+        return out
+
+    def make_graph() -> KernelDraftGraph:
+        graph = KernelDraftGraph(kernel, case, device=device, graph_rows=graph_rows)
+        if enforce_contract:
+            check_contract(graph.buffers.rows(), max_bs=case.max_bs, topk=case.topk)
+        return graph
+
+    _run_modes(report, case, paged=paged, rows=rows, eager=eager, make_graph=make_graph)
+    return report
+
+
+def check_sglang(
+    case: DraftCase,
+    *,
+    device: str = "cuda",
+    graph_rows: GraphRows = expanded_graph_rows,
+    enforce_contract: bool = True,
+    plant: str | None = None,
+) -> CheckReport:
+    """sglang's draft backend (triton or trtllm_mha) through the worker's metadata path, eager and graph."""
+    from matrix.gpu.sglang_draft import SglangDraftGraph, build_sglang_draft
+
+    report = CheckReport(level="sglang")
+    start = time.perf_counter()
+    paged, rows = _fixture(case, device, plant)
+    draft = build_sglang_draft(paged, device=device)
+    report.setup_seconds = time.perf_counter() - start
+
+    def make_graph() -> SglangDraftGraph:
+        graph = SglangDraftGraph(draft, graph_rows=graph_rows)
+        if enforce_contract:
+            check_contract(draft.buffer_rows(), max_bs=case.max_bs, topk=case.topk)
+        return graph
+
+    _run_modes(report, case, paged=paged, rows=rows, eager=draft.eager, make_graph=make_graph)
+    return report
+
+
+CHECKS: dict[str, Callable[..., CheckReport]] = {"kernel": check_kernel, "sglang": check_sglang}
+
+
+def raise_on_problems(report: CheckReport, case: DraftCase) -> None:
+    if report.problems:
+        raise AccuracyError(f"{case.cell_id} [{report.level}]: " + "; ".join(report.problems))

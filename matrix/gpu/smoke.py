@@ -1,0 +1,50 @@
+"""`python -m matrix.gpu.smoke [CELL:LEVEL ...]`: run a few cell checks in one process, no pytest.
+
+For bringing up a new GPU host: each check prints its errors and timings or its traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+
+from matrix.gpu.cases import draft_case
+from matrix.loader import load_matrix
+
+DEFAULT_CHECKS = (
+    "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph:kernel",
+    "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph:sglang",
+    "draft-triton-topk4-page16-hd128-gqa4-bf16-graph:sglang",
+    "draft-triton-topk8-page1-hd128-gqa4-bf16-graph:sglang",
+    "draft-trtllm_mha-topk8-page64-hd256-gqa4-bf16-graph:sglang",
+    "draft-trtllm_mha-topk1-page64-hd256-gqa4-bf16-graph:sglang",
+    "draft-trtllm_mha-topk4-page16-hd512-gqa8-fp8kv-graph:kernel",
+    "draft-trtllm_mha-topk4-page16-hd512-gqa8-fp8kv-graph:sglang",
+    "draft-triton-topk4-page16-hd512-gqa1-fp8kv-graph:sglang",
+    "draft-trtllm_mha-topk4-page16-hd64-gqa1-fp16-graph:sglang",
+)
+
+
+def main(argv: list[str]) -> int:
+    from matrix.gpu.checks import CHECKS
+
+    matrix = load_matrix()
+    failed = 0
+    for spec in argv or DEFAULT_CHECKS:
+        cell_id, level = spec.rsplit(":", 1)
+        start = time.perf_counter()
+        try:
+            report = CHECKS[level](draft_case(matrix.cell(cell_id)))
+            status = "FAIL " + "; ".join(report.problems) if report.problems else "ok"
+            detail = json.dumps(report.as_dict())
+        except Exception:
+            status, detail = "ERROR", traceback.format_exc()
+        failed += status != "ok"
+        print(f"[{time.perf_counter() - start:6.1f}s] {status:5.5} {spec}\n    {detail}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

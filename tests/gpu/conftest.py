@@ -1,0 +1,102 @@
+"""GPU cell fixtures: run one check in-process, or in a child process when the cell may crash.
+
+Nothing here imports torch at module level: on a machine without a GPU every cell
+is an expected skip applied by the specmatrix plugin before any fixture runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from matrix.gpu.cases import MUTATIONS, draft_case, expanded_graph_rows
+from matrix.gpu.isolation import ChildOutcome, cuda_error_line, run_child
+from matrix.model import Cell
+from matrix.plugin import CRASHED_PROPERTY
+
+# Test-only switches, read here and nowhere else (the mutation run of docs/gpu.md).
+MUTATION_ENV = "SPECMATRIX_GPU_MUTATION"  # e.g. unexpanded-max-bs: the runner passes max_bs, not max_bs*topk
+PLANT_ENV = "SPECMATRIX_GPU_PLANT"  # illegal-address: a page id far past the cache, a real CUDA error
+ISOLATE_ENV = "SPECMATRIX_GPU_ISOLATE"  # 1: every cell in its own process
+
+
+@dataclass
+class _ProcessState:
+    """Set once a CUDA error poisoned this worker's context: later cells then run in fresh processes."""
+
+    poisoned: str | None = None
+
+
+_STATE = _ProcessState()
+
+
+def _crash(request: pytest.FixtureRequest, message: str) -> None:
+    request.node.user_properties.append((CRASHED_PROPERTY, message))
+    pytest.fail(f"crashed: {message}", pytrace=False)
+
+
+def _record(timing: Any, report: dict[str, Any]) -> None:
+    for key in ("compile_seconds", "setup_seconds"):
+        if isinstance(report.get(key), int | float):
+            timing.record(key, float(report[key]))
+
+
+def _isolated(level: str, cell: Cell, request: pytest.FixtureRequest, timing: Any) -> None:
+    args = [cell.id, "--level", level]
+    mutation = os.environ.get(MUTATION_ENV)
+    if mutation:
+        args += ["--mutation", mutation]
+    if os.environ.get(PLANT_ENV):
+        args += ["--plant", os.environ[PLANT_ENV]]
+    result = run_child(args)
+    _record(timing, dict(result.report))
+    if result.outcome is ChildOutcome.CRASHED:
+        _crash(request, result.message)
+    if result.outcome is ChildOutcome.FAILED:
+        pytest.fail(result.message, pytrace=False)
+
+
+def _in_process(level: str, cell: Cell, request: pytest.FixtureRequest, timing: Any) -> None:
+    from matrix.gpu.checks import CHECKS, raise_on_problems
+
+    case = draft_case(cell)
+    try:
+        report = CHECKS[level](case, graph_rows=expanded_graph_rows)
+    except RuntimeError as exc:
+        cuda = cuda_error_line(str(exc))
+        if cuda is None:
+            raise
+        _STATE.poisoned = cuda
+        _crash(request, cuda)
+        return
+    _record(timing, report.as_dict())
+    raise_on_problems(report, case)
+
+
+@pytest.fixture
+def draft_check(request: pytest.FixtureRequest, matrix_timing: Any) -> Callable[[str, Cell], None]:
+    """`draft_check("kernel" | "sglang", matrix_cell)`: run the cell's check, fail or crash the test on a finding."""
+
+    def run(level: str, cell: Cell) -> None:
+        crash_prone = bool(os.environ.get(MUTATION_ENV) or os.environ.get(PLANT_ENV) or os.environ.get(ISOLATE_ENV))
+        if os.environ.get(MUTATION_ENV, "") not in ("", *MUTATIONS):
+            raise pytest.UsageError(f"{MUTATION_ENV} must be one of {sorted(MUTATIONS)}")
+        if crash_prone or _STATE.poisoned:
+            _isolated(level, cell, request, matrix_timing)
+        else:
+            _in_process(level, cell, request, matrix_timing)
+
+    return run
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With --dist loadgroup, group matrix cells by kernel configuration (see matrix/gpu/grouping.py)."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return None
+    from matrix.gpu.config_scheduler import ConfigGroupScheduling
+
+    return ConfigGroupScheduling(config, log)

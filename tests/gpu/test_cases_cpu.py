@@ -1,0 +1,116 @@
+"""Pure pieces of the GPU harness, on CPU: cases, tolerances, padding, config keys, bench tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from matrix.gpu.benchtable import BenchRow, markdown_table, ratios
+from matrix.gpu.cases import (
+    CAPTURE_BS,
+    branch_requests,
+    draft_case,
+    expanded_graph_rows,
+    padded_bucket,
+    tolerance,
+    unexpanded_graph_rows,
+    varied_seq_lens,
+)
+from matrix.gpu.grouping import config_key
+from matrix.loader import load_matrix
+from matrix.model import Matrix
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Matrix:
+    return load_matrix()
+
+
+@pytest.mark.parametrize("page", [1, 16, 64])
+def test_lengths_straddle_page_boundaries(page: int) -> None:
+    lens = varied_seq_lens(page, max(CAPTURE_BS))
+    assert len(lens) == max(CAPTURE_BS)
+    if page > 1:
+        assert {page - 1, page, page + 1} <= set(lens)
+    assert min(lens) == 1
+
+
+@pytest.mark.parametrize(
+    ("cell_id", "topk", "page", "hd", "q_heads", "kv_dtype"),
+    [
+        ("draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph", 4, 16, 128, 8, "bf16"),
+        ("draft-triton-topk8-page64-hd256-gqa4-bf16-eager", 8, 64, 256, 8, "bf16"),
+        ("draft-trtllm_mha-topk4-page16-hd512-gqa8-fp8kv-graph", 4, 16, 512, 16, "fp8_e4m3"),
+        ("draft-triton-topk1-page16-hd64-gqa1-fp16-graph", 1, 16, 64, 2, "fp16"),
+    ],
+)
+def test_case_follows_the_cell(matrix: Matrix, cell_id: str, topk: int, page: int, hd: int, q_heads: int, kv_dtype: str) -> None:
+    case = draft_case(matrix.cell(cell_id))
+    assert (case.topk, case.page_size, case.head_dim, case.num_q_heads, case.kv_dtype) == (topk, page, hd, q_heads, kv_dtype)
+    assert case.context_len >= max(case.seq_lens) + page
+
+
+def test_target_cells_are_not_draft_cases(matrix: Matrix) -> None:
+    target = next(c for c in matrix.cells if c.get("role") == "target")
+    with pytest.raises(ValueError, match="not a draft cell"):
+        draft_case(target)
+
+
+def test_fp8_kv_has_its_own_tolerance() -> None:
+    assert tolerance("fp8kv", 128).atol > 0.08 > tolerance("bf16", 128).atol
+    assert tolerance("fp8kv", 512).atol < tolerance("fp8kv", 256).atol
+
+
+@pytest.mark.parametrize(("bs", "topk", "expected"), [(1, 1, (0,)), (2, 3, (0, 0, 0, 1, 1, 1)), (0, 4, ())])
+def test_branches_of_a_request_are_adjacent(bs: int, topk: int, expected: tuple[int, ...]) -> None:
+    assert branch_requests(bs, topk) == expected
+
+
+@pytest.mark.parametrize(("bs", "bucket"), [(1, 1), (3, 4), (5, 8), (8, 8)])
+def test_replay_pads_to_the_next_captured_size(bs: int, bucket: int) -> None:
+    assert padded_bucket(bs, CAPTURE_BS) == bucket
+
+
+def test_replay_past_the_largest_capture_is_refused() -> None:
+    with pytest.raises(ValueError, match="exceeds"):
+        padded_bucket(9, CAPTURE_BS)
+
+
+@pytest.mark.parametrize("topk", [1, 2, 4, 8])
+def test_graph_rows_expanded_vs_the_old_bug(topk: int) -> None:
+    assert expanded_graph_rows(8, topk) == 8 * topk
+    assert (unexpanded_graph_rows(8, topk) < expanded_graph_rows(8, topk)) is (topk > 1)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("draft-trtllm_mha-topk1-page16-hd128-gqa4-bf16-graph", "draft-trtllm_mha-topk8-page16-hd128-gqa4-bf16-eager", True),
+        ("draft-trtllm_mha-topk1-page16-hd128-gqa4-bf16-graph", "draft-trtllm_mha-topk1-page64-hd128-gqa4-bf16-graph", False),
+        ("draft-trtllm_mha-topk1-page16-hd128-gqa4-bf16-graph", "draft-trtllm_mha-topk1-page16-hd256-gqa4-bf16-graph", False),
+        ("draft-triton-topk1-page16-hd128-gqa4-bf16-graph", "draft-trtllm_mha-topk1-page16-hd128-gqa4-bf16-graph", False),
+    ],
+)
+def test_config_key_groups_cells_that_share_a_compile(matrix: Matrix, a: str, b: str, same: bool) -> None:
+    key_a, key_b = (config_key(matrix, matrix.cell(c), 90) for c in (a, b))
+    assert (key_a == key_b) is same
+    assert key_a.startswith(str(matrix.cell(a).backend))
+
+
+def test_config_key_names_the_impl_on_the_arch(matrix: Matrix) -> None:
+    cell = matrix.cell("draft-trtllm_mha-topk1-page16-hd128-gqa4-bf16-graph")
+    assert config_key(matrix, cell, 90).startswith("trtllm_mha-xqa-page16-hd128")
+    assert config_key(matrix, cell, 100).startswith("trtllm_mha-trtllm-gen-")
+
+
+def _row(impl: str, topk: int, us: float) -> BenchRow:
+    return BenchRow(
+        cell="c", backend=impl, impl=impl, topk=topk, page_size=16, head_dim=128, gqa=4, dtype="bf16", rows=8, median_us=us
+    )
+
+
+def test_headline_ratio_pairs_the_same_shape() -> None:
+    rows = [_row("sglang-trtllm_mha", 4, 30.0), _row("sglang-triton", 4, 40.0), _row("sglang-triton", 8, 50.0)]
+    assert ratios(rows) == {"topk4-page16-hd128-gqa4-bf16": pytest.approx(0.75)}
+    table = markdown_table(rows)
+    assert "| 16 | 128 | 4 | bf16 | 4 | 40.0 | 30.0 | 0.75 |" in table
+    assert "| 16 | 128 | 4 | bf16 | 8 | 50.0 | - | - |" in table
