@@ -12,7 +12,8 @@ def pytest_args(*, shard: int, runner: str, select: str, reports: Path, workers:
     """What the shard passes to pytest: the runner it claims, its cells, where its report goes."""
     args = ["--matrix-runner", runner, "--matrix-select", select, "--matrix-shard", str(shard)]
     args += ["--matrix-report", str(reports / f"shard-{shard}.json")]
-    return [*args, "-n", str(workers)] if workers > 0 else [*args, "-p", "no:xdist"]
+    # loadgroup: tests/gpu groups cells by kernel configuration, so a host compiles each one once.
+    return [*args, "-n", str(workers), "--dist", "loadgroup"] if workers > 0 else [*args, "-p", "no:xdist"]
 
 
 def main(argv: list[str] | None = None) -> int:
