@@ -200,12 +200,9 @@ def test_plan_step_uses_checked_in_measured_durations(tmp_path, default_matrix, 
         write_report(
             make_report(default_matrix, runners["4-gpu-b200"], dict.fromkeys(cells, CellStatus.PASSED)), durations / "b200.json"
         )
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "ci" / "gha_plan.py"), "--runner", "4-gpu-b200", "--shards", "2", "--plan-dir", str(tmp_path / "plan"), "--durations-dir", str(durations), "--github-output", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    args = ["--runner", "4-gpu-b200", "--shards", "2", "--plan-dir", str(tmp_path / "plan")]
+    args += ["--durations-dir", str(durations), "--github-output", str(tmp_path / "out")]
+    done = subprocess.run([sys.executable, str(ROOT / "ci" / "gha_plan.py"), *args], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     source = json.loads((tmp_path / "plan" / "plan.json").read_text())["durations"]
     assert source.startswith("measured for 5 of 180 cells") if measured else source == "cost table"
