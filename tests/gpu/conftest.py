@@ -64,8 +64,10 @@ def _in_process(level: str, cell: Cell, request: pytest.FixtureRequest, timing: 
     from matrix.gpu.checks import CHECKS, raise_on_problems
 
     case = draft_case(cell)
+    mutation = os.environ.get(MUTATION_ENV)
+    graph_rows = MUTATIONS[mutation] if mutation else expanded_graph_rows
     try:
-        report = CHECKS[level](case, graph_rows=expanded_graph_rows)
+        report = CHECKS[level](case, graph_rows=graph_rows)
     except RuntimeError as exc:
         cuda = cuda_error_line(str(exc))
         if cuda is None:
@@ -82,7 +84,8 @@ def draft_check(request: pytest.FixtureRequest, matrix_timing: Any) -> Callable[
     """`draft_check("kernel" | "sglang", matrix_cell)`: run the cell's check, fail or crash the test on a finding."""
 
     def run(level: str, cell: Cell) -> None:
-        crash_prone = bool(os.environ.get(MUTATION_ENV) or os.environ.get(PLANT_ENV) or os.environ.get(ISOLATE_ENV))
+        # The mutation stays in-process: the contract check turns it red before any capture can crash.
+        crash_prone = bool(os.environ.get(PLANT_ENV) or os.environ.get(ISOLATE_ENV))
         if os.environ.get(MUTATION_ENV, "") not in ("", *MUTATIONS):
             raise pytest.UsageError(f"{MUTATION_ENV} must be one of {sorted(MUTATIONS)}")
         if crash_prone or _STATE.poisoned:
