@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from matrix.audit.gpus import check_workers, gpu_slots, pinned_env
-from matrix.audit.nodeids import test_of
+from matrix.audit.nodeids import strip_params
 from matrix.audit.report_text import failure_text, skip_text
 from matrix.audit.session import PAYLOAD_KEY, AuditSession
 from matrix.audit.settings import Role, add_options, role_of, settings_from
@@ -28,6 +28,7 @@ MARKER = (
     "matrix(select): run this matrix_cell test only over the cells the selector keeps (syntax of `specmatrix cells --select`)"
 )
 _PHASES = frozenset({"setup", "call", "teardown"})
+REPORT_CELL_ATTR = "specmatrix_cell"  # set by a worker on each matrix item's reports; xdist carries it across
 # A test whose cell crashed in an isolated child process adds (CRASHED_PROPERTY, error text) before failing.
 CRASHED_PROPERTY = "specmatrix_crashed"
 _AUDIT = pytest.StashKey[AuditSession]()
@@ -122,6 +123,7 @@ class AuditHooks:
         self.audit = audit
         self.config = config
         self.records = audit.settings.role is not Role.WORKER
+        self.controller = audit.settings.role is Role.CONTROLLER
 
     def pytest_report_header(self) -> list[str]:
         plan = self.audit.plan
@@ -140,20 +142,25 @@ class AuditHooks:
         empty = self.audit.empty_tests
         if not empty:
             return
-        dropped = [i for i in items if test_of(i.nodeid) in empty]
+        dropped = [i for i in items if strip_params(i.nodeid) in empty]
         if dropped:
-            items[:] = [i for i in items if test_of(i.nodeid) not in empty]
+            items[:] = [i for i in items if strip_params(i.nodeid) not in empty]
             config.hook.pytest_deselected(items=dropped)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if self.audit.settings.role is not Role.LOCAL or not self.audit.active:
+        """The collected matrix items, known exactly from their parameters (the xdist controller only sees ids)."""
+        audit = self.audit
+        if not audit.active:
             return
         for item in session.items:
             callspec = getattr(item, "callspec", None)
             if callspec is not None:
                 cell = callspec.params.get(MATRIX_FIXTURE)
                 if isinstance(cell, Cell):
-                    self.audit.plan_item(item.nodeid, cell.id)
+                    audit.item_cells[item.nodeid] = cell.id
+        if audit.settings.role is Role.LOCAL:
+            for nodeid, cell_id in audit.item_cells.items():
+                audit.plan_item(nodeid, cell_id)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A module that skipped or failed at import never yields items: plan its matrix tests from source."""
@@ -175,10 +182,29 @@ class AuditHooks:
         if not planned:
             self.audit.ledger.record(report.nodeid, "setup", report.outcome, skip_reason=reason, message=error)
 
+    @pytest.hookimpl(tryfirst=True)  # on a worker: before xdist serializes the report for the controller
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         audit = self.audit
+        if not self.records:
+            cell_id = audit.item_cells.get(report.nodeid)
+            if cell_id is not None:
+                setattr(report, REPORT_CELL_ATTR, cell_id)
+            return
         outcome: str = report.outcome
-        if not self.records or not audit.active or outcome == "rerun":  # pytest-rerunfailures: a later attempt follows
+        if outcome == "rerun":  # pytest-rerunfailures: a later attempt follows
+            return
+        if self.controller and report.when in _PHASES:
+            cell_id = getattr(report, REPORT_CELL_ATTR, None)
+            if not audit.active:
+                if cell_id is None:
+                    return
+                try:
+                    audit.engage_from_report()
+                except SpecmatrixError as exc:
+                    audit.planning_error = str(exc)
+                    return
+            audit.confirm(report.nodeid, cell_id)
+        elif not audit.active:
             return
         xfail = getattr(report, "wasxfail", None)
         skip_reason = message = None

@@ -10,6 +10,7 @@ from matrix.model import Expectation, Outcome
 from matrix.report import CellResult, CellStatus, OutsideResult
 
 TIMING_KEYS = ("compile_seconds", "setup_seconds")
+_PHASES = frozenset({"setup", "call", "teardown"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +25,7 @@ class PlannedItem:
 class _Tally:
     """What the reports of one node id said so far (all attempts)."""
 
-    __slots__ = ("attempts", "duration", "message", "skip_reason", "timings", "worker", "worst")
+    __slots__ = ("attempts", "duration", "message", "running", "skip_reason", "timings", "worker", "worst")
 
     def __init__(self) -> None:
         self.worst: Observed | None = None
@@ -32,6 +33,7 @@ class _Tally:
         self.message: str | None = None
         self.duration = 0.0
         self.attempts = 0
+        self.running = False  # between a setup and its teardown
         self.worker: str | None = None
         self.timings: dict[str, float] = {}
 
@@ -45,6 +47,9 @@ class Ledger:
 
     def plan(self, item: PlannedItem) -> None:
         self._planned.setdefault(item.nodeid, item)
+
+    def unplan(self, nodeid: str) -> None:
+        self._planned.pop(nodeid, None)
 
     def is_planned(self, nodeid: str) -> bool:
         return nodeid in self._planned
@@ -71,8 +76,9 @@ class Ledger:
         if tally is None:
             tally = self._tallies[nodeid] = _Tally()
         tally.duration += duration
-        if when == "setup":
-            tally.attempts += 1
+        if when == "setup" or (when not in _PHASES and not tally.running):
+            tally.attempts += 1  # a crash before any setup report is an attempt of its own
+        tally.running = when in ("setup", "call")
         if worker is not None:
             tally.worker = worker
         if timings:

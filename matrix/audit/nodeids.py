@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 
-def test_of(nodeid: str) -> str:
+def strip_params(nodeid: str) -> str:
     """`path::Class::test_f[params]` -> `path::Class::test_f`."""
     return nodeid.partition("[")[0]
 

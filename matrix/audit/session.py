@@ -11,7 +11,7 @@ from pathlib import Path
 from matrix.audit.allowlist import AllowEntry, judge, parse_allowlist
 from matrix.audit.findings import evaluate
 from matrix.audit.ledger import Ledger, PlannedItem
-from matrix.audit.nodeids import CellIdIndex, test_of
+from matrix.audit.nodeids import CellIdIndex, strip_params
 from matrix.audit.parametrize import CellParameters
 from matrix.audit.selection import CellChooser
 from matrix.audit.settings import AuditSettings
@@ -75,6 +75,9 @@ class AuditSession:
         self._params: CellParameters | None = None
         self._by_selects: dict[tuple[str, ...], tuple[list[object], list[str]]] = {}
         self._index: CellIdIndex | None = None
+        self._ids_planned = False
+        self.collected_ids: Sequence[str] = ()
+        self.item_cells: dict[str, str] = {}  # nodeid -> cell id of this process's collected matrix items
 
     # --- planning ---------------------------------------------------------------
 
@@ -129,19 +132,34 @@ class AuditSession:
     # --- items ------------------------------------------------------------------
 
     def plan_item(self, nodeid: str, cell_id: str) -> None:
-        self.ledger.plan(PlannedItem(nodeid=nodeid, test=test_of(nodeid), cell_id=cell_id))
+        self.ledger.plan(PlannedItem(nodeid=nodeid, test=strip_params(nodeid), cell_id=cell_id))
 
     def plan_from_ids(self, nodeids: Sequence[str]) -> None:
-        """xdist controller: find the matrix items among the ids a worker collected."""
-        if self.ledger.planned_count:
+        """xdist controller: the matrix items among the ids the workers collected (every worker collects the same).
+
+        The ids are read against the matrix's cell ids; each worker report then confirms or corrects its item.
+        """
+        self.collected_ids = nodeids
+        if self.plan is None or self._ids_planned:
             return
+        self._ids_planned = True
         index = self.cell_index()
         for nodeid in nodeids:
             cell_id = index.cell_in(nodeid)
             if cell_id is not None:
                 self.plan_item(nodeid, cell_id)
-        if self.ledger.planned_count:
-            self.ensure_plan()
+
+    def engage_from_report(self) -> None:
+        """A worker reported a matrix item to a controller that had no runner named: plan now."""
+        self.ensure_plan()
+        self.plan_from_ids(self.collected_ids)
+
+    def confirm(self, nodeid: str, cell_id: str | None) -> None:
+        """The worker knows for sure: an id that only looked like a matrix item is an ordinary test."""
+        if cell_id is None:
+            self.ledger.unplan(nodeid)
+        elif not self.ledger.is_planned(nodeid):
+            self.plan_item(nodeid, cell_id)
 
     def plan_uncollected_module(self, nodeid: str, source: str, *, skip_reason: str | None, error: str | None) -> bool:
         """A module that skipped (or failed) at import: plan its matrix tests from source and record that outcome.

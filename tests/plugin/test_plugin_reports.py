@@ -1,0 +1,194 @@
+"""Reports: JSON round trip, JUnit XML, Markdown and the step summary, and `specmatrix audit` on saved reports."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from matrix.audit.findings import recheck
+from matrix.cli import main
+from matrix.report import CellResult, CellStatus, Report, RunnerInfo, read_report, to_json, write_report
+
+from .conftest import STRICT, literal, report_of, write
+
+RUN = """
+import pytest
+
+def test_cell(matrix_cell):
+    if matrix_cell.id == "alpha-s2":
+        pytest.skip("flaky on this host")
+
+@pytest.mark.skip(reason="outside skip")
+def test_plain():
+    pass
+"""
+
+
+@pytest.fixture
+def finished_run(pytester: pytest.Pytester, tiny: Path, b200: None, monkeypatch: pytest.MonkeyPatch) -> pytest.RunResult:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "summary.md"))
+    (pytester.path / "summary.md").write_text("earlier step\n", encoding="utf-8")
+    write(pytester, "test_run.py", RUN)
+    return pytester.runpytest(*STRICT, "-n", "2", "--matrix-report", "out/report.json", "--matrix-shard", "3/8")
+
+
+def test_json_report_round_trips_and_rechecks_to_the_same_findings(
+    pytester: pytest.Pytester, finished_run: pytest.RunResult
+) -> None:
+    doc = report_of(pytester)
+    report = read_report(pytester.path / "out/report.json")
+    assert json.loads(json.dumps(to_json(report))) == doc
+    assert recheck(report) == report.findings
+    assert [f.kind.value for f in report.findings] == ["unexpected-skip", "unallowed-skip"]
+    assert (report.shard, report.runner.skip_policy, report.detection_overridden) == ("3/8", "strict", True)
+    assert doc["extra"]["xdist_workers"] == 2
+
+
+def test_junit_has_one_testcase_per_item_and_unexpected_skips_fail(
+    pytester: pytest.Pytester, finished_run: pytest.RunResult
+) -> None:
+    suite = ET.parse(pytester.path / "out/report.xml").getroot().find("testsuite")
+    assert suite is not None
+    cases = {f"{c.get('classname')}::{c.get('name')}": c for c in suite.iter("testcase")}
+    assert len(cases) == 4 + 1
+    unexpected = cases["test_run::test_cell[alpha-s2]"].find("failure")
+    assert unexpected is not None and unexpected.get("type") == "unexpected-skip"
+    assert "flaky on this host" in (unexpected.get("message") or "")
+    expected = cases["test_run::test_cell[beta-s1]"].find("skipped")
+    assert expected is not None and "beta-hopper" in (expected.get("message") or "")
+    assert cases["test_run::test_plain"].find("failure") is not None  # unallowed on a strict runner
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped"), suite.get("errors")) == ("5", "2", "2", "0")
+
+
+def test_markdown_lists_unexpected_skips_first_and_appends_to_the_step_summary(
+    pytester: pytest.Pytester, finished_run: pytest.RunResult
+) -> None:
+    md = (pytester.path / "out/report.md").read_text(encoding="utf-8")
+    assert md.index("### Unexpected skips (1)") < md.index("### Other findings (1)") < md.index("### Counts")
+    assert "| `test_run.py::test_cell[alpha-s2]` | flaky on this host | no rule restricts this cell |" in md
+    assert "| **planned** | **4** |" in md
+    summary = (pytester.path / "summary.md").read_text(encoding="utf-8")
+    assert summary == "earlier step\n" + md
+
+
+def _report(*statuses: CellStatus) -> Report:
+    cells = tuple(
+        CellResult(
+            nodeid=f"t.py::test_cell[c{i}]",
+            cell=f"c{i}",
+            test="t.py::test_cell",
+            expected="run",
+            rule=None,
+            reason="must run: needs-gpu",
+            status=status,
+            skip_reason="gone" if status is CellStatus.SKIPPED_UNEXPECTED else None,
+        )
+        for i, status in enumerate(statuses)
+    )
+    return Report(
+        matrix="m",
+        runner=RunnerInfo(name="4-gpu-b200", gpus=4, capability=(10, 0), skip_policy="strict"),
+        versions={},
+        detection_overridden=False,
+        created="2026-07-01T00:00:00+00:00",
+        cells=cells,
+    )
+
+
+@pytest.mark.parametrize(
+    ("statuses", "code", "line"),
+    [
+        pytest.param((CellStatus.PASSED, CellStatus.SKIPPED_EXPECTED), 0, "  ok: 0 error(s), 0 warning(s)", id="clean"),
+        pytest.param(
+            (CellStatus.PASSED, CellStatus.SKIPPED_UNEXPECTED),
+            1,
+            "  error: unexpected-skip " + literal("t.py::test_cell[c1]") + ": *",
+            id="skip",
+        ),
+        pytest.param((CellStatus.CRASHED, CellStatus.NOT_RUN), 1, "  FAILED: 2 error(s), 0 warning(s)", id="crash"),
+    ],
+)
+def test_audit_judges_from_the_recorded_statuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], statuses: tuple[CellStatus, ...], code: int, line: str
+) -> None:
+    path = tmp_path / "r.json"
+    write_report(_report(*statuses), path)  # written without findings: the audit must derive them itself
+    assert main(["audit", str(path)]) == code
+    out = capsys.readouterr().out
+    assert any(fnmatch.fnmatchcase(o, line) for o in out.splitlines()), out
+
+
+def _edit(field: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(doc: dict[str, Any]) -> None:
+        doc[field] = value
+
+    return apply
+
+
+def _edit_cell(field: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(doc: dict[str, Any]) -> None:
+        doc["cells"][0][field] = value
+
+    return apply
+
+
+def _drop_cell(doc: dict[str, Any]) -> None:
+    doc["cells"].pop()
+
+
+def _recount(doc: dict[str, Any]) -> None:
+    doc["cells"][1]["status"] = "passed"  # the unexpected skip edited away, counts left stale
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "problem"),
+    [
+        pytest.param(_edit("schema", "specmatrix.report/0"), "unknown schema 'specmatrix.report/0'", id="schema"),
+        pytest.param(_drop_cell, "says 2 planned but lists 1 cells", id="dropped-cell"),
+        pytest.param(_recount, "field 'counts' does not match", id="stale-counts"),
+        pytest.param(_edit_cell("status", "exploded"), "cells[0]: status: unknown value 'exploded'", id="status"),
+        pytest.param(_edit_cell("nodeid", 3), "cells[0]: field 'nodeid' has the wrong type", id="type"),
+        pytest.param(
+            _edit("runner", {"name": "x", "gpus": 1, "skip_policy": "chaotic"}), "unknown skip_policy 'chaotic'", id="policy"
+        ),
+    ],
+)
+def test_audit_exits_2_naming_the_file_and_the_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], corrupt: Callable[[dict[str, Any]], None], problem: str
+) -> None:
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    write_report(_report(CellStatus.PASSED, CellStatus.SKIPPED_UNEXPECTED), good)
+    doc = json.loads(good.read_text(encoding="utf-8"))
+    corrupt(doc)
+    bad.write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["audit", str(good), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"specmatrix: error: {bad}: ") and problem in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("cut", [1, 100, -2])
+def test_audit_exits_2_on_a_truncated_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], cut: int) -> None:
+    path = tmp_path / "r.json"
+    write_report(_report(CellStatus.PASSED), path)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text[:cut], encoding="utf-8")
+    assert main(["audit", str(path)]) == 2
+    assert f"{path}: corrupt or truncated JSON" in capsys.readouterr().err
+
+
+def test_audit_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "r.json"
+    write_report(_report(CellStatus.SKIPPED_UNEXPECTED), path)
+    assert main(["audit", "--json", str(path)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "specmatrix.audit/1" and doc["ok"] is False
+    (entry,) = doc["reports"]
+    assert entry["consistent"] is False  # the file recorded no findings, the statuses say there is one
+    assert [f["kind"] for f in entry["findings"]] == ["unexpected-skip"]
