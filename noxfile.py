@@ -56,6 +56,7 @@ GPU_PACKAGES = ("sglang==0.5.23", "flashinfer-python==0.7.2")
 PLUGIN_INSTALLED = (
     "import importlib.metadata as m; print(any(e.value == 'matrix.plugin' for e in m.entry_points(group='pytest11')))"
 )
+GPU_THIRD_PARTY_WARNINGS = ("-W", "ignore::DeprecationWarning", "-W", "ignore::FutureWarning")
 GPU_COUNT = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
 
 
@@ -82,6 +83,8 @@ def jit_cache_env(env: dict[str, str]) -> dict[str, str]:
 def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
     """pytest over tests/gpu with the audit on and the runner auto-detected; -n one worker per GPU unless given."""
     args = ["-m", "pytest", "tests/gpu", "--matrix-runner", "auto", "--matrix-report", default_report, "-p", "no:cacheprovider"]
+    # GPU images carry pytest-benchmark (it warns under xdist); torch's inductor, imported by sglang, warns at import.
+    args += ["-p", "no:benchmark", *GPU_THIRD_PARTY_WARNINGS]
     if _probe(session, PLUGIN_INSTALLED) != "True":
         args += ["-p", "matrix.plugin"]  # running from a plain checkout (no install): load the plugin by name
     given = session.posargs

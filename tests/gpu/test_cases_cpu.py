@@ -42,6 +42,7 @@ def test_lengths_straddle_page_boundaries(page: int) -> None:
         ("draft-trtllm_mha-topk4-page16-hd512-gqa8-fp8kv-graph", 4, 16, 512, 16, "fp8_e4m3"),
         ("draft-triton-topk1-page16-hd64-gqa1-fp16-graph", 1, 16, 64, 2, "fp16"),
     ],
+    ids=["trtllm-tree", "triton-tree", "fp8kv-hd512", "fp16-hd64"],  # not cell ids: these are not matrix items
 )
 def test_case_follows_the_cell(matrix: Matrix, cell_id: str, topk: int, page: int, hd: int, q_heads: int, kv_dtype: str) -> None:
     case = draft_case(matrix.cell(cell_id))
@@ -89,6 +90,7 @@ def test_graph_rows_expanded_vs_the_old_bug(topk: int) -> None:
         ("draft-trtllm_mha-topk1-page16-hd128-gqa4-bf16-graph", "draft-trtllm_mha-topk1-page16-hd256-gqa4-bf16-graph", False),
         ("draft-triton-topk1-page16-hd128-gqa4-bf16-graph", "draft-trtllm_mha-topk1-page16-hd128-gqa4-bf16-graph", False),
     ],
+    ids=["topk-and-mode-share", "page-splits", "head-dim-splits", "backend-splits"],
 )
 def test_config_key_groups_cells_that_share_a_compile(matrix: Matrix, a: str, b: str, same: bool) -> None:
     key_a, key_b = (config_key(matrix, matrix.cell(c), 90) for c in (a, b))

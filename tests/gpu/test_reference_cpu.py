@@ -25,7 +25,7 @@ def _dense(query, k, v):  # type: ignore[no-untyped-def]
     return torch.einsum("hn,nhd->hd", scores.softmax(-1), v)
 
 
-@pytest.mark.parametrize("cell_id", CELLS)
+@pytest.mark.parametrize("cell_id", CELLS, ids=["bf16-page16", "bf16-page64", "fp8kv"])
 def test_reference_matches_attention_over_the_block_table(cell_id: str) -> None:
     from matrix.gpu.paged import build_requests, expand_rows
     from matrix.gpu.reference import reference_decode
