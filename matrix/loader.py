@@ -21,6 +21,7 @@ from matrix.model import (
     ImplChoice,
     Matrix,
     Op,
+    PagePromotion,
     Rule,
     RuleKind,
     RunnerProfile,
@@ -119,7 +120,7 @@ def _list_of_tables(value: Any, where: str) -> list[Mapping[str, Any]]:
 
 def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
     """Validate a parsed matrix document and expand its groups into cells."""
-    _expect_keys(data, {"name", "pins", "axis", "group", "impl", "rule", "cost"}, source)
+    _expect_keys(data, {"name", "pins", "axis", "group", "impl", "rule", "cost", "page_promotion"}, source)
     axes = tuple(_parse_axis(t, f"{source}: axis #{i + 1}") for i, t in enumerate(_list_of_tables(data.get("axis", []), source)))
     if not axes:
         raise ConfigError(f"{source}: no [[axis]] defined")
@@ -145,6 +146,14 @@ def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
     for rid in ids:
         if ids.count(rid) > 1:
             raise ConfigError(f"{source}: rule id {rid!r} used twice")
+    promotions = tuple(
+        _parse_page_promotion(t, by_name, f"{source}: page_promotion #{i + 1}")
+        for i, t in enumerate(_list_of_tables(data.get("page_promotion", []), source))
+    )
+    promo_ids = [p.id for p in promotions]
+    for pid in promo_ids:
+        if promo_ids.count(pid) > 1:
+            raise ConfigError(f"{source}: page_promotion id {pid!r} used twice")
     pins_table = _table(data.get("pins", {}), f"{source}: [pins]")
     pins = {lib: _str(v, f"{source}: pins.{lib}") for lib, v in pins_table.items()}
     return Matrix(
@@ -156,6 +165,7 @@ def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
         pins=pins,
         cost=_parse_cost(_table(data.get("cost", {}), f"{source}: [cost]"), by_name, source),
         source_path=source,
+        page_promotions=promotions,
     )
 
 
@@ -308,14 +318,7 @@ def _parse_rule(t: Mapping[str, Any], axes: Mapping[str, Axis], impl_names: set[
         kind = RuleKind(_str(t.get("kind"), f"{where}: kind"))
     except ValueError:
         raise ConfigError(f"{where}: unknown kind {t.get('kind')!r} (use {', '.join(k.value for k in RuleKind)})") from None
-    versions = []
-    for lib, spec in _table(t.get("versions", {}), f"{where}: versions").items():
-        spec_text = _str(spec, f"{where}: versions.{lib}")
-        try:
-            SpecifierSet(spec_text)
-        except InvalidSpecifier:
-            raise ConfigError(f"{where}: versions.{lib}: invalid version specifier {spec_text!r}") from None
-        versions.append(VersionRequirement(library=lib, specifier=spec_text))
+    versions = _parse_versions(t.get("versions", {}), where)
     require = _parse_conditions(t.get("require", {}), axes, impl_names, f"{where}: require")
     if not require and not versions:
         raise ConfigError(f"{where}: has neither `require` nor `versions`, so it can never skip anything")
@@ -325,6 +328,47 @@ def _parse_rule(t: Mapping[str, Any], axes: Mapping[str, Axis], impl_names: set[
         when=_parse_conditions(t.get("when", {}), axes, impl_names, f"{where}: when"),
         require=require,
         versions=tuple(versions),
+        reason=_str(t.get("reason"), f"{where}: reason"),
+        source=_str(t.get("source"), f"{where}: source"),
+    )
+
+
+def _parse_versions(table: Any, where: str) -> tuple[VersionRequirement, ...]:
+    versions = []
+    for lib, spec in _table(table, f"{where}: versions").items():
+        spec_text = _str(spec, f"{where}: versions.{lib}")
+        try:
+            SpecifierSet(spec_text)
+        except InvalidSpecifier:
+            raise ConfigError(f"{where}: versions.{lib}: invalid version specifier {spec_text!r}") from None
+        versions.append(VersionRequirement(library=lib, specifier=spec_text))
+    return tuple(versions)
+
+
+def _parse_page_promotion(t: Mapping[str, Any], axes: Mapping[str, Axis], where: str) -> PagePromotion:
+    _expect_keys(t, {"id", "role", "backend", "accepted", "promote_to", "versions", "reason", "source"}, where)
+    pid = _str(t.get("id"), f"{where}: id")
+    where = f"{where} ({pid})"
+    for axis in ("role", "backend"):
+        if axis not in axes:
+            raise ConfigError(f"{where}: needs a {axis!r} axis in the matrix")
+        value = _str(t.get(axis), f"{where}: {axis}")
+        if value not in axes[axis].values:
+            raise ConfigError(f"{where}: unknown {axis} {value!r} (allowed: {list(axes[axis].values)})")
+    accepted = _values(t.get("accepted", []), f"{where}: accepted")
+    promote_to = t.get("promote_to")
+    sizes = [*accepted, promote_to]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
+        raise ConfigError(f"{where}: accepted and promote_to must be positive integers")
+    if promote_to not in accepted:
+        raise ConfigError(f"{where}: promote_to {promote_to} is not one of the accepted page sizes {list(accepted)}")
+    return PagePromotion(
+        id=pid,
+        role=str(t["role"]),
+        backend=str(t["backend"]),
+        accepted=tuple(int(v) for v in accepted),
+        promote_to=int(promote_to),
+        versions=_parse_versions(t.get("versions", {}), where),
         reason=_str(t.get("reason"), f"{where}: reason"),
         source=_str(t.get("source"), f"{where}: source"),
     )

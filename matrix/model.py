@@ -132,6 +132,23 @@ class ImplChoice:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PagePromotion:
+    """sglang's page-size snap: when `backend` serves `role` and the page size is not accepted, it becomes `promote_to`.
+
+    `versions` names the library versions in which the promotion exists (it applies only there).
+    """
+
+    id: str
+    role: str
+    backend: str
+    accepted: tuple[int, ...]
+    promote_to: int
+    versions: tuple[VersionRequirement, ...]
+    reason: str
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class BackendCost:
     cell_seconds: float
     compile_seconds: float
@@ -154,6 +171,7 @@ class Matrix:
     pins: Mapping[str, str]
     cost: CostModel
     source_path: str
+    page_promotions: tuple[PagePromotion, ...] = ()
 
     def axis(self, name: str) -> Axis:
         for axis in self.axes:

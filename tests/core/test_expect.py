@@ -120,7 +120,7 @@ def test_backend_without_impl_table_is_its_own_impl(default_matrix):
 def test_trail_lists_every_applicable_rule(default_matrix, runners):
     exp = judge(default_matrix, runners, "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph", "4-gpu-b200")
     ids = [v.rule.id for v in exp.trail]
-    assert ids == ["needs-gpu", "trtllm-mha-arch", "trtllm-mha-page-size", "draft-tree-backends"]
+    assert ids == ["needs-gpu", "trtllm-mha-arch", "trtllm-mha-page-size", "draft-tree-backends", "draft-tree-trtllm-mha-sglang"]
     assert all(v.satisfied for v in exp.trail)
     assert exp.reason.startswith("must run:")
 

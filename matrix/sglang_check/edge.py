@@ -1,0 +1,196 @@
+"""Edge: ask the installed sglang (CPU is enough) what it does with a configuration.
+
+sglang is imported inside each function, so importing this module never needs sglang.
+Only decisions run for real here; nothing that needs a GPU (kernels, flashinfer wrappers) is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from types import SimpleNamespace
+from typing import Any
+
+from matrix.sglang_check.agreement import ServerConfig, SglangVerdict, SpecPath
+from matrix.sglang_check.pages import PageConfig
+
+DRAFT_FIELD = "speculative_draft_attention_backend"
+# A fixture model configuration: sglang's model_config_of hands back a `_model_config` that carries no source key.
+FIXTURE_ARCHITECTURE = "LlamaForCausalLM"
+
+
+def page_view(config: PageConfig) -> SimpleNamespace:
+    """The full view `_mla_backend_page_constraints` reads."""
+    return SimpleNamespace(
+        page_size=config.page_size,
+        attention_backend=config.target_backend,
+        decode_attention_backend=None,
+        prefill_attention_backend=None,
+        speculative_draft_attention_backend=config.draft_backend,
+    )
+
+
+def page_from_constraint(view: Any) -> int:
+    """The page size after sglang's `_mla_backend_page_constraints` pass on `view`."""
+    from sglang.srt.arg_groups.overrides import _mla_backend_page_constraints
+
+    declared = _mla_backend_page_constraints(view)
+    return int(declared.get("page_size", view.page_size))
+
+
+def page_from_server_args(config: PageConfig) -> int:
+    """The resolved page size after the attention hook's post-process pass on a real ServerArgs record."""
+    from sglang.srt.arg_groups.overrides import _mla_backend_page_constraints, resolved_view, run_post_process_pass
+    from sglang.srt.server_args import ServerArgs
+
+    server_args = ServerArgs(
+        model_path="dummy",
+        attention_backend=config.target_backend,
+        speculative_draft_attention_backend=config.draft_backend,
+        page_size=config.page_size,
+    )
+    run_post_process_pass(server_args, _mla_backend_page_constraints)
+    return int(resolved_view(server_args).page_size)
+
+
+def shallow_page_view(config: PageConfig) -> Any:
+    """A ResolvedView over a record without the draft field, as sglang's own override tests build it."""
+    from sglang.srt.arg_groups.overrides import ResolvedView
+
+    return ResolvedView(
+        SimpleNamespace(
+            page_size=config.page_size,
+            attention_backend=config.target_backend,
+            decode_attention_backend=None,
+            prefill_attention_backend=None,
+        )
+    )
+
+
+def speculative_verdict(config: ServerConfig) -> SglangVerdict:
+    """Run sglang's speculative server-args hook; for a Frozen-KV MTP draft also its draft-backend choice."""
+    from sglang.srt.arg_groups.speculative_hook import handle_speculative_decoding
+    from sglang.srt.server_args import ServerArgs
+
+    server_args = ServerArgs(model_path="dummy", **config.server_fields())
+    server_args._model_config = SimpleNamespace(hf_config=SimpleNamespace(architectures=[FIXTURE_ARCHITECTURE]))
+    try:
+        handle_speculative_decoding(server_args)
+    except (ValueError, NotImplementedError) as exc:
+        return SglangVerdict(accepted=False, stage="handle_speculative_decoding", message=str(exc))
+    if config.path is SpecPath.FROZEN_KV_MTP and config.role == "draft":
+        return draft_backend_verdict(config.server_fields(), config.topk)
+    return SglangVerdict(accepted=True, stage="handle_speculative_decoding")
+
+
+@contextmanager
+def published(fields: Mapping[str, object]) -> Iterator[Any]:
+    """Publish server arguments into sglang's runtime context for the duration (restored afterwards)."""
+    from sglang.srt.runtime_context import get_context
+
+    override = get_context().override_server_args(**fields)
+    server_args = override.install()
+    try:
+        yield server_args
+    finally:
+        override.restore()
+
+
+def draft_backend_verdict(fields: Mapping[str, object], topk: int) -> SglangVerdict:
+    """FrozenKVMTPDraftWorker._init_draft_attn_backend's decision; the backend constructors (GPU) are not run."""
+    from sglang.srt.speculative.frozen_kv_mtp_worker_v2 import FrozenKVMTPDraftWorker
+
+    stage = "FrozenKVMTPDraftWorker._init_draft_attn_backend"
+    worker = SimpleNamespace(
+        topk=topk,
+        draft_model_runner=SimpleNamespace(attn_backend="draft model runner's own backend"),
+        _resolve_draft_backend_type=lambda: FrozenKVMTPDraftWorker._resolve_draft_backend_type(worker),
+        _init_triton_draft_attn_backend=lambda: "triton",
+        _init_trtllm_mha_draft_attn_backend=lambda: "trtllm_mha",
+    )
+    with published(fields):
+        try:
+            chosen = FrozenKVMTPDraftWorker._init_draft_attn_backend(worker)
+        except ValueError as exc:
+            return SglangVerdict(accepted=False, stage=stage, message=str(exc))
+    return SglangVerdict(accepted=True, stage=stage, message=f"uses {chosen}")
+
+
+def resolved_draft_backend(fields: Mapping[str, str | None]) -> str | None:
+    """The backend type FrozenKVMTPDraftWorker resolves for a topk > 1 draft under these fields."""
+    from sglang.srt.speculative.frozen_kv_mtp_worker_v2 import FrozenKVMTPDraftWorker
+
+    with published(dict(fields)):
+        chosen = FrozenKVMTPDraftWorker._resolve_draft_backend_type(SimpleNamespace())
+    return None if chosen is None else str(chosen)
+
+
+def trtllm_mha_without_init(*, num_draft_tokens: int | None, max_num_pages: int) -> Any:
+    """A TRTLLMHAAttnBackend carrying only what init_cuda_graph_state reads; its __init__ needs CUDA (see docs)."""
+    from sglang.srt.layers.attention.trtllm_mha_backend import TRTLLMHAAttnBackend
+
+    backend = object.__new__(TRTLLMHAAttnBackend)
+    backend.device = "cpu"
+    backend.max_num_pages = max_num_pages
+    backend._swa_kv_pool = None
+    backend.use_sliding_window_kv_pool = False
+    backend.speculative_num_draft_tokens = num_draft_tokens
+    backend.expand_encoder_only_verify = False
+    return backend
+
+
+def graph_buffer_shapes(backend: Any) -> dict[str, tuple[int, ...]]:
+    """Shapes of the decode graph buffers a trtllm_mha backend allocated."""
+    metadata: Mapping[str, Any] = getattr(backend, "decode_cuda_graph_metadata", {})
+    return {name: tuple(int(d) for d in tensor.shape) for name, tensor in metadata.items() if tensor is not None}
+
+
+class _SizedBackend(Exception):
+    """Raised right after the graph runner sized its draft backend, before any CUDA work."""
+
+
+class _SizingProbe:
+    """Forwards init_cuda_graph_state to a real backend, records the call, then stops the runner."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.calls: list[tuple[int, int]] = []
+
+    def init_cuda_graph_state(self, max_bs: int, max_num_tokens: int, *args: Any, **kwargs: Any) -> None:
+        self.calls.append((max_bs, max_num_tokens))
+        self.backend.init_cuda_graph_state(max_bs, max_num_tokens, *args, **kwargs)
+
+    def get_cuda_graph_seq_len_fill_value(self) -> int:
+        raise _SizedBackend
+
+
+def frozen_runner_sizing(
+    backend: Any, *, topk: int, capture_bs: list[int], hidden_size: int = 64
+) -> tuple[int, list[tuple[int, int]]]:
+    """Run FrozenKVMTPCudaGraphRunner.__init__ up to its init_cuda_graph_state call; (runner max_bs, calls made)."""
+    import torch
+    from sglang.srt.model_executor.cuda_graph_config import CudaGraphConfig, PhaseConfig
+    from sglang.srt.speculative.frozen_kv_mtp_cuda_graph_runner import FrozenKVMTPCudaGraphRunner
+
+    probe = _SizingProbe(backend)
+    fields = {
+        "attention_backend": "trtllm_mha",
+        "speculative_algorithm": SpecPath.FROZEN_KV_MTP.value,
+        "speculative_eagle_topk": topk,
+        "speculative_num_steps": 3,
+        "speculative_num_draft_tokens": 4,
+        "page_size": 16,
+        "cuda_graph_config": CudaGraphConfig(decode=PhaseConfig(bs=capture_bs, max_bs=max(capture_bs))),
+    }
+    with published(fields) as server_args:
+        model_runner = SimpleNamespace(
+            device="cpu",
+            dtype=torch.bfloat16,
+            req_to_token_pool=SimpleNamespace(size=max(capture_bs)),
+            server_args=server_args,
+        )
+        worker = SimpleNamespace(draft_model_runner=model_runner, draft_attn_backend=probe, _recurrent_hidden_size=hidden_size)
+        runner = FrozenKVMTPCudaGraphRunner.__new__(FrozenKVMTPCudaGraphRunner)
+        with suppress(_SizedBackend):
+            runner.__init__(worker)
+    return int(runner.max_bs), probe.calls
