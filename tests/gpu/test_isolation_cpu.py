@@ -9,6 +9,8 @@ import pytest
 
 from matrix.gpu.isolation import RESULT_PREFIX, ChildOutcome, classify, run_child
 
+# GPU images carry pytest-benchmark, which warns (an error here) whenever xdist is loaded.
+QUIET = ("-p", "no:cacheprovider", "-p", "no:benchmark")
 ILLEGAL = "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
 
 
@@ -54,9 +56,7 @@ def test_isolated_crash_is_reported_crashed_with_the_cuda_text(
     pytester.makepyfile(test_crash=CRASHING_TEST)
     installed = any(e.value == "matrix.plugin" for e in importlib.metadata.entry_points(group="pytest11"))
     load = () if installed else ("-p", "matrix.plugin")  # a plain checkout (the offline GPU host) has no entry point
-    result = pytester.runpytest(
-        *load, "--matrix-runner", "1-gpu-h200", "--matrix-report", "out/report.json", "-p", "no:cacheprovider"
-    )
+    result = pytester.runpytest(*load, "--matrix-runner", "1-gpu-h200", "--matrix-report", "out/report.json", *QUIET)
     result.assert_outcomes(passed=1, failed=1)
     doc = json.loads((pytester.path / "out" / "report.json").read_text(encoding="utf-8"))
     status = {c["cell"]: (c["status"], c["message"]) for c in doc["cells"]}
