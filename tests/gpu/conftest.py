@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from matrix.gpu.cases import MUTATIONS, draft_case, expanded_graph_rows
+from matrix.gpu.config_scheduler import pytest_xdist_make_scheduler  # noqa: F401 (a hook: --dist loadgroup by config)
 from matrix.gpu.isolation import ChildOutcome, cuda_error_line, run_child
 from matrix.model import Cell
 from matrix.plugin import CRASHED_PROPERTY
@@ -94,12 +95,3 @@ def draft_check(request: pytest.FixtureRequest, matrix_timing: Any) -> Callable[
             _in_process(level, cell, request, matrix_timing)
 
     return run
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """With --dist loadgroup, group matrix cells by kernel configuration (see matrix/gpu/grouping.py)."""
-    if config.getoption("dist", "no") != "loadgroup":
-        return None
-    from matrix.gpu.config_scheduler import ConfigGroupScheduling
-
-    return ConfigGroupScheduling(config, log)

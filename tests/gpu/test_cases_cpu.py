@@ -116,3 +116,41 @@ def test_headline_ratio_pairs_the_same_shape() -> None:
     table = markdown_table(rows)
     assert "| 16 | 128 | 4 | bf16 | 4 | 40.0 | 30.0 | 0.75 |" in table
     assert "| 16 | 128 | 4 | bf16 | 8 | 50.0 | - | - |" in table
+
+
+GROUPING_CONFTEST = "from matrix.gpu.config_scheduler import pytest_xdist_make_scheduler  # noqa: F401\n"
+GROUPING_TEST = """
+import pytest
+
+@pytest.mark.matrix(select="draft-trtllm_mha-*-page16-hd{128,256}-gqa4-bf16-* draft-triton-*-page64-hd128-gqa4-bf16-*")
+def test_cell(matrix_cell):
+    pass
+"""
+
+
+def test_loadgroup_puts_each_kernel_configuration_on_one_worker(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planted bug: plain --dist load spreads one configuration over both workers (each compiles it)."""
+    import importlib.metadata
+    import json
+
+    monkeypatch.setenv("SPECMATRIX_DETECT", json.dumps({"gpus": 2, "capability": [9, 0], "name": "NVIDIA H200"}))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    pytester.makeconftest(GROUPING_CONFTEST)
+    pytester.makepyfile(test_grouping=GROUPING_TEST)
+    installed = any(e.value == "matrix.plugin" for e in importlib.metadata.entry_points(group="pytest11"))
+    load = () if installed else ("-p", "matrix.plugin")
+    matrix = load_matrix()
+    spread = {}
+    for dist in ("loadgroup", "load"):
+        report = f"out/{dist}.json"
+        quiet = ("-p", "no:cacheprovider", "-p", "no:benchmark")
+        pytester.runpytest(*load, *quiet, "-n", "2", "--dist", dist, "--matrix-runner", "2-gpu-h200", "--matrix-report", report)
+        doc = json.loads((pytester.path / report).read_text(encoding="utf-8"))
+        workers: dict[str, set[str]] = {}
+        for cell in doc["cells"]:
+            workers.setdefault(config_key(matrix, matrix.cell(cell["cell"]), 90), set()).add(cell["worker"])
+        spread[dist] = max(len(w) for w in workers.values())
+        assert len(doc["cells"]) == 24
+    assert spread == {"loadgroup": 1, "load": 2}
