@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
@@ -104,10 +105,10 @@ def draft_backend_verdict(fields: Mapping[str, object], topk: int) -> SglangVerd
     worker = SimpleNamespace(
         topk=topk,
         draft_model_runner=SimpleNamespace(attn_backend="draft model runner's own backend"),
-        _resolve_draft_backend_type=lambda: FrozenKVMTPDraftWorker._resolve_draft_backend_type(worker),
         _init_triton_draft_attn_backend=lambda: "triton",
         _init_trtllm_mha_draft_attn_backend=lambda: "trtllm_mha",
     )
+    worker._resolve_draft_backend_type = partial(FrozenKVMTPDraftWorker._resolve_draft_backend_type, worker)
     with published(fields):
         try:
             chosen = FrozenKVMTPDraftWorker._init_draft_attn_backend(worker)

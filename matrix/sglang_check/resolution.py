@@ -16,7 +16,8 @@ class ResolutionCase:
 
     @property
     def id(self) -> str:
-        return "-".join(f"{name.split('_attention')[0]}={value or 'unset'}" for name, value in self.fields)
+        short = (name.removesuffix("_attention_backend").removesuffix("_backend") for name, _ in self.fields)
+        return "-".join(f"{name}={value or 'unset'}" for name, (_, value) in zip(short, self.fields, strict=True))
 
     def as_dict(self) -> dict[str, str | None]:
         return dict(self.fields)

@@ -1,0 +1,52 @@
+"""Frozen-KV MTP's draft backend resolution and the trtllm_mha graph-buffer contract, run in the installed sglang on CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from matrix.sglang_check import edge
+from matrix.sglang_check.buffers import row_shortfalls
+from matrix.sglang_check.resolution import ResolutionCase, resolution_cases, resolve_draft_backend
+
+CASES = resolution_cases(["triton", "trtllm_mha"])
+WRONG_ORDER = ("decode_attention_backend", "speculative_draft_attention_backend", "attention_backend")
+MAX_NUM_PAGES = 8
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_draft_backend_resolution_order(case: ResolutionCase) -> None:
+    assert edge.resolved_draft_backend(case.as_dict()) == resolve_draft_backend(case.as_dict())
+
+
+def test_a_wrong_resolution_order_is_reported() -> None:
+    wrong = [c.id for c in CASES if edge.resolved_draft_backend(c.as_dict()) != resolve_draft_backend(c.as_dict(), WRONG_ORDER)]
+    assert "speculative_draft=triton-decode=trtllm_mha-attention=triton" in wrong
+
+
+@pytest.mark.parametrize("topk", [2, 4, 8])
+@pytest.mark.parametrize("max_bs", [1, 8, 48])
+def test_expanded_sizing_holds_every_branch(topk: int, max_bs: int) -> None:
+    backend = edge.trtllm_mha_without_init(num_draft_tokens=4, max_num_pages=MAX_NUM_PAGES)
+    backend.init_cuda_graph_state(max_bs * topk, max_bs * topk)
+    assert row_shortfalls(edge.graph_buffer_shapes(backend), max_bs * topk) == ()
+
+
+@pytest.mark.parametrize("topk", [2, 4, 8])
+def test_unexpanded_sizing_is_caught(topk: int) -> None:
+    """The planted bug: the runner passing max_bs instead of max_bs * topk leaves every per-sequence buffer short."""
+    max_bs = 8
+    backend = edge.trtllm_mha_without_init(num_draft_tokens=4, max_num_pages=MAX_NUM_PAGES)
+    backend.init_cuda_graph_state(max_bs, max_bs * topk)
+    short = row_shortfalls(edge.graph_buffer_shapes(backend), max_bs * topk)
+    assert [s.buffer for s in short] == ["cache_seqlens", "page_table", "page_table_draft_decode", "cu_seqlens_q", "cu_seqlens_k"]
+    assert short[0].message == f"cache_seqlens: {max_bs} rows < {max_bs * topk} needed"
+
+
+@pytest.mark.parametrize("topk", [1, 2, 4])
+def test_frozen_graph_runner_sizes_its_draft_backend_for_every_branch(topk: int) -> None:
+    """sglang's own FrozenKVMTPCudaGraphRunner.__init__, stopped right after it sized a real trtllm_mha backend."""
+    backend = edge.trtllm_mha_without_init(num_draft_tokens=4, max_num_pages=MAX_NUM_PAGES)
+    max_bs, calls = edge.frozen_runner_sizing(backend, topk=topk, capture_bs=[1, 2, 4, 8])
+    assert max_bs == 8
+    assert len(calls) == 1
+    assert row_shortfalls(edge.graph_buffer_shapes(backend), max_bs * topk) == ()
