@@ -206,6 +206,10 @@ class AuditHooks:
             audit.confirm(report.nodeid, cell_id)
         elif not audit.active:
             return
+        when: str = report.when
+        if outcome == "passed" and when != "call" and not report.user_properties:
+            audit.ledger.phase_passed(report.nodeid, when, report.duration)
+            return
         xfail = getattr(report, "wasxfail", None)
         skip_reason = message = None
         if outcome == "skipped" and xfail is None:
@@ -214,12 +218,13 @@ class AuditHooks:
             message = failure_text(report.longrepr)
         node = getattr(report, "node", None)  # set by the xdist controller
         worker = str(node.gateway.id) if node is not None else None
-        if report.when not in _PHASES and worker in audit.node_errors:
+        if when not in _PHASES and worker in audit.node_errors:
             message = f"{message}; worker error: {audit.node_errors[worker]}"
         props = report.user_properties
-        when: str = report.when
-        if outcome == "failed" and any(p[0] == CRASHED_PROPERTY for p in props if len(p) == 2):
+        crash = next((str(p[1]) for p in props if len(p) == 2 and p[0] == CRASHED_PROPERTY), None) if props else None
+        if outcome == "failed" and crash is not None:
             when = "crashed"  # the test ran its cell in a child process that died: any non-phase counts as a crash
+            message = f"{message}; {crash}" if message else crash
         audit.ledger.record(
             report.nodeid,
             when,

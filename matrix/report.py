@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -121,7 +121,11 @@ class Report:
 
 
 def to_json(report: Report) -> dict[str, Any]:
-    doc = asdict(report)
+    # The item lists are flat records: vars() is ~10x faster than asdict's deep copy for 20,000 cells.
+    doc = asdict(replace(report, cells=(), outside=(), findings=()))
+    doc["cells"] = [dict(vars(c)) for c in report.cells]
+    doc["outside"] = [dict(vars(o)) for o in report.outside]
+    doc["findings"] = [dict(vars(f)) for f in report.findings]
     doc["schema"] = SCHEMA
     doc["counts"] = report.counts
     doc["planned"] = report.planned
@@ -132,7 +136,8 @@ def write_report(report: Report, path: Path) -> None:
     """Write atomically so a killed run never leaves a half-written report."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(to_json(report), indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    # No indent: the indenting encoder is pure Python and several times slower on a 20,000-cell report.
+    tmp.write_text(json.dumps(to_json(report), sort_keys=False) + "\n", encoding="utf-8")
     tmp.replace(path)
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from xml.sax.saxutils import escape, quoteattr
 
 from matrix.report import CellResult, CellStatus, Finding, FindingKind, OutsideResult, Report, Severity
 
 _SUITE = "specmatrix"
+_MESSAGE_LIMIT = 1000
+_FAILING = {CellStatus.FAILED: "failure", CellStatus.ERROR: "error", CellStatus.CRASHED: "error", CellStatus.NOT_RUN: "error"}
+_OUTSIDE_FAILING = {"failed": "failure", "error": "error", "crashed": "error", "not-run": "error"}
 
 
 def _names(nodeid: str) -> tuple[str, str, str]:
@@ -20,86 +24,92 @@ def _names(nodeid: str) -> tuple[str, str, str]:
     return ".".join([module, *parts[:-1]]), parts[-1] + bracket + params, path
 
 
-def _case(parent: ET.Element, nodeid: str, seconds: float) -> ET.Element:
+def _case(nodeid: str, seconds: float, body: str = "") -> str:
     classname, name, file = _names(nodeid)
-    return ET.SubElement(parent, "testcase", classname=classname, name=name, file=file, time=f"{seconds:.3f}")
+    attrs = f'classname={quoteattr(classname)} name={quoteattr(name)} file={quoteattr(file)} time="{seconds:.3f}"'
+    return f"    <testcase {attrs}>{body}</testcase>" if body else f"    <testcase {attrs} />"
 
 
-def _child(case: ET.Element, tag: str, kind: str, message: str, text: str | None = None) -> None:
-    el = ET.SubElement(case, tag, type=kind, message=message[:1000])
-    el.text = text or message
+def _outcome(tag: str, kind: str, message: str) -> str:
+    """<failure>/<error> with the message as attribute (clipped) and as text (whole)."""
+    return f"<{tag} type={quoteattr(kind)} message={quoteattr(message[:_MESSAGE_LIMIT])}>{escape(message)}</{tag}>"
 
 
-def _cell_case(suite: ET.Element, cell: CellResult, finding: Finding | None) -> str | None:
-    case = _case(suite, cell.nodeid, cell.duration)
-    props = ET.SubElement(case, "properties")
-    for key, value in (("cell", cell.cell), ("expected", cell.expected), ("status", cell.status.value)):
-        ET.SubElement(props, "property", name=f"specmatrix.{key}", value=value)
+def _skipped(message: str) -> str:
+    return f'<skipped type="pytest.skip" message={quoteattr(message[:_MESSAGE_LIMIT])} />'
+
+
+def _cell_body(cell: CellResult, finding: Finding | None) -> tuple[str, str | None]:
     status = cell.status
     if status is CellStatus.SKIPPED_UNEXPECTED:
-        _child(case, "failure", "unexpected-skip", f"unexpected skip: {cell.skip_reason or 'no reason given'} ({cell.reason})")
-        return "failures"
+        text = f"unexpected skip: {cell.skip_reason or 'no reason given'} ({cell.reason})"
+        return _outcome("failure", "unexpected-skip", text), "failures"
     if status is CellStatus.SKIPPED_EXPECTED:
-        ET.SubElement(case, "skipped", type="pytest.skip", message=cell.skip_reason or cell.reason)
-        return "skipped"
-    if status in (CellStatus.FAILED, CellStatus.ERROR, CellStatus.CRASHED, CellStatus.NOT_RUN):
-        tag = "failure" if status is CellStatus.FAILED else "error"
+        return _skipped(cell.skip_reason or cell.reason), "skipped"
+    tag = _FAILING.get(status)
+    if tag is not None:
         text = finding.message if finding is not None else (cell.message or status.value)
-        _child(case, tag, status.value, text)
-        return "failures" if tag == "failure" else "errors"
+        return _outcome(tag, status.value, text), ("failures" if tag == "failure" else "errors")
     if finding is not None:
-        ET.SubElement(case, "system-out").text = f"warning: {finding.message}"
-    return None
+        return f"<system-out>{escape('warning: ' + finding.message)}</system-out>", None
+    return "", None
 
 
-def _outside_case(suite: ET.Element, result: OutsideResult, finding: Finding | None) -> str | None:
-    case = _case(suite, result.nodeid, 0.0)
+def _outside_body(result: OutsideResult, finding: Finding | None) -> tuple[str, str | None]:
     if finding is not None:
-        _child(case, "failure", finding.kind.value, finding.message)
-        return "failures"
+        return _outcome("failure", finding.kind.value, finding.message), "failures"
     if result.status in ("skipped", "xfailed"):
-        ET.SubElement(case, "skipped", type="pytest.skip", message=result.skip_reason or result.status)
-        return "skipped"
-    if result.status in ("failed", "error", "crashed", "not-run"):
-        tag = "failure" if result.status == "failed" else "error"
-        _child(case, tag, result.status, result.status)
-        return "failures" if tag == "failure" else "errors"
-    return None
+        return _skipped(result.skip_reason or result.status), "skipped"
+    tag = _OUTSIDE_FAILING.get(result.status)
+    if tag is not None:
+        return _outcome(tag, result.status, result.status), ("failures" if tag == "failure" else "errors")
+    return "", None
+
+
+def _allowlist_body(finding: Finding) -> tuple[str, str | None]:
+    if finding.severity is Severity.ERROR:
+        return _outcome("failure", finding.kind.value, finding.message), "failures"
+    return f"<system-out>{escape('warning: ' + finding.message)}</system-out>", None
+
+
+def _cases(report: Report, tally: dict[str, int]) -> Iterator[str]:
+    by_subject = {f.subject: f for f in report.findings}
+    for cell in report.cells:
+        body, bucket = _cell_body(cell, by_subject.get(cell.nodeid))
+        tally["tests"] += 1
+        if bucket:
+            tally[bucket] += 1
+        yield _case(cell.nodeid, cell.duration, body)
+    for result in report.outside:
+        body, bucket = _outside_body(result, by_subject.get(result.nodeid))
+        tally["tests"] += 1
+        if bucket:
+            tally[bucket] += 1
+        yield _case(result.nodeid, 0.0, body)
+    for finding in report.findings:
+        if finding.kind in (FindingKind.EXPIRED_ALLOW, FindingKind.UNUSED_ALLOW):
+            body, bucket = _allowlist_body(finding)
+            tally["tests"] += 1
+            if bucket:
+                tally[bucket] += 1
+            attrs = f'classname="{_SUITE}.allowlist" name={quoteattr(finding.subject)} time="0.000"'
+            yield f"    <testcase {attrs}>{body}</testcase>"
 
 
 def render_junit(report: Report) -> str:
     """The whole report as one <testsuite>; findings about the allowlist become testcases of their own."""
-    by_subject = {f.subject: f for f in report.findings}
-    root = ET.Element("testsuites", name=_SUITE)
-    suite = ET.SubElement(root, "testsuite", name=f"{_SUITE}:{report.runner.name}", timestamp=report.created)
-    props = ET.SubElement(suite, "properties")
-    for key, value in (("runner", report.runner.name), ("matrix", report.matrix), ("planned", str(report.planned))):
-        ET.SubElement(props, "property", name=f"specmatrix.{key}", value=value)
     tally = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for cell in report.cells:
-        bucket = _cell_case(suite, cell, by_subject.get(cell.nodeid))
-        tally["tests"] += 1
-        if bucket:
-            tally[bucket] += 1
-    for result in report.outside:
-        bucket = _outside_case(suite, result, by_subject.get(result.nodeid))
-        tally["tests"] += 1
-        if bucket:
-            tally[bucket] += 1
-    for finding in report.findings:
-        if finding.kind not in (FindingKind.EXPIRED_ALLOW, FindingKind.UNUSED_ALLOW):
-            continue
-        case = ET.SubElement(suite, "testcase", classname=f"{_SUITE}.allowlist", name=finding.subject, time="0")
-        tally["tests"] += 1
-        if finding.severity is Severity.ERROR:
-            _child(case, "failure", finding.kind.value, finding.message)
-            tally["failures"] += 1
-        else:
-            ET.SubElement(case, "system-out").text = f"warning: {finding.message}"
+    cases = list(_cases(report, tally))
     seconds = f"{sum(c.duration for c in report.cells):.3f}"
-    for el in (root, suite):
-        for key, count in tally.items():
-            el.set(key, str(count))
-        el.set("time", seconds)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    counts = " ".join(f'{key}="{count}"' for key, count in tally.items())
+    props = "".join(
+        f"      <property name={quoteattr('specmatrix.' + key)} value={quoteattr(value)} />\n"
+        for key, value in (("runner", report.runner.name), ("matrix", report.matrix), ("planned", str(report.planned)))
+    )
+    suite_name = quoteattr(f"{_SUITE}:{report.runner.name}")
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        f'<testsuites name="{_SUITE}" {counts} time="{seconds}">\n'
+        f'  <testsuite name={suite_name} {counts} time="{seconds}" timestamp={quoteattr(report.created)}>\n'
+        f"    <properties>\n{props}    </properties>\n" + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n"
+    )

@@ -13,7 +13,7 @@ TIMING_KEYS = ("compile_seconds", "setup_seconds")
 _PHASES = frozenset({"setup", "call", "teardown"})
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PlannedItem:
     """One test function over one cell, known before anything runs."""
 
@@ -35,7 +35,7 @@ class _Tally:
         self.attempts = 0
         self.running = False  # between a setup and its teardown
         self.worker: str | None = None
-        self.timings: dict[str, float] = {}
+        self.timings: dict[str, float] | None = None
 
 
 class Ledger:
@@ -57,6 +57,18 @@ class Ledger:
     @property
     def planned_count(self) -> int:
         return len(self._planned)
+
+    def phase_passed(self, nodeid: str, when: str, duration: float) -> None:
+        """The common case, kept cheap (20,000 items make 40,000 of these): a setup or teardown that passed."""
+        tally = self._tallies.get(nodeid)
+        if tally is None:
+            tally = self._tallies[nodeid] = _Tally()
+        tally.duration += duration
+        if when == "setup":
+            tally.attempts += 1
+            tally.running = True
+        else:
+            tally.running = False
 
     def record(
         self,
@@ -114,7 +126,7 @@ class Ledger:
             message = "planned but never reported: the session stopped or its worker died before reaching it"
         elif tally is not None and tally.attempts > 1:
             message = f"{tally.attempts} attempts; worst counted" + (f": {message}" if message else "")
-        timings = tally.timings if tally is not None else {}
+        timings = (tally.timings if tally is not None else None) or {}
         return CellResult(
             nodeid=item.nodeid,
             cell=item.cell_id,
