@@ -46,6 +46,11 @@ class ServerConfig:
     def id(self) -> str:
         return f"{self.path.value.lower()}-{self.cell_id}"
 
+    @property
+    def test_id(self) -> str:
+        """A test id naming the cell without being one: a cell id in a CPU test's id would make it a matrix item."""
+        return f"{self.path.value.lower()}:{self.cell_id.replace('-', '.')}"
+
     def server_fields(self) -> dict[str, str | int]:
         return {
             "speculative_algorithm": self.path.value,

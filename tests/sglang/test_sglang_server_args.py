@@ -52,7 +52,7 @@ def _cases() -> list[Any]:
                     if gap
                     else []
                 )
-                cases.append(pytest.param(runner, config, marks=marks, id=f"{runner}-{config.id}"))
+                cases.append(pytest.param(runner, config, marks=marks, id=f"{runner}:{config.test_id}"))
     return cases
 
 

@@ -139,6 +139,14 @@ REJECT = SglangVerdict(accepted=False, stage="hook", message="no")
         ("draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph", OLD, ["draft-tree-trtllm-mha-sglang"]),
         ("draft-fa3-topk1-page16-hd128-gqa4-bf16-graph", NEW, []),
     ],
+    ids=[
+        "target-trtllm-tree",
+        "target-triton-tree",
+        "draft-flashinfer-tree",
+        "draft-trtllm-tree",
+        "draft-trtllm-tree-old",
+        "draft-fa3",
+    ],
 )
 def test_rejecting_rules_are_config_and_sglang_version_rules(
     matrix: Matrix, cell_id: str, versions: dict[str, str], rule_ids: list[str]
@@ -160,6 +168,7 @@ def test_hardware_skips_are_not_sglang_rejections(matrix: Matrix) -> None:
         ("target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph", ACCEPT, False),
         ("target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph", REJECT, True),
     ],
+    ids=["trtllm-rejected", "trtllm-accepted", "triton-accepted", "triton-rejected"],
 )
 def test_compare_outcome(matrix: Matrix, cell_id: str, verdict: SglangVerdict, disagrees: bool) -> None:
     cell = matrix.cell(cell_id)
