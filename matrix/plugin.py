@@ -240,7 +240,13 @@ class AuditHooks:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Build the report, write it, and fail the session on error findings (pytest's own counts stay as they are)."""
         audit = self.audit
-        if not self.records or not audit.active or audit.settings.collect_only or audit.planning_error is not None:
+        if not self.records or audit.settings.collect_only:
+            return
+        if audit.planning_error is not None:  # the audit could not plan: never let that pass for a clean run
+            if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
+        if not audit.active:
             return
         report = audit.finish(dt.date.today())
         try:
