@@ -10,7 +10,8 @@ from pathlib import Path
 
 def pytest_args(*, shard: int, runner: str, select: str, reports: Path, workers: int) -> list[str]:
     """What the shard passes to pytest: the runner it claims, its cells, where its report goes."""
-    args = ["--matrix-runner", runner, "--matrix-select", select, "--matrix-shard", str(shard)]
+    # `=` keeps pytest from reading a separate `@FILE` argument as its own response file.
+    args = ["--matrix-runner", runner, f"--matrix-select={select}", "--matrix-shard", str(shard)]
     args += ["--matrix-report", str(reports / f"shard-{shard}.json")]
     # loadgroup: tests/gpu groups cells by kernel configuration, so a host compiles each one once.
     return [*args, "-n", str(workers), "--dist", "loadgroup"] if workers > 0 else [*args, "-p", "no:xdist"]

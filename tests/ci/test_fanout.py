@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,3 +44,19 @@ def test_deleting_one_shard_report_fails_the_merge(tmp_path):
     coverage = json.loads((tmp_path / "coverage" / "coverage.json").read_text())
     assert coverage["totals"]["never-ran"] > 0
     assert {f["kind"] for f in coverage["findings"]} == {"missing-report", "never-ran"}
+
+
+def test_shard_job_reads_its_cells_from_a_selector_file(tmp_path):
+    """Long shards travel as `@FILE`; pytest must hand that to the plugin, not read it as its own argument file."""
+    wanted = ["draft-trtllm_mha-topk2-page16-hd128-gqa4-bf16-graph", "draft-triton-topk8-page1-hd256-gqa4-bf16-eager"]
+    (tmp_path / "shard-1.txt").write_text("\n".join(wanted) + "\n")
+    (tmp_path / "test_cells.py").write_text("def test_cell(matrix_cell):\n    assert matrix_cell.id\n")
+    env = {**os.environ, "SPECMATRIX_DETECT": '{"gpus": 4, "capability": [10, 0], "name": "NVIDIA B200"}'}
+    gha_shard = SIMULATE.parent / "gha_shard.py"
+    command = [sys.executable, str(gha_shard), "--shard", "1", "--runner", "4-gpu-b200", "--select", "@shard-1.txt"]
+    command += ["--reports", "reports", "--workers", "0", "--launcher", "pytest", "test_cells.py"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "reports" / "shard-1.json").read_text())
+    assert sorted(c["cell"] for c in report["cells"]) == sorted(wanted)
+    assert {c["status"] for c in report["cells"]} == {"passed"}
