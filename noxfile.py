@@ -102,7 +102,7 @@ def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
 
 @nox.session
 def gpu(session: nox.Session) -> None:
-    """GPU cells (tests/gpu) with the skip audit; posargs go to pytest (e.g. -- --matrix-select @shard.txt -n 4)."""
+    """GPU cells (tests/gpu) with the skip audit; posargs go to pytest (e.g. -- --matrix-select=@shard.txt -n 4)."""
     install(session, "-e", ".[test,plot]", *GPU_PACKAGES)
     env = jit_cache_env(dict(os.environ))
     session.run(_python(session), *gpu_pytest_args(session, "gpu-report/report.json"), env=env)

@@ -63,7 +63,10 @@ class Cell:
         return dict(self.values)
 
     def get(self, axis: str) -> Value | None:
-        return self.as_dict().get(axis)
+        for key, value in self.values:  # a handful of axes: a scan beats building a dict per call
+            if key == axis:
+                return value
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -84,7 +84,7 @@ def gha_matrix(runner: RunnerProfile, plan: ShardPlan, selects: Mapping[int, str
 
 
 def write_plan_dir(directory: Path, document: Mapping[str, Any]) -> None:
-    """plan.json plus one file per shard listing its cell ids, one per line (for `--matrix-select @FILE`)."""
+    """plan.json plus one file per shard listing its cell ids, one per line (for `--matrix-select=@FILE`)."""
     directory.mkdir(parents=True, exist_ok=True)
     for shard in document["shards"]:
         (directory / shard_file(shard["index"])).write_text("".join(f"{c}\n" for c in shard["cells"]), encoding="utf-8")
