@@ -197,6 +197,7 @@ class AuditHooks:
             cell_id = getattr(report, REPORT_CELL_ATTR, None)
             if not audit.active:
                 if cell_id is None:
+                    audit.reported_ordinary.add(report.nodeid)
                     return
                 try:
                     audit.engage_from_report()

@@ -79,6 +79,8 @@ class AuditSession:
         self._index: CellIdIndex | None = None
         self._ids_planned = False
         self.collected_ids: Sequence[str] = ()
+        # Ids a worker already reported as ordinary tests before the audit engaged: never matrix items.
+        self.reported_ordinary: set[str] = set()
         self.item_cells: dict[str, str] = {}  # nodeid -> cell id of this process's collected matrix items
 
     # --- planning ---------------------------------------------------------------
@@ -153,7 +155,7 @@ class AuditSession:
         index = self.cell_index()
         for nodeid in nodeids:
             cell_id = index.cell_in(nodeid)
-            if cell_id is not None:
+            if cell_id is not None and nodeid not in self.reported_ordinary:
                 self.plan_item(nodeid, cell_id)
 
     def engage_from_report(self) -> None:
