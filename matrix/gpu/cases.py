@@ -50,6 +50,8 @@ class DraftCase:
     dtype: str  # bf16 | fp16 | fp8kv (bf16 queries, fp8-e4m3 KV)
     mode: str  # eager | graph
     seq_lens: tuple[int, ...]
+    # Target verify: query tokens per request (num_draft_tokens), the last q_len of its KV; 1 for draft decode.
+    q_len: int = 1
     capture_bs: tuple[int, ...] = CAPTURE_BS
     replay_bs: tuple[int, ...] = REPLAY_BS
 
@@ -86,9 +88,18 @@ def varied_seq_lens(page_size: int, count: int) -> tuple[int, ...]:
 
 
 def draft_case(cell: Cell) -> DraftCase:
-    """The case a draft cell describes; bs requests cover every page-boundary shape."""
-    if cell.get("role") != "draft":
-        raise ValueError(f"{cell.id}: not a draft cell")
+    """The case a cell describes; bs requests cover every page-boundary shape.
+
+    A target cell is a chain verify (topk 1): each request's last num_draft_tokens KV entries are its queries.
+    """
+    role = cell.get("role")
+    q_len = 1
+    if role == "target":
+        if int(cell.topk) != 1:
+            raise ValueError(f"{cell.id}: tree verify (topk > 1) is not modelled; only chain verify (topk 1)")
+        q_len = int(cell.num_draft_tokens)
+    elif role != "draft":
+        raise ValueError(f"{cell.id}: neither a draft nor a target cell")
     gqa = int(cell.gqa)
     page_size = int(cell.page_size)
     return DraftCase(
@@ -101,7 +112,8 @@ def draft_case(cell: Cell) -> DraftCase:
         num_q_heads=DEFAULT_NUM_KV_HEADS * gqa,
         dtype=str(cell.dtype),
         mode=str(cell.mode),
-        seq_lens=varied_seq_lens(page_size, max(CAPTURE_BS)),
+        seq_lens=tuple(n + q_len - 1 for n in varied_seq_lens(page_size, max(CAPTURE_BS))),
+        q_len=q_len,
     )
 
 

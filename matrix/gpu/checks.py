@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from matrix.gpu.cases import DraftCase, GraphRows, expanded_graph_rows, tolerance
-from matrix.gpu.contract import check_contract
+from matrix.gpu.contract import BufferRows, check_contract
+from matrix.gpu.graphs import capture_graph
 from matrix.gpu.paged import DraftRows, PagedRequests, build_requests, expand_rows
 from matrix.gpu.reference import max_error, reference_decode
 
@@ -171,7 +172,82 @@ def check_sglang(
     return report
 
 
-CHECKS: dict[str, Callable[..., CheckReport]] = {"kernel": check_kernel, "sglang": check_sglang}
+def check_target(
+    case: DraftCase,
+    *,
+    device: str = "cuda",
+    graph_rows: GraphRows = expanded_graph_rows,
+    enforce_contract: bool = True,
+    plant: str | None = None,
+) -> CheckReport:
+    """Chain target verify: flashinfer's trtllm decode with q_len_per_req = num_draft_tokens, eager and graph."""
+    import torch
+
+    from matrix.gpu.kernels import FlashinferTrtllmDecode
+    from matrix.gpu.verify import VerifyRows, causal_spec_mask, kernel_needs_mask, verify_rows
+
+    del graph_rows  # topk is 1 here: the expanded and unexpanded row counts agree
+    report = CheckReport(level="target")
+    start = time.perf_counter()
+    paged, _ = _fixture(case, device, plant)
+    rows = verify_rows(paged)
+    q_len = case.q_len
+    kernel = FlashinferTrtllmDecode(paged, max_rows=case.max_bs * q_len)
+    mask = causal_spec_mask(case.max_bs, q_len, device) if q_len > 1 and kernel_needs_mask(device) else None
+    report.setup_seconds = time.perf_counter() - start
+
+    def run(sub: VerifyRows, out: Any) -> None:
+        bs = int(sub.seq_lens.shape[0])
+        kernel.verify(sub.query, sub.block_tables, sub.seq_lens, out, q_len=q_len, mask=None if mask is None else mask[:bs])
+
+    def eager(sub: VerifyRows) -> Any:
+        out = torch.empty_like(sub.query)
+        run(sub, out)
+        return out
+
+    def reference(sub: VerifyRows) -> Any:
+        return reference_decode(
+            sub.query,
+            paged.k_slots,
+            paged.v_slots,
+            token_slots=paged.token_slots,
+            requests=sub.token_requests,
+            seq_lens=sub.token_lens,
+        )
+
+    first = rows.head(case.replay_bs[0])
+    _, cold = _timed(lambda: eager(first))
+    _, warm = _timed(lambda: eager(first))
+    report.compile_seconds += max(cold - warm, 0.0)
+    for bs in case.replay_bs:
+        sub = rows.head(bs)
+        _compare(report, f"eager-bs{bs}", eager(sub), reference(sub), case)
+    if case.mode != "graph":
+        return report
+    full = rows.head(case.max_bs)
+    static = VerifyRows(
+        q_len=q_len,
+        query=full.query.clone(),
+        block_tables=full.block_tables.clone(),
+        seq_lens=full.seq_lens.clone(),
+        token_requests=full.token_requests,
+        token_lens=full.token_lens,
+    )
+    if enforce_contract:
+        rows_of = [BufferRows(name=n, rows=int(getattr(static, n).shape[0])) for n in ("block_tables", "seq_lens")]
+        check_contract(rows_of, max_bs=case.max_bs, topk=case.topk)
+    out = torch.zeros_like(static.query)
+    graph, capture_seconds = _timed(lambda: capture_graph(lambda: run(static, out)))
+    report.setup_seconds += capture_seconds
+    out.zero_()
+    graph.replay()
+    _sync()
+    _compare(report, f"graph-bs{case.max_bs}", out, reference(full), case)
+    _compare(report, f"graph-vs-eager-bs{case.max_bs}", out, eager(full), case)
+    return report
+
+
+CHECKS: dict[str, Callable[..., CheckReport]] = {"kernel": check_kernel, "sglang": check_sglang, "target": check_target}
 
 
 def raise_on_problems(report: CheckReport, case: DraftCase) -> None:

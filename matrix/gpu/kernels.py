@@ -48,9 +48,29 @@ class FlashinferTrtllmDecode:
         self._counter = _counter_buffer(max_rows, case.num_q_heads, device)
 
     def decode(self, query: torch.Tensor, block_tables: torch.Tensor, seq_lens: torch.Tensor, out: torch.Tensor) -> None:
+        self._call(query, block_tables, seq_lens, out)
+
+    def verify(
+        self,
+        query: torch.Tensor,
+        block_tables: torch.Tensor,
+        seq_lens: torch.Tensor,
+        out: torch.Tensor,
+        *,
+        q_len: int,
+        mask: torch.Tensor | None,
+    ) -> None:
+        """Target verify: `q_len` query tokens per request (query [bs*q_len, ...]), causal over the request's KV."""
+        extra: dict[str, Any] = {"q_len_per_req": q_len}
+        if mask is not None:
+            extra["mask"] = mask
+        self._call(query, block_tables, seq_lens, out, **extra)
+
+    def _call(
+        self, query: torch.Tensor, block_tables: torch.Tensor, seq_lens: torch.Tensor, out: torch.Tensor, **extra: Any
+    ) -> None:
         from flashinfer.decode import trtllm_batch_decode_with_kv_cache
 
-        extra: dict[str, Any] = {}
         if self._counter is not None:
             extra["multi_ctas_kv_counter_buffer"] = self._counter
         trtllm_batch_decode_with_kv_cache(

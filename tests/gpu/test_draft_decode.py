@@ -21,3 +21,9 @@ def test_kernel_draft_decode(matrix_cell: Cell, draft_check: DraftCheck) -> None
 def test_sglang_draft_backend(matrix_cell: Cell, draft_check: DraftCheck) -> None:
     """sglang's draft backend through the Frozen-KV MTP metadata and graph path, vs float32."""
     draft_check("sglang", matrix_cell)
+
+
+@pytest.mark.matrix(select="target-trtllm_mha-*")
+def test_kernel_target_verify(matrix_cell: Cell, draft_check: DraftCheck) -> None:
+    """flashinfer's trtllm decode with q_len_per_req = num_draft_tokens (chain verify), eager and graph, vs float32."""
+    draft_check("target", matrix_cell)

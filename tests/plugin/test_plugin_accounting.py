@@ -201,7 +201,7 @@ def test_a_controller_with_no_runner_named_engages_on_the_first_matrix_report(py
     result.stdout.fnmatch_lines(["runner cpu *", "planned 6 = 1 passed + 1 failed + 2 skipped-expected + 2 skipped-unexpected"])
 
 
-LOOKALIKE = """
+ORDINARY_FIRST = """
 import pytest
 
 @pytest.mark.parametrize("name", ["alpha-s1", "beta-s2"])
@@ -213,7 +213,7 @@ def test_a_ordinary(name):
 @pytest.mark.usefixtures("tiny", "b200")
 def test_ordinary_ids_that_spell_cells_reported_before_the_audit_engages_are_not_planned(pytester: pytest.Pytester) -> None:
     """No runner named: the audit engages at the first matrix item, after the look-alikes already reported."""
-    write(pytester, "test_a_lookalike.py", LOOKALIKE)
+    write(pytester, "test_a_lookalike.py", ORDINARY_FIRST)
     write(pytester, "test_b_cells.py", "def test_cell(matrix_cell):\n    pass\n")
     result = pytester.runpytest("-n", "1")
     assert result.ret == 0, result.stdout.str()
