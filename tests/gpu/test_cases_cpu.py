@@ -50,10 +50,17 @@ def test_case_follows_the_cell(matrix: Matrix, cell_id: str, topk: int, page: in
     assert case.context_len >= max(case.seq_lens) + page
 
 
-def test_target_cells_are_not_draft_cases(matrix: Matrix) -> None:
-    target = next(c for c in matrix.cells if c.get("role") == "target")
-    with pytest.raises(ValueError, match="not a draft cell"):
-        draft_case(target)
+def test_target_cells_are_chain_verify_cases(matrix: Matrix) -> None:
+    case = draft_case(matrix.cell("target-trtllm_mha-topk1-page64-hd128-dt5-gqa4-bf16-graph"))
+    assert (case.q_len, case.topk) == (5, 1)
+    assert min(case.seq_lens) >= case.q_len  # every request holds its draft tokens
+    assert draft_case(matrix.cell("draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph")).q_len == 1
+
+
+def test_tree_verify_is_refused(matrix: Matrix) -> None:
+    tree = next(c for c in matrix.cells if c.get("role") == "target" and c.get("topk") != 1)
+    with pytest.raises(ValueError, match="tree verify"):
+        draft_case(tree)
 
 
 def test_fp8_kv_has_its_own_tolerance() -> None:

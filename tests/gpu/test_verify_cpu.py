@@ -44,13 +44,6 @@ def test_target_cell_case_and_visibility() -> None:
     assert rows.head(3).token_lens.tolist() == expected[:15]
 
 
-def test_tree_verify_is_refused() -> None:
-    matrix = load_matrix()
-    cell = next(c for c in matrix.cells if c.role == "target" and c.topk > 1)
-    with pytest.raises(ValueError, match="tree verify"):
-        draft_case(cell)
-
-
 def test_reference_over_verify_rows_is_causal_attention() -> None:
     import math
 
