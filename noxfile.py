@@ -20,11 +20,15 @@ ROOT = Path(__file__).parent
 CONSTRAINTS = ("-c", str(ROOT / "ci" / "constraints.txt"))
 
 
-def install(session: nox.Session, *args: str) -> None:
-    """Install into the session's venv; a no-op when running without one."""
+def install(session: nox.Session, *args: str, constrained: bool = True) -> None:
+    """Install into the session's venv; a no-op when running without one.
+
+    GPU sessions pass constrained=False: sglang and flashinfer (pinned exactly) bring their own
+    dependency pins, which the CPU constraints must not fight.
+    """
     if session.venv_backend == "none":
         return
-    session.install(*CONSTRAINTS, *args)
+    session.install(*(CONSTRAINTS if constrained else ()), *args)
 
 
 @nox.session
@@ -37,7 +41,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff and mypy --strict."""
-    install(session, "-e", ".[test,plot]", "ruff", "mypy")
+    install(session, "-e", ".[test,plot]", "ruff", "mypy", "nox")  # nox: mypy checks the noxfile against its types
     session.run("ruff", "check", "matrix", "tests", "noxfile.py", "ci")
     session.run("ruff", "format", "--check", "matrix", "tests", "noxfile.py", "ci")
     session.run("mypy")
@@ -103,7 +107,7 @@ def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
 @nox.session
 def gpu(session: nox.Session) -> None:
     """GPU cells (tests/gpu) with the skip audit; posargs go to pytest (e.g. -- --matrix-select=@shard.txt -n 4)."""
-    install(session, "-e", ".[test,plot]", *GPU_PACKAGES)
+    install(session, "-e", ".[test,plot]", *GPU_PACKAGES, constrained=False)
     env = jit_cache_env(dict(os.environ))
     session.run(_python(session), *gpu_pytest_args(session, "gpu-report/report.json"), env=env)
 
@@ -111,7 +115,7 @@ def gpu(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Kernel timings of every RUN draft cell (graph replay, CUDA events): bench-out/bench.{json,md,png}."""
-    install(session, "-e", ".[plot]", *GPU_PACKAGES)
+    install(session, "-e", ".[plot]", *GPU_PACKAGES, constrained=False)
     env = jit_cache_env(dict(os.environ))
     session.run(_python(session), "ci/bench_kernels.py", *(session.posargs or ["--out", "bench-out"]), env=env)
 
