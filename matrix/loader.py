@@ -29,6 +29,7 @@ from matrix.model import (
     Value,
     VersionRequirement,
 )
+from matrix.textfiles import read_text
 
 RUNNER_FACTS = ("sm", "gpus", "impl")
 _NUMERIC_OPS = (Op.GT, Op.GE, Op.LT, Op.LE)
@@ -51,13 +52,7 @@ def read_toml(text: str, source: str) -> dict[str, Any]:
 
 
 def read_toml_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    return read_toml(text, str(path))
+    return read_toml(read_text(path, ConfigError), str(path))
 
 
 def load_matrix(path: Path | None = None) -> Matrix:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.errors import ReportError
+from matrix.textfiles import read_text
 
 SCHEMA = "specmatrix.report/1"
 
@@ -246,12 +247,7 @@ def from_json(doc: Any, where: str) -> Report:
 
 def read_report(path: Path) -> Report:
     """Load one report; a corrupt or truncated file is a ReportError naming it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ReportError(f"{path}: not UTF-8 text") from None
+    text = read_text(path, ReportError)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

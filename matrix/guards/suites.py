@@ -15,6 +15,7 @@ from matrix.errors import ConfigError, UsageError
 from matrix.guards.model import Platform, Registration
 from matrix.loader import read_toml, read_toml_file
 from matrix.model import RunnerProfile
+from matrix.textfiles import read_text
 
 DEFAULT_SOURCE = "matrix/data/suites.toml"
 
@@ -144,10 +145,7 @@ def _fitting(names: Sequence[str], runners: Mapping[str, RunnerProfile], wants_g
 
 def read_suite_list(path: Path) -> frozenset[str]:
     """Suite names CI workflows run: text (one a line, # comments), JSON list or {"suites": [...]}, TOML suites = [...]."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--suites {path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    text = read_text(path, UsageError, f"--suites {path}")
     names: Any
     if path.suffix == ".json":
         try:
