@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
@@ -158,6 +158,15 @@ def _enum(enum: type[StrEnum], value: Any, where: str) -> Any:
         raise ReportError(f"{where}: unknown value {value!r}") from None
 
 
+def _objects(items: Any, where: str) -> Iterator[tuple[dict[str, Any], str]]:
+    """Each entry of a list of objects with its position for error messages (`cells[3]`)."""
+    for i, item in enumerate(items):
+        item_where = f"{where}[{i}]"
+        if not isinstance(item, dict):
+            raise ReportError(f"{item_where}: not an object")
+        yield item, item_where
+
+
 def from_json(doc: Any, where: str) -> Report:
     """Validate a decoded report; every problem names the file and the field."""
     if not isinstance(doc, dict):
@@ -177,10 +186,7 @@ def from_json(doc: Any, where: str) -> Report:
     if runner.skip_policy not in ("lenient", "strict"):
         raise ReportError(f"{where}: runner: unknown skip_policy {runner.skip_policy!r}")
     cells: list[CellResult] = []
-    for i, c in enumerate(_need(doc, "cells", list, where)):
-        cw = f"{where}: cells[{i}]"
-        if not isinstance(c, dict):
-            raise ReportError(f"{cw}: not an object")
+    for c, cw in _objects(_need(doc, "cells", list, where), f"{where}: cells"):
         cells.append(
             CellResult(
                 nodeid=_need(c, "nodeid", str, cw),
@@ -199,10 +205,7 @@ def from_json(doc: Any, where: str) -> Report:
             )
         )
     outside = []
-    for i, o in enumerate(doc.get("outside", [])):
-        ow = f"{where}: outside[{i}]"
-        if not isinstance(o, dict):
-            raise ReportError(f"{ow}: not an object")
+    for o, ow in _objects(doc.get("outside", []), f"{where}: outside"):
         outside.append(
             OutsideResult(
                 nodeid=_need(o, "nodeid", str, ow),
@@ -212,10 +215,7 @@ def from_json(doc: Any, where: str) -> Report:
             )
         )
     findings = []
-    for i, f in enumerate(doc.get("findings", [])):
-        fw = f"{where}: findings[{i}]"
-        if not isinstance(f, dict):
-            raise ReportError(f"{fw}: not an object")
+    for f, fw in _objects(doc.get("findings", []), f"{where}: findings"):
         findings.append(
             Finding(
                 kind=_enum(FindingKind, _need(f, "kind", str, fw), f"{fw}: kind"),
