@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from matrix.expect import resolve_impl
+from matrix.kernel_config import kernel_config
 from matrix.model import Cell, Matrix
 
 
@@ -12,15 +13,6 @@ def config_key(matrix: Matrix, cell: Cell, sm: int | None) -> str:
     Cells with one key need one JIT compile; grouping them on one worker (xdist
     --dist loadgroup) pays that compile once per host instead of once per worker.
     """
-    backend = str(cell.get("backend"))
-    impl = resolve_impl(matrix, backend, sm) or backend
-    cost = matrix.cost.backends.get(backend)
-    axes = cost.config_axes if cost is not None else ()
-    parts = [backend, impl]
-    for name in axes:
-        value = cell.get(name)
-        if value is None:
-            continue
-        part = matrix.axis(name).id_format.format(value)
-        parts.append(part)
+    config = kernel_config(matrix, cell, resolve_impl(matrix, str(cell.get("backend")), sm))
+    parts = [config.backend, config.impl, *(matrix.axis(name).id_format.format(value) for name, value in config.values)]
     return "-".join(parts)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from matrix.errors import ConfigError
+from matrix.kernel_config import kernel_config
 from matrix.model import Cell, Expectation, Matrix, Outcome, RunnerProfile
 from matrix.report import CellStatus, Report
 from matrix.shard.workload import WorkItem, Workload
@@ -52,11 +53,11 @@ def measured_from(reports: Sequence[Report]) -> Measured:
 def config_key(matrix: Matrix, cell: Cell, impl: str | None) -> str:
     """Backend + implementation + the values of the backend's configuration axes."""
     backend = str(cell.get("backend"))
-    cost = matrix.cost.backends.get(backend)
-    if cost is None:
+    if backend not in matrix.cost.backends:
         raise ConfigError(f"{matrix.source_path}: [cost.backend.{backend}] is missing; the shard planner needs it")
-    parts = [f"{axis}={cell.get(axis)}" for axis in cost.config_axes]
-    return f"{backend}/{impl or backend}" + ("/" + ",".join(parts) if parts else "")
+    config = kernel_config(matrix, cell, impl)
+    parts = [f"{axis}={value}" for axis, value in config.values]
+    return f"{config.backend}/{config.impl}" + ("/" + ",".join(parts) if parts else "")
 
 
 def workload_for(

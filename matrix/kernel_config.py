@@ -1,0 +1,25 @@
+"""What makes a kernel configuration distinct (one JIT compile): backend, implementation, cost-model axes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from matrix.model import Cell, Matrix, Value
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelConfig:
+    """Cells with equal configurations share one compiled kernel; the shard planner and xdist grouping both use it."""
+
+    backend: str
+    impl: str
+    values: tuple[tuple[str, Value], ...]
+
+
+def kernel_config(matrix: Matrix, cell: Cell, impl: str | None) -> KernelConfig:
+    """The cell's configuration under `impl` (the backend itself when None); axes from [cost.backend.B].config_axes."""
+    backend = str(cell.get("backend"))
+    cost = matrix.cost.backends.get(backend)
+    axes = cost.config_axes if cost is not None else ()
+    values = tuple((name, value) for name in axes if (value := cell.get(name)) is not None)
+    return KernelConfig(backend=backend, impl=impl or backend, values=values)
