@@ -1,4 +1,4 @@
-"""`specmatrix audit REPORT...`: re-check saved skip-audit reports from their recorded statuses."""
+"""Commands over saved reports: `audit` re-checks their statuses, `timeline` shows where their wall time went."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from matrix.audit.findings import recheck
 from matrix.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.options import Options
 from matrix.report import Finding, Report, Severity, read_report
+from matrix.timeline import Scaling, render_scaling, render_timeline, timeline
 
 AUDIT_SCHEMA = "specmatrix.audit/1"
 
@@ -23,6 +24,10 @@ def register(sub: Any) -> None:
     p.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
     p.add_argument("--json", action="store_true", help="print the re-derived findings as JSON")
     p.set_defaults(func=cmd_audit)
+    p = sub.add_parser("timeline", help="per-worker start-up, busy time and finish spread of a run; --baseline: speedup")
+    p.add_argument("report", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
+    p.add_argument("--baseline", type=Path, metavar="REPORT", help="the same work on fewer workers: print speedup and efficiency")
+    p.set_defaults(func=cmd_timeline)
 
 
 def _key(f: Finding) -> tuple[str, str]:
@@ -62,3 +67,17 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
             print("  note: the findings recorded in this report differ from its statuses; judged from the statuses")
         print(f"  {'FAILED' if errors else 'ok'}: {errors} error(s), {len(s['findings']) - errors} warning(s)")
     return EXIT_FINDINGS if failed else EXIT_OK
+
+
+def cmd_timeline(args: argparse.Namespace, options: Options) -> int:
+    scaled = timeline(read_report(args.report), str(args.report))
+    base = timeline(read_report(args.baseline), str(args.baseline)) if args.baseline is not None else None
+    if base is not None:
+        for line in render_timeline(str(args.baseline), base):
+            print(line)
+    for line in render_timeline(str(args.report), scaled):
+        print(line)
+    if base is not None:
+        for line in render_scaling(Scaling(base=base, scaled=scaled)):
+            print(line)
+    return EXIT_OK

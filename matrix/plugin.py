@@ -209,7 +209,7 @@ class AuditHooks:
             return
         when: str = report.when
         if outcome == "passed" and when != "call" and not report.user_properties:
-            audit.ledger.phase_passed(report.nodeid, when, report.duration)
+            audit.ledger.phase_passed(report.nodeid, when, report.duration, getattr(report, "start", None))
             return
         xfail = getattr(report, "wasxfail", None)
         skip_reason = message = None
@@ -231,6 +231,7 @@ class AuditHooks:
             when,
             outcome,
             duration=report.duration,
+            start=getattr(report, "start", None),
             xfail_reason=xfail,
             skip_reason=skip_reason,
             message=message,

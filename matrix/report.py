@@ -60,6 +60,7 @@ class CellResult:
     skip_reason: str | None = None
     message: str | None = None
     duration: float = 0.0
+    started: float | None = None  # seconds after the session began that the item's first phase began
     compile_seconds: float | None = None
     setup_seconds: float | None = None
     worker: str | None = None
@@ -73,6 +74,9 @@ class OutsideResult:
     status: str  # passed | failed | error | skipped
     skip_reason: str | None = None
     allowed_by: str | None = None
+    duration: float = 0.0
+    started: float | None = None  # seconds after the session began, as for cells
+    worker: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,6 +155,15 @@ def _need(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where
     return value
 
 
+def _optional_number(doc: Mapping[str, Any], key: str, where: str) -> float | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ReportError(f"{where}: field {key!r} has the wrong type")
+    return float(value)
+
+
 def _enum(enum: type[StrEnum], value: Any, where: str) -> Any:
     try:
         return enum(value)
@@ -198,9 +211,10 @@ def from_json(doc: Any, where: str) -> Report:
                 status=_enum(CellStatus, _need(c, "status", str, cw), f"{cw}: status"),
                 skip_reason=c.get("skip_reason"),
                 message=c.get("message"),
-                duration=float(c.get("duration", 0.0)),
-                compile_seconds=c.get("compile_seconds"),
-                setup_seconds=c.get("setup_seconds"),
+                duration=_optional_number(c, "duration", cw) or 0.0,
+                started=_optional_number(c, "started", cw),
+                compile_seconds=_optional_number(c, "compile_seconds", cw),
+                setup_seconds=_optional_number(c, "setup_seconds", cw),
                 worker=c.get("worker"),
             )
         )
@@ -212,6 +226,9 @@ def from_json(doc: Any, where: str) -> Report:
                 status=_need(o, "status", str, ow),
                 skip_reason=o.get("skip_reason"),
                 allowed_by=o.get("allowed_by"),
+                duration=_optional_number(o, "duration", ow) or 0.0,
+                started=_optional_number(o, "started", ow),
+                worker=o.get("worker"),
             )
         )
     findings = []
@@ -235,7 +252,7 @@ def from_json(doc: Any, where: str) -> Report:
         findings=tuple(findings),
         shard=doc.get("shard"),
         selectors=tuple(doc.get("selectors", ())),
-        wall_seconds=doc.get("wall_seconds"),
+        wall_seconds=_optional_number(doc, "wall_seconds", where),
         extra=doc.get("extra", {}),
     )
     if "planned" in doc and doc["planned"] != report.planned:

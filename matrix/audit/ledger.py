@@ -25,13 +25,14 @@ class PlannedItem:
 class _Tally:
     """What the reports of one node id said so far (all attempts)."""
 
-    __slots__ = ("attempts", "duration", "message", "running", "skip_reason", "timings", "worker", "worst")
+    __slots__ = ("attempts", "duration", "message", "running", "skip_reason", "start", "timings", "worker", "worst")
 
     def __init__(self) -> None:
         self.worst: Observed | None = None
         self.skip_reason: str | None = None
         self.message: str | None = None
         self.duration = 0.0
+        self.start: float | None = None  # epoch seconds of the first phase that began (pytest's report.start)
         self.attempts = 0
         self.running = False  # between a setup and its teardown
         self.worker: str | None = None
@@ -58,12 +59,14 @@ class Ledger:
     def planned_count(self) -> int:
         return len(self._planned)
 
-    def phase_passed(self, nodeid: str, when: str, duration: float) -> None:
+    def phase_passed(self, nodeid: str, when: str, duration: float, start: float | None = None) -> None:
         """The common case, kept cheap (20,000 items make 40,000 of these): a setup or teardown that passed."""
         tally = self._tallies.get(nodeid)
         if tally is None:
             tally = self._tallies[nodeid] = _Tally()
         tally.duration += duration
+        if tally.start is None:
+            tally.start = start
         if when == "setup":
             tally.attempts += 1
             tally.running = True
@@ -77,6 +80,7 @@ class Ledger:
         outcome: str,
         *,
         duration: float = 0.0,
+        start: float | None = None,
         xfail_reason: str | None = None,
         skip_reason: str | None = None,
         message: str | None = None,
@@ -88,6 +92,8 @@ class Ledger:
         if tally is None:
             tally = self._tallies[nodeid] = _Tally()
         tally.duration += duration
+        if tally.start is None:
+            tally.start = start
         if when == "setup" or (when not in _PHASES and not tally.running):
             tally.attempts += 1  # a crash before any setup report is an attempt of its own
         tally.running = when in ("setup", "call")
@@ -106,17 +112,29 @@ class Ledger:
         if message is not None:
             tally.message = message
 
-    def results(self, expectations: Mapping[str, Expectation]) -> tuple[tuple[CellResult, ...], tuple[OutsideResult, ...]]:
-        """One CellResult per planned item (in plan order) and one OutsideResult per other reported test."""
-        cells = tuple(self._cell_result(item, expectations[item.cell_id]) for item in self._planned.values())
+    def results(
+        self, expectations: Mapping[str, Expectation], origin: float
+    ) -> tuple[tuple[CellResult, ...], tuple[OutsideResult, ...]]:
+        """One CellResult per planned item (in plan order) and one OutsideResult per other reported test.
+
+        `origin` is the session's start (epoch seconds); each item's `started` is counted from it.
+        """
+        cells = tuple(self._cell_result(item, expectations[item.cell_id], origin) for item in self._planned.values())
         outside = tuple(
-            OutsideResult(nodeid=nodeid, status=outside_status(t.worst), skip_reason=t.skip_reason)
+            OutsideResult(
+                nodeid=nodeid,
+                status=outside_status(t.worst),
+                skip_reason=t.skip_reason,
+                duration=round(t.duration, 6),
+                started=round(t.start - origin, 3) if t.start is not None else None,
+                worker=t.worker,
+            )
             for nodeid, t in self._tallies.items()
             if nodeid not in self._planned
         )
         return cells, outside
 
-    def _cell_result(self, item: PlannedItem, exp: Expectation) -> CellResult:
+    def _cell_result(self, item: PlannedItem, exp: Expectation, origin: float) -> CellResult:
         tally = self._tallies.get(item.nodeid)
         observed = tally.worst if tally is not None else None
         status = cell_status(exp.outcome, observed)
@@ -127,6 +145,7 @@ class Ledger:
         elif tally is not None and tally.attempts > 1:
             message = f"{tally.attempts} attempts; worst counted" + (f": {message}" if message else "")
         timings = (tally.timings if tally is not None else None) or {}
+        start = tally.start if tally is not None else None
         return CellResult(
             nodeid=item.nodeid,
             cell=item.cell_id,
@@ -138,6 +157,7 @@ class Ledger:
             skip_reason=tally.skip_reason if tally is not None else None,
             message=message,
             duration=round(tally.duration, 6) if tally is not None else 0.0,
+            started=round(start - origin, 3) if start is not None else None,
             compile_seconds=timings.get("compile_seconds"),
             setup_seconds=timings.get("setup_seconds"),
             worker=tally.worker if tally is not None else None,

@@ -199,7 +199,7 @@ class AuditSession:
     def finish(self, today: dt.date) -> Report:
         """The report: every planned item's status, outside results judged by the allowlist, and the findings."""
         plan = self.ensure_plan()
-        cells, outside = self.ledger.results(plan.expectations)
+        cells, outside = self.ledger.results(plan.expectations, self.started)
         policy = plan.runner.skip_policy
         allow_findings: tuple[Finding, ...] = ()
         if policy is SkipPolicy.STRICT:

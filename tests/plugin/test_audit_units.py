@@ -186,16 +186,17 @@ def test_ledger_worst_attempt_wins_and_every_planned_item_has_one_status() -> No
         ledger.plan(PlannedItem(nodeid=f"t.py::test[{cell}]", test="t.py::test", cell_id=cell))
     first, second, _ = (f"t.py::test[{c}]" for c in ids)
     ledger.record(first, "???", "failed", message="worker 'gw0' crashed")  # crashed, then re-run and passed
-    for when in ("setup", "call", "teardown"):
-        ledger.record(first, when, "passed", duration=0.5, worker="gw2")
-    ledger.record(second, "setup", "passed")
+    for i, when in enumerate(("setup", "call", "teardown")):
+        ledger.record(first, when, "passed", duration=0.5, start=1005.0 + i / 2, worker="gw2")
+    ledger.phase_passed(second, "setup", 0.25, 1007.5)
     ledger.record(second, "call", "passed")
     ledger.record(second, "teardown", "failed", message="leaked")
     ledger.record("t.py::test_other", "setup", "skipped", skip_reason="outside")
-    cells, outside = ledger.results(_exps())
+    cells, outside = ledger.results(_exps(), origin=1000.0)
     assert [c.status for c in cells] == [CellStatus.CRASHED, CellStatus.ERROR, CellStatus.NOT_RUN]
     assert cells[0].message == "2 attempts; worst counted: worker 'gw0' crashed"
     assert (cells[0].duration, cells[0].worker) == (1.5, "gw2")
+    assert [c.started for c in cells] == [5.0, 7.5, None]  # from the first phase that began; never-run has none
     assert outside == (OutsideResult(nodeid="t.py::test_other", status="skipped", skip_reason="outside"),)
 
 
@@ -208,7 +209,7 @@ def test_findings_put_unexpected_skips_first_and_warnings_last() -> None:
         ledger.plan(PlannedItem(nodeid=f"t.py::test[{cell}]", test="t.py::test", cell_id=cell))
         ledger.record(f"t.py::test[{cell}]", "call", outcome, skip_reason="gone")
     ledger.record("t.py::test_plain", "call", "skipped", skip_reason="x")
-    cells, outside = ledger.results(exps)
+    cells, outside = ledger.results(exps, origin=0.0)
     findings = evaluate(cells, outside, SkipPolicy.STRICT)
     assert [(f.kind, f.severity) for f in findings] == [
         (FindingKind.UNEXPECTED_SKIP, Severity.ERROR),
