@@ -62,6 +62,9 @@ PLUGIN_INSTALLED = (
 )
 GPU_THIRD_PARTY_WARNINGS = ("-W", "ignore::DeprecationWarning", "-W", "ignore::FutureWarning")
 GPU_COUNT = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
+# tests/gpu/*_cpu.py need neither torch nor a GPU and run in `nox -s tests` on every CI run; on a GPU host they
+# cost each worker about 10 s (child processes, a nested pytest): the gpu session leaves them out. *_torch.py stay.
+CPU_ONLY_TESTS = "--ignore-glob=tests/gpu/*_cpu.py"
 
 
 def _python(session: nox.Session) -> str:
@@ -86,7 +89,8 @@ def jit_cache_env(env: dict[str, str]) -> dict[str, str]:
 
 def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
     """pytest over tests/gpu with the audit on and the runner auto-detected; -n one worker per GPU unless given."""
-    args = ["-m", "pytest", "tests/gpu", "--matrix-runner", "auto", "--matrix-report", default_report, "-p", "no:cacheprovider"]
+    args = ["-m", "pytest", "tests/gpu", CPU_ONLY_TESTS, "--matrix-runner", "auto", "--matrix-report", default_report]
+    args += ["-p", "no:cacheprovider"]
     # GPU images carry pytest-benchmark (it warns under xdist); torch's inductor, imported by sglang, warns at import.
     args += ["-p", "no:benchmark", *GPU_THIRD_PARTY_WARNINGS]
     if _probe(session, PLUGIN_INSTALLED) != "True":

@@ -1,0 +1,103 @@
+"""The gpu session's pytest arguments: one worker per GPU, grouped by kernel configuration, CPU-only tests left out."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _noxfile() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("specmatrix_noxfile", ROOT / "noxfile.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+NOXFILE = _noxfile()
+
+
+class FakeSession:
+    """Answers the two probes the way a host with `gpus` GPUs (None: no torch) and an installed plugin would."""
+
+    venv_backend = "none"
+
+    def __init__(self, posargs: list[str], gpus: int | None) -> None:
+        self.posargs = posargs
+        self.gpus = gpus
+
+    def run(self, *args: str, **_: Any) -> str:
+        code = args[-1]
+        if code == NOXFILE.GPU_COUNT:
+            return "ModuleNotFoundError: No module named 'torch'" if self.gpus is None else f"{self.gpus}\n"
+        assert code == NOXFILE.PLUGIN_INSTALLED
+        return "True\n"
+
+
+def _args(posargs: list[str], gpus: int | None) -> list[str]:
+    result: list[str] = NOXFILE.gpu_pytest_args(FakeSession(posargs, gpus), "gpu-report/report.json")
+    return result
+
+
+def test_one_worker_per_gpu_grouped_by_configuration() -> None:
+    args = _args([], gpus=2)
+    assert args[args.index("-n") + 1] == "2"
+    assert args[args.index("--dist") + 1] == "loadgroup"
+
+
+@pytest.mark.parametrize(("posargs", "gpus"), [([], 2), (["-n", "1"], 2), ([], None), (["-k", "sglang"], 0)])
+def test_the_cpu_only_tests_stay_out_of_every_gpu_run(posargs: list[str], gpus: int | None) -> None:
+    args = _args(posargs, gpus)
+    assert "--ignore-glob=tests/gpu/*_cpu.py" in args
+    assert args[:3] == ["-m", "pytest", "tests/gpu"]
+    assert args[len(args) - len(posargs) :] == posargs  # the user's arguments come last, unchanged
+
+
+def test_given_workers_and_dist_are_kept() -> None:
+    args = _args(["-n", "4", "--dist", "load"], gpus=2)
+    assert args.count("-n") == 1 and args.count("--dist") == 1 and args[-4:] == ["-n", "4", "--dist", "load"]
+
+
+def test_no_gpu_no_workers() -> None:
+    assert "-n" not in _args([], gpus=None) and "--dist" not in _args([], gpus=0)
+
+
+def test_the_ignore_glob_matches_exactly_the_torch_free_files_that_nox_tests_runs() -> None:
+    """What the gpu session leaves out is what `nox -s tests` collects and runs without torch."""
+    gpu_dir = ROOT / "tests" / "gpu"
+    ignored = sorted(p.name for p in gpu_dir.glob("*_cpu.py"))
+    assert ignored == ["test_cases_cpu.py", "test_contract_cpu.py", "test_isolation_cpu.py"]
+    for name in ignored:
+        assert 'importorskip("torch")' not in (gpu_dir / name).read_text(encoding="utf-8")
+    kept = sorted(p.name for p in gpu_dir.glob("test_*.py") if not p.name.endswith("_cpu.py"))
+    assert kept == ["test_draft_decode.py", "test_reference_torch.py", "test_verify_torch.py"]
+
+
+def test_collection_under_the_ignore_leaves_no_cpu_test() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/gpu",
+            "--ignore-glob=tests/gpu/*_cpu.py",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:randomly",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    assert "test_draft_decode.py::test_kernel_draft_decode[" in out
+    assert "_cpu.py::" not in out
