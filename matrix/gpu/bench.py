@@ -1,6 +1,8 @@
 """`nox -s bench`: time the draft-decode attention of every RUN cell (graph replay, CUDA events).
 
-Writes bench.json, bench.md and (when matplotlib is there) bench.png into --out.
+Writes bench.json, bench.md and (when matplotlib is there) bench.png (latency vs topk) and bench-ratio.png
+(trtllm_mha / triton for every shape) into --out. `--replot bench.json` rebuilds the table and pictures
+from saved timings, without a GPU.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from matrix.gpu.benchtable import BenchRow, markdown_table, plot_series, ratios
+from matrix.gpu.benchtable import BenchRow, markdown_table, plot_series, ratio_groups, ratios, row_from_dict
 from matrix.gpu.cases import DraftCase, draft_case
 from matrix.selectors import select
 
@@ -45,50 +47,79 @@ def _row(case: DraftCase, impl: str, us: float) -> BenchRow:
     )
 
 
-def time_cell(case: DraftCase, *, with_flashinfer: bool) -> list[BenchRow]:
-    """sglang backend graph; for trtllm_mha cells also the raw kernels (XQA via flashinfer, and fa2)."""
-    from matrix.gpu.kernels import FlashinferPagedDecode, FlashinferTrtllmDecode, KernelDraftGraph
+def time_cell(case: DraftCase, *, with_flashinfer: bool) -> tuple[list[BenchRow], dict[str, str]]:
+    """sglang backend graph; for trtllm_mha cells also the raw kernels (XQA via flashinfer, and fa2).
+
+    Each implementation is timed on its own: one that fails is recorded by name and the others still run.
+    """
     from matrix.gpu.paged import build_requests, expand_rows
-    from matrix.gpu.sglang_draft import SglangDraftGraph, build_sglang_draft
-    from matrix.gpu.timing import time_replays
 
     paged = build_requests(case, case.max_bs, device="cuda")
     rows = expand_rows(paged)
     out: list[BenchRow] = []
-    draft = build_sglang_draft(paged, device="cuda")
-    graph = SglangDraftGraph(draft)
+    failures: dict[str, str] = {}
+    timers: list[tuple[str, Callable[[], float]]] = [(f"sglang-{case.backend}", lambda: _sglang_us(case, paged, rows))]
+    if case.backend == "trtllm_mha":
+        timers.append(("flashinfer-trtllm", lambda: _trtllm_us(case, paged, rows)))
+        if with_flashinfer:
+            timers.append(("flashinfer-fa2", lambda: _fa2_us(paged, rows)))
+    for impl, timer in timers:
+        try:
+            out.append(_row(case, impl, timer()))
+        except Exception as exc:  # reported per implementation; the bench goes on
+            failures[impl] = f"{type(exc).__name__}: {exc}"[:400]
+    return out, failures
+
+
+def _sglang_us(case: DraftCase, paged: Any, rows: Any) -> float:
+    from matrix.gpu.sglang_draft import SglangDraftGraph, build_sglang_draft
+    from matrix.gpu.timing import time_replays
+
+    graph = SglangDraftGraph(build_sglang_draft(paged, device="cuda"))
     graph.capture()
     graph.replay(rows, case.max_bs)
-    out.append(_row(case, f"sglang-{case.backend}", time_replays(graph.graphs[case.max_bs].replay).median_us))
-    if case.backend == "trtllm_mha":
-        kernel = FlashinferTrtllmDecode(paged, max_rows=case.max_bs * case.topk)
-        kgraph = KernelDraftGraph(kernel, case, device="cuda")
-        kgraph.capture()
-        kgraph.replay(rows, case.max_bs)
-        out.append(_row(case, "flashinfer-trtllm", time_replays(kgraph.graphs[case.max_bs].replay).median_us))
-        if with_flashinfer:
-            import torch
-
-            from matrix.gpu.graphs import capture_graph
-
-            fa2 = FlashinferPagedDecode(paged, rows, use_cuda_graph=True)
-            buf = torch.empty_like(rows.query)
-            g = capture_graph(lambda: fa2.decode(rows.query, rows.block_tables, rows.seq_lens, buf))
-            out.append(_row(case, "flashinfer-fa2", time_replays(g.replay).median_us))
-    return out
+    return time_replays(graph.graphs[case.max_bs].replay).median_us
 
 
-def _plot(rows: Sequence[BenchRow], path: Path) -> bool:
+def _trtllm_us(case: DraftCase, paged: Any, rows: Any) -> float:
+    from matrix.gpu.kernels import FlashinferTrtllmDecode, KernelDraftGraph
+    from matrix.gpu.timing import time_replays
+
+    kgraph = KernelDraftGraph(FlashinferTrtllmDecode(paged, max_rows=case.max_bs * case.topk), case, device="cuda")
+    kgraph.capture()
+    kgraph.replay(rows, case.max_bs)
+    return time_replays(kgraph.graphs[case.max_bs].replay).median_us
+
+
+def _fa2_us(paged: Any, rows: Any) -> float:
+    import torch
+
+    from matrix.gpu.graphs import capture_graph
+    from matrix.gpu.kernels import FlashinferPagedDecode
+    from matrix.gpu.timing import time_replays
+
+    fa2 = FlashinferPagedDecode(paged, rows, use_cuda_graph=True)
+    buf = torch.empty_like(rows.query)
+    g = capture_graph(lambda: fa2.decode(rows.query, rows.block_tables, rows.seq_lens, buf))
+    return time_replays(g.replay).median_us
+
+
+def _pyplot() -> Any:
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return False
+        return None
+    return plt
+
+
+def _plot(rows: Sequence[BenchRow], path: Path) -> bool:
+    plt = _pyplot()
     series = plot_series(rows, head_dim=128, gqa=4, dtype="bf16")
     pages = sorted(series)
-    if not pages:
+    if plt is None or not pages:
         return False
     fig, axes = plt.subplots(1, len(pages), figsize=(5 * len(pages), 4), squeeze=False)
     for ax, page in zip(axes[0], pages, strict=True):
@@ -102,13 +133,71 @@ def _plot(rows: Sequence[BenchRow], path: Path) -> bool:
         ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
     return True
+
+
+def _plot_ratios(rows: Sequence[BenchRow], path: Path) -> bool:
+    """One group of bars per cell shape, one bar per topk: below 1.0 trtllm_mha is faster."""
+    plt = _pyplot()
+    groups = ratio_groups(rows)
+    if plt is None or not groups:
+        return False
+    topks = sorted({k for pairs in groups.values() for k in pairs})
+    width = 0.8 / len(topks)
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.6 * len(groups) + 2), 4.5))
+    for i, topk in enumerate(topks):
+        xs = [g + (i - (len(topks) - 1) / 2) * width for g, pairs in enumerate(groups.values()) if topk in pairs]
+        ys = [pairs[topk] for pairs in groups.values() if topk in pairs]
+        ax.bar(xs, ys, width=width, label=f"topk {topk}")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(groups)), list(groups), rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("trtllm_mha / triton latency")
+    ax.set_ylim(0, 1.2 * max(v for pairs in groups.values() for v in pairs.values()))
+    ax.set_title("draft decode, every RUN shape: below 1.0 trtllm_mha (XQA on sm90) is faster")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(ncol=len(topks), loc="upper left", fontsize=8, framealpha=0.9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write_outputs(doc: dict[str, Any], rows: Sequence[BenchRow], out: Path) -> str:
+    """bench.json, bench.md and the pictures; returns what was plotted."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    (out / "bench.md").write_text(markdown_table(rows), encoding="utf-8")
+    plotted = [
+        name
+        for name, ok in (
+            ("bench.png", _plot(rows, out / "bench.png")),
+            ("bench-ratio.png", _plot_ratios(rows, out / "bench-ratio.png")),
+        )
+        if ok
+    ]
+    return ", ".join(plotted) or "no plot (matplotlib missing)"
+
+
+def replot(source: Path, out: Path) -> int:
+    from matrix.errors import ReportError
+    from matrix.textfiles import read_text
+
+    try:
+        doc = json.loads(read_text(source, ReportError))
+        rows = [row_from_dict(r) for r in doc["rows"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ReportError(f"{source}: not a bench.json ({type(exc).__name__}: {exc})") from None
+    doc["ratio_trtllm_mha_over_triton"] = ratios(rows)
+    print(f"bench: {len(rows)} timings from {source}: {write_outputs(doc, rows, out)} -> {out}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_kernels")
     parser.add_argument("--out", type=Path, default=Path("bench-out"))
     parser.add_argument("--runner", default="auto")
+    parser.add_argument("--replot", type=Path, metavar="BENCH_JSON", help="rebuild table and pictures from saved timings; no GPU")
     parser.add_argument("--select", default=DEFAULT_SELECT)
     parser.add_argument(
         "--flashinfer-select",
@@ -116,6 +205,14 @@ def main(argv: list[str] | None = None) -> int:
         help="cells whose shape is also timed with flashinfer's paged decode (fa2); '' for none",
     )
     args = parser.parse_args(argv)
+    if args.replot is not None:
+        from matrix.errors import SpecmatrixError
+
+        try:
+            return replot(args.replot, args.out)
+        except SpecmatrixError as exc:
+            print(f"bench_kernels: error: {exc}", file=sys.stderr)
+            return exc.exit_code
 
     from matrix.options import CliOverrides, load, resolve_options
     from matrix.planning import plan_for
@@ -131,11 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     for cell in run_cells:
         case = bench_case(draft_case(cell))
         try:
-            rows.extend(time_cell(case, with_flashinfer=cell.id in fa2_ids))
-        except Exception as exc:  # a failing cell is reported, the bench goes on
-            failures[cell.id] = f"{type(exc).__name__}: {exc}"[:400]
+            timed, failed = time_cell(case, with_flashinfer=cell.id in fa2_ids)
+        except Exception as exc:  # the shared fixture itself failed: the whole cell is reported
+            timed, failed = [], {"fixture": f"{type(exc).__name__}: {exc}"[:400]}
+        rows.extend(timed)
+        failures.update({f"{cell.id} {impl}": text for impl, text in failed.items()})
         print(f"bench {cell.id}: {[round(r.median_us, 1) for r in rows if r.cell == cell.id]}", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     doc: dict[str, Any] = {
         "runner": plan.runner.name,
         "device": _device_name(),
@@ -146,10 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_trtllm_mha_over_triton": ratios(rows),
         "failures": failures,
     }
-    (args.out / "bench.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    (args.out / "bench.md").write_text(markdown_table(rows), encoding="utf-8")
-    plotted = _plot(rows, args.out / "bench.png")
-    print(f"bench: {len(rows)} timings, {len(failures)} failures, plot={'yes' if plotted else 'no'} -> {args.out}")
+    plotted = write_outputs(doc, rows, args.out)
+    print(f"bench: {len(rows)} timings, {len(failures)} failures, {plotted} -> {args.out}")
     return 0
 
 

@@ -74,3 +74,20 @@ def plot_series(rows: Sequence[BenchRow], *, head_dim: int, gqa: int, dtype: str
         if (r.head_dim, r.gqa, r.dtype) == (head_dim, gqa, dtype):
             out[r.page_size][r.impl].append((r.topk, r.median_us))
     return {p: dict(v) for p, v in out.items()}
+
+
+def ratio_groups(rows: Sequence[BenchRow]) -> dict[str, dict[int, float]]:
+    """Shape label (`page16 hd128 gqa4 bf16`) -> topk -> trtllm_mha/triton, for every shape both backends ran."""
+    by_key: dict[tuple[int, int, int, str], dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in rows:
+        by_key[r.shape_key()][r.topk][r.impl] = r.median_us
+    out: dict[str, dict[int, float]] = {}
+    for (page, hd, gqa, dtype), by_topk in sorted(by_key.items()):
+        pairs = {
+            topk: impls["sglang-trtllm_mha"] / impls["sglang-triton"]
+            for topk, impls in sorted(by_topk.items())
+            if "sglang-trtllm_mha" in impls and impls.get("sglang-triton", 0) > 0
+        }
+        if pairs:
+            out[f"page{page} hd{hd} gqa{gqa} {dtype}"] = pairs
+    return out

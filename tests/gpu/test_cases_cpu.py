@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
 import pytest
 
-from matrix.gpu.benchtable import BenchRow, markdown_table, ratios
+from matrix.gpu.benchtable import BenchRow, markdown_table, ratio_groups, ratios
 from matrix.gpu.cases import (
     CAPTURE_BS,
     branch_requests,
@@ -123,6 +127,24 @@ def test_headline_ratio_pairs_the_same_shape() -> None:
     table = markdown_table(rows)
     assert "| 16 | 128 | 4 | bf16 | 4 | 40.0 | 30.0 | 0.75 |" in table
     assert "| 16 | 128 | 4 | bf16 | 8 | 50.0 | - | - |" in table
+    assert ratio_groups(rows) == {"page16 hd128 gqa4 bf16": {4: pytest.approx(0.75)}}
+
+
+def test_replot_rebuilds_table_and_pictures_from_saved_timings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    from matrix.gpu.bench import main
+
+    rows = [_row("sglang-trtllm_mha", 4, 30.0), _row("sglang-triton", 4, 40.0), _row("sglang-triton", 1, 20.0)]
+    saved = tmp_path / "bench.json"
+    saved.write_text(json.dumps({"rows": [dataclasses.asdict(r) for r in rows]}), encoding="utf-8")
+    assert main(["--replot", str(saved), "--out", str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bench-ratio.png", "bench.json", "bench.md", "bench.png"]
+    doc = json.loads((tmp_path / "out" / "bench.json").read_text(encoding="utf-8"))
+    assert doc["ratio_trtllm_mha_over_triton"] == {"topk4-page16-hd128-gqa4-bf16": 0.75}
+    saved.write_text('{"rows": [{"cell": "c"}]}', encoding="utf-8")
+    assert main(["--replot", str(saved), "--out", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a bench.json (KeyError: 'backend')" in err
 
 
 GROUPING_CONFTEST = "from matrix.gpu.config_scheduler import pytest_xdist_make_scheduler  # noqa: F401\n"
