@@ -1,33 +1,61 @@
 #!/bin/bash
-# The measured runs of docs/gpu.md on an offline GPU host with the device kit (.devkit):
-#   bash ci/gpu_host_runs.sh x2   # 2 GPUs: cold, warm, mutation, planted crash, bench
-#   bash ci/gpu_host_runs.sh x1   # 1 GPU: bench, then a cold run
-# Every step is time-boxed (BUDGET seconds in all); results are tarred into $OUT.
+# The measured runs of docs/gpu.md and docs/performance.md on an offline GPU host with the device kit (.devkit).
+# One mode per call; a mode's JIT caches live in /tmp/jit-<mode> for as long as the host stays up.
+#   bash ci/gpu_host_runs.sh x2        # every GPU of the host: cold run, warm re-run, then the kernel bench (warm caches)
+#   bash ci/gpu_host_runs.sh one       # GPU 0 only (CUDA_VISIBLE_DEVICES=0, -n 1): cold run
+#   bash ci/gpu_host_runs.sh one-warm  # GPU 0 only: warm re-run over one's caches, then an import-time profile
+#   bash ci/gpu_host_runs.sh probe     # small runs with and without the CPU tests and xdist, then the matrix without them
+#   bash ci/gpu_host_runs.sh checks    # the contract mutation and the planted crash (every GPU)
+# Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
 t0=$(date +%s)
 source .devkit/activate.sh
-export PYTHONPATH="$PWD:$PYTHONPATH" TRITON_CACHE_DIR=/tmp/jit/triton FLASHINFER_WORKSPACE_BASE=/tmp/jit/fi
-OUT=${OUT:-/tmp/out}; R=/tmp/res; mkdir -p $R $OUT
+export PYTHONPATH="$PWD:$PYTHONPATH" PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; R=/tmp/res-$MODE; mkdir -p "$R" "$OUT"
 nvidia-smi -L; nproc
-step() { # name timeout env... -- nox args
+caches() { export TRITON_CACHE_DIR=/tmp/jit-$1/triton FLASHINFER_WORKSPACE_BASE=/tmp/jit-$1/fi; }
+step() { # name timeout env... -- command
   local name=$1 to=$2; shift 2
-  local lim=$(( ${BUDGET:-460} - ($(date +%s) - t0) )); [ $lim -gt $to ] && lim=$to
-  [ $lim -lt 20 ] && { echo "skip $name (out of time)" | tee -a $R/steps.txt; return; }
-  local s=$(date +%s%N)
-  timeout -s INT $lim env "$@" > $R/$name.log 2>&1; local rc=$?
-  printf "%-10s rc=%s wall_ms=%s fi_so=%s triton=%s\n" $name $rc $(( ($(date +%s%N) - s) / 1000000 )) \
-    $(find /tmp/jit/fi -name '*.so' 2>/dev/null | wc -l) $(ls /tmp/jit/triton 2>/dev/null | wc -l) | tee -a $R/steps.txt
-  tail -4 $R/$name.log
+  local lim=$(( ${BUDGET:-560} - ($(date +%s) - t0) )); [ $lim -gt "$to" ] && lim=$to
+  [ $lim -lt 20 ] && { echo "skip $name (out of time)" | tee -a "$R/steps.txt"; return; }
+  local s; s=$(date +%s%N)
+  timeout -s INT $lim env "$@" > "$R/$name.log" 2>&1; local rc=$?
+  printf "%-10s rc=%s wall_ms=%s fi_so=%s triton=%s\n" "$name" $rc $(( ($(date +%s%N) - s) / 1000000 )) \
+    "$(find "$FLASHINFER_WORKSPACE_BASE" -name '*.so' 2>/dev/null | wc -l)" "$(ls "$TRITON_CACHE_DIR" 2>/dev/null | wc -l)" | tee -a "$R/steps.txt"
+  tail -4 "$R/$name.log"
 }
 G="python3 -m nox -s gpu --force-venv-backend none --"
-rm -rf /tmp/jit
-if [ "$MODE" = x2 ]; then
-  step cold2 330 $G -n 2 --matrix-report $R/cold2.json
-  step warm2 120 $G -n 2 --matrix-report $R/warm2.json
-  step mutation 45 SPECMATRIX_GPU_MUTATION=unexpanded-max-bs $G -n 2 --matrix-select 'draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-graph' --matrix-report $R/mutation.json
-  step plant 50 SPECMATRIX_GPU_PLANT=illegal-address $G -n 2 --matrix-select 'draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph' --matrix-report $R/plant.json
-  step bench 90 python3 -m nox -s bench --force-venv-backend none -- --out $R/bench --flashinfer-select '' --select 'draft-{triton,trtllm_mha}-*-hd128-gqa4-bf16-graph'
-fi
-cp $R/steps.txt $OUT/; cd /tmp && tar czf $OUT/results-$MODE.tgz res
+SGLANG_IMPORT="import time; t=time.perf_counter(); import torch; t1=time.perf_counter(); import sglang.srt.mem_cache.memory_pool, sglang.srt.layers.attention.attention_registry, sglang.srt.layers.attention.triton_backend, sglang.srt.layers.attention.trtllm_mha_backend, sglang.srt.speculative.frozen_kv_mtp_worker_v2, sglang.test.kits.attention_unittest.attention_methods.dense_attention; print(f'torch {t1-t:.1f} s, then the sglang draft path {time.perf_counter()-t1:.1f} s')"
+case "$MODE" in
+  x2)
+    rm -rf /tmp/jit-x2; caches x2
+    step cold2 330 $G --matrix-report "$R/cold2.json"
+    step warm2 120 $G --matrix-report "$R/warm2.json"
+    step bench 240 python3 -m nox -s bench --force-venv-backend none -- --out "$R/bench" ;;
+  one)
+    rm -rf /tmp/jit-one; caches one
+    step cold1 560 CUDA_VISIBLE_DEVICES=0 $G --matrix-report "$R/cold1.json" ;;
+  one-warm)
+    caches one
+    step warm1 200 CUDA_VISIBLE_DEVICES=0 $G --matrix-report "$R/warm1.json"
+    step import 60 CUDA_VISIBLE_DEVICES=0 python3 -X importtime -c "$SGLANG_IMPORT" ;;
+  probe)  # where the fixed seconds of a run go: other tests vs worker shutdown; then the full matrix without them
+    rm -rf /tmp/jit-x2; caches x2
+    SMALL="--matrix-select=draft-{triton,trtllm_mha}-topk{1,4}-page16-hd128-gqa4-bf16-graph"
+    NOCPU="--ignore-glob=tests/gpu/*_cpu.py"
+    step small-cold 120 $G "$SMALL" --matrix-report "$R/small-cold.json"
+    step small 90 $G "$SMALL" --matrix-report "$R/small.json"
+    step small-nocpu 90 $G "$SMALL" "$NOCPU" --matrix-report "$R/small-nocpu.json"
+    step small-noxd 90 CUDA_VISIBLE_DEVICES=0 $G "$SMALL" "$NOCPU" -n 0 --matrix-report "$R/small-noxd.json"
+    step cold2n 300 $G "$NOCPU" --matrix-report "$R/cold2n.json"
+    step warm2n 90 $G "$NOCPU" --matrix-report "$R/warm2n.json"
+    step warm1n 90 CUDA_VISIBLE_DEVICES=0 $G "$NOCPU" --matrix-report "$R/warm1n.json" ;;
+  checks)
+    caches x2
+    step mutation 60 SPECMATRIX_GPU_MUTATION=unexpanded-max-bs $G --matrix-select 'draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/mutation.json"
+    step plant 60 SPECMATRIX_GPU_PLANT=illegal-address $G --matrix-select 'draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/plant.json" ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks)"; exit 2 ;;
+esac
+cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"
