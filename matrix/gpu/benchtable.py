@@ -28,8 +28,17 @@ class BenchRow:
         return (self.page_size, self.head_dim, self.gqa, self.dtype)
 
 
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "int": int, "float": (int, float)}
+
+
 def row_from_dict(doc: Mapping[str, Any]) -> BenchRow:
-    return BenchRow(**{k: doc[k] for k in BenchRow.__dataclass_fields__})
+    """A saved timing; a missing field is a KeyError, a field of the wrong type a ValueError."""
+    values = {name: doc[name] for name in BenchRow.__dataclass_fields__}
+    for name, field in BenchRow.__dataclass_fields__.items():
+        expected = _FIELD_TYPES[str(field.type)]
+        if isinstance(values[name], bool) or not isinstance(values[name], expected):
+            raise ValueError(f"field {name!r} is {values[name]!r}, not {field.type}")
+    return BenchRow(**values)
 
 
 def ratios(

@@ -141,10 +141,14 @@ def test_replot_rebuilds_table_and_pictures_from_saved_timings(tmp_path: Path, c
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bench-ratio.png", "bench.json", "bench.md", "bench.png"]
     doc = json.loads((tmp_path / "out" / "bench.json").read_text(encoding="utf-8"))
     assert doc["ratio_trtllm_mha_over_triton"] == {"topk4-page16-hd128-gqa4-bf16": 0.75}
-    saved.write_text('{"rows": [{"cell": "c"}]}', encoding="utf-8")
-    assert main(["--replot", str(saved), "--out", str(tmp_path / "bad")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "not a bench.json (KeyError: 'backend')" in err
+    capsys.readouterr()
+    bad_rows = [{"cell": "c"}, {**dataclasses.asdict(rows[0]), "median_us": "fast"}]
+    for bad, message in zip(bad_rows, ("(KeyError: 'backend')", "field 'median_us' is 'fast', not float"), strict=True):
+        saved.write_text(json.dumps({"rows": [bad]}), encoding="utf-8")
+        assert main(["--replot", str(saved), "--out", str(tmp_path / "bad")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "not a bench.json" in err and message in err
+    assert not (tmp_path / "bad").exists()
 
 
 GROUPING_CONFTEST = "from matrix.gpu.config_scheduler import pytest_xdist_make_scheduler  # noqa: F401\n"
