@@ -62,8 +62,8 @@ PLUGIN_INSTALLED = (
 )
 GPU_THIRD_PARTY_WARNINGS = ("-W", "ignore::DeprecationWarning", "-W", "ignore::FutureWarning")
 GPU_COUNT = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
-# tests/gpu/*_cpu.py need neither torch nor a GPU and run in `nox -s tests` on every CI run; on a GPU host they
-# cost each worker about 10 s (child processes, a nested pytest): the gpu session leaves them out. *_torch.py stay.
+# tests/gpu/*_cpu.py need neither torch nor a GPU and run in `nox -s tests` on every CI run; on the H200 host they
+# took 8 worker-seconds (a nested pytest, child processes): the gpu session leaves them out. *_torch.py stay.
 CPU_ONLY_TESTS = "--ignore-glob=tests/gpu/*_cpu.py"
 
 
