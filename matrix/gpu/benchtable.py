@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+Shape = tuple[int, int, int, str]  # page_size, head_dim, gqa, dtype
+
 
 @dataclass(frozen=True, kw_only=True)
 class BenchRow:
@@ -23,7 +25,7 @@ class BenchRow:
     rows: int
     median_us: float
 
-    def shape_key(self) -> tuple[int, int, int, str]:
+    def shape_key(self) -> Shape:
         """Everything but backend and topk: what makes two cells comparable."""
         return (self.page_size, self.head_dim, self.gqa, self.dtype)
 
@@ -41,18 +43,26 @@ def row_from_dict(doc: Mapping[str, Any]) -> BenchRow:
     return BenchRow(**values)
 
 
+def _paired(rows: Sequence[BenchRow], numerator: str, denominator: str) -> list[tuple[Shape, int, float]]:
+    """(shape, topk, numerator / denominator) for every shape and topk timed with both, sorted by shape then topk."""
+    by_key: dict[tuple[Shape, int], dict[str, float]] = defaultdict(dict)
+    for row in rows:
+        by_key[(row.shape_key(), row.topk)][row.impl] = row.median_us
+    return [
+        (shape, topk, impls[numerator] / impls[denominator])
+        for (shape, topk), impls in sorted(by_key.items())
+        if numerator in impls and impls.get(denominator, 0) > 0
+    ]
+
+
 def ratios(
     rows: Sequence[BenchRow], *, numerator: str = "sglang-trtllm_mha", denominator: str = "sglang-triton"
 ) -> dict[str, float]:
     """trtllm_mha / triton latency per cell shape (same topk, page, head_dim, gqa, dtype)."""
-    by_key: dict[tuple[int, tuple[int, int, int, str]], dict[str, float]] = defaultdict(dict)
-    for row in rows:
-        by_key[(row.topk, row.shape_key())][row.impl] = row.median_us
-    out: dict[str, float] = {}
-    for (topk, (page, hd, gqa, dtype)), impls in sorted(by_key.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        if numerator in impls and denominator in impls and impls[denominator] > 0:
-            out[f"topk{topk}-page{page}-hd{hd}-gqa{gqa}-{dtype}"] = impls[numerator] / impls[denominator]
-    return out
+    return {
+        f"topk{topk}-page{page}-hd{hd}-gqa{gqa}-{dtype}": ratio
+        for (page, hd, gqa, dtype), topk, ratio in _paired(rows, numerator, denominator)
+    }
 
 
 def markdown_table(rows: Sequence[BenchRow]) -> str:
@@ -87,16 +97,7 @@ def plot_series(rows: Sequence[BenchRow], *, head_dim: int, gqa: int, dtype: str
 
 def ratio_groups(rows: Sequence[BenchRow]) -> dict[str, dict[int, float]]:
     """Shape label (`page16 hd128 gqa4 bf16`) -> topk -> trtllm_mha/triton, for every shape both backends ran."""
-    by_key: dict[tuple[int, int, int, str], dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-    for r in rows:
-        by_key[r.shape_key()][r.topk][r.impl] = r.median_us
-    out: dict[str, dict[int, float]] = {}
-    for (page, hd, gqa, dtype), by_topk in sorted(by_key.items()):
-        pairs = {
-            topk: impls["sglang-trtllm_mha"] / impls["sglang-triton"]
-            for topk, impls in sorted(by_topk.items())
-            if "sglang-trtllm_mha" in impls and impls.get("sglang-triton", 0) > 0
-        }
-        if pairs:
-            out[f"page{page} hd{hd} gqa{gqa} {dtype}"] = pairs
-    return out
+    out: dict[str, dict[int, float]] = defaultdict(dict)
+    for (page, hd, gqa, dtype), topk, ratio in _paired(rows, "sglang-trtllm_mha", "sglang-triton"):
+        out[f"page{page} hd{hd} gqa{gqa} {dtype}"][topk] = ratio
+    return dict(out)
