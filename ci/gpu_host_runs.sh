@@ -40,7 +40,8 @@ case "$MODE" in
     caches one
     step warm1 200 CUDA_VISIBLE_DEVICES=0 $G --matrix-report "$R/warm1.json"
     step import 60 CUDA_VISIBLE_DEVICES=0 python3 -X importtime -c "$SGLANG_IMPORT" ;;
-  probe)  # where the fixed seconds of a run go: other tests vs worker shutdown; then the full matrix without them
+  probe)  # where the fixed seconds of a run go: other tests vs worker shutdown; then the full matrix without them.
+    # Recorded before the gpu session itself left tests/gpu/*_cpu.py out: now `small` and `small-nocpu` run the same.
     rm -rf /tmp/jit-x2; caches x2
     SMALL="--matrix-select=draft-{triton,trtllm_mha}-topk{1,4}-page16-hd128-gqa4-bf16-graph"
     NOCPU="--ignore-glob=tests/gpu/*_cpu.py"
