@@ -14,9 +14,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from matrix.expect import effective_versions, expectations
-from matrix.loader import load_matrix, load_runners
-from matrix.report import read_report
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.loader import load_matrix, load_runners
+from matrix.core.report import read_report
 from matrix.shard.baselines import Planner, longest_first_files, longest_first_items
 from matrix.shard.cost import measured_from, workload_for
 from matrix.shard.planner import plan_setup_aware

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from matrix.cli import main as specmatrix
+from matrix.cli.main import main as specmatrix
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from matrix.cli import main as specmatrix
+from matrix.cli.main import main as specmatrix
 
 DURATIONS_DIR = Path(__file__).resolve().parent / "data" / "durations"
 

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from matrix.cli import main
+from matrix.cli.main import main
 
 sys.exit(main())

@@ -20,8 +20,8 @@ from matrix.audit.terminal import summary_lines
 from matrix.audit.timing import MatrixTiming, timings_from
 from matrix.audit.writers import append_step_summary, report_paths, write_all
 from matrix.audit.xdist_controller import XdistController
-from matrix.errors import SelectorError, SpecmatrixError
-from matrix.model import Cell
+from matrix.core.errors import SelectorError, SpecmatrixError
+from matrix.core.model import Cell
 
 MATRIX_FIXTURE = "matrix_cell"
 MARKER = (

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from matrix.errors import UsageError
-from matrix.report import Finding, FindingKind, OutsideResult, Severity
+from matrix.core.errors import UsageError
+from matrix.core.report import Finding, FindingKind, OutsideResult, Severity
 
 _KEYS = {"test", "reason", "expires", "link"}
 

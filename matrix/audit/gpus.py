@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from matrix.errors import UsageError
+from matrix.core.errors import UsageError
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 GPU_INDEX_ENV = "SPECMATRIX_GPU_INDEX"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from xml.sax.saxutils import escape, quoteattr
 
-from matrix.report import CellResult, CellStatus, Finding, FindingKind, OutsideResult, Report, Severity
+from matrix.core.report import CellResult, CellStatus, Finding, FindingKind, OutsideResult, Report, Severity
 
 _SUITE = "specmatrix"
 _MESSAGE_LIMIT = 1000

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from matrix.audit.outcome import Observed, cell_status, observed_phase, outside_status
-from matrix.model import Expectation, Outcome
-from matrix.report import CellResult, CellStatus, OutsideResult
+from matrix.core.model import Expectation, Outcome
+from matrix.core.report import CellResult, CellStatus, OutsideResult
 
 TIMING_KEYS = ("compile_seconds", "setup_seconds")
 _PHASES = frozenset({"setup", "call", "teardown"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from matrix.report import CellStatus, FindingKind, Report, Severity
+from matrix.core.report import CellStatus, FindingKind, Report, Severity
 
 ROW_LIMIT = 200  # a step summary is capped at 1 MiB; the JSON report has every row
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from matrix.model import Outcome
-from matrix.report import CellStatus
+from matrix.core.model import Outcome
+from matrix.core.report import CellStatus
 
 NOT_RUN_XFAIL = "[NOTRUN]"
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from matrix.model import Cell, Expectation, Outcome
+from matrix.core.model import Cell, Expectation, Outcome
 
 SKIP_PREFIX = "specmatrix: "
 

@@ -6,9 +6,9 @@ import fnmatch
 import re
 from collections.abc import Callable, Sequence
 
-from matrix.errors import UsageError
-from matrix.model import Cell
-from matrix.selectors import Selector
+from matrix.core.errors import UsageError
+from matrix.core.model import Cell
+from matrix.core.selectors import Selector
 
 _GLOB_CHARS = frozenset("*?[")
 

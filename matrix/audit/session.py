@@ -17,14 +17,14 @@ from matrix.audit.parametrize import CellParameters
 from matrix.audit.selection import CellChooser
 from matrix.audit.settings import AuditSettings
 from matrix.audit.static_plan import matrix_tests
-from matrix.detect import DETECT_ENV
-from matrix.errors import SelectorError
-from matrix.loader import read_toml_file
-from matrix.machine import MachineFacts
-from matrix.model import Cell, SkipPolicy
-from matrix.options import Loaded, load
-from matrix.planning import Plan, plan_for
-from matrix.report import Finding, Report, RunnerInfo
+from matrix.core.detect import DETECT_ENV
+from matrix.core.errors import SelectorError
+from matrix.core.loader import read_toml_file
+from matrix.core.machine import MachineFacts
+from matrix.core.model import Cell, SkipPolicy
+from matrix.core.options import Loaded, load
+from matrix.core.planning import Plan, plan_for
+from matrix.core.report import Finding, Report, RunnerInfo
 
 PAYLOAD_KEY = "specmatrix"
 LARGE_MATRIX = 2000  # cells; below this, freezing the plan for the garbage collector is not worth a full collection

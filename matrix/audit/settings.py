@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from matrix.audit.selection import expand_select_args
-from matrix.options import CliOverrides, Options, resolve_options
+from matrix.core.options import CliOverrides, Options, resolve_options
 
 # Options that, when given, turn the audit on from the start (otherwise it waits for a matrix_cell test).
 _ENGAGING = ("matrix_runner", "matrix_report", "matrix_allow", "matrix_select", "matrix_run_expected_skips", "matrix_shard")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from matrix.report import FindingKind, Report, Severity
+from matrix.core.report import FindingKind, Report, Severity
 
 FINDING_LIMIT = 50
 _TITLES = {

@@ -13,7 +13,7 @@ import unittest
 
 import pytest
 
-from matrix.model import Cell
+from matrix.core.model import Cell
 
 
 def _skip_why(case_class: type[unittest.TestCase], method: object) -> str | None:

@@ -9,8 +9,8 @@ from typing import Protocol
 
 from matrix.audit.junit import render_junit
 from matrix.audit.markdown import render_markdown
-from matrix.errors import UsageError
-from matrix.report import Report, write_report
+from matrix.core.errors import UsageError
+from matrix.core.report import Report, write_report
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 

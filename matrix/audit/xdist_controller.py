@@ -9,7 +9,7 @@ import pytest
 
 from matrix.audit.gpus import SlotPool
 from matrix.audit.session import PAYLOAD_KEY, AuditSession, facts_json
-from matrix.errors import SpecmatrixError
+from matrix.core.errors import SpecmatrixError
 
 
 class XdistController:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from matrix.core.errors import UsageError
 from matrix.coverage.merge import Coverage, CoverageResult
 from matrix.coverage.views import Bucket, buckets
-from matrix.errors import UsageError
 
 COLOURS = {
     Coverage.PASSED: "#4caf50",

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from matrix.expect import effective_versions, expectations
-from matrix.model import Matrix, Outcome, RunnerProfile
-from matrix.report import CellStatus, Finding, FindingKind, Report, Severity
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.model import Matrix, Outcome, RunnerProfile
+from matrix.core.report import CellStatus, Finding, FindingKind, Report, Severity
 from matrix.shard.output import PlannedShards
 
 

@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from matrix.core.selectors import select
 from matrix.gpu.benchtable import BenchRow, markdown_table, plot_series, ratio_groups, ratios, row_from_dict
 from matrix.gpu.cases import DraftCase, draft_case
-from matrix.selectors import select
 
 # Long enough that the kernels, not launch overhead, dominate (kept on page boundaries).
 BENCH_PREFIX_TOKENS = 2048
@@ -180,8 +180,8 @@ def write_outputs(doc: dict[str, Any], rows: Sequence[BenchRow], out: Path) -> s
 
 
 def replot(source: Path, out: Path) -> int:
-    from matrix.errors import ReportError
-    from matrix.textfiles import read_text
+    from matrix.core.errors import ReportError
+    from matrix.core.textfiles import read_text
 
     try:
         doc = json.loads(read_text(source, ReportError))
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.replot is not None:
-        from matrix.errors import SpecmatrixError
+        from matrix.core.errors import SpecmatrixError
 
         try:
             return replot(args.replot, args.out)
@@ -214,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench_kernels: error: {exc}", file=sys.stderr)
             return exc.exit_code
 
-    from matrix.options import CliOverrides, load, resolve_options
-    from matrix.planning import plan_for
+    from matrix.core.options import CliOverrides, load, resolve_options
+    from matrix.core.planning import plan_for
 
     loaded = load(resolve_options(cli=CliOverrides(), env=os.environ, cwd=Path.cwd()))
     plan = plan_for(loaded, args.runner, os.environ)

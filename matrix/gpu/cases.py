@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from matrix.model import Cell
+from matrix.core.model import Cell
 
 # Request batch sizes a draft graph runner captures (sglang's decode bs list, cut short).
 CAPTURE_BS: tuple[int, ...] = (1, 2, 4, 8)

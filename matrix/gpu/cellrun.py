@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
+from matrix.core.loader import load_matrix
 from matrix.gpu.cases import MUTATIONS, draft_case, expanded_graph_rows
 from matrix.gpu.isolation import RESULT_PREFIX
-from matrix.loader import load_matrix
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,8 +8,8 @@ from typing import Any
 from xdist.scheduler import LoadScopeScheduling
 
 from matrix.audit.nodeids import CellIdIndex
+from matrix.core.loader import load_matrix
 from matrix.gpu.grouping import config_key
-from matrix.loader import load_matrix
 
 
 class ConfigGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from matrix.expect import resolve_impl
-from matrix.kernel_config import kernel_config
-from matrix.model import Cell, Matrix
+from matrix.core.expect import resolve_impl
+from matrix.core.kernel_config import kernel_config
+from matrix.core.model import Cell, Matrix
 
 
 def config_key(matrix: Matrix, cell: Cell, sm: int | None) -> str:

@@ -10,8 +10,8 @@ import sys
 import time
 import traceback
 
+from matrix.core.loader import load_matrix
 from matrix.gpu.cases import draft_case
-from matrix.loader import load_matrix
 
 DEFAULT_CHECKS = (
     "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph:kernel",

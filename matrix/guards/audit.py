@@ -6,6 +6,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
 from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
@@ -17,7 +18,6 @@ from matrix.guards.model import (
 )
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
 from matrix.guards.suites import SuiteMap, target_of
-from matrix.model import RunnerProfile
 
 Kind = GuardFindingKind
 

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 
-from matrix.errors import EXIT_FINDINGS, EXIT_OK
+from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 
 
 class Platform(StrEnum):

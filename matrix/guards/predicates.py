@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from matrix.model import RunnerProfile
+from matrix.core.model import RunnerProfile
 
 
 @dataclass(frozen=True, kw_only=True)

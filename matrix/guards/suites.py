@@ -11,11 +11,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from matrix.errors import ConfigError, UsageError
+from matrix.core.errors import ConfigError, UsageError
+from matrix.core.loader import read_toml, read_toml_file
+from matrix.core.model import RunnerProfile
+from matrix.core.textfiles import read_text
 from matrix.guards.model import Platform, Registration
-from matrix.loader import read_toml, read_toml_file
-from matrix.model import RunnerProfile
-from matrix.textfiles import read_text
 
 DEFAULT_SOURCE = "matrix/data/suites.toml"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from matrix.errors import UsageError
+from matrix.core.errors import UsageError
+from matrix.core.machine import find_runner
+from matrix.core.model import RunnerProfile
 from matrix.guards.audit import AuditSettings, audit_file
 from matrix.guards.finder import TEST_FILE, analyse_source
 from matrix.guards.model import FileAnalysis, GuardFinding, GuardReport
 from matrix.guards.suites import SuiteMap, check_suite_map, load_suite_map
-from matrix.machine import find_runner
-from matrix.model import RunnerProfile
 
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 

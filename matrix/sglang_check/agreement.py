@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from matrix.model import Cell, Expectation, Rule, RuleKind
+from matrix.core.model import Cell, Expectation, Rule, RuleKind
 
 SGLANG = "sglang"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from matrix.model import Rule
+from matrix.core.model import Rule
 from matrix.sglang_check.agreement import SpecPath
 
 SPECULATIVE_HOOK_0_5_23 = "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/arg_groups/speculative_hook.py"

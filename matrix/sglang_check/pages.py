@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from matrix.model import Matrix, PagePromotion
+from matrix.core.model import Matrix, PagePromotion
 from matrix.sglang_check.versions import present_in
 
 TARGET = "target"

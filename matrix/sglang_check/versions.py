@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from matrix.model import VersionRequirement
+from matrix.core.model import VersionRequirement
 
 
 def present_in(requirements: Iterable[VersionRequirement], versions: Mapping[str, str]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from matrix.model import Cell, Matrix
+from matrix.core.model import Cell, Matrix
 
 _Product = tuple[frozenset[str], ...]
 

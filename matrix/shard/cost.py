@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from matrix.errors import ConfigError
-from matrix.kernel_config import kernel_config
-from matrix.model import Cell, Expectation, Matrix, Outcome, RunnerProfile
-from matrix.report import CellStatus, Report
+from matrix.core.errors import ConfigError
+from matrix.core.kernel_config import kernel_config
+from matrix.core.model import Cell, Expectation, Matrix, Outcome, RunnerProfile
+from matrix.core.report import CellStatus, Report
 from matrix.shard.workload import WorkItem, Workload
 
 _RAN = frozenset({CellStatus.PASSED, CellStatus.FAILED, CellStatus.ERROR})

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matrix.errors import ReportError, UsageError
-from matrix.model import Matrix, RunnerProfile
+from matrix.core.errors import ReportError, UsageError
+from matrix.core.model import Matrix, RunnerProfile
 from matrix.shard.compact import compact_selector
 from matrix.shard.plan import ShardPlan
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from matrix.errors import UsageError
+from matrix.core.errors import UsageError
 from matrix.shard.baselines import Planner
 from matrix.shard.planner import plan_setup_aware
 from matrix.shard.workload import Assignment, Workload, evaluate, work_seconds

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from matrix.expect import effective_versions, expectations
-from matrix.loader import load_matrix, load_runners
-from matrix.model import Matrix, Outcome, RunnerProfile
-from matrix.report import CellResult, CellStatus, Report, RunnerInfo, write_report
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.loader import load_matrix, load_runners
+from matrix.core.model import Matrix, Outcome, RunnerProfile
+from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, write_report
 from matrix.shard.cost import workload_for
 from matrix.shard.workload import Workload
 

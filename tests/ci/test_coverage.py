@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from matrix.cli import main
+from matrix.cli.main import main
+from matrix.core.report import CellStatus, FindingKind, RunnerInfo
 from matrix.coverage.merge import Coverage, ReportSource, merge
-from matrix.report import CellStatus, FindingKind, RunnerInfo
 
 from .conftest import make_report, run_cells
 

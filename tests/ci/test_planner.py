@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from matrix.errors import UsageError
+from matrix.core.errors import UsageError
 from matrix.shard.baselines import longest_first_files, longest_first_items
 from matrix.shard.plan import plan_budget, plan_shards
 from matrix.shard.planner import plan_setup_aware

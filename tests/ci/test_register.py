@@ -12,14 +12,14 @@ import textwrap
 
 import pytest
 
-from matrix.cli import main
-from matrix.errors import ConfigError
-from matrix.expect import effective_versions, expectations
+from matrix.cli.main import main
+from matrix.core.errors import ConfigError
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.model import RunnerProfile
 from matrix.guards.model import GuardFindingKind
 from matrix.guards.registrations import read_registrations
 from matrix.guards.tree import audit_tree
-from matrix.model import RunnerProfile
-from matrix.register_gen import ALLOWED_IMPORTS, CELL_MODULE, generate
+from matrix.register.modules import ALLOWED_IMPORTS, CELL_MODULE, generate
 from matrix.shard.cost import workload_for
 from matrix.shard.workload import work_seconds
 

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from matrix.errors import ReportError, UsageError
-from matrix.model import Outcome
-from matrix.report import CellStatus
-from matrix.selectors import select
+from matrix.core.errors import ReportError, UsageError
+from matrix.core.model import Outcome
+from matrix.core.report import CellStatus
+from matrix.core.selectors import select
 from matrix.shard import compact
 from matrix.shard.compact import compact_selector
 from matrix.shard.cost import config_key, measured_from, workload_for
@@ -35,7 +35,7 @@ def test_only_cells_expected_to_run_are_planned(default_matrix, runners, b200_wo
     ids=["xqa", "trtllm-gen", "fa3"],
 )
 def test_configuration_is_backend_impl_and_config_axes(default_matrix, runners, cell_id, runner, expected):
-    from matrix.expect import resolve_impl
+    from matrix.core.expect import resolve_impl
 
     cell = default_matrix.cell(cell_id)
     key = config_key(default_matrix, cell, resolve_impl(default_matrix, str(cell.backend), runners[runner].sm))
@@ -63,7 +63,7 @@ def test_measured_durations_replace_the_cost_table(default_matrix, runners):
     )
     measured = measured_from([report, report])
     assert measured.cell_seconds == {ids[0]: 3.0, xqa: 2.0}  # compile split off; a skip measures nothing
-    from matrix.expect import effective_versions, expectations
+    from matrix.core.expect import effective_versions, expectations
 
     workload = workload_for(
         default_matrix, runner, expectations(default_matrix, runner, effective_versions(default_matrix, {})), measured
@@ -141,7 +141,7 @@ def test_corrupt_plan_file_is_a_report_error(tmp_path, text):
 
 
 def test_expected_skips_never_reach_a_shard(default_matrix, runners, b200_workload):
-    from matrix.expect import effective_versions, expectations
+    from matrix.core.expect import effective_versions, expectations
 
     exps = expectations(default_matrix, runners["4-gpu-b200"], effective_versions(default_matrix, {}))
     planned = {c for s in plan_shards(b200_workload, 3).shards for c in s.cells}

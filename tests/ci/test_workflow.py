@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from matrix.selectors import select
+from matrix.core.selectors import select
 
 from .conftest import run_cells
 
@@ -189,7 +189,7 @@ def test_zizmor_is_clean():
 
 @pytest.mark.parametrize("measured", [False, True], ids=["cost-table", "checked-in-report"])
 def test_plan_step_uses_checked_in_measured_durations(tmp_path, default_matrix, runners, measured):
-    from matrix.report import CellStatus, write_report
+    from matrix.core.report import CellStatus, write_report
 
     from .conftest import make_report
 

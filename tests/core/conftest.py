@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from matrix.loader import load_matrix, load_runners
-from matrix.model import Matrix, RunnerProfile
+from matrix.core.loader import load_matrix, load_runners
+from matrix.core.model import Matrix, RunnerProfile
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from matrix.cli import main
+from matrix.cli.main import main
 
 B200 = '{"gpus": 4, "capability": [10, 0], "name": "NVIDIA B200", "versions": {"flashinfer": "0.7.2"}}'
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from matrix.expect import effective_versions, expected, resolve_impl
-from matrix.model import Matrix, Outcome, RunnerProfile
+from matrix.core.expect import effective_versions, expected, resolve_impl
+from matrix.core.model import Matrix, Outcome, RunnerProfile
 
 PINS = {"flashinfer": "0.7.2", "sglang": "0.5.23"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from matrix.errors import ConfigError
-from matrix.loader import load_matrix, load_runners, parse_matrix, parse_runners, read_toml
+from matrix.core.errors import ConfigError
+from matrix.core.loader import load_matrix, load_runners, parse_matrix, parse_runners, read_toml
 
 MINIMAL = """
 name = "mini"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from matrix.detect import facts_from_override
-from matrix.errors import ConfigError, DetectionError, UnknownRunnerError
-from matrix.machine import MachineFacts, auto_runner, claim_runner, differences
-from matrix.options import CliOverrides, resolve_options
+from matrix.core.detect import facts_from_override
+from matrix.core.errors import ConfigError, DetectionError, UnknownRunnerError
+from matrix.core.machine import MachineFacts, auto_runner, claim_runner, differences
+from matrix.core.options import CliOverrides, resolve_options
 
 
 def write_pyproject(folder: Path, body: str) -> None:
@@ -115,9 +115,9 @@ def test_core_imports_without_torch(tmp_path):
     """The planning core must import and plan on a machine without torch."""
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "import matrix.cli, matrix.expect, matrix.loader, matrix.planning, matrix.report\n"
-        "from matrix.options import Options, load\n"
-        "from matrix.planning import plan_for\n"
+        "import matrix.cli.main, matrix.core.expect, matrix.core.loader, matrix.core.planning, matrix.core.report\n"
+        "from matrix.core.options import Options, load\n"
+        "from matrix.core.planning import plan_for\n"
         "plan = plan_for(load(Options()), '4-gpu-b200', {})\n"
         "assert plan.expectations\n"
         "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"

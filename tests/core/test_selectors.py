@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from matrix.errors import SelectorError
-from matrix.selectors import Selector, expand_braces, select
+from matrix.core.errors import SelectorError
+from matrix.core.selectors import Selector, expand_braces, select
 
 
 @pytest.mark.parametrize(

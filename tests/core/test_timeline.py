@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from matrix.cli import main
-from matrix.errors import ReportError
-from matrix.report import CellResult, CellStatus, OutsideResult, Report, RunnerInfo, read_report, to_json
-from matrix.timeline import Scaling, timeline
+from matrix.audit.timeline import Scaling, timeline
+from matrix.cli.main import main
+from matrix.core.errors import ReportError
+from matrix.core.report import CellResult, CellStatus, OutsideResult, Report, RunnerInfo, read_report, to_json
 
 
 def _cell(i: int, worker: str | None, started: float | None, duration: float, **kw: float) -> CellResult:

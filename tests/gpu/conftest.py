@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from matrix.core.model import Cell
 from matrix.gpu.cases import MUTATIONS, draft_case, expanded_graph_rows
 from matrix.gpu.config_scheduler import pytest_xdist_make_scheduler  # noqa: F401 (a hook: --dist loadgroup by config)
 from matrix.gpu.isolation import ChildOutcome, cuda_error_line, run_child
-from matrix.model import Cell
 from matrix.plugin import CRASHED_PROPERTY
 
 # Test-only switches, read here and nowhere else (the mutation run of docs/gpu.md).

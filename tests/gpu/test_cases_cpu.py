@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from matrix.core.loader import load_matrix
+from matrix.core.model import Matrix
 from matrix.gpu.benchtable import BenchRow, markdown_table, ratio_groups, ratios
 from matrix.gpu.cases import (
     CAPTURE_BS,
@@ -20,8 +22,6 @@ from matrix.gpu.cases import (
     varied_seq_lens,
 )
 from matrix.gpu.grouping import config_key
-from matrix.loader import load_matrix
-from matrix.model import Matrix
 
 
 @pytest.fixture(scope="module")

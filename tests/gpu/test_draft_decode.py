@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from matrix.model import Cell
+from matrix.core.model import Cell
 
 DraftCheck = Callable[[str, Cell], None]
 

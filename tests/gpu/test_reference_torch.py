@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from matrix.core.loader import load_matrix
 from matrix.gpu.cases import draft_case
-from matrix.loader import load_matrix
 
 torch = pytest.importorskip("torch")
 

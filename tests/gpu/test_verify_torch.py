@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from matrix.core.loader import load_matrix
 from matrix.gpu.cases import draft_case
-from matrix.loader import load_matrix
 
 torch = pytest.importorskip("torch")
 

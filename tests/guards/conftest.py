@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from matrix.core.loader import load_runners
+from matrix.core.model import RunnerProfile
 from matrix.guards.predicates import RunnerFacts
-from matrix.loader import load_runners
-from matrix.model import RunnerProfile
 
 # The fixture suite is data for the audit, never a test module to import.
 collect_ignore = ["fixture_suite"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from matrix.cli import main
+from matrix.cli.main import main
 from matrix.guards.render import SCHEMA
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from matrix.errors import ConfigError, UsageError
+from matrix.core.errors import ConfigError, UsageError
 from matrix.guards import suites
 from matrix.guards.model import Platform, Registration
 from matrix.guards.suites import check_suite_map, load_suite_map, parse_suite_map, read_suite_list, target_of

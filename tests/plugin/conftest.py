@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from matrix.report import read_report
+from matrix.core.report import read_report
 
 # Two backends x two sizes. On sm100 (4-gpu-b200, strict) alpha must run and beta is an expected skip;
 # on sm90 (1-gpu-h100, lenient) everything must run; on cpu (lenient) alpha must run, beta skips.

@@ -12,12 +12,12 @@ from matrix.audit.nodeids import CellIdIndex, strip_params
 from matrix.audit.outcome import Observed, cell_status, observed_phase
 from matrix.audit.selection import CellChooser, expand_select_args
 from matrix.audit.static_plan import StaticTest, matrix_tests
-from matrix.errors import SelectorError, UsageError
-from matrix.expect import expectations
-from matrix.loader import load_matrix, load_runners
-from matrix.model import Expectation, Outcome, SkipPolicy
-from matrix.report import CellStatus, FindingKind, OutsideResult, Severity
-from matrix.selectors import select
+from matrix.core.errors import SelectorError, UsageError
+from matrix.core.expect import expectations
+from matrix.core.loader import load_matrix, load_runners
+from matrix.core.model import Expectation, Outcome, SkipPolicy
+from matrix.core.report import CellStatus, FindingKind, OutsideResult, Severity
+from matrix.core.selectors import select
 
 MATRIX = load_matrix()
 

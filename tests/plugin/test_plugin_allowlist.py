@@ -8,8 +8,8 @@ import re
 import pytest
 
 from matrix.audit.allowlist import AllowEntry, judge, parse_allowlist
-from matrix.errors import UsageError
-from matrix.report import FindingKind, OutsideResult
+from matrix.core.errors import UsageError
+from matrix.core.report import FindingKind, OutsideResult
 
 from .conftest import STRICT, literal, report_of, write
 

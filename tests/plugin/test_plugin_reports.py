@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from matrix.audit.findings import recheck
-from matrix.cli import main
-from matrix.report import CellResult, CellStatus, Report, RunnerInfo, read_report, to_json, write_report
+from matrix.cli.main import main
+from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, read_report, to_json, write_report
 
 from .conftest import STRICT, literal, report_of, write
 

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from matrix.cli import main
-from matrix.report import read_report
-from matrix.timeline import Scaling, timeline
+from matrix.audit.timeline import Scaling, timeline
+from matrix.cli.main import main
+from matrix.core.report import read_report
 
 from .conftest import report_of, write
 

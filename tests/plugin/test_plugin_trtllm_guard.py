@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from matrix.expect import expectations
-from matrix.loader import load_matrix, load_runners
-from matrix.model import Outcome
-from matrix.selectors import select
+from matrix.core.expect import expectations
+from matrix.core.loader import load_matrix, load_runners
+from matrix.core.model import Outcome
+from matrix.core.selectors import select
 
 from .conftest import B200, STRICT, report_of, write
 

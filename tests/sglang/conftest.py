@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import sglang  # noqa: F401  (collection must fail loudly when sglang is missing)
 
-from matrix.detect import installed_versions
-from matrix.expect import effective_versions
-from matrix.loader import default_matrix_text, load_matrix, load_runners, parse_matrix, read_toml
-from matrix.model import Matrix, RunnerProfile
+from matrix.core.detect import installed_versions
+from matrix.core.expect import effective_versions
+from matrix.core.loader import default_matrix_text, load_matrix, load_runners, parse_matrix, read_toml
+from matrix.core.model import Matrix, RunnerProfile
 
 # Warnings sglang itself raises on a CPU-only import; everything else stays an error.
 SGLANG_CPU_IMPORT_WARNINGS = (

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from matrix.loader import load_matrix
-from matrix.model import Matrix
+from matrix.core.loader import load_matrix
+from matrix.core.model import Matrix
 from matrix.sglang_check import edge
 from matrix.sglang_check.gaps import SHALLOW_VIEW_GAP
 from matrix.sglang_check.pages import PageConfig, compare_page, page_configs

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from matrix.expect import expected
-from matrix.loader import load_matrix, load_runners
-from matrix.model import Matrix, RunnerProfile
+from matrix.core.expect import expected
+from matrix.core.loader import load_matrix, load_runners
+from matrix.core.model import Matrix, RunnerProfile
 from matrix.sglang_check import edge
 from matrix.sglang_check.agreement import ServerConfig, SglangVerdict, SpecPath, compare_outcome, rejecting_rules, server_configs
 from matrix.sglang_check.gaps import known_gap

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from matrix.detect import installed_versions
-from matrix.model import Matrix
+from matrix.core.detect import installed_versions
+from matrix.core.model import Matrix
 from matrix.sglang_check import CHECKED_SGLANG_VERSIONS
 
 REQUIREMENTS = Path(__file__).resolve().parents[2] / "ci" / "requirements-sglang.txt"

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from matrix.errors import ConfigError
-from matrix.expect import expected
-from matrix.loader import default_matrix_text, load_matrix, load_runners, parse_matrix, read_toml
-from matrix.model import Matrix
+from matrix.core.errors import ConfigError
+from matrix.core.expect import expected
+from matrix.core.loader import default_matrix_text, load_matrix, load_runners, parse_matrix, read_toml
+from matrix.core.model import Matrix
 from matrix.sglang_check.agreement import SglangVerdict, SpecPath, compare_outcome, rejecting_rules, server_configs
 from matrix.sglang_check.buffers import row_shortfalls
 from matrix.sglang_check.gaps import KNOWN_GAPS, known_gap

@@ -7,9 +7,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from matrix.errors import ConfigError
-from matrix.expect import effective_versions, expectations
-from matrix.model import Matrix, RunnerProfile
+from matrix.core.errors import ConfigError
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.model import Matrix, RunnerProfile
 from matrix.shard.cost import Measured, workload_for
 from matrix.shard.planner import plan_setup_aware
 from matrix.shard.workload import Workload, work_seconds

@@ -7,8 +7,8 @@ import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from matrix.errors import SelectorError
-from matrix.model import Cell
+from matrix.core.errors import SelectorError
+from matrix.core.model import Cell
 
 
 def expand_braces(pattern: str) -> list[str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from matrix.errors import ReportError
-from matrix.report import CellResult, OutsideResult, Report
+from matrix.core.errors import ReportError
+from matrix.core.report import CellResult, OutsideResult, Report
 
 MAIN_PROCESS = "main"  # items run without xdist carry no worker
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from matrix.model import Cell, Matrix, Value
+from matrix.core.model import Cell, Matrix, Value
 
 
 @dataclass(frozen=True, kw_only=True)

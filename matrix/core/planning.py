@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from matrix.detect import detect
-from matrix.expect import effective_versions, expectations
-from matrix.machine import AUTO, MachineFacts, auto_runner, claim_runner, find_runner
-from matrix.model import Expectation, RunnerProfile
-from matrix.options import Loaded
+from matrix.core.detect import detect
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.machine import AUTO, MachineFacts, auto_runner, claim_runner, find_runner
+from matrix.core.model import Expectation, RunnerProfile
+from matrix.core.options import Loaded
 
 
 @dataclass(frozen=True, kw_only=True)

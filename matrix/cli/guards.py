@@ -6,11 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from matrix.core.loader import load_runners
+from matrix.core.options import Options
 from matrix.guards.render import to_json, to_markdown, to_text
 from matrix.guards.suites import load_suite_map, read_suite_list
 from matrix.guards.tree import audit_tree
-from matrix.loader import load_runners
-from matrix.options import Options
 
 
 def register(sub: Any) -> None:

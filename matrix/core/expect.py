@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from matrix.conditions import describe, holds
-from matrix.model import Cell, Expectation, Matrix, Outcome, Rule, RuleVerdict, RunnerProfile, Value
+from matrix.core.conditions import describe, holds
+from matrix.core.model import Cell, Expectation, Matrix, Outcome, Rule, RuleVerdict, RunnerProfile, Value
 
 
 def resolve_impl(matrix: Matrix, backend: str, sm: int | None) -> str | None:

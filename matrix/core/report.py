@@ -10,8 +10,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from matrix.errors import ReportError
-from matrix.textfiles import read_text
+from matrix.core.errors import ReportError
+from matrix.core.textfiles import read_text
 
 SCHEMA = "specmatrix.report/1"
 

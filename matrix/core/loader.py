@@ -11,8 +11,8 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from matrix.errors import ConfigError
-from matrix.model import (
+from matrix.core.errors import ConfigError
+from matrix.core.model import (
     Axis,
     BackendCost,
     Cell,
@@ -29,7 +29,7 @@ from matrix.model import (
     Value,
     VersionRequirement,
 )
-from matrix.textfiles import read_text
+from matrix.core.textfiles import read_text
 
 RUNNER_FACTS = ("sm", "gpus", "impl")
 _NUMERIC_OPS = (Op.GT, Op.GE, Op.LT, Op.LE)
@@ -291,7 +291,7 @@ def _parse_conditions(table: Any, axes: Mapping[str, Axis], impl_names: set[str]
 
 
 def _check_satisfiable(conditions: list[Condition], axes: Mapping[str, Axis], where: str) -> None:
-    from matrix.conditions import holds  # local: conditions imports model only
+    from matrix.core.conditions import holds  # local: conditions imports model only
 
     for subject in {c.subject for c in conditions}:
         mine = [c for c in conditions if c.subject == subject]

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from matrix.audit.findings import recheck
-from matrix.errors import EXIT_FINDINGS, EXIT_OK
-from matrix.options import Options
-from matrix.report import Finding, Report, Severity, read_report
-from matrix.timeline import Scaling, render_scaling, render_timeline, timeline
+from matrix.audit.timeline import Scaling, render_scaling, render_timeline, timeline
+from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
+from matrix.core.options import Options
+from matrix.core.report import Finding, Report, Severity, read_report
 
 AUDIT_SCHEMA = "specmatrix.audit/1"
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matrix.errors import ConfigError
-from matrix.loader import load_matrix, load_runners, read_toml_file
-from matrix.model import Matrix, RunnerProfile
+from matrix.core.errors import ConfigError
+from matrix.core.loader import load_matrix, load_runners, read_toml_file
+from matrix.core.model import Matrix, RunnerProfile
 
 ENV_MATRIX = "SPECMATRIX_MATRIX"
 ENV_RUNNERS = "SPECMATRIX_RUNNERS"

@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from matrix.core.machine import find_runner
+from matrix.core.options import Options, load
+from matrix.core.planning import plan_for
+from matrix.core.report import read_report
+from matrix.core.selectors import select
 from matrix.coverage.merge import ReportSource, merge
 from matrix.coverage.views import coverage_document, coverage_markdown
-from matrix.errors import EXIT_FINDINGS, EXIT_OK, UsageError
-from matrix.machine import find_runner
-from matrix.options import Options, load
-from matrix.planning import plan_for
-from matrix.register_gen import DEFAULT_STAGE, generate
-from matrix.report import read_report
-from matrix.selectors import select
+from matrix.register.modules import DEFAULT_STAGE, generate
 from matrix.shard.cost import Measured, measured_from, workload_for
 from matrix.shard.output import gha_matrix, plan_document, read_plan, shard_selects, write_plan_dir
 from matrix.shard.plan import plan_budget, plan_shards

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from matrix.errors import SpecmatrixError
+from matrix.core.errors import SpecmatrixError
 
 
 def read_text(path: Path, error: type[SpecmatrixError], label: str | None = None) -> str:

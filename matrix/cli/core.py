@@ -8,14 +8,14 @@ import os
 from collections import Counter
 from typing import Any
 
-from matrix.detect import detect
-from matrix.errors import EXIT_OK, UsageError
-from matrix.expect import effective_versions, expectations
-from matrix.machine import auto_runner, differences
-from matrix.model import Cell, Expectation, Outcome
-from matrix.options import Options, load
-from matrix.planning import plan_for
-from matrix.selectors import select
+from matrix.core.detect import detect
+from matrix.core.errors import EXIT_OK, UsageError
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.machine import auto_runner, differences
+from matrix.core.model import Cell, Expectation, Outcome
+from matrix.core.options import Options, load
+from matrix.core.planning import plan_for
+from matrix.core.selectors import select
 
 CELLS_SCHEMA = "specmatrix.cells/1"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from matrix.model import Condition, Op, Value
+from matrix.core.model import Condition, Op, Value
 
 
 def holds(condition: Condition, value: Value | None) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from matrix.errors import DetectionError, UnknownRunnerError
-from matrix.model import RunnerProfile
-from matrix.selectors import nearest_hint
+from matrix.core.errors import DetectionError, UnknownRunnerError
+from matrix.core.model import RunnerProfile
+from matrix.core.selectors import nearest_hint
 
 AUTO = "auto"
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
 
-from matrix.errors import DetectionError
-from matrix.machine import MachineFacts
+from matrix.core.errors import DetectionError
+from matrix.core.machine import MachineFacts
 
 DETECT_ENV = "SPECMATRIX_DETECT"
 LIBRARIES = {"torch": "torch", "flashinfer": "flashinfer-python", "sglang": "sglang", "triton": "triton"}
