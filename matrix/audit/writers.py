@@ -9,6 +9,7 @@ from typing import Protocol
 
 from matrix.audit.junit import render_junit
 from matrix.audit.markdown import render_markdown
+from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import UsageError
 from matrix.core.report import Report, write_report
 
@@ -36,10 +37,7 @@ class TextWriter:
 
     def write(self, report: Report, path: Path) -> None:
         """Write atomically, like the JSON report: a killed run never leaves half a file."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.render(report), encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, self.render(report))
 
 
 WRITERS: tuple[ReportWriter, ...] = (JsonWriter(), TextWriter(".xml", render_junit), TextWriter(".md", render_markdown))

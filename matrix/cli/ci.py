@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from matrix.core.machine import find_runner
 from matrix.core.options import Options, load
@@ -118,15 +119,15 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     )
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    (out / "coverage.json").write_text(json.dumps(coverage_document(result), indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(out / "coverage.json", json.dumps(coverage_document(result), indent=2) + "\n")
     heatmap = None
     if not args.no_heatmap and result.entries:
         from matrix.coverage.heatmap import render_heatmap
 
         render_heatmap(result, [out / "heatmap.png", out / "heatmap.svg"])
         heatmap = "heatmap.png"
-    (out / "coverage.md").write_text(coverage_markdown(result, heatmap=heatmap), encoding="utf-8")
-    (out / "summary.md").write_text(coverage_markdown(result), encoding="utf-8")
+    write_text_atomic(out / "coverage.md", coverage_markdown(result, heatmap=heatmap))
+    write_text_atomic(out / "summary.md", coverage_markdown(result))
     for finding in result.errors:
         print(f"{finding.kind.value}: {finding.message}")
     print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")
@@ -146,6 +147,6 @@ def cmd_register(args: argparse.Namespace, options: Options) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     for module in modules:
-        (out / module.file_name).write_text(module.text, encoding="utf-8")
+        write_text_atomic(out / module.file_name, module.text)
         print(f"{out / module.file_name}: {len(module.cells)} cells, est_time {module.est_time} s ({module.runner})")
     return EXIT_OK

@@ -35,3 +35,7 @@ class DetectionError(SpecmatrixError):
 
 class ReportError(SpecmatrixError):
     """A saved report is corrupt, truncated or of an unknown schema."""
+
+
+class OutputError(SpecmatrixError):
+    """An output file cannot be written where the user asked (unwritable, a special file, a full disk)."""

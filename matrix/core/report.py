@@ -10,6 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import ReportError
 from matrix.core.textfiles import read_text
 
@@ -139,11 +140,8 @@ def to_json(report: Report) -> dict[str, Any]:
 
 def write_report(report: Report, path: Path) -> None:
     """Write atomically so a killed run never leaves a half-written report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     # No indent: the indenting encoder is pure Python and several times slower on a 20,000-cell report.
-    tmp.write_text(json.dumps(to_json(report), sort_keys=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(to_json(report), sort_keys=False) + "\n")
 
 
 def _need(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from matrix.core.atomic import write_text_atomic
 from matrix.core.selectors import select
 from matrix.gpu.benchtable import BenchRow, markdown_table, plot_series, ratio_groups, ratios, row_from_dict
 from matrix.gpu.cases import DraftCase, draft_case
@@ -166,8 +167,8 @@ def _plot_ratios(rows: Sequence[BenchRow], path: Path) -> bool:
 def write_outputs(doc: dict[str, Any], rows: Sequence[BenchRow], out: Path) -> str:
     """bench.json, bench.md and the pictures; returns what was plotted."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    (out / "bench.md").write_text(markdown_table(rows), encoding="utf-8")
+    write_text_atomic(out / "bench.json", json.dumps(doc, indent=1) + "\n")
+    write_text_atomic(out / "bench.md", markdown_table(rows))
     plotted = [
         name
         for name, ok in (

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import ReportError, UsageError
 from matrix.core.model import Matrix, RunnerProfile
 from matrix.shard.compact import compact_selector
@@ -87,8 +88,8 @@ def write_plan_dir(directory: Path, document: Mapping[str, Any]) -> None:
     """plan.json plus one file per shard listing its cell ids, one per line (for `--matrix-select=@FILE`)."""
     directory.mkdir(parents=True, exist_ok=True)
     for shard in document["shards"]:
-        (directory / shard_file(shard["index"])).write_text("".join(f"{c}\n" for c in shard["cells"]), encoding="utf-8")
-    (directory / PLAN_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        write_text_atomic(directory / shard_file(shard["index"]), "".join(f"{c}\n" for c in shard["cells"]))
+    write_text_atomic(directory / PLAN_FILE, json.dumps(document, indent=2) + "\n")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,57 @@
+"""The one writer for every file specmatrix writes: a unique temp file beside the target, fsync, `os.replace`.
+
+A reader never sees half a file, a planted `PATH.tmp` (symlink or not) is never followed or clobbered, two
+concurrent writers never trip over one shared temp name, and a special file (a device, a FIFO, a directory) is
+refused rather than replaced by a regular file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from matrix.core.errors import OutputError
+
+
+def _check_target(path: Path) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        # Replacing a symlink swaps the link itself for a file, never writes through it.
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{path}: not a regular file; refusing to replace it")
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` atomically; any failure is one `OutputError` line and leaves no temp file."""
+    path = Path(path)
+    _check_target(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """UTF-8 text, written atomically; characters UTF-8 cannot carry (lone surrogates) become U+FFFD."""
+    write_bytes_atomic(path, text.encode("utf-8", errors="replace"))
