@@ -40,11 +40,13 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff and mypy --strict."""
+    """ruff, mypy --strict and the import contracts (lint-imports)."""
     install(session, "-e", ".[test,plot]", "ruff", "mypy", "nox")  # nox: mypy checks the noxfile against its types
     session.run("ruff", "check", "matrix", "tests", "noxfile.py", "ci")
     session.run("ruff", "format", "--check", "matrix", "tests", "noxfile.py", "ci")
     session.run("mypy")
+    # The import contracts of docs/architecture.md ([tool.importlinter]); import-linter comes with the test extra.
+    session.run("lint-imports", "--no-cache", "--no-logo")
 
 
 @nox.session
