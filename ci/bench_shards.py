@@ -23,7 +23,8 @@ from matrix.shard.planner import plan_setup_aware
 from matrix.shard.workload import WorkItem, Workload, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_REGISTRATIONS = ROOT.parent / "shared" / "data" / "sglang-registrations-2026-07.json"
+# sglang main of 2026-07-20, CUDA registrations only; ci/data/README.md says how it was taken and how to refresh it.
+DEFAULT_REGISTRATIONS = ROOT / "ci" / "data" / "sglang-registrations-2026-07.json"
 PLANNERS: tuple[tuple[str, Planner], ...] = (
     ("setup-aware (specmatrix)", plan_setup_aware),
     ("longest-first, cells", longest_first_items),
@@ -94,7 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     for title, workload in matrix_workloads([r for r in args.runners.split(",") if r], args.durations):
         table(title, workload, counts)
     if args.registrations.is_file():
-        for title, workload in registration_workloads(args.registrations, args.runner_config):
+        try:
+            workloads = registration_workloads(args.registrations, args.runner_config)
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            # ValueError covers malformed JSON; KeyError/TypeError a document of another shape.
+            print(f"bench_shards: {args.registrations}: not a registrations file ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return 2
+        for title, workload in workloads:
             table(title, workload, counts)
     else:
         print(f"\n(b) skipped: registration data not found at {args.registrations} (pass --registrations PATH)")
