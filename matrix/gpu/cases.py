@@ -120,8 +120,8 @@ def draft_case(cell: Cell) -> DraftCase:
 def tolerance(dtype: str, head_dim: int) -> Tolerance:
     """Per-dtype tolerance against the float32 reference computed from the stored KV.
 
-    fp8 KV gets its own: XQA's fp8 path showed max error 0.05-0.08 at head_dim 128/256
-    and 0.004-0.007 at 512 on an H200 (DOMAIN.md §3).
+    fp8 KV gets its own: XQA's fp8 path showed max error 0.05-0.08 at head_dim 64-256
+    and 0.004-0.005 at 512 on an H200 (docs/sources.md#fp8-kv-tolerances).
     """
     if dtype == "fp8kv":
         return Tolerance(atol=0.15 if head_dim <= 256 else 0.03, rtol=0.05)

@@ -1,4 +1,4 @@
-"""What the guard helpers of sglang and torch return on a runner profile (DOMAIN.md §2).
+"""What the guard helpers of sglang and torch return on a runner profile (docs/sources.md#guard-helpers).
 
 A predicate returns a plain value, or `Unknown` when the profile cannot say.
 """

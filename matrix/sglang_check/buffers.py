@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-# trtllm_mha sizes these from init_cuda_graph_state's first argument (DOMAIN.md §2); the value is the extra
+# trtllm_mha sizes these from init_cuda_graph_state's first argument (sglang 0.5.23
+# TRTLLMHAAttnBackend.init_cuda_graph_state, docs/sources.md#graph-buffer-sizing); the value is the extra
 # rows an indptr-style buffer carries (cu_seqlens has one more row than sequences).
 TRTLLM_MHA_PER_SEQUENCE = {
     "cache_seqlens": 0,

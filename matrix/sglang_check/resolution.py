@@ -6,7 +6,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-# DOMAIN.md §2, sglang 0.5.23 FrozenKVMTPDraftWorker._resolve_draft_backend_type.
+# sglang 0.5.23 sglang/srt/speculative/frozen_kv_mtp_worker_v2.py, FrozenKVMTPDraftWorker._resolve_draft_backend_type
+# (docs/sources.md#draft-backend-resolution).
 DRAFT_BACKEND_FIELDS = ("speculative_draft_attention_backend", "decode_attention_backend", "attention_backend")
 
 

@@ -14,7 +14,7 @@ from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts, Unknown
 T, F, U = Tri.TRUE, Tri.FALSE, Tri.UNKNOWN
 ARCHS = ("sm90", "sm100", "sm120", "cpu")
 
-# expression -> expected value on (sm90, sm100, sm120, cpu); DOMAIN.md §2 "Guard helpers".
+# expression -> expected value on (sm90, sm100, sm120, cpu); sglang 0.5.23 sglang/srt/utils/common.py (docs/sources.md#guard-helpers).
 PREDICATE_TABLE: dict[str, tuple[Tri, Tri, Tri, Tri]] = {
     "is_sm90_supported()": (T, F, F, F),
     "is_sm100_supported()": (F, T, F, F),
