@@ -16,7 +16,7 @@ from matrix.guards.baseline import Baseline, read_baseline
 from matrix.guards.suites import load_suite_map
 from matrix.ledger.join import JoinSettings, join
 from matrix.ledger.pth import install_hook, uninstall_hook
-from matrix.ledger.records import read_ledger
+from matrix.ledger.records import BadLine, Process, read_ledger
 from matrix.ledger.registered import read_suite
 from matrix.ledger.render import to_github, to_json, to_markdown, to_text
 
@@ -56,8 +56,10 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         if args.ledgers or args.root:
             raise UsageError("ledger: --install-hook/--uninstall-hook take no LEDGER or --root")
         change = install_hook() if args.install_hook else uninstall_hook()
-        verb = ("installed" if change.changed else "already installed") if args.install_hook else (
-            "removed" if change.changed else "not installed"
+        verb = (
+            ("installed" if change.changed else "already installed")
+            if args.install_hook
+            else ("removed" if change.changed else "not installed")
         )
         print(f"specmatrix ledger hook {verb}: {change.path}")
         return 0
@@ -76,8 +78,8 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         baseline=read_baseline(args.baseline) if args.baseline else Baseline(entries=()),
         partial=args.partial,
     )
-    processes = []
-    bad = []
+    processes: list[Process] = []
+    bad: list[BadLine] = []
     for path in args.ledgers:
         read = read_ledger(path)
         processes.extend(read.processes)

@@ -283,7 +283,9 @@ def _file_findings(
                 runner=runner,
                 message=f"skipped at runtime on {runner}: {reason!r}" if reason else f"skipped at runtime on {runner}",
                 static=static,
-                accepted_by=_accepted(file.path, test, runner, reason, baseline, settings),
+                accepted_by=_accepted(
+                    path=file.path, test=test, runner=runner, reason=reason, baseline=baseline, settings=settings
+                ),
                 evidence=str(records[-1].where),
             )
         )
@@ -320,7 +322,7 @@ def _file_findings(
 
 
 def _accepted(
-    path: str, test: str, runner: str, reason: str, baseline: Mapping[str, BaselineEntry], settings: JoinSettings
+    *, path: str, test: str, runner: str, reason: str, baseline: Mapping[str, BaselineEntry], settings: JoinSettings
 ) -> str:
     for entry in settings.allow:
         if entry.expires >= settings.today and entry.covers(test, reason):

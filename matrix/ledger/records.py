@@ -142,7 +142,7 @@ def _record(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise _Bad("not a JSON object")
     if data.get("ledger") != LEDGER_VERSION:
-        raise _Bad(f"not a specmatrix ledger record (want \"ledger\": {LEDGER_VERSION})")
+        raise _Bad(f'not a specmatrix ledger record (want "ledger": {LEDGER_VERSION})')
     if data.get("kind") not in ("process", "test", "exit"):
         raise _Bad("field 'kind' must be process, test or exit")
     _int(data, "pid")
@@ -153,7 +153,7 @@ def _record(data: Any) -> dict[str, Any]:
         _str(data, "file")
         _str(data, "test")
         try:
-            TestStatus(data.get("status"))
+            TestStatus(str(data.get("status")))
         except ValueError:
             raise _Bad(f"unknown test status {str(data.get('status'))[:40]!r}") from None
         _str(data, "reason", required=False)
@@ -199,7 +199,14 @@ class _Builder:
             if current is not None:
                 self.done.append(current)
             script = data.get("script", "") if kind == "process" else ""
-            current = {"where": where, "pid": pid, "script": script, "runner": _runner(data.get("runner")), "tests": [], "exit": None}
+            current = {
+                "where": where,
+                "pid": pid,
+                "script": script,
+                "runner": _runner(data.get("runner")),
+                "tests": [],
+                "exit": None,
+            }
             self.open[pid] = current
             if kind == "process":
                 return
@@ -214,12 +221,16 @@ class _Builder:
                 )
             )
         else:
-            current["exit"] = ExitRecord(where=where, status=data["status"], how=str(data.get("how", ""))[:200], tests=data["tests"])
+            current["exit"] = ExitRecord(
+                where=where, status=data["status"], how=str(data.get("how", ""))[:200], tests=data["tests"]
+            )
 
     def processes(self) -> tuple[Process, ...]:
         every = sorted([*self.done, *self.open.values()], key=lambda p: (p["where"].ledger, p["where"].line))
         return tuple(
-            Process(where=p["where"], pid=p["pid"], script=p["script"], runner=p["runner"], tests=tuple(p["tests"]), exit=p["exit"])
+            Process(
+                where=p["where"], pid=p["pid"], script=p["script"], runner=p["runner"], tests=tuple(p["tests"]), exit=p["exit"]
+            )
             for p in every
         )
 
