@@ -24,6 +24,7 @@ ENV_DETECT_WITH = "SPECMATRIX_LEDGER_DETECT"  # "torch": import torch to read th
 LEDGER_VERSION = 1
 MAX_TEXT = 2000  # characters kept of a reason or message, so every line stays small
 _STATE_KEY = "_specmatrix_ledger_state"
+_UNKNOWN_RUNNER = '{"source":"unknown"}'
 
 
 class _State:
@@ -33,7 +34,9 @@ class _State:
         self.path = path
         self.root = root
         self.fd = -1
-        self.pid = -1
+        self.pid = os.getpid()  # kept current in forked children by an at-fork hook, saving a syscall per record
+        self.head: str | None = None
+        self.classes: dict[type, tuple[str, str]] = {}  # test class -> (file, "file::Class::")
         self.runner: str | None = None  # the JSON text of the runner facts, once known
         self.started = False
         self.tests = 0
@@ -87,30 +90,46 @@ def _runner_facts() -> dict[str, Any] | None:
         return {"source": "torch", "error": _text(exc)}
 
 
-def _write(state: _State, record: dict[str, Any]) -> None:
-    """One record, one line, one `os.write`."""
+def _quote(text: str) -> str:
+    """A JSON string; the common case (printable ASCII, nothing to escape) without loading json."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return '"' + text + '"'
     import json
 
-    pid = os.getpid()
-    if state.fd < 0 or state.pid != pid:
-        # A forked child inherits the descriptor; it is still an O_APPEND one, so it is reused as is.
-        if state.fd < 0:
-            state.fd = os.open(state.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        state.pid = pid
-    if state.runner is None:
+    return json.dumps(text, ensure_ascii=True)
+
+
+def _head(state: _State) -> str:
+    """The start of every line: version and runner facts (looked up until they are known, then cached)."""
+    if state.head is not None:
+        return state.head
+    if state.runner is None and (ENV_DETECT in os.environ or "torch" in sys.modules or ENV_DETECT_WITH in os.environ):
         facts = _runner_facts()
         if facts is not None:
+            import json
+
             state.runner = json.dumps(facts, separators=(",", ":"), ensure_ascii=True)
-    record["pid"] = pid
-    record["time"] = round(time.time(), 3)
-    body = json.dumps(record, separators=(",", ":"), ensure_ascii=True)
-    runner = state.runner or '{"source":"unknown"}'
-    line = f'{{"ledger":{LEDGER_VERSION},"runner":{runner},{body[1:]}\n'
-    data = line.encode("ascii")
-    written = os.write(state.fd, data)
-    if written != len(data):
+    head = f'{{"ledger":{LEDGER_VERSION},"runner":{state.runner or _UNKNOWN_RUNNER},'
+    if state.runner is not None:
+        state.head = head
+    return head
+
+
+def _emit(state: _State, fields: str) -> None:
+    """One record, one line, one `os.write` to an O_APPEND descriptor."""
+    if state.fd < 0:
+        state.fd = os.open(state.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    data = f'{_head(state)}{fields},"pid":{state.pid},"time":{time.time():.3f}}}\n'.encode("ascii")
+    if os.write(state.fd, data) != len(data):
         # A short write (a full disk) leaves a torn line; end it so the next record starts on its own line.
         os.write(state.fd, b"\n")
+
+
+def _write(state: _State, record: dict[str, Any]) -> None:
+    """A process or exit record (rare, so plain json)."""
+    import json
+
+    _emit(state, json.dumps(record, separators=(",", ":"), ensure_ascii=True)[1:-1])
 
 
 def _relative(state: _State, path: str) -> str:
@@ -142,13 +161,12 @@ def _ensure_started(state: _State) -> None:
 
 
 def record_test(state: _State, file: str, test: str, status: str, reason: str = "") -> None:
-    """One test outcome (also used by the pytest plugin object below)."""
-    _ensure_started(state)
+    """One test outcome (also used by the pytest plugin object below); the hot path, so no json here."""
+    if not state.started:
+        _ensure_started(state)
     state.tests += 1
-    record: dict[str, Any] = {"kind": "test", "file": file, "test": test, "status": status}
-    if reason:
-        record["reason"] = _text(reason)
-    _write(state, record)
+    tail = f',"reason":{_quote(_text(reason))}' if reason else ""
+    _emit(state, f'"kind":"test","file":{_quote(file)},"test":{_quote(test)},"status":"{status}"{tail}')
 
 
 # ----------------------------------------------------------------------------------------------- unittest
@@ -167,17 +185,22 @@ def _module_file(state: _State, module: str) -> str:
 
 def _unittest_id(state: _State, test: Any) -> tuple[str, str]:
     """(file, pytest-style test id) for a unittest test, an `_ErrorHolder` or a loader's stand-in case."""
+    cls = type(test)
+    known = state.classes.get(cls)
+    if known is not None:
+        return known[0], known[1] + test._testMethodName
     case = getattr(test, "test_case", None)  # a _SubTest reports for the test it belongs to
     if case is not None and hasattr(case, "_testMethodName"):
-        test = case
+        test, cls = case, type(case)
     method = getattr(test, "_testMethodName", None)
-    cls = type(test)
     if method is not None:
         if cls.__module__ == "unittest.loader":
             # ModuleSkipped / _FailedTest: the method is named after the module that could not be loaded.
             file = _module_file(state, method)
             return file, file
         file = _module_file(state, cls.__module__)
+        if case is None:
+            state.classes[cls] = (file, f"{file}::{cls.__qualname__}::")
         return file, f"{file}::{cls.__qualname__}::{method}"
     # _ErrorHolder: "setUpClass (pkg.mod.Class)" or "setUpModule (pkg.mod)".
     description = str(getattr(test, "description", "") or test)
@@ -216,7 +239,17 @@ def _patch_unittest_result(state: _State, result_module: Any) -> None:
         patched.__wrapped__ = original  # type: ignore[attr-defined]
         setattr(cls, name, patched)
 
-    wrap("addSuccess", "passed", None)
+    success = cls.addSuccess
+
+    def add_success(self: Any, test: Any) -> Any:
+        try:  # noqa: SIM105  (the hot path: one call per passing test)
+            record_test(state, *_unittest_id(state, test), "passed")
+        except Exception:
+            pass
+        return success(self, test)
+
+    add_success.__wrapped__ = success  # type: ignore[attr-defined]
+    cls.addSuccess = add_success
     wrap("addFailure", "failed", 0)
     wrap("addError", "error", 0)
     wrap("addSkip", "skipped", 0)
@@ -451,6 +484,7 @@ def activate(environ: Any = os.environ) -> None:
         sys.meta_path.insert(0, _PatchOnImport(patches))
     _install_exit_watchers(state)
     atexit.register(_on_exit, state)
+    os.register_at_fork(after_in_child=lambda: setattr(state, "pid", os.getpid()))
     if _script().endswith(".py"):
         _ensure_started(state)
 
