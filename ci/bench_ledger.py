@@ -139,6 +139,8 @@ def main() -> int:
     if args.json is not None:
         doc = {"results": results, "cpus": os.cpu_count(), "load_average": os.getloadavg(), "tests": args.tests}
         write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")
+    added = (float(results[0]["cpu_median_other_ms"]) - float(results[0]["cpu_median_base_ms"])) / args.tests * 1000
+    print(f"CPU added per test by the hook (difference of medians / tests): {added:.1f} us")
     ratio = float(results[0]["wall_median_pair_ratio"])
     ok = ratio <= TARGET_RUN
     print(

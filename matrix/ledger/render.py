@@ -116,13 +116,14 @@ def to_markdown(report: LedgerReport) -> str:
         lines += [
             f"<details><summary>{len(report.failing)} failing, {len(report.findings)} in all</summary>",
             "",
-            "| | kind | where | runner | what |",
-            "|---|---|---|---|---|",
+            "| | kind | where | test | runner | what |",
+            "|---|---|---|---|---|---|",
         ]
         for f in shown:
             where = f"`{_cell(_shown(report, f.path))}:{f.line}`" if f.path else ""
             what = _cell(f.message + (f"; {f.static}" if f.static and f.kind is not Kind.SETTLED else ""))
-            lines.append(f"| {_label(f)} | {f.kind.value} | {where} | {f.runner} | {what} |")
+            test = f"`{_cell(f.test)}`" if f.test and f.test != f.path else ""
+            lines.append(f"| {_label(f)} | {f.kind.value} | {where} | {test} | {f.runner} | {what} |")
         if len(report.findings) > MD_ROWS:
             lines.append(f"\n{len(report.findings) - MD_ROWS} more in the JSON report.")
         lines += ["", "</details>"]
@@ -147,6 +148,8 @@ def to_github(report: LedgerReport) -> str:
             props += [f"file={_escape_property(_shown(report, f.path))}", f"line={max(f.line, 1)}"]
         props.append(f"title={_escape_property(f'specmatrix ledger ({f.kind.value})')}")
         message = f.message + (f"; {f.static}" if f.static and f.kind is not Kind.SETTLED else "")
+        if f.test and f.test != f.path:
+            message = f"{f.test}: {message}"
         if f.accepted_by:
             message += f" (accepted by {f.accepted_by})"
         lines.append(f"::{level} {','.join(props)}::{_escape_data(message[:ANNOTATION_LIMIT])}")

@@ -203,8 +203,8 @@ def test_github_annotations_escape_per_the_toolkit() -> None:
     first = to_github(many_findings(1)).splitlines()[0]
     assert first == (
         "::error file=test/registered/a/test_0.py,line=3,title=specmatrix ledger (silent-skip)::"
-        "skipped: 100%25 of it, a:b,c%0Asecond line"
+        "a/test_0.py::T::test: skipped: 100%25 of it, a:b,c%0Asecond line"
     )
     odd = LedgerFinding(kind=LedgerFindingKind.SILENT_SKIP, path="a,b:c%.py", line=1, test="t", runner="r", message="m")
     report = LedgerReport(root=".", ledgers=(), runners=(), findings=(odd,), processes=0, records=0)
-    assert to_github(report).splitlines()[0] == "::error file=a%2Cb%3Ac%25.py,line=1,title=specmatrix ledger (silent-skip)::m"
+    assert to_github(report).splitlines()[0] == "::error file=a%2Cb%3Ac%25.py,line=1,title=specmatrix ledger (silent-skip)::t: m"
