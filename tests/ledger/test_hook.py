@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -275,3 +276,15 @@ def test_sigkill_mid_run_leaves_a_ledger_the_command_reports(
 def read_records_but_last(ledger: Path) -> list[dict[str, object]]:
     lines = ledger.read_text(encoding="utf-8").splitlines()[:-1]
     return [json.loads(line) for line in lines]
+
+
+def test_the_pth_line_swallows_a_hook_that_cannot_load(tmp_path: Path) -> None:
+    """With the variable set but `matrix` not importable (no site-packages: -S), the line stays silent."""
+    from matrix.ledger.pth import PTH_LINE
+
+    assert PTH_LINE.startswith("import os;") and PTH_LINE.count("\n") == 1
+    env = {"PATH": os.environ.get("PATH", ""), "SPECMATRIX_LEDGER": str(tmp_path / "l.jsonl")}
+    code = PTH_LINE.strip() + "\nimport sys\nprint('matrix' in sys.modules)"
+    done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
+    assert not (tmp_path / "l.jsonl").exists()
