@@ -39,6 +39,8 @@ class _PytestLedger:
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         try:
+            if getattr(report, "node", None) is not None:
+                return  # an xdist controller hears its workers' reports; each worker records its own
             status, reason = _pytest_status(report)
             previous = self.outcomes.get(report.nodeid)
             if status is not None and (previous is None or _RANK[status] > _RANK[previous[0]]):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from matrix.audit.allowlist import AllowEntry
-from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, SpecmatrixError
+from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, DetectionError, SpecmatrixError
 from matrix.core.machine import MachineFacts, auto_runner, differences, find_runner
 from matrix.core.model import RunnerProfile
 from matrix.guards.baseline import Baseline, BaselineEntry, fingerprint
@@ -118,7 +118,10 @@ def runner_of(process: Process, settings: JoinSettings) -> str | None:
         return profile.name
     if facts is None:
         return None
-    return auto_runner(settings.runners, facts).name
+    try:
+        return auto_runner(settings.runners, facts).name
+    except DetectionError as exc:
+        raise DetectionError(f"{process.where}: {exc} (or name the profile with --runner)") from None
 
 
 class _PathIndex:

@@ -288,3 +288,20 @@ def test_the_pth_line_swallows_a_hook_that_cannot_load(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
     assert not (tmp_path / "l.jsonl").exists()
+
+
+def test_pytest_xdist_records_each_test_once(hook_venv: Path, tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n\n@pytest.mark.parametrize('i', range(6))\ndef test_i(i):\n    if i % 2:\n        pytest.skip('odd')\n",
+        encoding="utf-8",
+    )
+    ledger = tmp_path / "ledger.jsonl"
+    done = run(
+        hook_venv, tmp_path, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-p", "no:benchmark", ledger=ledger
+    )
+    assert done.returncode == 0, done.stdout
+    tests = [r["test"] for r in read_records(ledger) if r["kind"] == "test"]
+    assert sorted(tests) == sorted(f"test_x.py::test_i[{i}]" for i in range(6))
+    assert {t: s for t, (s, _) in outcomes(ledger).items()} == {
+        f"test_x.py::test_i[{i}]": "skipped" if i % 2 else "passed" for i in range(6)
+    }

@@ -115,6 +115,14 @@ def test_a_claimed_runner_must_match_what_the_processes_saw(tmp_path: Path, caps
     assert len(err.splitlines()) == 1
 
 
+def test_a_machine_no_profile_fits_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a100 = {"source": "SPECMATRIX_DETECT", "gpus": 8, "capability": [8, 0], "name": "NVIDIA A100"}
+    code, out, err = ledger_cli(capsys, write(tmp_path, "l.jsonl", clean_ledger(a100)), "--root", ROOT)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"specmatrix: error: {tmp_path / 'l.jsonl'}:1: no runner profile fits this machine")
+    assert err.rstrip().endswith("(or name the profile with --runner)") and len(err.splitlines()) == 1
+
+
 def test_processes_without_runner_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     unknown = {"source": "unknown"}
     ledger = write(tmp_path, "l.jsonl", clean_ledger(unknown))
