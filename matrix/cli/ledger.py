@@ -1,0 +1,94 @@
+"""`specmatrix ledger`: join runtime ledgers with a suite's registrations; install or remove the start-up hook."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from matrix.audit.allowlist import parse_allowlist
+from matrix.core.atomic import write_text_atomic
+from matrix.core.errors import UsageError
+from matrix.core.loader import load_runners, read_toml_file
+from matrix.core.machine import AUTO
+from matrix.core.options import Options
+from matrix.guards.baseline import Baseline, read_baseline
+from matrix.guards.suites import load_suite_map
+from matrix.ledger.join import JoinSettings, join
+from matrix.ledger.pth import install_hook, uninstall_hook
+from matrix.ledger.records import BadLine, Process, read_ledger
+from matrix.ledger.registered import read_suite
+from matrix.ledger.render import to_github, to_json, to_markdown, to_text
+
+FORMATS = {"text": to_text, "json": to_json, "github": to_github}
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "ledger",
+        help="runtime skip ledger: what registered files really did on a runner",
+        description=(
+            "Join ledgers written by the start-up hook (SPECMATRIX_LEDGER=PATH) with the registrations under --root: "
+            "every file registered for a suite the runner serves must have run, and run tests that did not skip. "
+            "Exit 1 on runtime silent skips, never-executed files, files that ran nothing and processes that never "
+            "exited; 0 when clean; 2 on bad input. --install-hook / --uninstall-hook manage the hook of the active "
+            "environment instead."
+        ),
+    )
+    p.add_argument("ledgers", nargs="*", type=Path, metavar="LEDGER", help="ledger files (several merge: shards, runners)")
+    p.add_argument("--root", type=Path, metavar="DIR", help="the registered suite, e.g. test/registered")
+    p.add_argument("--runner", help="runner profile the ledgers come from, or 'auto' (from each process's recorded machine)")
+    p.add_argument("--baseline", type=Path, metavar="FILE", help="guard baseline (specmatrix.guards-baseline/1)")
+    p.add_argument("--allow", type=Path, metavar="FILE", help="allowlist TOML ([[allow]] test, reason, expires, link)")
+    p.add_argument("--suite-map", type=Path, metavar="FILE", help="TOML [suite] table mapping suites to profiles")
+    p.add_argument("--partial", action="store_true", help="the ledgers cover one shard: a file without record is no finding")
+    p.add_argument("--format", choices=sorted(FORMATS), default="text", help="what to print (default: text)")
+    p.add_argument("--md", type=Path, metavar="FILE", help="also write Markdown for a job summary")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report")
+    hook = p.add_mutually_exclusive_group()
+    hook.add_argument("--install-hook", action="store_true", help="write the start-up .pth into this environment")
+    hook.add_argument("--uninstall-hook", action="store_true", help="remove the start-up .pth from this environment")
+    p.set_defaults(func=cmd_ledger)
+
+
+def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
+    if args.install_hook or args.uninstall_hook:
+        if args.ledgers or args.root:
+            raise UsageError("ledger: --install-hook/--uninstall-hook take no LEDGER or --root")
+        change = install_hook() if args.install_hook else uninstall_hook()
+        verb = (
+            ("installed" if change.changed else "already installed")
+            if args.install_hook
+            else ("removed" if change.changed else "not installed")
+        )
+        print(f"specmatrix ledger hook {verb}: {change.path}")
+        return 0
+    if not args.ledgers:
+        raise UsageError("ledger: give at least one LEDGER file (or --install-hook)")
+    if args.root is None:
+        raise UsageError("ledger: --root DIR is required (the folder whose registrations the ledgers are checked against)")
+    if not args.root.exists():
+        raise UsageError(f"ledger: --root {args.root}: no such file or directory")
+    runners = load_runners(options.runner_files)
+    suite_map = load_suite_map(args.suite_map)
+    settings = JoinSettings(
+        runners=runners,
+        forced_runner=None if options.runner == AUTO else options.runner,
+        allow=parse_allowlist(read_toml_file(args.allow), str(args.allow)) if args.allow else (),
+        baseline=read_baseline(args.baseline) if args.baseline else Baseline(entries=()),
+        partial=args.partial,
+    )
+    processes: list[Process] = []
+    bad: list[BadLine] = []
+    for path in args.ledgers:
+        read = read_ledger(path)
+        processes.extend(read.processes)
+        bad.extend(read.bad_lines)
+    suite = read_suite(args.root, runners, suite_map)
+    report = join(suite, processes, bad, settings, ledgers=[str(p) for p in args.ledgers])
+    if args.md is not None:
+        write_text_atomic(args.md, to_markdown(report))
+    if args.json is not None:
+        write_text_atomic(args.json, to_json(report) + "\n")
+    print(FORMATS[args.format](report))
+    return report.exit_code

@@ -1,0 +1,65 @@
+"""The edge that reads the suite: which files are registered for which runners, and the static guard findings."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from matrix.core.model import RunnerProfile
+from matrix.guards.audit import AuditSettings, registration_findings
+from matrix.guards.finder import TEST_FILE
+from matrix.guards.model import FileAnalysis, GuardFinding
+from matrix.guards.registrations import read_registrations
+from matrix.guards.suites import SuiteMap
+from matrix.guards.tree import audit_tree, python_files, read_source
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegisteredFile:
+    """A file some registration sends to `runners` (relative to the suite root, as the guard audit names it)."""
+
+    path: str
+    line: int
+    suites: tuple[str, ...]
+    runners: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteView:
+    root: str
+    files: tuple[RegisteredFile, ...]
+    static: tuple[GuardFinding, ...]
+
+
+def registered_files(root: Path, runners: Mapping[str, RunnerProfile], suite_map: SuiteMap) -> tuple[RegisteredFile, ...]:
+    """Every file under `root` with a registration that runs on at least one profile (disabled, unscheduled and
+    unmapped registrations are left out, exactly as the guard audit leaves them out)."""
+    base = root if root.is_dir() else root.parent
+    settings = AuditSettings(runners=runners, suite_map=suite_map)
+    out: list[RegisteredFile] = []
+    for file in python_files(root):
+        display = file.relative_to(base).as_posix()
+        text = read_source(file, display)
+        if not isinstance(text, str) or (not TEST_FILE.match(file.name) and "register_" not in text):
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # the static audit reports it as unparsable
+        registrations = read_registrations(tree, text)
+        if not registrations:
+            continue
+        analysis = FileAnalysis(path=display, is_test_file=True, registrations=registrations)
+        _, active = registration_findings(analysis, settings)
+        if active:
+            suites = tuple(dict.fromkeys(r.suite for r in registrations if r.suite))
+            out.append(RegisteredFile(path=display, line=registrations[0].line, suites=suites, runners=active))
+    return tuple(out)
+
+
+def read_suite(root: Path, runners: Mapping[str, RunnerProfile], suite_map: SuiteMap) -> SuiteView:
+    """Registrations plus the static audit of the same tree (its findings settle against what ran)."""
+    report = audit_tree(root, runners, suite_map=suite_map)
+    return SuiteView(root=report.root, files=registered_files(root, runners, suite_map), static=report.findings)

@@ -1,0 +1,157 @@
+"""Text, JSON (`specmatrix.ledger-report/1`), Markdown (job summary) and GitHub annotations of a ledger report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from matrix.ledger.join import LedgerFinding, LedgerFindingKind, LedgerReport
+
+SCHEMA = "specmatrix.ledger-report/1"
+Kind = LedgerFindingKind
+TITLES = {
+    Kind.SILENT_SKIP: "Runtime silent skips (registered here, skipped here)",
+    Kind.NEVER_EXECUTED: "Never executed (registered here, no record)",
+    Kind.RAN_NOTHING: "Ran nothing (exited 0 without a test)",
+    Kind.NO_EXIT: "No exit record (killed or crashed)",
+    Kind.SETTLED: "Static undetermined guards, settled by the run",
+    Kind.NO_RUNNER: "Processes without runner facts",
+    Kind.BAD_LINE: "Unreadable ledger lines",
+}
+MD_ROWS = 40
+ANNOTATION_LIMIT = 4096
+
+
+def _shown(report: LedgerReport, path: str) -> str:
+    root = report.root.replace("\\", "/").rstrip("/")
+    return f"{root}/{path}" if path and root not in ("", ".") else path
+
+
+def _label(f: LedgerFinding) -> str:
+    if f.kind is Kind.SETTLED:
+        return "info"
+    if f.accepted_by:
+        return "accepted"
+    return "error" if f.failing else "warning"
+
+
+def summary_line(report: LedgerReport) -> str:
+    per = "; ".join(
+        f"{s.runner}: {s.executed}/{s.registered} registered files ran"
+        + (" (" + ", ".join(f"{n} {k}" for k, n in sorted(s.statuses.items())) + ")" if s.statuses else "")
+        for s in report.runners
+    )
+    counts = ", ".join(f"{len(report.of_kind(k))} {k.value}" for k in Kind if report.of_kind(k))
+    return (
+        f"{len(report.ledgers)} ledger(s), {report.processes} process(es); {per or 'no runner'}\n"
+        f"{counts or 'no findings'}; {len(report.failing)} failing; exit {report.exit_code}"
+    )
+
+
+def to_text(report: LedgerReport) -> str:
+    lines: list[str] = []
+    for kind in Kind:
+        found = report.of_kind(kind)
+        if not found:
+            continue
+        lines.append(f"== {TITLES[kind]}: {len(found)}")
+        for f in found:
+            where = f"{_shown(report, f.path)}:{f.line}: " if f.path else ""
+            test = "" if f.test in ("", f.path) else f" {f.test}"
+            lines.append(f"{where}{_label(f)}: {kind.value}{test}" + (f" on {f.runner}" if f.runner else ""))
+            lines.append(f"    {f.message}")
+            if f.static:
+                lines.append(f"    {f.static}" if kind is not Kind.SETTLED else f"    static reason: {f.static}")
+            if f.accepted_by:
+                lines.append(f"    accepted by {f.accepted_by}")
+        lines.append("")
+    lines.append(summary_line(report))
+    return "\n".join(lines)
+
+
+def to_json_doc(report: LedgerReport) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "root": report.root,
+        "ledgers": list(report.ledgers),
+        "processes": report.processes,
+        "records": report.records,
+        "runners": [{**asdict(s), "statuses": dict(s.statuses)} for s in report.runners],
+        "counts": {k.value: len(report.of_kind(k)) for k in Kind},
+        "exit_code": report.exit_code,
+        "findings": [{**asdict(f), "kind": f.kind.value, "failing": f.failing} for f in report.findings],
+    }
+
+
+def to_json(report: LedgerReport) -> str:
+    return json.dumps(to_json_doc(report), indent=2)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+
+
+def to_markdown(report: LedgerReport) -> str:
+    """At most ~100 lines: counts per runner, then the findings (failing first) in a collapsed block."""
+    verdict = "**fails**" if report.exit_code else "passes"
+    lines = [
+        "## Runtime skip ledger",
+        "",
+        f"{len(report.ledgers)} ledger(s), {report.processes} process(es), suite `{report.root}`. The ledger {verdict} "
+        f"(exit {report.exit_code}).",
+        "",
+        "| runner | registered files | ran | passed | failed | error | skipped |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in report.runners:
+        st = s.statuses
+        lines.append(
+            f"| {s.runner} | {s.registered} | {s.executed} | {st.get('passed', 0)} | {st.get('failed', 0)} | "
+            f"{st.get('error', 0)} | {st.get('skipped', 0)} |"
+        )
+    lines += ["", "| finding | count |", "|---|---:|", *(f"| {k.value} | {len(report.of_kind(k))} |" for k in Kind), ""]
+    shown = report.findings[:MD_ROWS]
+    if shown:
+        lines += [
+            f"<details><summary>{len(report.failing)} failing, {len(report.findings)} in all</summary>",
+            "",
+            "| | kind | where | test | runner | what |",
+            "|---|---|---|---|---|---|",
+        ]
+        for f in shown:
+            where = f"`{_cell(_shown(report, f.path))}:{f.line}`" if f.path else ""
+            what = _cell(f.message + (f"; {f.static}" if f.static and f.kind is not Kind.SETTLED else ""))
+            test = f"`{_cell(f.test)}`" if f.test and f.test != f.path else ""
+            lines.append(f"| {_label(f)} | {f.kind.value} | {where} | {test} | {f.runner} | {what} |")
+        if len(report.findings) > MD_ROWS:
+            lines.append(f"\n{len(report.findings) - MD_ROWS} more in the JSON report.")
+        lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def to_github(report: LedgerReport) -> str:
+    """Workflow commands, worst first (the runner shows only the first few of each severity)."""
+    lines: list[str] = []
+    for f in report.findings:
+        level = "notice" if f.kind is Kind.SETTLED or f.accepted_by else ("error" if f.failing else "warning")
+        props = []
+        if f.path:
+            props += [f"file={_escape_property(_shown(report, f.path))}", f"line={max(f.line, 1)}"]
+        props.append(f"title={_escape_property(f'specmatrix ledger ({f.kind.value})')}")
+        message = f.message + (f"; {f.static}" if f.static and f.kind is not Kind.SETTLED else "")
+        if f.test and f.test != f.path:
+            message = f"{f.test}: {message}"
+        if f.accepted_by:
+            message += f" (accepted by {f.accepted_by})"
+        lines.append(f"::{level} {','.join(props)}::{_escape_data(message[:ANNOTATION_LIMIT])}")
+    lines.append(_escape_data(summary_line(report)).replace("%0A", "\n"))
+    return "\n".join(lines)
