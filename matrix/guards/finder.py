@@ -76,6 +76,8 @@ class _GuardFinder:
         self.scopes: list[TestScope] = []
         self.guards: list[Guard] = []
         self.classes: dict[str, _ClassGuards] = {}
+        self.functions = dict(names.functions)
+        self.depth = 0
 
     # --- naming -------------------------------------------------------------
 
@@ -99,6 +101,10 @@ class _GuardFinder:
                 self.guards.extend(self.mark_guards(marks, self.path))
         if self.source.any_marked:
             self.walk(tree.body, (), self.path, module_level=True)
+        for stmt in tree.body:
+            if _is_main_block(stmt):
+                assert isinstance(stmt, ast.If)
+                self.main_exits(stmt.body, ())
         for stmt in straight_line(tree.body):
             if isinstance(stmt, ast.ClassDef):
                 self.class_(stmt)
@@ -185,10 +191,70 @@ class _GuardFinder:
             return self.decorator_guards(bound, nodeid, shown or deco)
         found = self.skip_mark(deco, name)
         if found is None:
-            return []
+            return self.factory_guards(deco, nodeid)
         kind, conditions = found
         source = self.segment(deco) if shown is None else f"{self.segment(shown)} = {self.segment(deco)}"
         return [Guard(scope=nodeid, kind=kind, line=(shown or deco).lineno, source=source, conditions=conditions)]
+
+    def factory_guards(self, deco: ast.expr, nodeid: str) -> list[Guard]:
+        """A module function used as a decorator (`@hopper_only`) or factory (`@requires_major(9)`) whose
+        return is a skip decorator: its condition, with the call's arguments put in for the parameters."""
+        call = deco if isinstance(deco, ast.Call) else None
+        target = deco.func if call is not None else deco
+        fn = self.functions.get(target.id) if isinstance(target, ast.Name) else None
+        if fn is None or self.depth > _MAX_FACTORY_DEPTH:
+            return []
+        returned = _single_return(fn)
+        if returned is None:
+            return []
+        if call is None:
+            # `def hopper_only(cls): return unittest.skipUnless(...)(cls)`: the decorator applied to its argument.
+            if not (isinstance(returned, ast.Call) and len(returned.args) == 1 and isinstance(returned.func, ast.Call)):
+                return []
+            returned = returned.func
+        bound = _substitute(returned, fn, call)
+        if bound is None:
+            return []
+        self.depth += 1
+        try:
+            inner = self.decorator_guards(bound, nodeid)
+        finally:
+            self.depth -= 1
+        shown = self.segment(deco)
+        return [replace(g, line=deco.lineno, source=f"{shown} -> {g.source}") for g in inner]
+
+    def main_exits(self, body: Sequence[ast.stmt], conds: tuple[SkipCondition, ...]) -> None:
+        """`if __name__ == "__main__":` blocks that print a skip and exit 0: the script's run skips there.
+
+        sglang's CI runs each registered file as a script (`run_unittest_files` in
+        python/sglang/test/ci/ci_utils.py), so that block decides whether anything runs."""
+        for index, stmt in enumerate(body):
+            if isinstance(stmt, ast.If):
+                test = ExprCondition(expr=stmt.test)
+                if _exits_zero(stmt.body) and _prints(stmt.body):
+                    self.guards.append(
+                        Guard(
+                            scope=self.path,
+                            kind=GuardKind.MAIN_EXIT,
+                            line=stmt.lineno,
+                            source=f"if {self.segment(stmt.test)}: ... sys.exit(0)",
+                            conditions=(*conds, test),
+                        )
+                    )
+                    conds = (*conds, ExprCondition(expr=stmt.test, negate=True))
+                    continue
+                self.main_exits(stmt.body, (*conds, test))
+            elif _exit_zero_call(stmt) and _prints(body[:index]):
+                self.guards.append(
+                    Guard(
+                        scope=self.path,
+                        kind=GuardKind.MAIN_EXIT,
+                        line=stmt.lineno,
+                        source=self.segment(stmt),
+                        conditions=conds or (AlwaysSkips(),),
+                    )
+                )
+                return
 
     def skip_mark(self, deco: ast.expr, name: str) -> tuple[GuardKind, tuple[SkipCondition, ...]] | None:
         last = name.rpartition(".")[2]
@@ -338,6 +404,93 @@ class _GuardFinder:
             return text
         simple = isinstance(condition.expr, ast.Name | ast.Attribute | ast.Call | ast.Subscript)
         return f"not {text}" if simple else f"not ({text})"
+
+
+_MAX_FACTORY_DEPTH = 4
+
+
+def _is_main_block(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare) or len(stmt.test.ops) != 1:
+        return False
+    sides = [stmt.test.left, *stmt.test.comparators]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    mains = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return isinstance(stmt.test.ops[0], ast.Eq) and len(names) == 1 and len(mains) == 1
+
+
+def _exit_zero_call(stmt: ast.stmt) -> bool:
+    """`sys.exit(0)`, `sys.exit()`, `exit(0)`, `os._exit(0)`: the script ends with success."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    call = stmt.value
+    name = dotted(call.func) or ""
+    if name not in ("sys.exit", "exit", "quit", "os._exit"):
+        return False
+    if not call.args:
+        return name != "os._exit"
+    arg = call.args[0]
+    return isinstance(arg, ast.Constant) and (arg.value == 0 or arg.value is None) and not isinstance(arg.value, bool)
+
+
+def _exits_zero(body: Sequence[ast.stmt]) -> bool:
+    return bool(body) and _exit_zero_call(body[-1])
+
+
+def _prints(body: Sequence[ast.stmt]) -> bool:
+    """A `print(...)` or logging call mentioning a skip, the message CI shows for a skipped script."""
+    for stmt in body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            name = (dotted(stmt.value.func) or "").rpartition(".")[2]
+            if name in ("print", "info", "warning", "warn") and "skip" in ast.dump(stmt.value).lower():
+                return True
+    return False
+
+
+def _single_return(fn: ast.FunctionDef) -> ast.expr | None:
+    """The expression of a function whose body (docstring aside) is one `return`."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return):
+        return body[0].value
+    return None
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, values: dict[str, ast.expr]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.values.get(node.id, node)
+
+
+def _substitute(expr: ast.expr, fn: ast.FunctionDef, call: ast.Call | None) -> ast.expr | None:
+    """`expr` with the factory's parameters replaced by the call's argument expressions; None if they do not fit."""
+    params = [a.arg for a in fn.args.args]
+    if call is None:
+        values: dict[str, ast.expr] = {}
+    else:
+        if fn.args.vararg or fn.args.kwarg or len(call.args) > len(params):
+            return None
+        values = dict(zip(params, call.args, strict=False))
+        for kw in call.keywords:
+            if kw.arg is None or kw.arg not in params:
+                return None
+            values[kw.arg] = kw.value
+        defaults = dict(zip(params[len(params) - len(fn.args.defaults) :], fn.args.defaults, strict=True))
+        for name in params:
+            if name not in values:
+                if name not in defaults:
+                    return None
+                values[name] = defaults[name]
+    try:
+        copied = ast.parse(ast.unparse(expr), mode="eval").body  # a fresh tree; the original stays untouched
+    except (RecursionError, SyntaxError, ValueError):
+        return None
+    out = _Substitute(values).visit(copied)
+    for node in ast.walk(out):
+        # Point every copied node at the factory's return, the text a finding shows.
+        if isinstance(node, ast.expr) and node not in values.values():
+            ast.copy_location(node, expr)
+    return out if isinstance(out, ast.expr) else None
 
 
 def _pytestmark(stmt: ast.stmt) -> ast.expr | None:

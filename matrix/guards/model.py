@@ -70,6 +70,7 @@ class GuardKind(StrEnum):
     SKIP_TEST = "skipTest"
     RAISE_SKIPTEST = "raise SkipTest"
     IMPORTORSKIP = "pytest.importorskip"
+    MAIN_EXIT = "sys.exit(0) in __main__"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,6 +123,10 @@ class ModuleNames:
     imports: tuple[tuple[str, str], ...] = ()
     aliases: Bindings = ()
     defined: frozenset[str] = frozenset()
+    # Module-level functions the evaluator may step into (helpers, local predicates, decorator factories).
+    functions: tuple[tuple[str, ast.FunctionDef], ...] = ()
+    # Names bound more than one way (an import and a fallback assignment): their value is unknown.
+    ambiguous: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +146,7 @@ class FileAnalysis:
 class GuardFindingKind(StrEnum):
     SILENT_SKIP = "silent-skip"
     NEVER_RUNS = "never-runs"
+    DISABLED_BY_SKIP = "disabled-by-skip"
     UNSCHEDULED = "unscheduled"
     UNPARSABLE = "unparsable"
     DISABLED = "disabled"
@@ -155,6 +161,29 @@ FAILING_KINDS = frozenset(
 )
 
 
+class Severity(StrEnum):
+    """How loud a kind is: errors fail the run, warnings are shown, info only with `--show info`."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}[self]
+
+
+SEVERITY: dict[GuardFindingKind, Severity] = {
+    **{kind: Severity.ERROR for kind in FAILING_KINDS},
+    GuardFindingKind.DISABLED_BY_SKIP: Severity.WARNING,
+    GuardFindingKind.DISABLED: Severity.INFO,
+    GuardFindingKind.UNDETERMINED: Severity.INFO,
+    GuardFindingKind.UNMAPPED: Severity.INFO,
+    GuardFindingKind.OUT_OF_SCOPE: Severity.INFO,
+    GuardFindingKind.UNREGISTERED: Severity.INFO,
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class GuardFinding:
     kind: GuardFindingKind
@@ -164,10 +193,16 @@ class GuardFinding:
     runners: tuple[str, ...] = ()
     guard: str = ""
     reason: str = ""
+    # What to change so the finding goes away (a predicate to add, a registration to drop).
+    hint: str = ""
 
     @property
     def failing(self) -> bool:
         return self.kind in FAILING_KINDS
+
+    @property
+    def severity(self) -> Severity:
+        return SEVERITY[self.kind]
 
     @property
     def location(self) -> str:
