@@ -41,6 +41,8 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
         return FileAnalysis(path=path, is_test_file=is_test, syntax_error=f"SyntaxError: {exc.msg}", error_line=exc.lineno or 1)
     except ValueError as exc:  # source with NUL bytes
         return FileAnalysis(path=path, is_test_file=is_test, syntax_error=str(exc), error_line=1)
+    except (RecursionError, MemoryError):
+        return FileAnalysis(path=path, is_test_file=is_test, syntax_error="nested too deeply for the parser", error_line=1)
     names = collect_module_names(tree)
     finder = _GuardFinder(path, text, names)
     finder.module(tree)
