@@ -289,15 +289,18 @@ class _Evaluator(FunctionRunner):
 
     def _Compare(self, node: ast.Compare) -> object:
         left = self.value(node.left)
-        unknown = False
+        unknown: Unknown | None = None
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.value(comparator)
             result = compare(op, left, right)
             if result is False:
                 return False
-            unknown = unknown or isinstance(result, Unknown)
+            if isinstance(result, Unknown) and unknown is None:
+                # Keep the cause (an unknown fact, the integer budget) rather than a generic word.
+                side = left if isinstance(left, Unknown) else right if isinstance(right, Unknown) else None
+                unknown = side or Unknown(why="a comparison is unknown")
             left = right
-        return Unknown(why="a comparison is unknown") if unknown else True
+        return unknown if unknown is not None else True
 
 
 def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:

@@ -119,7 +119,7 @@ def _import_targets(tree: ast.Module) -> dict[str, set[str]]:
     return out
 
 
-def module_functions(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], set[str]]:
+def module_functions(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], set[str], set[str]]:
     """Module-level functions that decide their name, and names whose meaning depends on the path taken.
 
     A `def` in the module's own body after every import of that name shadows the import (a local
@@ -144,12 +144,10 @@ def module_functions(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], set[
             functions[stmt.name] = stmt
         elif isinstance(stmt, ast.AsyncFunctionDef | ast.ClassDef):
             ambiguous.add(stmt.name)
-    for name, index in last_def.items():
-        if last_import.get(name, -1) > index:
-            functions.pop(name, None)  # imported again after the def: the import is what guards see
-    for name in ambiguous:
-        functions.pop(name, None)
-    return functions, ambiguous
+    reimported = {name for name, index in last_def.items() if last_import.get(name, -1) > index}
+    for name in reimported | ambiguous:
+        functions.pop(name, None)  # imported again after the def: the import is what guards see
+    return functions, ambiguous, reimported - ambiguous
 
 
 def _bind_target(target: ast.expr, value: ast.expr, bind: Callable[[str, ast.expr | None], None]) -> None:
@@ -167,10 +165,12 @@ def _bind_target(target: ast.expr, value: ast.expr, bind: Callable[[str, ast.exp
 
 def collect_module_names(tree: ast.Module) -> ModuleNames:
     """Imports, module-level aliases, functions and ambiguous names of a parsed file."""
+    functions, ambiguous, reimported = module_functions(tree)
     defined = frozenset(
-        stmt.name for stmt in straight_line(tree.body) if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        stmt.name
+        for stmt in straight_line(tree.body)
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and stmt.name not in reimported
     )
-    functions, ambiguous = module_functions(tree)
     aliases = collect_bindings(tree.body)
     assigned = {name for name, _ in aliases}
     ambiguous |= {name for name in functions if name in assigned}
