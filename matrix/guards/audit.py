@@ -37,6 +37,8 @@ class AuditSettings:
     predicates: Mapping[str, Predicate] = field(default_factory=lambda: PREDICATES)
     # Suite runs read from the workflows (--workflows): which runner, --nightly or not, which env.
     schedule: WorkflowSchedule | None = None
+    # Where each registration runs depends only on these settings: worked out once per distinct registration.
+    targets: dict[tuple[str, str | None, str, bool], SuiteTarget] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,6 +129,13 @@ def selecting_runs(reg: Registration, schedule: WorkflowSchedule) -> tuple[Suite
 
 def target_for(reg: Registration, settings: AuditSettings) -> SuiteTarget:
     """Profiles from the workflows' runs-on labels when --workflows is given and they name one, else the suite map."""
+    key = (reg.suite or "", reg.runner_config, reg.platform.value, reg.nightly)
+    if key not in settings.targets:
+        settings.targets[key] = _target_for(reg, settings)
+    return settings.targets[key]
+
+
+def _target_for(reg: Registration, settings: AuditSettings) -> SuiteTarget:
     if settings.schedule is not None:
         labels = {label for run in selecting_runs(reg, settings.schedule) for label in run.labels}
         wants_gpu = reg.platform is Platform.CUDA
@@ -194,7 +203,7 @@ def elsewhere_of(analysis: FileAnalysis, settings: AuditSettings) -> tuple[str, 
             continue
         if reg.platform not in IN_SCOPE_PLATFORMS:
             out.append(f"{reg.function} (suite {reg.suite})")
-        elif not target_of(reg, settings.suite_map, settings.runners).profiles:
+        elif not target_for(reg, settings).profiles:
             out.append(f"{reg.function} (suite {reg.suite}, unmapped)")
     return tuple(dict.fromkeys(out))
 
@@ -248,13 +257,17 @@ def guard_findings(
         by_scope.setdefault(guard.scope, []).append(index)
     parents = {s.nodeid: s.parent for s in analysis.scopes}
 
+    chains: dict[str, list[str]] = {}
+
     def chain(nodeid: str) -> list[str]:
-        out: list[str] = []
-        current: str | None = nodeid
-        while current is not None:
-            out.append(current)
-            current = parents.get(current)
-        return out[::-1]
+        if nodeid not in chains:
+            out: list[str] = []
+            current: str | None = nodeid
+            while current is not None:
+                out.append(current)
+                current = parents.get(current)
+            chains[nodeid] = out[::-1]
+        return chains[nodeid]
 
     def skipper(nodeid: str, runner: str) -> int | None:
         """The outermost guard that certainly skips `nodeid` on `runner`."""

@@ -8,6 +8,7 @@ a ValueError from int-to-str conversion, or minutes of big-integer arithmetic.
 from __future__ import annotations
 
 import ast
+import functools
 
 from matrix.guards.predicates import Unknown
 
@@ -62,10 +63,23 @@ _MAX_TEXT = 160
 
 def text_of(value: object) -> str:
     """Short source text of a node, or repr of a value, safe on deep trees and huge values."""
+    if isinstance(value, ast.AST):
+        return _node_text(value)
     try:
-        if isinstance(value, ast.FunctionDef):
-            return f"<function {value.name}>"
-        text = ast.unparse(value) if isinstance(value, ast.AST) else repr(value)
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return "<too large to show>"
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+
+
+@functools.lru_cache(maxsize=8192)
+def _node_text(node: ast.AST) -> str:
+    # Nodes hash by identity and the cache keeps them alive, so a key is never reused; every runner's
+    # evaluation of the same guard shares the text.
+    if isinstance(node, ast.FunctionDef):
+        return f"<function {node.name}>"
+    try:
+        text = ast.unparse(node)
     except (RecursionError, ValueError):
         return "<too large to show>"
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."

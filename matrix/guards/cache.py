@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +58,10 @@ def file_key(display: str, data: bytes) -> str:
     return hashlib.sha256(display.encode() + b"\0" + data).hexdigest()
 
 
-def _finding_doc(f: GuardFinding) -> dict[str, Any]:
-    return {**asdict(f), "kind": f.kind.value, "runners": list(f.runners)}
-
-
 def encode(audit: FileAudit | None) -> Any:
     if audit is None:
         return None
-    return {"findings": [_finding_doc(f) for f in audit.findings], "registered": audit.registered, "runners": list(audit.runners)}
+    return {"findings": [f.fields() for f in audit.findings], "registered": audit.registered, "runners": list(audit.runners)}
 
 
 def decode(raw: Any) -> FileAudit | None:
@@ -111,7 +106,8 @@ class ResultCache:
         return True, audit
 
     def put(self, key: str, audit: FileAudit | None) -> None:
-        self.new[key] = encode(audit)
+        if self.path is not None:
+            self.new[key] = encode(audit)
 
     def save(self) -> None:
         if self.path is None or self.new == self.old:

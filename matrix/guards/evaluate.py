@@ -78,11 +78,12 @@ class _Evaluator(FunctionRunner):
         self, facts: RunnerFacts, names: ModuleNames, local: Mapping[str, ast.expr | None], table: Mapping[str, Predicate]
     ):
         self.facts = facts
-        self.imports = dict(names.imports)
-        self.aliases: dict[str, ast.expr | None] = {**dict(names.aliases), **local}
+        self.imports = names.import_map
+        # Shared per file: never written to here.
+        self.aliases: Mapping[str, ast.expr | None] = {**names.alias_map, **local} if local else names.alias_map
         self.local = frozenset(local)
         self.defined = names.defined
-        self.functions = dict(names.functions)
+        self.functions = names.function_map
         self.ambiguous = names.ambiguous
         self.table = table
         self.steps: list[str] = []
@@ -108,15 +109,15 @@ class _Evaluator(FunctionRunner):
     def value(self, node: ast.expr) -> object:
         self.budget.enter()
         try:
-            method = getattr(self, f"_{type(node).__name__}", None)
+            method = _DISPATCH.get(type(node))
             if method is None:
                 result: object = Unknown(why="not a known guard expression")
                 self.note(text_of(node), result)
                 return result
-            found: object = method(node)
+            found: object = method(self, node)
             return found
         finally:
-            self.budget.leave()
+            self.budget.depth -= 1
 
     def _Constant(self, node: ast.Constant) -> object:
         if isinstance(node.value, int) and not isinstance(node.value, bool):
@@ -301,6 +302,14 @@ class _Evaluator(FunctionRunner):
                 unknown = side or Unknown(why="a comparison is unknown")
             left = right
         return unknown if unknown is not None else True
+
+
+# Node type -> evaluator method, looked up once rather than by name on every node.
+_DISPATCH: dict[type[ast.AST], Callable[[_Evaluator, Any], object]] = {
+    getattr(ast, name[1:]): method
+    for name, method in vars(_Evaluator).items()
+    if name.startswith("_") and name[1:2].isupper() and isinstance(getattr(ast, name[1:], None), type)
+}
 
 
 def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -484,8 +485,8 @@ def _substitute(expr: ast.expr, fn: ast.FunctionDef, call: ast.Call | None) -> a
                     return None
                 values[name] = defaults[name]
     try:
-        copied = ast.parse(ast.unparse(expr), mode="eval").body  # a fresh tree; the original stays untouched
-    except (RecursionError, SyntaxError, ValueError):
+        copied = copy.deepcopy(expr)  # a fresh tree; the factory's own stays untouched
+    except RecursionError:
         return None
     out = _Substitute(values).visit(copied)
     for node in ast.walk(out):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
@@ -128,6 +129,19 @@ class ModuleNames:
     # Names bound more than one way (an import and a fallback assignment): their value is unknown.
     ambiguous: frozenset[str] = frozenset()
 
+    # Built once per file, read by every evaluation of every guard on every runner.
+    @functools.cached_property
+    def import_map(self) -> dict[str, str]:
+        return dict(self.imports)
+
+    @functools.cached_property
+    def alias_map(self) -> dict[str, ast.expr | None]:
+        return dict(self.aliases)
+
+    @functools.cached_property
+    def function_map(self) -> dict[str, ast.FunctionDef]:
+        return dict(self.functions)
+
 
 @dataclass(frozen=True, kw_only=True)
 class FileAnalysis:
@@ -203,6 +217,19 @@ class GuardFinding:
     @property
     def severity(self) -> Severity:
         return SEVERITY[self.kind]
+
+    def fields(self) -> dict[str, object]:
+        """The record as plain JSON values (dataclasses.asdict, without its deep copies)."""
+        return {
+            "kind": self.kind.value,
+            "path": self.path,
+            "line": self.line,
+            "test": self.test,
+            "runners": list(self.runners),
+            "guard": self.guard,
+            "reason": self.reason,
+            "hint": self.hint,
+        }
 
     @property
     def location(self) -> str:

@@ -52,21 +52,41 @@ def collect_imports(tree: ast.Module) -> dict[str, str]:
     return out
 
 
-def straight_line(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements of a block and of the if/try/with blocks inside it, not of nested defs."""
-    for stmt in body:
-        yield stmt
+_LAST: list[tuple[Sequence[ast.stmt], list[ast.stmt]]] = []
+
+
+def straight_line(body: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """Statements of a block and of the if/try/with blocks inside it (not of nested defs), in source order.
+
+    A module body is walked by several readers (imports, bindings, registrations, marks); the last result
+    is kept, keyed by the body object itself, so it is walked once. Callers only read the list."""
+    if _LAST and _LAST[0][0] is body:
+        return _LAST[0][1]
+    out = _straight_line(body)
+    _LAST[:] = [(body, out)]
+    return out
+
+
+def _straight_line(body: Sequence[ast.stmt]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    # An explicit stack: audited files are untrusted, so deep nesting must not exhaust Python's recursion.
+    stack: list[Iterator[ast.stmt]] = [iter(body)]
+    while stack:
+        stmt = next(stack[-1], None)
+        if stmt is None:
+            stack.pop()
+            continue
+        out.append(stmt)
+        inner: list[ast.stmt] = []
         if isinstance(stmt, ast.If | ast.For | ast.While | ast.AsyncFor):
-            yield from straight_line(stmt.body)
-            yield from straight_line(stmt.orelse)
+            inner = [*stmt.body, *stmt.orelse]
         elif isinstance(stmt, ast.With | ast.AsyncWith):
-            yield from straight_line(stmt.body)
+            inner = stmt.body
         elif isinstance(stmt, ast.Try | ast.TryStar):
-            yield from straight_line(stmt.body)
-            for handler in stmt.handlers:
-                yield from straight_line(handler.body)
-            yield from straight_line(stmt.orelse)
-            yield from straight_line(stmt.finalbody)
+            inner = [*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse, *stmt.finalbody]
+        if inner:
+            stack.append(iter(inner))
+    return out
 
 
 def collect_bindings(body: Sequence[ast.stmt]) -> Bindings:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -113,13 +112,7 @@ def to_json_doc(report: GuardReport, gate: Gate | None = None) -> dict[str, Any]
         "counts": {k.value: v for k, v in report.counts().items()},
         "exit_code": report.exit_code if gate is None else gate.exit_code,
         "findings": [
-            {
-                **asdict(f),
-                "kind": f.kind.value,
-                "runners": list(f.runners),
-                "failing": f.failing,
-                "severity": f.severity.value,
-            }
+            {**f.fields(), "failing": f.failing, "severity": f.severity.value}
             for f in report.findings
         ],
     }

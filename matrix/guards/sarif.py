@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from matrix.guards.model import GuardFinding, GuardFindingKind, Severity
@@ -31,6 +30,8 @@ RULE_TEXT = {
 
 
 def _tool_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # only SARIF output needs it
+
     try:
         return version("specmatrix")
     except PackageNotFoundError:
