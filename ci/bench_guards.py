@@ -125,7 +125,13 @@ def test_file(rng: random.Random, index: int) -> str:
     if rng.random() < 0.3:
         lines.append(REDEFINITION)
     if index % 300 == 7:
-        lines += [HOSTILE[(index // 300) % len(HOSTILE)], "", "", "@unittest.skipIf(G, 'hostile')", "class TestHostile(unittest.TestCase):"]
+        lines += [
+            HOSTILE[(index // 300) % len(HOSTILE)],
+            "",
+            "",
+            "@unittest.skipIf(G, 'hostile')",
+            "class TestHostile(unittest.TestCase):",
+        ]
         lines += ["    def test_x(self):", "        self.assertTrue(True)", ""]
     if rng.random() < 0.2:
         lines += ["pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')]", ""]
@@ -221,7 +227,9 @@ def main() -> int:
         shown = ", ".join(f"{w:.2f}" for w in walls)
         cpu = statistics.median(c for _, c in runs)
         state = "within" if median <= budget else "OVER"
-        print(f"{name}: wall {shown} s (min {min(walls):.2f}, median {median:.2f}); median CPU {cpu:.2f} s ({state} {budget:g} s)")
+        print(
+            f"{name}: wall {shown} s (min {min(walls):.2f}, median {median:.2f}); median CPU {cpu:.2f} s ({state} {budget:g} s)"
+        )
     return 0 if all(verdicts) else 1
 
 

@@ -81,9 +81,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--today", type=dt.date.fromisoformat, metavar="YYYY-MM-DD", help="the date baseline expiry is checked on")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes for parsing (default: CPUs, up to 8)")
-    p.add_argument(
-        "--cache-dir", type=Path, metavar="DIR", help=f"results cache (default ${ENV_VAR}, else ~/.cache/specmatrix)"
-    )
+    p.add_argument("--cache-dir", type=Path, metavar="DIR", help=f"results cache (default ${ENV_VAR}, else ~/.cache/specmatrix)")
     p.add_argument("--no-cache", action="store_true", help="read and audit every file again; write no cache")
     p.set_defaults(func=cmd_guards)
 

@@ -8,17 +8,17 @@ from dataclasses import dataclass, field, replace
 
 from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
+from matrix.guards.hints import silent_skip_hint
 from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
     FileAnalysis,
-    Platform,
     Guard,
     GuardFinding,
     GuardFindingKind,
+    Platform,
     Registration,
 )
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
-from matrix.guards.hints import silent_skip_hint
 from matrix.guards.suites import SuiteMap, SuiteTarget, target_of
 from matrix.guards.workflows import SuiteRun, WorkflowSchedule
 
@@ -139,9 +139,7 @@ def _target_for(reg: Registration, settings: AuditSettings) -> SuiteTarget:
     if settings.schedule is not None:
         labels = {label for run in selecting_runs(reg, settings.schedule) for label in run.labels}
         wants_gpu = reg.platform is Platform.CUDA
-        found = tuple(
-            name for name, p in settings.runners.items() if labels & set(p.labels) and (p.gpus > 0) == wants_gpu
-        )
+        found = tuple(name for name, p in settings.runners.items() if labels & set(p.labels) and (p.gpus > 0) == wants_gpu)
         if found:
             return SuiteTarget(profiles=found, how=f"runs-on {', '.join(sorted(labels))} in the workflows")
     return target_of(reg, settings.suite_map, settings.runners)
@@ -343,7 +341,7 @@ def _never_runs(
             runners=tuple(deciders),
             guard=guard,
             reason="an unconditional skip: it skips on every machine, whatever the runner",
-            hint="say so in the registration instead: register_cuda_ci(..., disabled=\"<why>\"), so CI reports it as disabled",
+            hint='say so in the registration instead: register_cuda_ci(..., disabled="<why>"), so CI reports it as disabled',
         )
     reasons = [e.explain(facts[r]) for r, e in evaluations.items()]
     where = ", ".join(deciders)

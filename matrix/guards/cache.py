@@ -8,6 +8,7 @@ missing, unreadable or malformed cache file is ignored, and a failed write never
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -112,10 +113,9 @@ class ResultCache:
     def save(self) -> None:
         if self.path is None or self.new == self.old:
             return
-        try:
+        # A read-only or full cache folder costs speed, never the audit.
+        with contextlib.suppress(OutputError):
             write_text_atomic(self.path, json.dumps({"schema": SCHEMA, "files": self.new}, separators=(",", ":")))
-        except OutputError:
-            pass  # a read-only or full cache folder costs speed, never the audit
 
 
 def cache_folder(option: Path | None, disabled: bool, env: Mapping[str, str] | None = None) -> Path | None:

@@ -203,7 +203,7 @@ class _GuardFinder:
         """A module function used as a decorator (`@hopper_only`) or factory (`@requires_major(9)`) whose
         return is a skip decorator: its condition, with the call's arguments put in for the parameters."""
         call = deco if isinstance(deco, ast.Call) else None
-        target = deco.func if call is not None else deco
+        target = call.func if call is not None else deco
         fn = self.functions.get(target.id) if isinstance(target, ast.Name) else None
         if fn is None or self.depth > _MAX_FACTORY_DEPTH:
             return []
@@ -212,19 +212,20 @@ class _GuardFinder:
             return []
         if call is None:
             # `def hopper_only(cls): return unittest.skipUnless(...)(cls)`: the decorator applied to its argument.
-            if not (isinstance(returned, ast.Call) and len(returned.args) == 1 and isinstance(returned.func, ast.Call)):
+            applied = returned.func if isinstance(returned, ast.Call) and len(returned.args) == 1 else None
+            if not isinstance(applied, ast.Call):
                 return []
-            returned = returned.func
+            returned = applied
         bound = _substitute(returned, fn, call)
         if bound is None:
             return []
         self.depth += 1
         try:
-            inner = self.decorator_guards(bound, nodeid)
+            found = self.decorator_guards(bound, nodeid)
         finally:
             self.depth -= 1
         shown = self.segment(deco)
-        return [replace(g, line=deco.lineno, source=f"{shown} -> {g.source}") for g in inner]
+        return [replace(g, line=deco.lineno, source=f"{shown} -> {g.source}") for g in found]
 
     def main_exits(self, body: Sequence[ast.stmt], conds: tuple[SkipCondition, ...]) -> None:
         """`if __name__ == "__main__":` blocks that print a skip and exit 0: the script's run skips there.

@@ -40,7 +40,8 @@ def silent_skip_hint(evaluation: Evaluation, facts: RunnerFacts, every: tuple[st
         predicate = _ARCH_PREDICATE.get(profile.capability[0], f"get_device_sm() == {profile.sm}")
         return f"guard excludes {arch}, the runner is {arch}: add `{predicate}`, or {drop}"
     if used & _GPU_COUNT:
-        return f"the runner has {profile.gpus} GPU(s), fewer than the guard needs: register it on a suite with enough GPUs, or {drop}"
+        gpus = f"the runner has {profile.gpus} GPU(s), fewer than the guard needs"
+        return f"{gpus}: register it on a suite with enough GPUs, or {drop}"
     if used & _CI:
         return f"the guard skips in CI on {profile.name}: make the skip depend on the hardware, or {drop} (or set disabled=)"
     if "torch.version.cuda" in used:

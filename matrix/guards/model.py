@@ -188,7 +188,7 @@ class Severity(StrEnum):
 
 
 SEVERITY: dict[GuardFindingKind, Severity] = {
-    **{kind: Severity.ERROR for kind in FAILING_KINDS},
+    **dict.fromkeys(FAILING_KINDS, Severity.ERROR),
     GuardFindingKind.DISABLED_BY_SKIP: Severity.WARNING,
     GuardFindingKind.DISABLED: Severity.INFO,
     GuardFindingKind.UNDETERMINED: Severity.INFO,

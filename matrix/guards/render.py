@@ -111,10 +111,7 @@ def to_json_doc(report: GuardReport, gate: Gate | None = None) -> dict[str, Any]
         "runners": list(report.runners),
         "counts": {k.value: v for k, v in report.counts().items()},
         "exit_code": report.exit_code if gate is None else gate.exit_code,
-        "findings": [
-            {**f.fields(), "failing": f.failing, "severity": f.severity.value}
-            for f in report.findings
-        ],
+        "findings": [{**f.fields(), "failing": f.failing, "severity": f.severity.value} for f in report.findings],
     }
     if gate is not None and gate.with_baseline:
         doc["baseline"] = {
@@ -160,10 +157,17 @@ def to_markdown(report: GuardReport, gate: Gate | None = None) -> str:
     per_kind = max(1, min(MD_ROWS_PER_KIND, room // max(1, len(kinds))))
     for kind in kinds:
         found = [f for f in shown if f.kind is kind]
-        lines += [f"<details><summary>{TITLES[kind]}: {len(found)}</summary>", "", "| where | test | runners | why |", "|---|---|---|---|"]
+        lines += [
+            f"<details><summary>{TITLES[kind]}: {len(found)}</summary>",
+            "",
+            "| where | test | runners | why |",
+            "|---|---|---|---|",
+        ]
         for f in found[:per_kind]:
             why = f.hint or f.reason
-            lines.append(f"| `{shown_path(report, f)}:{f.line}` | `{_cell(f.test, 120)}` | {', '.join(f.runners)} | {_cell(why)} |")
+            lines.append(
+                f"| `{shown_path(report, f)}:{f.line}` | `{_cell(f.test, 120)}` | {', '.join(f.runners)} | {_cell(why)} |"
+            )
         if len(found) > per_kind:
             lines.append(f"| ... | {len(found) - per_kind} more (see the annotations or --format text) | | |")
         lines += ["", "</details>"]

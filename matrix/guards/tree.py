@@ -188,7 +188,9 @@ def audit_tree(
     return _report(base, len(files), results, runners)
 
 
-def _report(base: Path, scanned: int, results: Mapping[str, FileAudit | None], runners: Mapping[str, RunnerProfile]) -> GuardReport:
+def _report(
+    base: Path, scanned: int, results: Mapping[str, FileAudit | None], runners: Mapping[str, RunnerProfile]
+) -> GuardReport:
     findings: list[GuardFinding] = []
     audited: set[str] = set()
     tests = registered = 0

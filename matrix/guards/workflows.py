@@ -149,7 +149,9 @@ def _matrix(strategy: Any, where: str) -> Iterator[dict[str, str]]:
         yield {}
         return
     axes = {k: v for k, v in matrix.items() if k not in ("include", "exclude") and isinstance(v, list)}
-    combos = [dict(zip(axes, c, strict=True)) for c in itertools.islice(itertools.product(*axes.values()), MAX_MATRIX_COMBINATIONS)]
+    combos = [
+        dict(zip(axes, c, strict=True)) for c in itertools.islice(itertools.product(*axes.values()), MAX_MATRIX_COMBINATIONS)
+    ]
     excludes = [e for e in matrix.get("exclude") or [] if isinstance(e, Mapping)]
     combos = [c for c in combos if not any(all(c.get(k) == v for k, v in e.items()) for e in excludes)]
     for extra in matrix.get("include") or []:
@@ -201,8 +203,8 @@ def _labels(runs_on: Any) -> tuple[str, ...]:
 def _suite_commands(script: str) -> Iterator[tuple[str, bool, str | None]]:
     """(suite, nightly, hw) for each `run_suite.py` command line of a `run:` script."""
     joined = re.sub(r"\\\r?\n", " ", script)
-    for line in joined.splitlines():
-        line = line.split(" #", 1)[0]
+    for raw in joined.splitlines():
+        line = raw.split(" #", 1)[0]
         found = _RUN_SUITE.search(line)
         if line.lstrip().startswith("#") or found is None:
             continue

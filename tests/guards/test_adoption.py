@@ -53,7 +53,9 @@ def _github_env(tmp_path: Path, inputs: dict[str, str], step_env: dict[str, str]
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     # `specmatrix` runs this checkout; `python3` records what the install step would install.
-    _shim(bin_dir, "specmatrix", f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom matrix.cli import main\nsys.exit(main())\n")
+    _shim(
+        bin_dir, "specmatrix", f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom matrix.cli import main\nsys.exit(main())\n"
+    )
     _shim(bin_dir, "python3", f"import sys\nopen({str(tmp_path / 'pip.log')!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "SPECMATRIX_"))}
     env |= {
@@ -180,4 +182,4 @@ def test_pre_commit_try_repo_runs_the_hook(tmp_path):
     assert dirty.returncode == 1, dirty.stdout + dirty.stderr
     assert "silent-skip" in dirty.stdout
     # The hook never writes into the project.
-    assert subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True).stdout == ""
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True, check=True).stdout == ""

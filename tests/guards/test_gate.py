@@ -118,7 +118,10 @@ def test_annotation_shape():
         kind=K.SILENT_SKIP, path="t.py", line=7, test="t.py::A", runners=("4-gpu-b200",), reason="r: x,y", hint="add it"
     )
     line = annotation(finding, "test/t,1.py")
-    assert line == "::error file=test/t%2C1.py,line=7,title=specmatrix guards (silent-skip)::t.py::A on 4-gpu-b200: r: x,y%0Afix: add it"
+    assert (
+        line
+        == "::error file=test/t%2C1.py,line=7,title=specmatrix guards (silent-skip)::t.py::A on 4-gpu-b200: r: x,y%0Afix: add it"
+    )
 
 
 def test_github_format_prints_worst_first_with_repo_relative_paths(capsys, suite_copy, monkeypatch):
@@ -168,7 +171,7 @@ def test_the_schema_check_catches_a_planted_defect(capsys, suite_copy, monkeypat
 def test_a_warm_run_reads_the_cache_and_a_change_invalidates_it(capsys, suite_copy, private_cache, monkeypatch):
     code, cold, _ = run(capsys, "guards", str(suite_copy), "--json")
     (cache_file,) = private_cache.glob("guards-*.json")
-    import matrix.guards.tree as tree
+    from matrix.guards import tree
 
     def refuse(*args, **kwargs):
         raise AssertionError("parsed although cached")
@@ -200,7 +203,7 @@ def test_cache_can_be_moved_disabled_and_survives_corruption(capsys, suite_copy,
 
 
 def test_parallel_and_serial_runs_agree(capsys, suite_copy, monkeypatch):
-    import matrix.guards.tree as tree
+    from matrix.guards import tree
 
     monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 1)
     _, serial, _ = run(capsys, "guards", str(suite_copy), "--json", "--no-cache", "--jobs", "1")
@@ -218,5 +221,3 @@ def test_output_file_is_written_atomically(capsys, suite_copy, tmp_path):
 
 def test_jobs_must_be_positive(capsys, suite_copy):
     assert run(capsys, "guards", str(suite_copy), "--jobs", "0")[0] == 2
-
-

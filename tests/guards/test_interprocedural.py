@@ -46,13 +46,21 @@ CASES = {
         "not _at_least(100, gpus=4)",
         (T, F, T, T),
     ),
-    "local redefinition shadows the import": ("def is_sm90_supported():\n    return get_device_sm() >= 90", "is_sm90_supported()", (T, T, T, F)),
+    "local redefinition shadows the import": (
+        "def is_sm90_supported():\n    return get_device_sm() >= 90",
+        "is_sm90_supported()",
+        (T, T, T, F),
+    ),
     "import after the def wins back": (
         "def is_blackwell():\n    return True\nfrom sglang.srt.utils import is_blackwell",
         "is_blackwell()",
         (F, T, T, F),
     ),
-    "def inside try is ambiguous": ("try:\n    def is_blackwell():\n        return True\nexcept Exception:\n    pass", "is_blackwell()", (U, U, U, U)),
+    "def inside try is ambiguous": (
+        "try:\n    def is_blackwell():\n        return True\nexcept Exception:\n    pass",
+        "is_blackwell()",
+        (U, U, U, U),
+    ),
     "import fallback is unknown, not None": (
         "try:\n    from flashinfer import plan\nexcept ImportError:\n    plan = None",
         "plan is None",
@@ -71,7 +79,9 @@ CASES = {
 
 
 def _verdicts(module: str, condition: str, facts_for) -> tuple[Tri, ...]:
-    source = HEAD + textwrap.dedent(module) + f"\n\n@unittest.skipIf({condition}, 'x')\nclass TestX(unittest.TestCase):\n    pass\n"
+    source = (
+        HEAD + textwrap.dedent(module) + f"\n\n@unittest.skipIf({condition}, 'x')\nclass TestX(unittest.TestCase):\n    pass\n"
+    )
     analysis = analyse_source("test_x.py", source)
     (guard,) = analysis.guards
     return tuple(evaluate_guard(guard, facts_for(arch), analysis.names).skips for arch in ARCHS)
@@ -94,7 +104,11 @@ FACTORIES = {
         "@requires(minor=0)",
         (F, T, T, U),
     ),
-    "decorator applying the skip": ("def hopper_only(cls):\n    return unittest.skipUnless(is_sm90_supported(), 'x')(cls)", "@hopper_only", (F, T, T, T)),
+    "decorator applying the skip": (
+        "def hopper_only(cls):\n    return unittest.skipUnless(is_sm90_supported(), 'x')(cls)",
+        "@hopper_only",
+        (F, T, T, T),
+    ),
     "factory returning a pytest mark": (
         "import pytest\ndef blackwell():\n    return pytest.mark.skipif(not is_blackwell(), reason='x')",
         "@blackwell()",
@@ -144,7 +158,9 @@ HOSTILE = {
     "500-term sum": "X = get_device_sm() " + "+ 1 " * 499 + "\nG = X > 0",
     "500 stacked nots": "G = " + "not " * 500 + "get_device_sm()",
     "4,000-digit literal squared": "A = " + "9" * 4000 + "\nG = A * A > get_device_sm()",
-    "squaring chain A1..A26": "A = 7\nA1 = A * A\n" + "".join(f"A{i} = A{i - 1} * A{i - 1}\n" for i in range(2, 27)) + "G = A26 > 0",
+    "squaring chain A1..A26": "A = 7\nA1 = A * A\n"
+    + "".join(f"A{i} = A{i - 1} * A{i - 1}\n" for i in range(2, 27))
+    + "G = A26 > 0",
     "2**255 times itself": f"A = {2**255}\nG = A * A > 0",
 }
 

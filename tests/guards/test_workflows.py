@@ -55,12 +55,14 @@ def test_run_suite_command_lines(script, expected):
 def test_registrations_no_job_selects_in_both_nightly_directions(suite_copy, runners):
     report = audit_tree(suite_copy, runners, schedule=load_schedule(WORKFLOWS))
     reasons = {f.path: f.reason for f in report.of_kind(K.UNSCHEDULED)}
-    assert "nightly=True, but suite base-b-test-4-gpu-b200 only runs without --nightly" in reasons[
-        "scheduling/test_nightly_flag_on_pr_suite.py"
-    ]
-    assert "nightly=False, but suite nightly-4-gpu-b200 only runs with --nightly" in reasons[
-        "scheduling/test_nightly_without_flag.py"
-    ]
+    assert (
+        "nightly=True, but suite base-b-test-4-gpu-b200 only runs without --nightly"
+        in reasons["scheduling/test_nightly_flag_on_pr_suite.py"]
+    )
+    assert (
+        "nightly=False, but suite nightly-4-gpu-b200 only runs with --nightly"
+        in reasons["scheduling/test_nightly_without_flag.py"]
+    )
     assert "no workflow job runs suite base-b-test-1-gpu-small" in reasons["interprocedural/test_shadowed_predicate.py"]
     assert "scheduling/test_nightly_with_flag.py" not in reasons
 
