@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
-import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from matrix.guards.factories import MAX_FACTORY_DEPTH, single_return, substitute
 from matrix.guards.model import (
     AlwaysSkips,
     Bindings,
@@ -24,6 +24,7 @@ from matrix.guards.model import (
 )
 from matrix.guards.names import collect_bindings, collect_module_names, dotted, resolve, straight_line
 from matrix.guards.registrations import read_registrations
+from matrix.guards.scripts import is_main_block, main_exit_guards
 from matrix.guards.source import SourceText
 
 TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
@@ -105,9 +106,9 @@ class _GuardFinder:
         if self.source.any_marked:
             self.walk(tree.body, (), self.path, module_level=True)
         for stmt in tree.body:
-            if _is_main_block(stmt):
+            if is_main_block(stmt):
                 assert isinstance(stmt, ast.If)
-                self.main_exits(stmt.body, ())
+                self.guards.extend(main_exit_guards(stmt.body, (), self.path, self.segment))
         for stmt in straight_line(tree.body):
             if isinstance(stmt, ast.ClassDef):
                 self.class_(stmt)
@@ -205,9 +206,9 @@ class _GuardFinder:
         call = deco if isinstance(deco, ast.Call) else None
         target = call.func if call is not None else deco
         fn = self.functions.get(target.id) if isinstance(target, ast.Name) else None
-        if fn is None or self.depth > _MAX_FACTORY_DEPTH:
+        if fn is None or self.depth > MAX_FACTORY_DEPTH:
             return []
-        returned = _single_return(fn)
+        returned = single_return(fn)
         if returned is None:
             return []
         if call is None:
@@ -216,7 +217,7 @@ class _GuardFinder:
             if not isinstance(applied, ast.Call):
                 return []
             returned = applied
-        bound = _substitute(returned, fn, call)
+        bound = substitute(returned, fn, call)
         if bound is None:
             return []
         self.depth += 1
@@ -226,39 +227,6 @@ class _GuardFinder:
             self.depth -= 1
         shown = self.segment(deco)
         return [replace(g, line=deco.lineno, source=f"{shown} -> {g.source}") for g in found]
-
-    def main_exits(self, body: Sequence[ast.stmt], conds: tuple[SkipCondition, ...]) -> None:
-        """`if __name__ == "__main__":` blocks that print a skip and exit 0: the script's run skips there.
-
-        sglang's CI runs each registered file as a script (`run_unittest_files` in
-        python/sglang/test/ci/ci_utils.py), so that block decides whether anything runs."""
-        for index, stmt in enumerate(body):
-            if isinstance(stmt, ast.If):
-                test = ExprCondition(expr=stmt.test)
-                if _exits_zero(stmt.body) and _prints(stmt.body):
-                    self.guards.append(
-                        Guard(
-                            scope=self.path,
-                            kind=GuardKind.MAIN_EXIT,
-                            line=stmt.lineno,
-                            source=f"if {self.segment(stmt.test)}: ... sys.exit(0)",
-                            conditions=(*conds, test),
-                        )
-                    )
-                    conds = (*conds, ExprCondition(expr=stmt.test, negate=True))
-                    continue
-                self.main_exits(stmt.body, (*conds, test))
-            elif _exit_zero_call(stmt) and _prints(body[:index]):
-                self.guards.append(
-                    Guard(
-                        scope=self.path,
-                        kind=GuardKind.MAIN_EXIT,
-                        line=stmt.lineno,
-                        source=self.segment(stmt),
-                        conditions=conds or (AlwaysSkips(),),
-                    )
-                )
-                return
 
     def skip_mark(self, deco: ast.expr, name: str) -> tuple[GuardKind, tuple[SkipCondition, ...]] | None:
         last = name.rpartition(".")[2]
@@ -408,93 +376,6 @@ class _GuardFinder:
             return text
         simple = isinstance(condition.expr, ast.Name | ast.Attribute | ast.Call | ast.Subscript)
         return f"not {text}" if simple else f"not ({text})"
-
-
-_MAX_FACTORY_DEPTH = 4
-
-
-def _is_main_block(stmt: ast.stmt) -> bool:
-    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare) or len(stmt.test.ops) != 1:
-        return False
-    sides = [stmt.test.left, *stmt.test.comparators]
-    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
-    mains = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
-    return isinstance(stmt.test.ops[0], ast.Eq) and len(names) == 1 and len(mains) == 1
-
-
-def _exit_zero_call(stmt: ast.stmt) -> bool:
-    """`sys.exit(0)`, `sys.exit()`, `exit(0)`, `os._exit(0)`: the script ends with success."""
-    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-        return False
-    call = stmt.value
-    name = dotted(call.func) or ""
-    if name not in ("sys.exit", "exit", "quit", "os._exit"):
-        return False
-    if not call.args:
-        return name != "os._exit"
-    arg = call.args[0]
-    return isinstance(arg, ast.Constant) and (arg.value == 0 or arg.value is None) and not isinstance(arg.value, bool)
-
-
-def _exits_zero(body: Sequence[ast.stmt]) -> bool:
-    return bool(body) and _exit_zero_call(body[-1])
-
-
-def _prints(body: Sequence[ast.stmt]) -> bool:
-    """A `print(...)` or logging call mentioning a skip, the message CI shows for a skipped script."""
-    for stmt in body:
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            name = (dotted(stmt.value.func) or "").rpartition(".")[2]
-            if name in ("print", "info", "warning", "warn") and "skip" in ast.dump(stmt.value).lower():
-                return True
-    return False
-
-
-def _single_return(fn: ast.FunctionDef) -> ast.expr | None:
-    """The expression of a function whose body (docstring aside) is one `return`."""
-    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) == 1 and isinstance(body[0], ast.Return):
-        return body[0].value
-    return None
-
-
-class _Substitute(ast.NodeTransformer):
-    def __init__(self, values: dict[str, ast.expr]):
-        self.values = values
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        return self.values.get(node.id, node)
-
-
-def _substitute(expr: ast.expr, fn: ast.FunctionDef, call: ast.Call | None) -> ast.expr | None:
-    """`expr` with the factory's parameters replaced by the call's argument expressions; None if they do not fit."""
-    params = [a.arg for a in fn.args.args]
-    if call is None:
-        values: dict[str, ast.expr] = {}
-    else:
-        if fn.args.vararg or fn.args.kwarg or len(call.args) > len(params):
-            return None
-        values = dict(zip(params, call.args, strict=False))
-        for kw in call.keywords:
-            if kw.arg is None or kw.arg not in params:
-                return None
-            values[kw.arg] = kw.value
-        defaults = dict(zip(params[len(params) - len(fn.args.defaults) :], fn.args.defaults, strict=True))
-        for name in params:
-            if name not in values:
-                if name not in defaults:
-                    return None
-                values[name] = defaults[name]
-    try:
-        copied = copy.deepcopy(expr)  # a fresh tree; the factory's own stays untouched
-    except RecursionError:
-        return None
-    out = _Substitute(values).visit(copied)
-    for node in ast.walk(out):
-        # Point every copied node at the factory's return, the text a finding shows.
-        if isinstance(node, ast.expr) and node not in values.values():
-            ast.copy_location(node, expr)
-    return out if isinstance(out, ast.expr) else None
 
 
 def _pytestmark(stmt: ast.stmt) -> ast.expr | None:
