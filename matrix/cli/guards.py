@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import datetime as dt
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from matrix.core.atomic import write_text_atomic
+from matrix.core.errors import UsageError
 from matrix.core.loader import load_runners
 from matrix.core.options import Options
+from matrix.guards.annotations import to_annotations
+from matrix.guards.baseline import Baseline, baseline_text, read_baseline, updated_entries
+from matrix.guards.cache import ENV_VAR, cache_folder
+from matrix.guards.gate import Gate, error_keys, gate
+from matrix.guards.model import GuardFinding, GuardReport, Severity
 from matrix.guards.render import to_json, to_markdown, to_text
+from matrix.guards.sarif import to_sarif
 from matrix.guards.suites import load_suite_map, read_suite_list
-from matrix.guards.tree import audit_tree
+from matrix.guards.tree import audit_tree, default_jobs
+from matrix.guards.workflows import load_schedule
+
+FORMATS = ("text", "json", "md", "github", "sarif")
 
 
 def register(sub: Any) -> None:
@@ -19,9 +32,9 @@ def register(sub: Any) -> None:
         help="find silent skips in a registered test suite without running it",
         description=(
             "Read every test file under PATH with ast (nothing is imported), map its register_*_ci suites to "
-            "runner profiles and evaluate each skip guard on them. Exit 1 on silent skips, tests that never run, "
-            "unscheduled registrations and unparsable files; 0 when clean; 2 on bad input. Extra runner-profile "
-            "files come from the global --runners FILE option."
+            "runner profiles and evaluate each skip guard on them. Exit 1 on new error findings (silent skips, "
+            "tests that never run, unscheduled registrations, unparsable files) or expired baseline entries; 0 when "
+            "clean; 2 on bad input. Extra runner-profile files come from the global --runners FILE option."
         ),
     )
     p.add_argument("path", type=Path, help="test folder or file, e.g. test/registered")
@@ -39,14 +52,37 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--suite-map", type=Path, metavar="FILE", help="TOML [suite] table mapping suite names or globs to profiles")
     p.add_argument(
+        "--workflows",
+        type=Path,
+        metavar="DIR",
+        help="repository root (or its .github/workflows): which job runs which suite, on which runner, with --nightly or not",
+    )
+    p.add_argument(
         "--assume-installed",
         default="",
         metavar="MODULES",
         help="comma-separated modules installed on every runner (e.g. flashinfer); others are unknown",
     )
+    p.add_argument(
+        "--show",
+        choices=[s.value for s in Severity],
+        default=Severity.WARNING.value,
+        help="lowest severity listed: error, warning (default) or info (also undetermined, disabled, unmapped, ...)",
+    )
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print JSON (schema specmatrix.guards/1)")
-    out.add_argument("--md", action="store_true", help="print Markdown (for a job summary)")
+    out.add_argument("--format", choices=FORMATS, default=None, help="output: text (default), json, md, github, sarif")
+    out.add_argument("--json", action="store_true", help="same as --format json (schema specmatrix.guards/1)")
+    out.add_argument("--md", action="store_true", help="same as --format md (a job summary under 100 lines)")
+    p.add_argument("--output", type=Path, metavar="FILE", help="write the output to FILE (atomically) instead of stdout")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--baseline", type=Path, metavar="FILE", help="fail only on error findings FILE does not list")
+    base.add_argument(
+        "--write-baseline", type=Path, metavar="FILE", help="write the current error findings to FILE (keeps reasons and expiry)"
+    )
+    p.add_argument("--today", type=dt.date.fromisoformat, metavar="YYYY-MM-DD", help="the date baseline expiry is checked on")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes for parsing (default: CPUs, up to 8)")
+    p.add_argument("--cache-dir", type=Path, metavar="DIR", help=f"results cache (default ${ENV_VAR}, else ~/.cache/specmatrix)")
+    p.add_argument("--no-cache", action="store_true", help="read and audit every file again; write no cache")
     p.set_defaults(func=cmd_guards)
 
 
@@ -54,8 +90,40 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
 
 
+def _format(args: argparse.Namespace) -> str:
+    if args.json:
+        return "json"
+    if args.md:
+        return "md"
+    return str(args.format or "text")
+
+
+def _repo_path(report: GuardReport, finding: GuardFinding) -> str:
+    """The finding's file relative to the current directory (the repository root in CI), POSIX style."""
+    full = Path(report.root) / finding.path
+    try:
+        return PurePosixPath(full.resolve().relative_to(Path.cwd().resolve())).as_posix()
+    except ValueError:
+        return full.as_posix()
+
+
+def render(report: GuardReport, result: Gate, fmt: str) -> str:
+    if fmt == "json":
+        return to_json(report, result)
+    if fmt == "md":
+        return to_markdown(report, result)
+    if fmt == "github":
+        return to_annotations((f, _repo_path(report, f)) for f in result.shown)
+    if fmt == "sarif":
+        return to_sarif((f, _repo_path(report, f)) for f in result.shown)
+    return to_text(report, result)
+
+
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
     runners = load_runners(options.runner_files)
+    baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
     report = audit_tree(
         args.path,
         runners,
@@ -63,11 +131,18 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         known_suites=read_suite_list(args.suites) if args.suites is not None else None,
         only_runners=_names(args.only_runners),
         installed=_names(args.assume_installed),
+        schedule=load_schedule(args.workflows) if args.workflows is not None else None,
+        jobs=args.jobs or default_jobs(),
+        cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
     )
-    if args.json:
-        print(to_json(report))
-    elif args.md:
-        print(to_markdown(report))
+    if args.write_baseline is not None:
+        previous = read_baseline(args.write_baseline) if args.write_baseline.is_file() else None
+        entries = updated_entries(error_keys(report.findings), previous)
+        write_text_atomic(args.write_baseline, baseline_text(entries))
+    result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today)
+    text = render(report, result, _format(args))
+    if args.output is not None:
+        write_text_atomic(args.output, text + "\n")
     else:
-        print(to_text(report))
-    return report.exit_code
+        print(text)
+    return 0 if args.write_baseline is not None else result.exit_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -404,7 +405,11 @@ def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfi
     for name, raw in _table(data.get("runner", {}), f"{source}: [runner]").items():
         where = f"{source}: runner {name!r}"
         t = _table(raw, where)
-        _expect_keys(t, {"gpus", "capability", "device_name", "labels", "runner_configs", "skip_policy", "description"}, where)
+        _expect_keys(
+            t,
+            {"gpus", "capability", "device_name", "labels", "runner_configs", "skip_policy", "description", *_CI_FACTS},
+            where,
+        )
         gpus = t.get("gpus")
         if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
             raise ConfigError(f"{where}: gpus must be a non-negative integer, got {gpus!r}")
@@ -431,7 +436,30 @@ def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfi
             runner_configs=tuple(_str(x, f"{where}: runner_configs") for x in t.get("runner_configs", [])),
             skip_policy=policy,
             description=str(t.get("description", "")),
+            **_ci_facts(t, where),
         )
     if not out:
         raise ConfigError(f"{source}: no [runner.NAME] tables")
+    return out
+
+
+_CI_FACTS = ("in_ci", "amd_ci", "cuda")
+_CUDA_VERSION = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,4})?$")
+
+
+def _ci_facts(t: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Optional CI facts of a runner profile: in_ci / amd_ci (booleans), cuda (a version such as "12.9")."""
+    out: dict[str, Any] = {}
+    for key in ("in_ci", "amd_ci"):
+        if key in t:
+            if not isinstance(t[key], bool):
+                raise ConfigError(f"{where}: {key} must be true or false, got {t[key]!r}")
+            out[key] = t[key]
+    if "cuda" in t:
+        cuda = t["cuda"]
+        if not isinstance(cuda, str) or not _CUDA_VERSION.match(cuda):
+            raise ConfigError(f'{where}: cuda must be a CUDA version string such as "12.9", got {cuda!r}')
+        if t.get("gpus") == 0:
+            raise ConfigError(f"{where}: cuda given but gpus = 0")
+        out["cuda"] = cuda
     return out

@@ -79,6 +79,10 @@ class RunnerProfile:
     runner_configs: tuple[str, ...] = ()
     skip_policy: SkipPolicy = SkipPolicy.LENIENT
     description: str = ""
+    # CI facts guards read (None: the profile does not say): is_in_ci(), is_in_amd_ci(), torch.version.cuda.
+    in_ci: bool | None = None
+    amd_ci: bool | None = None
+    cuda: str | None = None
 
     @property
     def sm(self) -> int | None:

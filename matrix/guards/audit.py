@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
+from matrix.guards.hints import silent_skip_hint
 from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
     FileAnalysis,
     Guard,
     GuardFinding,
     GuardFindingKind,
+    Platform,
     Registration,
 )
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
-from matrix.guards.suites import SuiteMap, target_of
+from matrix.guards.suites import SuiteMap, SuiteTarget, target_of
+from matrix.guards.workflows import SuiteRun, WorkflowSchedule
 
 Kind = GuardFindingKind
 
@@ -32,6 +35,10 @@ class AuditSettings:
     only_runners: tuple[str, ...] = ()
     installed: frozenset[str] = frozenset()
     predicates: Mapping[str, Predicate] = field(default_factory=lambda: PREDICATES)
+    # Suite runs read from the workflows (--workflows): which runner, --nightly or not, which env.
+    schedule: WorkflowSchedule | None = None
+    # Where each registration runs depends only on these settings: worked out once per distinct registration.
+    targets: dict[tuple[str, str | None, str, bool], SuiteTarget] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +60,7 @@ def audit_file(analysis: FileAnalysis, settings: AuditSettings) -> FileAudit:
         )
         return FileAudit(findings=(finding,), registered=False, runners=())
     findings, runners = registration_findings(analysis, settings)
+    env = runner_env(analysis, runners, settings)
     if not analysis.registrations and analysis.is_test_file:
         findings.append(
             GuardFinding(
@@ -63,7 +71,8 @@ def audit_file(analysis: FileAnalysis, settings: AuditSettings) -> FileAudit:
                 reason="no register_*_ci(...) call: no CI suite runs this file",
             )
         )
-    findings.extend(guard_findings(analysis, runners, settings))
+    findings.extend(guard_findings(analysis, runners, settings, elsewhere=elsewhere_of(analysis, settings), env=env))
+    findings = merge_findings(findings)
     if settings.only_runners:
         chosen = set(settings.only_runners)
         findings = [f for f in findings if chosen & set(f.runners) or f.kind is Kind.UNPARSABLE]
@@ -86,11 +95,14 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
             findings.append(finding(Kind.UNPARSABLE, reg.problem))
             continue
         if reg.platform not in IN_SCOPE_PLATFORMS:
+            if reg.disabled is not None:
+                findings.append(finding(Kind.DISABLED, f"{reg.function} disabled: {reg.disabled}"))
+                continue
             reason = f"{reg.function} targets {reg.platform.value}; runner profiles describe CUDA and GPU-less machines only"
             findings.append(finding(Kind.OUT_OF_SCOPE, reason))
             continue
         suite = reg.suite or ""
-        target = target_of(reg, settings.suite_map, settings.runners)
+        target = target_for(reg, settings)
         if reg.disabled is not None:
             findings.append(finding(Kind.DISABLED, f"suite {suite} disabled: {reg.disabled}", target.profiles))
             continue
@@ -106,11 +118,70 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
     return findings, ordered
 
 
+def _hw(reg: Registration) -> str:
+    return "cpu" if reg.platform is Platform.CPU else "cuda"
+
+
+def selecting_runs(reg: Registration, schedule: WorkflowSchedule) -> tuple[SuiteRun, ...]:
+    """The workflow runs that select this registration: same suite, same `--nightly` as its nightly flag."""
+    return tuple(r for r in schedule.runs_of(reg.suite or "", _hw(reg)) if r.nightly == reg.nightly)
+
+
+def target_for(reg: Registration, settings: AuditSettings) -> SuiteTarget:
+    """Profiles from the workflows' runs-on labels when --workflows is given and they name one, else the suite map."""
+    key = (reg.suite or "", reg.runner_config, reg.platform.value, reg.nightly)
+    if key not in settings.targets:
+        settings.targets[key] = _target_for(reg, settings)
+    return settings.targets[key]
+
+
+def _target_for(reg: Registration, settings: AuditSettings) -> SuiteTarget:
+    if settings.schedule is not None:
+        labels = {label for run in selecting_runs(reg, settings.schedule) for label in run.labels}
+        wants_gpu = reg.platform is Platform.CUDA
+        found = tuple(name for name, p in settings.runners.items() if labels & set(p.labels) and (p.gpus > 0) == wants_gpu)
+        if found:
+            return SuiteTarget(profiles=found, how=f"runs-on {', '.join(sorted(labels))} in the workflows")
+    return target_of(reg, settings.suite_map, settings.runners)
+
+
+def runner_env(analysis: FileAnalysis, runners: tuple[str, ...], settings: AuditSettings) -> dict[str, dict[str, str]]:
+    """Per runner, the env every selecting workflow job sets alike (a variable set differently is unknown)."""
+    if settings.schedule is None:
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for name in runners:
+        labels = set(settings.runners[name].labels)
+        envs = [
+            dict(run.env)
+            for reg in analysis.registrations
+            if reg.problem is None and reg.platform in IN_SCOPE_PLATFORMS
+            for run in selecting_runs(reg, settings.schedule)
+            if labels & set(run.labels)
+        ]
+        if envs:
+            out[name] = {k: v for k, v in envs[0].items() if all(e.get(k) == v for e in envs[1:])}
+    return out
+
+
 def unscheduled_reasons(reg: Registration, settings: AuditSettings) -> list[str]:
     """Why no workflow would pick this registration up; empty when one does."""
     suite = reg.suite or ""
     reasons: list[str] = []
-    if settings.suite_map.is_nightly_only(suite) and not reg.nightly:
+    schedule = settings.schedule
+    if schedule is not None:
+        runs = schedule.runs_of(suite, _hw(reg))
+        if not runs:
+            close = difflib.get_close_matches(suite, sorted(schedule.suites), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            reasons.append(f"no workflow job runs suite {suite}{hint}")
+        elif not selecting_runs(reg, schedule):
+            how = "with --nightly" if runs[0].nightly else "without --nightly"
+            reasons.append(
+                f"registered with nightly={reg.nightly}, but suite {suite} only runs {how} ({runs[0].where}); "
+                "run_suite.py keeps a registration only when its nightly flag matches"
+            )
+    elif settings.suite_map.is_nightly_only(suite) and not reg.nightly:
         reasons.append(
             f"suite {suite} is run only by scheduled workflows, which select nightly=True registrations; "
             "this one has nightly=False"
@@ -122,11 +193,57 @@ def unscheduled_reasons(reg: Registration, settings: AuditSettings) -> list[str]
     return reasons
 
 
-def guard_findings(analysis: FileAnalysis, runners: tuple[str, ...], settings: AuditSettings) -> list[GuardFinding]:
-    """Silent skips, tests that never run, and undetermined guards, over the file's runners."""
+def elsewhere_of(analysis: FileAnalysis, settings: AuditSettings) -> tuple[str, ...]:
+    """Registrations that may run the file where no profile can tell: other platforms and unmapped suites."""
+    out: list[str] = []
+    for reg in analysis.registrations:
+        if reg.problem is not None or reg.disabled is not None:
+            continue
+        if reg.platform not in IN_SCOPE_PLATFORMS:
+            out.append(f"{reg.function} (suite {reg.suite})")
+        elif not target_for(reg, settings).profiles:
+            out.append(f"{reg.function} (suite {reg.suite}, unmapped)")
+    return tuple(dict.fromkeys(out))
+
+
+def merge_findings(findings: list[GuardFinding]) -> list[GuardFinding]:
+    """One finding per test and kind: runners, guards and reasons of the same (path, test, kind) are joined."""
+    merged: dict[tuple[Kind, str, str], GuardFinding] = {}
+    for f in findings:
+        key = (f.kind, f.path, f.test)
+        seen = merged.get(key)
+        if seen is None:
+            merged[key] = f
+            continue
+        merged[key] = replace(
+            seen,
+            runners=tuple(dict.fromkeys((*seen.runners, *f.runners))),
+            guard=_join(seen.guard, f.guard),
+            reason=_join(seen.reason, f.reason),
+            hint=seen.hint or f.hint,
+        )
+    return list(merged.values())
+
+
+def _join(a: str, b: str) -> str:
+    parts = [p for p in (a, b) if p]
+    return " | ".join(dict.fromkeys(" | ".join(parts).split(" | ")))
+
+
+def guard_findings(
+    analysis: FileAnalysis,
+    runners: tuple[str, ...],
+    settings: AuditSettings,
+    elsewhere: tuple[str, ...] = (),
+    env: Mapping[str, Mapping[str, str]] | None = None,
+) -> list[GuardFinding]:
+    """Silent skips, tests that never run, deliberate disables and undetermined guards, over the file's runners."""
     if not runners or not analysis.guards:
         return []
-    facts = {name: RunnerFacts(profile=settings.runners[name], installed=settings.installed) for name in runners}
+    env = env or {}
+    facts = {
+        name: RunnerFacts(profile=settings.runners[name], installed=settings.installed, env=env.get(name, {})) for name in runners
+    }
     guards = analysis.guards
     verdict = {
         (index, name): evaluate_guard(guard, facts[name], analysis.names, settings.predicates)
@@ -138,13 +255,17 @@ def guard_findings(analysis: FileAnalysis, runners: tuple[str, ...], settings: A
         by_scope.setdefault(guard.scope, []).append(index)
     parents = {s.nodeid: s.parent for s in analysis.scopes}
 
+    chains: dict[str, list[str]] = {}
+
     def chain(nodeid: str) -> list[str]:
-        out: list[str] = []
-        current: str | None = nodeid
-        while current is not None:
-            out.append(current)
-            current = parents.get(current)
-        return out[::-1]
+        if nodeid not in chains:
+            out: list[str] = []
+            current: str | None = nodeid
+            while current is not None:
+                out.append(current)
+                current = parents.get(current)
+            chains[nodeid] = out[::-1]
+        return chains[nodeid]
 
     def skipper(nodeid: str, runner: str) -> int | None:
         """The outermost guard that certainly skips `nodeid` on `runner`."""
@@ -164,17 +285,27 @@ def guard_findings(analysis: FileAnalysis, runners: tuple[str, ...], settings: A
             never.add(scope.nodeid)
             findings.append(
                 _never_runs(
-                    nodeid=scope.nodeid, deciders=deciders, guards=guards, verdict=verdict, facts=facts, path=analysis.path
+                    nodeid=scope.nodeid,
+                    deciders=deciders,
+                    guards=guards,
+                    verdict=verdict,
+                    facts=facts,
+                    path=analysis.path,
+                    elsewhere=elsewhere,
                 )
             )
     for scope in analysis.scopes:
         if any(s in never for s in chain(scope.nodeid)):
             continue
+        by_guard: dict[int, list[str]] = {}
         for runner in runners:
             hit = skipper(scope.nodeid, runner)
             if hit is not None and guards[hit].scope == scope.nodeid:
-                reason = verdict[(hit, runner)].explain(facts[runner])
-                findings.append(_finding(Kind.SILENT_SKIP, guards[hit], (runner,), reason))
+                by_guard.setdefault(hit, []).append(runner)
+        for hit, skipped in by_guard.items():
+            reason = " | ".join(verdict[(hit, r)].explain(facts[r]) for r in skipped)
+            hint = silent_skip_hint(verdict[(hit, skipped[0])], facts[skipped[0]], every=tuple(skipped))
+            findings.append(replace(_finding(Kind.SILENT_SKIP, guards[hit], tuple(skipped), reason), hint=hint))
     for index, guard in enumerate(guards):
         if any(s in never for s in chain(guard.scope)):
             continue
@@ -194,18 +325,41 @@ def _never_runs(
     verdict: Mapping[tuple[int, str], Evaluation],
     facts: Mapping[str, RunnerFacts],
     path: str,
+    elsewhere: tuple[str, ...] = (),
 ) -> GuardFinding:
     used = [i for i in dict.fromkeys(deciders.values()) if i is not None]
     first = guards[used[0]]
-    reasons = [verdict[(i, r)].explain(facts[r]) for r, i in deciders.items() if i is not None]
+    evaluations = {r: verdict[(i, r)] for r, i in deciders.items() if i is not None}
+    guard = " | ".join(dict.fromkeys(guards[i].source for i in used))
+    if all(e.constant for e in evaluations.values()):
+        # The same skip on every machine: a deliberate disable, not an arch mismatch.
+        return GuardFinding(
+            kind=Kind.DISABLED_BY_SKIP,
+            path=path,
+            line=first.line,
+            test=nodeid,
+            runners=tuple(deciders),
+            guard=guard,
+            reason="an unconditional skip: it skips on every machine, whatever the runner",
+            hint='say so in the registration instead: register_cuda_ci(..., disabled="<why>"), so CI reports it as disabled',
+        )
+    reasons = [e.explain(facts[r]) for r, e in evaluations.items()]
+    where = ", ".join(deciders)
+    head = f"skipped on every CUDA/CPU runner it is registered for ({where})"
+    if elsewhere:
+        head += f"; it may still run through {', '.join(elsewhere)}, which no runner profile describes"
+    else:
+        head = f"skipped on every runner it is registered for ({where})"
+    runner = next(iter(evaluations))
     return GuardFinding(
         kind=Kind.NEVER_RUNS,
         path=path,
         line=first.line,
         test=nodeid,
         runners=tuple(deciders),
-        guard=" | ".join(dict.fromkeys(guards[i].source for i in used)),
-        reason="skipped on every runner it is registered for: " + " | ".join(reasons),
+        guard=guard,
+        reason=f"{head}: " + " | ".join(reasons),
+        hint=silent_skip_hint(evaluations[runner], facts[runner], every=tuple(deciders)),
     )
 
 

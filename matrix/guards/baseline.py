@@ -126,3 +126,49 @@ def baseline_document(entries: Iterable[BaselineEntry]) -> dict[str, Any]:
             for e in ordered
         ],
     }
+
+
+# --- comparing findings with a baseline (used by `specmatrix guards --baseline` / `--write-baseline`) ---------
+
+ANY_RUNNER = "*"  # the runner field of a finding that names none (an unparsable file, an unscheduled suite)
+
+
+def finding_keys(path: str, test: str, kind: str, runners: Iterable[str]) -> list[tuple[str, str, str, str]]:
+    """(path, test, kind, runner) for each runner of one finding; one entry with `*` when it names none."""
+    names = list(runners) or [ANY_RUNNER]
+    return [(path, test, kind, runner) for runner in names]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineComparison:
+    """Which finding keys are new, which the baseline knows, and which entries are stale or expired."""
+
+    new: frozenset[str]
+    known: frozenset[str]
+    stale: tuple[BaselineEntry, ...]
+    expired: tuple[BaselineEntry, ...]
+
+
+def compare_keys(baseline: Baseline, keys: Iterable[tuple[str, str, str, str]], today: dt.date) -> BaselineComparison:
+    """Match current finding keys against a baseline by fingerprint (no line numbers, so edits do not churn it)."""
+    entries = baseline.by_fingerprint()
+    current = {fingerprint(*key) for key in keys}
+    known = current & set(entries)
+    expired = tuple(entries[f] for f in sorted(known) if entries[f].expired(today))
+    stale = tuple(e for f, e in entries.items() if f not in current)
+    return BaselineComparison(new=frozenset(current - known), known=frozenset(known), stale=stale, expired=expired)
+
+
+def updated_entries(keys: Iterable[tuple[str, str, str, str]], previous: Baseline | None) -> list[BaselineEntry]:
+    """Entries for the current findings, keeping the reason and expiry a maintainer wrote for ones already there."""
+    kept = previous.by_fingerprint() if previous is not None else {}
+    out: dict[str, BaselineEntry] = {}
+    for path, test, kind, runner in keys:
+        entry = BaselineEntry(path=path, test=test, kind=kind, runner=runner)
+        old = kept.get(entry.fingerprint)
+        out[entry.fingerprint] = old if old is not None else entry
+    return list(out.values())
+
+
+def baseline_text(entries: Iterable[BaselineEntry]) -> str:
+    return json.dumps(baseline_document(entries), indent=2) + "\n"

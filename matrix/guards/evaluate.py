@@ -1,4 +1,8 @@
-"""Three-valued evaluation of a guard condition on one runner profile; parses, never executes."""
+"""Three-valued evaluation of a guard condition on one runner profile; parses, never executes.
+
+Evaluation is bounded: nesting depth, steps, helper-call depth and integer size all have a budget, and an
+expression past it is unknown with the reason (never an exception, never unbounded arithmetic).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from matrix.guards.budget import Budget, OverBudget, bounded_int, text_of
+from matrix.guards.calls import FunctionRunner
 from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, MissingModules, ModuleNames, OpaqueCondition, SkipCondition
 from matrix.guards.names import dotted, resolve
-from matrix.guards.predicates import ATTRIBUTES, PREDICATES, Predicate, RunnerFacts, Unknown, lookup
-
-_MAX_DEPTH = 20
+from matrix.guards.predicates import ATTRIBUTES, BUILTINS, PREDICATES, Predicate, RunnerFacts, Unknown, environment, lookup
 
 
 class Tri(StrEnum):
@@ -37,6 +41,13 @@ class Evaluation:
 
     skips: Tri
     steps: tuple[str, ...]
+    # The runner facts consulted (predicate names such as `is_sm90_supported`, `torch.cuda.device_count`).
+    facts: tuple[str, ...] = ()
+
+    @property
+    def constant(self) -> bool:
+        """True when no runner fact was involved: the guard says the same on every machine."""
+        return self.skips is not Tri.UNKNOWN and not self.facts
 
     def explain(self, facts: RunnerFacts) -> str:
         verdict = {Tri.TRUE: "the guard is true, so it skips", Tri.FALSE: "the guard is false, so it runs"}
@@ -55,42 +66,62 @@ _ARITH: Mapping[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
 }
+_MAX_STEPS_SHOWN = 40
 
 
-class _Evaluator:
+class _Evaluator(FunctionRunner):
     """Walks one expression; records leaf facts as steps. Only reads the tree."""
 
     def __init__(
         self, facts: RunnerFacts, names: ModuleNames, local: Mapping[str, ast.expr | None], table: Mapping[str, Predicate]
     ):
         self.facts = facts
-        self.imports = dict(names.imports)
-        self.aliases: dict[str, ast.expr | None] = {**dict(names.aliases), **local}
+        self.imports = names.import_map
+        # Shared per file: never written to here.
+        self.aliases: Mapping[str, ast.expr | None] = {**names.alias_map, **local} if local else names.alias_map
+        self.local = frozenset(local)
         self.defined = names.defined
+        self.functions = names.function_map
+        self.ambiguous = names.ambiguous
         self.table = table
         self.steps: list[str] = []
+        self.used: list[str] = []
         self.active: set[str] = set()
+        self.memo: dict[int, object] = {}
+        self.frames: list[dict[str, object]] = []
+        self.budget = Budget()
 
     def note(self, text: str, value: object) -> None:
-        shown = f"unknown ({value.why})" if isinstance(value, Unknown) else repr(value)
+        shown = f"unknown ({value.why})" if isinstance(value, Unknown) else text_of(value)
         step = f"{text} is {shown}"
-        if step not in self.steps:
+        if step not in self.steps and len(self.steps) < _MAX_STEPS_SHOWN:
             self.steps.append(step)
+
+    def use(self, fact: str) -> None:
+        if fact not in self.used:
+            self.used.append(fact)
 
     def truth(self, node: ast.expr) -> Tri:
         return tri_of(self.value(node))
 
     def value(self, node: ast.expr) -> object:
-        method = getattr(self, f"_{type(node).__name__}", None)
-        if method is None:
-            result: object = Unknown(why="not a known guard expression")
-            self.note(ast.unparse(node), result)
-            return result
-        found: object = method(node)
-        return found
+        self.budget.enter()
+        try:
+            method = _DISPATCH.get(type(node))
+            if method is None:
+                result: object = Unknown(why="not a known guard expression")
+                self.note(text_of(node), result)
+                return result
+            found: object = method(self, node)
+            return found
+        finally:
+            self.budget.depth -= 1
 
     def _Constant(self, node: ast.Constant) -> object:
+        if isinstance(node.value, int) and not isinstance(node.value, bool):
+            return bounded_int(node.value, "an integer literal")
         return node.value
 
     def _Tuple(self, node: ast.Tuple | ast.List) -> object:
@@ -102,58 +133,107 @@ class _Evaluator:
 
     def _Name(self, node: ast.Name) -> object:
         name = node.id
+        if self.frames and name in self.frames[-1]:
+            return self.frames[-1][name]
         if name in self.aliases:
             bound = self.aliases[name]
             if bound is None:
-                result: object = Unknown(why=f"`{name}` is assigned more than once")
-            elif name in self.active or len(self.active) > _MAX_DEPTH:
+                result: object = Unknown(why=f"`{name}` is bound more than once")
+            elif name in self.active:
                 result = Unknown(why=f"`{name}` refers to itself")
             else:
-                # The alias line names its expression, so the inner steps would only repeat it.
-                mark = len(self.steps)
-                self.active.add(name)
-                result = self.value(bound)
-                self.active.discard(name)
-                del self.steps[mark:]
-                self.note(f"{name} (= {ast.unparse(bound)})", result)
-                return result
+                return self._alias(name, bound)
+        elif name in self.ambiguous:
+            result = Unknown(why=f"`{name}` is bound more than one way")
+        elif name in self.functions:
+            return self.functions[name]
         else:
             result = Unknown(why="not a known name")
         self.note(name, result)
         return result
 
-    def _callee(self, func: ast.expr) -> Predicate | None:
+    def _alias(self, name: str, bound: ast.expr) -> object:
+        # Module-level names mean the same wherever they are read: evaluate once, outside any helper frame.
+        key = id(bound)
+        module_scope = name not in self.local
+        if module_scope and key in self.memo:
+            return self.memo[key]
+        mark = len(self.steps)
+        frames, self.frames = self.frames, ([] if module_scope else self.frames)
+        self.active.add(name)
+        try:
+            result = self.value(bound)
+        finally:
+            self.active.discard(name)
+            self.frames = frames
+        # The alias line names its expression, so the inner steps would only repeat it.
+        del self.steps[mark:]
+        self.note(f"{name} (= {text_of(bound)})", result)
+        if module_scope:
+            self.memo[key] = result
+        return result
+
+    def _callee(self, func: ast.expr) -> tuple[str, Predicate] | None:
         name = dotted(func)
         if name is None:
             return None
         head = name.partition(".")[0]
-        if head in self.defined:
-            return None  # the module defines its own helper of that name
+        if head in self.defined or head in self.ambiguous:
+            return None  # the module binds that name itself
         if head in self.aliases and "." not in name:
             bound = self.aliases[head]
             # `check = is_sm100_supported` then `check()`
             return self._callee(bound) if isinstance(bound, ast.Name | ast.Attribute) else None
-        return lookup(self.table, resolve(name, self.imports))
+        resolved = resolve(name, self.imports)
+        found = lookup(self.table, resolved)
+        return (resolved.rpartition(".")[2] if resolved not in self.table else resolved, found) if found else None
 
     def _Call(self, node: ast.Call) -> object:
-        if isinstance(node.func, ast.Name) and node.func.id == "bool" and len(node.args) == 1 and not node.keywords:
-            t = self.truth(node.args[0])
-            return Unknown(why="bool() of unknown") if t is Tri.UNKNOWN else t is Tri.TRUE
-        predicate = self._callee(node.func)
-        head = (dotted(node.func) or "").partition(".")[0]
-        why = "a function this module defines" if head in self.defined else "not a known guard helper"
-        result = predicate(self.facts) if predicate else Unknown(why=why)
-        self.note(ast.unparse(node), result)
+        name = dotted(node.func) or ""
+        head = name.partition(".")[0]
+        if self.frames and head in self.frames[-1]:
+            result: object = Unknown(why=f"`{head}` is a value computed inside a helper")
+        elif "." not in name and name in self.functions and name not in self.aliases:
+            result = self.call_function(name, self.functions[name], node)
+            self.note(text_of(node), result)
+            return result
+        elif "." not in name and name in BUILTINS and not self._shadowed(name):
+            return BUILTINS[name](self, node)
+        else:
+            env = environment(resolve(name, self.imports), node, self.facts) if name else None
+            if env is not None:
+                self.use("env")
+                result = env
+            else:
+                found = self._callee(node.func)
+                if found is not None:
+                    self.use(found[0])
+                    result = found[1](self.facts)
+                else:
+                    why = "a name this module binds itself" if head in self.defined or head in self.ambiguous else None
+                    result = Unknown(why=why or "not a known guard helper")
+        self.note(text_of(node), result)
         return result
+
+    def _shadowed(self, name: str) -> bool:
+        return name in self.aliases or name in self.imports or name in self.defined or name in self.ambiguous
 
     def _Attribute(self, node: ast.Attribute) -> object:
         name = dotted(node)
-        getter = lookup(ATTRIBUTES, resolve(name, self.imports)) if name else None
+        resolved = resolve(name, self.imports) if name else ""
+        getter = lookup(ATTRIBUTES, resolved) if name else None
+        if getter is not None:
+            self.use(resolved)
         result = getter(self.facts) if getter else Unknown(why="not a known attribute")
-        self.note(ast.unparse(node), result)
+        self.note(text_of(node), result)
         return result
 
     def _Subscript(self, node: ast.Subscript) -> object:
+        env = environment(resolve(dotted(node.value) or "", self.imports) + "[]", node, self.facts)
+        if env is not None:
+            self.use("env")
+            self.note(text_of(node), env)
+            return env
         base, index = self.value(node.value), self.value(node.slice)
         if isinstance(base, Unknown):
             return base
@@ -164,7 +244,7 @@ class _Evaluator:
             and -len(base) <= index < len(base)
         ):
             return base[index]
-        return Unknown(why=f"cannot index {base!r} by {index!r}")
+        return Unknown(why=f"cannot index {text_of(base)} by {text_of(index)}")
 
     def _BoolOp(self, node: ast.BoolOp) -> object:
         # Kleene logic with Python's short-circuit: a decisive operand stops evaluation.
@@ -191,9 +271,13 @@ class _Evaluator:
         fn = _ARITH.get(type(node.op))
         if fn is None or not all(isinstance(v, int) and not isinstance(v, bool) for v in (left, right)):
             return left if isinstance(left, Unknown) else right if isinstance(right, Unknown) else Unknown(why="arithmetic")
-        if isinstance(node.op, ast.FloorDiv) and right == 0:
+        assert isinstance(left, int) and isinstance(right, int)
+        if isinstance(node.op, ast.FloorDiv | ast.Mod) and right == 0:
             return Unknown(why="division by zero")
-        return fn(left, right)
+        # Refuse before computing: the product of two budget-sized integers is still computed cheaply.
+        if isinstance(node.op, ast.Mult) and left.bit_length() + right.bit_length() > 2 * Budget.INT_BITS:
+            return Unknown(why=f"an integer beyond {Budget.INT_BITS} bits")
+        return bounded_int(fn(left, right), "arithmetic")
 
     def _IfExp(self, node: ast.IfExp) -> object:
         t = self.truth(node.test)
@@ -206,21 +290,34 @@ class _Evaluator:
 
     def _Compare(self, node: ast.Compare) -> object:
         left = self.value(node.left)
-        unknown = False
+        unknown: Unknown | None = None
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.value(comparator)
             result = compare(op, left, right)
             if result is False:
                 return False
-            unknown = unknown or isinstance(result, Unknown)
+            if isinstance(result, Unknown) and unknown is None:
+                # Keep the cause (an unknown fact, the integer budget) rather than a generic word.
+                side = left if isinstance(left, Unknown) else right if isinstance(right, Unknown) else None
+                unknown = side or Unknown(why="a comparison is unknown")
             left = right
-        return Unknown(why="a comparison is unknown") if unknown else True
+        return unknown if unknown is not None else True
+
+
+# Node type -> evaluator method, looked up once rather than by name on every node.
+_DISPATCH: dict[type[ast.AST], Callable[[_Evaluator, Any], object]] = {
+    getattr(ast, name[1:]): method
+    for name, method in vars(_Evaluator).items()
+    if name.startswith("_") and name[1:2].isupper() and isinstance(getattr(ast, name[1:], None), type)
+}
 
 
 def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
     """Python's comparison on plain values; Unknown where Python would raise or a side is unknown."""
     if isinstance(left, Unknown) or isinstance(right, Unknown):
         return Unknown(why="a side is unknown")
+    if isinstance(left, ast.AST) or isinstance(right, ast.AST):
+        return Unknown(why="a comparison with a function")
     if isinstance(op, ast.Eq | ast.NotEq):
         return (left == right) is isinstance(op, ast.Eq)
     if isinstance(op, ast.Is | ast.IsNot):
@@ -249,21 +346,28 @@ def evaluate_condition(
     local: Mapping[str, ast.expr | None] | None = None,
     table: Mapping[str, Predicate] = PREDICATES,
 ) -> Evaluation:
-    """Whether one condition holds on a runner."""
+    """Whether one condition holds on a runner; past the evaluation budget it is unknown, with the reason."""
     if isinstance(condition, AlwaysSkips):
         return Evaluation(skips=Tri.TRUE, steps=("unconditional skip",))
     if isinstance(condition, OpaqueCondition):
-        return Evaluation(skips=Tri.UNKNOWN, steps=(condition.why,))
+        return Evaluation(skips=Tri.UNKNOWN, steps=(condition.why,), facts=("opaque",))
     if isinstance(condition, MissingModules):
         missing = [m for m in condition.modules if m.split(".")[0] not in facts.installed]
         if not missing:
-            return Evaluation(skips=Tri.FALSE, steps=(f"{', '.join(condition.modules)} assumed installed",))
+            return Evaluation(skips=Tri.FALSE, steps=(f"{', '.join(condition.modules)} assumed installed",), facts=("install",))
         return Evaluation(
-            skips=Tri.UNKNOWN, steps=(f"whether {', '.join(missing)} is installed is unknown (see --assume-installed)",)
+            skips=Tri.UNKNOWN,
+            steps=(f"whether {', '.join(missing)} is installed is unknown (see --assume-installed)",),
+            facts=("install",),
         )
     evaluator = _Evaluator(facts, names, local or {}, table)
-    t = evaluator.truth(condition.expr)
-    return Evaluation(skips=t.negated() if condition.negate else t, steps=tuple(evaluator.steps))
+    try:
+        t = evaluator.truth(condition.expr)
+    except OverBudget as exc:
+        return Evaluation(skips=Tri.UNKNOWN, steps=(f"evaluation budget exceeded: {exc.why}",), facts=("budget",))
+    except RecursionError:
+        return Evaluation(skips=Tri.UNKNOWN, steps=("evaluation budget exceeded: Python recursion limit",), facts=("budget",))
+    return Evaluation(skips=t.negated() if condition.negate else t, steps=tuple(evaluator.steps), facts=tuple(evaluator.used))
 
 
 def evaluate_guard(
@@ -272,14 +376,16 @@ def evaluate_guard(
     """Whether a guard skips on a runner: every condition on its path must hold (Kleene AND)."""
     local = dict(guard.local_names)
     steps: list[str] = []
+    used: list[str] = []
     unknown = False
     for condition in guard.conditions:
         result = evaluate_condition(condition, facts, names, local, table)
         steps.extend(s for s in result.steps if s not in steps)
+        used.extend(f for f in result.facts if f not in used)
         if result.skips is Tri.FALSE:
-            return Evaluation(skips=Tri.FALSE, steps=tuple(steps))
+            return Evaluation(skips=Tri.FALSE, steps=tuple(steps), facts=tuple(used))
         unknown = unknown or result.skips is Tri.UNKNOWN
-    return Evaluation(skips=Tri.UNKNOWN if unknown else Tri.TRUE, steps=tuple(steps))
+    return Evaluation(skips=Tri.UNKNOWN if unknown else Tri.TRUE, steps=tuple(steps), facts=tuple(used))
 
 
 def evaluate_text(

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from matrix.guards.factories import MAX_FACTORY_DEPTH, single_return, substitute
 from matrix.guards.model import (
     AlwaysSkips,
     Bindings,
@@ -23,6 +24,7 @@ from matrix.guards.model import (
 )
 from matrix.guards.names import collect_bindings, collect_module_names, dotted, resolve, straight_line
 from matrix.guards.registrations import read_registrations
+from matrix.guards.scripts import is_main_block, main_exit_guards
 from matrix.guards.source import SourceText
 
 TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
@@ -41,6 +43,8 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
         return FileAnalysis(path=path, is_test_file=is_test, syntax_error=f"SyntaxError: {exc.msg}", error_line=exc.lineno or 1)
     except ValueError as exc:  # source with NUL bytes
         return FileAnalysis(path=path, is_test_file=is_test, syntax_error=str(exc), error_line=1)
+    except (RecursionError, MemoryError):
+        return FileAnalysis(path=path, is_test_file=is_test, syntax_error="nested too deeply for the parser", error_line=1)
     names = collect_module_names(tree)
     finder = _GuardFinder(path, text, names)
     finder.module(tree)
@@ -76,6 +80,8 @@ class _GuardFinder:
         self.scopes: list[TestScope] = []
         self.guards: list[Guard] = []
         self.classes: dict[str, _ClassGuards] = {}
+        self.functions = dict(names.functions)
+        self.depth = 0
 
     # --- naming -------------------------------------------------------------
 
@@ -99,6 +105,10 @@ class _GuardFinder:
                 self.guards.extend(self.mark_guards(marks, self.path))
         if self.source.any_marked:
             self.walk(tree.body, (), self.path, module_level=True)
+        for stmt in tree.body:
+            if is_main_block(stmt):
+                assert isinstance(stmt, ast.If)
+                self.guards.extend(main_exit_guards(stmt.body, (), self.path, self.segment))
         for stmt in straight_line(tree.body):
             if isinstance(stmt, ast.ClassDef):
                 self.class_(stmt)
@@ -185,10 +195,38 @@ class _GuardFinder:
             return self.decorator_guards(bound, nodeid, shown or deco)
         found = self.skip_mark(deco, name)
         if found is None:
-            return []
+            return self.factory_guards(deco, nodeid)
         kind, conditions = found
         source = self.segment(deco) if shown is None else f"{self.segment(shown)} = {self.segment(deco)}"
         return [Guard(scope=nodeid, kind=kind, line=(shown or deco).lineno, source=source, conditions=conditions)]
+
+    def factory_guards(self, deco: ast.expr, nodeid: str) -> list[Guard]:
+        """A module function used as a decorator (`@hopper_only`) or factory (`@requires_major(9)`) whose
+        return is a skip decorator: its condition, with the call's arguments put in for the parameters."""
+        call = deco if isinstance(deco, ast.Call) else None
+        target = call.func if call is not None else deco
+        fn = self.functions.get(target.id) if isinstance(target, ast.Name) else None
+        if fn is None or self.depth > MAX_FACTORY_DEPTH:
+            return []
+        returned = single_return(fn)
+        if returned is None:
+            return []
+        if call is None:
+            # `def hopper_only(cls): return unittest.skipUnless(...)(cls)`: the decorator applied to its argument.
+            applied = returned.func if isinstance(returned, ast.Call) and len(returned.args) == 1 else None
+            if not isinstance(applied, ast.Call):
+                return []
+            returned = applied
+        bound = substitute(returned, fn, call)
+        if bound is None:
+            return []
+        self.depth += 1
+        try:
+            found = self.decorator_guards(bound, nodeid)
+        finally:
+            self.depth -= 1
+        shown = self.segment(deco)
+        return [replace(g, line=deco.lineno, source=f"{shown} -> {g.source}") for g in found]
 
     def skip_mark(self, deco: ast.expr, name: str) -> tuple[GuardKind, tuple[SkipCondition, ...]] | None:
         last = name.rpartition(".")[2]

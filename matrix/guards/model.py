@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
@@ -70,6 +71,7 @@ class GuardKind(StrEnum):
     SKIP_TEST = "skipTest"
     RAISE_SKIPTEST = "raise SkipTest"
     IMPORTORSKIP = "pytest.importorskip"
+    MAIN_EXIT = "sys.exit(0) in __main__"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,6 +124,23 @@ class ModuleNames:
     imports: tuple[tuple[str, str], ...] = ()
     aliases: Bindings = ()
     defined: frozenset[str] = frozenset()
+    # Module-level functions the evaluator may step into (helpers, local predicates, decorator factories).
+    functions: tuple[tuple[str, ast.FunctionDef], ...] = ()
+    # Names bound more than one way (an import and a fallback assignment): their value is unknown.
+    ambiguous: frozenset[str] = frozenset()
+
+    # Built once per file, read by every evaluation of every guard on every runner.
+    @functools.cached_property
+    def import_map(self) -> dict[str, str]:
+        return dict(self.imports)
+
+    @functools.cached_property
+    def alias_map(self) -> dict[str, ast.expr | None]:
+        return dict(self.aliases)
+
+    @functools.cached_property
+    def function_map(self) -> dict[str, ast.FunctionDef]:
+        return dict(self.functions)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +160,7 @@ class FileAnalysis:
 class GuardFindingKind(StrEnum):
     SILENT_SKIP = "silent-skip"
     NEVER_RUNS = "never-runs"
+    DISABLED_BY_SKIP = "disabled-by-skip"
     UNSCHEDULED = "unscheduled"
     UNPARSABLE = "unparsable"
     DISABLED = "disabled"
@@ -155,6 +175,29 @@ FAILING_KINDS = frozenset(
 )
 
 
+class Severity(StrEnum):
+    """How loud a kind is: errors fail the run, warnings are shown, info only with `--show info`."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}[self]
+
+
+SEVERITY: dict[GuardFindingKind, Severity] = {
+    **dict.fromkeys(FAILING_KINDS, Severity.ERROR),
+    GuardFindingKind.DISABLED_BY_SKIP: Severity.WARNING,
+    GuardFindingKind.DISABLED: Severity.INFO,
+    GuardFindingKind.UNDETERMINED: Severity.INFO,
+    GuardFindingKind.UNMAPPED: Severity.INFO,
+    GuardFindingKind.OUT_OF_SCOPE: Severity.INFO,
+    GuardFindingKind.UNREGISTERED: Severity.INFO,
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class GuardFinding:
     kind: GuardFindingKind
@@ -164,10 +207,29 @@ class GuardFinding:
     runners: tuple[str, ...] = ()
     guard: str = ""
     reason: str = ""
+    # What to change so the finding goes away (a predicate to add, a registration to drop).
+    hint: str = ""
 
     @property
     def failing(self) -> bool:
         return self.kind in FAILING_KINDS
+
+    @property
+    def severity(self) -> Severity:
+        return SEVERITY[self.kind]
+
+    def fields(self) -> dict[str, object]:
+        """The record as plain JSON values (dataclasses.asdict, without its deep copies)."""
+        return {
+            "kind": self.kind.value,
+            "path": self.path,
+            "line": self.line,
+            "test": self.test,
+            "runners": list(self.runners),
+            "guard": self.guard,
+            "reason": self.reason,
+            "hint": self.hint,
+        }
 
     @property
     def location(self) -> str:

@@ -5,8 +5,10 @@ A predicate returns a plain value, or `Unknown` when the profile cannot say.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from matrix.core.model import RunnerProfile
 
@@ -24,6 +26,8 @@ class RunnerFacts:
 
     profile: RunnerProfile
     installed: frozenset[str] = frozenset()
+    # Environment variables the workflow job sets for this runner (from --workflows); others are unknown.
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         p = self.profile
@@ -80,6 +84,33 @@ def _false(facts: RunnerFacts) -> object:
     return False
 
 
+def _truthy(text: str) -> bool:
+    # sglang get_bool_env_var: value.lower() in ("true", "1")
+    return text.strip().lower() in ("true", "1")
+
+
+def _in_ci(facts: RunnerFacts) -> object:
+    # sglang.test.test_utils.is_in_ci() reads SGLANG_IS_IN_CI.
+    if "SGLANG_IS_IN_CI" in facts.env:
+        return _truthy(facts.env["SGLANG_IS_IN_CI"])
+    if facts.profile.in_ci is not None:
+        return facts.profile.in_ci
+    return Unknown(why=f"profile {facts.profile.name} does not say whether it is a CI runner (in_ci)")
+
+
+def _in_amd_ci(facts: RunnerFacts) -> object:
+    # sglang.test.test_utils.is_in_amd_ci() reads SGLANG_IS_IN_CI_AMD; profiles describe CUDA and GPU-less hosts.
+    if "SGLANG_IS_IN_CI_AMD" in facts.env:
+        return _truthy(facts.env["SGLANG_IS_IN_CI_AMD"])
+    return bool(facts.profile.amd_ci)
+
+
+def _cuda_version(facts: RunnerFacts) -> object:
+    if facts.profile.cuda is not None:
+        return facts.profile.cuda
+    return Unknown(why=f"profile {facts.profile.name} gives no cuda version (torch.version.cuda)")
+
+
 # Keys without a dot match a helper by its own name wherever it is imported from (sglang.srt.utils,
 # sglang.srt.utils.common, `utils.` ...); dotted keys match the resolved import path.
 PREDICATES: Mapping[str, Predicate] = {
@@ -99,11 +130,80 @@ PREDICATES: Mapping[str, Predicate] = {
     "torch.cuda.device_count": lambda facts: facts.profile.gpus,
     "torch.cuda.get_device_capability": _capability,
     "torch.cuda.get_device_name": _device_name,
+    "is_in_ci": _in_ci,
+    "is_in_amd_ci": _in_amd_ci,
 }
 
 # Attributes read without a call.
 ATTRIBUTES: Mapping[str, Predicate] = {
     "torch.version.hip": lambda facts: None,
+    "torch.version.cuda": _cuda_version,
+}
+
+
+def environment(name: str, node: ast.Call | ast.Subscript, facts: RunnerFacts) -> object | None:
+    """`os.environ.get("X", d)`, `os.getenv("X")`, `os.environ["X"]`, `get_bool_env_var("X")`; None if not one."""
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        if name != "os.environ[]" or not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        return facts.env.get(key.value, Unknown(why=f"whether {key.value} is set on {facts.profile.name}"))
+    last = name.rpartition(".")[2]
+    if name not in ("os.environ.get", "os.getenv") and last != "get_bool_env_var":
+        return None
+    if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return Unknown(why="an environment variable with a computed name")
+    variable = node.args[0].value
+    if variable not in facts.env:
+        if variable == "SGLANG_IS_IN_CI" and facts.profile.in_ci is not None:
+            return facts.profile.in_ci if last == "get_bool_env_var" else ("true" if facts.profile.in_ci else None)
+        return Unknown(why=f"whether {variable} is set on {facts.profile.name} (the workflows do not say)")
+    value = facts.env[variable]
+    return _truthy(value) if last == "get_bool_env_var" else value
+
+
+class ValueSource(Protocol):
+    """What a builtin needs from the evaluator."""
+
+    def value(self, node: ast.expr) -> object: ...
+
+
+def _numbers(source: ValueSource, call: ast.Call) -> list[object]:
+    values = [source.value(a) for a in call.args]
+    if len(values) == 1 and isinstance(values[0], tuple):
+        return list(values[0])
+    return values
+
+
+def _min_max(pick: Callable[[list[Any]], object]) -> Callable[[ValueSource, ast.Call], object]:
+    def builtin(source: ValueSource, call: ast.Call) -> object:
+        values = _numbers(source, call)
+        unknown = next((v for v in values if isinstance(v, Unknown)), None)
+        if unknown is not None:
+            return unknown
+        if call.keywords or not values or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            return Unknown(why="min/max of something other than numbers")
+        return pick(values)
+
+    return builtin
+
+
+def _len(source: ValueSource, call: ast.Call) -> object:
+    value = source.value(call.args[0]) if len(call.args) == 1 else Unknown(why="len() with other than one argument")
+    return len(value) if isinstance(value, tuple | str) else value if isinstance(value, Unknown) else Unknown(why="len()")
+
+
+def _truth(source: ValueSource, call: ast.Call) -> object:
+    value = source.value(call.args[0]) if len(call.args) == 1 and not call.keywords else Unknown(why="bool() form")
+    return value if isinstance(value, Unknown) else bool(value)
+
+
+# Builtins a guard uses on known values (`min(4, torch.cuda.device_count())`), unless the module rebinds them.
+BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
+    "min": _min_max(min),
+    "max": _min_max(max),
+    "len": _len,
+    "bool": _truth,
 }
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import PurePosixPath
 from typing import Any
 
+from matrix.guards.gate import Gate
 from matrix.guards.model import GuardFinding, GuardFindingKind, GuardReport
 
 SCHEMA = "specmatrix.guards/1"
@@ -17,6 +17,7 @@ ORDER = (
     Kind.NEVER_RUNS,
     Kind.UNSCHEDULED,
     Kind.UNPARSABLE,
+    Kind.DISABLED_BY_SKIP,
     Kind.DISABLED,
     Kind.UNDETERMINED,
     Kind.UNMAPPED,
@@ -28,6 +29,7 @@ TITLES = {
     Kind.NEVER_RUNS: "Never runs (skipped on every runner it is registered for)",
     Kind.UNSCHEDULED: "Unscheduled registrations (no workflow picks them up)",
     Kind.UNPARSABLE: "Unparsable files and registrations",
+    Kind.DISABLED_BY_SKIP: "Disabled by an unconditional skip (use the registration's disabled= instead)",
     Kind.DISABLED: "Disabled registrations",
     Kind.UNDETERMINED: "Undetermined guards (not evaluated: a fact the profiles do not give)",
     Kind.UNMAPPED: "Unmapped suites (no runner profile; guards not evaluated)",
@@ -50,10 +52,37 @@ def summary_line(report: GuardReport) -> str:
     return f"{head}\n{parts or 'no findings'}; exit {report.exit_code}"
 
 
-def to_text(report: GuardReport) -> str:
+def _gate_line(report: GuardReport, gate: Gate | None) -> str:
+    if gate is None:
+        return ""
+    parts = []
+    if gate.hidden:
+        parts.append(f"{gate.hidden} informational finding(s) hidden (--show info lists them)")
+    if gate.with_baseline:
+        parts.append(
+            f"baseline: {len(gate.new_errors)} new error(s), {gate.baselined} acknowledged, "
+            f"{len(gate.expired)} expired, {len(gate.stale)} stale"
+        )
+    return "\n" + "; ".join(parts) + f"; exit {gate.exit_code}" if parts else ""
+
+
+def _entry_lines(gate: Gate | None) -> list[str]:
     lines: list[str] = []
+    if gate is None:
+        return lines
+    for title, entries in (("Expired baseline entries (fail)", gate.expired), ("Stale baseline entries", gate.stale)):
+        if entries:
+            lines.append(f"== {title}: {len(entries)}")
+            lines += [f"{e.path}: {e.kind}: {e.test} on {e.runner} ({e.fingerprint})" for e in entries]
+            lines.append("")
+    return lines
+
+
+def to_text(report: GuardReport, gate: Gate | None = None) -> str:
+    lines: list[str] = []
+    shown = gate.shown if gate is not None else report.findings
     for kind in ORDER:
-        found = report.of_kind(kind)
+        found = [f for f in shown if f.kind is kind]
         if not found:
             continue
         lines.append(f"== {TITLES[kind]}: {len(found)}")
@@ -64,13 +93,16 @@ def to_text(report: GuardReport) -> str:
             if f.guard:
                 lines.append(f"    guard: {f.guard}")
             lines.append(f"    why: {f.reason}")
+            if f.hint:
+                lines.append(f"    fix: {f.hint}")
         lines.append("")
-    lines.append(summary_line(report))
+    lines += _entry_lines(gate)
+    lines.append(summary_line(report) + _gate_line(report, gate))
     return "\n".join(lines)
 
 
-def to_json_doc(report: GuardReport) -> dict[str, Any]:
-    return {
+def to_json_doc(report: GuardReport, gate: Gate | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
         "schema": SCHEMA,
         "root": report.root,
         "files_scanned": report.files_scanned,
@@ -78,44 +110,71 @@ def to_json_doc(report: GuardReport) -> dict[str, Any]:
         "registered_files": report.registered_files,
         "runners": list(report.runners),
         "counts": {k.value: v for k, v in report.counts().items()},
-        "exit_code": report.exit_code,
-        "findings": [
-            {**asdict(f), "kind": f.kind.value, "runners": list(f.runners), "failing": f.failing} for f in report.findings
-        ],
+        "exit_code": report.exit_code if gate is None else gate.exit_code,
+        "findings": [{**f.fields(), "failing": f.failing, "severity": f.severity.value} for f in report.findings],
     }
+    if gate is not None and gate.with_baseline:
+        doc["baseline"] = {
+            "new_errors": len(gate.new_errors),
+            "acknowledged": gate.baselined,
+            "expired": [e.fingerprint for e in gate.expired],
+            "stale": [e.fingerprint for e in gate.stale],
+        }
+    return doc
 
 
-def to_json(report: GuardReport) -> str:
-    return json.dumps(to_json_doc(report), indent=2)
+def to_json(report: GuardReport, gate: Gate | None = None) -> str:
+    return json.dumps(to_json_doc(report, gate), indent=2)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _cell(text: str, limit: int = 300) -> str:
+    flat = text.replace("|", "\\|").replace("\n", " ")
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def to_markdown(report: GuardReport) -> str:
+# A job summary is read in a browser: keep the page short, put each kind's rows in a collapsed block.
+MD_ROWS_PER_KIND = 12
+MD_MAX_LINES = 99
+
+
+def to_markdown(report: GuardReport, gate: Gate | None = None) -> str:
+    """Markdown for $GITHUB_STEP_SUMMARY: a count table and one collapsed block per kind (under 100 lines)."""
     counts = report.counts()
+    shown = gate.shown if gate is not None else report.findings
+    exit_code = report.exit_code if gate is None else gate.exit_code
     lines = [
         "## Guard audit",
         "",
         f"`{report.root}`: {report.files_scanned} files read, {report.test_files} test files, "
         f"{report.registered_files} registered; runners audited: {', '.join(report.runners) or 'none'}.",
         "",
-        "| finding | count |",
-        "|---|---:|",
-        *(f"| {k.value} | {counts[k]} |" for k in ORDER),
+        "Findings: " + (", ".join(f"**{counts[k]}** {k.value}" for k in ORDER if counts[k]) or "none") + ".",
         "",
     ]
-    for kind in ORDER:
-        found = report.of_kind(kind)
-        if not found:
-            continue
-        lines += [f"### {TITLES[kind]}", "", "| where | test | runner | guard | why |", "|---|---|---|---|---|"]
-        for f in found:
-            guard = f"`{_cell(f.guard)}`" if f.guard else ""
-            where = f"`{shown_path(report, f)}:{f.line}`"
-            lines.append(f"| {where} | `{_cell(f.test)}` | {', '.join(f.runners)} | {guard} | {_cell(f.reason)} |")
+    kinds = [k for k in ORDER if any(f.kind is k for f in shown)]
+    # Stay under MD_MAX_LINES whatever the tree: each kind's block costs 7 lines plus its rows.
+    room = MD_MAX_LINES - len(lines) - 4 - 8 * len(kinds)
+    per_kind = max(1, min(MD_ROWS_PER_KIND, room // max(1, len(kinds))))
+    for kind in kinds:
+        found = [f for f in shown if f.kind is kind]
+        lines += [
+            f"<details><summary>{TITLES[kind]}: {len(found)}</summary>",
+            "",
+            "| where | test | runners | why |",
+            "|---|---|---|---|",
+        ]
+        for f in found[:per_kind]:
+            why = f.hint or f.reason
+            lines.append(
+                f"| `{shown_path(report, f)}:{f.line}` | `{_cell(f.test, 120)}` | {', '.join(f.runners)} | {_cell(why)} |"
+            )
+        if len(found) > per_kind:
+            lines.append(f"| ... | {len(found) - per_kind} more (see the annotations or --format text) | | |")
+        lines += ["", "</details>"]
+    lines.append("")
+    if gate is not None and (gate.with_baseline or gate.hidden):
+        lines.append(_gate_line(report, gate).strip())
         lines.append("")
-    verdict = "**fails**" if report.exit_code else "passes"
-    lines.append(f"The audit {verdict} (exit {report.exit_code}).")
+    verdict = "**fails**" if exit_code else "passes"
+    lines.append(f"The audit {verdict} (exit {exit_code}).")
     return "\n".join(lines)

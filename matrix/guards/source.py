@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import re
 from collections.abc import Iterable
 
@@ -20,8 +21,15 @@ class SourceText:
 
     def mark_lines(self, words: Iterable[str]) -> None:
         """Remember which lines mention any of `words` (lower case), for `mentions`."""
-        wanted = tuple(words)
-        self._marked = [n for n, line in enumerate(self.lines, 1) if any(w in line.lower() for w in wanted)]
+        pattern = "|".join(re.escape(w) for w in dict.fromkeys(words) if w)
+        if not pattern:
+            self._marked = []
+            return
+        starts = list(itertools.accumulate((len(line) for line in self.lines), initial=0))
+        # One scan of the text; each hit is mapped to its line by the line start offsets.
+        found = re.finditer(pattern, "".join(self.lines), re.IGNORECASE)
+        marked = {bisect.bisect_right(starts, m.start()) for m in found}
+        self._marked = sorted(marked)
 
     @property
     def any_marked(self) -> bool:

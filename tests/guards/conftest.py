@@ -37,3 +37,11 @@ def suite_copy(tmp_path: Path) -> Path:
     target = tmp_path / "suite"
     shutil.copytree(FIXTURE_SUITE, target)
     return target
+
+
+@pytest.fixture(autouse=True)
+def private_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Every guard test gets its own results cache, never the user's ~/.cache."""
+    folder = tmp_path / "guards-cache"
+    monkeypatch.setenv("SPECMATRIX_CACHE_DIR", str(folder))
+    return folder

@@ -29,7 +29,9 @@ def test_text_output_lists_findings_with_location_guard_and_reason(capsys, suite
     assert code == 1
     assert f"{suite_copy.as_posix()}/attention/test_trtllm_mha_guard_bug.py:13: silent-skip:" in out
     assert "guard: unittest.skipIf(not (is_sm90_supported() or is_sm120_supported())" in out
-    assert "6 silent-skip, 3 never-runs, 1 unscheduled, 2 unparsable" in out
+    assert "10 silent-skip, 8 never-runs, 4 disabled-by-skip, 1 unscheduled, 2 unparsable" not in out  # kinds in ORDER
+    assert "10 silent-skip, 8 never-runs, 1 unscheduled, 2 unparsable, 4 disabled-by-skip" in out
+    assert "    fix: guard excludes sm100, the runner is sm100: add `is_sm100_supported()`, or drop the 4-gpu-b200" in out
     assert out.rstrip().endswith("exit 1")
 
 
@@ -38,21 +40,24 @@ def test_json_output_follows_the_schema(capsys, suite_copy):
     doc = json.loads(out)
     assert code == doc["exit_code"] == 1
     assert doc["schema"] == SCHEMA
-    assert doc["counts"]["silent-skip"] == 6
+    assert doc["counts"]["silent-skip"] == 10
     assert sum(doc["counts"].values()) == len(doc["findings"])
     first = doc["findings"][0]
-    assert set(first) == {"kind", "path", "line", "test", "runners", "guard", "reason", "failing"}
+    assert set(first) == {"kind", "path", "line", "test", "runners", "guard", "reason", "failing", "hint", "severity"}
 
 
-def test_markdown_output_has_a_count_table_and_escaped_cells(capsys, suite_copy):
-    code, out, _ = run(capsys, "guards", str(suite_copy), "--md")
+@pytest.mark.parametrize("show", ["warning", "info"])
+def test_markdown_fits_a_job_summary_with_details_collapsed(capsys, suite_copy, show):
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--md", "--show", show)
     assert code == 1
-    assert "| silent-skip | 6 |" in out
-    assert "### Silent skips" in out
+    assert "**10** silent-skip" in out
+    assert "<details><summary>Silent skips" in out
+    assert out.count("<details>") == out.count("</details>")
     assert "The audit **fails** (exit 1)." in out
+    assert len(out.splitlines()) < 100
     for line in out.splitlines():
         if line.startswith("| `"):
-            assert line.count(" | ") == 4, line
+            assert line.count(" | ") == 3, line
 
 
 @pytest.mark.parametrize("sub", ["clean", "attention/test_trtllm_mha_guard_fixed.py"])

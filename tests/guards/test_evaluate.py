@@ -142,7 +142,8 @@ ALIAS_CASES = [
     ("from torch.cuda import device_count", "device_count() < 2", (T, F, T, T)),
     ("from sglang.srt import utils\nOK = utils.is_sm90_supported() or utils.is_sm100_supported()", "not OK", (F, F, T, T)),
     ("X = is_sm90_supported()\nX = is_sm100_supported()", "X", (U, U, U, U)),
-    ("def is_sm90_supported():\n    return True", "is_sm90_supported()", (U, U, U, U)),
+    # A module's own definition is followed (it shadows any import of the same name).
+    ("def is_sm90_supported():\n    return True", "is_sm90_supported()", (T, T, T, T)),
     ("A = B\nB = A", "A", (U, U, U, U)),
 ]
 

@@ -19,6 +19,9 @@ H100, B200, RTX5090, CPU = "1-gpu-h100", "4-gpu-b200", "1-gpu-5090", "cpu"
 BUG = "attention/test_trtllm_mha_guard_bug.py"
 FIXED = "attention/test_trtllm_mha_guard_fixed.py"
 
+B200X8 = "8-gpu-b200"
+IP = "interprocedural"
+
 # (kind, test node id, runners): every finding the fixture suite must produce, and nothing else.
 EXPECTED: set[tuple[K, str, tuple[str, ...]]] = {
     (K.SILENT_SKIP, f"{BUG}::TestTRTLLMMHADecode", (B200,)),
@@ -28,28 +31,59 @@ EXPECTED: set[tuple[K, str, tuple[str, ...]]] = {
     (K.SILENT_SKIP, "setup/test_setup_guards.py::TestNeedsBlackwellSM", (H100,)),
     (K.SILENT_SKIP, "setup/test_setup_guards.py::TestHopperOnlySetUp", (B200,)),
     (K.NEVER_RUNS, "aliases/test_module_aliases.py::TestHopperPath", (B200,)),
-    (K.NEVER_RUNS, "methods/test_method_guards.py::TestMethodGuards::test_flaky", (H100, B200)),
     (K.NEVER_RUNS, "module_level/test_module_skip.py", (CPU,)),
     (K.UNSCHEDULED, "scheduling/test_nightly_without_flag.py", (B200,)),
     (K.UNPARSABLE, "broken/test_syntax_error.py", ()),
     (K.UNPARSABLE, "registrations/test_bad_registration.py", ()),
     (K.DISABLED, "scheduling/test_disabled.py", (RTX5090,)),
-    (K.UNDETERMINED, "execution/test_marker_if_imported.py::TestNothingRuns", (CPU,)),
     (K.UNDETERMINED, "module_level/test_importorskip.py", (H100,)),
     (K.UNDETERMINED, "undetermined/test_unknown_guards.py::TestUnknowns::test_env", (H100,)),
     (K.UNDETERMINED, "undetermined/test_unknown_guards.py::TestUnknowns::test_flashinfer", (H100,)),
+    # The local helper is followed now; it reads an environment variable, so it stays unknown.
     (K.UNDETERMINED, "undetermined/test_unknown_guards.py::TestUnknowns::test_local_helper", (H100,)),
     (K.UNMAPPED, "scheduling/test_suite_typo.py", ()),
     (K.OUT_OF_SCOPE, "out_of_scope/test_amd_only.py", ()),
     (K.UNREGISTERED, "unregistered/test_not_registered.py", ()),
+    # An unconditional method skip is a deliberate disable, not an arch mismatch.
+    (K.DISABLED_BY_SKIP, "methods/test_method_guards.py::TestMethodGuards::test_flaky", (H100, B200)),
+    # Guards through this file's own helpers, redefinitions, decorator factories and __main__ blocks.
+    (K.SILENT_SKIP, f"{IP}/test_local_helper_capability.py::TestFp4GemmSm120", (B200,)),
+    (K.SILENT_SKIP, f"{IP}/test_shadowed_predicate.py::TestTmemAllocator", (RTX5090,)),
+    (K.NEVER_RUNS, f"{IP}/test_early_return_helper.py::TestTmaMulticast", (H100,)),
+    (K.NEVER_RUNS, f"{IP}/test_decorator_factory.py::TestWgmmaPath", (B200,)),
+    (K.NEVER_RUNS, f"{IP}/test_decorator_factory.py::TestFa3Path", (B200,)),
+    (K.NEVER_RUNS, f"{IP}/bench_main_exit.py", (H100,)),
+    # try/except ImportError fallback: unknown, not "always None".
+    (K.UNDETERMINED, "imports/test_import_fallback.py::TestFastDecodePlan", (H100,)),
+    # CI facts from the profiles.
+    (K.NEVER_RUNS, "ci_facts/test_ci_env.py::TestLongContextSweep", (H100, B200)),
+    (K.SILENT_SKIP, "ci_facts/test_ci_env.py::TestParallelDecode::test_tp4", (H100,)),
+    (K.UNDETERMINED, "ci_facts/test_ci_env.py::TestParallelDecode::test_cuda_build", (H100, B200)),
+    # Other platforms: an empty suite with disabled= is a disabled registration; ROCm may run what CUDA skips.
+    (K.DISABLED, "platforms/test_npu_disabled.py", ()),
+    (K.OUT_OF_SCOPE, "platforms/test_npu_disabled.py", ()),
+    (K.OUT_OF_SCOPE, "platforms/test_rocm_path.py", ()),
+    (K.NEVER_RUNS, "platforms/test_rocm_path.py::TestAiterPagedDecode", (H100,)),
+    # Kinds that mean one thing each; one row per test and kind.
+    (K.DISABLED_BY_SKIP, "kinds/test_unconditional_skips.py::TestOverlapScheduler", (H100, B200)),
+    (K.DISABLED_BY_SKIP, "kinds/test_unconditional_skips.py::TestChunkedPrefill", (H100, B200)),
+    (K.DISABLED_BY_SKIP, "kinds/test_module_disabled.py", (H100,)),
+    (K.SILENT_SKIP, "kinds/test_one_row_per_test.py::TestWgmmaDecode", (B200, B200X8)),
+    # Hostile guards: past the evaluation budget, never a crash.
+    (K.UNDETERMINED, "hostile/test_long_sum.py::TestHostile", (H100,)),
+    (K.UNDETERMINED, "hostile/test_not_chain.py::TestHostile", (H100,)),
+    (K.UNDETERMINED, "hostile/test_huge_literal.py::TestHostile", (H100,)),
+    (K.UNDETERMINED, "hostile/test_square_chain.py::TestHostile", (H100,)),
 }
 CLEAN_FILES = (
     FIXED,
     "clean/test_clean_guards.py",
     "clean/test_clean_cpu.py",
     "scheduling/test_nightly_with_flag.py",
+    "scheduling/test_nightly_flag_on_pr_suite.py",
     "registrations/test_registration_forms.py",
     "helpers/common_utils.py",
+    f"{IP}/bench_main_exit_ok.py",
 )
 
 
@@ -90,8 +124,8 @@ def test_removing_the_fix_turns_the_fixed_file_red(suite_copy, runners):
 
 
 def test_counts_of_files(report):
-    assert (report.files_scanned, report.test_files, report.registered_files) == (23, 22, 20)
-    assert report.runners == (CPU, H100, B200, RTX5090)
+    assert (report.files_scanned, report.test_files, report.registered_files) == (41, 40, 38)
+    assert report.runners == (CPU, H100, B200, B200X8, RTX5090)
 
 
 def test_assumed_installed_flashinfer_settles_those_guards(suite_copy, runners):

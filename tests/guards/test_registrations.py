@@ -59,6 +59,17 @@ CASES: dict[str, tuple[Platform, str | None, bool, str | None, float | None, str
     'register_cuda_ci(1, "x", "yes")': (Platform.CUDA, None, False, None, None, "nightly must be"),
     'register_cuda_ci(*args, suite="x")': (Platform.CUDA, None, False, None, None, "cannot be read"),
     'register_cuda_ci(1, "x", gpus=2)': (Platform.CUDA, None, False, None, None, "unknown argument"),
+    # sglang's collector accepts an empty suite on a disabled registration; without disabled= it is still an error.
+    'register_npu_ci(est_time=400, suite="", nightly=True, disabled="no runner")': (
+        Platform.NPU,
+        "",
+        True,
+        "no runner",
+        400,
+        None,
+    ),
+    'register_cuda_ci(est_time=4, suite="", disabled="off")': (Platform.CUDA, "", False, "off", 4, None),
+    'register_npu_ci(est_time=400, suite="", nightly=True)': (Platform.NPU, None, False, None, None, "non-empty string"),
 }
 
 

