@@ -1,4 +1,4 @@
-"""Planted: a guard on is_in_ci() that the static audit cannot decide; in CI it always skips."""
+"""Planted: a guard on is_in_ci(); in CI it always skips, so on its registered runner it never runs."""
 
 import unittest
 
