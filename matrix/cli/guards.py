@@ -29,20 +29,28 @@ def register(sub: Any) -> None:
         "--only-runners",
         default="",
         metavar="NAMES",
-        help="comma-separated runner profile names: report only findings that concern these runners",
+        help="comma-separated runner profile names: report only findings that concern these runners (default: all)",
     )
     p.add_argument(
         "--suites",
         type=Path,
         metavar="FILE",
-        help="suite names CI workflows run (text: one a line; .json: list or {'suites': [...]}; .toml: suites = [...])",
+        help=(
+            "suite names CI workflows run (text: one a line; .json: list or {'suites': [...]}; .toml: suites = [...]) "
+            "(default: none, suite names are not checked against a list)"
+        ),
     )
-    p.add_argument("--suite-map", type=Path, metavar="FILE", help="TOML [suite] table mapping suite names or globs to profiles")
+    p.add_argument(
+        "--suite-map",
+        type=Path,
+        metavar="FILE",
+        help="TOML [suite] table mapping suite names or globs to profiles (default: the built-in suite map)",
+    )
     p.add_argument(
         "--assume-installed",
         default="",
         metavar="MODULES",
-        help="comma-separated modules installed on every runner (e.g. flashinfer); others are unknown",
+        help="comma-separated modules installed on every runner (e.g. flashinfer); others are unknown (default: none)",
     )
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON (schema specmatrix.guards/1)")
