@@ -37,14 +37,14 @@ def bytecode_cache_env(session: nox.Session) -> dict[str, str]:
     Under PYTHONDONTWRITEBYTECODE (set on some images) each pytest process (an xdist worker, a nested pytester
     run, a spawned CLI) compiles pytest and this package from source again, and pytest re-rewrites the asserts
     of the whole `matrix` package (a pytest11 plugin): about 0.35 s of CPU per process, more than half of the
-    suite's CPU. The cache lives under .nox/, never beside the sources.
+    suite's CPU. The cache lives under .nox/.cache (it outlives a recreated venv), never beside the sources.
     """
     if session.venv_backend == "none":
         return {}
-    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(Path(session.virtualenv.location) / "pycache")}
+    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(session.cache_dir / "pycache-tests")}
 
 
-@nox.session
+@nox.session(reuse_venv=True)  # the install step still runs (a no-op when nothing changed); no venv rebuilt per run
 def tests(session: nox.Session) -> None:
     """CPU unit and plugin tests (pass pytest arguments after --)."""
     install(session, "-e", ".[test,plot]")
