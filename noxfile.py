@@ -41,7 +41,9 @@ def bytecode_cache_env(session: nox.Session) -> dict[str, str]:
     """
     if session.venv_backend == "none":
         return {}
-    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(session.cache_dir / "pycache-tests")}
+    # Absolute: a relative prefix would resolve against each process's working directory (tests chdir to temp
+    # folders), giving every nested run a cold cache of its own.
+    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str((session.cache_dir / "pycache-tests").resolve())}
 
 
 @nox.session(reuse_venv=True)  # the install step still runs (a no-op when nothing changed); no venv rebuilt per run
