@@ -331,6 +331,27 @@ def test_only_a_fresh_run_gpu_label_lets_a_fork_reach_the_gpu_runners(case):
     assert ("gpu" in reached) is allowed, sorted(reached)
 
 
+def interpolate(text: str, github: dict[str, Any]) -> str:
+    """A string with `${{ }}` parts, as the runner renders it (null and false become '')."""
+
+    def render(match: re.Match[str]) -> str:
+        value = Expr(match.group(1), {"github": github}).value()
+        return "" if value is None or value is False else str(value)
+
+    return re.sub(r"\$\{\{(.*?)\}\}", render, text, flags=re.S)
+
+
+def test_only_a_label_event_that_runs_nothing_has_a_concurrency_group_of_its_own():
+    group = str(load(TEXT)["concurrency"]["group"])
+    approved = pull_request_event(fork=True, action="labeled", labels=("run-gpu",), added="run-gpu")
+    other = pull_request_event(fork=True, action="labeled", labels=("run-gpu", "bug"), added="bug")
+    push = pull_request_event(fork=True, action="synchronize", labels=("run-gpu",))
+    assert interpolate(group, approved) == interpolate(group, push) == "gpu-matrix-7"
+    assert interpolate(group, other) == "gpu-matrix-7-label"  # cannot cancel the approved run
+    main = {"event_name": "push", "repository": "owner/specmatrix", "ref": "refs/heads/main", "event": {}}
+    assert interpolate(group, main) == "gpu-matrix-refs/heads/main"
+
+
 def test_a_fork_push_after_the_label_runs_nothing_on_self_hosted_runners():
     doc = load(TEXT)
     github = pull_request_event(fork=True, action="synchronize", labels=("run-gpu",))
