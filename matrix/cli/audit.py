@@ -26,7 +26,12 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_audit)
     p = sub.add_parser("timeline", help="per-worker start-up, busy time and finish spread of a run; --baseline: speedup")
     p.add_argument("report", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
-    p.add_argument("--baseline", type=Path, metavar="REPORT", help="the same work on fewer workers: print speedup and efficiency")
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="REPORT",
+        help="the same work on fewer workers: print speedup and efficiency (default: none)",
+    )
     p.set_defaults(func=cmd_timeline)
 
 

@@ -11,9 +11,11 @@ from typing import Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
-from matrix.core.machine import find_runner
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.machine import AUTO, find_runner
+from matrix.core.model import Outcome, RunnerProfile
 from matrix.core.options import Options, load
-from matrix.core.planning import plan_for
+from matrix.core.planning import Plan, plan_for
 from matrix.core.report import read_report
 from matrix.core.selectors import select
 from matrix.coverage.merge import ReportSource, merge
@@ -23,35 +25,95 @@ from matrix.shard.cost import Measured, measured_from, workload_for
 from matrix.shard.output import gha_matrix, plan_document, read_plan, shard_selects, write_plan_dir
 from matrix.shard.plan import plan_budget, plan_shards
 
+DURATIONS_HELP = "measured reports whose cell durations replace the cost table (default: none, the cost table)"
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("shard", help="split the cells a runner must run into CI jobs (GitHub matrix or JSON plan)")
-    p.add_argument("--runner", help="runner profile the jobs run on")
+    p.add_argument(
+        "--runner",
+        metavar="NAME",
+        help="runner profile the jobs run on (default: auto, the profile this machine satisfies; or $SPECMATRIX_RUNNER)",
+    )
     size = p.add_mutually_exclusive_group(required=True)
-    size.add_argument("--shards", type=int, help="number of jobs")
-    size.add_argument("--budget", type=float, metavar="MINUTES", help="fewest jobs whose estimated makespan fits")
-    p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help="measured reports")
+    size.add_argument("--shards", type=int, metavar="N", help="number of jobs (no default: give --shards or --budget)")
+    size.add_argument(
+        "--budget",
+        type=float,
+        metavar="MINUTES",
+        help="fewest jobs whose estimated makespan fits (no default: give --shards or --budget)",
+    )
+    p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
     p.add_argument("--format", choices=["gha", "json"], default="json", help="gha: one-line {include: [...]} for a job matrix")
-    p.add_argument("--plan-dir", help="also write DIR/plan.json and DIR/shard-K.txt (needed when a selector is too long)")
+    p.add_argument(
+        "--plan-dir",
+        metavar="DIR",
+        help="also write DIR/plan.json and DIR/shard-K.txt, needed when a selector is too long (default: none)",
+    )
     p.set_defaults(func=cmd_shard)
 
     p = sub.add_parser("coverage", help="merge run reports into one coverage view (Markdown, JSON, heatmap)")
     p.add_argument("reports", nargs="*", type=Path, metavar="REPORT", help="report JSON files, or folders holding them")
-    p.add_argument("--out", type=Path, required=True, help="folder for coverage.md, coverage.json, heatmap.png/.svg")
-    p.add_argument("--expect-runners", default="", help="comma-separated profiles that count even without a report")
-    p.add_argument("--expect-shards", type=int, help="a finding when fewer shard reports arrive")
-    p.add_argument("--plan", type=Path, help="the shard plan (plan.json or its folder): a shard without a report is a finding")
+    p.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="folder for coverage.md, coverage.json, heatmap.png/.svg"
+    )
+    p.add_argument(
+        "--expect-runners",
+        default="",
+        metavar="NAMES",
+        help="comma-separated profiles that count even without a report (default: none)",
+    )
+    p.add_argument(
+        "--expect-shards", type=int, metavar="N", help="a finding when fewer shard reports arrive (default: not checked)"
+    )
+    p.add_argument(
+        "--plan",
+        type=Path,
+        metavar="PATH",
+        help="the shard plan (plan.json or its folder): a shard without a report is a finding (default: none)",
+    )
     p.add_argument("--no-heatmap", action="store_true", help="skip the PNG/SVG picture")
     p.set_defaults(func=cmd_coverage)
 
     p = sub.add_parser("register", help="write sglang registered test modules, one per runner config")
-    p.add_argument("--out", type=Path, required=True, help="folder to write test_specmatrix_*.py into")
-    p.add_argument("--runner", dest="register_runners", action="append", default=[], help="only this profile (repeatable)")
-    p.add_argument("--stage", default=DEFAULT_STAGE, help=f"sglang stage for register_cuda_ci (default {DEFAULT_STAGE})")
-    p.add_argument("--parts", type=int, default=1, help="modules per runner config, split by the shard planner")
-    p.add_argument("--select", action="append", default=[], help="only cells this selector keeps, e.g. 'draft-*' (repeatable)")
-    p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help="measured reports")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write test_specmatrix_*.py into")
+    p.add_argument(
+        "--runner",
+        dest="register_runners",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this profile, repeatable (default: every profile that serves an sglang runner config)",
+    )
+    p.add_argument("--stage", default=DEFAULT_STAGE, metavar="NAME", help="sglang stage for register_cuda_ci")
+    p.add_argument("--parts", type=int, default=1, metavar="N", help="modules per runner config, split by the shard planner")
+    p.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="SELECTOR",
+        help="only cells this selector keeps, e.g. 'draft-*', repeatable (default: every cell expected to RUN)",
+    )
+    p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
     p.set_defaults(func=cmd_register)
+
+
+def _which_runner(options: Options, plan: Plan) -> str:
+    """The runner a command judged against, and how it was chosen (auto-detection is easy to miss)."""
+    if options.runner == AUTO:
+        return f"runner {plan.runner.name} (auto-detected: this machine has {plan.facts.describe()})"
+    return f"runner {plan.runner.name}"
+
+
+def _why_no_module(runner: RunnerProfile, run_ids: set[str]) -> str:
+    """Why `register` writes nothing for `runner`: the same conditions `generate` applies, in words."""
+    if not runner.gpus:
+        return f"{runner.name} has no GPU"
+    if not runner.runner_configs:
+        return f"{runner.name} serves no sglang runner config (runner_configs is empty)"
+    if not run_ids:
+        return f"no cell is expected to RUN on {runner.name}"
+    return f"no selected cell is expected to RUN on {runner.name} ({len(run_ids)} cells would run there)"
 
 
 def _measured(paths: list[Path]) -> Measured | None:
@@ -61,6 +123,11 @@ def _measured(paths: list[Path]) -> Measured | None:
 def cmd_shard(args: argparse.Namespace, options: Options) -> int:
     loaded = load(options)
     plan_ctx = plan_for(loaded, options.runner, os.environ)
+    if not any(e.outcome is Outcome.RUN for e in plan_ctx.expectations.values()):
+        raise UsageError(
+            f"no cell is expected to RUN on {_which_runner(options, plan_ctx)}; there is nothing to shard "
+            "(name a GPU profile with --runner; `specmatrix runners` lists them)"
+        )
     measured = _measured(args.durations)
     workload = workload_for(loaded.matrix, plan_ctx.runner, plan_ctx.expectations, measured)
     if args.budget is not None:
@@ -142,8 +209,18 @@ def cmd_register(args: argparse.Namespace, options: Options) -> int:
     runners = [find_runner(loaded.runners, n) for n in names]
     only = frozenset(c.id for c in select(loaded.matrix.cells, args.select)) if args.select else None
     modules = generate(loaded.matrix, runners, stage=args.stage, measured=_measured(args.durations), parts=args.parts, only=only)
+    served = {m.runner for m in modules}
+    versions = effective_versions(loaded.matrix, {})
+    reasons: dict[str, str] = {}
+    for runner in runners:
+        if runner.name not in served:
+            exps = expectations(loaded.matrix, runner, versions)
+            reasons[runner.name] = _why_no_module(runner, {i for i, e in exps.items() if e.outcome is Outcome.RUN})
     if not modules:
-        raise UsageError("no runner config has a cell expected to RUN; nothing to write")
+        raise UsageError("nothing to write: " + "; ".join(reasons.values()))
+    for name in args.register_runners:
+        if name in reasons:
+            print(f"specmatrix register: note: nothing written for {reasons[name]}", file=sys.stderr)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     for module in modules:

@@ -5,31 +5,41 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections import Counter
 from typing import Any
 
+from matrix.cli.tables import cells_table, runners_table
 from matrix.core.detect import detect
 from matrix.core.errors import EXIT_OK, UsageError
 from matrix.core.expect import effective_versions, expectations
-from matrix.core.machine import auto_runner, differences
+from matrix.core.machine import AUTO, auto_runner, differences
 from matrix.core.model import Cell, Expectation, Outcome
 from matrix.core.options import Options, load
 from matrix.core.planning import plan_for
 from matrix.core.selectors import select
 
 CELLS_SCHEMA = "specmatrix.cells/1"
+RUNNER_HELP = (
+    "runner profile name, or 'auto' (default: auto, the profile this machine satisfies; "
+    "or [tool.specmatrix] runner, $SPECMATRIX_RUNNER)"
+)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("cells", help="every cell with its expected outcome on a runner")
-    p.add_argument("--runner", help="runner profile name, or 'auto' (default: auto)")
-    p.add_argument("--select", action="append", default=[], help="cell selector, e.g. 'draft-trtllm_mha-topk{2,4}-*'")
+    p.add_argument("--runner", metavar="NAME", help=RUNNER_HELP)
+    p.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="SELECTOR",
+        help="cell selector, e.g. 'draft-trtllm_mha-topk{2,4}-*', repeatable (default: every cell)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_cells)
 
     p = sub.add_parser("explain", help="the rule trail that decides one cell on a runner")
     p.add_argument("cell", help="cell id")
-    p.add_argument("--runner", help="runner profile name, or 'auto'")
+    p.add_argument("--runner", metavar="NAME", help=RUNNER_HELP)
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("runners", help="runner profiles and how many cells each must run")
@@ -68,20 +78,8 @@ def cmd_cells(args: argparse.Namespace, options: Options) -> int:
         }
         print(json.dumps(doc, indent=2))
         return EXIT_OK
-    width = max(len(c.id) for c in cells)
-    header = f"runner {plan.runner.name} ({_runner_line(plan.runner.gpus, plan.runner.sm)}); versions: " + ", ".join(
-        f"{k} {v}" for k, v in sorted(plan.versions.items())
-    )
-    print(header)
-    if plan.detection_note:
-        print(f"note: {plan.detection_note}")
-    for cell in cells:
-        exp = plan.expectations[cell.id]
-        impl = f"[{exp.impl}]" if exp.impl and exp.impl != cell.get("backend") else ""
-        shown = exp.reason if exp.outcome is Outcome.SKIP else ""
-        print(f"{cell.id:<{width}}  {exp.outcome.value.upper():<4} {impl:<12} {shown}".rstrip())
-    counts = Counter(plan.expectations[c.id].outcome for c in cells)
-    print(f"{len(cells)} cells: {counts[Outcome.RUN]} run, {counts[Outcome.SKIP]} expected skips")
+    for line in cells_table(loaded.matrix.name, plan, cells, auto=options.runner == AUTO):
+        print(line)
     return EXIT_OK
 
 
@@ -135,12 +133,8 @@ def cmd_runners(args: argparse.Namespace, options: Options) -> int:
     if args.json:
         print(json.dumps({"schema": "specmatrix.runners/1", "runners": rows}, indent=2))
         return EXIT_OK
-    print(f"{'runner':<14} {'gpus':>4} {'arch':<6} {'policy':<8} {'run':>4} {'skip':>4}  serves")
-    for r in rows:
-        cap = r["capability"]
-        arch = f"sm{cap[0]}{cap[1]}" if cap else "-"
-        serves = ", ".join(r["runner_configs"]) or "-"
-        print(f"{r['name']:<14} {r['gpus']:>4} {arch:<6} {r['skip_policy']:<8} {r['run']:>4} {r['skip']:>4}  {serves}")
+    for line in runners_table(rows, len(loaded.matrix.cells)):
+        print(line)
     return EXIT_OK
 
 

@@ -42,15 +42,23 @@ def register(sub: Any) -> None:
         "--only-runners",
         default="",
         metavar="NAMES",
-        help="comma-separated runner profile names: report only findings that concern these runners",
+        help="comma-separated runner profile names: report only findings that concern these runners (default: all)",
     )
     p.add_argument(
         "--suites",
         type=Path,
         metavar="FILE",
-        help="suite names CI workflows run (text: one a line; .json: list or {'suites': [...]}; .toml: suites = [...])",
+        help=(
+            "suite names CI workflows run (text: one a line; .json: list or {'suites': [...]}; .toml: suites = [...]) "
+            "(default: none, suite names are not checked against a list)"
+        ),
     )
-    p.add_argument("--suite-map", type=Path, metavar="FILE", help="TOML [suite] table mapping suite names or globs to profiles")
+    p.add_argument(
+        "--suite-map",
+        type=Path,
+        metavar="FILE",
+        help="TOML [suite] table mapping suite names or globs to profiles (default: the built-in suite map)",
+    )
     p.add_argument(
         "--workflows",
         type=Path,
@@ -61,7 +69,7 @@ def register(sub: Any) -> None:
         "--assume-installed",
         default="",
         metavar="MODULES",
-        help="comma-separated modules installed on every runner (e.g. flashinfer); others are unknown",
+        help="comma-separated modules installed on every runner (e.g. flashinfer); others are unknown (default: none)",
     )
     p.add_argument(
         "--show",

@@ -101,3 +101,20 @@ def test_collection_under_the_ignore_leaves_no_cpu_test() -> None:
     ).stdout
     assert "test_draft_decode.py::test_kernel_draft_decode[" in out
     assert "_cpu.py::" not in out
+
+
+class CacheSession:
+    """What `bytecode_cache_env` reads from a session: its backend and nox's (relative) cache folder."""
+
+    def __init__(self, venv_backend: str) -> None:
+        self.venv_backend = venv_backend
+        self.cache_dir = Path(".nox") / ".cache"
+
+
+def test_tests_session_shares_one_absolute_bytecode_cache(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    env = NOXFILE.bytecode_cache_env(CacheSession("uv"))
+    assert env["PYTHONDONTWRITEBYTECODE"] == ""  # empty: Python writes bytecode again
+    prefix = Path(env["PYTHONPYCACHEPREFIX"])
+    assert prefix.is_absolute() and prefix == tmp_path / ".nox" / ".cache" / "pycache-tests"
+    assert NOXFILE.bytecode_cache_env(CacheSession("none")) == {}  # no venv: the host's own setting stands

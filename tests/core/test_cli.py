@@ -56,12 +56,72 @@ def test_cells_text_table(capsys):
     )
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("runner 4-gpu-b200 (4 GPU(s), sm100)")
+    assert lines[0] == "specmatrix cells: matrix frozen-kv-mtp-draft-attention on runner 4-gpu-b200 (4 GPU(s), sm100)"
+    assert "summary: 4 cells: 2 run, 2 expected skips" in lines
     assert any(
-        "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph" in ln and " RUN " in ln and "[trtllm-gen]" in ln for ln in lines
+        ln.startswith("RUN   draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph") and "[trtllm-gen]" in ln for ln in lines
     )
-    assert any("topk1-page1-" in ln and "SKIP" in ln and "[trtllm-mha-page-size]" in ln for ln in lines)
-    assert lines[-1] == "4 cells: 2 run, 2 expected skips"
+    skip_rows = [ln for ln in lines if ln.startswith("SKIP  ")]
+    assert len(skip_rows) == 2 and all("topk1-page1-" in ln or "topk4-page1-" in ln for ln in skip_rows)
+    assert lines.index("SKIP by trtllm-mha-page-size: 2 cells") < lines.index(skip_rows[0])
+    assert any(ln.startswith("   2  trtllm-mha-page-size: trtllm_mha needs a paged KV cache") for ln in lines)
+
+
+def table_problems(lines: list[str], summary_prefix: str, row_prefixes: tuple[str, ...]) -> list[str]:
+    """What `nox -s matrix` promises a reader of a table: 100 columns, a legend, the summary before any row."""
+    problems = [f"line {n} is {len(ln)} columns wide" for n, ln in enumerate(lines, 1) if len(ln) > 100]
+    if "legend:" not in lines:
+        problems.append("no legend")
+    summary = next((n for n, ln in enumerate(lines) if ln.startswith(summary_prefix)), None)
+    first_row = next((n for n, ln in enumerate(lines) if ln.startswith(row_prefixes)), None)
+    if summary is None or first_row is None or summary > first_row:
+        problems.append(f"summary at line {summary}, first row at line {first_row}")
+    return problems
+
+
+RUNNER_NAMES = ["cpu", "1-gpu-h200", "4-gpu-b200", "1-gpu-5090", "4-gpu-gb300"]
+
+
+@pytest.mark.parametrize("runner", RUNNER_NAMES)
+def test_cells_table_fits_100_columns_with_legend_and_summary_first(capsys, runner):
+    _, out, _ = run(capsys, "cells", "--runner", runner)
+    lines = out.splitlines()
+    assert table_problems(lines, "summary: 242 cells", ("RUN  ", "SKIP  ")) == []
+    for key in ("RUN / SKIP", "[impl]", "+N more", f"specmatrix explain CELL --runner {runner}"):
+        assert any(key in ln for ln in lines), key
+    assert sum(ln.startswith(("RUN   ", "SKIP  ")) for ln in lines) == 242
+
+
+def test_runners_table_fits_100_columns_with_legend_and_summary_first(capsys):
+    _, out, _ = run(capsys, "runners")
+    lines = out.splitlines()
+    assert table_problems(lines, "summary: 13 profiles, 242 cells", ("cpu ", "4-gpu-b200 ")) == []
+    for key in ("  arch ", "  policy ", "  run/skip ", "  serves "):
+        assert any(ln.startswith(key) for ln in lines), key
+    b200 = next(ln for ln in lines if ln.startswith("4-gpu-b200 "))
+    assert b200.split() == ["4-gpu-b200", "4", "sm100", "strict", "180", "62", "4-gpu-b200"]
+
+
+def test_a_long_served_config_list_is_cut_at_100_columns(capsys, tmp_path):
+    extra = tmp_path / "wide.toml"
+    configs = ", ".join(f'"config-number-{k}"' for k in range(12))
+    extra.write_text(f'[runner.wide]\ngpus = 1\ncapability = [9, 0]\nlabels = ["wide"]\nrunner_configs = [{configs}]\n')
+    _, out, _ = run(capsys, "runners", "--runners", str(extra))
+    wide = next(ln for ln in out.splitlines() if ln.startswith("wide "))
+    assert len(wide) == 100 and wide.endswith("…")
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        ["summary: 2 cells", "legend:", "RUN   a" + "x" * 100],
+        ["RUN   a", "summary: 2 cells", "legend:"],
+        ["summary: 2 cells", "RUN   a"],
+    ],
+    ids=["over-wide-row", "summary-last", "no-legend"],
+)
+def test_table_check_catches_each_planted_layout_bug(planted):
+    assert table_problems(planted, "summary:", ("RUN  ",))
 
 
 def test_explain_prints_rule_trail(capsys):
@@ -94,7 +154,9 @@ def test_auto_runner_output_says_detection_overridden(capsys, monkeypatch):
     monkeypatch.setenv("SPECMATRIX_DETECT", '{"gpus": 1, "capability": [9, 0], "name": "NVIDIA H200"}')
     code, out, _ = run(capsys, "cells", "--select", "draft-fa3-topk1-page16-*")
     assert code == 0
-    assert out.startswith("runner 1-gpu-h200")
+    assert out.startswith(
+        "specmatrix cells: matrix frozen-kv-mtp-draft-attention on runner 1-gpu-h200 (auto-detected; 1 GPU(s), sm90)"
+    )
     assert "note: detection overridden by SPECMATRIX_DETECT" in out
     _, js, _ = run(capsys, "cells", "--json", "--select", "draft-fa3-topk1-page16-*")
     assert json.loads(js)["detection_overridden"] is True
@@ -171,3 +233,155 @@ def test_no_traceback_for_bad_input_via_console_script(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().startswith("specmatrix: error: unknown runner 'nope'")
+
+
+# --- command-line conventions -------------------------------------------------------------------------------------
+
+
+def test_version_prints_the_package_version(capsys):
+    import matrix
+
+    code, out, err = run(capsys, "--version")
+    assert (code, out, err) == (0, f"specmatrix {matrix.__version__}\n", "")
+
+
+def test_bare_command_prints_usage_and_one_prefixed_error(capsys):
+    code, out, err = run(capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("usage: specmatrix ")
+    assert err.count("specmatrix: error:") == 1 and "specmatrix: error: specmatrix" not in err
+    assert err.splitlines()[-1] == "specmatrix: error: a command is required; see 'specmatrix --help'"
+
+
+def test_a_subcommand_error_names_the_subcommand_once(capsys):
+    code, _, err = run(capsys, "shard", "--runner", "4-gpu-b200")
+    assert code == 2
+    assert err == "specmatrix: error: shard: one of the arguments --shards --budget is required\n"
+
+
+def write_profile(path: Path, name: str) -> Path:
+    path.write_text(f'[runner.{name}]\ngpus = 1\ncapability = [9, 0]\nlabels = ["{name}"]\n')
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--runners", "{a}", "--runners", "{b}", "runners", "--json"],
+        ["runners", "--json", "--runners", "{a}", "--runners", "{b}"],
+        ["--runners", "{a}", "runners", "--runners", "{b}", "--json"],
+    ],
+    ids=["before", "after", "both"],
+)
+def test_global_runners_option_before_or_after_the_command(capsys, tmp_path, argv):
+    files = {"{a}": str(write_profile(tmp_path / "a.toml", "box-a")), "{b}": str(write_profile(tmp_path / "b.toml", "box-b"))}
+    code, out, err = run(capsys, *[files.get(a, a) for a in argv])
+    assert code == 0, err
+    names = [r["name"] for r in json.loads(out)["runners"]]
+    assert {"box-a", "box-b", "4-gpu-b200"} <= set(names)
+
+
+@pytest.mark.parametrize("position", ["before", "after"])
+def test_global_matrix_option_before_or_after_the_command(capsys, position):
+    argv = ["--matrix", "nope.toml", "cells", "--runner", "cpu"]
+    if position == "after":
+        argv = [*argv[2:], *argv[:2]]
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert "nope.toml: cannot read" in err
+
+
+def test_matrix_after_the_command_wins_over_the_one_before(capsys):
+    code, _, err = run(capsys, "--matrix", "first.toml", "cells", "--runner", "cpu", "--matrix", "second.toml")
+    assert code == 2 and "second.toml: cannot read" in err
+
+
+def help_problems(parser) -> list[str]:
+    """Options whose help hides their default, or that show a metavar made up from an internal dest."""
+    import argparse
+
+    from matrix.cli.parsing import HelpFormatter
+
+    valueless = (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._HelpAction, argparse._VersionAction)
+    problems = []
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    commands = [("", parser)] + [(f" {n}", p) for a in subparsers for n, p in a.choices.items()]
+    for name, command in commands:
+        formatter = HelpFormatter(prog=command.prog)
+        for action in command._actions:
+            if not action.option_strings or isinstance(action, valueless):
+                continue
+            option = f"specmatrix{name} {action.option_strings[-1]}"
+            if not action.required and "default" not in formatter._get_help_string(action) % {"default": action.default}:
+                problems.append(f"{option}: help does not show the default")
+            shown = formatter._format_args(action, formatter._get_default_metavar_for_optional(action))
+            implied = action.option_strings[-1].lstrip("-").upper().replace("-", "_")
+            if action.metavar is None and action.dest.upper() != implied:
+                problems.append(f"{option}: help shows the internal metavar {shown}")
+    return problems
+
+
+def test_every_option_shows_its_default_and_no_internal_metavar():
+    from matrix.cli.main import build_parser
+
+    assert help_problems(build_parser()) == []
+
+
+def test_help_check_catches_a_hidden_default_and_an_internal_metavar():
+    from matrix.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    sub.choices["cells"].add_argument("--limit", type=int, help="at most this many")
+    sub.choices["cells"].add_argument("--only", dest="only_these", action="append", default=[], help="keep")
+    problems = help_problems(parser)
+    assert "specmatrix cells --limit: help does not show the default" in problems
+    assert "specmatrix cells --only: help does not show the default" in problems
+    assert "specmatrix cells --only: help shows the internal metavar ONLY_THESE" in problems
+
+
+def test_help_of_a_command_lists_defaults(capsys):
+    code, out, _ = run(capsys, "register", "--help")
+    assert code == 0
+    assert "--runner NAME" in out and "REGISTER_RUNNERS" not in out
+    assert "(default: 1)" in out and "(default: base-b)" in out
+    assert "global options (before or after the command):" in out
+
+
+def test_shard_error_names_the_auto_detected_runner(capsys):
+    code, _, err = run(capsys, "shard", "--shards", "2")
+    assert code == 2
+    assert err == (
+        "specmatrix: error: no cell is expected to RUN on runner cpu (auto-detected: this machine has no GPU); "
+        "there is nothing to shard (name a GPU profile with --runner; `specmatrix runners` lists them)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "cause"),
+    [
+        (["--runner", "1-gpu-h200"], "1-gpu-h200 serves no sglang runner config (runner_configs is empty)"),
+        (["--runner", "cpu"], "cpu has no GPU"),
+        (["--runner", "4-gpu-b200", "--select", "draft-fa3-*"], "no selected cell is expected to RUN on 4-gpu-b200"),
+    ],
+    ids=["serves-nothing", "no-gpu", "selection-skips"],
+)
+def test_register_error_names_the_real_cause(capsys, tmp_path, argv, cause):
+    code, _, err = run(capsys, "register", "--out", str(tmp_path / "out"), *argv)
+    assert code == 2
+    assert err.startswith("specmatrix: error: nothing to write: ") and cause in err
+
+
+def test_register_notes_a_named_runner_it_skipped(capsys, tmp_path):
+    code, out, err = run(capsys, "register", "--out", str(tmp_path / "o"), "--runner", "1-gpu-h200", "--runner", "4-gpu-b200")
+    assert code == 0 and "test_specmatrix_4_gpu_b200.py" in out
+    assert "note: nothing written for 1-gpu-h200 serves no sglang runner config" in err
+
+
+def test_console_script_conventions(tmp_path):
+    script = str(Path(sys.executable).parent / "specmatrix")
+    bare = subprocess.run([script], capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert bare.returncode == 2 and bare.stdout == ""
+    assert bare.stderr.startswith("usage: specmatrix ") and bare.stderr.count("specmatrix: error:") == 1
+    version = subprocess.run([script, "--version"], capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert version.returncode == 0 and version.stdout.startswith("specmatrix ")
