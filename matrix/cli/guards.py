@@ -63,7 +63,10 @@ def register(sub: Any) -> None:
         "--workflows",
         type=Path,
         metavar="DIR",
-        help="repository root (or its .github/workflows): which job runs which suite, on which runner, with --nightly or not (default: not read; registrations are matched by suite name only)",
+        help=(
+            "repository root (or its .github/workflows): which job runs which suite, on which runner, with --nightly"
+            " or not (default: not read; registrations are matched by suite name only)"
+        ),
     )
     p.add_argument(
         "--assume-installed",
@@ -81,13 +84,28 @@ def register(sub: Any) -> None:
     out.add_argument("--format", choices=FORMATS, default=None, help="output: text (default), json, md, github, sarif")
     out.add_argument("--json", action="store_true", help="same as --format json (schema specmatrix.guards/1)")
     out.add_argument("--md", action="store_true", help="same as --format md (a job summary under 100 lines)")
-    p.add_argument("--output", type=Path, metavar="FILE", help="write the output to FILE (atomically) instead of stdout (default: stdout)")
-    base = p.add_mutually_exclusive_group()
-    base.add_argument("--baseline", type=Path, metavar="FILE", help="fail only on error findings FILE does not list (default: none, every error finding fails)")
-    base.add_argument(
-        "--write-baseline", type=Path, metavar="FILE", help="write the current error findings to FILE (keeps reasons and expiry; default: none)"
+    p.add_argument(
+        "--output", type=Path, metavar="FILE", help="write the output to FILE (atomically) instead of stdout (default: stdout)"
     )
-    p.add_argument("--today", type=dt.date.fromisoformat, metavar="YYYY-MM-DD", help="the date baseline expiry is checked on (default: today)")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="fail only on error findings FILE does not list (default: none, every error finding fails)",
+    )
+    base.add_argument(
+        "--write-baseline",
+        type=Path,
+        metavar="FILE",
+        help="write the current error findings to FILE (keeps reasons and expiry; default: none)",
+    )
+    p.add_argument(
+        "--today",
+        type=dt.date.fromisoformat,
+        metavar="YYYY-MM-DD",
+        help="the date baseline expiry is checked on (default: today)",
+    )
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes for parsing (default: CPUs, up to 8)")
     p.add_argument("--cache-dir", type=Path, metavar="DIR", help=f"results cache (default ${ENV_VAR}, else ~/.cache/specmatrix)")
     p.add_argument("--no-cache", action="store_true", help="read and audit every file again; write no cache")

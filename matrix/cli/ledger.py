@@ -36,11 +36,25 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("ledgers", nargs="*", type=Path, metavar="LEDGER", help="ledger files (several merge: shards, runners)")
-    p.add_argument("--root", type=Path, metavar="DIR", help="the registered suite, e.g. test/registered (default: none; required unless --install-hook/--uninstall-hook)")
-    p.add_argument("--runner", help="runner profile the ledgers come from, or 'auto' (from each process's recorded machine; default: auto)")
+    p.add_argument(
+        "--root",
+        type=Path,
+        metavar="DIR",
+        help="the registered suite, e.g. test/registered (default: none; required unless --install-hook/--uninstall-hook)",
+    )
+    p.add_argument(
+        "--runner", help="runner profile the ledgers come from, or 'auto' (from each process's recorded machine; default: auto)"
+    )
     p.add_argument("--baseline", type=Path, metavar="FILE", help="guard baseline (specmatrix.guards-baseline/1; default: none)")
-    p.add_argument("--allow", type=Path, metavar="FILE", help="allowlist TOML ([[allow]] test, reason, expires, link; default: none)")
-    p.add_argument("--suite-map", type=Path, metavar="FILE", help="TOML [suite] table mapping suites to profiles (default: the built-in sglang suite conventions)")
+    p.add_argument(
+        "--allow", type=Path, metavar="FILE", help="allowlist TOML ([[allow]] test, reason, expires, link; default: none)"
+    )
+    p.add_argument(
+        "--suite-map",
+        type=Path,
+        metavar="FILE",
+        help="TOML [suite] table mapping suites to profiles (default: the built-in sglang suite conventions)",
+    )
     p.add_argument("--partial", action="store_true", help="the ledgers cover one shard: a file without record is no finding")
     p.add_argument("--format", choices=sorted(FORMATS), default="text", help="what to print (default: text)")
     p.add_argument("--md", type=Path, metavar="FILE", help="also write Markdown for a job summary (default: none)")

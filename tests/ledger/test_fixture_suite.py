@@ -62,7 +62,9 @@ def test_each_planted_case_is_found_and_nothing_else(
     # The optional import is the one guard the static audit cannot decide (is_in_ci() comes from the profile's
     # `in_ci` fact, so the static audit already calls that one never-runs).
     assert set(settled) == {"kernels/test_optional_kernel.py::TestFusedAdd"}
-    assert settled["kernels/test_optional_kernel.py::TestFusedAdd"].startswith("static: undetermined (unittest.skipUnless(HAVE_KERNELS")
+    assert settled["kernels/test_optional_kernel.py::TestFusedAdd"].startswith(
+        "static: undetermined (unittest.skipUnless(HAVE_KERNELS"
+    )
     assert settled["kernels/test_optional_kernel.py::TestFusedAdd"].endswith(
         "runtime on 4-gpu-b200: skipped 'fixture_kernel is not installed'"
     )
