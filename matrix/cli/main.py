@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -29,6 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="specmatrix", description="CI test-matrix orchestrator for GPU attention backends.")
     parser.add_argument("--matrix", type=Path, help="matrix TOML file (default: the built-in matrix)")
     parser.add_argument("--runners", type=Path, action="append", default=[], help="extra runner-profile TOML file (repeatable)")
+    parser.add_argument(
+        "--replace-runner",
+        dest="replace_runners",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="let a --runners file redefine this built-in profile (repeatable; otherwise reusing a name is an error)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in COMMAND_MODULES:
         module.register(sub)
@@ -42,25 +52,48 @@ def options_from(args: argparse.Namespace) -> Options:
             runner_files=tuple(args.runners),
             runner=getattr(args, "runner", None),
             allowlist=getattr(args, "allowlist", None),
+            replace_runners=tuple(getattr(args, "replace_runners", ())),
         ),
         env=os.environ,
         cwd=Path.cwd(),
     )
 
 
+def _fail(message: str) -> int:
+    with contextlib.suppress(OSError, ValueError):  # stderr itself is gone: the exit code still says it
+        print(f"specmatrix: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _silence_stdout() -> None:
+    """After stdout failed (closed pipe, full disk): point it at /dev/null so the interpreter's exit flush is quiet."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every failure from bad input or a broken output is one line on stderr and exit 2."""
     try:
         args = build_parser().parse_args(argv)
         code: int = args.func(args, options_from(args))
+        sys.stdout.flush()  # a full disk or closed pipe shows up here, inside the boundary
         return code
     except SpecmatrixError as exc:
-        print(f"specmatrix: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except BrokenPipeError:
-        return 0
+        return _fail(str(exc))
     except KeyboardInterrupt:
         print("specmatrix: interrupted", file=sys.stderr)
         return EXIT_USAGE
+    except RecursionError:
+        return _fail("input nested too deeply")
+    except OSError as exc:
+        # Readers and writers map their own errors; what reaches here is stdout (EPIPE, ENOSPC) or a stray path.
+        _silence_stdout()
+        if exc.errno == errno.EPIPE:
+            return _fail("output closed before it was complete (broken pipe)")
+        where = exc.filename if exc.filename is not None else "standard output"
+        return _fail(f"{where}: {exc.strerror or exc}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -30,8 +31,12 @@ from matrix.core.model import (
     VersionRequirement,
 )
 from matrix.core.textfiles import read_text
+from matrix.core.versions import checked_versions
 
 RUNNER_FACTS = ("sm", "gpus", "impl")
+MAX_TOML_BYTES = 16 * 1024 * 1024  # the built-in matrix is 20 KiB
+MAX_RUNNER_GPUS = 1024
+MAX_CELLS = 1_000_000  # groups expand as a product of their axes' values: refuse before building a huge table
 _NUMERIC_OPS = (Op.GT, Op.GE, Op.LT, Op.LE)
 
 
@@ -45,14 +50,18 @@ def default_runners_text() -> str:
 
 def read_toml(text: str, source: str) -> dict[str, Any]:
     """Parse TOML text; a syntax error names the file and line."""
+    if len(text) > MAX_TOML_BYTES:
+        raise ConfigError(f"{source}: larger than {MAX_TOML_BYTES // (1024 * 1024)} MiB; refusing to read it")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: malformed TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"{source}: malformed TOML: nested too deeply") from None
 
 
 def read_toml_file(path: Path) -> dict[str, Any]:
-    return read_toml(read_text(path, ConfigError), str(path))
+    return read_toml(read_text(path, ConfigError, limit=MAX_TOML_BYTES), str(path))
 
 
 def load_matrix(path: Path | None = None) -> Matrix:
@@ -62,11 +71,26 @@ def load_matrix(path: Path | None = None) -> Matrix:
     return parse_matrix(read_toml_file(path), str(path))
 
 
-def load_runners(extra: Sequence[Path] = ()) -> dict[str, RunnerProfile]:
-    """Built-in runner profiles, extended or overridden by each file in `extra`."""
+def load_runners(extra: Sequence[Path] = (), replace: Sequence[str] = ()) -> dict[str, RunnerProfile]:
+    """Built-in runner profiles extended by each file in `extra`.
+
+    A profile whose name is already defined (built in, or by an earlier file) is an error unless `replace`
+    names it: silently swapping `4-gpu-b200` for a 2-GPU sm80 profile would change every verdict for it.
+    """
     runners = parse_runners(read_toml(default_runners_text(), "matrix/data/runners.toml"), "<default runners>")
+    origin = dict.fromkeys(runners, "a built-in profile")
+    wanted = set(replace)
     for path in extra:
-        runners.update(parse_runners(read_toml_file(path), str(path)))
+        for name, profile in parse_runners(read_toml_file(path), str(path)).items():
+            if name in runners and name not in wanted:
+                raise ConfigError(
+                    f"{path}: runner {name!r} is already {origin[name]}; rename it, or pass --replace-runner {name} to replace it"
+                )
+            runners[name] = profile
+            origin[name] = f"defined in {path}"
+    unused = sorted(wanted - set(origin))
+    if unused:
+        raise ConfigError(f"--replace-runner {unused[0]}: no runner profile of that name to replace")
     return runners
 
 
@@ -89,6 +113,12 @@ def _value(value: Any, where: str) -> Value:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise ConfigError(f"{where}: expected an integer or a string, got {value!r}")
     return value
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+    return tuple(_str(v, where) for v in value)
 
 
 def _values(value: Any, where: str) -> tuple[Value, ...]:
@@ -150,7 +180,9 @@ def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
         if promo_ids.count(pid) > 1:
             raise ConfigError(f"{source}: page_promotion id {pid!r} used twice")
     pins_table = _table(data.get("pins", {}), f"{source}: [pins]")
-    pins = {lib: _str(v, f"{source}: pins.{lib}") for lib, v in pins_table.items()}
+    pins = checked_versions(
+        {lib: _str(v, f"{source}: pins.{lib}") for lib, v in pins_table.items()}, f"{source}: [pins]", ConfigError
+    )
     return Matrix(
         name=_str(data.get("name", Path(source).stem), f"{source}: name"),
         axes=axes,
@@ -216,6 +248,8 @@ def _expand_groups(
                 choices.append((axis.default,))
             else:
                 raise ConfigError(f"{where}: does not set axis {axis.name!r}, which has no default")
+        if math.prod(len(c) for c in choices) + len(cells) > MAX_CELLS:
+            raise ConfigError(f"{where}: expands to more than {MAX_CELLS:,} cells")
         for combo in itertools.product(*choices):
             parts = [p for a, v in zip(axes, combo, strict=True) if (p := a.id_part(v)) is not None]
             cell_id = "-".join(parts)
@@ -376,7 +410,7 @@ def _parse_cost(t: Mapping[str, Any], axes: Mapping[str, Axis], source: str) -> 
         where = f"{source}: cost.backend.{name}"
         bt = _table(raw, where)
         _expect_keys(bt, {"cell_seconds", "compile_seconds", "config_axes"}, where)
-        config_axes = tuple(_str(a, f"{where}: config_axes") for a in bt.get("config_axes", []))
+        config_axes = _strings(bt.get("config_axes", []), f"{where}: config_axes")
         for a in config_axes:
             if a not in axes:
                 raise ConfigError(f"{where}: config_axes names unknown axis {a!r}")
@@ -389,8 +423,9 @@ def _parse_cost(t: Mapping[str, Any], axes: Mapping[str, Axis], source: str) -> 
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ConfigError(f"{where}: expected a non-negative number, got {value!r}")
+    # TOML has nan and inf; either would poison every estimate and the shard count derived from it.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{where}: expected a finite non-negative number, got {value!r}")
     return float(value)
 
 
@@ -406,8 +441,8 @@ def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfi
         t = _table(raw, where)
         _expect_keys(t, {"gpus", "capability", "device_name", "labels", "runner_configs", "skip_policy", "description"}, where)
         gpus = t.get("gpus")
-        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
-            raise ConfigError(f"{where}: gpus must be a non-negative integer, got {gpus!r}")
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or not 0 <= gpus <= MAX_RUNNER_GPUS:
+            raise ConfigError(f"{where}: gpus must be a non-negative integer (at most {MAX_RUNNER_GPUS}), got {gpus!r}")
         cap = t.get("capability")
         capability: tuple[int, int] | None = None
         if cap is not None:
@@ -422,15 +457,21 @@ def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfi
             policy = SkipPolicy(t.get("skip_policy", "lenient"))
         except ValueError:
             raise ConfigError(f"{where}: skip_policy must be 'lenient' or 'strict'") from None
+        device_name = t.get("device_name")
+        if device_name is not None:
+            device_name = _str(device_name, f"{where}: device_name")
+        description = t.get("description", "")
+        if not isinstance(description, str):
+            raise ConfigError(f"{where}: description: expected a string, got {description!r}")
         out[name] = RunnerProfile(
             name=name,
             gpus=gpus,
             capability=capability,
-            device_name=t.get("device_name"),
-            labels=tuple(_str(x, f"{where}: labels") for x in t.get("labels", [name])),
-            runner_configs=tuple(_str(x, f"{where}: runner_configs") for x in t.get("runner_configs", [])),
+            device_name=device_name,
+            labels=_strings(t.get("labels", [name]), f"{where}: labels"),
+            runner_configs=_strings(t.get("runner_configs", []), f"{where}: runner_configs"),
             skip_policy=policy,
-            description=str(t.get("description", "")),
+            description=description,
         )
     if not out:
         raise ConfigError(f"{source}: no [runner.NAME] tables")
