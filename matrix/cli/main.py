@@ -87,6 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except RecursionError:
         return _fail("input nested too deeply")
+    except ValueError as exc:
+        # CPython's int_max_str_digits guard (an integer of thousands of digits in some input); any other
+        # ValueError is a bug and keeps its traceback.
+        if "integer string conversion" not in str(exc):
+            raise
+        return _fail("input holds an integer with too many digits")
     except OSError as exc:
         # Readers and writers map their own errors; what reaches here is stdout (EPIPE, ENOSPC) or a stray path.
         _silence_stdout()
