@@ -83,8 +83,8 @@ def _engage(config: pytest.Config, role: Role, payload: dict[str, Any] | None, *
             report_paths(settings.report_path)
         if role is not Role.WORKER:
             audit.load_allowlist()
-        if settings.engaged or not at_start:
-            audit.ensure_plan()
+        if settings.engaged:
+            audit.ensure_plan()  # woken by a matrix test instead, the audit plans there and reports errors once
         slots: tuple[str, ...] = ()
         plan = audit.plan
         if role is Role.CONTROLLER and at_start and plan is not None and plan.runner.gpus > 0 and plan.facts.gpus > 0:
