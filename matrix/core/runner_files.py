@@ -1,0 +1,87 @@
+"""Runner-profile files (`[runner.NAME]` tables): the built-in set, user files, and when a name may be reused."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from matrix.core.errors import ConfigError
+from matrix.core.model import RunnerProfile, SkipPolicy
+from matrix.core.tomlfields import expect_keys, read_toml, read_toml_file, str_field, strings_field, table_field
+
+MAX_RUNNER_GPUS = 1024
+
+
+def default_runners_text() -> str:
+    return resources.files("matrix").joinpath("data/runners.toml").read_text(encoding="utf-8")
+
+
+def load_runners(extra: Sequence[Path] = (), replace: Sequence[str] = ()) -> dict[str, RunnerProfile]:
+    """Built-in runner profiles extended by each file in `extra`.
+
+    A profile whose name is already defined (built in, or by an earlier file) is an error unless `replace`
+    names it: silently swapping `4-gpu-b200` for a 2-GPU sm80 profile would change every verdict for it.
+    """
+    runners = parse_runners(read_toml(default_runners_text(), "matrix/data/runners.toml"), "<default runners>")
+    origin = dict.fromkeys(runners, "a built-in profile")
+    wanted = set(replace)
+    for path in extra:
+        for name, profile in parse_runners(read_toml_file(path), str(path)).items():
+            if name in runners and name not in wanted:
+                raise ConfigError(
+                    f"{path}: runner {name!r} is already {origin[name]}; rename it, or pass --replace-runner {name} to replace it"
+                )
+            runners[name] = profile
+            origin[name] = f"defined in {path}"
+    unused = sorted(wanted - set(origin))
+    if unused:
+        raise ConfigError(f"--replace-runner {unused[0]}: no runner profile of that name to replace")
+    return runners
+
+
+def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfile]:
+    """Validate a runner-profile document (`[runner.NAME]` tables)."""
+    expect_keys(data, {"runner"}, source)
+    out: dict[str, RunnerProfile] = {}
+    for name, raw in table_field(data.get("runner", {}), f"{source}: [runner]").items():
+        where = f"{source}: runner {name!r}"
+        t = table_field(raw, where)
+        expect_keys(t, {"gpus", "capability", "device_name", "labels", "runner_configs", "skip_policy", "description"}, where)
+        gpus = t.get("gpus")
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or not 0 <= gpus <= MAX_RUNNER_GPUS:
+            raise ConfigError(f"{where}: gpus must be a non-negative integer (at most {MAX_RUNNER_GPUS}), got {gpus!r}")
+        cap = t.get("capability")
+        capability: tuple[int, int] | None = None
+        if cap is not None:
+            if not (isinstance(cap, list) and len(cap) == 2 and all(isinstance(c, int) and not isinstance(c, bool) for c in cap)):
+                raise ConfigError(f"{where}: capability must be [major, minor], got {cap!r}")
+            capability = (cap[0], cap[1])
+        if gpus > 0 and capability is None:
+            raise ConfigError(f"{where}: a GPU runner needs a capability")
+        if gpus == 0 and capability is not None:
+            raise ConfigError(f"{where}: capability given but gpus = 0")
+        try:
+            policy = SkipPolicy(t.get("skip_policy", "lenient"))
+        except ValueError:
+            raise ConfigError(f"{where}: skip_policy must be 'lenient' or 'strict'") from None
+        device_name = t.get("device_name")
+        if device_name is not None:
+            device_name = str_field(device_name, f"{where}: device_name")
+        description = t.get("description", "")
+        if not isinstance(description, str):
+            raise ConfigError(f"{where}: description: expected a string, got {description!r}")
+        out[name] = RunnerProfile(
+            name=name,
+            gpus=gpus,
+            capability=capability,
+            device_name=device_name,
+            labels=strings_field(t.get("labels", [name]), f"{where}: labels"),
+            runner_configs=strings_field(t.get("runner_configs", []), f"{where}: runner_configs"),
+            skip_policy=policy,
+            description=description,
+        )
+    if not out:
+        raise ConfigError(f"{source}: no [runner.NAME] tables")
+    return out
