@@ -73,8 +73,18 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+def _tolerant_streams() -> None:
+    """Text from reports (a lone surrogate in a skip reason) must print, not raise: escape what cannot be encoded."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every failure from bad input or a broken output is one line on stderr and exit 2."""
+    _tolerant_streams()
     try:
         args = build_parser().parse_args(argv)
         code: int = args.func(args, options_from(args))

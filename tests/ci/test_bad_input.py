@@ -377,3 +377,74 @@ def test_suites_file_nested_deeply_is_one_line(capsys, tmp_path):
     folder = tmp_path / "suite"
     folder.mkdir()
     assert "nested too deeply" in one_line_exit_2(capsys, "guards", str(folder), "--suites", str(suites))
+
+
+def test_a_lone_surrogate_in_a_report_prints_escaped(tmp_path):
+    """With a strict UTF-8 stdout, printing a finding about `t[c\\udcff]` raised UnicodeEncodeError."""
+    doc = {
+        "schema": "specmatrix.report/1",
+        "matrix": "m",
+        "runner": {"name": "cpu", "gpus": 0, "capability": None},
+        "versions": {},
+        "created": "2026-11-30T00:00:00+00:00",
+        "cells": [
+            {
+                "nodeid": "t.py::t[c\udcff]",
+                "cell": "c",
+                "test": "t",
+                "expected": "run",
+                "rule": None,
+                "reason": "",
+                "status": "skipped-unexpected",
+                "skip_reason": "bad \udcff",
+            }
+        ],
+    }
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "matrix", "audit", str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"},
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "t.py::t[c\\udcff]" in proc.stdout and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("detect", "nearest"),
+    [
+        ('{"gpus": 3, "capability": [10, 0], "name": "NVIDIA B200"}', "  4-gpu-b200: needs 4 GPU(s), sees 3"),
+        ('{"gpus": 1, "capability": [8, 0], "name": "NVIDIA A100-SXM4-80GB"}', "needs sm90, sees sm80"),
+        ('{"gpus": 8, "capability": [9, 0], "name": "NVIDIA H100 80GB HBM3"}', "  4-gpu-h100: needs 4 GPU(s), sees 8"),
+    ],
+    ids=["3xB200", "1xA100", "8xH100"],
+)
+def test_detect_without_a_fitting_profile_lists_the_nearest(capsys, monkeypatch, detect, nearest):
+    monkeypatch.setenv("SPECMATRIX_DETECT", detect)
+    assert main(["detect"]) == 2
+    out, err = capsys.readouterr()
+    assert "runner profile: none fits; nearest:" in out and nearest in out
+    assert err.count("\n") == 1 and "no runner profile fits this machine" in err and "nearest:" in err
+    assert main(["detect", "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["runner"] is None and len(doc["nearest"]) == 3
+
+
+def test_eight_h200_are_not_eight_h20(capsys, monkeypatch):
+    monkeypatch.setenv("SPECMATRIX_DETECT", '{"gpus": 8, "capability": [9, 0], "name": "NVIDIA H200"}')
+    assert main(["detect"]) == 0
+    assert "runner profile: 8-gpu-h200" in capsys.readouterr().out
+
+
+def test_a_runner_file_reusing_a_builtin_name_needs_replace_runner(capsys, tmp_path):
+    """`--runners FILE` once silently turned 4-gpu-b200 into a 2-GPU sm80 profile."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text("[runner.4-gpu-b200]\ngpus = 2\ncapability = [8, 0]\n", encoding="utf-8")
+    err = one_line_exit_2(capsys, "--runners", str(mine), "runners")
+    assert "runner '4-gpu-b200' is already a built-in profile" in err and "--replace-runner 4-gpu-b200" in err
+    assert main(["--runners", str(mine), "--replace-runner", "4-gpu-b200", "runners", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["runners"]}
+    assert (rows["4-gpu-b200"]["gpus"], rows["4-gpu-b200"]["capability"]) == (2, [8, 0])

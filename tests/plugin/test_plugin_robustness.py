@@ -240,3 +240,17 @@ def test_an_unparsable_detected_version_is_an_error_not_expected_skips(
     result = pytester.runpytest(*STRICT, "--matrix-report", "out/report.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert report_of(pytester)["counts"]["skipped-unexpected"] == 2
+
+
+@pytest.mark.usefixtures("tiny")
+def test_a_runner_file_may_replace_a_builtin_profile_only_when_asked(pytester: pytest.Pytester) -> None:
+    write(pytester, "test_ok.py", "def test_cell(matrix_cell):\n    pass\n")
+    (pytester.path / "mine.toml").write_text('[runner.cpu]\ngpus = 0\nlabels = ["self-hosted"]\n', encoding="utf-8")
+    result = pytester.runpytest("--matrix-runner", "cpu", "--matrix-runners", "mine.toml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*runner 'cpu' is already a built-in profile*--replace-runner cpu*"])
+    result = pytester.runpytest(
+        "--matrix-runner", "cpu", "--matrix-runners", "mine.toml", "--matrix-replace-runner", "cpu", "--matrix-report", "r.json"
+    )
+    assert result.ret == pytest.ExitCode.OK
+    assert json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["runner"]["labels"] == ["self-hosted"]
