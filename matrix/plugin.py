@@ -147,8 +147,17 @@ class DormantHooks:
         return audit
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if not report.passed and self.role is not Role.WORKER:
-            self.collect_reports.append(report)
+        if report.passed or self.role is Role.WORKER:
+            return
+        self.collect_reports.append(report)
+        if report.nodeid.endswith(".py") and self._mentions_matrix(report.nodeid):
+            self.wake()  # a module that skipped or failed at import may hold matrix tests: plan them from source
+
+    def _mentions_matrix(self, nodeid: str) -> bool:
+        try:
+            return MATRIX_FIXTURE in (self.config.rootpath / nodeid).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.role is Role.WORKER:

@@ -254,3 +254,17 @@ def test_a_runner_file_may_replace_a_builtin_profile_only_when_asked(pytester: p
     )
     assert result.ret == pytest.ExitCode.OK
     assert json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["runner"]["labels"] == ["self-hosted"]
+
+
+@pytest.mark.usefixtures("tiny")
+def test_an_unengaged_run_still_audits_a_matrix_module_that_skipped_at_import(pytester: pytest.Pytester) -> None:
+    """No option, and the only matrix test sits in a module that skips at import: the dormant plugin must wake."""
+    write(
+        pytester,
+        "test_gone.py",
+        "import pytest\npytest.skip('no kernels here', allow_module_level=True)\n\ndef test_cell(matrix_cell):\n    pass\n",
+    )
+    write(pytester, "test_plain.py", "def test_a():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*specmatrix skip audit*", "planned 4 = 2 skipped-expected + 2 skipped-unexpected"])
