@@ -62,7 +62,7 @@ def test_pytest_and_the_audit_count_the_same_tests(pytester: pytest.Pytester, ex
     nodeids = [c["nodeid"] for c in doc["cells"]] + [o["nodeid"] for o in doc["outside"]]
     assert len(nodeids) == len(set(nodeids))
     if extra == ("-x",):
-        assert len(nodeids) == 8  # 2 plain + 4 cells + middle + last: what pytest collected
+        assert len(nodeids) == _collected(result) == 8  # 2 plain + 4 cells + middle + last
         outside = {o["nodeid"].split("::")[1]: o["status"] for o in doc["outside"]}
         assert outside == {
             "test_first_plain": "passed",
@@ -72,7 +72,7 @@ def test_pytest_and_the_audit_count_the_same_tests(pytester: pytest.Pytester, ex
         }
         assert statuses.count("not-run") == 6
         return
-    assert len(nodeids) == _outcome_total(result) == 8
+    assert len(nodeids) == _outcome_total(result) == _collected(result) == 8
     outside = {o["nodeid"].split("::")[1]: o["status"] for o in doc["outside"]}
     assert outside == {
         "test_first_plain": "passed",
