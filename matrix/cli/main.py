@@ -60,6 +60,8 @@ def options_from(args: argparse.Namespace) -> Options:
 
 
 def _fail(message: str) -> int:
+    # One line whatever the message quotes (a path or argument with a newline in it).
+    message = message.replace("\r", "\\r").replace("\n", "\\n")
     with contextlib.suppress(OSError, ValueError):  # stderr itself is gone: the exit code still says it
         print(f"specmatrix: error: {message}", file=sys.stderr)
     return EXIT_USAGE

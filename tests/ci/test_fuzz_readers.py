@@ -343,6 +343,7 @@ def test_detection_override_survives_junk(detect: str, command: list[str]) -> No
         max_size=6,
     )
 )
+@example(argv=["cells", "\n"])  # a newline in an argument once made the error two lines
 def test_arbitrary_command_lines_survive(argv: list[str]) -> None:
     with workspace():
         run_cli(argv)
