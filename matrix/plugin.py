@@ -1,37 +1,40 @@
 """pytest plugin entry point (pytest11): parametrize `matrix_cell` tests over the matrix and audit every skip.
 
 See docs/skip-audit.md. The deciding logic lives in matrix/audit/; this module only wires it to pytest's hooks.
+The entry point loads this module into every pytest run of the environment, so it imports only pytest and
+`matrix.audit.pytest_options`; the audit machinery is imported when a run engages it (a `--matrix-*` option,
+`SPECMATRIX_RUNNER`, a `[tool.specmatrix]` table, or the first `matrix_cell` test or report).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from matrix.audit.gpus import check_workers, gpu_slots, pinned_env
-from matrix.audit.nodeids import strip_params
-from matrix.audit.report_text import failure_text, skip_text
-from matrix.audit.session import PAYLOAD_KEY, AuditSession
-from matrix.audit.settings import Role, add_options, role_of, settings_from
-from matrix.audit.terminal import summary_lines
-from matrix.audit.timing import MatrixTiming, timings_from
-from matrix.audit.writers import append_step_summary, report_paths, write_all
-from matrix.audit.xdist_controller import XdistController
-from matrix.core.errors import SelectorError, SpecmatrixError
-from matrix.core.model import Cell
+from matrix.audit.pytest_options import (
+    CRASHED_PROPERTY,
+    MATRIX_FIXTURE,
+    PAYLOAD_KEY,
+    REPORT_CELL_ATTR,
+    Role,
+    add_options,
+    engaged_at_start,
+    role_of,
+)
 
-MATRIX_FIXTURE = "matrix_cell"
+if TYPE_CHECKING:
+    from matrix.audit.session import AuditSession
+    from matrix.audit.timing import MatrixTiming
+    from matrix.core.model import Cell
+
 MARKER = (
     "matrix(select): run this matrix_cell test only over the cells the selector keeps (syntax of `specmatrix cells --select`)"
 )
-_PHASES = frozenset({"setup", "call", "teardown"})
-REPORT_CELL_ATTR = "specmatrix_cell"  # set by a worker on each matrix item's reports; xdist carries it across
-# A test whose cell crashed in an isolated child process adds (CRASHED_PROPERTY, error text) before failing.
-CRASHED_PROPERTY = "specmatrix_crashed"
-_AUDIT = pytest.StashKey[AuditSession]()
+__all__ = ["CRASHED_PROPERTY", "MATRIX_FIXTURE", "REPORT_CELL_ATTR"]
+_AUDIT = pytest.StashKey["AuditSession"]()
+_DORMANT = pytest.StashKey["DormantHooks"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,8 +49,27 @@ def pytest_configure(config: pytest.Config) -> None:
     payload: dict[str, Any] | None = None
     if role is Role.WORKER:
         payload = config.workerinput.get(PAYLOAD_KEY)  # type: ignore[attr-defined]
-        if payload is not None and "slot" in payload:
-            os.environ.update(pinned_env(int(payload["slot"]), tuple(payload["slots"])))
+    if payload is None and not engaged_at_start(config):
+        # Nothing asks for the audit yet: wait (cheaply) for a matrix test, keeping what happens meanwhile.
+        dormant = DormantHooks(config, role)
+        config.stash[_DORMANT] = dormant
+        config.pluginmanager.register(dormant, "specmatrix-dormant")
+        return
+    _engage(config, role, payload, at_start=True)
+
+
+def _engage(config: pytest.Config, role: Role, payload: dict[str, Any] | None, *, at_start: bool) -> AuditSession:
+    """Load the audit machinery and register its hooks; raises pytest.UsageError on bad input (one line)."""
+    from matrix.audit.gpus import check_workers, gpu_slots, pinned_env
+    from matrix.audit.hooks import AuditHooks
+    from matrix.audit.session import AuditSession
+    from matrix.audit.settings import settings_from
+    from matrix.audit.writers import mark_in_progress, report_paths
+    from matrix.audit.xdist_controller import XdistController
+    from matrix.core.errors import SpecmatrixError
+
+    if payload is not None and "slot" in payload:
+        os.environ.update(pinned_env(int(payload["slot"]), tuple(payload["slots"])))
     try:
         settings = settings_from(config, os.environ)
         audit = AuditSession(
@@ -62,18 +84,95 @@ def pytest_configure(config: pytest.Config) -> None:
         if role is not Role.WORKER:
             audit.load_allowlist()
         if settings.engaged:
-            audit.ensure_plan()
+            audit.ensure_plan()  # woken by a matrix test instead, the audit plans there and reports errors once
         slots: tuple[str, ...] = ()
         plan = audit.plan
-        if role is Role.CONTROLLER and plan is not None and plan.runner.gpus > 0 and plan.facts.gpus > 0:
+        if role is Role.CONTROLLER and at_start and plan is not None and plan.runner.gpus > 0 and plan.facts.gpus > 0:
             slots = gpu_slots(os.environ, plan.facts.gpus)
             check_workers(settings.workers, slots, plan.runner.name)
+        if settings.report_path is not None and role is not Role.WORKER and not settings.collect_only:
+            # Before any test runs: a run that dies from here on leaves a marker `specmatrix audit` rejects,
+            # never the previous run's report.
+            mark_in_progress(settings.report_path)
     except SpecmatrixError as exc:
         raise pytest.UsageError(f"specmatrix: {exc}") from None
     config.stash[_AUDIT] = audit
     config.pluginmanager.register(AuditHooks(audit, config), "specmatrix-audit")
     if role is Role.CONTROLLER:
         config.pluginmanager.register(XdistController(audit, slots), "specmatrix-xdist-controller")
+    return audit
+
+
+def _audit(config: pytest.Config) -> AuditSession:
+    """This run's audit, engaging it now if it was dormant (the first matrix test of a run that named no option)."""
+    audit = config.stash.get(_AUDIT, None)
+    if audit is not None:
+        return audit
+    return config.stash[_DORMANT].wake()
+
+
+class DormantHooks:
+    """Stands in until a run engages the audit: keeps the few facts the audit needs later, then replays them.
+
+    Costs a list append per report; a run that never sees a matrix test never imports the audit machinery.
+    """
+
+    def __init__(self, config: pytest.Config, role: Role) -> None:
+        self.config = config
+        self.role = role
+        self.collect_reports: list[pytest.CollectReport] = []
+        self.test_reports: list[pytest.TestReport] = []
+        self.collected: list[tuple[Any, Any]] = []  # (node, ids) from xdist workers
+        self.nodes_down: list[tuple[Any, object | None]] = []
+        self.awake = False
+
+    def wake(self) -> AuditSession:
+        self.awake = True
+        self.config.pluginmanager.unregister(self)
+        audit = _engage(self.config, self.role, None, at_start=False)
+        hooks = self.config.pluginmanager.get_plugin("specmatrix-audit")
+        assert hooks is not None  # _engage registered it
+        controller = self.config.pluginmanager.get_plugin("specmatrix-xdist-controller")
+        if controller is not None:
+            for node, ids in self.collected:
+                controller.pytest_xdist_node_collection_finished(node=node, ids=ids)
+            for node, error in self.nodes_down:
+                controller.pytest_testnodedown(node=node, error=error)
+        for creport in self.collect_reports:
+            hooks.pytest_collectreport(report=creport)
+        for treport in self.test_reports:
+            hooks.pytest_runtest_logreport(report=treport)
+        self.collect_reports.clear()
+        self.test_reports.clear()
+        return audit
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.passed or self.role is Role.WORKER:
+            return
+        self.collect_reports.append(report)
+        if report.nodeid.endswith(".py") and self._mentions_matrix(report.nodeid):
+            self.wake()  # a module that skipped or failed at import may hold matrix tests: plan them from source
+
+    def _mentions_matrix(self, nodeid: str) -> bool:
+        try:
+            return MATRIX_FIXTURE in (self.config.rootpath / nodeid).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.role is Role.WORKER:
+            return
+        self.test_reports.append(report)
+        if self.role is Role.CONTROLLER and getattr(report, REPORT_CELL_ATTR, None) is not None:
+            self.wake()  # replays this report too
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
+        self.collected.append((node, ids))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        self.nodes_down.append((node, error))
 
 
 def _marker_selects(definition: pytest.Function) -> tuple[str, ...]:
@@ -89,7 +188,9 @@ def _marker_selects(definition: pytest.Function) -> tuple[str, ...]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if MATRIX_FIXTURE not in metafunc.fixturenames:
         return
-    audit = metafunc.config.stash[_AUDIT]
+    from matrix.core.errors import SelectorError, SpecmatrixError
+
+    audit = _audit(metafunc.config)
     selects = _marker_selects(metafunc.definition)
     values: list[object] = []
     ids: list[str] = []
@@ -113,165 +214,6 @@ def matrix_cell(request: pytest.FixtureRequest) -> Cell:
 @pytest.fixture
 def matrix_timing(request: pytest.FixtureRequest) -> MatrixTiming:
     """Record compile_seconds / setup_seconds for this item's report entry."""
+    from matrix.audit.timing import MatrixTiming
+
     return MatrixTiming(request.node.user_properties)
-
-
-class AuditHooks:
-    """The per-run hooks; registered as an object so report hooks reach the run's AuditSession directly."""
-
-    def __init__(self, audit: AuditSession, config: pytest.Config) -> None:
-        self.audit = audit
-        self.config = config
-        self.records = audit.settings.role is not Role.WORKER
-        self.controller = audit.settings.role is Role.CONTROLLER
-
-    def pytest_report_header(self) -> list[str]:
-        plan = self.audit.plan
-        if plan is None:
-            return []
-        run = sum(1 for e in plan.expectations.values() if e.outcome.value == "run")
-        line = (
-            f"specmatrix: runner {plan.runner.name} ({plan.runner.skip_policy.value} skip policy): "
-            f"{len(plan.expectations)} cells, {run} expected to run"
-        )
-        return [line + (f"; {plan.detection_note}" if plan.detection_note else "")]
-
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        if self.audit.planning_error is not None:
-            raise pytest.UsageError(f"specmatrix: {self.audit.planning_error}")
-        empty = self.audit.empty_tests
-        if not empty:
-            return
-        dropped = [i for i in items if strip_params(i.nodeid) in empty]
-        if dropped:
-            items[:] = [i for i in items if strip_params(i.nodeid) not in empty]
-            config.hook.pytest_deselected(items=dropped)
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """The collected matrix items, known exactly from their parameters (the xdist controller only sees ids)."""
-        audit = self.audit
-        if not audit.active:
-            return
-        for item in session.items:
-            callspec = getattr(item, "callspec", None)
-            if callspec is not None:
-                cell = callspec.params.get(MATRIX_FIXTURE)
-                if isinstance(cell, Cell):
-                    audit.item_cells[item.nodeid] = cell.id
-        if audit.settings.role is Role.LOCAL:
-            for nodeid, cell_id in audit.item_cells.items():
-                audit.plan_item(nodeid, cell_id)
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        """A module that skipped or failed at import never yields items: plan its matrix tests from source."""
-        if report.passed or not self.records:
-            return
-        skipped = report.skipped
-        reason = skip_text(report.longrepr) if skipped else None
-        error = None if skipped else failure_text(report.longrepr)
-        planned = False
-        if report.nodeid.endswith(".py"):
-            try:
-                source = (self.config.rootpath / report.nodeid).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                source = ""
-            try:
-                planned = self.audit.plan_uncollected_module(report.nodeid, source, skip_reason=reason, error=error)
-            except SpecmatrixError as exc:
-                self.audit.planning_error = str(exc)
-        if not planned:
-            self.audit.ledger.record(report.nodeid, "setup", report.outcome, skip_reason=reason, message=error)
-
-    @pytest.hookimpl(tryfirst=True)  # on a worker: before xdist serializes the report for the controller
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        audit = self.audit
-        if not self.records:
-            cell_id = audit.item_cells.get(report.nodeid)
-            if cell_id is not None:
-                setattr(report, REPORT_CELL_ATTR, cell_id)
-            return
-        outcome: str = report.outcome
-        if outcome == "rerun":  # pytest-rerunfailures: a later attempt follows
-            return
-        if self.controller and report.when in _PHASES:
-            cell_id = getattr(report, REPORT_CELL_ATTR, None)
-            if not audit.active:
-                if cell_id is None:
-                    audit.reported_ordinary.add(report.nodeid)
-                    return
-                try:
-                    audit.engage_from_report()
-                except SpecmatrixError as exc:
-                    audit.planning_error = str(exc)
-                    return
-            audit.confirm(report.nodeid, cell_id)
-        elif not audit.active:
-            return
-        when: str = report.when
-        if outcome == "passed" and when != "call" and not report.user_properties:
-            audit.ledger.phase_passed(report.nodeid, when, report.duration, getattr(report, "start", None))
-            return
-        xfail = getattr(report, "wasxfail", None)
-        skip_reason = message = None
-        if outcome == "skipped" and xfail is None:
-            skip_reason = skip_text(report.longrepr)
-        elif outcome == "failed":
-            message = failure_text(report.longrepr)
-        node = getattr(report, "node", None)  # set by the xdist controller
-        worker = str(node.gateway.id) if node is not None else None
-        if when not in _PHASES and worker in audit.node_errors:
-            message = f"{message}; worker error: {audit.node_errors[worker]}"
-        props = report.user_properties
-        crash = next((str(p[1]) for p in props if len(p) == 2 and p[0] == CRASHED_PROPERTY), None) if props else None
-        if outcome == "failed" and crash is not None:
-            when = "crashed"  # the test ran its cell in a child process that died: any non-phase counts as a crash
-            message = f"{message}; {crash}" if message else crash
-        audit.ledger.record(
-            report.nodeid,
-            when,
-            outcome,
-            duration=report.duration,
-            start=getattr(report, "start", None),
-            xfail_reason=xfail,
-            skip_reason=skip_reason,
-            message=message,
-            worker=worker,
-            timings=timings_from(props) if props else None,
-        )
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Build the report, write it, and fail the session on error findings (pytest's own counts stay as they are)."""
-        audit = self.audit
-        if not self.records or audit.settings.collect_only:
-            return
-        if audit.planning_error is not None:  # the audit could not plan: never let that pass for a clean run
-            if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-                session.exitstatus = pytest.ExitCode.USAGE_ERROR
-            return
-        if not audit.active:
-            return
-        report = audit.finish(dt.date.today())
-        try:
-            if audit.settings.report_path is not None:
-                audit.written = [str(p) for p in write_all(report, audit.settings.report_path)]
-            summary = append_step_summary(report, os.environ)
-            if summary is not None:
-                audit.written.append(f"{summary} (appended)")
-        except OSError as exc:
-            audit.written.append(f"could not write the report: {exc}")
-            session.exitstatus = max(int(session.exitstatus), int(pytest.ExitCode.TESTS_FAILED))
-        if report.errors and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        audit = self.audit
-        if audit.planning_error is not None and self.records:
-            terminalreporter.write_sep("=", "specmatrix skip audit", red=True)
-            terminalreporter.write_line(f"specmatrix: {audit.planning_error}", red=True)
-            return
-        report = audit.report
-        if report is None:
-            return
-        terminalreporter.write_sep("=", "specmatrix skip audit", red=bool(report.errors), green=not report.errors)
-        for line in summary_lines(report, audit.written):
-            terminalreporter.write_line(line.text, red=line.red, yellow=line.yellow)

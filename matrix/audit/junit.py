@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax import saxutils
 
 from matrix.core.report import CellResult, CellStatus, Finding, FindingKind, OutsideResult, Report, Severity
 
 _SUITE = "specmatrix"
 _MESSAGE_LIMIT = 1000
 _FAILING = {CellStatus.FAILED: "failure", CellStatus.ERROR: "error", CellStatus.CRASHED: "error", CellStatus.NOT_RUN: "error"}
+# XML 1.0 allows tab, LF, CR and U+0020 upwards, minus surrogates and U+FFFE/U+FFFF: anything else (a control
+# character in a failure message, a lone surrogate in a skip reason) makes the whole file unreadable to JUnit
+# parsers, so it is written as a visible `\xNN` / `\uNNNN` escape instead.
+_XML_INVALID = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def xml_safe(text: str) -> str:
+    """Text with every character XML 1.0 cannot carry replaced by its escape."""
+    return _XML_INVALID.sub(_visible, text)
+
+
+def escape(text: str) -> str:
+    return saxutils.escape(xml_safe(text))
+
+
+def quoteattr(text: str) -> str:
+    return saxutils.quoteattr(xml_safe(text))
+
+
 _OUTSIDE_FAILING = {"failed": "failure", "error": "error", "crashed": "error", "not-run": "error"}
 
 

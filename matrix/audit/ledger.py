@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from matrix.audit.outcome import Observed, cell_status, observed_phase, outside_status
@@ -113,11 +113,13 @@ class Ledger:
             tally.message = message
 
     def results(
-        self, expectations: Mapping[str, Expectation], origin: float
+        self, expectations: Mapping[str, Expectation], origin: float, *, collected: Iterable[str] = ()
     ) -> tuple[tuple[CellResult, ...], tuple[OutsideResult, ...]]:
-        """One CellResult per planned item (in plan order) and one OutsideResult per other reported test.
+        """One CellResult per planned item (in plan order) and one OutsideResult per other test.
 
-        `origin` is the session's start (epoch seconds); each item's `started` is counted from it.
+        Other tests are those reported plus those `collected` but never reported (`not-run`: -x, Ctrl-C, a dead
+        worker), so every collected test has exactly one status. `origin` is the session's start (epoch
+        seconds); each item's `started` is counted from it.
         """
         cells = tuple(self._cell_result(item, expectations[item.cell_id], origin) for item in self._planned.values())
         outside = tuple(
@@ -132,7 +134,9 @@ class Ledger:
             for nodeid, t in self._tallies.items()
             if nodeid not in self._planned
         )
-        return cells, outside
+        missing = [n for n in dict.fromkeys(collected) if n not in self._planned and n not in self._tallies]
+        never = tuple(OutsideResult(nodeid=n, status=outside_status(None)) for n in missing)
+        return cells, outside + never
 
     def _cell_result(self, item: PlannedItem, exp: Expectation, origin: float) -> CellResult:
         tally = self._tallies.get(item.nodeid)

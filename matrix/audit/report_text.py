@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 MESSAGE_LIMIT = 500
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _clip(text: str) -> str:
-    text = text.strip()
+    # A lone surrogate (`pytest.skip("bad \udcff")`) cannot be encoded anywhere this text goes (terminal, JSON
+    # file, XML): it becomes U+FFFD here, once, so no writer downstream can fail on it.
+    text = _SURROGATE.sub("\ufffd", text.strip())
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
 
 

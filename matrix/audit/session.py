@@ -26,7 +26,6 @@ from matrix.core.options import Loaded, load
 from matrix.core.planning import Plan, plan_for
 from matrix.core.report import Finding, Report, RunnerInfo
 
-PAYLOAD_KEY = "specmatrix"
 LARGE_MATRIX = 2000  # cells; below this, freezing the plan for the garbage collector is not worth a full collection
 
 
@@ -199,7 +198,7 @@ class AuditSession:
     def finish(self, today: dt.date) -> Report:
         """The report: every planned item's status, outside results judged by the allowlist, and the findings."""
         plan = self.ensure_plan()
-        cells, outside = self.ledger.results(plan.expectations, self.started)
+        cells, outside = self.ledger.results(plan.expectations, self.started, collected=self.collected_ids)
         policy = plan.runner.skip_policy
         allow_findings: tuple[Finding, ...] = ()
         if policy is SkipPolicy.STRICT:

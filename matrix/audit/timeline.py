@@ -88,6 +88,8 @@ def timeline(report: Report, name: str = "report") -> Timeline:
     """Per-worker lines of a report; an error if it has no wall time or no item start times."""
     if report.wall_seconds is None:
         raise ReportError(f"{name}: has no wall_seconds")
+    if report.wall_seconds <= 0:
+        raise ReportError(f"{name}: wall_seconds is {report.wall_seconds:g}; a run takes some time (corrupt report?)")
     cells: dict[str, list[CellResult]] = defaultdict(list)
     others: dict[str, list[OutsideResult]] = defaultdict(list)
     for cell in report.cells:

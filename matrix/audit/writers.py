@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,8 +13,8 @@ from typing import Protocol
 from matrix.audit.junit import render_junit
 from matrix.audit.markdown import render_markdown
 from matrix.core.atomic import write_text_atomic
-from matrix.core.errors import UsageError
-from matrix.core.report import Report, write_report
+from matrix.core.errors import OutputError, UsageError
+from matrix.core.report import Report, in_progress_document, write_report
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
@@ -52,6 +55,23 @@ def report_paths(json_path: Path) -> dict[str, Path]:
     return {w.suffix: json_path if w.suffix == ".json" else json_path.with_suffix(w.suffix) for w in WRITERS}
 
 
+def mark_in_progress(json_path: Path) -> None:
+    """At session start: the JSON path gets an in-progress marker and last run's .xml/.md go.
+
+    A run that dies before its end (a segfault without xdist, a killed job) then leaves nothing a reader could
+    take for this run's result. A special file or unwritable folder fails here, before any test runs.
+    """
+    paths = report_paths(json_path)
+    created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    write_text_atomic(paths[".json"], in_progress_document(created, os.getpid()))
+    for suffix in (".xml", ".md"):
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(paths[suffix])
+        except OSError as exc:  # a directory or an unwritable folder: the writer would fail at the end anyway
+            raise OutputError(f"{paths[suffix]}: cannot remove the previous run's file: {exc.strerror or exc}") from None
+
+
 def write_all(report: Report, json_path: Path) -> list[Path]:
     paths = report_paths(json_path)
     for writer in WRITERS:
@@ -65,6 +85,7 @@ def append_step_summary(report: Report, env: Mapping[str, str]) -> Path | None:
     if not target:
         return None
     path = Path(target)
-    with path.open("a", encoding="utf-8") as fh:
+    # Appended, not replaced: GitHub owns this file and other steps' summaries share it.
+    with path.open("a", encoding="utf-8", errors="replace") as fh:
         fh.write(render_markdown(report))
     return path

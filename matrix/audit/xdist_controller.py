@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from matrix.audit.gpus import SlotPool
-from matrix.audit.session import PAYLOAD_KEY, AuditSession, facts_json
+from matrix.audit.pytest_options import PAYLOAD_KEY
+from matrix.audit.session import AuditSession, facts_json
 from matrix.core.errors import SpecmatrixError
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from matrix.audit.findings import recheck
 from matrix.audit.timeline import Scaling, render_scaling, render_timeline, timeline
-from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
+from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
 from matrix.core.options import Options
 from matrix.core.report import Finding, Report, Severity, read_report
 
@@ -56,6 +56,10 @@ def _summary(path: Path, report: Report, findings: tuple[Finding, ...]) -> dict[
 def cmd_audit(args: argparse.Namespace, options: Options) -> int:
     # Read every report first: one corrupt file stops the command (exit 2) before anything is judged.
     loaded = [(path, read_report(path)) for path in args.reports]
+    for path, report in loaded:
+        if report.planned == 0:
+            # A run that planned nothing proves nothing: a wrong selector, shard or runner emptied it.
+            raise ReportError(f"{path}: planned 0 matrix items, so it audits nothing (wrong selector, shard or runner?)")
     summaries = [_summary(path, report, recheck(report)) for path, report in loaded]
     failed = any(f["severity"] == Severity.ERROR.value for s in summaries for f in s["findings"])
     if args.json:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from matrix.core.atomic import write_text_atomic
+from matrix.core.atomic import ensure_dir, write_bytes_atomic, write_text_atomic
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from matrix.core.expect import effective_versions, expectations
+from matrix.core.jsonio import dumps_strict
 from matrix.core.machine import AUTO, find_runner
 from matrix.core.model import Outcome, RunnerProfile
 from matrix.core.options import Options, load
@@ -131,8 +132,8 @@ def cmd_shard(args: argparse.Namespace, options: Options) -> int:
     measured = _measured(args.durations)
     workload = workload_for(loaded.matrix, plan_ctx.runner, plan_ctx.expectations, measured)
     if args.budget is not None:
-        if args.budget <= 0:
-            raise UsageError("--budget must be a positive number of minutes")
+        if not math.isfinite(args.budget) or args.budget <= 0:
+            raise UsageError(f"--budget must be a positive, finite number of minutes, got {args.budget}")
         plan = plan_budget(workload, args.budget * 60)
     else:
         plan = plan_shards(workload, args.shards)
@@ -151,10 +152,11 @@ def cmd_shard(args: argparse.Namespace, options: Options) -> int:
         f"compile {plan.setup_total:.0f} s; durations: {durations}",
         file=sys.stderr,
     )
+    # allow_nan=False: `Infinity` is not JSON, and GitHub's fromJSON rejects the whole matrix.
     if args.format == "gha":
-        print(json.dumps(gha_matrix(plan_ctx.runner, plan, selects), separators=(",", ":")))
+        print(dumps_strict(gha_matrix(plan_ctx.runner, plan, selects), where="--format gha", separators=(",", ":")))
     else:
-        print(json.dumps(doc, indent=2))
+        print(dumps_strict(doc, where="shard plan", indent=2))
     return EXIT_OK
 
 
@@ -185,16 +187,22 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
         expect_shards=args.expect_shards,
     )
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "coverage.json", json.dumps(coverage_document(result), indent=2) + "\n")
+    # Every output is rendered in memory first: a missing matplotlib or a bad value then writes nothing at all,
+    # rather than a coverage.json beside a stale coverage.md.
+    files: dict[str, bytes] = {
+        "coverage.json": (dumps_strict(coverage_document(result), where="coverage.json", indent=2) + "\n").encode()
+    }
     heatmap = None
     if not args.no_heatmap and result.entries:
         from matrix.coverage.heatmap import render_heatmap
 
-        render_heatmap(result, [out / "heatmap.png", out / "heatmap.svg"])
+        files.update(render_heatmap(result, ("png", "svg"), stem="heatmap"))
         heatmap = "heatmap.png"
-    write_text_atomic(out / "coverage.md", coverage_markdown(result, heatmap=heatmap))
-    write_text_atomic(out / "summary.md", coverage_markdown(result))
+    files["coverage.md"] = coverage_markdown(result, heatmap=heatmap).encode("utf-8", errors="replace")
+    files["summary.md"] = coverage_markdown(result).encode("utf-8", errors="replace")
+    ensure_dir(out)
+    for name, data in files.items():
+        write_bytes_atomic(out / name, data)
     for finding in result.errors:
         print(f"{finding.kind.value}: {finding.message}")
     print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")
@@ -222,7 +230,7 @@ def cmd_register(args: argparse.Namespace, options: Options) -> int:
         if name in reasons:
             print(f"specmatrix register: note: nothing written for {reasons[name]}", file=sys.stderr)
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     for module in modules:
         write_text_atomic(out / module.file_name, module.text)
         print(f"{out / module.file_name}: {len(module.cells)} cells, est_time {module.est_time} s ({module.runner})")

@@ -9,9 +9,9 @@ from typing import Any
 
 from matrix.cli.tables import cells_table, runners_table
 from matrix.core.detect import detect
-from matrix.core.errors import EXIT_OK, UsageError
+from matrix.core.errors import EXIT_OK, EXIT_USAGE, DetectionError, UsageError
 from matrix.core.expect import effective_versions, expectations
-from matrix.core.machine import AUTO, auto_runner, differences
+from matrix.core.machine import AUTO, auto_runner, differences, nearest_profiles
 from matrix.core.model import Cell, Expectation, Outcome
 from matrix.core.options import Options, load
 from matrix.core.planning import plan_for
@@ -141,7 +141,12 @@ def cmd_runners(args: argparse.Namespace, options: Options) -> int:
 def cmd_detect(args: argparse.Namespace, options: Options) -> int:
     loaded = load(options)
     facts = detect(os.environ)
-    profile = auto_runner(loaded.runners, facts)
+    failure: DetectionError | None = None
+    try:
+        profile_name: str | None = auto_runner(loaded.runners, facts).name
+    except DetectionError as exc:
+        profile_name, failure = None, exc
+    nearest = nearest_profiles(loaded.runners, facts) if profile_name is None else []
     doc = {
         "schema": "specmatrix.detect/1",
         "gpus": facts.gpus,
@@ -149,16 +154,24 @@ def cmd_detect(args: argparse.Namespace, options: Options) -> int:
         "names": list(facts.names),
         "versions": dict(facts.versions),
         "detection_overridden": facts.overridden,
-        "runner": profile.name,
+        "runner": profile_name,
         "unsatisfied": {p.name: differences(p, facts) for p in loaded.runners.values() if differences(p, facts)},
+        "nearest": [{"runner": p.name, "gaps": gaps} for p, gaps in nearest],
     }
+    code = EXIT_OK if profile_name is not None else EXIT_USAGE
     if args.json:
         print(json.dumps(doc, indent=2))
-        return EXIT_OK
+        return code
     print(f"machine: {facts.describe()}")
     print(
         "versions: "
         + (", ".join(f"{k} {v}" for k, v in sorted(facts.versions.items())) or "none of torch/flashinfer/sglang/triton")
     )
-    print(f"runner profile: {profile.name}")
-    return EXIT_OK
+    if profile_name is not None:
+        print(f"runner profile: {profile_name}")
+        return EXIT_OK
+    print("runner profile: none fits; nearest:")
+    for p, gaps in nearest:
+        print(f"  {p.name}: {'; '.join(gaps)}")
+    assert failure is not None
+    raise failure

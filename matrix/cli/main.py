@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -32,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_global_options(parser: argparse.ArgumentParser, *, suffix: str) -> None:
-    """--matrix and --runners, accepted before and after the subcommand.
+    """--matrix, --runners and --replace-runner, accepted before and after the subcommand.
 
     After the subcommand they land in their own dests (`suffix`): argparse copies a subparser's namespace
     over the main one, so a shared dest would drop the values given before the subcommand.
@@ -54,6 +56,14 @@ def _add_global_options(parser: argparse.ArgumentParser, *, suffix: str) -> None
         metavar="FILE",
         default=argparse.SUPPRESS,
         help="extra runner-profile TOML file, repeatable (default: [tool.specmatrix] runners, $SPECMATRIX_RUNNERS, else none)",
+    )
+    group.add_argument(
+        "--replace-runner",
+        dest=f"replace_runners{suffix}",
+        metavar="NAME",
+        action="append",
+        default=argparse.SUPPRESS,
+        help="let a --runners file redefine this built-in profile, repeatable (default: none; reusing a name is an error)",
     )
 
 
@@ -81,19 +91,48 @@ def _global(args: argparse.Namespace, name: str) -> Any:
 
 def options_from(args: argparse.Namespace) -> Options:
     runner_files = [*getattr(args, "runners", []), *getattr(args, "runners_after", [])]
+    replace_runners = [*getattr(args, "replace_runners", []), *getattr(args, "replace_runners_after", [])]
     return resolve_options(
         cli=CliOverrides(
             matrix_path=_global(args, "matrix"),
             runner_files=tuple(runner_files),
             runner=getattr(args, "runner", None),
             allowlist=getattr(args, "allowlist", None),
+            replace_runners=tuple(replace_runners),
         ),
         env=os.environ,
         cwd=Path.cwd(),
     )
 
 
+def _fail(message: str, code: int = EXIT_USAGE) -> int:
+    # One line whatever the message quotes (a path or argument with a newline in it).
+    message = message.replace("\r", "\\r").replace("\n", "\\n")
+    with contextlib.suppress(OSError, ValueError):  # stderr itself is gone: the exit code still says it
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+    return code
+
+
+def _silence_stdout() -> None:
+    """After stdout failed (closed pipe, full disk): point it at /dev/null so the interpreter's exit flush is quiet."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _tolerant_streams() -> None:
+    """Text from reports (a lone surrogate in a skip reason) must print, not raise: escape what cannot be encoded."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every failure from bad input or a broken output is one line on stderr and exit 2."""
+    _tolerant_streams()
     try:
         parser = build_parser()
         try:
@@ -104,15 +143,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_usage(sys.stderr)
             raise UsageError(f"a command is required; see '{PROG} --help'")
         code: int = args.func(args, options_from(args))
+        sys.stdout.flush()  # a full disk or closed pipe shows up here, inside the boundary
         return code
     except SpecmatrixError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except BrokenPipeError:
-        return 0
+        return _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail("interrupted")
+    except RecursionError:
+        return _fail("input nested too deeply")
+    except ValueError as exc:
+        # CPython's int_max_str_digits guard (an integer of thousands of digits in some input); any other
+        # ValueError is a bug and keeps its traceback.
+        if "integer string conversion" not in str(exc):
+            raise
+        return _fail("input holds an integer with too many digits")
+    except OSError as exc:
+        # Readers and writers map their own errors; what reaches here is stdout (EPIPE, ENOSPC) or a stray path.
+        _silence_stdout()
+        if exc.errno == errno.EPIPE:
+            return _fail("output closed before it was complete (broken pipe)")
+        where = exc.filename if exc.filename is not None else "standard output"
+        return _fail(f"{where}: {exc.strerror or exc}")
 
 
 if __name__ == "__main__":

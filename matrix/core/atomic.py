@@ -8,10 +8,12 @@ refused rather than replaced by a regular file.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from matrix.core.errors import OutputError
 
@@ -28,6 +30,14 @@ def _check_target(path: Path) -> None:
         return
     if not stat.S_ISREG(st.st_mode):
         raise OutputError(f"{path}: not a regular file; refusing to replace it")
+
+
+def ensure_dir(path: Path) -> None:
+    """Create an output folder (and its parents); a file in the way or no permission is one `OutputError` line."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot create the output folder: {exc.strerror or exc}") from None
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
@@ -55,3 +65,16 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     """UTF-8 text, written atomically; characters UTF-8 cannot carry (lone surrogates) become U+FFFD."""
     write_bytes_atomic(path, text.encode("utf-8", errors="replace"))
+
+
+def figure_bytes(fig: Any, fmt: str, **kwargs: Any) -> bytes:
+    """A matplotlib figure rendered in memory (`savefig` into a buffer), ready for `write_bytes_atomic`."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, **kwargs)
+    return buffer.getvalue()
+
+
+def save_figure(fig: Any, path: Path, **kwargs: Any) -> None:
+    """`fig.savefig(path)` through the one writer: never half a picture, never through a planted name."""
+    path = Path(path)
+    write_bytes_atomic(path, figure_bytes(fig, path.suffix.lstrip(".") or "png", **kwargs))

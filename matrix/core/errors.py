@@ -39,3 +39,7 @@ class ReportError(SpecmatrixError):
 
 class OutputError(SpecmatrixError):
     """An output file cannot be written where the user asked (unwritable, a special file, a full disk)."""
+
+
+class VersionError(SpecmatrixError):
+    """A library version that is not a PEP 440 version: judging a rule by it would be a guess."""

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from matrix.core.conditions import describe, holds
 from matrix.core.model import Cell, Expectation, Matrix, Outcome, Rule, RuleVerdict, RunnerProfile, Value
+from matrix.core.versions import satisfies
 
 
 def resolve_impl(matrix: Matrix, backend: str, sm: int | None) -> str | None:
@@ -48,11 +46,9 @@ def _judge(rule: Rule, cell: Cell, runner: RunnerProfile, impl: str | None, vers
         if installed is None:
             failures.append(f"needs {req.library}{req.specifier}; {req.library} version unknown")
             continue
-        try:
-            ok = Version(installed) in SpecifierSet(req.specifier)
-        except InvalidVersion:
-            ok = False
-        if not ok:
+        # An unparsable version raises (VersionError, exit 2): it used to count as "requirement not met",
+        # which turned must-run cells into expected skips.
+        if not satisfies(req.library, installed, req.specifier):
             failures.append(f"needs {req.library}{req.specifier}; have {installed}")
     if failures:
         return RuleVerdict(rule=rule, satisfied=False, detail="; ".join(failures))

@@ -1,10 +1,9 @@
-"""Read the matrix and runner-profile TOML files into frozen records, validating everything."""
+"""Read the matrix TOML into frozen records, validating everything (runner profiles: `runner_files`)."""
 
 from __future__ import annotations
 
 import itertools
-import re
-import tomllib
+import math
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -25,35 +24,30 @@ from matrix.core.model import (
     PagePromotion,
     Rule,
     RuleKind,
-    RunnerProfile,
-    SkipPolicy,
     Value,
     VersionRequirement,
 )
-from matrix.core.textfiles import read_text
+from matrix.core.runner_files import default_runners_text, load_runners, parse_runners
+from matrix.core.tomlfields import (
+    expect_keys,
+    number_field,
+    read_toml,
+    read_toml_file,
+    str_field,
+    strings_field,
+    table_field,
+    tables_field,
+    values_field,
+)
+from matrix.core.versions import checked_versions
 
 RUNNER_FACTS = ("sm", "gpus", "impl")
+MAX_CELLS = 1_000_000  # groups expand as a product of their axes' values: refuse before building a huge table
 _NUMERIC_OPS = (Op.GT, Op.GE, Op.LT, Op.LE)
 
 
 def default_matrix_text() -> str:
     return resources.files("matrix").joinpath("data/matrix.toml").read_text(encoding="utf-8")
-
-
-def default_runners_text() -> str:
-    return resources.files("matrix").joinpath("data/runners.toml").read_text(encoding="utf-8")
-
-
-def read_toml(text: str, source: str) -> dict[str, Any]:
-    """Parse TOML text; a syntax error names the file and line."""
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: malformed TOML: {exc}") from None
-
-
-def read_toml_file(path: Path) -> dict[str, Any]:
-    return read_toml(read_text(path, ConfigError), str(path))
 
 
 def load_matrix(path: Path | None = None) -> Matrix:
@@ -63,61 +57,13 @@ def load_matrix(path: Path | None = None) -> Matrix:
     return parse_matrix(read_toml_file(path), str(path))
 
 
-def load_runners(extra: Sequence[Path] = ()) -> dict[str, RunnerProfile]:
-    """Built-in runner profiles, extended or overridden by each file in `extra`."""
-    runners = parse_runners(read_toml(default_runners_text(), "matrix/data/runners.toml"), "<default runners>")
-    for path in extra:
-        runners.update(parse_runners(read_toml_file(path), str(path)))
-    return runners
-
-
-# --- helpers ------------------------------------------------------------------
-
-
-def _expect_keys(table: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
-
-
-def _str(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where}: expected a non-empty string, got {value!r}")
-    return value
-
-
-def _value(value: Any, where: str) -> Value:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ConfigError(f"{where}: expected an integer or a string, got {value!r}")
-    return value
-
-
-def _values(value: Any, where: str) -> tuple[Value, ...]:
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        raise ConfigError(f"{where}: empty list")
-    return tuple(_value(v, where) for v in items)
-
-
-def _table(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: expected a table, got {value!r}")
-    return value
-
-
-def _list_of_tables(value: Any, where: str) -> list[Mapping[str, Any]]:
-    if not isinstance(value, list):
-        raise ConfigError(f"{where}: expected an array of tables ([[...]])")
-    return [_table(v, where) for v in value]
-
-
 # --- matrix -----------------------------------------------------------------
 
 
 def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
     """Validate a parsed matrix document and expand its groups into cells."""
-    _expect_keys(data, {"name", "pins", "axis", "group", "impl", "rule", "cost", "page_promotion"}, source)
-    axes = tuple(_parse_axis(t, f"{source}: axis #{i + 1}") for i, t in enumerate(_list_of_tables(data.get("axis", []), source)))
+    expect_keys(data, {"name", "pins", "axis", "group", "impl", "rule", "cost", "page_promotion"}, source)
+    axes = tuple(_parse_axis(t, f"{source}: axis #{i + 1}") for i, t in enumerate(tables_field(data.get("axis", []), source)))
     if not axes:
         raise ConfigError(f"{source}: no [[axis]] defined")
     names = [a.name for a in axes]
@@ -128,15 +74,15 @@ def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
     if clash:
         raise ConfigError(f"{source}: axis name {sorted(clash)[0]!r} is reserved for a runner fact")
     by_name = {a.name: a for a in axes}
-    cells = _expand_groups(_list_of_tables(data.get("group", []), source), by_name, axes, source)
+    cells = _expand_groups(tables_field(data.get("group", []), source), by_name, axes, source)
     impls = tuple(
-        _parse_impl(t, by_name, f"{source}: impl #{i + 1}") for i, t in enumerate(_list_of_tables(data.get("impl", []), source))
+        _parse_impl(t, by_name, f"{source}: impl #{i + 1}") for i, t in enumerate(tables_field(data.get("impl", []), source))
     )
     _check_impls(impls, source)
     impl_names = {i.impl for i in impls}
     rules = tuple(
         _parse_rule(t, by_name, impl_names, f"{source}: rule #{i + 1}")
-        for i, t in enumerate(_list_of_tables(data.get("rule", []), source))
+        for i, t in enumerate(tables_field(data.get("rule", []), source))
     )
     ids = [r.id for r in rules]
     for rid in ids:
@@ -144,37 +90,39 @@ def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
             raise ConfigError(f"{source}: rule id {rid!r} used twice")
     promotions = tuple(
         _parse_page_promotion(t, by_name, f"{source}: page_promotion #{i + 1}")
-        for i, t in enumerate(_list_of_tables(data.get("page_promotion", []), source))
+        for i, t in enumerate(tables_field(data.get("page_promotion", []), source))
     )
     promo_ids = [p.id for p in promotions]
     for pid in promo_ids:
         if promo_ids.count(pid) > 1:
             raise ConfigError(f"{source}: page_promotion id {pid!r} used twice")
-    pins_table = _table(data.get("pins", {}), f"{source}: [pins]")
-    pins = {lib: _str(v, f"{source}: pins.{lib}") for lib, v in pins_table.items()}
+    pins_table = table_field(data.get("pins", {}), f"{source}: [pins]")
+    pins = checked_versions(
+        {lib: str_field(v, f"{source}: pins.{lib}") for lib, v in pins_table.items()}, f"{source}: [pins]", ConfigError
+    )
     return Matrix(
-        name=_str(data.get("name", Path(source).stem), f"{source}: name"),
+        name=str_field(data.get("name", Path(source).stem), f"{source}: name"),
         axes=axes,
         cells=cells,
         rules=rules,
         impls=impls,
         pins=pins,
-        cost=_parse_cost(_table(data.get("cost", {}), f"{source}: [cost]"), by_name, source),
+        cost=_parse_cost(table_field(data.get("cost", {}), f"{source}: [cost]"), by_name, source),
         source_path=source,
         page_promotions=promotions,
     )
 
 
 def _parse_axis(t: Mapping[str, Any], where: str) -> Axis:
-    _expect_keys(t, {"name", "values", "id", "default", "omit_default_in_id"}, where)
-    name = _str(t.get("name"), f"{where}: name")
+    expect_keys(t, {"name", "values", "id", "default", "omit_default_in_id"}, where)
+    name = str_field(t.get("name"), f"{where}: name")
     where = f"{where} ({name})"
-    values = _values(t.get("values", []), f"{where}: values")
+    values = values_field(t.get("values", []), f"{where}: values")
     if len({type(v) for v in values}) > 1:
         raise ConfigError(f"{where}: values mix integers and strings")
     if len(set(values)) != len(values):
         raise ConfigError(f"{where}: duplicate values")
-    id_format = _str(t.get("id", "{}"), f"{where}: id")
+    id_format = str_field(t.get("id", "{}"), f"{where}: id")
     if id_format.count("{}") != 1 or "-" in id_format:
         raise ConfigError(f"{where}: id must contain '{{}}' exactly once and no '-', got {id_format!r}")
     for v in values:
@@ -197,7 +145,7 @@ def _expand_groups(
     cells: dict[str, Cell] = {}
     seen_groups: set[str] = set()
     for i, g in enumerate(groups):
-        gname = _str(g.get("name"), f"{source}: group #{i + 1}: name")
+        gname = str_field(g.get("name"), f"{source}: group #{i + 1}: name")
         where = f"{source}: group {gname!r}"
         if gname in seen_groups:
             raise ConfigError(f"{where}: defined twice")
@@ -208,7 +156,7 @@ def _expand_groups(
                 raise ConfigError(f"{where}: unknown axis {key!r} (axes: {', '.join(axes_by_name)})")
         for axis in axes:
             if axis.name in g:
-                vals = _values(g[axis.name], f"{where}: {axis.name}")
+                vals = values_field(g[axis.name], f"{where}: {axis.name}")
                 for v in vals:
                     if v not in axis.values:
                         raise ConfigError(f"{where}: unknown {axis.name} value {v!r} (allowed: {list(axis.values)})")
@@ -217,6 +165,8 @@ def _expand_groups(
                 choices.append((axis.default,))
             else:
                 raise ConfigError(f"{where}: does not set axis {axis.name!r}, which has no default")
+        if math.prod(len(c) for c in choices) + len(cells) > MAX_CELLS:
+            raise ConfigError(f"{where}: expands to more than {MAX_CELLS:,} cells")
         for combo in itertools.product(*choices):
             parts = [p for a, v in zip(axes, combo, strict=True) if (p := a.id_part(v)) is not None]
             cell_id = "-".join(parts)
@@ -228,18 +178,18 @@ def _expand_groups(
 
 
 def _parse_impl(t: Mapping[str, Any], axes: Mapping[str, Axis], where: str) -> ImplChoice:
-    _expect_keys(t, {"backend", "sm", "impl", "source"}, where)
-    backend = _str(t.get("backend"), f"{where}: backend")
+    expect_keys(t, {"backend", "sm", "impl", "source"}, where)
+    backend = str_field(t.get("backend"), f"{where}: backend")
     if "backend" in axes and backend not in axes["backend"].values:
         raise ConfigError(f"{where}: unknown backend {backend!r}")
-    sms = _values(t.get("sm", []), f"{where}: sm")
+    sms = values_field(t.get("sm", []), f"{where}: sm")
     if not all(isinstance(s, int) for s in sms):
         raise ConfigError(f"{where}: sm must be integers such as 90 or 100")
     return ImplChoice(
         backend=backend,
         sms=tuple(int(s) for s in sms),
-        impl=_str(t.get("impl"), f"{where}: impl"),
-        source=_str(t.get("source"), f"{where}: source"),
+        impl=str_field(t.get("impl"), f"{where}: impl"),
+        source=str_field(t.get("source"), f"{where}: source"),
     )
 
 
@@ -257,13 +207,13 @@ def _check_impls(impls: tuple[ImplChoice, ...], source: str) -> None:
 
 def _parse_conditions(table: Any, axes: Mapping[str, Axis], impl_names: set[str], where: str) -> tuple[Condition, ...]:
     conditions: list[Condition] = []
-    for subject, ops in _table(table, where).items():
+    for subject, ops in table_field(table, where).items():
         sw = f"{where}.{subject}"
         if subject not in axes and subject not in RUNNER_FACTS:
             raise ConfigError(
                 f"{sw}: no axis or runner fact named {subject!r} (axes: {', '.join(axes)}; facts: {', '.join(RUNNER_FACTS)})"
             )
-        ops_table = _table(ops, sw)
+        ops_table = table_field(ops, sw)
         if not ops_table:
             raise ConfigError(f"{sw}: empty condition")
         for op_name, operand in ops_table.items():
@@ -271,7 +221,7 @@ def _parse_conditions(table: Any, axes: Mapping[str, Axis], impl_names: set[str]
                 op = Op(op_name)
             except ValueError:
                 raise ConfigError(f"{sw}: unknown operator {op_name!r} (use {', '.join(o.value for o in Op)})") from None
-            values = _values(operand, f"{sw}.{op_name}")
+            values = values_field(operand, f"{sw}.{op_name}")
             if op in _NUMERIC_OPS and not all(isinstance(v, int) for v in values):
                 raise ConfigError(f"{sw}.{op_name}: needs an integer")
             if op in _NUMERIC_OPS and len(values) != 1:
@@ -307,11 +257,11 @@ def _check_satisfiable(conditions: list[Condition], axes: Mapping[str, Axis], wh
 
 
 def _parse_rule(t: Mapping[str, Any], axes: Mapping[str, Axis], impl_names: set[str], where: str) -> Rule:
-    _expect_keys(t, {"id", "kind", "when", "require", "versions", "reason", "source"}, where)
-    rid = _str(t.get("id"), f"{where}: id")
+    expect_keys(t, {"id", "kind", "when", "require", "versions", "reason", "source"}, where)
+    rid = str_field(t.get("id"), f"{where}: id")
     where = f"{where} ({rid})"
     try:
-        kind = RuleKind(_str(t.get("kind"), f"{where}: kind"))
+        kind = RuleKind(str_field(t.get("kind"), f"{where}: kind"))
     except ValueError:
         raise ConfigError(f"{where}: unknown kind {t.get('kind')!r} (use {', '.join(k.value for k in RuleKind)})") from None
     versions = _parse_versions(t.get("versions", {}), where)
@@ -324,15 +274,15 @@ def _parse_rule(t: Mapping[str, Any], axes: Mapping[str, Axis], impl_names: set[
         when=_parse_conditions(t.get("when", {}), axes, impl_names, f"{where}: when"),
         require=require,
         versions=tuple(versions),
-        reason=_str(t.get("reason"), f"{where}: reason"),
-        source=_str(t.get("source"), f"{where}: source"),
+        reason=str_field(t.get("reason"), f"{where}: reason"),
+        source=str_field(t.get("source"), f"{where}: source"),
     )
 
 
 def _parse_versions(table: Any, where: str) -> tuple[VersionRequirement, ...]:
     versions = []
-    for lib, spec in _table(table, f"{where}: versions").items():
-        spec_text = _str(spec, f"{where}: versions.{lib}")
+    for lib, spec in table_field(table, f"{where}: versions").items():
+        spec_text = str_field(spec, f"{where}: versions.{lib}")
         try:
             SpecifierSet(spec_text)
         except InvalidSpecifier:
@@ -342,16 +292,16 @@ def _parse_versions(table: Any, where: str) -> tuple[VersionRequirement, ...]:
 
 
 def _parse_page_promotion(t: Mapping[str, Any], axes: Mapping[str, Axis], where: str) -> PagePromotion:
-    _expect_keys(t, {"id", "role", "backend", "accepted", "promote_to", "versions", "reason", "source"}, where)
-    pid = _str(t.get("id"), f"{where}: id")
+    expect_keys(t, {"id", "role", "backend", "accepted", "promote_to", "versions", "reason", "source"}, where)
+    pid = str_field(t.get("id"), f"{where}: id")
     where = f"{where} ({pid})"
     for axis in ("role", "backend"):
         if axis not in axes:
             raise ConfigError(f"{where}: needs a {axis!r} axis in the matrix")
-        value = _str(t.get(axis), f"{where}: {axis}")
+        value = str_field(t.get(axis), f"{where}: {axis}")
         if value not in axes[axis].values:
             raise ConfigError(f"{where}: unknown {axis} {value!r} (allowed: {list(axes[axis].values)})")
-    accepted = _values(t.get("accepted", []), f"{where}: accepted")
+    accepted = values_field(t.get("accepted", []), f"{where}: accepted")
     promote_to = t.get("promote_to")
     sizes = [*accepted, promote_to]
     if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
@@ -365,101 +315,37 @@ def _parse_page_promotion(t: Mapping[str, Any], axes: Mapping[str, Axis], where:
         accepted=tuple(int(v) for v in accepted),
         promote_to=int(promote_to),
         versions=_parse_versions(t.get("versions", {}), where),
-        reason=_str(t.get("reason"), f"{where}: reason"),
-        source=_str(t.get("source"), f"{where}: source"),
+        reason=str_field(t.get("reason"), f"{where}: reason"),
+        source=str_field(t.get("source"), f"{where}: source"),
     )
 
 
 def _parse_cost(t: Mapping[str, Any], axes: Mapping[str, Axis], source: str) -> CostModel:
-    _expect_keys(t, {"shard_seconds", "backend"}, f"{source}: [cost]")
+    expect_keys(t, {"shard_seconds", "backend"}, f"{source}: [cost]")
     backends: dict[str, BackendCost] = {}
-    for name, raw in _table(t.get("backend", {}), f"{source}: cost.backend").items():
+    for name, raw in table_field(t.get("backend", {}), f"{source}: cost.backend").items():
         where = f"{source}: cost.backend.{name}"
-        bt = _table(raw, where)
-        _expect_keys(bt, {"cell_seconds", "compile_seconds", "config_axes"}, where)
-        config_axes = tuple(_str(a, f"{where}: config_axes") for a in bt.get("config_axes", []))
+        bt = table_field(raw, where)
+        expect_keys(bt, {"cell_seconds", "compile_seconds", "config_axes"}, where)
+        config_axes = strings_field(bt.get("config_axes", []), f"{where}: config_axes")
         for a in config_axes:
             if a not in axes:
                 raise ConfigError(f"{where}: config_axes names unknown axis {a!r}")
         backends[name] = BackendCost(
-            cell_seconds=_number(bt.get("cell_seconds", 1.0), f"{where}: cell_seconds"),
-            compile_seconds=_number(bt.get("compile_seconds", 0.0), f"{where}: compile_seconds"),
+            cell_seconds=number_field(bt.get("cell_seconds", 1.0), f"{where}: cell_seconds"),
+            compile_seconds=number_field(bt.get("compile_seconds", 0.0), f"{where}: compile_seconds"),
             config_axes=config_axes,
         )
-    return CostModel(shard_seconds=_number(t.get("shard_seconds", 60.0), f"{source}: cost.shard_seconds"), backends=backends)
+    return CostModel(shard_seconds=number_field(t.get("shard_seconds", 60.0), f"{source}: cost.shard_seconds"), backends=backends)
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ConfigError(f"{where}: expected a non-negative number, got {value!r}")
-    return float(value)
-
-
-# --- runners ------------------------------------------------------------------
-
-
-def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfile]:
-    """Validate a runner-profile document (`[runner.NAME]` tables)."""
-    _expect_keys(data, {"runner"}, source)
-    out: dict[str, RunnerProfile] = {}
-    for name, raw in _table(data.get("runner", {}), f"{source}: [runner]").items():
-        where = f"{source}: runner {name!r}"
-        t = _table(raw, where)
-        _expect_keys(
-            t,
-            {"gpus", "capability", "device_name", "labels", "runner_configs", "skip_policy", "description", *_CI_FACTS},
-            where,
-        )
-        gpus = t.get("gpus")
-        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
-            raise ConfigError(f"{where}: gpus must be a non-negative integer, got {gpus!r}")
-        cap = t.get("capability")
-        capability: tuple[int, int] | None = None
-        if cap is not None:
-            if not (isinstance(cap, list) and len(cap) == 2 and all(isinstance(c, int) and not isinstance(c, bool) for c in cap)):
-                raise ConfigError(f"{where}: capability must be [major, minor], got {cap!r}")
-            capability = (cap[0], cap[1])
-        if gpus > 0 and capability is None:
-            raise ConfigError(f"{where}: a GPU runner needs a capability")
-        if gpus == 0 and capability is not None:
-            raise ConfigError(f"{where}: capability given but gpus = 0")
-        try:
-            policy = SkipPolicy(t.get("skip_policy", "lenient"))
-        except ValueError:
-            raise ConfigError(f"{where}: skip_policy must be 'lenient' or 'strict'") from None
-        out[name] = RunnerProfile(
-            name=name,
-            gpus=gpus,
-            capability=capability,
-            device_name=t.get("device_name"),
-            labels=tuple(_str(x, f"{where}: labels") for x in t.get("labels", [name])),
-            runner_configs=tuple(_str(x, f"{where}: runner_configs") for x in t.get("runner_configs", [])),
-            skip_policy=policy,
-            description=str(t.get("description", "")),
-            **_ci_facts(t, where),
-        )
-    if not out:
-        raise ConfigError(f"{source}: no [runner.NAME] tables")
-    return out
-
-
-_CI_FACTS = ("in_ci", "amd_ci", "cuda")
-_CUDA_VERSION = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,4})?$")
-
-
-def _ci_facts(t: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """Optional CI facts of a runner profile: in_ci / amd_ci (booleans), cuda (a version such as "12.9")."""
-    out: dict[str, Any] = {}
-    for key in ("in_ci", "amd_ci"):
-        if key in t:
-            if not isinstance(t[key], bool):
-                raise ConfigError(f"{where}: {key} must be true or false, got {t[key]!r}")
-            out[key] = t[key]
-    if "cuda" in t:
-        cuda = t["cuda"]
-        if not isinstance(cuda, str) or not _CUDA_VERSION.match(cuda):
-            raise ConfigError(f'{where}: cuda must be a CUDA version string such as "12.9", got {cuda!r}')
-        if t.get("gpus") == 0:
-            raise ConfigError(f"{where}: cuda given but gpus = 0")
-        out["cuda"] = cuda
-    return out
+__all__ = [
+    "default_matrix_text",
+    "default_runners_text",
+    "load_matrix",
+    "load_runners",
+    "parse_matrix",
+    "parse_runners",
+    "read_toml",
+    "read_toml_file",
+]

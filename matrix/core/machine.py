@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -36,10 +37,29 @@ class MachineFacts:
         return gpu + (" [detection overridden by SPECMATRIX_DETECT]" if self.overridden else "")
 
 
-def differences(profile: RunnerProfile, facts: MachineFacts) -> list[str]:
-    """How this machine falls short of the profile; empty when it satisfies it."""
+_TOKEN = re.compile(r"[A-Za-z0-9]+")
+
+
+def name_matches(wanted: str, seen: str) -> bool:
+    """`wanted`'s tokens appear as consecutive whole tokens of `seen`, ignoring case.
+
+    "H200" matches "NVIDIA H200" but "H20" does not (a substring test once detected 8 x H200 as 8-gpu-h20).
+    """
+    want = [t.lower() for t in _TOKEN.findall(wanted)]
+    have = [t.lower() for t in _TOKEN.findall(seen)]
+    if not want:
+        return False
+    return any(have[i : i + len(want)] == want for i in range(len(have) - len(want) + 1))
+
+
+def differences(profile: RunnerProfile, facts: MachineFacts, *, exact_count: bool = True) -> list[str]:
+    """How this machine differs from the profile; empty when it satisfies it.
+
+    GPU counts must be equal for detection (an 8-GPU host is not a 4-GPU runner); a claimed profile
+    (`exact_count=False`) may use fewer GPUs than the machine has.
+    """
     out: list[str] = []
-    if facts.gpus < profile.gpus:
+    if facts.gpus < profile.gpus or (exact_count and facts.gpus != profile.gpus):
         out.append(f"needs {profile.gpus} GPU(s), sees {facts.gpus}")
     if profile.gpus and facts.gpus:
         caps = set(facts.capabilities)
@@ -49,7 +69,7 @@ def differences(profile: RunnerProfile, facts: MachineFacts) -> list[str]:
         elif want is not None and facts.capability != want:
             have = facts.capability
             out.append(f"needs sm{want[0]}{want[1]}, sees sm{have[0]}{have[1]}" if have else "capability unknown")
-        if profile.device_name and facts.names and not all(profile.device_name in n for n in facts.names):
+        if profile.device_name and facts.names and not all(name_matches(profile.device_name, n) for n in facts.names):
             out.append(f"needs {profile.device_name} GPUs, sees {', '.join(sorted(set(facts.names)))}")
     return out
 
@@ -63,14 +83,31 @@ def find_runner(runners: Mapping[str, RunnerProfile], name: str) -> RunnerProfil
         raise UnknownRunnerError(f"unknown runner {name!r}{hint}") from None
 
 
-def auto_runner(runners: Mapping[str, RunnerProfile], facts: MachineFacts) -> RunnerProfile:
-    """The profile this machine satisfies most exactly (same arch, most GPUs, name match first)."""
-    fitting = [p for p in runners.values() if not differences(p, facts) and (p.gpus > 0) == (facts.gpus > 0)]
-    if not fitting:
-        raise DetectionError(f"no runner profile fits this machine ({facts.describe()}); add one with --runners FILE")
+NEAREST_SHOWN = 3
 
-    def rank(p: RunnerProfile) -> tuple[int, int, int]:
-        return (p.gpus, int(bool(p.device_name)), -len(p.name))
+
+def nearest_profiles(runners: Mapping[str, RunnerProfile], facts: MachineFacts) -> list[tuple[RunnerProfile, list[str]]]:
+    """The profiles closest to this machine, each with what separates it: fewest gaps, then nearest GPU count."""
+    scored = [(p, differences(p, facts)) for p in runners.values()]
+
+    def distance(entry: tuple[RunnerProfile, list[str]]) -> tuple[int, int, str]:
+        profile, gaps = entry
+        return (len(gaps), abs(profile.gpus - facts.gpus), profile.name)
+
+    return sorted(scored, key=distance)[:NEAREST_SHOWN]
+
+
+def auto_runner(runners: Mapping[str, RunnerProfile], facts: MachineFacts) -> RunnerProfile:
+    """The profile this machine satisfies exactly (GPU count, arch, device name); a named device wins a tie."""
+    fitting = [p for p in runners.values() if not differences(p, facts)]
+    if not fitting:
+        near = "; ".join(f"{p.name}: {', '.join(gaps)}" for p, gaps in nearest_profiles(runners, facts))
+        raise DetectionError(
+            f"no runner profile fits this machine ({facts.describe()}); nearest: {near}; add one with --runners FILE"
+        )
+
+    def rank(p: RunnerProfile) -> tuple[int, str]:
+        return (int(bool(p.device_name)), p.name)
 
     return max(fitting, key=rank)
 
@@ -80,7 +117,7 @@ def claim_runner(runners: Mapping[str, RunnerProfile], name: str, facts: Machine
     if name == AUTO:
         return auto_runner(runners, facts)
     profile = find_runner(runners, name)
-    gaps = differences(profile, facts)
+    gaps = differences(profile, facts, exact_count=False)
     if gaps:
         raise DetectionError(
             f"runner {name!r} claimed, but this machine does not satisfy it: {'; '.join(gaps)} ({facts.describe()})"

@@ -14,8 +14,9 @@ from matrix.core.model import Matrix, RunnerProfile
 ENV_MATRIX = "SPECMATRIX_MATRIX"
 ENV_RUNNERS = "SPECMATRIX_RUNNERS"
 ENV_RUNNER = "SPECMATRIX_RUNNER"
+ENV_REPLACE_RUNNERS = "SPECMATRIX_REPLACE_RUNNERS"
 DEFAULT_RUNNER = "auto"
-_PYPROJECT_KEYS = {"matrix", "runners", "runner", "allowlist"}
+_PYPROJECT_KEYS = {"matrix", "runners", "runner", "allowlist", "replace_runners"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,6 +25,7 @@ class Options:
     runner_files: tuple[Path, ...] = ()
     runner: str = DEFAULT_RUNNER
     allowlist: Path | None = None
+    replace_runners: tuple[str, ...] = ()  # built-in (or earlier) profile names a runner file may redefine
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +36,7 @@ class CliOverrides:
     runner_files: tuple[Path, ...] = ()
     runner: str | None = None
     allowlist: Path | None = None
+    replace_runners: tuple[str, ...] = ()
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -47,7 +50,10 @@ def find_pyproject(start: Path) -> Path | None:
 def _pyproject_table(pyproject: Path | None) -> tuple[Mapping[str, Any], Path]:
     if pyproject is None:
         return {}, Path.cwd()
-    table = read_toml_file(pyproject).get("tool", {}).get("specmatrix", {})
+    tool = read_toml_file(pyproject).get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{pyproject}: [tool] must be a table")
+    table = tool.get("specmatrix", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{pyproject}: [tool.specmatrix] must be a table")
     unknown = set(table) - _PYPROJECT_KEYS
@@ -55,7 +61,19 @@ def _pyproject_table(pyproject: Path | None) -> tuple[Mapping[str, Any], Path]:
         raise ConfigError(
             f"{pyproject}: [tool.specmatrix]: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(_PYPROJECT_KEYS))})"
         )
+    for key in ("matrix", "runner", "allowlist"):
+        if key in table and (not isinstance(table[key], str) or not table[key]):
+            raise ConfigError(f"{pyproject}: [tool.specmatrix] {key}: expected a non-empty string, got {table[key]!r}")
+    for key in ("runners", "replace_runners"):
+        value = table.get(key)
+        items = value if isinstance(value, list) else [value]
+        if value is not None and not all(isinstance(v, str) and v for v in items):
+            raise ConfigError(f"{pyproject}: [tool.specmatrix] {key}: expected a string or a list of strings, got {value!r}")
     return table, pyproject.parent
+
+
+def _as_list(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
 def resolve_options(*, cli: CliOverrides, env: Mapping[str, str], cwd: Path) -> Options:
@@ -65,11 +83,11 @@ def resolve_options(*, cli: CliOverrides, env: Mapping[str, str], cwd: Path) -> 
     runner_files: list[Path] = []
     runner = DEFAULT_RUNNER
     allowlist: Path | None = None
+    replace: list[str] = _as_list(table["replace_runners"]) if "replace_runners" in table else []
     if "matrix" in table:
         matrix_path = base / str(table["matrix"])
     if "runners" in table:
-        files = table["runners"] if isinstance(table["runners"], list) else [table["runners"]]
-        runner_files.extend(base / str(f) for f in files)
+        runner_files.extend(base / f for f in _as_list(table["runners"]))
     if "runner" in table:
         runner = str(table["runner"])
     if "allowlist" in table:
@@ -80,6 +98,8 @@ def resolve_options(*, cli: CliOverrides, env: Mapping[str, str], cwd: Path) -> 
         runner_files.extend(Path(p) for p in env[ENV_RUNNERS].split(":") if p)
     if env.get(ENV_RUNNER):
         runner = env[ENV_RUNNER]
+    if env.get(ENV_REPLACE_RUNNERS):
+        replace.extend(n for n in env[ENV_REPLACE_RUNNERS].split(",") if n)
     if cli.matrix_path is not None:
         matrix_path = cli.matrix_path
     runner_files.extend(cli.runner_files)
@@ -87,7 +107,14 @@ def resolve_options(*, cli: CliOverrides, env: Mapping[str, str], cwd: Path) -> 
         runner = cli.runner
     if cli.allowlist is not None:
         allowlist = cli.allowlist
-    return Options(matrix_path=matrix_path, runner_files=tuple(runner_files), runner=runner, allowlist=allowlist)
+    replace.extend(cli.replace_runners)
+    return Options(
+        matrix_path=matrix_path,
+        runner_files=tuple(runner_files),
+        runner=runner,
+        allowlist=allowlist,
+        replace_runners=tuple(dict.fromkeys(replace)),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,4 +126,8 @@ class Loaded:
 
 def load(options: Options) -> Loaded:
     """Read the matrix and runner files the options name."""
-    return Loaded(options=options, matrix=load_matrix(options.matrix_path), runners=load_runners(options.runner_files))
+    return Loaded(
+        options=options,
+        matrix=load_matrix(options.matrix_path),
+        runners=load_runners(options.runner_files, options.replace_runners),
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -12,9 +13,15 @@ from typing import Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import ReportError
+from matrix.core.jsonio import MAX_DEPTH, depth_of, dumps_strict, loads_untrusted
 from matrix.core.textfiles import read_text
+from matrix.core.versions import checked_versions
 
 SCHEMA = "specmatrix.report/1"
+# Written at session start over the report path, replaced by the report when the run finishes: a run that dies
+# before writing leaves this marker (which `audit` rejects), never the previous run's report.
+IN_PROGRESS_SCHEMA = "specmatrix.report-in-progress/1"
+MAX_SECONDS = 1e9  # any duration or offset beyond 30 years is corrupt; bounding it keeps every sum finite
 
 
 class CellStatus(StrEnum):
@@ -141,7 +148,13 @@ def to_json(report: Report) -> dict[str, Any]:
 def write_report(report: Report, path: Path) -> None:
     """Write atomically so a killed run never leaves a half-written report."""
     # No indent: the indenting encoder is pure Python and several times slower on a 20,000-cell report.
-    write_text_atomic(path, json.dumps(to_json(report), sort_keys=False) + "\n")
+    write_text_atomic(path, dumps_strict(to_json(report), where=str(path)) + "\n")
+
+
+def in_progress_document(created: str, pid: int) -> str:
+    """The marker a session writes over its report path before any test runs."""
+    doc = {"schema": IN_PROGRESS_SCHEMA, "created": created, "pid": pid}
+    return json.dumps(doc) + "\n"
 
 
 def _need(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -157,16 +170,50 @@ def _optional_number(doc: Mapping[str, Any], key: str, where: str) -> float | No
     value = doc.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ReportError(f"{where}: field {key!r} has the wrong type")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not 0 <= value <= MAX_SECONDS:
+        raise ReportError(f"{where}: field {key!r} has the wrong type (seconds, a number from 0 to {MAX_SECONDS:g})")
     return float(value)
+
+
+def _optional_str(doc: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = doc.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ReportError(f"{where}: field {key!r} must be a string or null")
+    return value
+
+
+def _str_list(doc: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = doc.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ReportError(f"{where}: field {key!r} must be a list of strings")
+    return tuple(value)
+
+
+def _capability(value: Any, where: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if not (isinstance(value, list) and len(value) == 2 and all(type(c) is int and 0 <= c < 100 for c in value)):
+        raise ReportError(f"{where}: field 'capability' must be [major, minor] or null")
+    return (value[0], value[1])
+
+
+def _clip(value: Any, width: int = 60) -> str:
+    text = repr(value) if not isinstance(value, list | dict) else type(value).__name__
+    return text if len(text) <= width else text[:width] + "..."
 
 
 def _enum(enum: type[StrEnum], value: Any, where: str) -> Any:
     try:
         return enum(value)
     except ValueError:
-        raise ReportError(f"{where}: unknown value {value!r}") from None
+        raise ReportError(f"{where}: unknown value {_clip(value)}") from None
+
+
+def _list_field(doc: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = doc.get(key, [])
+    if not isinstance(value, list):
+        raise ReportError(f"{where}: field {key!r} must be a list")
+    return value
 
 
 def _objects(items: Any, where: str) -> Iterator[tuple[dict[str, Any], str]]:
@@ -183,15 +230,21 @@ def from_json(doc: Any, where: str) -> Report:
     if not isinstance(doc, dict):
         raise ReportError(f"{where}: not a JSON object")
     schema = doc.get("schema")
+    if schema == IN_PROGRESS_SCHEMA:
+        raise ReportError(
+            f"{where}: the run writing this report never finished (it was stopped or crashed before writing it); rerun it"
+        )
     if schema != SCHEMA:
-        raise ReportError(f"{where}: unknown schema {schema!r} (expected {SCHEMA!r})")
+        raise ReportError(f"{where}: unknown schema {_clip(schema)} (expected {SCHEMA!r})")
     runner_doc = _need(doc, "runner", dict, where)
-    cap = runner_doc.get("capability")
+    gpus = _need(runner_doc, "gpus", int, f"{where}: runner")
+    if isinstance(gpus, bool) or not 0 <= gpus <= 1024:
+        raise ReportError(f"{where}: runner: field 'gpus' must be an integer from 0 to 1024")
     runner = RunnerInfo(
         name=_need(runner_doc, "name", str, f"{where}: runner"),
-        gpus=_need(runner_doc, "gpus", int, f"{where}: runner"),
-        capability=(cap[0], cap[1]) if isinstance(cap, list) and len(cap) == 2 else None,
-        labels=tuple(runner_doc.get("labels", ())),
+        gpus=gpus,
+        capability=_capability(runner_doc.get("capability"), f"{where}: runner"),
+        labels=_str_list(runner_doc, "labels", f"{where}: runner"),
         skip_policy=_need(runner_doc, "skip_policy", str, f"{where}: runner") if "skip_policy" in runner_doc else "lenient",
     )
     if runner.skip_policy not in ("lenient", "strict"):
@@ -204,33 +257,33 @@ def from_json(doc: Any, where: str) -> Report:
                 cell=_need(c, "cell", str, cw),
                 test=_need(c, "test", str, cw),
                 expected=_need(c, "expected", str, cw),
-                rule=c.get("rule"),
+                rule=_optional_str(c, "rule", cw),
                 reason=_need(c, "reason", str, cw),
                 status=_enum(CellStatus, _need(c, "status", str, cw), f"{cw}: status"),
-                skip_reason=c.get("skip_reason"),
-                message=c.get("message"),
+                skip_reason=_optional_str(c, "skip_reason", cw),
+                message=_optional_str(c, "message", cw),
                 duration=_optional_number(c, "duration", cw) or 0.0,
                 started=_optional_number(c, "started", cw),
                 compile_seconds=_optional_number(c, "compile_seconds", cw),
                 setup_seconds=_optional_number(c, "setup_seconds", cw),
-                worker=c.get("worker"),
+                worker=_optional_str(c, "worker", cw),
             )
         )
     outside = []
-    for o, ow in _objects(doc.get("outside", []), f"{where}: outside"):
+    for o, ow in _objects(_list_field(doc, "outside", where), f"{where}: outside"):
         outside.append(
             OutsideResult(
                 nodeid=_need(o, "nodeid", str, ow),
                 status=_need(o, "status", str, ow),
-                skip_reason=o.get("skip_reason"),
-                allowed_by=o.get("allowed_by"),
+                skip_reason=_optional_str(o, "skip_reason", ow),
+                allowed_by=_optional_str(o, "allowed_by", ow),
                 duration=_optional_number(o, "duration", ow) or 0.0,
                 started=_optional_number(o, "started", ow),
-                worker=o.get("worker"),
+                worker=_optional_str(o, "worker", ow),
             )
         )
     findings = []
-    for f, fw in _objects(doc.get("findings", []), f"{where}: findings"):
+    for f, fw in _objects(_list_field(doc, "findings", where), f"{where}: findings"):
         findings.append(
             Finding(
                 kind=_enum(FindingKind, _need(f, "kind", str, fw), f"{fw}: kind"),
@@ -239,22 +292,30 @@ def from_json(doc: Any, where: str) -> Report:
                 message=_need(f, "message", str, fw),
             )
         )
+    extra = doc.get("extra", {})
+    if not isinstance(extra, dict) or depth_of(extra) > MAX_DEPTH:
+        raise ReportError(f"{where}: field 'extra' must be an object at most {MAX_DEPTH} levels deep")
     report = Report(
         matrix=_need(doc, "matrix", str, where),
         runner=runner,
-        versions=_need(doc, "versions", dict, where),
-        detection_overridden=bool(doc.get("detection_overridden", False)),
+        versions=checked_versions(_need(doc, "versions", dict, where), f"{where}: versions", ReportError),
+        detection_overridden=_need(doc, "detection_overridden", bool, where) if "detection_overridden" in doc else False,
         created=_need(doc, "created", str, where),
         cells=tuple(cells),
         outside=tuple(outside),
         findings=tuple(findings),
-        shard=doc.get("shard"),
-        selectors=tuple(doc.get("selectors", ())),
+        shard=_optional_str(doc, "shard", where),
+        selectors=_str_list(doc, "selectors", where),
         wall_seconds=_optional_number(doc, "wall_seconds", where),
-        extra=doc.get("extra", {}),
+        extra=extra,
     )
+    seen: set[str] = set()
+    for nodeid in [c.nodeid for c in cells] + [o.nodeid for o in outside]:
+        if nodeid in seen:
+            raise ReportError(f"{where}: node id {nodeid!r} is listed twice; each test has exactly one status")
+        seen.add(nodeid)
     if "planned" in doc and doc["planned"] != report.planned:
-        raise ReportError(f"{where}: says {doc['planned']} planned but lists {report.planned} cells (truncated?)")
+        raise ReportError(f"{where}: says {_clip(doc['planned'])} planned but lists {report.planned} cells (truncated?)")
     if "counts" in doc and doc["counts"] != report.counts:
         raise ReportError(f"{where}: field 'counts' does not match the statuses of its cells (planned must equal their sum)")
     return report
@@ -262,11 +323,7 @@ def from_json(doc: Any, where: str) -> Report:
 
 def read_report(path: Path) -> Report:
     """Load one report; a corrupt or truncated file is a ReportError naming it."""
-    text = read_text(path, ReportError)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path}: corrupt or truncated JSON ({exc.msg} at line {exc.lineno})") from None
+    doc = loads_untrusted(read_text(path, ReportError), str(path), ReportError)
     return from_json(doc, str(path))
 
 

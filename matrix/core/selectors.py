@@ -10,31 +10,73 @@ from dataclasses import dataclass
 from matrix.core.errors import SelectorError
 from matrix.core.model import Cell
 
+MAX_SELECTOR_CHARS = 4 * 1024 * 1024  # a 20,000-id shard file (`--matrix-select=@FILE`) is about 1 MiB
+MAX_BRACE_DEPTH = 16
+MAX_EXPANSIONS = 10_000  # per brace pattern
+MAX_PATTERNS = 100_000  # per selector, all words together
 
-def expand_braces(pattern: str) -> list[str]:
-    """`a{b,c{d,e}}f` -> [abf, acdf, acef]; unbalanced braces are an error."""
+
+def _check_braces(pattern: str) -> None:
+    """Balanced and at most MAX_BRACE_DEPTH deep, in one linear pass (expansion then recurses at most that deep)."""
     depth = 0
-    start = -1
     for i, ch in enumerate(pattern):
         if ch == "{":
-            if depth == 0:
-                start = i
             depth += 1
+            if depth > MAX_BRACE_DEPTH:
+                raise SelectorError(f"selector {_clip(pattern)}: braces nested more than {MAX_BRACE_DEPTH} deep")
         elif ch == "}":
             depth -= 1
             if depth < 0:
-                raise SelectorError(f"selector {pattern!r}: '}}' without '{{' at position {i}")
-            if depth == 0:
-                inner = pattern[start + 1 : i]
-                head, tail = pattern[:start], pattern[i + 1 :]
-                out: list[str] = []
-                for option in _split_top_level(inner):
-                    for expanded in expand_braces(option):
-                        out.extend(head + expanded + rest for rest in expand_braces(tail))
-                return out
+                raise SelectorError(f"selector {_clip(pattern)}: '}}' without '{{' at position {i}")
     if depth:
-        raise SelectorError(f"selector {pattern!r}: '{{' is never closed")
-    return [pattern]
+        raise SelectorError(f"selector {_clip(pattern)}: '{{' is never closed")
+
+
+def _clip(pattern: str, width: int = 80) -> str:
+    return repr(pattern if len(pattern) <= width else pattern[:width] + "...")
+
+
+def expand_braces(pattern: str, limit: int = MAX_EXPANSIONS) -> list[str]:
+    """`a{b,c{d,e}}f` -> [abf, acdf, acef]; unbalanced braces, or more than `limit` results, are an error."""
+    _check_braces(pattern)
+    return _expand(pattern, pattern, limit)
+
+
+def _expand(text: str, whole: str, limit: int) -> list[str]:
+    results = [""]
+    i = 0
+    while i < len(text):
+        if text[i] != "{":
+            nxt = text.find("{", i)
+            nxt = len(text) if nxt < 0 else nxt
+            chunk = text[i:nxt]
+            results = [r + chunk for r in results]
+            i = nxt
+            continue
+        close = _closing(text, i)
+        options: list[str] = []
+        for option in _split_top_level(text[i + 1 : close]):
+            options.extend(_expand(option, whole, limit))
+            _check_count(len(options), whole, limit)
+        _check_count(len(results) * len(options), whole, limit)
+        results = [r + o for r in results for o in options]
+        i = close + 1
+    return results
+
+
+def _check_count(count: int, whole: str, limit: int) -> None:
+    if count > limit:
+        raise SelectorError(f"selector {_clip(whole)} expands to more than {limit:,} patterns; narrow it or use a glob")
+
+
+def _closing(text: str, start: int) -> int:
+    depth = 0
+    for i in range(start, len(text)):
+        depth += text[i] == "{"
+        depth -= text[i] == "}"
+        if depth == 0:
+            return i
+    raise SelectorError(f"selector {_clip(text)}: '{{' is never closed")  # unreachable after _check_braces
 
 
 def _split_top_level(inner: str) -> list[str]:
@@ -65,16 +107,23 @@ class Selector:
     def parse(cls, text: str) -> Selector:
         include: list[tuple[str, tuple[str, ...]]] = []
         exclude: list[str] = []
+        if len(text) > MAX_SELECTOR_CHARS:
+            raise SelectorError(f"selector of {len(text):,} characters; at most {MAX_SELECTOR_CHARS:,} (use a shard file)")
         words = text.split()
         if not words:
             raise SelectorError("empty selector")
+        total = 0
         for word in words:
             if word.startswith("!"):
                 if len(word) == 1:
                     raise SelectorError("selector '!' excludes nothing")
-                exclude.extend(expand_braces(word[1:]))
+                patterns = expand_braces(word[1:])
+                exclude.extend(patterns)
             else:
-                include.append((word, tuple(expand_braces(word))))
+                patterns = expand_braces(word)
+                include.append((word, tuple(patterns)))
+            total += len(patterns)
+            _check_count(total, text, MAX_PATTERNS)
         if not include:
             include.append(("*", ("*",)))
         return cls(text=text, include=tuple(include), exclude=tuple(exclude))
@@ -89,8 +138,11 @@ class Selector:
         ids = [c.id for c in cells]
         for word, pats in self.include:
             if not any(fnmatch.fnmatchcase(i, p) for i in ids for p in pats):
-                raise SelectorError(f"selector {word!r} matches no cell{nearest_hint(word, ids)}")
-        return [c for c in cells if self.matches(c.id)]
+                raise SelectorError(f"selector {_clip(word)} matches no cell{nearest_hint(word, ids)}")
+        kept = [c for c in cells if self.matches(c.id)]
+        if not kept:
+            raise SelectorError(f"selector {_clip(self.text)} excludes every cell")
+        return kept
 
 
 def nearest_hint(word: str, candidates: Iterable[str], *, noun: str = "ids", listing: str = "`specmatrix cells`") -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Sequence
 
+from matrix.core.atomic import figure_bytes
 from matrix.core.errors import UsageError
 from matrix.coverage.merge import Coverage, CoverageResult
 from matrix.coverage.views import Bucket, buckets
@@ -37,8 +38,11 @@ def _label(bucket: Bucket) -> str:
     return f"{ran}/{must}\n{bucket.counts[worst]} {_WORST_WORD[worst]}"
 
 
-def render_heatmap(result: CoverageResult, paths: list[Path]) -> None:
-    """Rows arch x backend, columns topk x page size; colour = the worst outcome in the bucket."""
+def render_heatmap(result: CoverageResult, formats: Sequence[str], *, stem: str) -> dict[str, bytes]:
+    """`{stem.fmt: image bytes}`: rows arch x backend, columns topk x page size; colour = the worst outcome.
+
+    Rendered in memory, so the caller writes every output (or none) through the atomic writer.
+    """
     try:
         import matplotlib
 
@@ -81,7 +85,6 @@ def render_heatmap(result: CoverageResult, paths: list[Path]) -> None:
         frameon=False,
     )
     fig.tight_layout()
-    for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, metadata={"Date": None} if path.suffix == ".svg" else None)
+    images = {f"{stem}.{fmt}": figure_bytes(fig, fmt, metadata={"Date": None} if fmt == "svg" else None) for fmt in formats}
     plt.close(fig)
+    return images

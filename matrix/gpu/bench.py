@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from matrix.core.atomic import write_text_atomic
+from matrix.core.atomic import save_figure, write_text_atomic
 from matrix.core.selectors import select
 from matrix.gpu.benchtable import BenchRow, markdown_table, plot_series, ratio_groups, ratios, row_from_dict
 from matrix.gpu.cases import DraftCase, draft_case
@@ -133,7 +133,7 @@ def _plot(rows: Sequence[BenchRow], path: Path) -> bool:
         ax.grid(True, alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return True
 
@@ -159,7 +159,7 @@ def _plot_ratios(rows: Sequence[BenchRow], path: Path) -> bool:
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(ncol=len(topks), loc="upper left", fontsize=8, framealpha=0.9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return True
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matrix.core.atomic import write_text_atomic
+from matrix.core.atomic import ensure_dir, write_text_atomic
 from matrix.core.errors import ReportError, UsageError
+from matrix.core.jsonio import dumps_strict, loads_untrusted
 from matrix.core.model import Matrix, RunnerProfile
+from matrix.core.textfiles import read_text
 from matrix.shard.compact import compact_selector
 from matrix.shard.plan import ShardPlan
 
@@ -86,10 +87,11 @@ def gha_matrix(runner: RunnerProfile, plan: ShardPlan, selects: Mapping[int, str
 
 def write_plan_dir(directory: Path, document: Mapping[str, Any]) -> None:
     """plan.json plus one file per shard listing its cell ids, one per line (for `--matrix-select=@FILE`)."""
-    directory.mkdir(parents=True, exist_ok=True)
+    plan_text = dumps_strict(document, where=str(directory / PLAN_FILE), indent=2) + "\n"  # before anything is written
+    ensure_dir(directory)
     for shard in document["shards"]:
         write_text_atomic(directory / shard_file(shard["index"]), "".join(f"{c}\n" for c in shard["cells"]))
-    write_text_atomic(directory / PLAN_FILE, json.dumps(document, indent=2) + "\n")
+    write_text_atomic(directory / PLAN_FILE, plan_text)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,19 +106,19 @@ def read_plan(path: Path) -> PlannedShards:
     """Load plan.json (or a directory holding it); a corrupt file is a ReportError naming it."""
     if path.is_dir():
         path = path / PLAN_FILE
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read plan: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ReportError(f"{path}: corrupt or truncated plan JSON") from None
+    doc = loads_untrusted(read_text(path, ReportError, f"{path} (plan)"), f"{path} (plan)", ReportError, what="plan JSON")
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
         raise ReportError(f"{path}: not a shard plan (expected schema {PLAN_SCHEMA!r})")
     shards: dict[int, tuple[str, ...]] = {}
-    try:
-        for entry in doc["shards"]:
-            shards[int(entry["index"])] = tuple(str(c) for c in entry["cells"])
-        runner = str(doc["runner"])
-    except (KeyError, TypeError, ValueError):
-        raise ReportError(f"{path}: shard plan has a malformed 'shards' or 'runner' field") from None
+    entries, runner = doc.get("shards"), doc.get("runner")
+    if not isinstance(entries, list) or not isinstance(runner, str):
+        raise ReportError(f"{path}: shard plan has a malformed 'shards' or 'runner' field")
+    for entry in entries:
+        index = entry.get("index") if isinstance(entry, dict) else None
+        cells = entry.get("cells") if isinstance(entry, dict) else None
+        if type(index) is not int or not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
+            raise ReportError(f"{path}: shard plan entry needs an integer 'index' and a list of cell ids 'cells'")
+        if index in shards:
+            raise ReportError(f"{path}: shard {index} is listed twice")
+        shards[index] = tuple(cells)
     return PlannedShards(runner=runner, shards=shards)

@@ -204,7 +204,7 @@ def test_matrix_naming_unknown_axis(capsys, tmp_path):
 @pytest.mark.parametrize(
     ("detect", "message"),
     [
-        ("{not json", "SPECMATRIX_DETECT is not valid JSON"),
+        ("{not json", "SPECMATRIX_DETECT: not valid JSON"),
         ('{"gpus": 2}', "gpus given without capability"),
         ('{"gpus": 1, "capability": [9, 0], "colour": "green"}', "unknown key 'colour'"),
         ('{"gpus": 3, "capability": [7, 0]}', "no runner profile fits this machine (3 x GPU (sm70)"),

@@ -84,10 +84,21 @@ def test_required_runner_profiles_exist(runners, name):
 def test_user_runner_file_adds_and_overrides(tmp_path):
     extra = tmp_path / "mine.toml"
     extra.write_text('[runner.my-box]\ngpus = 2\ncapability = [12, 0]\n[runner.cpu]\ngpus = 0\nlabels = ["self-hosted"]\n')
-    runners = load_runners([extra])
+    runners = load_runners([extra], replace=["cpu"])
     assert runners["my-box"].sm == 120
     assert runners["cpu"].labels == ("self-hosted",)
     assert "4-gpu-b200" in runners
+
+
+def test_user_runner_file_reusing_a_builtin_name_is_an_error(tmp_path):
+    """A --runners file once silently replaced 4-gpu-b200 (4 GPUs, sm100) with 2 GPUs, sm80."""
+    extra = tmp_path / "mine.toml"
+    extra.write_text("[runner.4-gpu-b200]\ngpus = 2\ncapability = [8, 0]\n")
+    with pytest.raises(ConfigError, match=r"runner '4-gpu-b200' is already a built-in profile.*--replace-runner 4-gpu-b200"):
+        load_runners([extra])
+    assert load_runners([extra], replace=["4-gpu-b200"])["4-gpu-b200"].gpus == 2
+    with pytest.raises(ConfigError, match="--replace-runner 9-gpu-x: no runner profile of that name"):
+        load_runners([extra], replace=["4-gpu-b200", "9-gpu-x"])
 
 
 BAD_MATRICES = [

@@ -11,7 +11,7 @@ import pytest
 
 from matrix.core.detect import facts_from_override
 from matrix.core.errors import ConfigError, DetectionError, UnknownRunnerError
-from matrix.core.machine import MachineFacts, auto_runner, claim_runner, differences
+from matrix.core.machine import MachineFacts, auto_runner, claim_runner, differences, name_matches
 from matrix.core.options import CliOverrides, resolve_options
 
 
@@ -66,7 +66,8 @@ CPU = MachineFacts(gpus=0)
         (H200x1, "1-gpu-h200"),
         (H200x2, "2-gpu-h200"),
         (H200x4, "4-gpu-h200"),
-        (H100x3, "2-gpu-h100"),
+        (MachineFacts(gpus=8, capabilities=((9, 0),) * 8, names=("NVIDIA H200",) * 8), "8-gpu-h200"),
+        (MachineFacts(gpus=8, capabilities=((9, 0),) * 8, names=("NVIDIA H20",) * 8), "8-gpu-h20"),
         (CPU, "cpu"),
     ],
 )
@@ -87,6 +88,43 @@ def test_claiming_an_unsatisfied_profile_names_the_difference(runners, name, fac
     assert any(gap in d for d in differences(runners[name], facts))
     with pytest.raises(DetectionError, match=re.escape(gap)):
         claim_runner(runners, name, facts)
+
+
+@pytest.mark.parametrize(
+    ("facts", "nearest"),
+    [
+        # Once: a substring match and "most GPUs that fit" picked 2-gpu-h100 for 3 x H100 and 4-gpu-h100 for 8.
+        (H100x3, "2-gpu-h100: needs 2 GPU(s), sees 3"),
+        (
+            MachineFacts(gpus=8, capabilities=((9, 0),) * 8, names=("NVIDIA H100 80GB HBM3",) * 8),
+            "4-gpu-h100: needs 4 GPU(s), sees 8",
+        ),
+        (MachineFacts(gpus=3, capabilities=((10, 0),) * 3, names=("NVIDIA B200",) * 3), "4-gpu-b200: needs 4 GPU(s), sees 3"),
+        (MachineFacts(gpus=1, capabilities=((8, 0),), names=("NVIDIA A100-SXM4-80GB",)), "needs sm90, sees sm80"),
+    ],
+)
+def test_auto_needs_an_exact_fit_and_names_the_nearest_profiles(runners, facts, nearest):
+    with pytest.raises(DetectionError, match="no runner profile fits this machine") as info:
+        auto_runner(runners, facts)
+    assert nearest in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("wanted", "seen", "matches"),
+    [
+        ("H200", "NVIDIA H200", True),
+        ("H20", "NVIDIA H200", False),
+        ("H100", "NVIDIA H100 80GB HBM3", True),
+        ("B200", "NVIDIA GB200", False),
+        ("GB300", "NVIDIA GB300", True),
+        ("h200", "NVIDIA H200 NVL", True),
+        ("RTX 5090", "NVIDIA GeForce RTX 5090", True),
+        ("5090", "NVIDIA GeForce RTX 50900", False),
+    ],
+)
+def test_device_names_match_on_whole_tokens(wanted, seen, matches):
+    assert name_matches(wanted, seen) is matches
 
 
 def test_claim_satisfied_and_unknown(runners):

@@ -1,0 +1,113 @@
+"""Edge: the plugin's command-line options, a process's xdist role, and whether a run engages the audit.
+
+Imported by the `pytest11` entry point into every pytest run of the environment, so it imports nothing but
+pytest: the planning core and the audit machinery load only once a run engages the audit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MATRIX_FIXTURE = "matrix_cell"
+REPORT_CELL_ATTR = "specmatrix_cell"  # set by a worker on each matrix item's reports; xdist carries it across
+# A test whose cell crashed in an isolated child process adds (CRASHED_PROPERTY, error text) before failing.
+CRASHED_PROPERTY = "specmatrix_crashed"
+PAYLOAD_KEY = "specmatrix"  # the controller's plan, handed to each xdist worker
+
+# Options that, when given, turn the audit on from the start (otherwise it waits for a matrix_cell test).
+ENGAGING = ("matrix_runner", "matrix_report", "matrix_allow", "matrix_select", "matrix_run_expected_skips", "matrix_shard")
+ENV_PREFIX = "SPECMATRIX_"
+# Environment that configures the audit: any of these set means "plan now", as the options above do.
+ENGAGING_ENV = ("SPECMATRIX_RUNNER",)
+PYPROJECT_TABLE = "tool.specmatrix"
+
+
+class Role(StrEnum):
+    LOCAL = "local"  # no xdist: this process collects, runs and reports
+    CONTROLLER = "controller"  # xdist controller: sees only node ids and reports
+    WORKER = "worker"  # xdist worker: collects and runs, reports nothing itself
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specmatrix", "specmatrix skip audit")
+    group.addoption(
+        "--matrix-runner", metavar="NAME", help="runner profile this run claims (checked against the machine), or 'auto'"
+    )
+    group.addoption(
+        "--matrix-report", metavar="PATH", help="write the audit report: JSON at PATH, JUnit XML and Markdown beside it"
+    )
+    group.addoption("--matrix-allow", metavar="FILE", help="allowlist TOML for skips outside the matrix on strict runners")
+    group.addoption(
+        "--matrix-select",
+        metavar="S",
+        action="append",
+        default=[],
+        help="run only the cells a selector keeps (repeatable; @FILE reads one selector or cell id per line)",
+    )
+    group.addoption(
+        "--matrix-run-expected-skips",
+        action="store_true",
+        default=False,
+        help="run cells the matrix expects to skip instead of skipping them, to check the rules",
+    )
+    group.addoption(
+        "--matrix", dest="matrix_file", metavar="PATH", help="matrix TOML (default: cascade, then the built-in matrix)"
+    )
+    group.addoption(
+        "--matrix-runners", metavar="FILE", action="append", default=[], help="extra runner-profile TOML (repeatable)"
+    )
+    group.addoption(
+        "--matrix-replace-runner",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="let a --matrix-runners file redefine this built-in profile (repeatable)",
+    )
+    group.addoption("--matrix-shard", metavar="LABEL", help="shard label recorded in the report")
+
+
+def worker_count(config: pytest.Config) -> int:
+    if config.getoption("dist", "no") == "no":
+        return 0
+    count = 0
+    for spec in config.getoption("tx", None) or ():
+        head, star, _ = str(spec).partition("*")
+        count += int(head) if star and head.isdigit() else 1
+    return count
+
+
+def role_of(config: pytest.Config) -> Role:
+    if hasattr(config, "workerinput"):
+        return Role.WORKER
+    return Role.CONTROLLER if worker_count(config) else Role.LOCAL
+
+
+def _pyproject_mentions_us(start: Path) -> bool:
+    """Whether the nearest pyproject.toml may hold [tool.specmatrix] (a text probe: parsing waits for engagement)."""
+    for folder in (start, *start.parents):
+        candidate = folder / "pyproject.toml"
+        try:
+            with open(candidate, "rb") as handle:
+                return b"specmatrix" in handle.read(4 * 1024 * 1024)
+        except OSError:
+            continue
+    return False
+
+
+def engaged_at_start(config: pytest.Config, env: Mapping[str, str] | None = None) -> bool:
+    """Whether this run must load the audit now; otherwise it loads when a matrix test (or report) appears."""
+    env = os.environ if env is None else env
+    opt: Any = config.option
+    if any(getattr(opt, name, None) for name in ENGAGING):
+        return True
+    if getattr(opt, "matrix_file", None) or getattr(opt, "matrix_runners", None):
+        return True
+    if any(env.get(name) for name in ENGAGING_ENV):
+        return True
+    return _pyproject_mentions_us(Path(config.invocation_params.dir))

@@ -1,0 +1,349 @@
+"""Generated junk into every reader through the CLI's `main()`: the exit code is 0, 1 or 2 and nothing escapes.
+
+Readers: run reports (audit, timeline, coverage, shard --durations), shard plans (coverage --plan), suite
+lists (guards --suites), matrix and runner TOML, selectors, and SPECMATRIX_DETECT. Bounded example counts
+keep the whole module to a few seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from matrix.cli.main import main
+
+SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=True,  # the same examples on every run and machine: a CI failure reproduces locally
+    database=None,
+)
+B200 = '{"gpus": 4, "capability": [10, 0], "name": "NVIDIA B200"}'
+
+VALID_REPORT: dict[str, Any] = {
+    "schema": "specmatrix.report/1",
+    "matrix": "frozen-kv-mtp-draft-attention",
+    "runner": {"name": "4-gpu-b200", "gpus": 4, "capability": [10, 0], "labels": ["4-gpu-b200"], "skip_policy": "strict"},
+    "versions": {"sglang": "0.5.23"},
+    "detection_overridden": True,
+    "created": "2026-11-30T00:00:00+00:00",
+    "cells": [
+        {
+            "nodeid": "t.py::test_cell[draft-triton-topk1-page1-hd128-gqa4-bf16-graph]",
+            "cell": "draft-triton-topk1-page1-hd128-gqa4-bf16-graph",
+            "test": "t.py::test_cell",
+            "expected": "run",
+            "rule": None,
+            "reason": "no rule applies",
+            "status": "passed",
+            "duration": 1.5,
+            "started": 0.5,
+            "worker": "gw0",
+        }
+    ],
+    "outside": [{"nodeid": "t.py::test_plain", "status": "passed", "duration": 0.1, "started": 0.1}],
+    "findings": [],
+    "wall_seconds": 3.0,
+    "planned": 1,
+}
+VALID_PLAN = {
+    "schema": "specmatrix.shard-plan/1",
+    "runner": "4-gpu-b200",
+    "shards": [{"index": 1, "cells": ["draft-triton-topk1-page1-hd128-gqa4-bf16-graph"]}],
+}
+
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+# Text the JSON encoder never makes: NaN, Infinity, huge exponents, thousands of digits, deep nesting, bad UTF-8.
+json_hazard = st.sampled_from(
+    ["NaN", "Infinity", "-Infinity", "1e999", "9" * 5000, "[" * 50_000, '"\\ud800"', "{" * 3000 + "}" * 3000, "\x00"]
+)
+
+
+@st.composite
+def mangled(draw: st.DrawFn, valid: dict[str, Any]) -> str:
+    """A valid document with one field (at any depth) replaced by junk, or junk text spliced in."""
+    doc = json.loads(json.dumps(valid))
+    paths: list[list[Any]] = []
+
+    def walk(node: Any, path: list[Any]) -> None:
+        paths.append(path)
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, [*path, key])
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, [*path, index])
+
+    walk(doc, [])
+    path = draw(st.sampled_from(paths[1:]))
+    parent = doc
+    for step in path[:-1]:
+        parent = parent[step]
+    choice = draw(st.integers(0, 3))
+    if choice == 0:
+        parent[path[-1]] = draw(json_value)
+    elif choice == 1 and isinstance(parent, dict):
+        del parent[path[-1]]
+    elif choice == 2:
+        text = json.dumps(doc)
+        at = draw(st.integers(0, len(text)))
+        return text[:at] + draw(json_hazard) + text[at:]
+    else:
+        parent[path[-1]] = draw(json_leaf)
+    return json.dumps(doc)
+
+
+junk_text = st.one_of(st.text(max_size=200), json_hazard, json_value.map(json.dumps))
+junk_bytes = st.binary(max_size=200)
+
+
+@contextlib.contextmanager
+def workspace(env: dict[str, str] | None = None) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory() as folder:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("SPECMATRIX_") and k != "GITHUB_STEP_SUMMARY"}
+        base["SPECMATRIX_DETECT"] = B200
+        with mock.patch.dict(os.environ, {**base, **(env or {})}, clear=True):
+            old = Path.cwd()
+            os.chdir(folder)
+            try:
+                yield Path(folder)
+            finally:
+                os.chdir(old)
+
+
+def run_cli(argv: Sequence[str]) -> int:
+    """main() with captured streams; it must return (not raise), with 0, 1 or 2 and no traceback text."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # only argparse's --help (or an abbreviation of it) exits this way
+            assert exc.code == 0 and "usage:" in out.getvalue(), argv
+            return 0
+    assert code in (0, 1, 2), (code, err.getvalue())
+    assert "Traceback" not in err.getvalue()
+    if code == 2:
+        assert err.getvalue().count("\n") == 1, err.getvalue()
+    return code
+
+
+def _write(path: Path, content: str | bytes) -> Path:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_bytes(content.encode("utf-8", "surrogatepass"))
+    return path
+
+
+REPORT_COMMANDS = [
+    ["audit", "{f}"],
+    ["audit", "--json", "{f}"],
+    ["timeline", "{f}"],
+    ["coverage", "--out", "out", "--no-heatmap", "{f}"],
+    ["shard", "--runner", "4-gpu-b200", "--shards", "2", "--format", "gha", "--durations", "{f}"],
+]
+
+
+@SETTINGS
+@given(content=st.one_of(mangled(VALID_REPORT), junk_text, junk_bytes), command=st.sampled_from(REPORT_COMMANDS))
+@example(content="[" * 50_000, command=REPORT_COMMANDS[0])  # RecursionError once
+@example(content=json.dumps(VALID_REPORT).replace('"planned": 1', '"planned": ' + "9" * 5000), command=REPORT_COMMANDS[2])
+@example(content=json.dumps(VALID_REPORT).replace("1.5", "1e999"), command=REPORT_COMMANDS[4])  # Infinity in gha
+@example(content=json.dumps(VALID_REPORT).replace('"0.5.23"', '"garbage"'), command=REPORT_COMMANDS[3])
+@example(content=json.dumps(VALID_REPORT).replace('"wall_seconds": 3.0', '"wall_seconds": 0'), command=REPORT_COMMANDS[2])
+def test_report_readers_survive_junk(content: str | bytes, command: list[str]) -> None:
+    with workspace() as folder:
+        path = _write(folder / "report.json", content)
+        run_cli([a.replace("{f}", str(path)) for a in command])
+
+
+@SETTINGS
+@given(content=st.one_of(mangled(VALID_PLAN), junk_text, junk_bytes))
+def test_plan_reader_survives_junk(content: str | bytes) -> None:
+    with workspace() as folder:
+        path = _write(folder / "plan.json", content)
+        run_cli(["coverage", "--out", "out", "--no-heatmap", "--plan", str(path)])
+
+
+@SETTINGS
+@given(content=st.one_of(junk_text, junk_bytes, st.lists(json_value, max_size=4).map(json.dumps)))
+def test_suites_reader_survives_junk(content: str | bytes) -> None:
+    with workspace() as folder:
+        path = _write(folder / "suites.json", content)
+        (folder / "suite").mkdir()
+        run_cli(["guards", str(folder / "suite"), "--suites", str(path)])
+
+
+toml_scalar = st.one_of(
+    st.integers(-(2**63), 2**63 - 1).map(str),
+    st.sampled_from(["nan", "inf", "-inf", "true", "1.5", '""', '"x"', "[]", "[1, 2]", "{}", '"0.5.23-dirty"']),
+    st.text(max_size=10).map(json.dumps),
+)
+MATRIX_KEYS = ["name", "pins", "axis", "group", "rule", "cost", "impl", "page_promotion"]
+RUNNER_KEYS = ["gpus", "capability", "device_name", "labels", "runner_configs", "skip_policy", "description"]
+
+
+@SETTINGS
+@given(
+    key=st.sampled_from(MATRIX_KEYS),
+    value=toml_scalar,
+    table=st.sampled_from(["", "[pins]\n", "[cost]\n", "[cost.backend.triton]\n", "[[axis]]\n", "[[group]]\n", "[[rule]]\n"]),
+    subkey=st.sampled_from(["sglang", "shard_seconds", "cell_seconds", "config_axes", "name", "values", "id", "versions"]),
+    junk=st.one_of(junk_text, junk_bytes),
+    pick=st.integers(0, 2),
+)
+def test_matrix_toml_reader_survives_junk(key: str, value: str, table: str, subkey: str, junk: str | bytes, pick: int) -> None:
+    from matrix.core.loader import default_matrix_text
+
+    base = default_matrix_text()
+    content: str | bytes = {0: f"{key} = {value}\n" + base, 1: base + f"\n{table}{subkey} = {value}\n", 2: junk}[pick]
+    with workspace() as folder:
+        path = _write(folder / "matrix.toml", content)
+        run_cli(["--matrix", str(path), "cells", "--runner", "4-gpu-b200"])
+
+
+@SETTINGS
+@given(
+    values=st.dictionaries(st.sampled_from(RUNNER_KEYS), toml_scalar, max_size=4),
+    name=st.sampled_from(["mine", "4-gpu-b200", "cpu"]),
+    junk=st.one_of(junk_text, junk_bytes),
+    pick=st.integers(0, 1),
+    replace=st.booleans(),
+)
+def test_runner_toml_reader_survives_junk(values: dict[str, str], name: str, junk: str | bytes, pick: int, replace: bool) -> None:
+    body = "".join(f"{k} = {v}\n" for k, v in values.items())
+    content = f"[runner.{json.dumps(name)}]\n{body}" if pick == 0 else junk
+    with workspace() as folder:
+        path = _write(folder / "runners.toml", content)
+        extra = ["--replace-runner", name] if replace and pick == 0 else []
+        run_cli(["--runners", str(path), *extra, "runners"])
+
+
+@SETTINGS
+@given(
+    pyproject=st.one_of(
+        st.builds(
+            lambda k, v: f"[tool.specmatrix]\n{k} = {v}\n",
+            st.sampled_from(["matrix", "runner", "runners", "allowlist", "replace_runners", "x"]),
+            toml_scalar,
+        ),
+        st.builds(lambda v: f"tool = {v}\n", toml_scalar),
+        junk_text,
+    )
+)
+def test_pyproject_table_survives_junk(pyproject: str) -> None:
+    with workspace() as folder:
+        _write(folder / "pyproject.toml", pyproject)
+        run_cli(["cells", "--runner", "cpu", "--select", "draft-triton-*"])
+
+
+selector_alphabet = st.sampled_from([*"{},!*?[]-ab ", "draft", "triton", "topk1", "\x00", "\udcff"])
+
+
+@SETTINGS
+@given(selector=st.lists(selector_alphabet, max_size=60).map("".join), command=st.sampled_from(["cells", "register", "explain"]))
+@example(selector="!*", command="cells")  # max() of an empty table once
+@example(selector="{" * 40 + "}" * 40, command="cells")
+def test_selectors_survive_junk(selector: str, command: str) -> None:
+    with workspace() as folder:
+        argv = {
+            "cells": ["cells", "--runner", "4-gpu-b200", "--select", selector],
+            "register": ["register", "--out", str(folder / "reg"), "--runner", "4-gpu-b200", "--select", selector],
+            "explain": ["explain", selector or "x", "--runner", "4-gpu-b200"],
+        }[command]
+        run_cli(argv)
+
+
+detect_docs = st.fixed_dictionaries(
+    {},
+    optional={
+        "gpus": st.one_of(st.integers(-5, 10**8), json_leaf),
+        "capability": st.one_of(st.lists(st.integers(-1, 200), max_size=3), json_leaf),
+        "name": st.one_of(st.sampled_from(["NVIDIA B200", "NVIDIA H200", "H20", ""]), json_leaf),
+        "versions": st.one_of(
+            st.dictionaries(
+                st.sampled_from(["sglang", "torch"]),
+                st.one_of(st.sampled_from(["0.5.23", "2.11.0+cu130", "0.5.23-dirty", "x"]), json_leaf),
+            ),
+            json_leaf,
+        ),
+        "colour": json_leaf,
+    },
+)
+
+
+@SETTINGS
+@given(
+    detect=st.one_of(detect_docs.map(json.dumps), junk_text),
+    command=st.sampled_from([["detect"], ["detect", "--json"], ["cells", "--select", "draft-*"], ["runners"]]),
+)
+def test_detection_override_survives_junk(detect: str, command: list[str]) -> None:
+    # An environment variable holds neither NUL nor a lone surrogate.
+    detect = "".join(c for c in detect if c != "\x00" and not 0xD800 <= ord(c) <= 0xDFFF)
+    with workspace({"SPECMATRIX_DETECT": detect}):
+        run_cli(command)
+
+
+@SETTINGS
+@given(
+    argv=st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "cells",
+                    "shard",
+                    "--runner",
+                    "auto",
+                    "--shards",
+                    "0",
+                    "--budget",
+                    "nan",
+                    "-1",
+                    "--json",
+                    "--select",
+                    "audit",
+                    "--format",
+                    "gha",
+                    "detect",
+                    "runners",
+                    "explain",
+                    "timeline",
+                    "--replace-runner",
+                    "--matrix",
+                    "/dev/null",
+                    "coverage",
+                    "--out",
+                    "register",
+                ]
+            ),
+            st.text(max_size=8),
+        ),
+        max_size=6,
+    )
+)
+@example(argv=["cells", "\n"])  # a newline in an argument once made the error two lines
+def test_arbitrary_command_lines_survive(argv: list[str]) -> None:
+    with workspace():
+        run_cli(argv)
