@@ -145,7 +145,9 @@ def run_cli(argv: Sequence[str]) -> int:
     assert code in (0, 1, 2), (code, err.getvalue())
     assert "Traceback" not in err.getvalue()
     if code == 2:
-        assert err.getvalue().count("\n") == 1, err.getvalue()
+        # A missing command prints the usage block first (`usage: ...` and its indented continuation lines).
+        lines = [line for line in err.getvalue().splitlines() if not line.startswith(("usage: ", " "))]
+        assert len(lines) == 1 and lines[0].startswith("specmatrix: "), err.getvalue()
     return code
 
 
