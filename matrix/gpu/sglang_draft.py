@@ -17,7 +17,6 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from matrix.gpu.cases import DraftCase, GraphRows, expanded_graph_rows, padded_bucket
-from matrix.gpu.contract import BUFFER_READERS, BufferRows
 from matrix.gpu.graphs import capture_graph
 from matrix.gpu.paged import DraftRows, PagedRequests, torch_dtype
 
@@ -172,9 +171,6 @@ class SglangDraft:
         fb = self.forward_batch(bs)
         self.worker._init_frozen_kv_metadata(fb)
         return self.attend(rows.query, fb)
-
-    def buffer_rows(self) -> list[BufferRows]:
-        return BUFFER_READERS[self.case.backend](self.backend)
 
 
 def build_sglang_draft(paged: PagedRequests, *, device: str) -> SglangDraft:

@@ -126,12 +126,12 @@ def resolved_draft_backend(fields: Mapping[str, str | None]) -> str | None:
     return None if chosen is None else str(chosen)
 
 
-def trtllm_mha_without_init(*, num_draft_tokens: int | None, max_num_pages: int) -> Any:
+def trtllm_mha_without_init(*, num_draft_tokens: int | None, max_num_pages: int, device: str = "cpu") -> Any:
     """A TRTLLMHAAttnBackend carrying only what init_cuda_graph_state reads; its __init__ needs CUDA (see docs)."""
     from sglang.srt.layers.attention.trtllm_mha_backend import TRTLLMHAAttnBackend
 
     backend = object.__new__(TRTLLMHAAttnBackend)
-    backend.device = "cpu"
+    backend.device = device
     backend.max_num_pages = max_num_pages
     backend._swa_kv_pool = None
     backend.use_sliding_window_kv_pool = False
