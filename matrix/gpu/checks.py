@@ -41,7 +41,8 @@ class CheckReport:
 def _sync() -> None:
     import torch
 
-    torch.cuda.synchronize()
+    if torch.cuda.is_available():  # a CPU wiring test runs the same checks without a device
+        torch.cuda.synchronize()
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -192,6 +193,59 @@ def check_sglang(
     return cell.report
 
 
+def check_runner(
+    case: DraftCase,
+    *,
+    device: str = "cuda",
+    graph_rows: GraphRows = expanded_graph_rows,
+    enforce_contract: bool = True,
+    plant: str | None = None,
+) -> CheckReport:
+    """sglang's FrozenKVMTPCudaGraphRunner: eager draft_forward, the runner's capture, can_run_graph and padded replay.
+
+    Every draft step's attention output is compared with the float32 reference of the query it was given, and
+    the seed step's replayed output with eager (later steps' queries depend on sampled tokens).
+    """
+    from matrix.gpu.sglang_runner import DRAFT_STEPS, build_runner_draft
+
+    del graph_rows  # the runner sizes its backend itself: that call is what is under test
+    cell = begin("runner", case, device=device, plant=plant)
+    draft = build_runner_draft(cell.paged, device=device, seed=zlib.crc32(case.cell_id.encode()) & 0xFFFF)
+    cell.ready()
+    report = cell.report
+
+    def against_reference(label: str, recorded: Any, bs: int) -> None:
+        rows = cell.rows.head(bs * case.topk)
+        for step in range(DRAFT_STEPS):
+            expected = reference_decode(
+                recorded.queries[step],
+                cell.paged.k_slots,
+                cell.paged.v_slots,
+                token_slots=cell.paged.token_slots,
+                requests=rows.requests,
+                seq_lens=rows.seq_lens,
+            )
+            _compare(report, f"{label}-bs{bs}-step{step}", recorded.outputs[step], expected, case)
+
+    try:
+        _, cold = _timed(lambda: draft.eager(case.replay_bs[0]))
+        _, warm = _timed(lambda: draft.eager(case.replay_bs[0]))
+        report.compile_seconds += max(cold - warm, 0.0)
+        eager: dict[int, Any] = {}
+        for bs in case.replay_bs:
+            eager[bs], _ = draft.eager(bs)
+            against_reference("eager", eager[bs], bs)
+        _, capture_seconds = _timed(lambda: draft.capture(enforce_contract=enforce_contract))
+        report.setup_seconds += capture_seconds
+        for bs in case.replay_bs:
+            replayed, _ = draft.replay(bs)
+            against_reference("graph", replayed, bs)
+            _compare(report, f"graph-vs-eager-bs{bs}-step0", replayed.outputs[0], eager[bs].outputs[0], case)
+    finally:
+        draft.close()
+    return report
+
+
 def check_target_contract(case: DraftCase, *, device: str) -> None:
     """sglang's TRTLLMHAAttnBackend sized as the target's graph runner sizes it must hold max_bs verify requests."""
     from matrix.sglang_check.buffers import TRTLLM_MHA_TARGET_VERIFY, tensor_shapes
@@ -277,7 +331,12 @@ def check_target(
     return report
 
 
-CHECKS: dict[str, Callable[..., CheckReport]] = {"kernel": check_kernel, "sglang": check_sglang, "target": check_target}
+CHECKS: dict[str, Callable[..., CheckReport]] = {
+    "kernel": check_kernel,
+    "sglang": check_sglang,
+    "runner": check_runner,
+    "target": check_target,
+}
 
 
 def raise_on_problems(report: CheckReport, case: DraftCase) -> None:
