@@ -272,6 +272,8 @@ def check_target(
     from matrix.gpu.verify import VerifyRows, causal_spec_mask, kernel_needs_mask, verify_rows
 
     del graph_rows  # topk is 1 here: the expanded and unexpanded row counts agree
+    if case.topk != 1:
+        raise ValueError(f"{case.cell_id}: the kernel-level target verify is a chain (topk 1); tree verify is target-sglang")
     cell = begin("target", case, device=device, plant=plant)
     paged = cell.paged
     rows = verify_rows(paged)
@@ -331,11 +333,34 @@ def check_target(
     return report
 
 
+def check_target_sglang(
+    case: DraftCase,
+    *,
+    device: str = "cuda",
+    graph_rows: GraphRows = expanded_graph_rows,
+    enforce_contract: bool = True,
+    plant: str | None = None,
+) -> CheckReport:
+    """Target verify (chain or tree) through sglang's backend, captured and replayed by sglang's test kit."""
+    from matrix.gpu.sglang_verify import run_verify
+
+    del graph_rows, enforce_contract, plant  # the kit sizes and fills its own buffers
+    report = CheckReport(level="target-sglang")
+    start = time.perf_counter()
+    try:
+        run_verify(case, device=device)
+    except AssertionError as exc:  # the kit's comparison with its masked float32 reference
+        report.problems.append(f"differs from the masked reference: {str(exc).strip()[:600]}")
+    report.setup_seconds = time.perf_counter() - start
+    return report
+
+
 CHECKS: dict[str, Callable[..., CheckReport]] = {
     "kernel": check_kernel,
     "sglang": check_sglang,
     "runner": check_runner,
     "target": check_target,
+    "target-sglang": check_target_sglang,
 }
 
 

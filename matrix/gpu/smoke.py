@@ -16,14 +16,18 @@ from matrix.gpu.cases import draft_case
 DEFAULT_CHECKS = (
     "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph:kernel",
     "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph:sglang",
-    "draft-triton-topk4-page16-hd128-gqa4-bf16-graph:sglang",
-    "draft-triton-topk8-page1-hd128-gqa4-bf16-graph:sglang",
-    "draft-trtllm_mha-topk8-page64-hd256-gqa4-bf16-graph:sglang",
-    "draft-trtllm_mha-topk1-page64-hd256-gqa4-bf16-graph:sglang",
-    "draft-trtllm_mha-topk4-page16-hd512-gqa8-fp8kv-graph:kernel",
-    "draft-trtllm_mha-topk4-page16-hd512-gqa8-fp8kv-graph:sglang",
-    "draft-triton-topk4-page16-hd512-gqa1-fp8kv-graph:sglang",
-    "draft-trtllm_mha-topk4-page16-hd64-gqa1-fp16-graph:sglang",
+    "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph:runner",
+    "draft-triton-topk4-page16-hd128-gqa4-bf16-graph:runner",
+    "draft-triton-topk8-page64-hd128-gqa4-bf16-graph:runner",
+    "draft-trtllm_mha-topk1-page64-hd256-gqa4-bf16-graph:runner",
+    "draft-flashinfer-topk1-page16-hd128-gqa4-bf16-graph:sglang",
+    "draft-fa3-topk1-page16-hd128-gqa4-bf16-graph:sglang",
+    "target-trtllm_mha-topk1-page64-hd128-dt4-gqa4-bf16-graph:target",
+    "target-triton-topk1-page16-hd128-dt4-gqa4-bf16-graph:target-sglang",
+    "target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph:target-sglang",
+    "target-flashinfer-topk1-page1-hd128-dt4-gqa4-bf16-graph:target-sglang",
+    "target-flashinfer-topk4-page16-hd128-dt4-gqa4-bf16-graph:target-sglang",
+    "target-fa3-topk1-page16-hd128-dt4-gqa4-bf16-graph:target-sglang",
 )
 
 

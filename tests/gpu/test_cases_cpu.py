@@ -22,6 +22,7 @@ from matrix.gpu.cases import (
     varied_seq_lens,
 )
 from matrix.gpu.grouping import config_key
+from matrix.gpu.sglang_verify import tree_parents, tree_visibility
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +62,21 @@ def test_target_cells_are_chain_verify_cases(matrix: Matrix) -> None:
     assert draft_case(matrix.cell("draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph")).q_len == 1
 
 
-def test_tree_verify_is_refused(matrix: Matrix) -> None:
-    tree = next(c for c in matrix.cells if c.get("role") == "target" and c.get("topk") != 1)
-    with pytest.raises(ValueError, match="tree verify"):
-        draft_case(tree)
+def test_tree_verify_cells_are_cases_for_the_sglang_level(matrix: Matrix) -> None:
+    tree = draft_case(matrix.cell("target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph"))
+    assert (tree.q_len, tree.topk) == (4, 4)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "topk", "parents", "row3"),
+    [(4, 1, (-1, 0, 1, 2), [True, True, True, True]), (4, 4, (-1, 0, 0, 0), [True, False, False, True])],
+)
+def test_draft_tree_mask(tokens: int, topk: int, parents: tuple[int, ...], row3: list[bool]) -> None:
+    """Chain: causal. Tree: a token sees the root and itself, not its siblings."""
+    assert tree_parents(tokens, topk) == parents
+    visible = tree_visibility(parents)
+    assert visible[3] == row3
+    assert all(visible[i][i] and visible[i][0] for i in range(tokens))
 
 
 def test_fp8_kv_has_its_own_tolerance() -> None:
