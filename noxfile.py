@@ -65,6 +65,8 @@ GPU_COUNT = "import torch; print(torch.cuda.device_count() if torch.cuda.is_avai
 # tests/gpu/*_cpu.py need neither torch nor a GPU and run in `nox -s tests` on every CI run; on the H200 host they
 # took 8 worker-seconds (a nested pytest, child processes): the gpu session leaves them out. *_torch.py stay.
 CPU_ONLY_TESTS = "--ignore-glob=tests/gpu/*_cpu.py"
+# tests/gpu/*_torch.py need CPU torch (and sglang) but no GPU: `nox -s sglang` runs them on every CI run.
+TORCH_CPU_TESTS = "--ignore-glob=tests/gpu/*_torch.py"
 
 
 def _python(session: nox.Session) -> str:
@@ -89,7 +91,17 @@ def jit_cache_env(env: dict[str, str]) -> dict[str, str]:
 
 def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
     """pytest over tests/gpu with the audit on and the runner auto-detected; -n one worker per GPU unless given."""
-    args = ["-m", "pytest", "tests/gpu", CPU_ONLY_TESTS, "--matrix-runner", "auto", "--matrix-report", default_report]
+    args = [
+        "-m",
+        "pytest",
+        "tests/gpu",
+        CPU_ONLY_TESTS,
+        TORCH_CPU_TESTS,
+        "--matrix-runner",
+        "auto",
+        "--matrix-report",
+        default_report,
+    ]
     args += ["-p", "no:cacheprovider"]
     # GPU images carry pytest-benchmark (it warns under xdist); torch's inductor, imported by sglang, warns at import.
     args += ["-p", "no:benchmark", *GPU_THIRD_PARTY_WARNINGS]

@@ -64,15 +64,16 @@ case "$MODE" in
     SMALL="--matrix-select=draft-{triton,trtllm_mha}-topk{1,4}-page16-hd128-gqa4-bf16-graph"
     step mutations 240 python3 -m matrix.gpu.mutate --baseline --mutation runner-unexpanded-max-bs --mutation expand-tiles-seq-lens \
       --out "$R/mutations" -- tests/gpu --ignore-glob='tests/gpu/*_cpu.py' -p no:cacheprovider -p no:benchmark \
-      -W ignore::DeprecationWarning -W ignore::FutureWarning --matrix-runner auto "$SMALL" -k runner -n 2 ;;
-  full)
+      -p matrix.plugin -W ignore::DeprecationWarning -W ignore::FutureWarning --matrix-runner auto "$SMALL" -k runner -n 2 ;;
+  full)  # cold first (the main result), then the mutation table and the warm re-run over its caches
     rm -rf /tmp/jit-x2; caches x2
-    step cold2 300 $G --matrix-report "$R/cold2.json"
-    step warm2 100 $G --matrix-report "$R/warm2.json"
-    step mutations 240 python3 -m nox -s gpu-mutations --force-venv-backend none -- \
-      --matrix-select='draft-{triton,trtllm_mha}-*-page{16,64}-hd128-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-*' -k 'runner or sglang or target'
+    step cold2 320 $G --matrix-report "$R/cold2.json"
+    step mutations 150 python3 -m nox -s gpu-mutations --force-venv-backend none -- \
+      '--matrix-select=draft-{triton,trtllm_mha}-*-page{16,64}-hd128-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-*' \
+      -k 'runner or sglang_draft or target'
     cp -r gpu-mutations "$R/" 2>/dev/null
-    step nocontract 60 python3 -m matrix.gpu.cellrun draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph --level sglang --mutation unexpanded-max-bs --no-contract ;;
+    step warm2 75 $G --matrix-report "$R/warm2.json"
+    step nocontract 25 python3 -m matrix.gpu.cellrun draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph --level sglang --mutation unexpanded-max-bs --no-contract ;;
   *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")

@@ -50,6 +50,11 @@ def run_one(mutation: SourceMutation | None, pytest_args: Sequence[str], out: Pa
     return mutation_row(name, mutation.red if mutation else "", load_matrix().cells, results)
 
 
+def write_table(rows: Sequence[MutationRow], out: Path) -> None:
+    write_text_atomic(out / "mutations.json", json.dumps([r.as_dict() for r in rows], indent=2) + "\n")
+    write_text_atomic(out / "mutations.md", markdown(rows))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m matrix.gpu.mutate", description=__doc__)
     parser.add_argument("--mutation", action="append", default=[], help="a mutation name (repeatable; default: all)")
@@ -67,15 +72,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         pytest_args = [a for a in args.pytest_args if a != "--"] or ["tests/gpu"]
         out: Path = args.out
         out.mkdir(parents=True, exist_ok=True)
-        plan: list[SourceMutation | None] = [*([None] if args.baseline else []), *chosen]
-        rows = [run_one(m, pytest_args, out) for m in plan]
+        plan: list[SourceMutation | None] = [*chosen, *([None] if args.baseline else [])]
+        rows: list[MutationRow] = []
+        for mutation in plan:
+            rows.append(run_one(mutation, pytest_args, out))
+            write_table(rows, out)  # after every run: a time-boxed host keeps what finished
     except SpecmatrixError as exc:
         print(f"specmatrix mutate: {exc}", file=sys.stderr)
         return exc.exit_code
-    write_text_atomic(out / "mutations.json", json.dumps([r.as_dict() for r in rows], indent=2) + "\n")
-    table = markdown(rows)
-    write_text_atomic(out / "mutations.md", table)
-    print(table, end="")
+    print(markdown(rows), end="")
     for row in rows:
         for cell in row.missed:
             print(f"{row.mutation}: expected red, stayed green: {cell}")
