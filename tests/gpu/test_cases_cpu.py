@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from matrix.core.loader import load_matrix
-from matrix.core.model import Matrix
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.loader import load_matrix, load_runners
+from matrix.core.model import Cell, Matrix, Outcome
 from matrix.gpu.benchtable import BenchRow, markdown_table, ratio_groups, ratios
 from matrix.gpu.cases import (
     CAPTURE_BS,
@@ -22,6 +23,7 @@ from matrix.gpu.cases import (
     varied_seq_lens,
 )
 from matrix.gpu.grouping import config_key
+from matrix.gpu.levels import LEVEL_CELLS, Level, uncovered
 from matrix.gpu.sglang_verify import tree_parents, tree_visibility
 
 
@@ -199,3 +201,22 @@ def test_loadgroup_puts_each_kernel_configuration_on_one_worker(
         spread[dist] = max(len(w) for w in workers.values())
         assert len(doc["cells"]) == 24
     assert spread == {"loadgroup": 1, "load": 2}
+
+
+@pytest.mark.parametrize("runner", ["4-gpu-b200", "1-gpu-h200", "2-gpu-h200"])
+def test_every_cell_that_must_run_has_a_gpu_test(matrix: Matrix, runner: str) -> None:
+    """No RUN cell is left to the coverage gate as never-ran: some level's test is parametrized over it."""
+    run = _run_cells(matrix, runner)
+    assert run and uncovered(run) == []
+
+
+def test_a_level_removed_from_the_table_leaves_cells_uncovered(matrix: Matrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(LEVEL_CELLS, Level.TARGET_SGLANG)
+    missing = uncovered(_run_cells(matrix, "1-gpu-h200"))
+    assert missing and all(c.startswith(("target-triton", "target-flashinfer", "target-fa3")) for c in missing)
+
+
+def _run_cells(matrix: Matrix, runner: str) -> list[Cell]:
+    profile = load_runners()[runner]
+    exps = expectations(matrix, profile, effective_versions(matrix, {}))
+    return [c for c in matrix.cells if exps[c.id].outcome is Outcome.RUN]
