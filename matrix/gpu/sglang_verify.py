@@ -48,10 +48,8 @@ def tree_mask(*, draft_token_num: int, topk: int, device: str) -> torch.Tensor:
 
 
 def verify_context_len(longest: int) -> int:
-    """The kit's max_context_len: a power of two, at least 128 and twice the longest request.
-
-    On the H200 the kit's eager leg matched its reference for these prefixes with 128 and not with 64 or 80.
-    """
+    """The kit's max_context_len: a power of two, at least 128 and twice the longest request (room for the kit's
+    capture and padding requests beside the case's own)."""
     size = MIN_CONTEXT
     while size < 2 * longest:
         size *= 2
