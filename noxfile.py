@@ -186,6 +186,9 @@ def sglang(session: nox.Session) -> None:
         pip = ("python", "-m", "pip", "install", "-q", "--disable-pip-version-check")
         session.run(*pip, "--no-deps", "-r", str(SGLANG_REQUIREMENTS))
         session.run(*pip, *CONSTRAINTS, "-e", ".[test]")
-    # tests/gpu/*_torch.py need torch but no GPU: this session has CPU torch, so they run here on every CI run.
+    session.run(_python(session), "-m", "pytest", "tests/sglang", "-p", "no:cacheprovider", *session.posargs)
+    # tests/gpu/*_torch.py need torch but no GPU: this session has CPU torch, so they run here on every CI run. A
+    # second process: after the graph-runner wiring test shared one with tests/sglang, the interpreter segfaulted
+    # at exit (every test passed; seen with sglang 0.5.23 on CPU torch 2.14.1).
     torch_tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "gpu").glob("test_*_torch.py"))
-    session.run(_python(session), "-m", "pytest", "tests/sglang", *torch_tests, "-p", "no:cacheprovider", *session.posargs)
+    session.run(_python(session), "-m", "pytest", *torch_tests, "-p", "no:cacheprovider", *session.posargs)
