@@ -194,7 +194,9 @@ def test_a_cell_no_check_covers_is_a_config_error():
         cell_cases(["draft-nosuch-topk1-page1-hd128-gqa4-bf16-graph"])
 
 
+INJECTION = 'x", runner_config="c"); open("PWNED", "w").write("1"); register_cuda_ci(est_time=1, stage="y'
 HOSTILE = [
+    INJECTION,
     'x"); open("PWNED", "w").write("1"); ("',
     "x'''\nopen('PWNED', 'w').write('1')\n'''",
     'x"""\nopen("PWNED", "w").write("1")\n"""',
@@ -202,7 +204,7 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize("hostile", HOSTILE, ids=["dquote", "squote-block", "docstring", "backslash-newline-brace"])
+@pytest.mark.parametrize("hostile", HOSTILE, ids=["injection", "dquote", "squote-block", "docstring", "backslash-newline-brace"])
 def test_hostile_values_stay_data(tmp_path, hostile):
     """Quotes, newlines and code in every interpolated value: the module parses, collects, and runs nothing injected."""
     cases = [(hostile, "kernel"), ("draft-" + hostile, "sglang")]
@@ -244,3 +246,42 @@ def test_hostile_stage_from_the_command_line(tmp_path):
     call = ast.parse(reg.source).body[0]
     assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
     assert {k.arg: ast.literal_eval(k.value) for k in call.value.keywords}["stage"] == stage
+
+
+def _naive_render(**values: object) -> str:
+    """The planted bug: the same module with one value pasted between quotes instead of written with repr()."""
+    text = render_module(**values)  # type: ignore[arg-type]
+    stage = values["stage"]
+    return text.replace(f"stage={stage!r}", f'stage="{stage}"')
+
+
+def test_the_hostile_test_catches_a_value_pasted_between_quotes(tmp_path):
+    """Red on the planted bug: a `"` in --stage escapes the string and the injected call runs at collection."""
+    hostile = INJECTION
+    values = {
+        "matrix_name": "m",
+        "runner_name": "r",
+        "runner_config": "c",
+        "stage": hostile,
+        "cases": [("x", "kernel")],
+        "est": 1,
+    }
+    text = _naive_render(**values)
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_specmatrix_naive.py").write_text(text)
+    stubs = tmp_path / "stubs"
+    for pkg in ("sglang", "sglang/test", "sglang/test/ci"):
+        (stubs / pkg).mkdir(parents=True, exist_ok=True)
+        (stubs / pkg / "__init__.py").write_text("")
+    (stubs / "sglang/test/ci/ci_register.py").write_text(STUB_REGISTER)
+    env = {**os.environ, "PYTHONPATH": str(stubs), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(suite)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert list(tmp_path.rglob("PWNED"))  # the naive module ran the injected code; the repr()-written one never does
