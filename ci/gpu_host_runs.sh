@@ -6,6 +6,8 @@
 #   bash ci/gpu_host_runs.sh one-warm  # GPU 0 only: warm re-run over one's caches, then an import-time profile
 #   bash ci/gpu_host_runs.sh probe     # small runs with and without the CPU tests and xdist, then the matrix without them
 #   bash ci/gpu_host_runs.sh checks    # the contract mutation and the planted crash (every GPU)
+#   bash ci/gpu_host_runs.sh smoke     # one check per level (python -m matrix.gpu.smoke), then two sglang mutations small
+#   bash ci/gpu_host_runs.sh full      # cold run, warm re-run, the mutation table (gpu-mutations), the no-contract run
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -56,7 +58,23 @@ case "$MODE" in
     caches x2
     step mutation 60 SPECMATRIX_GPU_MUTATION=unexpanded-max-bs $G --matrix-select 'draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/mutation.json"
     step plant 60 SPECMATRIX_GPU_PLANT=illegal-address $G --matrix-select 'draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/plant.json" ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks)"; exit 2 ;;
+  smoke)
+    rm -rf /tmp/jit-x2; caches x2
+    step smoke 300 python3 -m matrix.gpu.smoke
+    SMALL="--matrix-select=draft-{triton,trtllm_mha}-topk{1,4}-page16-hd128-gqa4-bf16-graph"
+    step mutations 240 python3 -m matrix.gpu.mutate --baseline --mutation runner-unexpanded-max-bs --mutation expand-tiles-seq-lens \
+      --out "$R/mutations" -- tests/gpu --ignore-glob='tests/gpu/*_cpu.py' -p no:cacheprovider -p no:benchmark \
+      -p matrix.plugin -W ignore::DeprecationWarning -W ignore::FutureWarning --matrix-runner auto "$SMALL" -k runner -n 2 ;;
+  full)  # cold first (the main result), then the mutation table and the warm re-run over its caches
+    rm -rf /tmp/jit-x2; caches x2
+    step cold2 320 $G --matrix-report "$R/cold2.json"
+    step mutations 150 python3 -m nox -s gpu-mutations --force-venv-backend none -- \
+      '--matrix-select=draft-{triton,trtllm_mha}-*-page{16,64}-hd128-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-*' \
+      -k 'runner or sglang_draft or target'
+    cp -r gpu-mutations "$R/" 2>/dev/null
+    step warm2 75 $G --matrix-report "$R/warm2.json"
+    step nocontract 25 python3 -m matrix.gpu.cellrun draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph --level sglang --mutation unexpanded-max-bs --no-contract ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"

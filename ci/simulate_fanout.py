@@ -1,9 +1,12 @@
 """Run the GPU workflow's fan-out locally on CPU: plan, one pytest process per shard, merge, account.
 
-Every step runs the same ci/gha_*.py script the workflow runs; SPECMATRIX_DETECT fakes the runner's GPUs
-and a one-line test module requests `matrix_cell`. --drop-shard K deletes shard K's report before the
+Every step runs the same ci/gha_*.py script the workflow runs; SPECMATRIX_DETECT fakes the runner's GPUs.
+`--tests gpu` (default) runs the real GPU test module (tests/gpu/test_draft_decode.py) with its check replaced
+by one that only records the call, so a RUN cell that no GPU test covers shows up as never-ran; `--tests
+stand-in` runs a one-line module that requests `matrix_cell` for every cell. --drop-shard K deletes shard K's report before the
 merge, which must then fail. Exit status: the coverage gate's (0 clean, 1 findings, 2 bad input).
 Usage: python ci/simulate_fanout.py --out DIR [--runner 4-gpu-b200] [--shards 3] [--workers 0] [--drop-shard K]
+       [--tests gpu|stand-in]
 """
 
 from __future__ import annotations
@@ -28,6 +31,19 @@ TEST_MODULE = '''"""Stands in for the GPU tests: one test over every matrix cell
 def test_cell(matrix_cell):
     assert matrix_cell.id
 '''
+GPU_TESTS = HERE.parent / "tests" / "gpu" / "test_draft_decode.py"
+RECORDING_CONFTEST = '''"""The GPU tests' check, replaced by one that accepts the (level, cell) it is given: no GPU needed."""
+
+import pytest
+
+
+@pytest.fixture
+def draft_check():
+    def run(level, cell):
+        assert cell.id and str(level)
+
+    return run
+'''
 
 
 def run(command: list[str], *, cwd: Path, env: dict[str, str]) -> int:
@@ -42,10 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shards", type=int, default=3)
     parser.add_argument("--workers", type=int, help="xdist workers per shard (default: the plan's, one per GPU; 0: none)")
     parser.add_argument("--drop-shard", type=int, help="delete this shard's report before merging")
+    parser.add_argument("--tests", choices=["gpu", "stand-in"], default="gpu", help="the test module the shards run")
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
     (out / "tests").mkdir(parents=True, exist_ok=True)
-    (out / "tests" / "test_cells.py").write_text(TEST_MODULE, encoding="utf-8")
+    if args.tests == "gpu":
+        (out / "tests" / GPU_TESTS.name).write_text(GPU_TESTS.read_text(encoding="utf-8"), encoding="utf-8")
+        (out / "tests" / "conftest.py").write_text(RECORDING_CONFTEST, encoding="utf-8")
+    else:
+        (out / "tests" / "test_cells.py").write_text(TEST_MODULE, encoding="utf-8")
     (out / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECMATRIX_", "GITHUB_"))}
     env["SPECMATRIX_DETECT"] = json.dumps(FAKE_HOSTS[args.runner])

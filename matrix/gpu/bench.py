@@ -246,8 +246,15 @@ def main(argv: list[str] | None = None) -> int:
         "failures": failures,
     }
     plotted = write_outputs(doc, rows, args.out)
-    print(f"bench: {len(rows)} timings, {len(failures)} failures, {plotted} -> {args.out}")
-    return 0
+    return bench_verdict(len(rows), failures, f"{plotted} -> {args.out}")
+
+
+def bench_verdict(timings: int, failures: dict[str, str], where: str) -> int:
+    """Print every failure and the summary; exit 1 when any timing failed (the outputs are still written)."""
+    for name, text in sorted(failures.items()):
+        print(f"bench FAILED {name}: {text}", file=sys.stderr)
+    print(f"bench: {timings} timings, {len(failures)} failures, {where}")
+    return 1 if failures else 0
 
 
 def _device_name() -> str:

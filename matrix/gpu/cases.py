@@ -90,13 +90,12 @@ def varied_seq_lens(page_size: int, count: int) -> tuple[int, ...]:
 def draft_case(cell: Cell) -> DraftCase:
     """The case a cell describes; bs requests cover every page-boundary shape.
 
-    A target cell is a chain verify (topk 1): each request's last num_draft_tokens KV entries are its queries.
+    A target cell verifies num_draft_tokens per request: each request's last num_draft_tokens KV entries are its
+    queries (a chain for topk 1, a draft tree for topk > 1).
     """
     role = cell.get("role")
     q_len = 1
     if role == "target":
-        if int(cell.topk) != 1:
-            raise ValueError(f"{cell.id}: tree verify (topk > 1) is not modelled; only chain verify (topk 1)")
         q_len = int(cell.num_draft_tokens)
     elif role != "draft":
         raise ValueError(f"{cell.id}: neither a draft nor a target cell")

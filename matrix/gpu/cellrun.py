@@ -1,4 +1,4 @@
-"""`python -m matrix.gpu.cellrun CELL --level kernel|sglang`: one check, result as one JSON line."""
+"""`python -m matrix.gpu.cellrun CELL --level LEVEL`: one check (any level of matrix/gpu/levels.py), result as one JSON line."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import sys
 from matrix.core.loader import load_matrix
 from matrix.gpu.cases import MUTATIONS, draft_case, expanded_graph_rows
 from matrix.gpu.isolation import RESULT_PREFIX
+from matrix.gpu.levels import Level
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m matrix.gpu.cellrun")
     parser.add_argument("cell")
-    parser.add_argument("--level", choices=["kernel", "sglang"], required=True)
+    parser.add_argument("--level", choices=[level.value for level in Level], required=True)
     parser.add_argument("--mutation", choices=sorted(MUTATIONS), default=None)
     parser.add_argument("--no-contract", action="store_true", help="skip the contract check (shows what the bug does)")
     parser.add_argument("--plant", choices=["illegal-address"], default=None, help="plant a real CUDA error")
@@ -22,7 +23,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from matrix.gpu import checks, contract
 
-    case = draft_case(load_matrix().cell(args.cell))
+    try:
+        case = draft_case(load_matrix().cell(args.cell))
+    except ValueError as exc:  # a cell the GPU checks cannot model: a failure with its reason, not a crash
+        print(RESULT_PREFIX + json.dumps({"message": str(exc), "status": "failed"}), flush=True)
+        return 1
     rows = MUTATIONS[args.mutation] if args.mutation else expanded_graph_rows
     try:
         report = checks.CHECKS[args.level](case, graph_rows=rows, enforce_contract=not args.no_contract, plant=args.plant)

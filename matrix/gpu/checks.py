@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from matrix.gpu.cases import DraftCase, GraphRows, expanded_graph_rows, tolerance
-from matrix.gpu.contract import BufferRows, check_contract
+from matrix.gpu.contract import check_contract, check_draft_backend, draft_rows
 from matrix.gpu.graphs import capture_graph
 from matrix.gpu.paged import DraftRows, PagedRequests, build_requests, expand_rows
 from matrix.gpu.reference import max_error, reference_decode
@@ -41,7 +41,8 @@ class CheckReport:
 def _sync() -> None:
     import torch
 
-    torch.cuda.synchronize()
+    if torch.cuda.is_available():  # a CPU wiring test runs the same checks without a device
+        torch.cuda.synchronize()
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -111,6 +112,29 @@ def _fixture(case: DraftCase, device: str, plant: str | None) -> tuple[PagedRequ
     return paged, expand_rows(paged)
 
 
+@dataclass(kw_only=True)
+class CellSetup:
+    """What every check starts from: its report, the paged requests and their expanded draft rows."""
+
+    case: DraftCase
+    device: str
+    report: CheckReport
+    paged: PagedRequests
+    rows: DraftRows
+    started: float
+
+    def ready(self) -> None:
+        """Everything built: the time so far is the check's setup."""
+        self.report.setup_seconds += time.perf_counter() - self.started
+
+
+def begin(level: str, case: DraftCase, *, device: str, plant: str | None) -> CellSetup:
+    """The shared prologue of every check."""
+    started = time.perf_counter()
+    paged, rows = _fixture(case, device, plant)
+    return CellSetup(case=case, device=device, report=CheckReport(level=level), paged=paged, rows=rows, started=started)
+
+
 def check_kernel(
     case: DraftCase,
     *,
@@ -120,13 +144,11 @@ def check_kernel(
     plant: str | None = None,
 ) -> CheckReport:
     """flashinfer trtllm_batch_decode_with_kv_cache on the expanded rows, eager and graph."""
-    from matrix.gpu.kernels import FlashinferTrtllmDecode, KernelDraftGraph
+    from matrix.gpu.kernels import KERNEL_DRAFT_BUFFERS, FlashinferTrtllmDecode, KernelDraftGraph
 
-    report = CheckReport(level="kernel")
-    start = time.perf_counter()
-    paged, rows = _fixture(case, device, plant)
-    kernel = FlashinferTrtllmDecode(paged, max_rows=case.max_bs * case.topk)
-    report.setup_seconds = time.perf_counter() - start
+    cell = begin("kernel", case, device=device, plant=plant)
+    kernel = FlashinferTrtllmDecode(cell.paged, max_rows=case.max_bs * case.topk)
+    cell.ready()
 
     def eager(sub: DraftRows, bs: int) -> Any:
         import torch
@@ -138,11 +160,12 @@ def check_kernel(
     def make_graph() -> KernelDraftGraph:
         graph = KernelDraftGraph(kernel, case, device=device, graph_rows=graph_rows)
         if enforce_contract:
-            check_contract(graph.buffers.rows(), max_bs=case.max_bs, topk=case.topk)
+            rows, what = draft_rows(case.max_bs, case.topk)
+            check_contract(graph.buffers.shapes(), KERNEL_DRAFT_BUFFERS, rows=rows, what=what)
         return graph
 
-    _run_modes(report, case, paged=paged, rows=rows, eager=eager, make_graph=make_graph)
-    return report
+    _run_modes(cell.report, case, paged=cell.paged, rows=cell.rows, eager=eager, make_graph=make_graph)
+    return cell.report
 
 
 def check_sglang(
@@ -153,23 +176,85 @@ def check_sglang(
     enforce_contract: bool = True,
     plant: str | None = None,
 ) -> CheckReport:
-    """sglang's draft backend (triton or trtllm_mha) through the worker's metadata path, eager and graph."""
+    """sglang's draft backend through the worker's metadata path, eager and graph (the runner's sizing reproduced)."""
     from matrix.gpu.sglang_draft import SglangDraftGraph, build_sglang_draft
 
-    report = CheckReport(level="sglang")
-    start = time.perf_counter()
-    paged, rows = _fixture(case, device, plant)
-    draft = build_sglang_draft(paged, device=device)
-    report.setup_seconds = time.perf_counter() - start
+    cell = begin("sglang", case, device=device, plant=plant)
+    draft = build_sglang_draft(cell.paged, device=device)
+    cell.ready()
 
     def make_graph() -> SglangDraftGraph:
         graph = SglangDraftGraph(draft, graph_rows=graph_rows)
         if enforce_contract:
-            check_contract(draft.buffer_rows(), max_bs=case.max_bs, topk=case.topk)
+            check_draft_backend(case.backend, draft.backend, max_bs=case.max_bs, topk=case.topk)
         return graph
 
-    _run_modes(report, case, paged=paged, rows=rows, eager=draft.eager, make_graph=make_graph)
+    _run_modes(cell.report, case, paged=cell.paged, rows=cell.rows, eager=draft.eager, make_graph=make_graph)
+    return cell.report
+
+
+def check_runner(
+    case: DraftCase,
+    *,
+    device: str = "cuda",
+    graph_rows: GraphRows = expanded_graph_rows,
+    enforce_contract: bool = True,
+    plant: str | None = None,
+) -> CheckReport:
+    """sglang's FrozenKVMTPCudaGraphRunner: eager draft_forward, the runner's capture, can_run_graph and padded replay.
+
+    Every draft step's attention output is compared with the float32 reference of the query it was given, and
+    the seed step's replayed output with eager (later steps' queries depend on sampled tokens).
+    """
+    from matrix.gpu.sglang_runner import DRAFT_STEPS, build_runner_draft
+
+    del graph_rows  # the runner sizes its backend itself: that call is what is under test
+    cell = begin("runner", case, device=device, plant=plant)
+    draft = build_runner_draft(cell.paged, device=device, seed=zlib.crc32(case.cell_id.encode()) & 0xFFFF)
+    cell.ready()
+    report = cell.report
+
+    def against_reference(label: str, recorded: Any, bs: int) -> None:
+        rows = cell.rows.head(bs * case.topk)
+        for step in range(DRAFT_STEPS):
+            expected = reference_decode(
+                recorded.queries[step],
+                cell.paged.k_slots,
+                cell.paged.v_slots,
+                token_slots=cell.paged.token_slots,
+                requests=rows.requests,
+                seq_lens=rows.seq_lens,
+            )
+            _compare(report, f"{label}-bs{bs}-step{step}", recorded.outputs[step], expected, case)
+
+    try:
+        _, cold = _timed(lambda: draft.eager(case.replay_bs[0]))
+        _, warm = _timed(lambda: draft.eager(case.replay_bs[0]))
+        report.compile_seconds += max(cold - warm, 0.0)
+        eager: dict[int, Any] = {}
+        for bs in case.replay_bs:
+            eager[bs], _ = draft.eager(bs)
+            against_reference("eager", eager[bs], bs)
+        _, capture_seconds = _timed(lambda: draft.capture(enforce_contract=enforce_contract))
+        report.setup_seconds += capture_seconds
+        for bs in case.replay_bs:
+            replayed, _ = draft.replay(bs)
+            against_reference("graph", replayed, bs)
+            _compare(report, f"graph-vs-eager-bs{bs}-step0", replayed.outputs[0], eager[bs].outputs[0], case)
+    finally:
+        draft.close()
     return report
+
+
+def check_target_contract(case: DraftCase, *, device: str) -> None:
+    """sglang's TRTLLMHAAttnBackend sized as the target's graph runner sizes it must hold max_bs verify requests."""
+    from matrix.sglang_check.buffers import TRTLLM_MHA_TARGET_VERIFY, tensor_shapes
+    from matrix.sglang_check.edge import trtllm_mha_without_init
+
+    backend = trtllm_mha_without_init(num_draft_tokens=case.q_len, max_num_pages=case.pages_per_seq + 1, device=device)
+    backend.init_cuda_graph_state(case.max_bs, case.max_bs * case.q_len)
+    what = f"max_bs = {case.max_bs} verify requests of {case.q_len} tokens"
+    check_contract(tensor_shapes(backend.target_verify_metadata), TRTLLM_MHA_TARGET_VERIFY, rows=case.max_bs, what=what)
 
 
 def check_target(
@@ -187,14 +272,16 @@ def check_target(
     from matrix.gpu.verify import VerifyRows, causal_spec_mask, kernel_needs_mask, verify_rows
 
     del graph_rows  # topk is 1 here: the expanded and unexpanded row counts agree
-    report = CheckReport(level="target")
-    start = time.perf_counter()
-    paged, _ = _fixture(case, device, plant)
+    if case.topk != 1:
+        raise ValueError(f"{case.cell_id}: the kernel-level target verify is a chain (topk 1); tree verify is target-sglang")
+    cell = begin("target", case, device=device, plant=plant)
+    paged = cell.paged
     rows = verify_rows(paged)
     q_len = case.q_len
     kernel = FlashinferTrtllmDecode(paged, max_rows=case.max_bs * q_len)
     mask = causal_spec_mask(case.max_bs, q_len, device) if q_len > 1 and kernel_needs_mask(device) else None
-    report.setup_seconds = time.perf_counter() - start
+    cell.ready()
+    report = cell.report
 
     def run(sub: VerifyRows, out: Any) -> None:
         bs = int(sub.seq_lens.shape[0])
@@ -224,6 +311,8 @@ def check_target(
         _compare(report, f"eager-bs{bs}", eager(sub), reference(sub), case)
     if case.mode != "graph":
         return report
+    if enforce_contract:
+        check_target_contract(case, device=device)
     full = rows.head(case.max_bs)
     static = VerifyRows(
         q_len=q_len,
@@ -233,9 +322,6 @@ def check_target(
         token_requests=full.token_requests,
         token_lens=full.token_lens,
     )
-    if enforce_contract:
-        rows_of = [BufferRows(name=n, rows=int(getattr(static, n).shape[0])) for n in ("block_tables", "seq_lens")]
-        check_contract(rows_of, max_bs=case.max_bs, topk=case.topk)
     out = torch.zeros_like(static.query)
     graph, capture_seconds = _timed(lambda: capture_graph(lambda: run(static, out)))
     report.setup_seconds += capture_seconds
@@ -247,7 +333,35 @@ def check_target(
     return report
 
 
-CHECKS: dict[str, Callable[..., CheckReport]] = {"kernel": check_kernel, "sglang": check_sglang, "target": check_target}
+def check_target_sglang(
+    case: DraftCase,
+    *,
+    device: str = "cuda",
+    graph_rows: GraphRows = expanded_graph_rows,
+    enforce_contract: bool = True,
+    plant: str | None = None,
+) -> CheckReport:
+    """Target verify (chain or tree) through sglang's backend, captured and replayed by sglang's test kit."""
+    from matrix.gpu.sglang_verify import run_verify
+
+    del graph_rows, enforce_contract, plant  # the kit sizes and fills its own buffers
+    report = CheckReport(level="target-sglang")
+    start = time.perf_counter()
+    try:
+        run_verify(case, device=device)
+    except AssertionError as exc:  # the kit's comparison with its masked float32 reference
+        report.problems.append(f"differs from the masked reference: {str(exc).strip()[:600]}")
+    report.setup_seconds = time.perf_counter() - start
+    return report
+
+
+CHECKS: dict[str, Callable[..., CheckReport]] = {
+    "kernel": check_kernel,
+    "sglang": check_sglang,
+    "runner": check_runner,
+    "target": check_target,
+    "target-sglang": check_target_sglang,
+}
 
 
 def raise_on_problems(report: CheckReport, case: DraftCase) -> None:

@@ -1,68 +1,72 @@
-"""The graph-buffer contract: every per-sequence graph buffer holds max_bs * topk rows."""
+"""The graph-buffer contract on the GPU: the one contract of matrix/sglang_check/buffers.py, read off live backends.
+
+Every per-sequence graph buffer must hold the rows the runner must hold (max_bs * topk for a draft, max_bs
+requests for a target verify); a buffer the contract names but the backend lacks is a shortfall, never skipped.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from matrix.sglang_check.buffers import (
+    TRITON_DECODE,
+    TRTLLM_MHA_DECODE,
+    TRTLLM_MHA_PER_SEQUENCE,
+    row_shortfalls,
+    tensor_shapes,
+)
 
-@dataclass(frozen=True, kw_only=True)
-class BufferRows:
-    """A per-sequence graph buffer and how many sequences it can hold."""
-
-    name: str
-    rows: int
+Shapes = dict[str, tuple[int, ...]]
 
 
 class ContractViolation(AssertionError):
-    """A graph buffer is smaller than the expanded draft batch it must hold."""
+    """A graph buffer is missing or smaller than the batch it must hold."""
 
 
-def contract_violations(buffers: Sequence[BufferRows], *, max_bs: int, topk: int) -> list[str]:
-    """One line per buffer that cannot hold the `max_bs * topk` draft rows."""
-    need = max_bs * topk
-    if not buffers:
-        return ["no per-sequence graph buffers found to check"]
-    return [f"{b.name} holds {b.rows} rows < max_bs*topk = {max_bs}*{topk} = {need}" for b in buffers if b.rows < need]
+def contract_violations(shapes: Mapping[str, tuple[int, ...]], contract: Mapping[str, int], *, rows: int, what: str) -> list[str]:
+    """One line per buffer of `contract` that cannot hold `rows` rows (plus its extra); `what` names the rows."""
+    if not contract:
+        return ["no per-sequence graph buffers named to check"]
+    return [f"{s.message} ({what})" for s in row_shortfalls(shapes, rows, contract)]
 
 
-def check_contract(buffers: Sequence[BufferRows], *, max_bs: int, topk: int) -> None:
-    """Raise ContractViolation naming every undersized buffer."""
-    problems = contract_violations(buffers, max_bs=max_bs, topk=topk)
+def check_contract(shapes: Mapping[str, tuple[int, ...]], contract: Mapping[str, int], *, rows: int, what: str) -> None:
+    """Raise ContractViolation naming every missing or undersized buffer."""
+    problems = contract_violations(shapes, contract, rows=rows, what=what)
     if problems:
-        raise ContractViolation("graph buffers too small for the expanded draft batch: " + "; ".join(problems))
+        raise ContractViolation("graph buffers too small: " + "; ".join(problems))
 
 
-def _rows(tensor: Any, minus: int = 0) -> int:
-    return int(tensor.shape[0]) - minus
+def draft_rows(max_bs: int, topk: int) -> tuple[int, str]:
+    """The rows a draft graph runner must hold, and how to say it."""
+    return max_bs * topk, f"max_bs*topk = {max_bs}*{topk}"
 
 
-def trtllm_mha_buffer_rows(backend: Any) -> list[BufferRows]:
-    """TRTLLMHAAttnBackend sizes these from init_cuda_graph_state's first argument."""
+def trtllm_mha_shapes(backend: Any) -> tuple[Shapes, Mapping[str, int]]:
+    """TRTLLMHAAttnBackend's decode graph buffers, and the contract for its configuration."""
     meta = getattr(backend, "decode_cuda_graph_metadata", None) or {}
-    found = [BufferRows(name=f"decode_cuda_graph_metadata[{k!r}]", rows=_rows(meta[k])) for k in ("cache_seqlens", "page_table")]
-    found += [
-        BufferRows(name=f"decode_cuda_graph_metadata[{k!r}]", rows=_rows(meta[k]))
-        for k in ("page_table_draft_decode",)
-        if meta.get(k) is not None
-    ]
-    found += [
-        BufferRows(name=f"decode_cuda_graph_metadata[{k!r}]", rows=_rows(meta[k], minus=1))
-        for k in ("cu_seqlens_q", "cu_seqlens_k")
-        if meta.get(k) is not None
-    ]
-    return found
+    speculative = bool(getattr(backend, "speculative_num_draft_tokens", None))
+    return tensor_shapes(meta), TRTLLM_MHA_PER_SEQUENCE if speculative else TRTLLM_MHA_DECODE
 
 
-def triton_buffer_rows(backend: Any) -> list[BufferRows]:
-    """TritonAttnBackend sizes these from max_num_tokens, and kv_indptr from its constructor."""
-    return [
-        BufferRows(name="kv_indptr", rows=_rows(backend.kv_indptr, minus=1)),
-        BufferRows(name="cuda_graph_num_kv_splits", rows=_rows(backend.cuda_graph_num_kv_splits)),
-        BufferRows(name="cuda_graph_attn_logits", rows=_rows(backend.cuda_graph_attn_logits)),
-        BufferRows(name="cuda_graph_attn_lse", rows=_rows(backend.cuda_graph_attn_lse)),
-    ]
+def triton_shapes(backend: Any) -> tuple[Shapes, Mapping[str, int]]:
+    """TritonAttnBackend's graph buffers (attributes; a missing one stays missing)."""
+    found = {name: getattr(backend, name, None) for name in TRITON_DECODE}
+    return tensor_shapes({k: v for k, v in found.items() if v is not None}), TRITON_DECODE
 
 
-BUFFER_READERS = {"trtllm_mha": trtllm_mha_buffer_rows, "triton": triton_buffer_rows}
+BUFFER_READERS: dict[str, Callable[[Any], tuple[Shapes, Mapping[str, int]]]] = {
+    "trtllm_mha": trtllm_mha_shapes,
+    "triton": triton_shapes,
+}
+
+
+def check_draft_backend(backend_name: str, backend: Any, *, max_bs: int, topk: int) -> None:
+    """The contract for a draft backend whose graph state a runner initialised (no reader: nothing is claimed)."""
+    reader = BUFFER_READERS.get(backend_name)
+    if reader is None:
+        return
+    shapes, contract = reader(backend)
+    rows, what = draft_rows(max_bs, topk)
+    check_contract(shapes, contract, rows=rows, what=what)

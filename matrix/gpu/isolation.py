@@ -62,12 +62,21 @@ def classify(returncode: int, stdout: str, stderr: str) -> ChildResult:
     return ChildResult(outcome=ChildOutcome.CRASHED, message=message, report=report, returncode=returncode)
 
 
-def run_child(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300.0) -> ChildResult:
-    """`python -m matrix.gpu.cellrun ARGS` in a fresh process (same GPU pinning via the environment)."""
+CELL_ENTRY = ("-m", "matrix.gpu.cellrun")
+
+
+def run_child(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300.0,
+    entry: Sequence[str] = CELL_ENTRY,
+) -> ChildResult:
+    """`python -m matrix.gpu.cellrun ARGS` in a fresh process (same GPU pinning and PYTHONPATH via the environment)."""
     merged = dict(os.environ if env is None else env)
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "matrix.gpu.cellrun", *args],
+            [sys.executable, *entry, *args],
             capture_output=True,
             text=True,
             env=merged,

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from matrix.gpu.cases import DraftCase, GraphRows, expanded_graph_rows, padded_bucket
-from matrix.gpu.contract import BufferRows
 from matrix.gpu.graphs import capture_graph
 from matrix.gpu.paged import DraftRows, PagedRequests
 
@@ -157,10 +156,12 @@ class KernelGraphBuffers:
     seq_lens: torch.Tensor
     out: torch.Tensor
 
-    def rows(self) -> list[BufferRows]:
-        return [
-            BufferRows(name=name, rows=int(getattr(self, name).shape[0])) for name in ("query", "block_tables", "seq_lens", "out")
-        ]
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        return {name: tuple(int(d) for d in getattr(self, name).shape) for name in KERNEL_DRAFT_BUFFERS}
+
+
+# The kernel-level runner's own per-row buffers (none carries an extra row).
+KERNEL_DRAFT_BUFFERS = {"query": 0, "block_tables": 0, "seq_lens": 0, "out": 0}
 
 
 class KernelDraftGraph:

@@ -12,12 +12,12 @@ in_capture before capture, in_graph inside it, out_graph before each replay).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from matrix.gpu.cases import DraftCase, GraphRows, expanded_graph_rows, padded_bucket
-from matrix.gpu.contract import BUFFER_READERS, BufferRows
 from matrix.gpu.graphs import capture_graph
 from matrix.gpu.paged import DraftRows, PagedRequests, torch_dtype
 
@@ -173,17 +173,19 @@ class SglangDraft:
         self.worker._init_frozen_kv_metadata(fb)
         return self.attend(rows.query, fb)
 
-    def buffer_rows(self) -> list[BufferRows]:
-        return BUFFER_READERS[self.case.backend](self.backend)
 
+def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable[[Any], None] | None = None) -> SglangDraft:
+    """Runner, pools, backend and layer for `paged`; the requests' KV copied into the real pool.
 
-def build_sglang_draft(paged: PagedRequests, *, device: str) -> SglangDraft:
-    """Runner, pools, backend and layer for `paged`; the requests' KV copied into the real pool."""
+    `configure(model_runner)` runs before the draft backend is built (backends read the server arguments then).
+    """
     import torch
     from sglang.srt.layers.radix_attention import RadixAttention
 
     case = paged.case
     runner = _model_runner(case, device)
+    if configure is not None:
+        configure(runner)
     bs = paged.bs
     table = runner.req_to_token_pool.req_to_token
     table[1 : bs + 1, : paged.token_slots.shape[1]].copy_(paged.token_slots)

@@ -16,14 +16,18 @@ from matrix.gpu.cases import draft_case
 DEFAULT_CHECKS = (
     "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph:kernel",
     "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph:sglang",
-    "draft-triton-topk4-page16-hd128-gqa4-bf16-graph:sglang",
-    "draft-triton-topk8-page1-hd128-gqa4-bf16-graph:sglang",
-    "draft-trtllm_mha-topk8-page64-hd256-gqa4-bf16-graph:sglang",
-    "draft-trtllm_mha-topk1-page64-hd256-gqa4-bf16-graph:sglang",
-    "draft-trtllm_mha-topk4-page16-hd512-gqa8-fp8kv-graph:kernel",
-    "draft-trtllm_mha-topk4-page16-hd512-gqa8-fp8kv-graph:sglang",
-    "draft-triton-topk4-page16-hd512-gqa1-fp8kv-graph:sglang",
-    "draft-trtllm_mha-topk4-page16-hd64-gqa1-fp16-graph:sglang",
+    "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph:runner",
+    "draft-triton-topk4-page16-hd128-gqa4-bf16-graph:runner",
+    "draft-triton-topk8-page64-hd128-gqa4-bf16-graph:runner",
+    "draft-trtllm_mha-topk1-page64-hd256-gqa4-bf16-graph:runner",
+    "draft-flashinfer-topk1-page16-hd128-gqa4-bf16-graph:sglang",
+    "draft-fa3-topk1-page16-hd128-gqa4-bf16-graph:sglang",
+    "target-trtllm_mha-topk1-page64-hd128-dt4-gqa4-bf16-graph:target",
+    "target-triton-topk1-page16-hd128-dt4-gqa4-bf16-graph:target-sglang",
+    "target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph:target-sglang",
+    "target-flashinfer-topk1-page1-hd128-dt4-gqa4-bf16-graph:target-sglang",
+    "target-flashinfer-topk4-page16-hd128-dt4-gqa4-bf16-graph:target-sglang",
+    "target-fa3-topk1-page16-hd128-dt4-gqa4-bf16-graph:target-sglang",
 )
 
 
@@ -32,7 +36,8 @@ def main(argv: list[str]) -> int:
 
     matrix = load_matrix()
     failed = 0
-    for spec in argv or DEFAULT_CHECKS:
+    checks = list(argv or DEFAULT_CHECKS)
+    for spec in checks:
         cell_id, level = spec.rsplit(":", 1)
         start = time.perf_counter()
         try:
@@ -42,8 +47,14 @@ def main(argv: list[str]) -> int:
         except Exception:
             status, detail = "ERROR", traceback.format_exc()
         failed += status != "ok"
-        print(f"[{time.perf_counter() - start:6.1f}s] {status:5.5} {spec}\n    {detail}", flush=True)
+        print(smoke_line(time.perf_counter() - start, status, spec, detail), flush=True)
+    print(f"smoke: {len(checks) - failed} ok, {failed} failed of {len(checks)}", flush=True)
     return 1 if failed else 0
+
+
+def smoke_line(seconds: float, status: str, spec: str, detail: str) -> str:
+    """One check's line: the whole status (a failure keeps its problems), then the details indented."""
+    return f"[{seconds:6.1f}s] {spec}: {status}\n    {detail}"
 
 
 if __name__ == "__main__":

@@ -126,12 +126,12 @@ def resolved_draft_backend(fields: Mapping[str, str | None]) -> str | None:
     return None if chosen is None else str(chosen)
 
 
-def trtllm_mha_without_init(*, num_draft_tokens: int | None, max_num_pages: int) -> Any:
+def trtllm_mha_without_init(*, num_draft_tokens: int | None, max_num_pages: int, device: str = "cpu") -> Any:
     """A TRTLLMHAAttnBackend carrying only what init_cuda_graph_state reads; its __init__ needs CUDA (see docs)."""
     from sglang.srt.layers.attention.trtllm_mha_backend import TRTLLMHAAttnBackend
 
     backend = object.__new__(TRTLLMHAAttnBackend)
-    backend.device = "cpu"
+    backend.device = device
     backend.max_num_pages = max_num_pages
     backend._swa_kv_pool = None
     backend.use_sliding_window_kv_pool = False
@@ -195,3 +195,34 @@ def frozen_runner_sizing(
         with suppress(_SizedBackend):
             runner.__init__(worker)
     return int(runner.max_bs), probe.calls
+
+
+def expanded_rows(seq_lens: list[int], topk: int) -> tuple[list[int], list[int]]:
+    """(req_pool_indices, seq_lens) of a decode batch after sglang's expand_for_topk_draft, on CPU."""
+    import torch
+    from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode
+    from sglang.srt.speculative.frozen_kv_mtp_utils import expand_for_topk_draft
+
+    lens = torch.tensor(seq_lens, dtype=torch.int64)
+    batch = ForwardBatch(
+        forward_mode=ForwardMode.DECODE,
+        batch_size=len(seq_lens),
+        input_ids=None,
+        req_pool_indices=torch.arange(len(seq_lens), dtype=torch.int64),
+        seq_lens=lens,
+        seq_lens_cpu=None,
+        out_cache_loc=None,
+        seq_lens_sum=int(lens.sum()),
+        positions=torch.clamp(lens - 1, min=0),
+    )
+    expand_for_topk_draft(batch, topk)
+    return [int(i) for i in batch.req_pool_indices], [int(n) for n in batch.seq_lens]
+
+
+def target_verify_shapes(*, max_bs: int, num_draft_tokens: int, max_num_pages: int) -> dict[str, tuple[int, ...]]:
+    """TRTLLMHAAttnBackend's target-verify graph buffers, sized as the target's graph runner sizes them."""
+    from matrix.sglang_check.buffers import tensor_shapes
+
+    backend = trtllm_mha_without_init(num_draft_tokens=num_draft_tokens, max_num_pages=max_num_pages)
+    backend.init_cuda_graph_state(max_bs, max_bs * num_draft_tokens)
+    return tensor_shapes(backend.target_verify_metadata)

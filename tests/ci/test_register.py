@@ -16,10 +16,11 @@ from matrix.cli.main import main
 from matrix.core.errors import ConfigError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.model import RunnerProfile
+from matrix.gpu.levels import levels_for
 from matrix.guards.model import GuardFindingKind
 from matrix.guards.registrations import read_registrations
 from matrix.guards.tree import audit_tree
-from matrix.register.modules import ALLOWED_IMPORTS, CELL_MODULE, generate
+from matrix.register.modules import ALLOWED_IMPORTS, CELL_MODULE, cell_cases, generate, render_module
 from matrix.shard.cost import workload_for
 from matrix.shard.workload import work_seconds
 
@@ -52,7 +53,7 @@ def test_registration_carries_est_time_stage_and_runner_config(modules, default_
     module = next(m for m in modules if m.runner_config == "4-gpu-b200")
     (reg,) = read_registrations(ast.parse(module.text), module.text)
     assert (reg.function, reg.problem) == ("register_cuda_ci", None)
-    assert 'stage="base-b"' in reg.source and 'runner_config="4-gpu-b200"' in reg.source
+    assert "stage='base-b'" in reg.source and "runner_config='4-gpu-b200'" in reg.source
     runner = runners["4-gpu-b200"]
     workload = workload_for(default_matrix, runner, expectations(default_matrix, runner, effective_versions(default_matrix, {})))
     assert f"est_time={math.ceil(work_seconds(workload, workload.items))}," in reg.source
@@ -79,7 +80,7 @@ def test_guard_audit_of_the_generated_tree_finds_no_silent_skip(tmp_path, module
         text = module.text
         if planted and module.runner_config == "4-gpu-b200":
             text = text.replace("import pytest\n", "import pytest\n\nfrom sglang.srt.utils import is_sm90_supported\n")
-            text = text.replace('@pytest.mark.parametrize("cell", CELLS)\n', GUARD + '@pytest.mark.parametrize("cell", CELLS)\n')
+            text = text.replace("@pytest.mark.parametrize(", GUARD + "@pytest.mark.parametrize(", 1)
         (tmp_path / module.file_name).write_text(text)
     report = audit_tree(tmp_path, runners)
     skips = report.of_kind(GuardFindingKind.SILENT_SKIP) + report.of_kind(GuardFindingKind.NEVER_RUNS)
@@ -108,9 +109,11 @@ STUB_REGISTER = "CALLS = []\n\ndef register_cuda_ci(*args, **kwargs):\n    CALLS
 STUB_CELLRUN = textwrap.dedent(
     """
     import os, sys
-    cell = sys.argv[1]
-    assert sys.argv[2:] == ["--level", "kernel"], sys.argv
-    sys.exit(1 if cell == os.environ.get("STUB_FAIL_CELL") else 0)
+    cell, flag, level = sys.argv[1:]
+    assert flag == "--level", sys.argv
+    with open(os.environ["STUB_CALLS"], "a") as calls:
+        calls.write(f"{cell} {level}\\n")
+    sys.exit(1 if (cell, level) == tuple(os.environ.get("STUB_FAIL", " ").split(" ")) else 0)
     """
 )
 
@@ -126,9 +129,17 @@ def test_generated_module_runs_with_stubs_and_fails_a_failing_cell(tmp_path, mod
     suite = tmp_path / "registered"
     suite.mkdir()
     (suite / module.file_name).write_text(module.text)
-    chosen = [c for c in module.cells if "topk4-page16-hd128" in c]
+    chosen = [(c, lv.value) for c in module.cells if "topk4-page16-hd128" in c for lv in levels_for(c)]
+    failing = next(pair for pair in chosen if pair[1] == "runner")
+    calls = tmp_path / "calls.txt"
     # The stub `matrix` package shadows the real one, so the real pytest plugin must stay out.
-    env = {**os.environ, "PYTHONPATH": str(stubs), "STUB_FAIL_CELL": chosen[0], "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(stubs),
+        "STUB_FAIL": " ".join(failing),
+        "STUB_CALLS": str(calls),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "topk4-page16-hd128", str(suite)],
         cwd=tmp_path,
@@ -139,7 +150,9 @@ def test_generated_module_runs_with_stubs_and_fails_a_failing_cell(tmp_path, mod
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"1 failed, {len(chosen) - 1} passed" in done.stdout
-    assert f"{chosen[0]} failed on 4-gpu-b200" in done.stdout
+    assert f"{failing[0]} [runner] failed on 4-gpu-b200" in done.stdout
+    called = sorted(tuple(line.split(" ")) for line in calls.read_text().splitlines())
+    assert called == sorted(chosen)  # each cell ran exactly the checks of its own role and backend
 
 
 def test_register_command_writes_the_modules(tmp_path, capsys):
@@ -147,7 +160,7 @@ def test_register_command_writes_the_modules(tmp_path, capsys):
     assert code == 0
     (written,) = sorted((tmp_path / "reg").iterdir())
     assert written.name == "test_specmatrix_4_gpu_b200.py"
-    assert 'stage="base-c"' in written.read_text()
+    assert "stage='base-c'" in written.read_text()
     assert main(["register", "--out", str(tmp_path / "none"), "--runner", "cpu"]) == 2
 
 
@@ -155,4 +168,120 @@ def test_register_select_keeps_only_the_chosen_cells(tmp_path, default_matrix, r
     assert main(["register", "--out", str(tmp_path), "--runner", "4-gpu-b200", "--select", "draft-*"]) == 0
     text = (tmp_path / "test_specmatrix_4_gpu_b200.py").read_text()
     wanted = [c for c in run_cells(default_matrix, runners["4-gpu-b200"]) if c.startswith("draft-")]
-    assert sorted(ast.literal_eval(text.split("CELLS = ", 1)[1].split("\n\n", 1)[0])) == sorted(wanted)
+    cases = ast.literal_eval(text.split("CASES = ", 1)[1].split("\n\n", 1)[0])
+    assert sorted({cell for cell, _ in cases}) == sorted(wanted)
+
+
+@pytest.mark.parametrize(
+    ("cell", "levels"),
+    [
+        ("draft-triton-topk4-page16-hd128-gqa4-bf16-graph", ["sglang", "runner"]),
+        ("draft-triton-topk4-page16-hd128-gqa4-bf16-eager", ["sglang"]),
+        ("draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph", ["kernel", "sglang", "runner"]),
+        ("draft-flashinfer-topk1-page16-hd128-gqa4-bf16-graph", ["sglang"]),
+        ("draft-fa3-topk1-page16-hd128-gqa4-bf16-graph", ["sglang"]),
+        ("target-trtllm_mha-topk1-page64-hd128-dt4-gqa4-bf16-graph", ["target"]),
+        ("target-triton-topk1-page16-hd128-dt4-gqa4-bf16-graph", ["target-sglang"]),
+        ("target-flashinfer-topk4-page16-hd128-dt4-gqa4-bf16-graph", ["target-sglang"]),
+    ],
+)
+def test_each_cell_gets_the_checks_of_its_role_and_backend(cell, levels):
+    assert cell_cases([cell]) == [(cell, level) for level in levels]
+
+
+def test_a_cell_no_check_covers_is_a_config_error():
+    with pytest.raises(ConfigError, match="no GPU check covers it"):
+        cell_cases(["draft-nosuch-topk1-page1-hd128-gqa4-bf16-graph"])
+
+
+INJECTION = 'x", runner_config="c"); open("PWNED", "w").write("1"); register_cuda_ci(est_time=1, stage="y'
+HOSTILE = [
+    INJECTION,
+    'x"); open("PWNED", "w").write("1"); ("',
+    "x'''\nopen('PWNED', 'w').write('1')\n'''",
+    'x"""\nopen("PWNED", "w").write("1")\n"""',
+    "a\\\nopen('PWNED', 'w')#{x}",
+]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE, ids=["injection", "dquote", "squote-block", "docstring", "backslash-newline-brace"])
+def test_hostile_values_stay_data(tmp_path, hostile):
+    """Quotes, newlines and code in every interpolated value: the module parses, collects, and runs nothing injected."""
+    cases = [(hostile, "kernel"), ("draft-" + hostile, "sglang")]
+    text = render_module(matrix_name=hostile, runner_name=hostile, runner_config=hostile, stage=hostile, cases=cases, est=5)
+    tree = ast.parse(text)
+    values = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) for t in n.targets}
+    assert values["MATRIX"] == values["RUNNER"] == values["RUNNER_CONFIG"] == hostile
+    assert [tuple(c) for c in values["CASES"]] == cases
+    (reg,) = read_registrations(tree, text)
+    assert reg.problem is None
+    stubs = tmp_path / "stubs"
+    for pkg in ("sglang", "sglang/test", "sglang/test/ci"):
+        (stubs / pkg).mkdir(parents=True, exist_ok=True)
+        (stubs / pkg / "__init__.py").write_text("")
+    (stubs / "sglang/test/ci/ci_register.py").write_text(STUB_REGISTER)
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_specmatrix_hostile.py").write_text(text)
+    env = {**os.environ, "PYTHONPATH": str(stubs), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(suite)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 tests collected" in done.stdout
+    assert not list(tmp_path.rglob("PWNED"))
+
+
+def test_hostile_stage_from_the_command_line(tmp_path):
+    stage = 'base"); import os; os.system("touch PWNED"); ("'
+    assert main(["register", "--out", str(tmp_path / "reg"), "--runner", "4-gpu-b200", "--stage", stage]) == 0
+    (written,) = sorted((tmp_path / "reg").iterdir())
+    text = written.read_text()
+    (reg,) = read_registrations(ast.parse(text), text)
+    call = ast.parse(reg.source).body[0]
+    assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+    assert {k.arg: ast.literal_eval(k.value) for k in call.value.keywords}["stage"] == stage
+
+
+def _naive_render(**values: object) -> str:
+    """The planted bug: the same module with one value pasted between quotes instead of written with repr()."""
+    text = render_module(**values)  # type: ignore[arg-type]
+    stage = values["stage"]
+    return text.replace(f"stage={stage!r}", f'stage="{stage}"')
+
+
+def test_the_hostile_test_catches_a_value_pasted_between_quotes(tmp_path):
+    """Red on the planted bug: a `"` in --stage escapes the string and the injected call runs at collection."""
+    hostile = INJECTION
+    values = {
+        "matrix_name": "m",
+        "runner_name": "r",
+        "runner_config": "c",
+        "stage": hostile,
+        "cases": [("x", "kernel")],
+        "est": 1,
+    }
+    text = _naive_render(**values)
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_specmatrix_naive.py").write_text(text)
+    stubs = tmp_path / "stubs"
+    for pkg in ("sglang", "sglang/test", "sglang/test/ci"):
+        (stubs / pkg).mkdir(parents=True, exist_ok=True)
+        (stubs / pkg / "__init__.py").write_text("")
+    (stubs / "sglang/test/ci/ci_register.py").write_text(STUB_REGISTER)
+    env = {**os.environ, "PYTHONPATH": str(stubs), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(suite)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert list(tmp_path.rglob("PWNED"))  # the naive module ran the injected code; the repr()-written one never does

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from matrix.core.loader import load_matrix
-from matrix.core.model import Matrix
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.loader import load_matrix, load_runners
+from matrix.core.model import Cell, Matrix, Outcome
 from matrix.gpu.benchtable import BenchRow, markdown_table, ratio_groups, ratios
 from matrix.gpu.cases import (
     CAPTURE_BS,
@@ -22,6 +23,8 @@ from matrix.gpu.cases import (
     varied_seq_lens,
 )
 from matrix.gpu.grouping import config_key
+from matrix.gpu.levels import LEVEL_CELLS, Level, uncovered
+from matrix.gpu.sglang_verify import tree_parents, tree_visibility
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +64,21 @@ def test_target_cells_are_chain_verify_cases(matrix: Matrix) -> None:
     assert draft_case(matrix.cell("draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph")).q_len == 1
 
 
-def test_tree_verify_is_refused(matrix: Matrix) -> None:
-    tree = next(c for c in matrix.cells if c.get("role") == "target" and c.get("topk") != 1)
-    with pytest.raises(ValueError, match="tree verify"):
-        draft_case(tree)
+def test_tree_verify_cells_are_cases_for_the_sglang_level(matrix: Matrix) -> None:
+    tree = draft_case(matrix.cell("target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph"))
+    assert (tree.q_len, tree.topk) == (4, 4)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "topk", "parents", "row3"),
+    [(4, 1, (-1, 0, 1, 2), [True, True, True, True]), (4, 4, (-1, 0, 0, 0), [True, False, False, True])],
+)
+def test_draft_tree_mask(tokens: int, topk: int, parents: tuple[int, ...], row3: list[bool]) -> None:
+    """Chain: causal. Tree: a token sees the root and itself, not its siblings."""
+    assert tree_parents(tokens, topk) == parents
+    visible = tree_visibility(parents)
+    assert visible[3] == row3
+    assert all(visible[i][i] and visible[i][0] for i in range(tokens))
 
 
 def test_fp8_kv_has_its_own_tolerance() -> None:
@@ -187,3 +201,22 @@ def test_loadgroup_puts_each_kernel_configuration_on_one_worker(
         spread[dist] = max(len(w) for w in workers.values())
         assert len(doc["cells"]) == 24
     assert spread == {"loadgroup": 1, "load": 2}
+
+
+@pytest.mark.parametrize("runner", ["4-gpu-b200", "1-gpu-h200", "2-gpu-h200"])
+def test_every_cell_that_must_run_has_a_gpu_test(matrix: Matrix, runner: str) -> None:
+    """No RUN cell is left to the coverage gate as never-ran: some level's test is parametrized over it."""
+    run = _run_cells(matrix, runner)
+    assert run and uncovered(run) == []
+
+
+def test_a_level_removed_from_the_table_leaves_cells_uncovered(matrix: Matrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(LEVEL_CELLS, Level.TARGET_SGLANG)
+    missing = uncovered(_run_cells(matrix, "1-gpu-h200"))
+    assert missing and all(c.startswith(("target-triton", "target-flashinfer", "target-fa3")) for c in missing)
+
+
+def _run_cells(matrix: Matrix, runner: str) -> list[Cell]:
+    profile = load_runners()[runner]
+    exps = expectations(matrix, profile, effective_versions(matrix, {}))
+    return [c for c in matrix.cells if exps[c.id].outcome is Outcome.RUN]

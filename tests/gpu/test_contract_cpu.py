@@ -1,4 +1,4 @@
-"""The graph-buffer contract on CPU: sized like sglang's backends, the unexpanded max_bs turns red."""
+"""The graph-buffer contract on CPU: sized like sglang's backends, the unexpanded max_bs turns red, a missing buffer too."""
 
 from __future__ import annotations
 
@@ -10,26 +10,35 @@ import pytest
 
 from matrix.gpu.cases import GraphRows, expanded_graph_rows, unexpanded_graph_rows
 from matrix.gpu.contract import (
-    BufferRows,
+    BUFFER_READERS,
     ContractViolation,
     check_contract,
+    check_draft_backend,
     contract_violations,
-    triton_buffer_rows,
-    trtllm_mha_buffer_rows,
+    draft_rows,
 )
+from matrix.sglang_check.buffers import TRTLLM_MHA_PER_SEQUENCE
 
 MAX_BS = 8
 
 
 def _shape(rows: int) -> Any:
-    return SimpleNamespace(shape=(rows,))
+    return SimpleNamespace(shape=(rows, 4))
 
 
 def trtllm_like(max_bs: int, max_num_tokens: int, *, pool_size: int, topk: int) -> Any:
     """Per-sequence buffers from the first argument, as TRTLLMHAAttnBackend.init_cuda_graph_state sizes them."""
     del max_num_tokens, pool_size, topk
-    meta = {"cache_seqlens": _shape(max_bs), "page_table": _shape(max_bs), "cu_seqlens_k": _shape(max_bs + 1)}
-    return SimpleNamespace(decode_cuda_graph_metadata=meta)
+    meta: dict[object, Any] = {
+        "cache_seqlens": _shape(max_bs),
+        "page_table": _shape(max_bs),
+        "swa_page_table": None,
+        "page_table_draft_decode": _shape(max_bs),
+        "cu_seqlens_q": _shape(max_bs + 1),
+        "cu_seqlens_k": _shape(max_bs + 1),
+        4: SimpleNamespace(),  # per-batch-size metadata sglang files under int keys after capture
+    }
+    return SimpleNamespace(decode_cuda_graph_metadata=meta, speculative_num_draft_tokens=4)
 
 
 def triton_like(max_bs: int, max_num_tokens: int, *, pool_size: int, topk: int) -> Any:
@@ -44,19 +53,17 @@ def triton_like(max_bs: int, max_num_tokens: int, *, pool_size: int, topk: int) 
     )
 
 
-BACKENDS: dict[str, tuple[Callable[..., Any], Callable[[Any], list[BufferRows]]]] = {
-    "trtllm_mha": (trtllm_like, trtllm_mha_buffer_rows),
-    "triton": (triton_like, triton_buffer_rows),
-}
+MAKERS: dict[str, Callable[..., Any]] = {"trtllm_mha": trtllm_like, "triton": triton_like}
 
 
 def _violations(backend: str, topk: int, graph_rows: GraphRows) -> list[str]:
-    make, read = BACKENDS[backend]
-    state = make(graph_rows(MAX_BS, topk), MAX_BS * topk, pool_size=MAX_BS, topk=topk)
-    return contract_violations(read(state), max_bs=MAX_BS, topk=topk)
+    state = MAKERS[backend](graph_rows(MAX_BS, topk), MAX_BS * topk, pool_size=MAX_BS, topk=topk)
+    shapes, contract = BUFFER_READERS[backend](state)
+    rows, what = draft_rows(MAX_BS, topk)
+    return contract_violations(shapes, contract, rows=rows, what=what)
 
 
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", sorted(MAKERS))
 @pytest.mark.parametrize("topk", [1, 2, 4, 8])
 def test_runner_sizing_satisfies_the_contract(backend: str, topk: int) -> None:
     assert _violations(backend, topk, expanded_graph_rows) == []
@@ -68,10 +75,30 @@ def test_unexpanded_max_bs_is_red_for_trtllm_mha_and_green_for_triton(topk: int)
     assert _violations("triton", topk, unexpanded_graph_rows) == []
 
 
+@pytest.mark.parametrize("missing", sorted(TRTLLM_MHA_PER_SEQUENCE))
+def test_a_missing_buffer_is_a_shortfall_not_a_pass(missing: str) -> None:
+    state = trtllm_like(32, 32, pool_size=8, topk=4)
+    del state.decode_cuda_graph_metadata[missing]
+    with pytest.raises(ContractViolation, match=rf"{missing}: missing \(needs \d+ rows\)"):
+        check_draft_backend("trtllm_mha", state, max_bs=8, topk=4)
+
+
+def test_a_missing_triton_buffer_is_a_shortfall() -> None:
+    state = triton_like(8, 32, pool_size=8, topk=4)
+    del state.cuda_graph_attn_lse
+    with pytest.raises(ContractViolation, match="cuda_graph_attn_lse: missing"):
+        check_draft_backend("triton", state, max_bs=8, topk=4)
+
+
 def test_violation_names_every_short_buffer() -> None:
-    with pytest.raises(ContractViolation, match=r"cache_seqlens'\] holds 8 rows < max_bs\*topk = 8\*4 = 32.*page_table"):
-        check_contract(trtllm_mha_buffer_rows(trtllm_like(8, 32, pool_size=8, topk=4)), max_bs=8, topk=4)
+    shapes, contract = BUFFER_READERS["trtllm_mha"](trtllm_like(8, 32, pool_size=8, topk=4))
+    with pytest.raises(ContractViolation, match=r"cache_seqlens: 8 rows < 32 needed \(max_bs\*topk = 8\*4\).*page_table"):
+        check_contract(shapes, contract, rows=32, what="max_bs*topk = 8*4")
 
 
 def test_nothing_to_check_is_a_violation() -> None:
-    assert contract_violations([], max_bs=1, topk=1) == ["no per-sequence graph buffers found to check"]
+    assert contract_violations({}, {}, rows=1, what="x") == ["no per-sequence graph buffers named to check"]
+
+
+def test_a_backend_without_a_reader_claims_nothing() -> None:
+    check_draft_backend("flashinfer", SimpleNamespace(), max_bs=8, topk=1)

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 from matrix.gpu.isolation import RESULT_PREFIX, ChildOutcome, classify, run_child
+from matrix.gpu.levels import Level
+
+HERE = Path(__file__).parent
 
 # GPU images carry pytest-benchmark, which warns (an error here) whenever xdist is loaded.
 QUIET = ("-p", "no:cacheprovider", "-p", "no:benchmark")
@@ -34,6 +39,46 @@ def test_a_child_that_dies_is_a_crash_not_a_missing_result() -> None:
     result = run_child(["no-such-cell", "--level", "nonsense"], timeout=60)
     assert result.outcome is ChildOutcome.CRASHED
     assert "child exited with 2" in result.message
+
+
+# The real cell runner, with the named level's check swapped for one that reports what it was given: the child
+# goes through argument parsing, the matrix, draft_case and the result line exactly as on a GPU host.
+CHILD = """
+import sys
+from matrix.gpu import cellrun, checks
+
+def report_case(case, **kwargs):
+    report = checks.CheckReport(level=sys.argv[3])
+    report.errors["q_len"] = float(case.q_len)
+    return report
+
+checks.CHECKS[sys.argv[3]] = report_case
+sys.exit(cellrun.main())
+"""
+LEVEL_CELLS_USED = {
+    Level.KERNEL: "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph",
+    Level.SGLANG: "draft-triton-topk4-page16-hd128-gqa4-bf16-graph",
+    Level.RUNNER: "draft-triton-topk8-page64-hd128-gqa4-bf16-graph",
+    Level.TARGET: "target-trtllm_mha-topk1-page64-hd128-dt4-gqa4-bf16-graph",
+    Level.TARGET_SGLANG: "target-triton-topk1-page16-hd128-dt4-gqa4-bf16-graph",
+}
+
+
+@pytest.mark.parametrize("level", list(Level))
+def test_every_level_runs_in_a_child(tmp_path: Path, level: Level) -> None:
+    """Crash isolation accepts every level the tests use: a target cell runs in a child and reports back."""
+    (tmp_path / "child.py").write_text(CHILD, encoding="utf-8")
+    cell = LEVEL_CELLS_USED[level]
+    result = run_child([cell, "--level", level.value], timeout=120, entry=[str(tmp_path / "child.py")])
+    assert result.outcome is ChildOutcome.PASSED, result.message
+    assert result.report["level"] == level.value
+    assert result.report["errors"] == {"q_len": 4.0 if level.value.startswith("target") else 1.0}
+
+
+def test_every_level_the_tests_use_is_known_to_the_cell_runner() -> None:
+    used = {m.group(1) for m in re.finditer(r"draft_check\(Level\.(\w+)", (HERE / "test_draft_decode.py").read_text())}
+    assert used == {level.name for level in Level}
+    assert set(LEVEL_CELLS_USED) == set(Level)
 
 
 CRASHING_TEST = """

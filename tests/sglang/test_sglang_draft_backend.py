@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from matrix.gpu.cases import branch_requests
 from matrix.sglang_check import edge
-from matrix.sglang_check.buffers import row_shortfalls
+from matrix.sglang_check.buffers import TRTLLM_MHA_TARGET_VERIFY, row_shortfalls
 from matrix.sglang_check.resolution import ResolutionCase, resolution_cases, resolve_draft_backend
 
 CASES = resolution_cases(["triton", "trtllm_mha"])
@@ -42,7 +43,7 @@ def test_unexpanded_sizing_is_caught(topk: int) -> None:
     assert short[0].message == f"cache_seqlens: {max_bs} rows < {max_bs * topk} needed"
 
 
-@pytest.mark.parametrize("topk", [1, 2, 4])
+@pytest.mark.parametrize("topk", [1, 2, 4, 8])
 def test_frozen_graph_runner_sizes_its_draft_backend_for_every_branch(topk: int) -> None:
     """sglang's own FrozenKVMTPCudaGraphRunner.__init__, stopped right after it sized a real trtllm_mha backend."""
     backend = edge.trtllm_mha_without_init(num_draft_tokens=4, max_num_pages=MAX_NUM_PAGES)
@@ -50,3 +51,27 @@ def test_frozen_graph_runner_sizes_its_draft_backend_for_every_branch(topk: int)
     assert max_bs == 8
     assert len(calls) == 1
     assert row_shortfalls(edge.graph_buffer_shapes(backend), max_bs * topk) == ()
+
+
+SEQ_LENS = [1, 15, 16, 17, 32, 47, 67, 80]
+
+
+@pytest.mark.parametrize("topk", [1, 2, 4, 8])
+def test_expand_for_topk_draft_keeps_a_requests_branches_adjacent(topk: int) -> None:
+    """sglang's expansion: row i is request i // topk, with that request's own length (the GPU cells rely on it)."""
+    pool_rows, lens = edge.expanded_rows(SEQ_LENS, topk)
+    requests = list(branch_requests(len(SEQ_LENS), topk))
+    assert pool_rows == requests
+    assert lens == [SEQ_LENS[r] for r in requests]
+
+
+@pytest.mark.parametrize("num_draft_tokens", [1, 2, 4, 16])
+def test_target_verify_buffers_hold_every_request(num_draft_tokens: int) -> None:
+    """The target's graph runner sizes trtllm_mha for max_bs verify requests: the contract compares with max_bs."""
+    shapes = edge.target_verify_shapes(max_bs=8, num_draft_tokens=num_draft_tokens, max_num_pages=MAX_NUM_PAGES)
+    assert row_shortfalls(shapes, 8, TRTLLM_MHA_TARGET_VERIFY) == ()
+
+
+def test_target_verify_contract_catches_a_short_buffer() -> None:
+    shapes = edge.target_verify_shapes(max_bs=8, num_draft_tokens=4, max_num_pages=MAX_NUM_PAGES)
+    assert [s.buffer for s in row_shortfalls(shapes, 16, TRTLLM_MHA_TARGET_VERIFY)] == list(TRTLLM_MHA_TARGET_VERIFY)

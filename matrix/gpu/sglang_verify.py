@@ -1,0 +1,93 @@
+"""Target verify through sglang's own backend (triton, flashinfer, fa3), driven by sglang's attention test kit.
+
+sglang's: the backend (from the registry, on the kit's MockModelRunner), RadixAttention, FrozenKVMTPVerifyInput
+with the draft tree's custom mask, the TARGET_VERIFY metadata path, and the kit's CUDA-graph case
+(run_dense_spec_verify_cuda_graph_case: capture at a batch size, padded replay, compare with a float32
+reference that applies the same mask). Ours: the case (page-boundary prefix lengths, heads, page size) and, for
+topk > 1, the tree shape: the kit hard-codes a three-token tree, so its mask builder is replaced by
+`tree_mask` (root, then topk children per level) for the duration of the call.
+"""
+
+from __future__ import annotations
+
+import unittest
+from typing import TYPE_CHECKING, Any
+from unittest import mock
+
+from matrix.gpu.cases import DraftCase, varied_seq_lens
+from matrix.gpu.paged import torch_dtype
+
+if TYPE_CHECKING:
+    import torch
+
+VERIFY_REQUESTS = 6  # replayed through a graph captured for 8 requests: the kit pads the rest
+CAPTURE_REQUESTS = 8
+MIN_CONTEXT = 128
+
+
+def tree_parents(draft_tokens: int, topk: int) -> tuple[int, ...]:
+    """Parent of each draft token: token 0 is the root, each node has up to topk children, breadth first."""
+    return tuple(-1 if i == 0 else (i - 1) // topk for i in range(draft_tokens))
+
+
+def tree_visibility(parents: tuple[int, ...]) -> list[list[bool]]:
+    """visible[i][j]: draft token j is token i or one of its ancestors (the tree-attention mask)."""
+    visible = [[False] * len(parents) for _ in parents]
+    for i in range(len(parents)):
+        node = i
+        while node >= 0:
+            visible[i][node] = True
+            node = parents[node]
+    return visible
+
+
+def tree_mask(*, draft_token_num: int, topk: int, device: str) -> torch.Tensor:
+    import torch
+
+    return torch.tensor(tree_visibility(tree_parents(draft_token_num, topk)), dtype=torch.bool, device=device)
+
+
+def verify_context_len(longest: int) -> int:
+    """The kit's max_context_len: a power of two, at least 128 and twice the longest request (room for the kit's
+    capture and padding requests beside the case's own)."""
+    size = MIN_CONTEXT
+    while size < 2 * longest:
+        size *= 2
+    return size
+
+
+def verify_case(case: DraftCase) -> Any:
+    """The kit's DenseAttentionCase for a target cell: page-boundary prefixes, each followed by q_len draft tokens."""
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+    from sglang.test.kits.attention_unittest.attention_methods.dense_attention import DenseAttentionCase
+
+    return DenseAttentionCase(
+        name=case.cell_id,
+        backend=case.backend,
+        forward_mode=ForwardMode.TARGET_VERIFY,
+        num_heads=case.num_q_heads,
+        num_kv_heads=case.num_kv_heads,
+        page_size=case.page_size,
+        prefix_lens=varied_seq_lens(case.page_size, VERIFY_REQUESTS),
+        extend_lens=(case.q_len,) * VERIFY_REQUESTS,
+    )
+
+
+def run_verify(case: DraftCase, *, device: str) -> None:
+    """sglang's target verify captured and replayed; raises AssertionError when it differs from the reference."""
+    from sglang.test.kits.attention_unittest.runner_modes import speculative_target_verify_runner as kit
+
+    dense = verify_case(case)
+    context = verify_context_len(max(dense.prefix_lens) + case.q_len)
+    with mock.patch.object(kit, "_draft_tree_mask", tree_mask):
+        kit.run_dense_spec_verify_cuda_graph_case(
+            unittest.TestCase(),
+            dense,
+            topk=case.topk,
+            spec_kind="frozen_kv_mtp",
+            head_dim=case.head_dim,
+            max_context_len=context,
+            dtype=torch_dtype(case.q_dtype),
+            device=device,
+            cuda_graph_capture_batch_size=CAPTURE_REQUESTS,
+        )
