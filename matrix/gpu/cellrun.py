@@ -1,4 +1,4 @@
-"""`python -m matrix.gpu.cellrun CELL --level LEVEL`: one check (any level of matrix/gpu/levels.py), result as one JSON line."""
+"""`python -m matrix.gpu.cellrun CELL --level LEVEL`: one check (any level of matrix/core/levels.py), result as one JSON line."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 
+from matrix.core.levels import Level
 from matrix.core.loader import load_matrix
 from matrix.gpu.cases import MUTATIONS, draft_case, expanded_graph_rows
 from matrix.gpu.isolation import RESULT_PREFIX
-from matrix.gpu.levels import Level
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from matrix.core.errors import ConfigError
 from matrix.core.expect import effective_versions, expectations
+from matrix.core.levels import levels_for
 from matrix.core.model import Matrix, RunnerProfile
-from matrix.gpu.levels import levels_for
 from matrix.shard.cost import Measured, workload_for
 from matrix.shard.planner import plan_setup_aware
 from matrix.shard.workload import Workload, work_seconds
@@ -80,7 +80,7 @@ def cell_cases(cells: Sequence[str]) -> list[tuple[str, str]]:
     for cell in cells:
         levels = levels_for(cell)
         if not levels:
-            raise ConfigError(f"cell {cell!r} must run but no GPU check covers it (matrix/gpu/levels.py)")
+            raise ConfigError(f"cell {cell!r} must run but no GPU check covers it (matrix/core/levels.py)")
         out.extend((cell, level.value) for level in levels)
     return out
 

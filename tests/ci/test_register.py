@@ -15,8 +15,8 @@ import pytest
 from matrix.cli.main import main
 from matrix.core.errors import ConfigError
 from matrix.core.expect import effective_versions, expectations
+from matrix.core.levels import levels_for
 from matrix.core.model import RunnerProfile
-from matrix.gpu.levels import levels_for
 from matrix.guards.model import GuardFindingKind
 from matrix.guards.registrations import read_registrations
 from matrix.guards.tree import audit_tree

@@ -82,7 +82,7 @@ def _in_process(level: str, cell: Cell, request: pytest.FixtureRequest, timing: 
 
 @pytest.fixture
 def draft_check(request: pytest.FixtureRequest, matrix_timing: Any) -> Callable[[str, Cell], None]:
-    """`draft_check(level, matrix_cell)` (a level of matrix/gpu/levels.py): run the check; fail or crash the test."""
+    """`draft_check(level, matrix_cell)` (a level of matrix/core/levels.py): run the check; fail or crash the test."""
 
     def run(level: str, cell: Cell) -> None:
         # The mutation stays in-process: the contract check turns it red before any capture can crash.

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from matrix.core.expect import effective_versions, expectations
+from matrix.core.levels import LEVEL_CELLS, Level, uncovered
 from matrix.core.loader import load_matrix, load_runners
 from matrix.core.model import Cell, Matrix, Outcome
 from matrix.gpu.benchtable import BenchRow, markdown_table, ratio_groups, ratios
@@ -23,7 +24,6 @@ from matrix.gpu.cases import (
     varied_seq_lens,
 )
 from matrix.gpu.grouping import config_key
-from matrix.gpu.levels import LEVEL_CELLS, Level, uncovered
 from matrix.gpu.sglang_verify import tree_parents, tree_visibility
 
 

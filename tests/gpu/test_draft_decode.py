@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
+from matrix.core.levels import LEVEL_CELLS, Level
 from matrix.core.model import Cell
-from matrix.gpu.levels import LEVEL_CELLS, Level
 
 DraftCheck = Callable[[str, Cell], None]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from matrix.core.levels import Level
 from matrix.gpu.isolation import RESULT_PREFIX, ChildOutcome, classify, run_child
-from matrix.gpu.levels import Level
 
 HERE = Path(__file__).parent
 

@@ -1,4 +1,8 @@
-"""Which GPU check covers which cells: one table, read by tests/gpu, the cell runner and `specmatrix register`."""
+"""Which GPU check covers which cells: one table, read by tests/gpu, the cell runner and `specmatrix register`.
+
+Pure data over cells, so it lives in the core: the GPU harness and the register generator (sibling features)
+both read it.
+"""
 
 from __future__ import annotations
 
