@@ -51,7 +51,15 @@ def tests(session: nox.Session) -> None:
     """CPU unit and plugin tests (pass pytest arguments after --)."""
     install(session, "-e", ".[test,plot]")
     # worksteal: an idle worker takes queued tests from the busy one, so the slow nested runs do not pile up at the end.
-    args = session.posargs or ["-n", "2", "--dist", "worksteal"]
+    args = session.posargs or ["-n", "2", "--dist", "worksteal", "-m", "not integration"]
+    session.run("python", "-m", "pytest", *args, env=bytecode_cache_env(session))
+
+
+@nox.session(reuse_venv=True)
+def integration(session: nox.Session) -> None:
+    """The slow end-to-end tests `nox -s tests` leaves out: pre-commit's try-repo, the simulated CI fan-out."""
+    install(session, "-e", ".[test,plot]")
+    args = session.posargs or ["-n", "2", "-m", "integration"]
     session.run("python", "-m", "pytest", *args, env=bytecode_cache_env(session))
 
 

@@ -12,6 +12,8 @@ import pytest
 
 from .conftest import run_cells
 
+pytestmark = pytest.mark.integration
+
 SIMULATE = Path(__file__).resolve().parents[2] / "ci" / "simulate_fanout.py"
 
 

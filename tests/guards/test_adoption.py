@@ -153,6 +153,7 @@ def _git(cwd: Path, env: dict[str, str], *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
 def test_pre_commit_try_repo_runs_the_hook(tmp_path):
     """pre-commit installs this checkout into its own environment (pip, from the package index) and runs the hook."""

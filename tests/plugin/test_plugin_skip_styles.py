@@ -164,34 +164,59 @@ def _plant(pytester: pytest.Pytester, style: str, skip: bool) -> None:
     write(pytester, "test_style.py", HEAD.format(skip=skip) + textwrap.dedent(body))
 
 
-def _node(style: str, cell: str) -> str:
+def _module(style: str) -> str:
+    return "test_style_" + style.replace("-", "_") + ".py"
+
+
+def _node(style: str, cell: str, module: str = "test_style.py") -> str:
     klass = "TestKernel::" if style == "module-level-importorskip" else ""
-    return f"test_style.py::{klass}test_cell[{cell}]"
+    return f"{module}::{klass}test_cell[{cell}]"
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["local", "xdist"])
+def _expected_lines(style: str, module: str) -> list[str]:
+    reason = STYLES[style][1]
+    return [
+        f"UNEXPECTED SKIP {literal(_node(style, cell, module))}: skipped ({literal(reason)}*) but the matrix says it must run (must run: *)"
+        for cell in ALPHA
+    ]
+
+
 @pytest.mark.parametrize("style", sorted(STYLES))
 @pytest.mark.usefixtures("tiny", "b200")
-def test_skip_of_a_must_run_cell_fails_the_session(pytester: pytest.Pytester, style: str, xdist: bool) -> None:
+def test_skip_of_a_must_run_cell_fails_the_session(pytester: pytest.Pytester, style: str) -> None:
     _plant(pytester, style, skip=True)
-    extra = ("-n", "2") if xdist else ()
-    result = pytester.runpytest(*STRICT, *extra, "--matrix-report", "out/report.json")
+    result = pytester.runpytest(*STRICT, "--matrix-report", "out/report.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
     # pytest's own record stays honest: the tests count as skipped / xfailed, none as failed.
     assert "failed" not in outcomes
     assert outcomes.get("skipped", 0) + outcomes.get("xfailed", 0) == (1 if style.startswith("module-level") else 2)
-    reason = STYLES[style][1]
-    result.stdout.fnmatch_lines(
-        [
-            f"UNEXPECTED SKIP {literal(_node(style, cell))}: skipped ({literal(reason)}*) but the matrix says it must run (must run: *)"
-            for cell in ALPHA
-        ]
-        + ["specmatrix: 2 error finding(s): the session fails*"]
-    )
+    result.stdout.fnmatch_lines([*_expected_lines(style, "test_style.py"), "specmatrix: 2 error finding(s): the session fails*"])
     doc = report_of(pytester)
     assert by_cell(doc) == dict.fromkeys(ALPHA, "skipped-unexpected")
     assert {f["subject"] for f in doc["findings"] if f["kind"] == "unexpected-skip"} == {_node(style, c) for c in ALPHA}
+
+
+@pytest.mark.usefixtures("tiny", "b200")
+def test_every_skip_style_fails_the_session_under_xdist(pytester: pytest.Pytester) -> None:
+    """All styles side by side in one `-n 2` run (one nested xdist session instead of one per style): each is
+    reported, on the worker that ran it, exactly as without xdist."""
+    for style in sorted(STYLES):
+        body, _ = STYLES[style]
+        write(pytester, _module(style), HEAD.format(skip=True) + textwrap.dedent(body))
+    result = pytester.runpytest(*STRICT, "-n", "2", "--matrix-report", "out/report.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    outcomes = result.parseoutcomes()
+    assert "failed" not in outcomes
+    module_level = sum(1 for s in STYLES if s.startswith("module-level"))
+    assert outcomes.get("skipped", 0) + outcomes.get("xfailed", 0) == 2 * len(STYLES) - module_level
+    for style in sorted(STYLES):
+        result.stdout.fnmatch_lines(_expected_lines(style, _module(style)), consecutive=False)
+    result.stdout.fnmatch_lines([f"specmatrix: {2 * len(STYLES)} error finding(s): the session fails*"])
+    doc = report_of(pytester)
+    assert {status: n for status, n in doc["counts"].items() if n} == {"skipped-unexpected": 2 * len(STYLES)}
+    subjects = {f["subject"] for f in doc["findings"] if f["kind"] == "unexpected-skip"}
+    assert subjects == {_node(s, c, _module(s)) for s in STYLES for c in ALPHA}
 
 
 @pytest.mark.parametrize("style", sorted(STYLES))
