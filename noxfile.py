@@ -217,7 +217,8 @@ def sglang(session: nox.Session) -> None:
         session.run(*pip, *CONSTRAINTS, "-e", ".[test]")
     session.run(_python(session), "-m", "pytest", "tests/sglang", "-p", "no:cacheprovider", *session.posargs)
     # tests/gpu/*_torch.py need torch but no GPU: this session has CPU torch, so they run here on every CI run. A
-    # second process: after the graph-runner wiring test shared one with tests/sglang, the interpreter segfaulted
-    # at exit (every test passed; seen with sglang 0.5.23 on CPU torch 2.14.1).
+    # second process, left without interpreter finalization: after the graph-runner wiring test the interpreter
+    # sometimes segfaulted at exit, every test passed (sglang 0.5.23 on CPU torch 2.14.1; ci/pytest_then_exit.py).
     torch_tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "gpu").glob("test_*_torch.py"))
-    session.run(_python(session), "-m", "pytest", *torch_tests, "-p", "no:cacheprovider", *session.posargs)
+    exit_runner = str(ROOT / "ci" / "pytest_then_exit.py")
+    session.run(_python(session), exit_runner, *torch_tests, "-p", "no:cacheprovider", *session.posargs)

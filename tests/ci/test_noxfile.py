@@ -127,3 +127,28 @@ def test_tests_session_shares_one_absolute_bytecode_cache(tmp_path, monkeypatch)
     prefix = Path(env["PYTHONPYCACHEPREFIX"])
     assert prefix.is_absolute() and prefix == tmp_path / ".nox" / ".cache" / "pycache-tests"
     assert NOXFILE.bytecode_cache_env(CacheSession("none")) == {}  # no venv: the host's own setting stands
+
+
+@pytest.mark.parametrize(("body", "code"), [("def test_ok():\n    pass\n", 0), ("def test_bad():\n    assert False\n", 1)])
+def test_the_hard_exit_runner_keeps_pytests_exit_status(tmp_path: Path, body: str, code: int) -> None:
+    """ci/pytest_then_exit.py skips interpreter finalization but must never turn a failure into a pass."""
+    (tmp_path / "test_x.py").write_text(body, encoding="utf-8")
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "ci" / "pytest_then_exit.py"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:specmatrix",
+            "test_x.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == code, result.stdout + result.stderr
+    assert ("1 passed" if code == 0 else "1 failed") in result.stdout
