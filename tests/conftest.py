@@ -1,0 +1,35 @@
+"""Fixtures shared by every test package."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytest's `pytester`, with hypothesis's pytest plugin kept out of the nested runs.
+
+    That plugin imports all of hypothesis when it loads (about 0.1 s of CPU per process); the nested runs never
+    use it, and each `-n 2` run would pay it in its controller and in both workers.
+    """
+    original = pytester.runpytest
+
+    def runpytest(*args: Any, **kwargs: Any) -> pytest.RunResult:
+        return original("-p", "no:hypothesispytest", *args, **kwargs)
+
+    pytester.runpytest = runpytest  # type: ignore[method-assign]
+    return pytester
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_hypothesis_plugin_in_child_pytest() -> None:
+    """The same for pytest processes the tests start themselves (generated modules, ledger children, mutations).
+
+    Set once the session runs, so it reaches only the children; pytester clears PYTEST_ADDOPTS for its own runs.
+    """
+    current = os.environ.get("PYTEST_ADDOPTS", "")
+    if "no:hypothesispytest" not in current:
+        os.environ["PYTEST_ADDOPTS"] = f"{current} -p no:hypothesispytest".strip()
