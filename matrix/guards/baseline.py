@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
+from matrix.core.jsonio import loads_untrusted
 from matrix.core.textfiles import read_text
 
 SCHEMA = "specmatrix.guards-baseline/1"
@@ -92,10 +93,7 @@ def parse_baseline(text: str, where: str) -> Baseline:
     """Validate an untrusted baseline document; any problem is one `ConfigError` line."""
     if len(text) > MAX_BASELINE_BYTES:
         raise ConfigError(f"{where}: baseline larger than {MAX_BASELINE_BYTES} bytes")
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ConfigError(f"{where}: not valid JSON ({str(exc)[:120]})") from None
+    doc = loads_untrusted(text, where, ConfigError, what="baseline JSON", malformed="malformed")
     if not isinstance(doc, Mapping) or doc.get("schema") != SCHEMA:
         raise ConfigError(f"{where}: not a specmatrix guard baseline (schema must be {SCHEMA!r})")
     raw_entries = doc.get("entries")
