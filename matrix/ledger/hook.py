@@ -103,7 +103,7 @@ def plain(text: str) -> bool:
 
 def _quote(text: str) -> str:
     """A JSON string; the common case (printable ASCII, nothing to escape) without loading json."""
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+    if plain(text):
         return '"' + text + '"'
     import json
 
