@@ -116,8 +116,20 @@ def jit_cache_env(env: dict[str, str]) -> dict[str, str]:
     }
 
 
+def _workers_per_gpu(given: list[str]) -> int:
+    """--matrix-workers-per-gpu N among the posargs (the plugin validates it), else 1."""
+    for k, arg in enumerate(given):
+        value = arg.partition("=")[2] if arg.startswith("--matrix-workers-per-gpu=") else None
+        if arg == "--matrix-workers-per-gpu" and k + 1 < len(given):
+            value = given[k + 1]
+        if value is not None:
+            return int(value) if value.isdigit() and int(value) > 0 else 1
+    return 1
+
+
 def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
-    """pytest over tests/gpu with the audit on and the runner auto-detected; -n one worker per GPU unless given."""
+    """pytest over tests/gpu with the audit on and the runner auto-detected; -n one worker per GPU unless given
+    (N per GPU with --matrix-workers-per-gpu N)."""
     args = [
         "-m",
         "pytest",
@@ -140,7 +152,7 @@ def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
         count = _probe(session, GPU_COUNT)  # no torch (a CPU box): the last line is an ImportError
         gpus = int(count) if count.isdigit() else 0
         if gpus > 0:
-            args += ["-n", str(gpus)]
+            args += ["-n", str(gpus * _workers_per_gpu(given))]
             workers_given = True
     if workers_given and not any(a.startswith(("--dist", "-d")) for a in given):
         args += ["--dist", "loadgroup"]  # one work unit per kernel configuration (tests/gpu/conftest.py)

@@ -8,6 +8,8 @@
 #   bash ci/gpu_host_runs.sh checks    # the contract mutation and the planted crash (every GPU)
 #   bash ci/gpu_host_runs.sh smoke     # one check per level (python -m matrix.gpu.smoke), then two sglang mutations small
 #   bash ci/gpu_host_runs.sh full      # cold run, warm re-run, the mutation table (gpu-mutations), the no-contract run
+#   bash ci/gpu_host_runs.sh verify-probe  # ci/probe_target_verify.py: target verify per request against the kit
+#   bash ci/gpu_host_runs.sh one-shared    # GPU 0 shared by four workers: cold run, then the warm re-run
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -74,7 +76,14 @@ case "$MODE" in
     cp -r gpu-mutations "$R/" 2>/dev/null
     step warm2 75 $G --matrix-report "$R/warm2.json"
     step nocontract 25 python3 -m matrix.gpu.cellrun draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph --level sglang --mutation unexpanded-max-bs --no-contract ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full)"; exit 2 ;;
+  verify-probe)  # sglang's target verify against the kit's reference, per request, over a grid (own caches)
+    rm -rf /tmp/jit-probe; caches probe
+    step probe 170 python3 ci/probe_target_verify.py --out "$R/probe.json" ;;
+  one-shared)  # one GPU, four xdist workers sharing it (--matrix-workers-per-gpu 4): cold, then the warm re-run
+    rm -rf /tmp/jit-one; caches one
+    step cold1s 330 CUDA_VISIBLE_DEVICES=0 $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold1s.json"
+    step warm1s 150 CUDA_VISIBLE_DEVICES=0 $G --matrix-workers-per-gpu 4 --matrix-report "$R/warm1s.json" ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"

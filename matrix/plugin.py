@@ -60,7 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _engage(config: pytest.Config, role: Role, payload: dict[str, Any] | None, *, at_start: bool) -> AuditSession:
     """Load the audit machinery and register its hooks; raises pytest.UsageError on bad input (one line)."""
-    from matrix.audit.gpus import check_workers, gpu_slots, pinned_env
+    from matrix.audit.gpus import check_workers, gpu_slots, pinned_env, shared_slots
     from matrix.audit.hooks import AuditHooks
     from matrix.audit.session import AuditSession
     from matrix.audit.settings import settings_from
@@ -88,8 +88,9 @@ def _engage(config: pytest.Config, role: Role, payload: dict[str, Any] | None, *
         slots: tuple[str, ...] = ()
         plan = audit.plan
         if role is Role.CONTROLLER and at_start and plan is not None and plan.runner.gpus > 0 and plan.facts.gpus > 0:
-            slots = gpu_slots(os.environ, plan.facts.gpus)
-            check_workers(settings.workers, slots, plan.runner.name)
+            devices = gpu_slots(os.environ, plan.facts.gpus)
+            check_workers(settings.workers, devices, plan.runner.name, settings.workers_per_gpu)
+            slots = shared_slots(devices, settings.workers_per_gpu)
         if settings.report_path is not None and role is not Role.WORKER and not settings.collect_only:
             # Before any test runs: a run that dies from here on leaves a marker `specmatrix audit` rejects,
             # never the previous run's report.

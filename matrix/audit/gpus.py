@@ -1,4 +1,4 @@
-"""One xdist worker per GPU: which device each worker gets; pure (the plugin applies the environment)."""
+"""One xdist worker per GPU (or N with --matrix-workers-per-gpu): which device each worker gets; pure."""
 
 from __future__ import annotations
 
@@ -19,13 +19,20 @@ def gpu_slots(env: Mapping[str, str], gpus: int) -> tuple[str, ...]:
     return tuple(str(i) for i in range(gpus))
 
 
-def check_workers(workers: int, slots: Sequence[str], runner: str) -> None:
-    """More workers than GPUs would put two on one device: refuse before any worker starts."""
-    if workers > len(slots):
+def shared_slots(slots: Sequence[str], per_gpu: int) -> tuple[str, ...]:
+    """Each device offered per_gpu times, round robin, so the lowest free slots spread workers over the GPUs."""
+    return tuple(device for _ in range(per_gpu) for device in slots)
+
+
+def check_workers(workers: int, slots: Sequence[str], runner: str, per_gpu: int = 1) -> None:
+    """More workers than GPUs (times the workers allowed per GPU) would crowd a device: refuse before any starts."""
+    if workers > len(slots) * per_gpu:
         shown = ",".join(slots) or "none"
+        allowed = f"; --matrix-workers-per-gpu {per_gpu} allows {len(slots) * per_gpu}" if per_gpu > 1 else ""
         raise UsageError(
-            f"-n {workers} starts {workers} xdist workers but runner {runner!r} has {len(slots)} GPU(s) ({shown}); "
-            f"use -n {len(slots)} or fewer (one worker per GPU)"
+            f"-n {workers} starts {workers} xdist workers but runner {runner!r} has {len(slots)} GPU(s) ({shown})"
+            f"{allowed}; use -n {len(slots) * per_gpu} or fewer, or let workers share a GPU with "
+            "--matrix-workers-per-gpu"
         )
 
 
@@ -51,5 +58,5 @@ class SlotPool:
 
 def pinned_env(slot: int, slots: Sequence[str]) -> dict[str, str]:
     """What a worker on `slot` sets before anything initialises CUDA."""
-    device = slots[slot]
-    return {CUDA_VISIBLE_DEVICES: device, GPU_INDEX_ENV: str(slot), GPU_DEVICE_ENV: device}
+    device = slots[slot]  # with workers sharing GPUs (shared_slots) the index is the device's, not the slot's
+    return {CUDA_VISIBLE_DEVICES: device, GPU_INDEX_ENV: str(slots.index(device)), GPU_DEVICE_ENV: device}

@@ -70,6 +70,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="let a --matrix-runners file redefine this built-in profile (repeatable)",
     )
     group.addoption("--matrix-shard", metavar="LABEL", help="shard label recorded in the report")
+    group.addoption(
+        "--matrix-workers-per-gpu",
+        metavar="N",
+        type=int,
+        default=1,
+        help="xdist workers that may share one GPU (default: 1; more overlap JIT compiles on a cold cache)",
+    )
 
 
 def worker_count(config: pytest.Config) -> int:

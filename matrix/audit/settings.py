@@ -11,7 +11,7 @@ import pytest
 
 from matrix.audit.pytest_options import ENGAGING, Role, role_of, worker_count
 from matrix.audit.selection import expand_select_args
-from matrix.core.errors import SelectorError
+from matrix.core.errors import SelectorError, UsageError
 from matrix.core.options import CliOverrides, Options, resolve_options
 from matrix.core.textfiles import read_text
 
@@ -22,6 +22,7 @@ class AuditSettings:
     engaged: bool
     role: Role
     workers: int
+    workers_per_gpu: int
     report_path: Path | None
     select_args: tuple[str, ...]
     selects: tuple[str, ...]
@@ -35,6 +36,15 @@ __all__ = ["AuditSettings", "Role", "role_of", "settings_from"]
 
 def _read_text(path: str) -> str:
     return read_text(Path(path), SelectorError, f"--matrix-select @{path}")
+
+
+MAX_WORKERS_PER_GPU = 16
+
+
+def _workers_per_gpu(value: Any) -> int:
+    if not isinstance(value, int) or not 1 <= value <= MAX_WORKERS_PER_GPU:
+        raise UsageError(f"--matrix-workers-per-gpu must be 1 to {MAX_WORKERS_PER_GPU}, got {value!r}")
+    return value
 
 
 def settings_from(config: pytest.Config, env: Mapping[str, str]) -> AuditSettings:
@@ -59,6 +69,7 @@ def settings_from(config: pytest.Config, env: Mapping[str, str]) -> AuditSetting
         engaged=engaged,
         role=role_of(config),
         workers=worker_count(config),
+        workers_per_gpu=_workers_per_gpu(getattr(opt, "matrix_workers_per_gpu", 1)),
         report_path=Path(opt.matrix_report) if opt.matrix_report else None,
         select_args=select_args,
         selects=expand_select_args(select_args, _read_text),

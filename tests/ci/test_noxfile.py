@@ -61,6 +61,20 @@ def test_the_cpu_only_tests_stay_out_of_every_gpu_run(posargs: list[str], gpus: 
     assert args[len(args) - len(posargs) :] == posargs  # the user's arguments come last, unchanged
 
 
+@pytest.mark.parametrize(
+    ("posargs", "workers"),
+    [
+        (["--matrix-workers-per-gpu", "3"], "6"),
+        (["--matrix-workers-per-gpu=2"], "4"),
+        (["--matrix-workers-per-gpu", "x"], "2"),  # the plugin rejects it with one line; nox does not guess
+        (["--matrix-workers-per-gpu"], "2"),
+    ],
+)
+def test_workers_per_gpu_multiplies_the_default_worker_count(posargs: list[str], workers: str) -> None:
+    args = _args(posargs, gpus=2)
+    assert args[args.index("-n") + 1] == workers
+
+
 def test_given_workers_and_dist_are_kept() -> None:
     args = _args(["-n", "4", "--dist", "load"], gpus=2)
     assert args.count("-n") == 1 and args.count("--dist") == 1 and args[-4:] == ["-n", "4", "--dist", "load"]
