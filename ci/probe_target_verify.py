@@ -1,11 +1,13 @@
 """Where sglang's target verify departs from the kit's masked reference: one request at a time.
 
 Usage (GPU host with sglang): python3 ci/probe_target_verify.py [--backend triton --backend flashinfer] [--out F.json]
+Exit 1 when an eager or graph+fix row is over the kit's tolerance; the kit's graph case as shipped is shown only.
 
 Runs sglang's attention test kit (sglang/test/kits/attention_unittest, runner_modes/
 speculative_target_verify_runner.py: run_dense_spec_verify_case, the eager path, and
-run_dense_spec_verify_cuda_graph_case, capture and padded replay) for a chain of 4 draft tokens over a grid of
-backend x page size x request-prefix set x KV layout, and prints the largest error of each request in each of
+run_dense_spec_verify_cuda_graph_case, capture and padded replay, as shipped and with the prefix written where
+the batch reads, matrix.gpu.sglang_verify.prefix_where_the_batch_reads) for a chain of 4 draft tokens over a grid
+of backend x page size x request-prefix set x KV layout, and prints the largest error of each request in each of
 the kit's comparisons instead of stopping at the first failed one. The kit's own comparison is replaced for the
 duration of a run by one that records (torch.testing.assert_close); nothing else of the kit is changed.
 """
@@ -34,9 +36,9 @@ PREFIX_SETS: dict[str, tuple[int, ...]] = {  # in the order they run: the most t
     "page-edges": (1, 15, 16, 17, 32, 47),  # what the page-16 cells use
     "one-32": (32,),
     "short": (1, 2, 3, 4, 5, 6),  # every request shorter than a page of 16
-    "one-33": (33,),
 }
 LAYOUTS = ("shuffled_pages", "contiguous")
+PATHS = ("eager", "graph", "graph+fix")
 
 
 @contextmanager
@@ -45,7 +47,7 @@ def recording(errors: list[dict[str, Any]]) -> Iterator[None]:
     import torch
 
     def record(actual: Any, expected: Any, **kwargs: Any) -> None:
-        diff = (actual.float() - expected.float()).abs()
+        diff = (actual.detach().float() - expected.detach().float()).abs()
         rows = diff.reshape(diff.shape[0], -1).amax(dim=1)
         per_request = rows.reshape(-1, DRAFT_TOKENS).amax(dim=1) if rows.numel() % DRAFT_TOKENS == 0 else rows
         per_token = rows.tolist()
@@ -69,7 +71,7 @@ def run_one(backend: str, page: int, prefixes: tuple[int, ...], layout: str, pat
     from sglang.test.kits.attention_unittest.attention_methods.dense_attention import DenseAttentionCase
     from sglang.test.kits.attention_unittest.runner_modes import speculative_target_verify_runner as kit
 
-    from matrix.gpu.sglang_verify import verify_context_len
+    from matrix.gpu.sglang_verify import prefix_where_the_batch_reads, verify_context_len
 
     case = DenseAttentionCase(
         name=f"probe-{backend}-p{page}-{len(prefixes)}",
@@ -98,8 +100,13 @@ def run_one(backend: str, page: int, prefixes: tuple[int, ...], layout: str, pat
             }
             if path == "eager":
                 kit.run_dense_spec_verify_case(unittest.TestCase(), case, **common)
-            else:
+            elif path == "graph":
                 kit.run_dense_spec_verify_cuda_graph_case(unittest.TestCase(), case, cuda_graph_capture_batch_size=8, **common)
+            else:  # the graph case with the prefix written where the batch reads (what the GPU cells run)
+                with mock.patch.object(kit, "prepare_dense_runner_inputs", prefix_where_the_batch_reads):
+                    kit.run_dense_spec_verify_cuda_graph_case(
+                        unittest.TestCase(), case, cuda_graph_capture_batch_size=8, **common
+                    )
     except Exception as exc:  # a probe reports every failure and goes on
         outcome = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
     return {
@@ -127,13 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         for backend in args.backend or ["triton", "flashinfer"]:
             for page in args.page or [1, 16]:
                 for layout in LAYOUTS:
-                    for path in ("eager", "graph"):
+                    for path in PATHS:
                         row = run_one(backend, page, prefixes, layout, path)
                         row["set"] = name
                         rows.append(row)
                         worst = max((leg["max"] for leg in row["legs"]), default=float("nan"))
                         flag = "BAD" if not worst <= 0.03 or row["outcome"] != "compared" else "ok"
-                        bad += flag == "BAD"
+                        bad += flag == "BAD" and path != "graph"  # the kit as shipped: shown, not judged
                         legs = " | ".join(",".join(f"{e:.3f}" for e in leg["per_request"]) for leg in row["legs"])
                         print(
                             f"{flag:3} {backend:10} page{page:<3} {name:10} {layout:14} {path:5} "
@@ -142,7 +149,10 @@ def main(argv: list[str] | None = None) -> int:
                         )
     if args.out is not None:
         write_text_atomic(args.out, json.dumps(rows, indent=1) + "\n")
-    print(f"probe: {len(rows) - bad} within 0.03, {bad} not, of {len(rows)}")
+    for path in PATHS:
+        mine = [r for r in rows if r["path"] == path]
+        over = sum(1 for r in mine if r["outcome"] != "compared" or not max((g["max"] for g in r["legs"]), default=1) <= 0.03)
+        print(f"probe {path}: {len(mine) - over} within 0.03, {over} not, of {len(mine)}")
     return 1 if bad else 0
 
 

@@ -6,6 +6,16 @@ with the draft tree's custom mask, the TARGET_VERIFY metadata path, and the kit'
 reference that applies the same mask). Ours: the case (page-boundary prefix lengths, heads, page size) and, for
 topk > 1, the tree shape: the kit hard-codes a three-token tree, so its mask builder is replaced by
 `tree_mask` (root, then topk children per level) for the duration of the call.
+
+One more replacement, for a defect of the kit itself (sglang 0.5.23): the eager leg of its CUDA-graph case
+(runner_modes/speculative_cuda_graph_runner.py, run_speculative_cuda_graph_case) re-writes the prefix KV through
+prepare_dense_runner_inputs, which places it with the contiguous mapping (_token_loc), while the fixture's request
+table uses the kit's default "shuffled_pages" layout (build_dense_attention_fixture, make_loc_fn). The backend then
+reads slots the re-write moved, and the eager leg differs from the reference for any request whose shuffled pages
+land on rewritten ones (`ci/probe_target_verify.py` shows it for triton and flashinfer alike, page 1 and 16, while
+the replay leg and the kit's plain eager case agree). `prefix_where_the_batch_reads` writes each prefix token at
+the slot the batch's own request table names, which is what the kit's other legs already get from their
+contiguous batches.
 """
 
 from __future__ import annotations
@@ -47,6 +57,26 @@ def tree_mask(*, draft_token_num: int, topk: int, device: str) -> torch.Tensor:
     return torch.tensor(tree_visibility(tree_parents(draft_token_num, topk)), dtype=torch.bool, device=device)
 
 
+def prefix_where_the_batch_reads(fixture: Any, case: Any, batch: Any, inputs: dict[str, Any], *, max_context_len: int) -> None:
+    """The kit's prepare_dense_runner_inputs, placing each prefix token where the batch's request table points."""
+    from sglang.test.kits.attention_unittest.attention_methods import dense_attention
+
+    table = fixture.runner.req_to_token_pool.req_to_token
+    rows = table[batch.req_pool_indices.long()].to("cpu")
+
+    def loc_fn(req_idx: int, pos: int) -> int:
+        return int(rows[req_idx, pos])
+
+    dense_attention._populate_prefix_kv(
+        fixture.actual_module,
+        case,
+        fixture.runner,
+        inputs["prefix_hidden"],
+        max_context_len=max_context_len,
+        loc_fn=loc_fn,
+    )
+
+
 def verify_context_len(longest: int) -> int:
     """The kit's max_context_len: a power of two, at least 128 and twice the longest request (room for the kit's
     capture and padding requests beside the case's own)."""
@@ -79,7 +109,10 @@ def run_verify(case: DraftCase, *, device: str) -> None:
 
     dense = verify_case(case)
     context = verify_context_len(max(dense.prefix_lens) + case.q_len)
-    with mock.patch.object(kit, "_draft_tree_mask", tree_mask):
+    with (
+        mock.patch.object(kit, "_draft_tree_mask", tree_mask),
+        mock.patch.object(kit, "prepare_dense_runner_inputs", prefix_where_the_batch_reads),
+    ):
         kit.run_dense_spec_verify_cuda_graph_case(
             unittest.TestCase(),
             dense,
