@@ -10,6 +10,7 @@
 #   bash ci/gpu_host_runs.sh full      # cold run, warm re-run, the mutation table (gpu-mutations), the no-contract run
 #   bash ci/gpu_host_runs.sh verify-probe  # ci/probe_target_verify.py: target verify per request against the kit
 #   bash ci/gpu_host_runs.sh one-shared    # GPU 0 shared by four workers: cold run, then the warm re-run
+#   bash ci/gpu_host_runs.sh mutations-shared  # baseline and every sglang mutation, four workers on GPU 0
 #   bash ci/gpu_host_runs.sh isolate       # one cell of each level, each in its own child process (after one-shared)
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
@@ -84,11 +85,17 @@ case "$MODE" in
     rm -rf /tmp/jit-one; caches one
     step cold1s 330 CUDA_VISIBLE_DEVICES=0 $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold1s.json"
     step warm1s 150 CUDA_VISIBLE_DEVICES=0 $G --matrix-workers-per-gpu 4 --matrix-report "$R/warm1s.json" ;;
+  mutations-shared)  # the mutation table with its baseline on GPU 0 shared by four workers (over one's caches)
+    caches one
+    step mutations 330 CUDA_VISIBLE_DEVICES=0 python3 -m nox -s gpu-mutations --force-venv-backend none -- --matrix-workers-per-gpu 4 \
+      '--matrix-select=draft-{triton,trtllm_mha}-*-page{16,64}-hd128-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-*' \
+      -k 'runner or sglang_draft or target'
+    cp -r gpu-mutations "$R/" 2>/dev/null ;;
   isolate)  # every level's cell in its own child process on the GPU (SPECMATRIX_GPU_ISOLATE=1), over one's caches
     caches one
     ONE_OF_EACH="--matrix-select=draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-dt4-gqa4-bf16-graph"
-    step isolate 90 CUDA_VISIBLE_DEVICES=0 SPECMATRIX_GPU_ISOLATE=1 $G -n 1 "$ONE_OF_EACH" --matrix-report "$R/isolate.json" ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, isolate)"; exit 2 ;;
+    step isolate 150 CUDA_VISIBLE_DEVICES=0 SPECMATRIX_GPU_ISOLATE=1 $G -n 1 "$ONE_OF_EACH" --matrix-report "$R/isolate.json" ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"
