@@ -22,7 +22,8 @@ def test_cell(matrix_cell):
 """
 
 
-@pytest.mark.parametrize("visible", [None, "4,5,6,7", "GPU-aa,GPU-bb"])
+# GPU UUIDs ("GPU-aa,GPU-bb") take the same path as "4,5,6,7" once split: test_gpu_slots reads them.
+@pytest.mark.parametrize("visible", [None, "4,5,6,7"])
 @pytest.mark.usefixtures("tiny", "b200")
 def test_each_worker_pins_its_own_gpu(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, visible: str | None) -> None:
     if visible is not None:
@@ -108,6 +109,7 @@ def test_more_workers_than_gpus_is_refused(pytester: pytest.Pytester, monkeypatc
     [
         pytest.param({}, 4, ("0", "1", "2", "3"), id="all"),
         pytest.param({"CUDA_VISIBLE_DEVICES": "6, 7"}, 8, ("6", "7"), id="existing-list"),
+        pytest.param({"CUDA_VISIBLE_DEVICES": "GPU-aa,GPU-bb"}, 4, ("GPU-aa", "GPU-bb"), id="uuids"),
         pytest.param({"CUDA_VISIBLE_DEVICES": ""}, 8, (), id="hidden"),
     ],
 )
