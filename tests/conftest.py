@@ -10,15 +10,16 @@ import pytest
 
 @pytest.fixture
 def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
-    """pytest's `pytester`, with hypothesis's pytest plugin kept out of the nested runs.
+    """pytest's `pytester`, with hypothesis's pytest plugin and the cache provider kept out of the nested runs.
 
-    That plugin imports all of hypothesis when it loads (about 0.1 s of CPU per process); the nested runs never
-    use it, and each `-n 2` run would pay it in its controller and in both workers.
+    The hypothesis plugin imports all of hypothesis when it loads (about 0.1 s of CPU per process); the nested runs
+    never use it, and each `-n 2` run would pay it in its controller and in both workers. No nested run uses the
+    cache (--lf, --sw), which writes a `.pytest_cache` folder of six files per run (about 10 ms each).
     """
     original = pytester.runpytest
 
     def runpytest(*args: Any, **kwargs: Any) -> pytest.RunResult:
-        return original("-p", "no:hypothesispytest", *args, **kwargs)
+        return original("-p", "no:hypothesispytest", "-p", "no:cacheprovider", *args, **kwargs)
 
     pytester.runpytest = runpytest  # type: ignore[method-assign]
     return pytester
