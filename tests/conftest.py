@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import Any
 
@@ -34,3 +35,15 @@ def _no_hypothesis_plugin_in_child_pytest() -> None:
     current = os.environ.get("PYTEST_ADDOPTS", "")
     if "no:hypothesispytest" not in current:
         os.environ["PYTEST_ADDOPTS"] = f"{current} -p no:hypothesispytest".strip()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Less time in the cyclic garbage collector for the rest of the run (measured: about 3 s of a 55 s serial run).
+
+    The objects that exist now (every test module, the matrix, 1,700 collected items) live until the end: frozen,
+    the collector's full passes no longer walk them. The young-generation threshold goes from 700 to 10,000
+    allocations: the tests allocate heavily (TOML and JSON readers, hypothesis) and most of it dies young, so the
+    collector runs a tenth as often. Only this pytest process is tuned, never a process a test starts.
+    """
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
