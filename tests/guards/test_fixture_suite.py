@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import runpy
+import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from matrix.guards import audit_tree
 from matrix.guards.model import GuardFindingKind, GuardReport
 from matrix.guards.suites import load_suite_map
+
+from .conftest import FIXTURE_SUITE
 
 K = GuardFindingKind
 H100, B200, RTX5090, CPU = "1-gpu-h100", "4-gpu-b200", "1-gpu-5090", "cpu"
@@ -91,9 +93,12 @@ def found(report: GuardReport) -> set[tuple[K, str, tuple[str, ...]]]:
     return {(f.kind, f.test, f.runners) for f in report.findings}
 
 
-@pytest.fixture
-def report(suite_copy: Path, runners) -> GuardReport:
-    return audit_tree(suite_copy, runners)
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory, runners) -> GuardReport:
+    """One audit of one private copy, shared by the tests that only read its findings (a report is immutable)."""
+    suite = tmp_path_factory.mktemp("audited") / "suite"
+    shutil.copytree(FIXTURE_SUITE, suite)
+    return audit_tree(suite, runners)
 
 
 def test_every_planted_finding_and_nothing_else(report):
