@@ -52,8 +52,8 @@ def test_run_suite_command_lines(script, expected):
     assert [(r.suite, r.nightly, r.hw) for r in parse_workflow(text, "w.yml")] == expected
 
 
-def test_registrations_no_job_selects_in_both_nightly_directions(suite_copy, runners):
-    report = audit_tree(suite_copy, runners, schedule=load_schedule(WORKFLOWS))
+def test_registrations_no_job_selects_in_both_nightly_directions(shared_suite, runners):
+    report = audit_tree(shared_suite, runners, schedule=load_schedule(WORKFLOWS))
     reasons = {f.path: f.reason for f in report.of_kind(K.UNSCHEDULED)}
     assert (
         "nightly=True, but suite base-b-test-4-gpu-b200 only runs without --nightly"
