@@ -76,7 +76,7 @@ def bytecode_cache_env(session: nox.Session) -> dict[str, str]:
     return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str((session.cache_dir / "pycache-tests").resolve())}
 
 
-@nox.session(reuse_venv=True)  # the install step still runs (a no-op when nothing changed); no venv rebuilt per run
+@nox.session(reuse_venv=True)  # no venv rebuilt per run, and no install while its inputs are unchanged
 def tests(session: nox.Session) -> None:
     """CPU unit and plugin tests (pass pytest arguments after --)."""
     install_unless_current(session, "-e", ".[test,plot]")
