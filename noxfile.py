@@ -6,6 +6,7 @@ then nothing is installed and the current interpreter's packages are used.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -31,6 +32,35 @@ def install(session: nox.Session, *args: str, constrained: bool = True) -> None:
     session.install(*(CONSTRAINTS if constrained else ()), *args)
 
 
+INSTALL_INPUTS = (ROOT / "pyproject.toml", ROOT / "ci" / "constraints.txt")
+
+
+def install_key(args: tuple[str, ...]) -> str:
+    """What an install depends on: its arguments and the bytes of pyproject.toml and the constraints."""
+    digest = hashlib.sha256("\0".join(args).encode())
+    for path in INSTALL_INPUTS:
+        digest.update(b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def install_unless_current(session: nox.Session, *args: str) -> None:
+    """`install`, left out when the reused venv already got these arguments with the same pyproject and constraints.
+
+    The package is installed editable, so source edits need no install; checking a no-op install still cost about
+    1 s of CPU per run. A venv nox recreates (or a fresh clone) has no stamp and installs; a hand-edited venv is
+    rebuilt with `nox -s tests --reuse-venv=no`.
+    """
+    if session.venv_backend == "none":
+        return
+    stamp = Path(session.virtualenv.location) / ".specmatrix-install"
+    key = install_key(args)
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") == key:
+        session.log("install skipped: the venv already has it (same pyproject.toml and ci/constraints.txt)")
+        return
+    install(session, *args)
+    stamp.write_text(key, encoding="utf-8")
+
+
 def bytecode_cache_env(session: nox.Session) -> dict[str, str]:
     """Let every Python process of the session reuse compiled bytecode, kept in the session's own folder.
 
@@ -46,10 +76,10 @@ def bytecode_cache_env(session: nox.Session) -> dict[str, str]:
     return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str((session.cache_dir / "pycache-tests").resolve())}
 
 
-@nox.session(reuse_venv=True)  # the install step still runs (a no-op when nothing changed); no venv rebuilt per run
+@nox.session(reuse_venv=True)  # no venv rebuilt per run, and no install while its inputs are unchanged
 def tests(session: nox.Session) -> None:
     """CPU unit and plugin tests (pass pytest arguments after --)."""
-    install(session, "-e", ".[test,plot]")
+    install_unless_current(session, "-e", ".[test,plot]")
     # worksteal: an idle worker takes queued tests from the busy one, so the slow nested runs do not pile up at the end.
     args = session.posargs or ["-n", "2", "--dist", "worksteal", "-m", "not integration"]
     session.run("python", "-m", "pytest", *args, env=bytecode_cache_env(session))

@@ -182,10 +182,12 @@ def write_outputs(doc: dict[str, Any], rows: Sequence[BenchRow], out: Path) -> s
 
 def replot(source: Path, out: Path) -> int:
     from matrix.core.errors import ReportError
+    from matrix.core.jsonio import loads_untrusted
     from matrix.core.textfiles import read_text
 
+    # The core's bounded reader: a huge integer, NaN, deep nesting or bad JSON is one line, never a traceback.
+    doc = loads_untrusted(read_text(source, ReportError), str(source), ReportError, what="bench.json", malformed="not a")
     try:
-        doc = json.loads(read_text(source, ReportError))
         rows = [row_from_dict(r) for r in doc["rows"]]
     except (ValueError, KeyError, TypeError) as exc:
         raise ReportError(f"{source}: not a bench.json ({type(exc).__name__}: {exc})") from None

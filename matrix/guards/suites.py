@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError, UsageError
+from matrix.core.jsonio import loads_untrusted
 from matrix.core.loader import read_toml, read_toml_file
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import read_text
@@ -148,10 +148,7 @@ def read_suite_list(path: Path) -> frozenset[str]:
     text = read_text(path, UsageError, f"--suites {path}")
     names: Any
     if path.suffix == ".json":
-        try:
-            names = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--suites {path}: malformed JSON: {exc}") from None
+        names = loads_untrusted(text, f"--suites {path}", UsageError, malformed="malformed")
         if isinstance(names, dict):
             names = names.get("suites")
     elif path.suffix == ".toml":

@@ -7,7 +7,7 @@ import pytest
 
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.loader import load_matrix, load_runners
-from matrix.core.model import Matrix, Outcome, RunnerProfile
+from matrix.core.model import Expectation, Matrix, Outcome, RunnerProfile
 from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, write_report
 from matrix.shard.cost import workload_for
 from matrix.shard.workload import Workload
@@ -38,8 +38,23 @@ def runners() -> dict[str, RunnerProfile]:
     return dict(load_runners())
 
 
+_EXPECTATIONS: dict[tuple[int, RunnerProfile], tuple[Matrix, Mapping[str, Expectation]]] = {}
+
+
+def expectations_of(matrix: Matrix, runner: RunnerProfile) -> Mapping[str, Expectation]:
+    """The matrix's expectations on `runner` without pinned versions, computed once per (matrix object, runner).
+
+    The helpers below build expected values from them for dozens of tests; the code under test computes its own.
+    """
+    key = (id(matrix), runner)
+    cached = _EXPECTATIONS.get(key)
+    if cached is None or cached[0] is not matrix:  # the matrix kept alive with its entry, so its id stays its own
+        cached = _EXPECTATIONS[key] = (matrix, expectations(matrix, runner, effective_versions(matrix, {})))
+    return cached[1]
+
+
 def run_cells(matrix: Matrix, runner: RunnerProfile) -> list[str]:
-    exps = expectations(matrix, runner, effective_versions(matrix, {}))
+    exps = expectations_of(matrix, runner)
     return [c.id for c in matrix.cells if exps[c.id].outcome is Outcome.RUN]
 
 
@@ -58,7 +73,7 @@ def make_report(
     compile_seconds: Mapping[str, float] | None = None,
     shard: str | None = None,
 ) -> Report:
-    exps = expectations(matrix, runner, effective_versions(matrix, {}))
+    exps = expectations_of(matrix, runner)
     cells = []
     for cell_id, status in statuses.items():
         exp = exps[cell_id]

@@ -362,13 +362,32 @@ def test_stdout_closed_early_is_one_line(tmp_path):
     assert err == "specmatrix: error: output closed before it was complete (broken pipe)\n"
 
 
-def test_suites_file_with_a_huge_integer_is_one_line(capsys, tmp_path):
-    """`guards --suites` parses with json.loads; the boundary turns CPython's digit-limit error into one line."""
+@pytest.mark.parametrize(
+    ("content", "cause"),
+    [
+        pytest.param('{"suites": [' + BIG_INT + "]}", "an integer of 5000 digits", id="huge-integer"),
+        pytest.param('["base-b-test-4-gpu-b200", NaN]', "NaN is not a JSON number", id="nan"),
+    ],
+)
+def test_suites_file_with_a_huge_integer_is_one_line(capsys, tmp_path, content, cause):
+    """`guards --suites` reads JSON through the core's bounded reader: the line names the file and what it refused."""
     suites = tmp_path / "suites.json"
-    suites.write_text('{"suites": [' + BIG_INT + "]}", encoding="utf-8")
+    suites.write_text(content, encoding="utf-8")
     folder = tmp_path / "suite"
     folder.mkdir()
-    assert "too many digits" in one_line_exit_2(capsys, "guards", str(folder), "--suites", str(suites))
+    err = one_line_exit_2(capsys, "guards", str(folder), "--suites", str(suites))
+    assert f"--suites {suites}: JSON not accepted: {cause}" in err
+
+
+def test_an_unbounded_integer_conversion_behind_the_boundary_is_one_line(capsys, monkeypatch):
+    """A reader that skipped the bounded reader: CPython's digit-limit ValueError still ends as one line, exit 2."""
+    from matrix.cli import core
+
+    def converts_a_huge_integer(*_: object) -> int:
+        return int(BIG_INT)
+
+    monkeypatch.setattr(core, "cmd_runners", converts_a_huge_integer)
+    assert "input holds an integer with too many digits" in one_line_exit_2(capsys, "runners")
 
 
 def test_suites_file_nested_deeply_is_one_line(capsys, tmp_path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import subprocess
 import sys
@@ -71,7 +73,18 @@ def checkout(tmp_path: Path) -> Path:
     return root
 
 
+SCRIPT = _load("extract_registrations")
+
+
 def extract(*args: str) -> subprocess.CompletedProcess[str]:
+    """The script's main() in this process (its output and exit code); the exit-2 test below runs it for real."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = SCRIPT.main(list(args))
+    return subprocess.CompletedProcess([str(EXTRACT), *args], code, out.getvalue(), err.getvalue())
+
+
+def extract_in_a_process(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(EXTRACT), *args], capture_output=True, text=True, timeout=120, check=False, cwd=ROOT
     )
@@ -161,7 +174,7 @@ def test_source_line_names_the_git_commit(checkout: Path, tmp_path: Path) -> Non
 
 def test_not_a_checkout_is_one_line_and_exit_2(tmp_path: Path) -> None:
     out = tmp_path / "regs.json"
-    done = extract(str(tmp_path), "--out", str(out))
+    done = extract_in_a_process(str(tmp_path), "--out", str(out))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "no test/registered folder" in done.stderr
     assert "Traceback" not in done.stderr

@@ -143,6 +143,43 @@ def test_tests_session_shares_one_absolute_bytecode_cache(tmp_path, monkeypatch)
     assert NOXFILE.bytecode_cache_env(CacheSession("none")) == {}  # no venv: the host's own setting stands
 
 
+class InstallSession:
+    """Records installs; its venv lives in a temporary folder."""
+
+    venv_backend = "uv"
+
+    def __init__(self, location: Path) -> None:
+        self.virtualenv = type("Venv", (), {"location": str(location)})()
+        self.installs: list[tuple[str, ...]] = []
+
+    def install(self, *args: str) -> None:
+        self.installs.append(args)
+
+    def log(self, *_: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("changed", ["pyproject.toml", "constraints.txt", "arguments"])
+def test_a_reused_venv_installs_again_only_when_an_input_changed(tmp_path: Path, monkeypatch, changed: str) -> None:
+    inputs = (tmp_path / "pyproject.toml", tmp_path / "constraints.txt")
+    for path in inputs:
+        path.write_text(f"{path.name}\n", encoding="utf-8")
+    monkeypatch.setattr(NOXFILE, "INSTALL_INPUTS", inputs)
+    session = InstallSession(tmp_path / "venv")
+    (tmp_path / "venv").mkdir()
+    NOXFILE.install_unless_current(session, "-e", ".[test]")
+    NOXFILE.install_unless_current(session, "-e", ".[test]")
+    assert [args[-2:] for args in session.installs] == [("-e", ".[test]")]  # the second run found the stamp
+    args = ("-e", ".[test,plot]") if changed == "arguments" else ("-e", ".[test]")
+    if changed != "arguments":
+        (tmp_path / changed).write_text("pinned differently\n", encoding="utf-8")
+    NOXFILE.install_unless_current(session, *args)
+    assert len(session.installs) == 2 and session.installs[-1][-2:] == args
+    assert all(args[:2] == NOXFILE.CONSTRAINTS for args in session.installs)  # still through the constraints
+    NOXFILE.install_unless_current(CacheSession("none"), *args)  # no venv: nothing installed, nothing written
+    assert len(session.installs) == 2
+
+
 @pytest.mark.parametrize(("body", "code"), [("def test_ok():\n    pass\n", 0), ("def test_bad():\n    assert False\n", 1)])
 def test_the_hard_exit_runner_keeps_pytests_exit_status(tmp_path: Path, body: str, code: int) -> None:
     """ci/pytest_then_exit.py skips interpreter finalization but must never turn a failure into a pass."""

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -204,37 +205,65 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize("hostile", HOSTILE, ids=["injection", "dquote", "squote-block", "docstring", "backslash-newline-brace"])
-def test_hostile_values_stay_data(tmp_path, hostile):
+HOSTILE_IDS = ["injection", "dquote", "squote-block", "docstring", "backslash-newline-brace"]
+
+
+def _hostile_module(hostile: str) -> str:
+    cases = [(hostile, "kernel"), ("draft-" + hostile, "sglang")]
+    return render_module(matrix_name=hostile, runner_name=hostile, runner_config=hostile, stage=hostile, cases=cases, est=5)
+
+
+def _stub_sglang(stubs: Path) -> None:
+    for pkg in ("sglang", "sglang/test", "sglang/test/ci"):
+        (stubs / pkg).mkdir(parents=True, exist_ok=True)
+        (stubs / pkg / "__init__.py").write_text("")
+    (stubs / "sglang/test/ci/ci_register.py").write_text(STUB_REGISTER)
+
+
+def _collect_only(folder: Path, suite: Path) -> subprocess.CompletedProcess[str]:
+    """pytest --collect-only over `suite` in a fresh process with stub sglang packages, run from `folder`."""
+    stubs = folder / "stubs"
+    _stub_sglang(stubs)
+    env = {**os.environ, "PYTHONPATH": str(stubs), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(suite)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def hostile_collection(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """Every hostile module in one suite, collected by one pytest process (one interpreter instead of five)."""
+    folder = tmp_path_factory.mktemp("hostile")
+    suite = folder / "suite"
+    suite.mkdir()
+    for name, hostile in zip(HOSTILE_IDS, HOSTILE, strict=True):
+        (suite / f"test_specmatrix_hostile_{name.replace('-', '_')}.py").write_text(_hostile_module(hostile))
+    return folder, _collect_only(folder, suite)
+
+
+@pytest.mark.parametrize("hostile", HOSTILE, ids=HOSTILE_IDS)
+def test_hostile_values_stay_data(hostile, hostile_collection, request):
     """Quotes, newlines and code in every interpolated value: the module parses, collects, and runs nothing injected."""
     cases = [(hostile, "kernel"), ("draft-" + hostile, "sglang")]
-    text = render_module(matrix_name=hostile, runner_name=hostile, runner_config=hostile, stage=hostile, cases=cases, est=5)
+    text = _hostile_module(hostile)
     tree = ast.parse(text)
     values = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) for t in n.targets}
     assert values["MATRIX"] == values["RUNNER"] == values["RUNNER_CONFIG"] == hostile
     assert [tuple(c) for c in values["CASES"]] == cases
     (reg,) = read_registrations(tree, text)
     assert reg.problem is None
-    stubs = tmp_path / "stubs"
-    for pkg in ("sglang", "sglang/test", "sglang/test/ci"):
-        (stubs / pkg).mkdir(parents=True, exist_ok=True)
-        (stubs / pkg / "__init__.py").write_text("")
-    (stubs / "sglang/test/ci/ci_register.py").write_text(STUB_REGISTER)
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "test_specmatrix_hostile.py").write_text(text)
-    env = {**os.environ, "PYTHONPATH": str(stubs), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(suite)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    folder, done = hostile_collection
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 tests collected" in done.stdout
-    assert not list(tmp_path.rglob("PWNED"))
+    assert f"{len(HOSTILE) * 2} tests collected" in done.stdout
+    name = request.node.callspec.id.replace("-", "_")
+    # This module's own two test ids are listed: it collected, not just the others.
+    assert sum(line.startswith(f"suite/test_specmatrix_hostile_{name}.py::") for line in done.stdout.splitlines()) == 2
+    assert not list(folder.rglob("PWNED"))
 
 
 def test_hostile_stage_from_the_command_line(tmp_path):
@@ -270,18 +299,5 @@ def test_the_hostile_test_catches_a_value_pasted_between_quotes(tmp_path):
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "test_specmatrix_naive.py").write_text(text)
-    stubs = tmp_path / "stubs"
-    for pkg in ("sglang", "sglang/test", "sglang/test/ci"):
-        (stubs / pkg).mkdir(parents=True, exist_ok=True)
-        (stubs / pkg / "__init__.py").write_text("")
-    (stubs / "sglang/test/ci/ci_register.py").write_text(STUB_REGISTER)
-    env = {**os.environ, "PYTHONPATH": str(stubs), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(suite)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    _collect_only(tmp_path, suite)
     assert list(tmp_path.rglob("PWNED"))  # the naive module ran the injected code; the repr()-written one never does

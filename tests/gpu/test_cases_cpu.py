@@ -165,6 +165,30 @@ def test_replot_rebuilds_table_and_pictures_from_saved_timings(tmp_path: Path, c
     assert not (tmp_path / "bad").exists()
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("{", "not a bench.json (Expecting property name enclosed in double quotes at line 1)", id="malformed"),
+        pytest.param('{"rows": [' + "9" * 5000 + "]}", "bench.json not accepted: an integer of 5000 digits", id="huge-int"),
+        pytest.param('{"rows": [{"median_us": NaN}]}', "bench.json not accepted: NaN is not a JSON number", id="nan"),
+        pytest.param("[" * 100_000 + "]" * 100_000, "bench.json nested too deeply", id="deep"),
+        pytest.param('["rows"]', "not a bench.json (TypeError: ", id="not-an-object"),
+    ],
+)
+def test_replot_of_bad_json_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    """--replot reads through the core's bounded reader (matrix.core.jsonio), before anything is plotted."""
+    from matrix.gpu.bench import main
+
+    saved = tmp_path / "bench.json"
+    saved.write_text(text, encoding="utf-8")
+    assert main(["--replot", str(saved), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"bench_kernels: error: {saved}: ") and message in err
+    assert not (tmp_path / "out").exists()
+
+
 GROUPING_CONFTEST = "from matrix.gpu.config_scheduler import pytest_xdist_make_scheduler  # noqa: F401\n"
 GROUPING_TEST = """
 import pytest

@@ -24,10 +24,10 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_text_output_lists_findings_with_location_guard_and_reason(capsys, suite_copy):
-    code, out, _ = run(capsys, "guards", str(suite_copy))
+def test_text_output_lists_findings_with_location_guard_and_reason(capsys, shared_suite):
+    code, out, _ = run(capsys, "guards", str(shared_suite))
     assert code == 1
-    assert f"{suite_copy.as_posix()}/attention/test_trtllm_mha_guard_bug.py:13: silent-skip:" in out
+    assert f"{shared_suite.as_posix()}/attention/test_trtllm_mha_guard_bug.py:13: silent-skip:" in out
     assert "guard: unittest.skipIf(not (is_sm90_supported() or is_sm120_supported())" in out
     assert "10 silent-skip, 8 never-runs, 4 disabled-by-skip, 1 unscheduled, 2 unparsable" not in out  # kinds in ORDER
     assert "10 silent-skip, 8 never-runs, 1 unscheduled, 2 unparsable, 4 disabled-by-skip" in out
@@ -35,8 +35,8 @@ def test_text_output_lists_findings_with_location_guard_and_reason(capsys, suite
     assert out.rstrip().endswith("exit 1")
 
 
-def test_json_output_follows_the_schema(capsys, suite_copy):
-    code, out, _ = run(capsys, "guards", str(suite_copy), "--json")
+def test_json_output_follows_the_schema(capsys, shared_suite):
+    code, out, _ = run(capsys, "guards", str(shared_suite), "--json")
     doc = json.loads(out)
     assert code == doc["exit_code"] == 1
     assert doc["schema"] == SCHEMA
@@ -47,8 +47,8 @@ def test_json_output_follows_the_schema(capsys, suite_copy):
 
 
 @pytest.mark.parametrize("show", ["warning", "info"])
-def test_markdown_fits_a_job_summary_with_details_collapsed(capsys, suite_copy, show):
-    code, out, _ = run(capsys, "guards", str(suite_copy), "--md", "--show", show)
+def test_markdown_fits_a_job_summary_with_details_collapsed(capsys, shared_suite, show):
+    code, out, _ = run(capsys, "guards", str(shared_suite), "--md", "--show", show)
     assert code == 1
     assert "**10** silent-skip" in out
     assert "<details><summary>Silent skips" in out
@@ -61,28 +61,28 @@ def test_markdown_fits_a_job_summary_with_details_collapsed(capsys, suite_copy, 
 
 
 @pytest.mark.parametrize("sub", ["clean", "attention/test_trtllm_mha_guard_fixed.py"])
-def test_clean_tree_exits_zero(capsys, suite_copy, sub):
-    code, out, _ = run(capsys, "guards", str(suite_copy / sub))
+def test_clean_tree_exits_zero(capsys, shared_suite, sub):
+    code, out, _ = run(capsys, "guards", str(shared_suite / sub))
     assert code == 0
     assert "no findings; exit 0" in out
 
 
-def test_global_runners_file_extends_the_profiles(capsys, suite_copy, tmp_path):
+def test_global_runners_file_extends_the_profiles(capsys, shared_suite, tmp_path):
     extra = tmp_path / "extra.toml"
     extra.write_text('[runner.1-gpu-a100]\ngpus = 1\ncapability = [8, 0]\nrunner_configs = ["1-gpu-large"]\n', encoding="utf-8")
-    code, out, _ = run(capsys, "--runners", str(extra), "guards", str(suite_copy / "attention"), "--only-runners", "1-gpu-a100")
+    code, out, _ = run(capsys, "--runners", str(extra), "guards", str(shared_suite / "attention"), "--only-runners", "1-gpu-a100")
     assert code == 1
     # On an A100 neither guard passes: both files would skip there.
     assert out.count("silent-skip: test_trtllm_mha_guard_") == 2
 
 
-def test_assume_installed_and_suites_options(capsys, suite_copy, tmp_path):
+def test_assume_installed_and_suites_options(capsys, shared_suite, tmp_path):
     suites = tmp_path / "suites.txt"
     suites.write_text("base-b-kernel-unit-test-1-gpu-large\n", encoding="utf-8")
     code, out, _ = run(
         capsys,
         "guards",
-        str(suite_copy / "module_level" / "test_importorskip.py"),
+        str(shared_suite / "module_level" / "test_importorskip.py"),
         "--suites",
         str(suites),
         "--assume-installed",
@@ -104,10 +104,10 @@ def test_assume_installed_and_suites_options(capsys, suite_copy, tmp_path):
         (["guards"], "required: path"),
     ],
 )
-def test_bad_input_is_exit_2_with_one_line(capsys, suite_copy, tmp_path, args, message):
+def test_bad_input_is_exit_2_with_one_line(capsys, shared_suite, tmp_path, args, message):
     (tmp_path / "bad.json").write_text("{", encoding="utf-8")
     (tmp_path / "badmap.toml").write_text('[suite]\n"stress" = ["no-such-runner"]\n', encoding="utf-8")
-    argv = [a.format(tmp=tmp_path, suite=suite_copy) for a in args]
+    argv = [a.format(tmp=tmp_path, suite=shared_suite) for a in args]
     code, out, err = run(capsys, *argv)
     assert code == 2
     assert out == ""

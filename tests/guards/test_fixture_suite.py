@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import runpy
+import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from matrix.guards import audit_tree
 from matrix.guards.model import GuardFindingKind, GuardReport
 from matrix.guards.suites import load_suite_map
+
+from .conftest import FIXTURE_SUITE
 
 K = GuardFindingKind
 H100, B200, RTX5090, CPU = "1-gpu-h100", "4-gpu-b200", "1-gpu-5090", "cpu"
@@ -91,9 +93,12 @@ def found(report: GuardReport) -> set[tuple[K, str, tuple[str, ...]]]:
     return {(f.kind, f.test, f.runners) for f in report.findings}
 
 
-@pytest.fixture
-def report(suite_copy: Path, runners) -> GuardReport:
-    return audit_tree(suite_copy, runners)
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory, runners) -> GuardReport:
+    """One audit of one private copy, shared by the tests that only read its findings (a report is immutable)."""
+    suite = tmp_path_factory.mktemp("audited") / "suite"
+    shutil.copytree(FIXTURE_SUITE, suite)
+    return audit_tree(suite, runners)
 
 
 def test_every_planted_finding_and_nothing_else(report):
@@ -128,8 +133,8 @@ def test_counts_of_files(report):
     assert report.runners == (CPU, H100, B200, B200X8, RTX5090)
 
 
-def test_assumed_installed_flashinfer_settles_those_guards(suite_copy, runners):
-    report = audit_tree(suite_copy, runners, installed=["flashinfer"])
+def test_assumed_installed_flashinfer_settles_those_guards(shared_suite, runners):
+    report = audit_tree(shared_suite, runners, installed=["flashinfer"])
     gone = {
         (K.UNDETERMINED, "module_level/test_importorskip.py", (H100,)),
         (K.UNDETERMINED, "undetermined/test_unknown_guards.py::TestUnknowns::test_flashinfer", (H100,)),
@@ -137,9 +142,9 @@ def test_assumed_installed_flashinfer_settles_those_guards(suite_copy, runners):
     assert found(report) == EXPECTED - gone
 
 
-def test_suite_list_makes_unknown_suites_unscheduled(suite_copy, runners, tmp_path):
+def test_suite_list_makes_unknown_suites_unscheduled(shared_suite, runners, tmp_path):
     known = frozenset({"base-b-test-4-gpu-b200", "stage-b-test-1-gpu-large", "nightly-4-gpu-b200"})
-    report = audit_tree(suite_copy, runners, known_suites=known)
+    report = audit_tree(shared_suite, runners, known_suites=known)
     unscheduled = {f.path: f.reason for f in report.of_kind(K.UNSCHEDULED)}
     assert "did you mean base-b-test-4-gpu-b200?" in unscheduled["scheduling/test_suite_typo.py"]
     assert "not in the --suites list" in unscheduled["marks/test_pytestmark_single.py"]
@@ -147,8 +152,8 @@ def test_suite_list_makes_unknown_suites_unscheduled(suite_copy, runners, tmp_pa
     assert "scheduling/test_nightly_with_flag.py" not in unscheduled
 
 
-def test_only_runners_keeps_findings_that_concern_them(suite_copy, runners):
-    report = audit_tree(suite_copy, runners, only_runners=[B200])
+def test_only_runners_keeps_findings_that_concern_them(shared_suite, runners):
+    report = audit_tree(shared_suite, runners, only_runners=[B200])
     expected = {e for e in EXPECTED if B200 in e[2] or e[0] is K.UNPARSABLE}
     assert found(report) == expected
     assert report.runners == (B200,)
@@ -173,6 +178,6 @@ def test_the_marker_probe_works_when_the_file_is_executed(suite_copy):
     assert marker.exists()
 
 
-def test_a_single_file_can_be_audited(suite_copy, runners):
-    report = audit_tree(suite_copy / BUG, runners, suite_map=load_suite_map())
+def test_a_single_file_can_be_audited(shared_suite, runners):
+    report = audit_tree(shared_suite / BUG, runners, suite_map=load_suite_map())
     assert {(f.kind, f.test) for f in report.findings} == {(K.SILENT_SKIP, "test_trtllm_mha_guard_bug.py::TestTRTLLMMHADecode")}

@@ -95,13 +95,13 @@ def test_malformed_baseline_is_exit_2(capsys, suite_copy, tmp_path):
 # --- what is shown --------------------------------------------------------------------------------------------
 
 
-def test_informational_kinds_are_hidden_unless_asked(capsys, suite_copy):
-    _, out, _ = run(capsys, "guards", str(suite_copy))
+def test_informational_kinds_are_hidden_unless_asked(capsys, shared_suite):
+    _, out, _ = run(capsys, "guards", str(shared_suite))
     assert "undetermined:" not in out
     assert "informational finding(s) hidden" in out
-    _, out, _ = run(capsys, "guards", str(suite_copy), "--show", "info")
+    _, out, _ = run(capsys, "guards", str(shared_suite), "--show", "info")
     assert "undetermined:" in out
-    _, out, _ = run(capsys, "guards", str(suite_copy), "--show", "error")
+    _, out, _ = run(capsys, "guards", str(shared_suite), "--show", "error")
     assert "disabled-by-skip:" not in out
 
 
@@ -202,22 +202,22 @@ def test_cache_can_be_moved_disabled_and_survives_corruption(capsys, suite_copy,
     assert err == ""
 
 
-def test_parallel_and_serial_runs_agree(capsys, suite_copy, monkeypatch):
+def test_parallel_and_serial_runs_agree(capsys, shared_suite, monkeypatch):
     from matrix.guards import tree
 
     monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 1)
-    _, serial, _ = run(capsys, "guards", str(suite_copy), "--json", "--no-cache", "--jobs", "1")
-    _, parallel, _ = run(capsys, "guards", str(suite_copy), "--json", "--no-cache", "--jobs", "2")
+    _, serial, _ = run(capsys, "guards", str(shared_suite), "--json", "--no-cache", "--jobs", "1")
+    _, parallel, _ = run(capsys, "guards", str(shared_suite), "--json", "--no-cache", "--jobs", "2")
     assert serial == parallel
 
 
-def test_output_file_is_written_atomically(capsys, suite_copy, tmp_path):
+def test_output_file_is_written_atomically(capsys, shared_suite, tmp_path):
     target = tmp_path / "out" / "report.md"
-    code, out, _ = run(capsys, "guards", str(suite_copy), "--md", "--output", str(target))
+    code, out, _ = run(capsys, "guards", str(shared_suite), "--md", "--output", str(target))
     assert code == 1
     assert out == ""
     assert target.read_text().startswith("## Guard audit")
 
 
-def test_jobs_must_be_positive(capsys, suite_copy):
-    assert run(capsys, "guards", str(suite_copy), "--jobs", "0")[0] == 2
+def test_jobs_must_be_positive(capsys, shared_suite):
+    assert run(capsys, "guards", str(shared_suite), "--jobs", "0")[0] == 2

@@ -175,20 +175,32 @@ def test_hostile_guards_are_unknown_past_the_budget(facts_for, name):
     assert any("budget" in s or "beyond 256 bits" in s for s in result.steps), result.steps
 
 
-@pytest.mark.parametrize("name", HOSTILE)
-def test_hostile_files_end_quickly_in_a_fresh_process(tmp_path, name):
-    """A hang or a crash shows here (the limit is generous; ci/bench_guards.py measures the time)."""
-    source = HEAD + "from sglang.test.ci.ci_register import register_cuda_ci\n"
-    source += 'register_cuda_ci(est_time=1, suite="base-b-test-1-gpu-large")\n' + HOSTILE[name]
-    source += "\n\n@unittest.skipIf(G, 'x')\nclass TestX(unittest.TestCase):\n    pass\n"
-    (tmp_path / "test_hostile.py").write_text(source, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "matrix", "guards", str(tmp_path), "--show", "info", "--no-cache"],
+def _hostile_file_name(name: str) -> str:
+    return f"test_hostile_{list(HOSTILE).index(name)}.py"
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """Every hostile file in one folder, audited by one fresh `specmatrix guards` process."""
+    folder = tmp_path_factory.mktemp("hostile")
+    for name, body in HOSTILE.items():
+        source = HEAD + "from sglang.test.ci.ci_register import register_cuda_ci\n"
+        source += 'register_cuda_ci(est_time=1, suite="base-b-test-1-gpu-large")\n' + body
+        source += "\n\n@unittest.skipIf(G, 'x')\nclass TestX(unittest.TestCase):\n    pass\n"
+        (folder / _hostile_file_name(name)).write_text(source, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "matrix", "guards", str(folder), "--show", "info", "--no-cache"],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_files_end_quickly_in_a_fresh_process(hostile_run, name):
+    """A hang or a crash shows here (the limit is generous; ci/bench_guards.py measures the time)."""
+    done = hostile_run
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    assert "undetermined" in done.stdout
+    assert f"undetermined: {_hostile_file_name(name)}::TestX on " in done.stdout

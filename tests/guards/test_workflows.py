@@ -52,8 +52,8 @@ def test_run_suite_command_lines(script, expected):
     assert [(r.suite, r.nightly, r.hw) for r in parse_workflow(text, "w.yml")] == expected
 
 
-def test_registrations_no_job_selects_in_both_nightly_directions(suite_copy, runners):
-    report = audit_tree(suite_copy, runners, schedule=load_schedule(WORKFLOWS))
+def test_registrations_no_job_selects_in_both_nightly_directions(shared_suite, runners):
+    report = audit_tree(shared_suite, runners, schedule=load_schedule(WORKFLOWS))
     reasons = {f.path: f.reason for f in report.of_kind(K.UNSCHEDULED)}
     assert (
         "nightly=True, but suite base-b-test-4-gpu-b200 only runs without --nightly"
@@ -67,7 +67,7 @@ def test_registrations_no_job_selects_in_both_nightly_directions(suite_copy, run
     assert "scheduling/test_nightly_with_flag.py" not in reasons
 
 
-def test_workflow_env_decides_ci_guards(suite_copy, runners, tmp_path):
+def test_workflow_env_decides_ci_guards(shared_suite, runners, tmp_path):
     folder = tmp_path / "wf"
     folder.mkdir()
     (folder / "ci.yml").write_text(
@@ -75,7 +75,7 @@ def test_workflow_env_decides_ci_guards(suite_copy, runners, tmp_path):
         "      - run: python3 run_suite.py --suite base-b-test-1-gpu-large\n",
         encoding="utf-8",
     )
-    report = audit_tree(suite_copy / "ci_facts", runners, schedule=load_schedule(folder))
+    report = audit_tree(shared_suite / "ci_facts", runners, schedule=load_schedule(folder))
     # is_in_ci() is false where the job says so: the class runs on the H100 job.
     assert not [f for f in report.findings if f.test.endswith("TestLongContextSweep")]
 
@@ -84,11 +84,11 @@ def test_workflow_env_decides_ci_guards(suite_copy, runners, tmp_path):
     ("text", "message"),
     [("jobs: [unclosed", "malformed YAML"), ("- a\n- b\n", "must be a mapping"), ("jobs: 3\n", "jobs must be a mapping")],
 )
-def test_bad_workflow_is_exit_2_with_one_line(capsys, tmp_path, suite_copy, text, message):
+def test_bad_workflow_is_exit_2_with_one_line(capsys, tmp_path, shared_suite, text, message):
     (tmp_path / "bad.yml").write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
         load_schedule(tmp_path)
-    code = main(["guards", str(suite_copy), "--workflows", str(tmp_path)])
+    code = main(["guards", str(shared_suite), "--workflows", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2
     assert message in err

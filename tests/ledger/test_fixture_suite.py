@@ -6,12 +6,14 @@ The ledger command must find each planted case and nothing else; each fix turns 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.ledger.conftest import ledger_cli, read_records, run_suite
+from tests.ledger.conftest import FIXTURE_SUITE, ledger_cli, read_records, run_suite
 
 PLANTED = {
     "attention/test_dense_backend_guard.py": {
@@ -40,20 +42,26 @@ def judge(
     return code, json.loads(report.read_text(encoding="utf-8")), out
 
 
-def test_the_runner_calls_the_suite_green(hook_venv: Path, suite_copy: Callable[..., Path]) -> None:
+@pytest.fixture(scope="module")
+def unfixed_run(hook_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """The suite as planted, run once for the two tests that read that run: (suite, ledger, the runner's result)."""
+    suite = tmp_path_factory.mktemp("unfixed") / "suite"
+    shutil.copytree(FIXTURE_SUITE, suite)
+    ledger = suite.parent / "ledger.jsonl"
+    return suite, ledger, run_suite(hook_venv, suite, ledger)
+
+
+def test_the_runner_calls_the_suite_green(unfixed_run: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
     """What CI sees without the ledger: every file exits 0, so the suite passes."""
-    suite = suite_copy()
-    done = run_suite(hook_venv, suite, suite.parent / "ledger.jsonl")
+    _, _, done = unfixed_run
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Test Summary: 5/5 passed" in done.stdout
 
 
 def test_each_planted_case_is_found_and_nothing_else(
-    hook_venv: Path, suite_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+    unfixed_run: tuple[Path, Path, subprocess.CompletedProcess[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    suite = suite_copy()
-    ledger = suite.parent / "ledger.jsonl"
-    run_suite(hook_venv, suite, ledger)
+    suite, ledger, _ = unfixed_run
     code, doc, out = judge(capsys, suite, ledger)
     assert code == 1
     assert failing(doc) == ALL_PLANTED

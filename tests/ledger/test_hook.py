@@ -64,6 +64,11 @@ if __name__ == "__main__":
 """
 
 
+# venv_env drops PYTEST_ADDOPTS, so the pytest runs leave out hypothesis's plugin themselves (tests/conftest.py says
+# why); pytest-benchmark, where a host has it, warns under xdist.
+QUIET_PYTEST = ("-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:hypothesispytest")
+
+
 def run(venv: Path, cwd: Path, *args: str, ledger: Path | None, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["python3", *args], cwd=cwd, env=venv_env(venv, ledger, **env), capture_output=True, text=True, check=False, timeout=60
@@ -144,7 +149,7 @@ def test_pytest_process(hook_venv: Path, tmp_path: Path) -> None:
         "import pytest\npytest.skip('no gpu', allow_module_level=True)\n", encoding="utf-8"
     )
     ledger = tmp_path / "ledger.jsonl"
-    done = run(hook_venv, tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", ledger=ledger)
+    done = run(hook_venv, tmp_path, "-m", "pytest", "-q", *QUIET_PYTEST, ledger=ledger)
     assert done.returncode == 0, done.stdout
     assert outcomes(ledger) == {
         "test_module_skip.py": ("skipped", "no gpu"),
@@ -296,9 +301,7 @@ def test_pytest_xdist_records_each_test_once(hook_venv: Path, tmp_path: Path) ->
         encoding="utf-8",
     )
     ledger = tmp_path / "ledger.jsonl"
-    done = run(
-        hook_venv, tmp_path, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-p", "no:benchmark", ledger=ledger
-    )
+    done = run(hook_venv, tmp_path, "-m", "pytest", "-q", "-n", "2", *QUIET_PYTEST, ledger=ledger)
     assert done.returncode == 0, done.stdout
     tests = [r["test"] for r in read_records(ledger) if r["kind"] == "test"]
     assert sorted(tests) == sorted(f"test_x.py::test_i[{i}]" for i in range(6))

@@ -49,15 +49,20 @@ H100 = json.dumps({"gpus": 1, "capability": [9, 0], "name": "NVIDIA H100 80GB HB
 STRICT = ("--matrix-runner", "4-gpu-b200")
 
 
+def leaks_in(name: str) -> bool:
+    """An outer environment variable a nested run must not see (a CI step summary, a runner name, GPUs, a worker)."""
+    return name.startswith(("SPECMATRIX_", "PYTEST_XDIST_")) or name in (
+        "GITHUB_STEP_SUMMARY",
+        "CUDA_VISIBLE_DEVICES",
+        "PYTEST_ADDOPTS",
+    )
+
+
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nothing from the outer environment (a CI step summary, a runner name, GPUs, an outer xdist worker) leaks in."""
+    """Nothing from the outer environment leaks in; the machine is a CPU box unless a test says otherwise."""
     for name in list(os.environ):
-        if name.startswith(("SPECMATRIX_", "PYTEST_XDIST_")) or name in (
-            "GITHUB_STEP_SUMMARY",
-            "CUDA_VISIBLE_DEVICES",
-            "PYTEST_ADDOPTS",
-        ):
+        if leaks_in(name):
             monkeypatch.delenv(name)
     monkeypatch.setenv("SPECMATRIX_DETECT", CPU)
 
@@ -84,7 +89,11 @@ def write(pytester: pytest.Pytester, name: str, source: str) -> Path:
 
 def report_of(pytester: pytest.Pytester, name: str = "out/report.json") -> dict[str, Any]:
     """The JSON report, validated by the schema reader, with planned == sum of statuses checked."""
-    path = pytester.path / name
+    return report_at(pytester.path / name)
+
+
+def report_at(path: Path) -> dict[str, Any]:
+    """`report_of` for a report outside a pytester folder."""
     read_report(path)
     doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     assert doc["planned"] == len(doc["cells"]) == sum(doc["counts"].values())

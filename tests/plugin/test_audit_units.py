@@ -221,3 +221,21 @@ def test_findings_put_unexpected_skips_first_and_warnings_last() -> None:
         FindingKind.UNEXPECTED_SKIP,
         FindingKind.RULE_TOO_STRICT,
     ]
+
+
+def _xml_1_0_char(code: int) -> bool:
+    """The Char production of XML 1.0 (fifth edition), section 2.2."""
+    return code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF
+
+
+# Every boundary of the Char ranges, with its neighbours.
+_EDGES = sorted({c + d for c in (0x0, 0x9, 0xD, 0x20, 0xD7FF, 0xE000, 0xFFFD, 0x10000, 0x10FFFF) for d in (-2, -1, 0, 1, 2)})
+
+
+def test_xml_safe_escapes_exactly_what_xml_1_0_cannot_carry() -> None:
+    from matrix.audit.junit import xml_safe
+
+    codes = [c for c in _EDGES if 0 <= c <= 0x10FFFF]
+    got = {c: xml_safe(f"a{chr(c)}b") for c in codes}
+    escape = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in codes}
+    assert got == {c: f"a{chr(c) if _xml_1_0_char(c) else escape[c]}b" for c in codes}

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
+import subprocess
+import sys
+import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +19,7 @@ from matrix.audit.findings import recheck
 from matrix.cli.main import main
 from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, read_report, to_json, write_report
 
-from .conftest import STRICT, literal, report_of, write
+from .conftest import B200, STRICT, TINY_MATRIX, leaks_in, literal, report_at
 
 RUN = """
 import pytest
@@ -30,19 +34,31 @@ def test_plain():
 """
 
 
-@pytest.fixture
-def finished_run(pytester: pytest.Pytester, tiny: Path, b200: None, monkeypatch: pytest.MonkeyPatch) -> pytest.RunResult:
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "summary.md"))
-    (pytester.path / "summary.md").write_text("earlier step\n", encoding="utf-8")
-    write(pytester, "test_run.py", RUN)
-    return pytester.runpytest(*STRICT, "-n", "2", "--matrix-report", "out/report.json", "--matrix-shard", "3/8")
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One `-n 2` run of RUN with every report, shared by the three tests that each read one of its files.
+
+    A separate process (a module-scoped fixture cannot use pytester), with the environment `clean_env` gives.
+    """
+    folder = tmp_path_factory.mktemp("finished-run")
+    (folder / "tiny.toml").write_text(TINY_MATRIX, encoding="utf-8")
+    (folder / "summary.md").write_text("earlier step\n", encoding="utf-8")
+    (folder / "test_run.py").write_text(textwrap.dedent(RUN), encoding="utf-8")
+    env = {name: value for name, value in os.environ.items() if not leaks_in(name)}
+    env |= {"SPECMATRIX_MATRIX": str(folder / "tiny.toml"), "SPECMATRIX_DETECT": B200}
+    env["GITHUB_STEP_SUMMARY"] = str(folder / "summary.md")
+    args = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", *STRICT, "-n", "2"]
+    args += ["--matrix-report", "out/report.json", "--matrix-shard", "3/8"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args], cwd=folder, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout + done.stderr  # the unexpected skip fails it
+    return folder
 
 
-def test_json_report_round_trips_and_rechecks_to_the_same_findings(
-    pytester: pytest.Pytester, finished_run: pytest.RunResult
-) -> None:
-    doc = report_of(pytester)
-    report = read_report(pytester.path / "out/report.json")
+def test_json_report_round_trips_and_rechecks_to_the_same_findings(finished_run: Path) -> None:
+    doc = report_at(finished_run / "out/report.json")
+    report = read_report(finished_run / "out/report.json")
     assert json.loads(json.dumps(to_json(report))) == doc
     assert recheck(report) == report.findings
     assert [f.kind.value for f in report.findings] == ["unexpected-skip", "unallowed-skip"]
@@ -50,10 +66,8 @@ def test_json_report_round_trips_and_rechecks_to_the_same_findings(
     assert doc["extra"]["xdist_workers"] == 2
 
 
-def test_junit_has_one_testcase_per_item_and_unexpected_skips_fail(
-    pytester: pytest.Pytester, finished_run: pytest.RunResult
-) -> None:
-    suite = ET.parse(pytester.path / "out/report.xml").getroot().find("testsuite")
+def test_junit_has_one_testcase_per_item_and_unexpected_skips_fail(finished_run: Path) -> None:
+    suite = ET.parse(finished_run / "out/report.xml").getroot().find("testsuite")
     assert suite is not None
     cases = {f"{c.get('classname')}::{c.get('name')}": c for c in suite.iter("testcase")}
     assert len(cases) == 4 + 1
@@ -66,14 +80,12 @@ def test_junit_has_one_testcase_per_item_and_unexpected_skips_fail(
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped"), suite.get("errors")) == ("5", "2", "2", "0")
 
 
-def test_markdown_lists_unexpected_skips_first_and_appends_to_the_step_summary(
-    pytester: pytest.Pytester, finished_run: pytest.RunResult
-) -> None:
-    md = (pytester.path / "out/report.md").read_text(encoding="utf-8")
+def test_markdown_lists_unexpected_skips_first_and_appends_to_the_step_summary(finished_run: Path) -> None:
+    md = (finished_run / "out/report.md").read_text(encoding="utf-8")
     assert md.index("### Unexpected skips (1)") < md.index("### Other findings (1)") < md.index("### Counts")
     assert "| `test_run.py::test_cell[alpha-s2]` | flaky on this host | no rule restricts this cell |" in md
     assert "| **planned** | **4** |" in md
-    summary = (pytester.path / "summary.md").read_text(encoding="utf-8")
+    summary = (finished_run / "summary.md").read_text(encoding="utf-8")
     assert summary == "earlier step\n" + md
 
 

@@ -253,7 +253,9 @@ def test_a_module_skip_accounts_expected_skips_too(pytester: pytest.Pytester, xd
             pass
         """,
     )
-    extra = ("-n", "2") if xdist else ()
+    # Under xdist the controller, which collects nothing itself, must plan what its worker never collected: one
+    # worker shows that.
+    extra = ("-n", "1") if xdist else ()
     result = pytester.runpytest(*STRICT, *extra, "--matrix-report", "out/report.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     doc = report_of(pytester)
