@@ -32,6 +32,9 @@ step() { # name timeout env... -- command
   tail -4 "$R/$name.log"
 }
 G="python3 -m nox -s gpu --force-venv-backend none --"
+# The mutation table's 25 hd128 graph cells and the tests that reach sglang's mutated modules.
+MUTATION_CELLS=('--matrix-select=draft-{triton,trtllm_mha}-*-page{16,64}-hd128-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-*'
+  -k 'runner or sglang_draft or target')
 SGLANG_IMPORT="import time; t=time.perf_counter(); import torch; t1=time.perf_counter(); import sglang.srt.mem_cache.memory_pool, sglang.srt.layers.attention.attention_registry, sglang.srt.layers.attention.triton_backend, sglang.srt.layers.attention.trtllm_mha_backend, sglang.srt.speculative.frozen_kv_mtp_worker_v2, sglang.test.kits.attention_unittest.attention_methods.dense_attention; print(f'torch {t1-t:.1f} s, then the sglang draft path {time.perf_counter()-t1:.1f} s')"
 case "$MODE" in
   x2)
@@ -73,8 +76,7 @@ case "$MODE" in
     rm -rf /tmp/jit-x2; caches x2
     step cold2 320 $G --matrix-report "$R/cold2.json"
     step mutations 150 python3 -m nox -s gpu-mutations --force-venv-backend none -- \
-      '--matrix-select=draft-{triton,trtllm_mha}-*-page{16,64}-hd128-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-*' \
-      -k 'runner or sglang_draft or target'
+      "${MUTATION_CELLS[@]}"
     cp -r gpu-mutations "$R/" 2>/dev/null
     step warm2 75 $G --matrix-report "$R/warm2.json"
     step nocontract 25 python3 -m matrix.gpu.cellrun draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph --level sglang --mutation unexpanded-max-bs --no-contract ;;
@@ -88,8 +90,7 @@ case "$MODE" in
   mutations-shared)  # the mutation table with its baseline on GPU 0 shared by four workers (over one's caches)
     caches one
     step mutations 330 CUDA_VISIBLE_DEVICES=0 python3 -m nox -s gpu-mutations --force-venv-backend none -- --matrix-workers-per-gpu 4 \
-      '--matrix-select=draft-{triton,trtllm_mha}-*-page{16,64}-hd128-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-*' \
-      -k 'runner or sglang_draft or target'
+      "${MUTATION_CELLS[@]}"
     cp -r gpu-mutations "$R/" 2>/dev/null ;;
   isolate)  # every level's cell in its own child process on the GPU (SPECMATRIX_GPU_ISOLATE=1), over one's caches
     caches one

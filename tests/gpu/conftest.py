@@ -19,6 +19,13 @@ from matrix.gpu.config_scheduler import pytest_xdist_make_scheduler  # noqa: F40
 from matrix.gpu.isolation import ChildOutcome, cuda_error_line, run_child
 from matrix.plugin import CRASHED_PROPERTY
 
+# Warnings sglang itself raises on a CPU-only import (the *_torch.py tests here and tests/sglang); all else errors.
+SGLANG_CPU_IMPORT_WARNINGS = (
+    "ignore:Only CUDA, MUSA and NPU support GGUF quantization currently:UserWarning",
+    "ignore:Only CUDA, HIP and XPU support AWQ currently:UserWarning",
+    "ignore:Triton is not supported on current platform, roll back to CPU:UserWarning",
+)
+
 # Test-only switches, read here and nowhere else (the mutation run of docs/gpu.md).
 MUTATION_ENV = "SPECMATRIX_GPU_MUTATION"  # e.g. unexpanded-max-bs: the runner passes max_bs, not max_bs*topk
 PLANT_ENV = "SPECMATRIX_GPU_PLANT"  # illegal-address: a page id far past the cache, a real CUDA error

@@ -13,11 +13,9 @@ from typing import Any
 
 import pytest
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Only CUDA, MUSA and NPU support GGUF quantization currently:UserWarning"),
-    pytest.mark.filterwarnings("ignore:Only CUDA, HIP and XPU support AWQ currently:UserWarning"),
-    pytest.mark.filterwarnings("ignore:Triton is not supported on current platform, roll back to CPU:UserWarning"),
-]
+from .conftest import SGLANG_CPU_IMPORT_WARNINGS
+
+pytestmark = [pytest.mark.filterwarnings(w) for w in SGLANG_CPU_IMPORT_WARNINGS]
 torch = pytest.importorskip("torch")
 pytest.importorskip("sglang")
 

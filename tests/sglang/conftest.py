@@ -14,12 +14,7 @@ from matrix.core.expect import effective_versions
 from matrix.core.loader import default_matrix_text, load_matrix, load_runners, parse_matrix, read_toml
 from matrix.core.model import Matrix, RunnerProfile
 
-# Warnings sglang itself raises on a CPU-only import; everything else stays an error.
-SGLANG_CPU_IMPORT_WARNINGS = (
-    "ignore:Only CUDA, MUSA and NPU support GGUF quantization currently:UserWarning",
-    "ignore:Only CUDA, HIP and XPU support AWQ currently:UserWarning",
-    "ignore:Triton is not supported on current platform, roll back to CPU:UserWarning",
-)
+from ..gpu.conftest import SGLANG_CPU_IMPORT_WARNINGS
 
 
 def pytest_configure(config: pytest.Config) -> None:
