@@ -1,0 +1,142 @@
+"""The schedule model: what CI selects, on which runner labels and profiles, with which env and gating; pure.
+
+Every reader (GitHub Actions, runner-config tables, Buildkite, a declared schedule file) produces these records,
+and every audit consumes them, so "which test runs on which runner" is decided from one shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+
+class Gate(StrEnum):
+    """When an entry runs: on every push/PR, only with a PR label, only on a schedule or by hand."""
+
+    ALWAYS = "always"  # push / pull_request without a label condition
+    LABEL = "label"  # a pull request carrying a label (sglang `run-ci`, flashinfer `run-ci`)
+    SCHEDULE = "schedule"  # cron, or a workflow called from a scheduled workflow
+    MANUAL = "manual"  # workflow_dispatch only, or Buildkite `optional: true` on PRs
+    UNKNOWN = "unknown"  # a condition that cannot be read statically (shown as an assumption)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Origin:
+    """Where an entry was read: the CI file (relative to the repository root), its line, the job or step id,
+    and the chain of calls that led there (a caller workflow's job calling a reusable workflow)."""
+
+    file: str
+    line: int
+    job: str
+    via: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        chain = "".join(f" (called from {v})" for v in self.via)
+        return f"{self.file}:{self.line} job {self.job}{chain}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteSelection:
+    """sglang's `run_suite.py --hw HW --suite SUITE [--nightly]`: registrations whose suite and nightly flag match."""
+
+    suite: str
+    hw: str | None
+    nightly: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class PytestSelection:
+    """One pytest invocation: its arguments as written, resolved relative to `working_dir` (repo-relative)."""
+
+    paths: tuple[str, ...]
+    working_dir: str = "."
+    ignore: tuple[str, ...] = ()
+    deselect: tuple[str, ...] = ()
+    keyword: str | None = None  # -k
+    markexpr: str | None = None  # -m
+    shard: tuple[int, int] | None = None  # (shard id, shard count) from parallelism
+
+
+Selection = SuiteSelection | PytestSelection
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleEntry:
+    """One thing CI runs: what it selects, where (labels as written and the profiles they resolve to), its
+    environment, when it runs, the assumptions made to read it statically, and where it was read."""
+
+    selection: Selection
+    labels: tuple[str, ...]
+    profiles: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    gates: tuple[Gate, ...] = (Gate.ALWAYS,)
+    assumptions: tuple[str, ...] = ()
+    origin: Origin
+
+    @property
+    def env_map(self) -> Mapping[str, str]:
+        return dict(self.env)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnreadJob:
+    """A CI job or step that may run tests but could not be read statically: listed, never dropped silently."""
+
+    origin: Origin
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnknownLabel:
+    """A runner label no profile knows (nor lists as a former label), with the nearest profile names."""
+
+    label: str
+    origin: Origin
+    nearest: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Schedule:
+    """Everything read from a repository's CI: entries, the jobs that could not be read, unknown labels, and the
+    files read (so a user can check what the audit believes before trusting a verdict)."""
+
+    entries: tuple[ScheduleEntry, ...] = ()
+    unread: tuple[UnreadJob, ...] = ()
+    unknown_labels: tuple[UnknownLabel, ...] = ()
+    sources: tuple[str, ...] = field(default=())
+
+    def suite_entries(self, suite: str, hw: str, nightly: bool) -> tuple[ScheduleEntry, ...]:
+        """Entries that run sglang registrations of `suite` on `hw` with this nightly flag (run_suite.py rules)."""
+        return tuple(
+            e
+            for e in self.entries
+            if isinstance(e.selection, SuiteSelection)
+            and e.selection.suite == suite
+            and (e.selection.hw is None or e.selection.hw == hw)
+            and e.selection.nightly == nightly
+        )
+
+    def pytest_entries(self) -> tuple[ScheduleEntry, ...]:
+        return tuple(e for e in self.entries if isinstance(e.selection, PytestSelection))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepContext:
+    """What a command reader knows about the step a command line came from."""
+
+    working_dir: str
+    env: Mapping[str, str]
+    origin: Origin
+
+
+class CommandReader(Protocol):
+    """Turns one shell command line (already split into words, environment prefixes removed) into selections.
+
+    The GitHub Actions walker hands every command of every `run:` step (and of the shell scripts they call) to
+    each reader; `run_suite.py` and `pytest` are two readers. A reader that does not recognise the command
+    returns nothing.
+    """
+
+    def selections(self, words: Sequence[str], context: StepContext) -> Iterable[Selection]: ...
