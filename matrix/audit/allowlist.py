@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from matrix.core.errors import UsageError
-from matrix.core.report import Finding, FindingKind, OutsideResult, Severity
+from matrix.core.finding import Severity
+from matrix.core.report import Finding, FindingKind, OutsideResult
 
 _KEYS = {"test", "reason", "expires", "link"}
 

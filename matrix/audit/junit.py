@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from matrix.core.report import CellResult, CellStatus, Finding, FindingKind, OutsideResult, Report, Severity
+from matrix.core.finding import Severity
+from matrix.core.report import CellResult, CellStatus, Finding, FindingKind, OutsideResult, Report
 
 _SUITE = "specmatrix"
 _MESSAGE_LIMIT = 1000

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from matrix.cli.options import add_output_options
+from matrix.core.output import text_line
 from matrix.core.atomic import ensure_dir, write_bytes_atomic, write_text_atomic
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from matrix.core.expect import effective_versions, expectations
@@ -45,7 +47,7 @@ def register(sub: Any) -> None:
         help="fewest jobs whose estimated makespan fits (no default: give --shards or --budget)",
     )
     p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
-    p.add_argument("--format", choices=["gha", "json"], default="json", help="gha: one-line {include: [...]} for a job matrix")
+    add_output_options(p, ("json", "github"), default="json", renamed={"gha": "github"})
     p.add_argument(
         "--plan-dir",
         metavar="DIR",
@@ -153,8 +155,8 @@ def cmd_shard(args: argparse.Namespace, options: Options) -> int:
         file=sys.stderr,
     )
     # allow_nan=False: `Infinity` is not JSON, and GitHub's fromJSON rejects the whole matrix.
-    if args.format == "gha":
-        print(dumps_strict(gha_matrix(plan_ctx.runner, plan, selects), where="--format gha", separators=(",", ":")))
+    if args.format == "github":  # one-line {include: [...]} for a job matrix
+        print(dumps_strict(gha_matrix(plan_ctx.runner, plan, selects), where="--format github", separators=(",", ":")))
     else:
         print(dumps_strict(doc, where="shard plan", indent=2))
     return EXIT_OK
@@ -204,7 +206,7 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     for name, data in files.items():
         write_bytes_atomic(out / name, data)
     for finding in result.errors:
-        print(f"{finding.kind.value}: {finding.message}")
+        print(text_line(f"{finding.kind.value}: {finding.message}"))
     print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")
     return EXIT_FINDINGS if result.errors else EXIT_OK
 

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from matrix.cli.tables import cells_table, runners_table
+from matrix.cli.options import add_output_options
 from matrix.core.detect import detect
 from matrix.core.errors import EXIT_OK, EXIT_USAGE, DetectionError, UsageError
 from matrix.core.expect import effective_versions, expectations
@@ -34,20 +35,21 @@ def register(sub: Any) -> None:
         metavar="SELECTOR",
         help="cell selector, e.g. 'draft-trtllm_mha-topk{2,4}-*', repeatable (default: every cell)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_cells)
 
     p = sub.add_parser("explain", help="the rule trail that decides one cell on a runner")
     p.add_argument("cell", help="cell id")
     p.add_argument("--runner", metavar="NAME", help=RUNNER_HELP)
+    add_output_options(p, ("text",))
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("runners", help="runner profiles and how many cells each must run")
-    p.add_argument("--json", action="store_true")
+    add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_runners)
 
     p = sub.add_parser("detect", help="what this machine is and which profile it satisfies")
-    p.add_argument("--json", action="store_true")
+    add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_detect)
 
 
@@ -67,7 +69,7 @@ def cmd_cells(args: argparse.Namespace, options: Options) -> int:
     loaded = load(options)
     plan = plan_for(loaded, options.runner, os.environ)
     cells = select(loaded.matrix.cells, args.select)
-    if args.json:
+    if args.format == "json":
         doc = {
             "schema": CELLS_SCHEMA,
             "matrix": loaded.matrix.name,
@@ -130,7 +132,7 @@ def cmd_runners(args: argparse.Namespace, options: Options) -> int:
                 "skip": len(exps) - run,
             }
         )
-    if args.json:
+    if args.format == "json":
         print(json.dumps({"schema": "specmatrix.runners/1", "runners": rows}, indent=2))
         return EXIT_OK
     for line in runners_table(rows, len(loaded.matrix.cells)):
@@ -159,7 +161,7 @@ def cmd_detect(args: argparse.Namespace, options: Options) -> int:
         "nearest": [{"runner": p.name, "gaps": gaps} for p, gaps in nearest],
     }
     code = EXIT_OK if profile_name is not None else EXIT_USAGE
-    if args.json:
+    if args.format == "json":
         print(json.dumps(doc, indent=2))
         return code
     print(f"machine: {facts.describe()}")

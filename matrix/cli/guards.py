@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from matrix.cli.options import add_output_options, add_summary_option
+from matrix.core.atomic import append_text
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import UsageError
-from matrix.core.loader import load_runners
-from matrix.core.options import Options
-from matrix.guards.annotations import to_annotations
+from matrix.core.finding import Severity, Tool
+from matrix.core.options import Options, load_runner_profiles
+from matrix.core.output import finding_annotation, sarif_document, tool_version
 from matrix.guards.baseline import Baseline, baseline_text, read_baseline, updated_entries
 from matrix.guards.cache import ENV_VAR, cache_folder
 from matrix.guards.gate import Gate, error_keys, gate
-from matrix.guards.model import GuardFinding, GuardReport, Severity
+from matrix.guards.model import GuardFinding, GuardReport
 from matrix.guards.render import to_json, to_markdown, to_text
-from matrix.guards.sarif import to_sarif
 from matrix.guards.suites import load_suite_map, read_suite_list
 from matrix.guards.tree import audit_tree, default_jobs
 from matrix.guards.workflows import load_schedule
@@ -80,12 +82,12 @@ def register(sub: Any) -> None:
         default=Severity.WARNING.value,
         help="lowest severity listed: error, warning (default) or info (also undetermined, disabled, unmapped, ...)",
     )
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--format", choices=FORMATS, default=None, help="output: text (default), json, md, github, sarif")
-    out.add_argument("--json", action="store_true", help="same as --format json (schema specmatrix.guards/1)")
-    out.add_argument("--md", action="store_true", help="same as --format md (a job summary under 100 lines)")
+    add_output_options(p, FORMATS, legacy_flags=("json", "md"))
+    add_summary_option(p)
     p.add_argument(
-        "--output", type=Path, metavar="FILE", help="write the output to FILE (atomically) instead of stdout (default: stdout)"
+        "--help-uri",
+        metavar="URL",
+        help="SARIF: the page each rule's helpUri points at (default: none; the help text is inline)",
     )
     base = p.add_mutually_exclusive_group()
     base.add_argument(
@@ -116,14 +118,6 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
 
 
-def _format(args: argparse.Namespace) -> str:
-    if args.json:
-        return "json"
-    if args.md:
-        return "md"
-    return str(args.format or "text")
-
-
 def _repo_path(report: GuardReport, finding: GuardFinding) -> str:
     """The finding's file relative to the current directory (the repository root in CI), POSIX style."""
     full = Path(report.root) / finding.path
@@ -133,22 +127,29 @@ def _repo_path(report: GuardReport, finding: GuardFinding) -> str:
         return full.as_posix()
 
 
-def render(report: GuardReport, result: Gate, fmt: str) -> str:
+def render(report: GuardReport, result: Gate, fmt: str, help_uri: str | None = None) -> str:
     if fmt == "json":
         return to_json(report, result)
     if fmt == "md":
         return to_markdown(report, result)
     if fmt == "github":
-        return to_annotations((f, _repo_path(report, f)) for f in result.shown)
+        return "\n".join(finding_annotation(f.finding(), _repo_path(report, f)) for f in result.shown)
     if fmt == "sarif":
-        return to_sarif((f, _repo_path(report, f)) for f in result.shown)
+        doc = sarif_document(
+            (f.finding() for f in result.shown),
+            tool=Tool.GUARDS,
+            root=Path(report.root),
+            version=tool_version(),
+            help_uri=help_uri,
+        )
+        return json.dumps(doc, indent=2)
     return to_text(report, result)
 
 
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    runners = load_runners(options.runner_files)
+    runners = load_runner_profiles(options)
     baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
     report = audit_tree(
         args.path,
@@ -166,9 +167,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         entries = updated_entries(error_keys(report.findings), previous)
         write_text_atomic(args.write_baseline, baseline_text(entries))
     result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today)
-    text = render(report, result, _format(args))
-    if args.output is not None:
-        write_text_atomic(args.output, text + "\n")
-    else:
-        print(text)
+    if args.summary is not None:
+        append_text(args.summary, to_markdown(report, result) + "\n")
+    print(render(report, result, args.format, args.help_uri))
     return 0 if args.write_baseline is not None else result.exit_code

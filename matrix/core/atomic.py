@@ -78,3 +78,23 @@ def save_figure(fig: Any, path: Path, **kwargs: Any) -> None:
     """`fig.savefig(path)` through the one writer: never half a picture, never through a planted name."""
     path = Path(path)
     write_bytes_atomic(path, figure_bytes(fig, path.suffix.lstrip(".") or "png", **kwargs))
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append UTF-8 text to a file another program owns (`$GITHUB_STEP_SUMMARY`): earlier content is kept.
+
+    Only a regular file (or a new one) is appended to; a FIFO or device is refused like `write_text_atomic` does.
+    """
+    path = Path(path)
+    _check_target(path)
+    data = text.encode("utf-8", errors="replace")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot append: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "ab") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot append: {exc.strerror or exc}") from None

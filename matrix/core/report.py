@@ -13,6 +13,8 @@ from typing import Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import ReportError
+from matrix.core.finding import Finding as CoreFinding
+from matrix.core.finding import Severity, Tool
 from matrix.core.jsonio import MAX_DEPTH, depth_of, dumps_strict, loads_untrusted
 from matrix.core.textfiles import read_text
 from matrix.core.versions import checked_versions
@@ -47,11 +49,6 @@ class FindingKind(StrEnum):
     UNUSED_ALLOW = "unused-allow"
     MISSING_REPORT = "missing-report"
     NEVER_RAN = "never-ran"
-
-
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,10 +86,20 @@ class OutsideResult:
 
 @dataclass(frozen=True, kw_only=True)
 class Finding:
+    """A skip-audit or coverage finding as the report stores it; `finding()` is the record writers read."""
+
     kind: FindingKind
     severity: Severity
     subject: str  # nodeid, cell id, allowlist entry or file
     message: str
+
+    def finding(self) -> CoreFinding:
+        tool = Tool.COVERAGE if self.kind in COVERAGE_KINDS else Tool.AUDIT
+        return CoreFinding(tool=tool, kind=self.kind.value, severity=self.severity, subject=self.subject, message=self.message)
+
+
+# The kinds only the coverage merge produces; the rest come from the skip audit (matrix/core/kinds.py).
+COVERAGE_KINDS = frozenset({FindingKind.MISSING_REPORT, FindingKind.NEVER_RAN})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,8 @@ from enum import StrEnum
 
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.model import Matrix, Outcome, RunnerProfile
-from matrix.core.report import CellStatus, Finding, FindingKind, Report, Severity
+from matrix.core.finding import Severity
+from matrix.core.report import CellStatus, Finding, FindingKind, Report
 from matrix.shard.output import PlannedShards
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.guards.baseline import Baseline, BaselineEntry, compare_keys, finding_keys, fingerprint
-from matrix.guards.model import GuardFinding, GuardReport, Severity
+from matrix.core.finding import Severity
+from matrix.guards.model import GuardFinding, GuardReport
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -180,10 +180,33 @@ def test_missing_root_and_missing_ledger_arguments(tmp_path: Path, capsys: pytes
 def test_outputs_are_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ledger = write(tmp_path, "l.jsonl", clean_ledger())
     md, js = tmp_path / "out" / "summary.md", tmp_path / "out" / "report.json"
-    code, out, _ = ledger_cli(capsys, ledger, "--root", ROOT, "--md", md, "--json", js, "--format", "json")
+    code, out, err = ledger_cli(capsys, ledger, "--root", ROOT, "--md", md, "--json", js, "--format", "json")
     assert code == 0
     assert json.loads(out) == json.loads(js.read_text()) and json.loads(out)["schema"] == "specmatrix.ledger-report/1"
     assert md.read_text().startswith("## Runtime skip ledger")
+    # The old spellings keep working, each with one deprecation line naming its replacement.
+    assert err.splitlines() == [
+        "specmatrix: warning: --md FILE is deprecated; use --summary FILE",
+        "specmatrix: warning: --json FILE is deprecated; use --format json --output FILE",
+    ]
+
+
+def test_new_spellings_write_the_same_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = write(tmp_path, "l.jsonl", clean_ledger())
+    js = tmp_path / "report.json"
+    code, out, err = ledger_cli(capsys, ledger, "--root", ROOT, "--format", "json", "--output", js)
+    assert (code, out, err) == (0, "", "")
+    assert json.loads(js.read_text())["schema"] == "specmatrix.ledger-report/1"
+
+
+def test_the_step_summary_is_appended_not_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = write(tmp_path, "l.jsonl", clean_ledger())
+    summary = write(tmp_path, "step_summary.md", "## an earlier step\n")
+    for flag in ("--summary", "--md"):
+        assert ledger_cli(capsys, ledger, "--root", ROOT, flag, summary)[0] == 0
+    text = summary.read_text()
+    assert text.startswith("## an earlier step\n")
+    assert text.count("## Runtime skip ledger") == 2
 
 
 def many_findings(count: int) -> LedgerReport:
@@ -211,8 +234,8 @@ def test_github_annotations_escape_per_the_toolkit() -> None:
     first = to_github(many_findings(1)).splitlines()[0]
     assert first == (
         "::error file=test/registered/a/test_0.py,line=3,title=specmatrix ledger (silent-skip)::"
-        "a/test_0.py::T::test: skipped: 100%25 of it, a:b,c%0Asecond line"
+        "a/test_0.py::T::test on 4-gpu-b200: skipped: 100%25 of it, a:b,c%0Asecond line"
     )
     odd = LedgerFinding(kind=LedgerFindingKind.SILENT_SKIP, path="a,b:c%.py", line=1, test="t", runner="r", message="m")
     report = LedgerReport(root=".", ledgers=(), runners=(), findings=(odd,), processes=0, records=0)
-    assert to_github(report).splitlines()[0] == "::error file=a%2Cb%3Ac%25.py,line=1,title=specmatrix ledger (silent-skip)::t: m"
+    assert to_github(report).splitlines()[0] == "::error file=a%2Cb%3Ac%25.py,line=1,title=specmatrix ledger (silent-skip)::t on r: m"

@@ -198,7 +198,7 @@ def test_audit_exits_2_on_a_truncated_file(tmp_path: Path, capsys: pytest.Captur
 def test_audit_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "r.json"
     write_report(_report(CellStatus.SKIPPED_UNEXPECTED), path)
-    assert main(["audit", "--json", str(path)]) == 1
+    assert main(["audit", "--format", "json", str(path)]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "specmatrix.audit/1" and doc["ok"] is False
     (entry,) = doc["reports"]
