@@ -64,15 +64,11 @@ def md_text(text: str, limit: int = 0) -> str:
 
 
 def md_code(text: str, limit: int = 0) -> str:
-    """A code span for a table cell: one line, `|` escaped (GFM reads `\\|` inside spans), fenced past backticks."""
-    flat = text_value(text)
-    if limit and len(flat) > limit:
-        flat = flat[: limit - 3] + "..."
-    flat = flat.replace("|", "\\|")
-    longest = max((len(run) for run in re.findall("`+", flat)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if flat.startswith("`") or flat.endswith("`") or not flat else ""
-    return f"{fence}{pad}{flat}{pad}{fence}"
+    """Monospace text for a table cell: `<code>` around `md_text`, so HTML stays inert and `|` cannot split a cell.
+
+    (A backtick span would show HTML entities literally, so it could not both escape `<` and read well.)
+    """
+    return f"<code>{md_text(text, limit)}</code>"
 
 
 # GitHub caps a step summary at 1 MiB; stop well before it whatever the findings hold.

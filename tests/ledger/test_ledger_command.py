@@ -107,6 +107,31 @@ def test_baseline_and_allowlist_accept_a_runtime_skip(tmp_path: Path, capsys: py
     assert ledger_cli(capsys, ledger, "--root", ROOT, "--allow", expired)[0] == 1
 
 
+def test_the_allowlist_comes_from_the_option_cascade(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[tool.specmatrix] allowlist` applies to `ledger` as to the plugin; `--allowlist` (and the old `--allow`) too."""
+    skipped = clean_ledger().replace(
+        '"test": "registered/attention/test_dense_backend_guard.py::TestDenseBackend::test_decode", "status": "passed"',
+        '"test": "registered/attention/test_dense_backend_guard.py::TestDenseBackend::test_decode", "status": "skipped", '
+        '"reason": "needs sm90"',
+    )
+    ledger = write(tmp_path, "l.jsonl", skipped)
+    write(
+        tmp_path,
+        "allow.toml",
+        '[[allow]]\ntest = "attention/test_dense_backend_guard.py::*"\nreason = "sm90"\nexpires = 2999-01-01\nlink = "https://x/1"\n',
+    )
+    monkeypatch.chdir(tmp_path)
+    assert ledger_cli(capsys, ledger, "--root", ROOT)[0] == 1
+    write(tmp_path, "pyproject.toml", '[tool.specmatrix]\nallowlist = "allow.toml"\n')
+    assert ledger_cli(capsys, ledger, "--root", ROOT)[0] == 0
+    (tmp_path / "pyproject.toml").unlink()
+    assert ledger_cli(capsys, ledger, "--root", ROOT, "--allowlist", tmp_path / "allow.toml") == (0, ledger_cli(capsys, ledger, "--root", ROOT, "--allowlist", tmp_path / "allow.toml")[1], "")
+    code, _, err = ledger_cli(capsys, ledger, "--root", ROOT, "--allow", tmp_path / "allow.toml")
+    assert code == 0 and err == "specmatrix: warning: --allow is deprecated; use --allowlist FILE\n"
+
+
 def test_a_claimed_runner_must_match_what_the_processes_saw(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ledger = write(tmp_path, "l.jsonl", clean_ledger(H100))
     code, out, err = ledger_cli(capsys, ledger, "--root", ROOT, "--runner", "4-gpu-b200")
