@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from matrix.core.model import Outcome, SkipPolicy
 from matrix.core.finding import Severity
+from matrix.core.model import Outcome, SkipPolicy
 from matrix.core.report import CellResult, CellStatus, Finding, FindingKind, OutsideResult, Report
 
 # Findings about the allowlist file itself: a saved report cannot re-derive them, so they are carried over.

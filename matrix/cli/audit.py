@@ -10,10 +10,10 @@ from typing import Any
 from matrix.audit.findings import recheck
 from matrix.audit.timeline import Scaling, render_scaling, render_timeline, timeline
 from matrix.cli.options import add_output_options
-from matrix.core.output import text_lines
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
-from matrix.core.options import Options
 from matrix.core.finding import Severity
+from matrix.core.options import Options
+from matrix.core.output import text_lines
 from matrix.core.report import Finding, Report, read_report
 
 AUDIT_SCHEMA = "specmatrix.audit/1"

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
-from matrix.core.output import text_line
 from matrix.core.atomic import ensure_dir, write_bytes_atomic, write_text_atomic
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from matrix.core.expect import effective_versions, expectations
@@ -18,6 +17,7 @@ from matrix.core.jsonio import dumps_strict
 from matrix.core.machine import AUTO, find_runner
 from matrix.core.model import Outcome, RunnerProfile
 from matrix.core.options import Options, load
+from matrix.core.output import text_line
 from matrix.core.planning import Plan, plan_for
 from matrix.core.report import read_report
 from matrix.core.selectors import select

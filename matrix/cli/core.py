@@ -7,8 +7,8 @@ import json
 import os
 from typing import Any
 
-from matrix.cli.tables import cells_table, runners_table
 from matrix.cli.options import add_output_options
+from matrix.cli.tables import cells_table, runners_table
 from matrix.core.detect import detect
 from matrix.core.errors import EXIT_OK, EXIT_USAGE, DetectionError, UsageError
 from matrix.core.expect import effective_versions, expectations

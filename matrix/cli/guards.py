@@ -10,8 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from matrix.cli.options import add_output_options, add_summary_option
-from matrix.core.atomic import append_text
-from matrix.core.atomic import write_text_atomic
+from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool
 from matrix.core.options import Options, load_runner_profiles

@@ -14,9 +14,7 @@ from typing import Any
 
 from matrix.core.options import warn_deprecated
 
-ALLOWLIST_HELP = (
-    "allowlist TOML ([[allow]] test, reason, expires, link) (default: [tool.specmatrix] allowlist, else none)"
-)
+ALLOWLIST_HELP = "allowlist TOML ([[allow]] test, reason, expires, link) (default: [tool.specmatrix] allowlist, else none)"
 
 
 def _set_format(parser: argparse.ArgumentParser, ns: argparse.Namespace, dest: str, value: str, option: str) -> None:
@@ -113,5 +111,5 @@ def add_summary_option(p: argparse.ArgumentParser) -> None:
         "--summary",
         type=Path,
         metavar="FILE",
-        help="append a Markdown job summary to FILE, e.g. \"$GITHUB_STEP_SUMMARY\" (default: none)",
+        help='append a Markdown job summary to FILE, e.g. "$GITHUB_STEP_SUMMARY" (default: none)',
     )

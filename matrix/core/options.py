@@ -49,6 +49,8 @@ DEPRECATED: dict[str, str] = {
     "--json FILE": "--format json --output FILE",
     "--md FILE": "--summary FILE",
 }
+
+
 def warn_deprecated(old: str, stream: Any = None) -> None:
     """The one line a deprecated spelling prints."""
     print(f"specmatrix: warning: {old} is deprecated; use {DEPRECATED[old]}", file=stream or sys.stderr)

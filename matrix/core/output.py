@@ -119,15 +119,19 @@ def annotation(level: str, message: str, *, title: str, file: str = "", line: in
 def finding_annotation(finding: Finding, file: str) -> str:
     """The annotation of one finding: accepted ones are notices, the rest take their kind's severity."""
     level = "notice" if finding.accepted_by else ANNOTATION_LEVEL[finding.severity]
-    return annotation(level, message_of(finding), title=f"specmatrix {finding.tool.value} ({finding.kind})", file=file,
-                      line=finding.line)
+    return annotation(
+        level, message_of(finding), title=f"specmatrix {finding.tool.value} ({finding.kind})", file=file, line=finding.line
+    )
 
 
 def message_of(finding: Finding) -> str:
     """The one-paragraph message annotations and SARIF show: subject, runners, message, fix."""
     on = f" on {', '.join(finding.runners)}" if finding.runners else ""
-    subject = f"{finding.subject}{on}: " if finding.subject and finding.subject != finding.path else (
-        f"on {', '.join(finding.runners)}: " if finding.runners else "")
+    subject = (
+        f"{finding.subject}{on}: "
+        if finding.subject and finding.subject != finding.path
+        else (f"on {', '.join(finding.runners)}: " if finding.runners else "")
+    )
     text = subject + finding.message
     if finding.detail:
         text += f"; {finding.detail}"

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from matrix.core.expect import effective_versions, expectations
-from matrix.core.model import Matrix, Outcome, RunnerProfile
 from matrix.core.finding import Severity
+from matrix.core.model import Matrix, Outcome, RunnerProfile
 from matrix.core.report import CellStatus, Finding, FindingKind, Report
 from matrix.shard.output import PlannedShards
 

@@ -45,9 +45,7 @@ def guard_report(**fields: str) -> GuardReport:
         reason=fields.get("reason", "skips"),
         hint=fields.get("hint", ""),
     )
-    return GuardReport(
-        root=".", files_scanned=1, test_files=1, registered_files=1, runners=("4-gpu-b200",), findings=(finding,)
-    )
+    return GuardReport(root=".", files_scanned=1, test_files=1, registered_files=1, runners=("4-gpu-b200",), findings=(finding,))
 
 
 def ledger_report(message: str, path: str = "t.py") -> LedgerReport:

@@ -111,7 +111,10 @@ def test_guards_judges_on_the_redefined_profile(project: Path, capsys: pytest.Ca
         (["cells", "--runner", "4-gpu-b200", "--json"], "--json is deprecated; use --format json"),
         (["runners", "--json"], "--json is deprecated; use --format json"),
         (["detect", "--json"], "--json is deprecated; use --format json"),
-        (["shard", "--runner", "4-gpu-b200", "--shards", "2", "--format", "gha"], "--format gha is deprecated; use --format github"),
+        (
+            ["shard", "--runner", "4-gpu-b200", "--shards", "2", "--format", "gha"],
+            "--format gha is deprecated; use --format github",
+        ),
         (["guards", "suite", "--no-cache", "--md"], "--md is deprecated; use --format md"),
     ],
 )
@@ -128,4 +131,4 @@ def test_old_spellings_work_with_one_warning_line(
 def test_output_writes_what_would_be_printed(project: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
     _, printed, _ = _run(capsys, COMMANDS[command])
     code, out, _ = _run(capsys, [*COMMANDS[command], "--output", "out.txt"])
-    assert out == "" and (project / "out.txt").read_text(encoding="utf-8") == printed
+    assert code in (0, 1) and out == "" and (project / "out.txt").read_text(encoding="utf-8") == printed

@@ -127,7 +127,11 @@ def test_the_allowlist_comes_from_the_option_cascade(
     write(tmp_path, "pyproject.toml", '[tool.specmatrix]\nallowlist = "allow.toml"\n')
     assert ledger_cli(capsys, ledger, "--root", ROOT)[0] == 0
     (tmp_path / "pyproject.toml").unlink()
-    assert ledger_cli(capsys, ledger, "--root", ROOT, "--allowlist", tmp_path / "allow.toml") == (0, ledger_cli(capsys, ledger, "--root", ROOT, "--allowlist", tmp_path / "allow.toml")[1], "")
+    assert ledger_cli(capsys, ledger, "--root", ROOT, "--allowlist", tmp_path / "allow.toml") == (
+        0,
+        ledger_cli(capsys, ledger, "--root", ROOT, "--allowlist", tmp_path / "allow.toml")[1],
+        "",
+    )
     code, _, err = ledger_cli(capsys, ledger, "--root", ROOT, "--allow", tmp_path / "allow.toml")
     assert code == 0 and err == "specmatrix: warning: --allow is deprecated; use --allowlist FILE\n"
 
@@ -263,4 +267,7 @@ def test_github_annotations_escape_per_the_toolkit() -> None:
     )
     odd = LedgerFinding(kind=LedgerFindingKind.SILENT_SKIP, path="a,b:c%.py", line=1, test="t", runner="r", message="m")
     report = LedgerReport(root=".", ledgers=(), runners=(), findings=(odd,), processes=0, records=0)
-    assert to_github(report).splitlines()[0] == "::error file=a%2Cb%3Ac%25.py,line=1,title=specmatrix ledger (silent-skip)::t on r: m"
+    assert (
+        to_github(report).splitlines()[0]
+        == "::error file=a%2Cb%3Ac%25.py,line=1,title=specmatrix ledger (silent-skip)::t on r: m"
+    )
