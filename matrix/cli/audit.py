@@ -9,7 +9,7 @@ from typing import Any
 
 from matrix.audit.findings import recheck
 from matrix.audit.timeline import Scaling, render_scaling, render_timeline, timeline
-from matrix.cli.options import add_output_options
+from matrix.cli.options import add_deprecated_path, add_output_options
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
 from matrix.core.finding import Severity
 from matrix.core.options import Options
@@ -27,14 +27,15 @@ def register(sub: Any) -> None:
     p.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
     add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_audit)
-    p = sub.add_parser("timeline", help="per-worker start-up, busy time and finish spread of a run; --baseline: speedup")
+    p = sub.add_parser("timeline", help="per-worker start-up, busy time and finish spread of a run; --reference: speedup")
     p.add_argument("report", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
     p.add_argument(
-        "--baseline",
+        "--reference",
         type=Path,
         metavar="REPORT",
         help="the same work on fewer workers: print speedup and efficiency (default: none)",
     )
+    add_deprecated_path(p, "--baseline", "reference", key="--baseline REPORT")
     p.set_defaults(func=cmd_timeline)
 
 
@@ -85,9 +86,9 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
 
 def cmd_timeline(args: argparse.Namespace, options: Options) -> int:
     scaled = timeline(read_report(args.report), str(args.report))
-    base = timeline(read_report(args.baseline), str(args.baseline)) if args.baseline is not None else None
+    base = timeline(read_report(args.reference), str(args.reference)) if args.reference is not None else None
     if base is not None:
-        for line in render_timeline(str(args.baseline), base):
+        for line in render_timeline(str(args.reference), base):
             print(line)
     for line in render_timeline(str(args.report), scaled):
         print(line)

@@ -100,9 +100,10 @@ def add_allowlist_option(p: argparse.ArgumentParser, *, old: str = "") -> None:
         p.add_argument(old, dest="allowlist", type=Path, action=_DeprecatedValue, help=argparse.SUPPRESS)
 
 
-def add_deprecated_path(p: argparse.ArgumentParser, old: str, dest: str) -> None:
+def add_deprecated_path(p: argparse.ArgumentParser, old: str, dest: str, *, key: str = "") -> None:
     """A file option kept under its old name and meaning (`ledger --json FILE`), with a warning."""
-    p.add_argument(old, dest=dest, type=Path, action=_DeprecatedValue, key=f"{old} FILE", metavar="FILE", help=argparse.SUPPRESS)
+    action = _DeprecatedValue
+    p.add_argument(old, dest=dest, type=Path, action=action, key=key or f"{old} FILE", metavar="FILE", help=argparse.SUPPRESS)
 
 
 def add_summary_option(p: argparse.ArgumentParser) -> None:

@@ -48,6 +48,7 @@ DEPRECATED: dict[str, str] = {
     "--format gha": "--format github",
     "--json FILE": "--format json --output FILE",
     "--md FILE": "--summary FILE",
+    "--baseline REPORT": "--reference REPORT",
 }
 
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from matrix.core.errors import UsageError
-from matrix.shard.baselines import Planner
+from matrix.shard.reference_planners import Planner
 from matrix.shard.planner import plan_setup_aware
 from matrix.shard.workload import Assignment, Workload, evaluate, work_seconds
 
