@@ -8,7 +8,9 @@ from matrix.core.finding import Severity
 from matrix.core.output import bounded_markdown, md_code, md_text
 from matrix.core.report import CellStatus, FindingKind, Report
 
-ROW_LIMIT = 200  # a step summary is capped at 1 MiB; the JSON report has every row
+ROW_LIMIT = 200
+# Each findings table is collapsed: the verdict and the counts stay on the page, the rows one click away.
+_OPEN = "<details><summary>{n} row(s)</summary>"  # a step summary is capped at 1 MiB; the JSON report has every row
 
 
 def _runner_line(report: Report) -> str:
@@ -34,7 +36,8 @@ def render_markdown(report: Report) -> str:
     by_nodeid = {c.nodeid: c for c in report.cells}
     unexpected = [f for f in report.findings if f.kind is FindingKind.UNEXPECTED_SKIP]
     if unexpected:
-        lines += [f"### Unexpected skips ({len(unexpected)})", "", "| Test | Skip reason | Must run because |", "|---|---|---|"]
+        lines += [f"### Unexpected skips ({len(unexpected)})", "", _OPEN.format(n=len(unexpected)), ""]
+        lines += ["| Test | Skip reason | Must run because |", "|---|---|---|"]
         for f in unexpected[:ROW_LIMIT]:
             cell = by_nodeid.get(f.subject)
             skip = cell.skip_reason if cell is not None and cell.skip_reason else "-"
@@ -42,16 +45,17 @@ def render_markdown(report: Report) -> str:
             lines.append(f"| {md_code(f.subject)} | {md_text(skip)} | {md_text(must)} |")
         if len(unexpected) > ROW_LIMIT:
             lines.append(f"| … and {len(unexpected) - ROW_LIMIT} more (see the JSON report) | | |")
-        lines.append("")
+        lines += ["", "</details>", ""]
     others = [f for f in report.findings if f.kind is not FindingKind.UNEXPECTED_SKIP]
     if others:
-        lines += [f"### Other findings ({len(others)})", "", "| Severity | Kind | Subject | Detail |", "|---|---|---|---|"]
+        lines += [f"### Other findings ({len(others)})", "", _OPEN.format(n=len(others)), ""]
+        lines += ["| Severity | Kind | Subject | Detail |", "|---|---|---|---|"]
         for f in others[:ROW_LIMIT]:
             sev = "**error**" if f.severity is Severity.ERROR else "warning"
             lines.append(f"| {sev} | {f.kind.value} | {md_code(f.subject)} | {md_text(f.message)} |")
         if len(others) > ROW_LIMIT:
             lines.append(f"| … | | {len(others) - ROW_LIMIT} more (see the JSON report) | |")
-        lines.append("")
+        lines += ["", "</details>", ""]
     counts = report.counts
     lines += ["### Counts", "", "| Status | Items |", "|---|---:|"]
     lines += [f"| {s.value} | {counts[s.value]} |" for s in CellStatus]

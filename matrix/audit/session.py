@@ -9,9 +9,9 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from matrix.audit.accounting import Accounts, PlannedItem
 from matrix.audit.allowlist import AllowEntry, judge, parse_allowlist
 from matrix.audit.findings import evaluate
-from matrix.audit.accounting import Accounts, PlannedItem
 from matrix.audit.nodeids import CellIdIndex, strip_params
 from matrix.audit.parametrize import CellParameters
 from matrix.audit.selection import CellChooser

@@ -15,6 +15,7 @@ from matrix.core.expect import effective_versions, expectations
 from matrix.core.machine import AUTO, auto_runner, differences, nearest_profiles
 from matrix.core.model import Cell, Expectation, Outcome
 from matrix.core.options import Options, load
+from matrix.core.output import text_line, text_lines
 from matrix.core.planning import plan_for
 from matrix.core.selectors import select
 
@@ -81,7 +82,7 @@ def cmd_cells(args: argparse.Namespace, options: Options) -> int:
         print(json.dumps(doc, indent=2))
         return EXIT_OK
     for line in cells_table(loaded.matrix.name, plan, cells, auto=options.runner == AUTO):
-        print(line)
+        print(text_line(line))
     return EXIT_OK
 
 
@@ -97,18 +98,20 @@ def cmd_explain(args: argparse.Namespace, options: Options) -> int:
     cell = cells[0]
     plan = plan_for(loaded, options.runner, os.environ)
     exp = plan.expectations[cell.id]
-    print(f"{cell.id} on {plan.runner.name} ({_runner_line(plan.runner.gpus, plan.runner.sm)}): {exp.outcome.value.upper()}")
+    lines = [f"{cell.id} on {plan.runner.name} ({_runner_line(plan.runner.gpus, plan.runner.sm)}): {exp.outcome.value.upper()}"]
     if plan.detection_note:
-        print(f"note: {plan.detection_note}")
-    print(f"  implementation: {exp.impl or '-'}")
-    print("  versions: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.versions.items())))
+        lines.append(f"note: {plan.detection_note}")
+    lines.append(f"  implementation: {exp.impl or '-'}")
+    lines.append("  versions: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.versions.items())))
     if not exp.trail:
-        print("  no rule applies to this cell")
+        lines.append("  no rule applies to this cell")
     for verdict in exp.trail:
         mark = "ok  " if verdict.satisfied else "SKIP"
-        print(f"  {mark} {verdict.rule.id} ({verdict.rule.kind.value}): {verdict.rule.reason}")
-        print(f"       {verdict.detail}")
-        print(f"       source: {verdict.rule.source}")
+        lines.append(f"  {mark} {verdict.rule.id} ({verdict.rule.kind.value}): {verdict.rule.reason}")
+        lines.append(f"       {verdict.detail}")
+        lines.append(f"       source: {verdict.rule.source}")
+    # Reasons and sources come from the matrix file: shown escaped, never as a workflow command.
+    print(text_lines(lines))
     return EXIT_OK
 
 
@@ -136,7 +139,7 @@ def cmd_runners(args: argparse.Namespace, options: Options) -> int:
         print(json.dumps({"schema": "specmatrix.runners/1", "runners": rows}, indent=2))
         return EXIT_OK
     for line in runners_table(rows, len(loaded.matrix.cells)):
-        print(line)
+        print(text_line(line))
     return EXIT_OK
 
 

@@ -212,3 +212,19 @@ def test_ledger_md_appends_to_the_step_summary(tmp_path: Path, capsys: pytest.Ca
     main(["ledger", str(ledger), "--root", str(root), "--md", str(summary)])
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("## an earlier step\n") and "## Runtime skip ledger" in text
+
+
+@pytest.mark.parametrize("command", [["explain", "draft-fa3-topk1-page16-hd128-gqa4-bf16-graph"], ["cells"]])
+def test_rule_reasons_from_the_matrix_file_never_start_a_workflow_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    from matrix.core import loader
+
+    text = (Path(loader.__file__).parent.parent / "data" / "matrix.toml").read_text(encoding="utf-8")
+    hostile = text.replace('reason = "fa3 kernels are built for Hopper (sm90) only"', f"reason = {json.dumps(FORGED)}", 1)
+    assert hostile != text
+    (tmp_path / "matrix.toml").write_text(hostile, encoding="utf-8")
+    assert main(["--matrix", str(tmp_path / "matrix.toml"), *command, "--runner", "4-gpu-b200"]) == 0
+    out = capsys.readouterr().out
+    assert "INJECTED" in out
+    assert forged_lines(out) == []

@@ -11,7 +11,7 @@ import pytest
 
 from matrix.core.detect import facts_from_override
 from matrix.core.errors import ConfigError, DetectionError, UnknownRunnerError
-from matrix.core.machine import MachineFacts, auto_runner, claim_runner, differences, device_name_matches
+from matrix.core.machine import MachineFacts, auto_runner, claim_runner, device_name_matches, differences
 from matrix.core.options import CliOverrides, resolve_options
 
 

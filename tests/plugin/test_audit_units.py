@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from matrix.audit.findings import evaluate
 from matrix.audit.accounting import Accounts, PlannedItem
+from matrix.audit.findings import evaluate
 from matrix.audit.nodeids import CellIdIndex, strip_params
 from matrix.audit.outcome import Observed, cell_status, observed_phase
 from matrix.audit.selection import CellChooser, expand_select_args
