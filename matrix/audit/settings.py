@@ -47,8 +47,8 @@ def _workers_per_gpu(value: Any) -> int:
     return value
 
 
-def _allowlist(opt: Any) -> Path | None:
-    if opt.matrix_allow and not opt.matrix_allowlist:
+def _allowlist(opt: Any, role: Role) -> Path | None:
+    if opt.matrix_allow and not opt.matrix_allowlist and role is not Role.WORKER:  # one line per run, not per worker
         warn_deprecated("--matrix-allow")
     chosen = opt.matrix_allowlist or opt.matrix_allow
     return Path(chosen) if chosen else None
@@ -63,7 +63,7 @@ def settings_from(config: pytest.Config, env: Mapping[str, str]) -> AuditSetting
             matrix_path=Path(opt.matrix_file) if opt.matrix_file else None,
             runner_files=tuple(Path(p) for p in opt.matrix_runners),
             runner=opt.matrix_runner,
-            allowlist=_allowlist(opt),
+            allowlist=_allowlist(opt, role_of(config)),
             replace_runners=tuple(opt.matrix_replace_runner),
         ),
         env=env,

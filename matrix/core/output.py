@@ -52,11 +52,11 @@ def text_lines(lines: Iterable[str]) -> str:
     return "\n".join(text_line(line) for line in lines)
 
 
-_MD_PUNCT = re.compile(r"([\\`*_\[\]|~#!])")
+_MD_PUNCT = re.compile(r"([\\`*\[\]|])")
 
 
 def md_text(text: str, limit: int = 0) -> str:
-    """Text for Markdown prose or a table cell: HTML inert, table and emphasis metacharacters escaped, one line."""
+    """Text for Markdown prose or a table cell: HTML inert, `|`, `*`, backslash, backtick and brackets escaped, one line."""
     flat = text_value(text)
     if limit and len(flat) > limit:
         flat = flat[: limit - 3] + "..."

@@ -194,7 +194,7 @@ def test_text_line(raw: str, shown: str) -> None:
 
 
 def test_markdown_escapes() -> None:
-    assert md_text("<b>|*x*_[a](b)") == "&lt;b&gt;\\|\\*x\\*\\_\\[a\\](b)"
+    assert md_text("<b>|*x*_[a](b)") == "&lt;b&gt;\\|\\*x\\*_\\[a\\](b)"
     assert md_code("a|b<c") == "<code>a\\|b&lt;c</code>"
     assert md_text("x" * 50, limit=10) == "xxxxxxx..."
 
