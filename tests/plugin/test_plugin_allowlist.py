@@ -183,4 +183,6 @@ def test_the_allowlist_from_pyproject_or_the_old_flag(pytester: pytest.Pytester,
     outside = {o["nodeid"]: o for o in report_of(pytester)["outside"]}
     assert outside["test_outside.py::test_fp8"]["allowed_by"] is not None
     warnings = [line for line in result.stderr.lines if "deprecated" in line]
-    assert warnings == ([] if how == "pyproject" else ["specmatrix: warning: --matrix-allow is deprecated; use --matrix-allowlist FILE"])
+    assert warnings == (
+        [] if how == "pyproject" else ["specmatrix: warning: --matrix-allow is deprecated; use --matrix-allowlist FILE"]
+    )
