@@ -36,6 +36,7 @@ def register(sub: Any) -> None:
         help="the same work on fewer workers: print speedup and efficiency (default: none)",
     )
     add_deprecated_path(p, "--baseline", "reference", key="--baseline REPORT")
+    add_output_options(p, ("text",))
     p.set_defaults(func=cmd_timeline)
 
 

@@ -76,6 +76,7 @@ def register(sub: Any) -> None:
         help="the shard plan (plan.json or its folder): a shard without a report is a finding (default: none)",
     )
     p.add_argument("--no-heatmap", action="store_true", help="skip the PNG/SVG picture")
+    add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_coverage)
 
     p = sub.add_parser("register", help="write sglang registered test modules, one per runner config")
@@ -98,6 +99,7 @@ def register(sub: Any) -> None:
         help="only cells this selector keeps, e.g. 'draft-*', repeatable (default: every cell expected to RUN)",
     )
     p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
+    add_output_options(p, ("text",))
     p.set_defaults(func=cmd_register)
 
 
@@ -205,6 +207,9 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     ensure_dir(out)
     for name, data in files.items():
         write_bytes_atomic(out / name, data)
+    if args.format == "json":
+        print(files["coverage.json"].decode().rstrip("\n"))
+        return EXIT_FINDINGS if result.errors else EXIT_OK
     for finding in result.errors:
         print(text_line(f"{finding.kind.value}: {finding.message}"))
     print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")

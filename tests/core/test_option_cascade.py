@@ -127,8 +127,21 @@ def test_old_spellings_work_with_one_warning_line(
     assert sum("warning" in line for line in err.splitlines()) == 1
 
 
-@pytest.mark.parametrize("command", ["cells", "runners", "detect", "explain", "guards"])
+@pytest.mark.parametrize("command", ["cells", "runners", "detect", "explain", "guards", "shard", "register", "ledger"])
 def test_output_writes_what_would_be_printed(project: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
     _, printed, _ = _run(capsys, COMMANDS[command])
     code, out, _ = _run(capsys, [*COMMANDS[command], "--output", "out.txt"])
     assert code in (0, 1) and out == "" and (project / "out.txt").read_text(encoding="utf-8") == printed
+
+
+def test_every_command_takes_format_and_output() -> None:
+    """The shared names exist everywhere: `--format` and `--output` in every command that prints a result."""
+    import argparse
+
+    from matrix.cli.main import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, command in sub.choices.items():
+        flags = {flag for action in command._actions for flag in action.option_strings}
+        assert {"--format", "--output"} <= flags, name
