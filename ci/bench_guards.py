@@ -196,7 +196,7 @@ def main() -> int:
         root = Path(tmp) / "tree"
         lines = generate(root, args.files)
         cache = Path(tmp) / "cache"
-        command = [sys.executable, "-m", "matrix", "guards", str(root), "--json", "--cache-dir", str(cache)]
+        command = [sys.executable, "-m", "matrix", "guards", str(root), "--format", "json", "--cache-dir", str(cache)]
         if args.jobs is not None:
             command += ["--jobs", str(args.jobs)]
         cold: list[tuple[float, float]] = []
