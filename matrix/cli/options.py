@@ -20,7 +20,8 @@ ALLOWLIST_HELP = "allowlist TOML ([[allow]] test, reason, expires, link) (defaul
 def _set_format(parser: argparse.ArgumentParser, ns: argparse.Namespace, dest: str, value: str, option: str) -> None:
     """Two spellings asking for different formats (`--json --md`) are a usage error, as the old exclusive group was."""
     previous = getattr(ns, "_format_option", None)
-    if previous is not None and getattr(ns, dest) != value:
+    # `--format a --format b` keeps argparse's last-one-wins; only two different spellings conflict.
+    if previous is not None and previous != option and getattr(ns, dest) != value:
         parser.error(f"argument {option}: not allowed with argument {previous}")
     ns._format_option = option
     setattr(ns, dest, value)

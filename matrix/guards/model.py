@@ -208,7 +208,6 @@ class GuardFinding:
             line=self.line,
             runners=self.runners,
             hint=self.hint,
-            detail=f"guard: {self.guard}" if self.guard else "",
         )
 
     def fields(self) -> dict[str, object]:
