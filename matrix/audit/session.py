@@ -24,7 +24,7 @@ from matrix.core.machine import MachineFacts
 from matrix.core.model import Cell, SkipPolicy
 from matrix.core.options import Loaded, load
 from matrix.core.planning import Plan, plan_for
-from matrix.core.report import Finding, Report, RunnerInfo
+from matrix.core.report import Report, RunnerInfo, StoredFinding
 
 LARGE_MATRIX = 2000  # cells; below this, freezing the plan for the garbage collector is not worth a full collection
 
@@ -200,7 +200,7 @@ class AuditSession:
         plan = self.ensure_plan()
         cells, outside = self.accounts.results(plan.expectations, self.started, collected=self.collected_ids)
         policy = plan.runner.skip_policy
-        allow_findings: tuple[Finding, ...] = ()
+        allow_findings: tuple[StoredFinding, ...] = ()
         if policy is SkipPolicy.STRICT:
             verdict = judge(outside, self.allow, today)
             outside, allow_findings = verdict.outside, verdict.findings

@@ -14,7 +14,7 @@ from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
 from matrix.core.finding import Severity
 from matrix.core.options import Options
 from matrix.core.output import text_lines
-from matrix.core.report import Finding, Report, read_report
+from matrix.core.report import Report, StoredFinding, read_report
 
 AUDIT_SCHEMA = "specmatrix.audit/1"
 
@@ -40,11 +40,11 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_timeline)
 
 
-def _key(f: Finding) -> tuple[str, str]:
+def _key(f: StoredFinding) -> tuple[str, str]:
     return (f.kind.value, f.subject)
 
 
-def _summary(path: Path, report: Report, findings: tuple[Finding, ...]) -> dict[str, Any]:
+def _summary(path: Path, report: Report, findings: tuple[StoredFinding, ...]) -> dict[str, Any]:
     return {
         "path": str(path),
         "runner": report.runner.name,

@@ -10,7 +10,7 @@ from enum import StrEnum
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.finding import Severity
 from matrix.core.model import Matrix, Outcome, RunnerProfile
-from matrix.core.report import CellStatus, Finding, FindingKind, Report
+from matrix.core.report import CellStatus, FindingKind, Report, StoredFinding
 from matrix.shard.output import PlannedShards
 
 
@@ -62,11 +62,11 @@ class CellCoverage:
 class CoverageResult:
     runners: tuple[str, ...]  # the profiles that count, in order
     entries: tuple[CellCoverage, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[StoredFinding, ...]
     sources: tuple[ReportSource, ...]
 
     @property
-    def errors(self) -> tuple[Finding, ...]:
+    def errors(self) -> tuple[StoredFinding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.ERROR)
 
 
@@ -94,11 +94,11 @@ def _bucket(entry: CellCoverage) -> str:
     return f"{entry.backend} topk {entry.topk} page {entry.page_size}"
 
 
-def _summarised(kind: FindingKind, runner: str, entries: list[CellCoverage], what: str, elsewhere: str) -> Finding:
+def _summarised(kind: FindingKind, runner: str, entries: list[CellCoverage], what: str, elsewhere: str) -> StoredFinding:
     ids = [e.cell for e in entries]
     shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
     noun = "cell" if len(ids) == 1 else "cells"
-    return Finding(
+    return StoredFinding(
         kind=kind,
         severity=Severity.ERROR,
         subject=f"{runner}: {_bucket(entries[0])}",
@@ -106,12 +106,12 @@ def _summarised(kind: FindingKind, runner: str, entries: list[CellCoverage], wha
     )
 
 
-def _cell_findings(entries: Sequence[CellCoverage]) -> list[Finding]:
+def _cell_findings(entries: Sequence[CellCoverage]) -> list[StoredFinding]:
     ran_anywhere = {e.cell for e in entries if e.status in (Coverage.PASSED, Coverage.FAILED, Coverage.CRASHED)}
     grouped: defaultdict[tuple[Coverage, str, str], list[CellCoverage]] = defaultdict(list)
     for e in entries:
         grouped[(e.status, e.runner, _bucket(e))].append(e)
-    findings: list[Finding] = []
+    findings: list[StoredFinding] = []
     for (status, runner, _), group in sorted(grouped.items(), key=lambda kv: (SEVERITY_ORDER.index(kv[0][0]), kv[0][1:])):
         if status is Coverage.CRASHED:
             findings.append(_summarised(FindingKind.CRASHED, runner, group, "crashed", ""))
@@ -124,14 +124,16 @@ def _cell_findings(entries: Sequence[CellCoverage]) -> list[Finding]:
     return findings
 
 
-def _shard_findings(sources: Sequence[ReportSource], planned: PlannedShards | None, expect_shards: int | None) -> list[Finding]:
-    findings: list[Finding] = []
+def _shard_findings(
+    sources: Sequence[ReportSource], planned: PlannedShards | None, expect_shards: int | None
+) -> list[StoredFinding]:
+    findings: list[StoredFinding] = []
     if planned is not None:
         reported = {c.cell for s in sources if s.report.runner.name == planned.runner for c in s.report.cells}
         for index, cells in sorted(planned.shards.items()):
             if cells and not reported.intersection(cells):
                 findings.append(
-                    Finding(
+                    StoredFinding(
                         kind=FindingKind.MISSING_REPORT,
                         severity=Severity.ERROR,
                         subject=f"shard {index}",
@@ -142,7 +144,7 @@ def _shard_findings(sources: Sequence[ReportSource], planned: PlannedShards | No
         labels = {s.report.shard or s.label for s in sources}
         if len(labels) < expect_shards:
             findings.append(
-                Finding(
+                StoredFinding(
                     kind=FindingKind.MISSING_REPORT,
                     severity=Severity.ERROR,
                     subject="shards",
@@ -195,7 +197,7 @@ def merge(
                 )
             )
     carried = [
-        Finding(kind=f.kind, severity=f.severity, subject=f"{s.label}: {f.subject}", message=f.message)
+        StoredFinding(kind=f.kind, severity=f.severity, subject=f"{s.label}: {f.subject}", message=f.message)
         for s in sources
         for f in s.report.findings
         if f.severity is Severity.ERROR and f.kind not in _RECOMPUTED
