@@ -81,7 +81,26 @@ def guards(fmt: str) -> Callable[[str], str]:
     return lambda s: guards_render(guard_report(s), gate(guard_report(s), show=Severity.INFO, baseline=None), fmt)
 
 
+def audit_text(s: str) -> str:
+    """`specmatrix audit REPORT` on a saved report holding `s`."""
+    import contextlib
+    import io
+    import tempfile
+
+    from matrix.cli.main import main
+    from matrix.core.report import write_report
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "r.json"
+        write_report(audit_report(s), path)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            main(["audit", str(path)])
+    return out.getvalue()
+
+
 TEXT_WRITERS: dict[str, Callable[[str], str]] = {
+    "audit text": audit_text,
     "guards text": guards("text"),
     "ledger text": lambda s: ledger_render.to_text(ledger_report(s)),
     "plugin terminal": lambda s: "\n".join(line.text for line in summary_lines(audit_report(s), [])),
