@@ -16,6 +16,7 @@ TITLES = {
     Kind.RAN_NOTHING: "Ran nothing (exited 0 without a test)",
     Kind.NO_EXIT: "No exit record (killed or crashed)",
     Kind.SETTLED: "Static undetermined guards, settled by the run",
+    Kind.NOT_SERVED: "Ran on a runner that serves none of their suites",
     Kind.NO_RUNNER: "Processes without runner facts",
     Kind.BAD_LINE: "Unreadable ledger lines",
 }
