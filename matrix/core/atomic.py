@@ -18,7 +18,6 @@ from typing import Any
 
 from matrix.core.errors import OutputError
 
-
 NEW_FILE_MODE = 0o644
 
 

@@ -27,7 +27,7 @@ from matrix.guards.predicates import PREDICATES
 
 SCHEMA = "specmatrix.guards-cache/2"
 ENV_VAR = "SPECMATRIX_CACHE_DIR"
-MAX_CACHE_BYTES = 256 * 1024 * 1024
+MAX_CACHE_BYTES = 32 * 1024 * 1024  # one entry per audited file, about 1 KB each: sglang's tree is a few MB
 _PACKAGE = Path(__file__).parent
 
 

@@ -335,6 +335,12 @@ def _raising_module_file(tb: Any) -> str | None:
     return found
 
 
+def _forked(state: State) -> None:
+    """A forked child is a process of its own: its pid, and an exit record that counts only its own outcomes."""
+    state.pid = os.getpid()
+    state.tests = 0
+
+
 def activate(environ: Any = os.environ) -> None:
     """Start recording for this process; a no-op when the variable is unset or the hook is already active."""
     path = environ.get(ENV_LEDGER)
@@ -354,7 +360,7 @@ def activate(environ: Any = os.environ) -> None:
         sys.meta_path.insert(0, _PatchOnImport(patches))
     _install_exit_watchers(state)
     atexit.register(_on_exit, state)
-    os.register_at_fork(after_in_child=lambda: setattr(state, "pid", os.getpid()))
+    os.register_at_fork(after_in_child=lambda: _forked(state))
     if script_path().endswith(".py"):
         _ensure_started(state)
 

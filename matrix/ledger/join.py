@@ -26,6 +26,7 @@ class LedgerFindingKind(StrEnum):
     NEVER_EXECUTED = "never-executed"
     RAN_NOTHING = "ran-nothing"
     NO_EXIT = "no-exit"
+    LOST_RECORDS = "lost-records"
     SETTLED = "settled"
     NOT_SERVED = "not-served"
     NO_RUNNER = "no-runner"
@@ -38,6 +39,7 @@ FAILING = frozenset(
         LedgerFindingKind.NEVER_EXECUTED,
         LedgerFindingKind.RAN_NOTHING,
         LedgerFindingKind.NO_EXIT,
+        LedgerFindingKind.LOST_RECORDS,
         LedgerFindingKind.NOT_SERVED,
     }
 )
@@ -333,6 +335,21 @@ def _file_findings(
                     message=f"process {process.pid} started ({process.where}) and never recorded its exit: killed or crashed "
                     f"after {len(process.tests)} test outcome(s)",
                     evidence=str(process.where),
+                )
+            )
+        elif process.exit.tests > len(process.tests):
+            # The process counted more outcomes than the ledger holds: lines were cut, edited or unreadable, and a
+            # skip among them would otherwise vanish from the verdict.
+            out.append(
+                LedgerFinding(
+                    kind=LedgerFindingKind.LOST_RECORDS,
+                    path=file.path,
+                    line=file.line,
+                    test=file.path,
+                    runner=runner,
+                    message=f"process {process.pid} recorded {process.exit.tests} test outcome(s) at exit, but only "
+                    f"{len(process.tests)} are readable in the ledger",
+                    evidence=str(process.exit.where),
                 )
             )
     exits = [p.exit for p in run.processes]

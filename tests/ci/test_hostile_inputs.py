@@ -87,9 +87,7 @@ def fifo(path: Path) -> Iterator[Path]:
 LATIN1 = "# -*- coding: latin-1 -*-\n" + S.replace('"r"', '"caf\xe9"')
 
 
-@pytest.mark.parametrize(
-    "data", [b"\xef\xbb\xbf" + S.encode(), LATIN1.encode("latin-1")], ids=["utf8-bom", "latin1-cookie"]
-)
+@pytest.mark.parametrize("data", [b"\xef\xbb\xbf" + S.encode(), LATIN1.encode("latin-1")], ids=["utf8-bom", "latin1-cookie"])
 def test_guards_reads_a_bom_or_a_coding_cookie_as_python_does(tmp_path: Path, data: bytes) -> None:
     code, out, _ = run("guards", suite(tmp_path, data), "--json", "--no-cache")
     kinds = [f["kind"] for f in json.loads(out)["findings"]]
@@ -136,7 +134,7 @@ def test_an_edited_cache_entry_is_a_miss(tmp_path: Path, edit: str) -> None:
     assert run("guards", root, "--cache-dir", cache)[0] == 1
     path, doc = _cache_entries(cache)
     for key, entry in doc["files"].items():
-        audit = entry["audit"] if "audit" in entry else entry
+        audit = entry.get("audit", entry)
         if edit == "empty":
             audit["findings"] = []
         elif edit == "null":
@@ -167,8 +165,16 @@ def test_audit_flags_a_must_run_cell_recorded_as_an_expected_skip(tmp_path: Path
         "detection_overridden": True,
         "created": "2026-11-30T00:00:00+00:00",
         "cells": [
-            {"nodeid": f"t.py::t[{cell}]", "cell": cell, "test": "t.py::t", "expected": "run", "rule": None,
-             "reason": "no rule applies", "status": "skipped-expected", "skip_reason": "x"}
+            {
+                "nodeid": f"t.py::t[{cell}]",
+                "cell": cell,
+                "test": "t.py::t",
+                "expected": "run",
+                "rule": None,
+                "reason": "no rule applies",
+                "status": "skipped-expected",
+                "skip_reason": "x",
+            }
         ],
         "outside": [],
         "findings": [],
@@ -184,7 +190,9 @@ def _matrix_with_value(tmp_path: Path, value: str) -> Path:
     text = (REPO / "matrix/data/matrix.toml").read_text()
     assert 'values = ["bf16", "fp16", "fp8kv"]' in text
     path = tmp_path / "m.toml"
-    path.write_text(text.replace('values = ["bf16", "fp16", "fp8kv"]', f'values = ["bf16", "fp16", "fp8kv", {json.dumps(value)}]'))
+    path.write_text(
+        text.replace('values = ["bf16", "fp16", "fp8kv"]', f'values = ["bf16", "fp16", "fp8kv", {json.dumps(value)}]')
+    )
     return path
 
 
@@ -243,6 +251,20 @@ def test_ledger_of_files_the_runner_does_not_serve(tmp_path: Path) -> None:
     assert code == 0 and "not-served" in out
 
 
+def test_an_empty_ledger_is_refused_not_clean(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.jsonl"
+    ledger.write_text("\n")
+    assert "empty ledger" in refused("ledger", ledger, "--root", suite(tmp_path))
+
+
+def test_outcomes_counted_at_exit_but_unreadable_fail(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.jsonl"
+    lines = skipped_run("test_s.py").splitlines(keepends=True)
+    ledger.write_text(lines[0] + lines[1][:40] + "\n" + lines[2])  # the skip's line cut in the middle
+    code, out, _ = run("ledger", ledger, "--root", suite(tmp_path))
+    assert code == 1 and "lost-records" in out
+
+
 def test_a_baseline_with_one_fingerprint_twice_is_refused(tmp_path: Path) -> None:
     root = suite(tmp_path)
     base = tmp_path / "b.json"
@@ -278,7 +300,7 @@ def test_an_oversized_audited_file_is_unparsable_not_parsed(tmp_path: Path) -> N
     big = S + "X = 1\n" * 200_000  # 1.2 MB
     code, out, _ = run("guards", suite(tmp_path, big), "--json", "--no-cache")
     findings = json.loads(out)["findings"]
-    assert code == 1 and [f["kind"] for f in findings] == ["unparsable"] and "MiB" in findings[0]["reason"]
+    assert code == 1 and [f["kind"] for f in findings] == ["unparsable"] and "KiB" in findings[0]["reason"]
 
 
 # --- outputs never replace inputs; the writer keeps modes --------------------------------------------------
@@ -320,8 +342,15 @@ def _coverage_report(matrix: str = "frozen-kv-mtp-draft-attention") -> dict[str,
         "detection_overridden": True,
         "created": "2026-11-30T00:00:00+00:00",
         "cells": [
-            {"nodeid": f"t.py::t[{cell}]", "cell": cell, "test": "t.py::t", "expected": "run", "rule": None,
-             "reason": "no rule applies", "status": "passed"}
+            {
+                "nodeid": f"t.py::t[{cell}]",
+                "cell": cell,
+                "test": "t.py::t",
+                "expected": "run",
+                "rule": None,
+                "reason": "no rule applies",
+                "status": "passed",
+            }
         ],
         "outside": [],
         "findings": [],
@@ -399,8 +428,11 @@ def test_a_test_id_over_a_mebibyte_is_still_a_readable_record(tmp_path: Path) ->
 
 
 def test_the_step_summary_on_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
-    from matrix.core.atomic import append_text
+    from matrix.audit.writers import append_step_summary
     from matrix.core.errors import OutputError
+    from matrix.core.report import read_report
 
-    with fifo(tmp_path / "summary") as path, pytest.raises(OutputError, match="cannot append|not a regular file"):
-        append_text(path, "x")
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps(_coverage_report()))
+    with fifo(tmp_path / "summary") as path, pytest.raises(OutputError, match=r"cannot append|not a regular file"):
+        append_step_summary(read_report(report), {"GITHUB_STEP_SUMMARY": str(path)})
