@@ -197,8 +197,9 @@ def _matrix_with_value(tmp_path: Path, value: str) -> Path:
 
 
 @pytest.mark.parametrize("value", ["a,b", "x{y}", "x[1]", "a b", "a\nb", "a*", "a!b"])
-def test_axis_values_with_selector_metacharacters_are_refused_at_load(tmp_path: Path, value: str) -> None:
-    line = refused("--matrix", _matrix_with_value(tmp_path, value), "cells")
+@pytest.mark.parametrize("command", [["cells"], ["shard", "--runner", "4-gpu-b200", "--shards", "2"]], ids=["cells", "shard"])
+def test_axis_values_with_selector_metacharacters_are_refused_at_load(tmp_path: Path, value: str, command: list[str]) -> None:
+    line = refused("--matrix", _matrix_with_value(tmp_path, value), *command)
     assert "may only contain" in line
 
 
