@@ -273,6 +273,7 @@
     wire();
     refresh();
     drawFindings();
+    performance.mark("specmatrix-ready");
     document.body.dataset.ready = "true";
   } catch (error) {
     document.getElementById("error").textContent = "this page could not be drawn: " + error;
