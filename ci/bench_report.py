@@ -92,7 +92,9 @@ def write_inputs(folder: Path) -> tuple[Path, list[Path]]:
             if exp.outcome is Outcome.SKIP:
                 status, why = CellStatus.SKIPPED_EXPECTED, "specmatrix: " + exp.reason
             else:
-                status = (CellStatus.FAILED, CellStatus.SKIPPED_UNEXPECTED)[k % 2] if (k + number) % 997 == 0 else CellStatus.PASSED
+                status = (
+                    (CellStatus.FAILED, CellStatus.SKIPPED_UNEXPECTED)[k % 2] if (k + number) % 997 == 0 else CellStatus.PASSED
+                )
                 why = "guard skipped it" if status is CellStatus.SKIPPED_UNEXPECTED else None
             cells.append(
                 CellResult(
@@ -138,7 +140,17 @@ def main(argv: list[str] | None = None) -> int:
         matrix_path, reports = write_inputs(folder)
         page = folder / "report.html"
         started = time.monotonic()
-        command = [sys.executable, "-m", "matrix", "--matrix", str(matrix_path), "report", "--html", str(page), *map(str, reports)]
+        command = [
+            sys.executable,
+            "-m",
+            "matrix",
+            "--matrix",
+            str(matrix_path),
+            "report",
+            "--html",
+            str(page),
+            *map(str, reports),
+        ]
         subprocess.run(command, check=True, capture_output=True)
         build = time.monotonic() - started
         size = page.stat().st_size / 1e6

@@ -33,8 +33,7 @@ GUARD_SUITE = "tests/guards/fixture_suite"  # relative: the findings then name r
 LEDGER_SUITE = REPO / "tests" / "ledger" / "fixture_suite"
 B200 = '{"gpus": 4, "capability": [10, 0], "name": "NVIDIA B200"}'
 HOSTILE_REASON = (
-    "</script><script>window.__pwned=1</script></details><img src=x onerror=\"window.__pwned=2\"> "
-    "& ' \" \n\x01 \udc80 planted"
+    '</script><script>window.__pwned=1</script></details><img src=x onerror="window.__pwned=2"> & \' " \n\x01 \udc80 planted'
 )
 READY = "document.body && document.body.dataset.ready"
 
@@ -95,7 +94,9 @@ def ledger_join(work: Path) -> Path:
     env |= {"SPECMATRIX_DETECT": B200, "SGLANG_IS_IN_CI": "true", "HOME": str(work)}
     step(["python3", "run_suite.py", "--suite", "base-b-test-4-gpu-b200", "--continue-on-error"], cwd=suite, env=env)
     out = work / "ledger.json"
-    step([sys.executable, "-m", "matrix", "ledger", str(ledger), "--root", str(suite / "registered"), "--json", str(out)], ok=(1,))
+    step(
+        [sys.executable, "-m", "matrix", "ledger", str(ledger), "--root", str(suite / "registered"), "--json", str(out)], ok=(1,)
+    )
     return out
 
 
@@ -111,7 +112,7 @@ def build(work: Path) -> tuple[list[Path], Path, tuple[str, str]]:
         [sys.executable, "-m", "matrix", "guards", str(GUARD_SUITE), "--format", "json", "--output", str(guards), "--no-cache"],
         ok=(0, 1),
     )
-    common = [REPO / p for p in H200_REPORTS] + [guards, ledger_join(work)]
+    common = [Path(p) for p in H200_REPORTS] + [guards, ledger_join(work)]  # relative: step() runs in the repository
     return [*common, *sorted((fanout / "reports").glob("shard-*.json"))], clean, planted
 
 
@@ -135,7 +136,8 @@ def choose(browser: Browser, select_id: str, value: str) -> None:
 def grid_rows(browser: Browser) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = browser.evaluate(
         "[...document.querySelectorAll('#grid tbody tr')].map(tr => ({cell: tr.dataset.cell,"
-        " outcomes: [...tr.querySelectorAll('td[data-outcome]')].map(td => [td.dataset.runner, td.dataset.outcome, td.textContent])}))"
+        " outcomes: [...tr.querySelectorAll('td[data-outcome]')]"
+        ".map(td => [td.dataset.runner, td.dataset.outcome, td.textContent])}))"
     )
     return rows
 
@@ -194,21 +196,28 @@ def check_page(browser: Browser, page: Path, planted: tuple[str, str], shots: Pa
     check(bool(located) and all(":" in w for w in located), f"every guard and ledger finding has file:line ({located[0]})")
     browser.evaluate("[...document.querySelectorAll('#findings thead button')][3].click()")
     where = [row[3] for row in finding_rows(browser)]
-    check(where == sorted(where, key=lambda w: (w.rsplit(":", 1)[0], int(w.rsplit(":", 1)[1]) if ":" in w else 0)), "sorting by 'where' orders the table")
+    check(
+        where == sorted(where, key=lambda w: (w.rsplit(":", 1)[0], int(w.rsplit(":", 1)[1]) if ":" in w else 0)),
+        "sorting by 'where' orders the table",
+    )
 
     choose(browser, "f-text", "")
     browser.evaluate(f"document.getElementById('f-text').value = {json.dumps(skipped)}")
     browser.evaluate("document.getElementById('f-text').dispatchEvent(new Event('input'))")
-    browser.evaluate("document.querySelector('#grid tbody button').click()")
+    browser.evaluate("document.querySelector('#grid tbody td[data-runner=\"4-gpu-b200\"]').click()")
     panel = browser.evaluate(
         "({hidden: document.getElementById('panel').hidden, title: document.getElementById('panel-title').textContent,"
         " text: document.getElementById('panel-body').textContent,"
-        " rules: [...document.querySelectorAll('#panel-body ul.trail')].map(ul => [...ul.querySelectorAll('li > span')].map(s => s.textContent))})"
+        " rules: [...document.querySelectorAll('#panel-body ul.trail')]"
+        ".map(ul => [...ul.querySelectorAll('li > span')].map(s => s.textContent))})"
     )
     check(not panel["hidden"] and panel["title"] == skipped, "clicking the cell opens its panel")
     b200_exp = expectations(matrix, runners["4-gpu-b200"], effective_versions(matrix, {}))[skipped]
     trail_ids = [v.rule.id for v in b200_exp.trail]
-    check(panel["rules"][2] == trail_ids, f"the panel's 4-gpu-b200 trail is matrix.core.expect's: {trail_ids}")
+    check(
+        panel["rules"][0] == trail_ids,
+        f"the panel's 4-gpu-b200 trail (first: its square was clicked) is matrix.core.expect's: {trail_ids}",
+    )
     check(b200_exp.outcome is Outcome.RUN and "expected RUN" in panel["text"], "the panel says the cell was expected to RUN")
     check("</script><script>window.__pwned=1</script></details>" in panel["text"], "the hostile skip reason is shown as text")
     check(browser.evaluate("window.__pwned === undefined && document.scripts.length === 2"), "and it injected no script")
@@ -248,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         render(inputs, page)
         render([p for p in inputs if p.parent.name != "reports"] + sorted(clean.glob("shard-*.json")), unplanted)
         tampered.write_text(page.read_text(encoding="utf-8").replace('"use strict";', '"use strict"; ', 1), encoding="utf-8")
-        with Browser(binary) as browser:
+        with Browser(binary, width=1600, height=1000) as browser:
             seconds = check_page(browser, page, planted, work / "screenshots")
             check_red(browser, unplanted, tampered, planted)
     except CheckFailed as exc:

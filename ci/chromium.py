@@ -7,6 +7,7 @@ message each, ended by a NUL byte: no port, no websocket library, nothing downlo
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -185,10 +186,8 @@ class Browser:
         path.write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(BrowserError):  # already gone: the wait below reaps it
             self.call("Browser.close")
-        except BrowserError:
-            pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:

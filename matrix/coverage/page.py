@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from matrix.core.model import Expectation, Matrix
+from matrix.core.model import Expectation, Matrix, Value
 from matrix.core.report import CellStatus, Severity
 from matrix.coverage.inputs import FindingRow, InputFile, InputKind, RowSeverity
 from matrix.coverage.merge import Coverage, CoverageResult
@@ -71,7 +71,9 @@ def _trail_key(exp: Expectation, rules: dict[str, int], strings: _Interned) -> t
     return (exp.outcome.value, exp.impl, verdicts)
 
 
-def _results(result: CoverageResult, cell_index: dict[str, int], strings: _Interned) -> tuple[list[dict[str, Any]], list[FindingRow]]:
+def _results(
+    result: CoverageResult, cell_index: dict[str, int], strings: _Interned
+) -> tuple[list[dict[str, Any]], list[FindingRow]]:
     """Each report's cell results, sorted by cell and stored as columns (cell positions as deltas)."""
     out: list[dict[str, Any]] = []
     strays: list[FindingRow] = []
@@ -142,11 +144,9 @@ def page_data(
     """Everything the page shows, as one JSON-ready document."""
     cell_index = {cell.id: i for i, cell in enumerate(matrix.cells)}
     axes = [{"name": a.name, "values": [str(v) for v in a.values]} for a in matrix.axes]
-    value_index = [{v: i for i, v in enumerate(a.values)} for a in matrix.axes]
-    axis_columns = [
-        [value_index[k].get(cell.get(a.name), -1) if cell.get(a.name) is not None else -1 for cell in matrix.cells]
-        for k, a in enumerate(matrix.axes)
-    ]
+    # -1: a cell whose group leaves the axis unset.
+    value_index: list[dict[Value | None, int]] = [{v: i for i, v in enumerate(a.values)} for a in matrix.axes]
+    axis_columns = [[value_index[k].get(cell.get(a.name), -1) for cell in matrix.cells] for k, a in enumerate(matrix.axes)]
     status = {(e.runner, e.cell): _CODE[e.status] for e in result.entries}
     grid = ["".join(status.get((runner, c.id), "N") for c in matrix.cells) for runner in result.runners]
     strings = _Interned("")

@@ -172,7 +172,7 @@
     }));
   }
 
-  function openPanel(i) {
+  function openPanel(i, clicked) {
     const panel = document.getElementById("panel");
     const body = clear(document.getElementById("panel-body"));
     panel.dataset.cell = cellIds[i];
@@ -180,7 +180,10 @@
     body.appendChild(el("table", { cls: "axes" }, [el("tbody", {}, data.axes.map((a, k) => el("tr", {}, [
       el("th", { text: a.name }), el("td", { cls: "mono", text: data.cells.axes[k][i] < 0 ? "\u2013" : a.values[data.cells.axes[k][i]] }),
     ])))]));
-    data.runners.forEach((runner, r) => {
+    // The runner whose square was clicked comes first; the others follow in the grid's order.
+    const order = data.runners.map((_, r) => r).sort((a, b) => (data.runners[b].name === clicked) - (data.runners[a].name === clicked));
+    order.forEach((r) => {
+      const runner = data.runners[r];
       const trail = data.trails[data.trail_index[r][i]];
       const code = data.grid[r][i];
       body.appendChild(el("h3", {}, [el("span", { cls: "mono", text: runner.name }), ": ",
@@ -237,7 +240,7 @@
     table.appendChild(el("tbody", {}, rows.map((row) => el("tr", { cls: "sev-" + row[2], "data-kind": row[1] }, [
       el("td", { text: row[2] }),
       el("td", { text: row[0] }),
-      el("td", { cls: "mono", text: row[1] }),
+      el("td", { cls: "mono nowrap", text: row[1] }),
       el("td", { cls: "mono", text: row[3] ? row[3] + (row[4] ? ":" + row[4] : "") : "" }),
       el("td", { cls: "mono", text: row[5] }),
       el("td", { cls: "mono", text: row[6] }),
@@ -252,7 +255,7 @@
   function wire() {
     document.getElementById("grid").addEventListener("click", (event) => {
       const target = event.target.closest("[data-index]");
-      if (target) openPanel(Number(target.dataset.index));
+      if (target) openPanel(Number(target.dataset.index), target.dataset.runner);
     });
     document.getElementById("panel-close").addEventListener("click", () => {
       document.getElementById("panel").hidden = true;
