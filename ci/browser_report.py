@@ -264,8 +264,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"browser check failed: {exc}", file=sys.stderr)
         return 1
     except (BrowserError, subprocess.CalledProcessError, OSError) as exc:
-        print(f"browser check could not run: {str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr)
-        print(str(exc), file=sys.stderr)
+        first, *rest = (str(exc) or repr(exc)).splitlines()
+        print(f"browser check could not run: {first}", file=sys.stderr)
+        if rest:  # a failed step's output tail
+            print("\n".join(rest), file=sys.stderr)
         return 2
     if args.screenshot is not None:
         shutil.copyfile(work / "screenshots" / "report-panel.png", args.screenshot)

@@ -6,6 +6,8 @@ import base64
 import hashlib
 import json
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -320,3 +322,22 @@ def test_hostile_file_names_stay_data(tmp_path, capsys, default_matrix, runners,
     page = (tmp_path / "p.html").read_text(encoding="utf-8")
     assert [t for t in parse(page).tags if t[0] != "meta"] == benign_tags
     assert str(renamed) in strings_of(data_of(page))
+
+
+BROWSER_CHECK = Path(__file__).resolve().parents[2] / "ci" / "browser_report.py"
+
+
+@pytest.mark.parametrize("chromium", [None, "no-such-chromium"], ids=["not-on-path", "bad-variable"])
+def test_browser_check_without_chromium_fails_in_one_line(tmp_path, chromium):
+    """Never a skip: with no Chromium the session fails, saying what to install."""
+    env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)} | ({"CHROMIUM": chromium} if chromium else {})
+    done = subprocess.run(
+        [sys.executable, str(BROWSER_CHECK), "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("browser check could not run: ")
+    assert (
+        "apt-get install -y chromium" if chromium is None else "CHROMIUM='no-such-chromium' is not an executable"
+    ) in done.stderr
+    assert not (tmp_path / "out").exists()
