@@ -137,6 +137,36 @@ def run_report(source: Document) -> Adapted:
     )
 
 
+def unfinished_run(source: Document) -> Adapted:
+    """The marker a run writes over its report path before its first test: that run never finished."""
+    where = source.label
+    doc = _document(where, source.doc)
+    created = _field(doc, "created", str, where)
+    message = f"{where}: the run that was to write this report started at {created} and never finished (stopped or crashed)"
+    return Adapted(
+        file=InputFile(
+            label=where,
+            kind=InputKind.RUN_REPORT,
+            schema=str(doc.get("schema")),
+            created=created,
+            created_from="the document",
+            summary="unfinished: no results (the run was stopped or crashed before writing its report)",
+        ),
+        findings=(
+            FindingRow(
+                origin=InputKind.RUN_REPORT,
+                kind="missing-report",
+                severity=RowSeverity.ERROR,
+                path=where,
+                line=None,
+                subject=f"pid {_field(doc, 'pid', int, where, 0)}",
+                runner="",
+                message=message,
+            ),
+        ),
+    )
+
+
 def guard_audit(source: Document) -> Adapted:
     """`specmatrix guards --format json` (`specmatrix.guards/1`): static findings, each at a file and line."""
     where = source.label

@@ -93,7 +93,9 @@ def _cell_status(statuses: Sequence[CellStatus], expected: Outcome) -> Coverage:
 
 
 def _bucket(entry: CellCoverage) -> str:
-    return f"{entry.backend} topk {entry.topk} page {entry.page_size}"
+    # A matrix of its own may lack these axes (their values read "None"): name only the ones it has.
+    parts = [(entry.backend, "{}"), (entry.topk, "topk {}"), (entry.page_size, "page {}")]
+    return " ".join(form.format(value) for value, form in parts if value != "None") or "cells"
 
 
 def _summarised(kind: FindingKind, runner: str, entries: list[CellCoverage], what: str, elsewhere: str) -> Finding:

@@ -341,3 +341,50 @@ def test_browser_check_without_chromium_fails_in_one_line(tmp_path, chromium):
         "apt-get install -y chromium" if chromium is None else "CHROMIUM='no-such-chromium' is not an executable"
     ) in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_unfinished_run_and_missing_shard_are_findings(tmp_path, capsys, default_matrix, runners):
+    """A shard that died leaves its in-progress marker, another uploaded nothing: the page still draws and says so."""
+    cells = run_cells(default_matrix, runners["4-gpu-b200"])
+    half = len(cells) // 2
+    reports = tmp_path / "reports"
+    write_report(
+        make_report(default_matrix, runners["4-gpu-b200"], dict.fromkeys(cells[:half], CellStatus.PASSED)),
+        reports / "shard-1.json",
+    )
+    (reports / "shard-2.json").write_text(
+        '{"schema": "specmatrix.report-in-progress/1", "created": "2026-12-01T00:00:00+00:00", "pid": 7}'
+    )
+    plan = {
+        "schema": "specmatrix.shard-plan/1",
+        "runner": "4-gpu-b200",
+        "shards": [{"index": 1, "cells": cells[:half]}, {"index": 2, "cells": cells[half:]}],
+    }
+    write_json(tmp_path / "plan.json", plan)
+    code, _, err = report(capsys, tmp_path / "p.html", "--plan", tmp_path / "plan.json", reports)
+    assert code == 0, err
+    data = data_of((tmp_path / "p.html").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    kinds = [(r[1], r[3]) for r in data["findings"]]
+    assert ("missing-report", str(reports / "shard-2.json")) in kinds  # the marker, at its path
+    assert any(r[1] == "missing-report" and r[5] == "shard 2" for r in data["findings"])  # the plan's shard 2
+    assert data["inputs"][1]["summary"].startswith("unfinished")
+    assert data["grid"][0].count("N") == len(cells) - half
+    # With a plan an empty folder is no error (nothing arrived; the plan says what was due); without one it is.
+    (tmp_path / "none").mkdir()
+    code, _, err = report(capsys, tmp_path / "q.html", "--plan", tmp_path / "plan.json", tmp_path / "none")
+    assert code == 0, err
+    assert data_of((tmp_path / "q.html").read_text(encoding="utf-8"))["grid"][0].count("N") == len(cells)  # type: ignore[index]
+
+
+def test_own_matrix_findings_name_its_cells_not_missing_axes(tmp_path, capsys, runners):
+    path = tmp_path / "own.toml"
+    path.write_text(OWN_MATRIX, encoding="utf-8")
+    own = load_matrix(path)
+    write_report(make_report(own, runners["1-gpu-h200"], {}), tmp_path / "r.json")
+    main(["--matrix", str(path), "report", "--html", str(tmp_path / "p.html"), str(tmp_path / "r.json")])
+    capsys.readouterr()
+    data = data_of((tmp_path / "p.html").read_text(encoding="utf-8"))
+    messages = [r[7] for r in data["findings"] if r[1] == "never-ran"]  # type: ignore[index]
+    assert messages and messages[0].startswith("cells expected to RUN but never ran on 1-gpu-h200"), messages
+    assert "None" not in messages[0]
