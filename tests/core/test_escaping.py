@@ -204,9 +204,11 @@ def test_sarif_rules_carry_their_help_inline_and_no_project_relative_link(
 
 def test_ledger_md_appends_to_the_step_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "registered"
-    root.mkdir()
+    write_silent_skip(root, "test_a.py")
     ledger = tmp_path / "l.jsonl"
-    ledger.write_text("", encoding="utf-8")
+    from tests.core.test_option_cascade import ledger_of_one_run
+
+    ledger.write_text(ledger_of_one_run("test_a.py"), encoding="utf-8")
     summary = tmp_path / "summary.md"
     summary.write_text("## an earlier step\n", encoding="utf-8")
     main(["ledger", str(ledger), "--root", str(root), "--md", str(summary)])

@@ -30,6 +30,18 @@ SM90_ONLY = (
     "        pass\n"
 )
 CELL = "draft-fa3-topk1-page16-hd128-gqa4-bf16-graph"
+H200_FACTS = {"source": "SPECMATRIX_DETECT", "gpus": 4, "capability": [9, 0], "name": "NVIDIA H200"}
+
+
+def ledger_of_one_run(script: str) -> str:
+    """What the start-up hook writes for one process that ran one passing test of `script`."""
+    common = {"ledger": 1, "runner": H200_FACTS, "pid": 7, "time": 1.0}
+    records = [
+        {**common, "kind": "process", "script": script, "argv": []},
+        {**common, "kind": "test", "file": script, "test": f"{script}::TestA::test_a", "status": "passed"},
+        {**common, "kind": "exit", "status": 0, "how": "sys.exit", "tests": 1},
+    ]
+    return "".join(json.dumps(r) + "\n" for r in records)
 
 
 @pytest.fixture
@@ -37,7 +49,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "mine.toml").write_text(HOPPER_B200, encoding="utf-8")
     (tmp_path / "suite").mkdir()
     (tmp_path / "suite" / "test_a.py").write_text(SM90_ONLY, encoding="utf-8")
-    (tmp_path / "ledger.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / "ledger.jsonl").write_text(ledger_of_one_run("test_a.py"), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SPECMATRIX_DETECT", '{"gpus": 4, "capability": [9, 0], "name": "NVIDIA H200"}')
     monkeypatch.delenv("SPECMATRIX_RUNNERS", raising=False)
@@ -129,9 +141,11 @@ def test_old_spellings_work_with_one_warning_line(
 
 @pytest.mark.parametrize("command", ["cells", "runners", "detect", "explain", "guards", "shard", "register", "ledger"])
 def test_output_writes_what_would_be_printed(project: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
-    _, printed, _ = _run(capsys, COMMANDS[command])
-    code, out, _ = _run(capsys, [*COMMANDS[command], "--output", "out.txt"])
-    assert code in (0, 1) and out == "" and (project / "out.txt").read_text(encoding="utf-8") == printed
+    argv = ["--runners", "mine.toml", "--replace-runner", "4-gpu-b200", *COMMANDS[command]]
+    _, printed, _ = _run(capsys, argv)
+    code, out, err = _run(capsys, [*argv, "--output", "out.txt"])
+    assert code in (0, 1), err
+    assert out == "" and (project / "out.txt").read_text(encoding="utf-8") == printed
 
 
 def test_every_command_takes_format_and_output() -> None:
