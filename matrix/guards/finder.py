@@ -45,6 +45,12 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
         return FileAnalysis(path=path, is_test_file=is_test, syntax_error=str(exc), error_line=1)
     except (RecursionError, MemoryError):
         return FileAnalysis(path=path, is_test_file=is_test, syntax_error="nested too deeply for the parser", error_line=1)
+    return analyse_tree(path, text, tree)
+
+
+def analyse_tree(path: str, text: str, tree: ast.Module) -> FileAnalysis:
+    """`analyse_source` for a file the caller has already parsed (the tree is only read)."""
+    is_test = TEST_FILE.match(path.rpartition("/")[2]) is not None
     names = collect_module_names(tree)
     finder = _GuardFinder(path, text, names)
     finder.module(tree)

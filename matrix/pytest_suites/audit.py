@@ -22,8 +22,8 @@ from matrix.guards.names import dotted
 from matrix.guards.predicates import Predicate, RunnerFacts
 from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
-from matrix.pytest_suites.select import selects
-from matrix.schedule.model import Schedule, ScheduleEntry, UnknownLabel, UnreadJob
+from matrix.pytest_suites.select import file_selected, selects
+from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
 
 # When a skip reads several kinds of fact, the finding names the first of these it read.
 _PRECEDENCE = (GuardClass.CAPABILITY, GuardClass.GPU_COUNT, GuardClass.PLATFORM, GuardClass.ENVIRONMENT, GuardClass.INSTALL)
@@ -79,6 +79,7 @@ class _Evaluator:
         self.cache: dict[tuple[int, int, str, tuple[tuple[str, str], ...]], Evaluation] = {}
         # Keyed by object ids: the collected files hold every guard and names object for the whole audit.
         self.rewritten: dict[tuple[int, int], tuple[Guard, ModuleNames]] = {}
+        self.names: dict[int, ModuleNames] = {}
 
     def evaluate(self, applied: AppliedGuard, entry: ScheduleEntry, profile: str) -> Evaluation:
         key = (id(applied.guard), id(applied.names), profile, entry.env)
@@ -93,18 +94,23 @@ class _Evaluator:
     def _rewrite(self, applied: AppliedGuard) -> tuple[Guard, ModuleNames]:
         key = (id(applied.guard), id(applied.names))
         if key not in self.rewritten:
-            guard, names = applied.guard, applied.names
-            if self.packs.calls:
+            guard = applied.guard
+            if applied.calls:
                 conditions = tuple(
                     replace(c, expr=self._calls(c.expr)) if isinstance(c, ExprCondition) else c for c in guard.conditions
                 )
                 local = tuple((n, self._calls(e) if e is not None else None) for n, e in guard.local_names)
                 guard = replace(guard, conditions=conditions, local_names=local)
-                aliases = tuple((n, self._calls(e) if e is not None else None) for n, e in names.aliases)
-                if aliases != names.aliases:
-                    names = replace(names, aliases=aliases)
-            self.rewritten[key] = (guard, names)
+            self.rewritten[key] = (guard, self._names(applied.names) if applied.calls else applied.names)
         return self.rewritten[key]
+
+    def _names(self, names: ModuleNames) -> ModuleNames:
+        found = self.names.get(id(names))
+        if found is None:
+            aliases = tuple((n, self._calls(e) if e is not None else None) for n, e in names.aliases)
+            found = replace(names, aliases=aliases) if aliases != names.aliases else names
+            self.names[id(names)] = found
+        return found
 
     def _calls(self, expr: ast.expr) -> ast.expr:
         """`X.has_device_capability(90)` -> a call of a predicate named for the literal argument."""
@@ -151,6 +157,92 @@ def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Eva
     return _RunnerVerdict(profile=profile, skips=Tri.UNKNOWN if unknown else Tri.FALSE)
 
 
+@dataclass(frozen=True, kw_only=True)
+class FileAudit:
+    """One file's share of the report."""
+
+    findings: tuple[PytestFinding, ...]
+    tests: int
+    scheduled: int
+    undetermined: int
+    assumptions: tuple[str, ...]
+
+
+class SuiteAuditor:
+    """Audits one collected file at a time against a schedule (files can be audited in any order)."""
+
+    def __init__(
+        self,
+        schedule: Schedule,
+        profiles: Mapping[str, RunnerProfile],
+        packs: PredicatePacks,
+        installed: frozenset[str] = frozenset(),
+    ):
+        self.entries = schedule.pytest_entries()
+        self.evaluator = _Evaluator(packs, profiles, installed)
+
+    def audit_file(self, test_file: TestFile) -> FileAudit:
+        if test_file.error is not None:
+            finding = _file_finding(GuardFindingKind.UNPARSABLE, test_file.path, test_file.error, GuardClass.UNKNOWN)
+            return FileAudit(findings=(finding,), tests=0, scheduled=0, undetermined=0, assumptions=())
+        entries = [
+            e for e in self.entries if isinstance(e.selection, PytestSelection) and file_selected(test_file.path, e.selection)
+        ]
+        skips: list[PytestFinding] = []
+        scheduled = undetermined = 0
+        assumptions: list[str] = []
+        for item in test_file.tests:
+            chosen = [s for s in (selects(e, item.nodeid, item.markers) for e in entries) if s is not None]
+            if not chosen:
+                continue
+            scheduled += 1
+            for s in chosen:
+                assumptions.extend(a for a in (*s.entry.assumptions, *s.assumptions) if a not in assumptions)
+            verdicts = [_verdict(item, s.entry, p, self.evaluator) for s in chosen for p in s.entry.profiles]
+            if all(v.skips is Tri.TRUE for v in verdicts):
+                skips.append(_test_finding(item, verdicts, self.evaluator))
+            elif not any(v.skips is Tri.FALSE for v in verdicts):
+                undetermined += 1
+        findings = list(skips)
+        if test_file.tests and not scheduled:
+            findings.append(
+                _file_finding(GuardFindingKind.UNSCHEDULED, test_file.path, "no CI entry selects this file", GuardClass.UNKNOWN)
+            )
+        elif scheduled and len(skips) == scheduled:
+            classes = Counter(f.guard_class for f in skips)
+            top = max(classes, key=lambda c: (classes[c], -list(GuardClass).index(c)))
+            runners = sorted({r for f in skips for r in f.finding.runners})
+            reason = f"all {scheduled} scheduled tests skip on every runner they are sent to ({', '.join(runners)})"
+            findings.append(_file_finding(GuardFindingKind.NEVER_RUNS, test_file.path, reason, top, tuple(runners)))
+        return FileAudit(
+            findings=tuple(findings),
+            tests=len(test_file.tests),
+            scheduled=scheduled,
+            undetermined=undetermined,
+            assumptions=tuple(assumptions),
+        )
+
+
+def combine(root: str, parts: Sequence[FileAudit], schedule: Schedule) -> PytestAuditReport:
+    """The report of a tree from its files' audits."""
+    assumptions: list[str] = []
+    for part in parts:
+        assumptions.extend(a for a in part.assumptions if a not in assumptions)
+    runners = sorted({p for e in schedule.pytest_entries() for p in e.profiles})
+    return PytestAuditReport(
+        root=root,
+        files=len(parts),
+        tests=sum(p.tests for p in parts),
+        scheduled_tests=sum(p.scheduled for p in parts),
+        runners=tuple(runners),
+        findings=tuple(f for p in parts for f in p.findings),
+        undetermined=sum(p.undetermined for p in parts),
+        unread=schedule.unread,
+        unknown_labels=schedule.unknown_labels,
+        assumptions=tuple(assumptions),
+    )
+
+
 def audit_suite(
     root: str,
     files: Sequence[TestFile],
@@ -160,55 +252,8 @@ def audit_suite(
     installed: frozenset[str] = frozenset(),
 ) -> PytestAuditReport:
     """Findings for every collected test against every schedule entry that selects it."""
-    evaluator = _Evaluator(packs, profiles, installed)
-    entries = schedule.pytest_entries()
-    findings: list[PytestFinding] = []
-    tests = scheduled = undetermined = 0
-    assumptions: list[str] = []
-    for test_file in files:
-        if test_file.error is not None:
-            findings.append(_file_finding(GuardFindingKind.UNPARSABLE, test_file.path, test_file.error, GuardClass.UNKNOWN))
-            continue
-        file_skips: list[PytestFinding] = []
-        file_scheduled = 0
-        for item in test_file.tests:
-            tests += 1
-            chosen = [s for s in (selects(e, item.nodeid, item.markers) for e in entries) if s is not None]
-            if not chosen:
-                continue
-            scheduled += 1
-            file_scheduled += 1
-            for s in chosen:
-                assumptions.extend(a for a in (*s.entry.assumptions, *s.assumptions) if a not in assumptions)
-            verdicts = [_verdict(item, s.entry, p, evaluator) for s in chosen for p in s.entry.profiles]
-            if all(v.skips is Tri.TRUE for v in verdicts):
-                file_skips.append(_test_finding(item, verdicts, evaluator))
-            elif not any(v.skips is Tri.FALSE for v in verdicts):
-                undetermined += 1
-        findings.extend(file_skips)
-        if test_file.tests and not file_scheduled:
-            findings.append(
-                _file_finding(GuardFindingKind.UNSCHEDULED, test_file.path, "no CI entry selects this file", GuardClass.UNKNOWN)
-            )
-        elif file_scheduled and len(file_skips) == file_scheduled:
-            classes = Counter(f.guard_class for f in file_skips)
-            top = max(classes, key=lambda c: (classes[c], -list(GuardClass).index(c)))
-            runners = sorted({r for f in file_skips for r in f.finding.runners})
-            reason = f"all {file_scheduled} scheduled tests skip on every runner they are sent to ({', '.join(runners)})"
-            findings.append(_file_finding(GuardFindingKind.NEVER_RUNS, test_file.path, reason, top, tuple(runners)))
-    runners = sorted({p for e in entries for p in e.profiles})
-    return PytestAuditReport(
-        root=root,
-        files=len(files),
-        tests=tests,
-        scheduled_tests=scheduled,
-        runners=tuple(runners),
-        findings=tuple(findings),
-        undetermined=undetermined,
-        unread=schedule.unread,
-        unknown_labels=schedule.unknown_labels,
-        assumptions=tuple(assumptions),
-    )
+    auditor = SuiteAuditor(schedule, profiles, packs, installed)
+    return combine(root, [auditor.audit_file(f) for f in files], schedule)
 
 
 def _test_finding(item: TestItem, verdicts: Sequence[_RunnerVerdict], evaluator: _Evaluator) -> PytestFinding:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import ast
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from matrix.guards.finder import analyse_source
+from matrix.guards.finder import analyse_source, analyse_tree
 from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames
 from matrix.guards.names import dotted, resolve
 from matrix.pytest_suites.config import PytestConfig
@@ -34,6 +34,8 @@ class AppliedGuard:
     guard: Guard
     names: ModuleNames
     via: str = ""
+    # The file names a capability-call helper of the packs (`has_device_capability(90)`): rewrite before evaluating.
+    calls: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +60,7 @@ class _Parsed:
     tree: ast.Module | None
     fixtures: dict[str, _Function] = field(default_factory=dict)
     helpers: dict[str, tuple[Guard, ...]] = field(default_factory=dict)
+    calls: bool = False
 
 
 Loader = Callable[[str], str | None]
@@ -94,14 +97,14 @@ class Collector:
         text = self.load(path)
         result: _Parsed | None = None
         if text is not None:
-            analysis = analyse_source(path, text)
             tree: ast.Module | None = None
-            if analysis.syntax_error is None:
-                try:
-                    tree = ast.parse(text, filename=path)
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    tree = None
-            result = _Parsed(analysis=analysis, tree=tree, helpers=dict(analysis.helpers))
+            try:
+                tree = ast.parse(text, filename=path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+            analysis = analyse_tree(path, text, tree) if tree is not None else analyse_source(path, text)
+            calls = any(name in text for name in self.packs.calls)
+            result = _Parsed(analysis=analysis, tree=tree, helpers=dict(analysis.helpers), calls=calls)
             if tree is not None:
                 result.fixtures = {
                     s.name: s for s in tree.body if isinstance(s, _Function) and _is_fixture(s, analysis.names)
@@ -168,8 +171,15 @@ class Collector:
             guards.extend(self._decorator_rules(node, nodeid, names))
             guards.extend(self._fixture_guards(path, parsed, node, set(), 0))
             guards.extend(self._helper_guards(path, parsed, node))
+            guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
             tests.append(TestItem(nodeid=nodeid, path=path, line=node.lineno, markers=frozenset(marks), guards=tuple(guards)))
         return TestFile(path=path, tests=tuple(tests))
+
+    def _mentions_calls(self, applied: AppliedGuard) -> bool:
+        if not self.packs.calls:
+            return False
+        owner = self.cache.get(applied.guard.scope.split("::")[0])
+        return owner is None or owner.calls
 
     def _test_functions(self, tree: ast.Module, names: ModuleNames) -> list[tuple[_Function, ast.ClassDef | None]]:
         out: list[tuple[_Function, ast.ClassDef | None]] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import multiprocessing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import read_text
 from matrix.core.tomlfields import read_toml_file
-from matrix.pytest_suites.audit import PytestAuditReport, audit_suite
+from matrix.pytest_suites.audit import FileAudit, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.collect import Collector
 from matrix.pytest_suites.config import discover, read_pytest_config
 from matrix.pytest_suites.packs import builtin_packs
@@ -96,8 +97,18 @@ def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     return _merge(schedules), markers
 
 
-def run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> PytestAuditReport:
-    """Collect the checkout's tests statically and audit them against its schedule."""
+_STATE: dict[str, object] = {}
+
+
+def _audit_path(path: str) -> tuple[str, FileAudit]:
+    collector = _STATE["collector"]
+    auditor = _STATE["auditor"]
+    assert isinstance(collector, Collector) and isinstance(auditor, SuiteAuditor)
+    return path, auditor.audit_file(collector.collect(path))
+
+
+def run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: int = 1) -> PytestAuditReport:
+    """Collect the checkout's tests statically and audit them against its schedule (`jobs` processes)."""
     if not inputs.root.is_dir():
         raise ConfigError(f"{inputs.root}: not a folder")
     schedule, markers = read_schedule(inputs, profiles)
@@ -107,6 +118,25 @@ def run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> Pyte
         except (SyntaxError, ValueError, RecursionError):
             raise ConfigError(f"marker {marker!r}: condition does not parse: {text!r}") from None
     config = read_pytest_config(inputs.root)
-    collector = Collector(TreeLoader(inputs.root), config, builtin_packs(), markers)
-    files = [collector.collect(path) for path in discover(inputs.root, config)]
-    return audit_suite(str(inputs.root), files, schedule, profiles, builtin_packs(), inputs.installed)
+    load = TreeLoader(inputs.root)
+    _STATE["collector"] = Collector(load, config, builtin_packs(), markers)
+    _STATE["auditor"] = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed)
+    paths = discover(inputs.root, config)
+    try:
+        if jobs > 1 and len(paths) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            # Largest files first so the workers finish together; fork shares the schedule and packs.
+            ordered = sorted(paths, key=lambda p: -_size(inputs.root / p))
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                done = dict(pool.imap_unordered(_audit_path, ordered, chunksize=2))
+        else:
+            done = dict(_audit_path(p) for p in paths)
+    finally:
+        _STATE.clear()
+    return combine(str(inputs.root), [done[p] for p in paths], schedule)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
