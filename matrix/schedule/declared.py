@@ -120,7 +120,7 @@ def _entry(t: Mapping[str, Any], where: str) -> DeclaredEntry:
         working_dir=str_field(t.get("working_dir", "."), f"{where}: working_dir"),
         env=tuple((str(k), str_field(v, f"{where}: env.{k}")) for k, v in env.items()),
         gates=gates,
-        note=str_field(t.get("note", ""), f"{where}: note"),
+        note=str_field(t["note"], f"{where}: note") if "note" in t else "",
     )
 
 
