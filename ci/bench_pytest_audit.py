@@ -46,8 +46,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.git_dir is not None:
             print("flashinfer", extract(args.git_dir, Path(scratch)))
             tree = Path(scratch) / "tree"
-        command = [sys.executable, "-m", "matrix", "pytest-audit", str(tree), "--schedule-file", str(args.schedule),
-                   "--format", "json"]
+        command = [
+            sys.executable,
+            "-m",
+            "matrix",
+            "pytest-audit",
+            str(tree),
+            "--schedule-file",
+            str(args.schedule),
+            "--format",
+            "json",
+        ]
         print("+ " + " ".join(command) + (f"  (pinned to CPUs {sorted(cpus)})" if cpus else ""), flush=True)
         walls: list[float] = []
         spent: list[float] = []
@@ -55,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
             load = os.getloadavg()[0]
             cpu0, t0 = children_cpu(), time.perf_counter()
             done = subprocess.run(
-                command, cwd=ROOT, capture_output=True, text=True, check=False,
+                command,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=False,
                 preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
             )
             wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
@@ -66,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             spent.append(cpu)
             print(f"run {k}: wall {wall:.2f} s, cpu {cpu:.2f} s, load before {load:.2f}", flush=True)
     median = statistics.median(walls)
-    print(f"wall best {min(walls):.2f} s, median {median:.2f} s; cpu best {min(spent):.2f} s, median {statistics.median(spent):.2f} s")
+    print(f"wall best {min(walls):.2f} s, median {median:.2f} s", end="; ")
+    print(f"cpu best {min(spent):.2f} s, median {statistics.median(spent):.2f} s")
     return 0 if median <= args.target else 1
 
 

@@ -30,17 +30,39 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("root", type=Path, help="the checkout (repository root)")
-    p.add_argument("--schedule-file", type=Path, action="append", default=[], metavar="FILE",
-                   help="declared schedule TOML ([[entry]] job, labels, script or pytest, gates, env; [markers]), repeatable")
-    p.add_argument("--buildkite", type=Path, action="append", default=[], metavar="FILE",
-                   help="a Buildkite test-area YAML (vLLM .buildkite/test_areas/*.yaml), repeatable")
-    p.add_argument("--assume-installed", action="append", default=[], metavar="MODULE",
-                   help="treat this module as importable on every runner (importorskip guards), repeatable")
+    p.add_argument(
+        "--schedule-file",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="declared schedule TOML ([[entry]] job, labels, script or pytest, gates, env; [markers]), repeatable",
+    )
+    p.add_argument(
+        "--buildkite",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a Buildkite test-area YAML (vLLM .buildkite/test_areas/*.yaml), repeatable",
+    )
+    p.add_argument(
+        "--assume-installed",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="treat this module as importable on every runner (importorskip guards), repeatable",
+    )
     p.add_argument("--format", choices=sorted(FORMATS), default="text", help="what to print (default: text)")
     p.add_argument("--md", type=Path, metavar="FILE", help="also write the Markdown report (default: none)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report (default: none)")
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="processes that read files (default: the CPUs this process may use, at most 2)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes that read files (default: the CPUs this process may use, at most 2)",
+    )
     p.set_defaults(func=cmd_pytest_audit)
 
 

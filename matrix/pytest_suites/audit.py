@@ -132,7 +132,7 @@ class _Evaluator:
                     return node
                 op = calls[last].op
                 name = f"{last}({argument!r})"
-                table[name] = lambda facts, op=op, argument=argument: capability_call(op, argument, facts)
+                table[name] = _capability_predicate(op, argument)
                 return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[], keywords=[])
 
         return _Rewrite().visit(copy.deepcopy(expr))  # type: ignore[no-any-return]
@@ -145,6 +145,13 @@ class _Evaluator:
             if wanted in classes:
                 return wanted
         return GuardClass.UNKNOWN
+
+
+def _capability_predicate(op: str, argument: object) -> Predicate:
+    def predicate(facts: RunnerFacts) -> object:
+        return capability_call(op, argument, facts)
+
+    return predicate
 
 
 def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Evaluator) -> _RunnerVerdict:
@@ -247,6 +254,7 @@ def audit_suite(
     root: str,
     files: Sequence[TestFile],
     schedule: Schedule,
+    *,
     profiles: Mapping[str, RunnerProfile],
     packs: PredicatePacks,
     installed: frozenset[str] = frozenset(),

@@ -81,7 +81,9 @@ class Collector:
         self.packs = packs
         self.declared = {
             marker: MarkerRule(
-                marker=marker, condition=ast.parse(text, mode="eval").body, source=f"declared: {marker} skips when {text}",
+                marker=marker,
+                condition=ast.parse(text, mode="eval").body,
+                source=f"declared: {marker} skips when {text}",
                 origin="declared",
             )
             for marker, text in (declared_markers or {}).items()
@@ -106,9 +108,7 @@ class Collector:
             calls = any(name in text for name in self.packs.calls)
             result = _Parsed(analysis=analysis, tree=tree, helpers=dict(analysis.helpers), calls=calls)
             if tree is not None:
-                result.fixtures = {
-                    s.name: s for s in tree.body if isinstance(s, _Function) and _is_fixture(s, analysis.names)
-                }
+                result.fixtures = {s.name: s for s in tree.body if isinstance(s, _Function) and _is_fixture(s, analysis.names)}
         self.cache[path] = result
         return result
 
@@ -165,8 +165,14 @@ class Collector:
             for marker in sorted(marks):
                 rule = rules.get(marker)
                 if rule is not None:
-                    guard = Guard(scope=nodeid, kind=GuardKind.MARK_SKIP, line=node.lineno, source=rule.source,
-                                  conditions=(ExprCondition(expr=rule.condition),), local_names=rule.bindings)
+                    guard = Guard(
+                        scope=nodeid,
+                        kind=GuardKind.MARK_SKIP,
+                        line=node.lineno,
+                        source=rule.source,
+                        conditions=(ExprCondition(expr=rule.condition),),
+                        local_names=rule.bindings,
+                    )
                     guards.append(AppliedGuard(guard=guard, names=rule.names or names, via=f"marker {marker}"))
             guards.extend(self._decorator_rules(node, nodeid, names))
             guards.extend(self._fixture_guards(path, parsed, node, set(), 0))
@@ -212,8 +218,13 @@ class Collector:
             expr = ast.parse(rule.skips_when, mode="eval").body
             values = {kw.arg: kw.value for kw in deco.keywords if kw.arg is not None}
             bound = _Substitute(values).visit(expr)
-            guard = Guard(scope=nodeid, kind=GuardKind.MARK_SKIPIF, line=deco.lineno,
-                          source=f"{ast.unparse(deco)} -> skips when {rule.skips_when}", conditions=(ExprCondition(expr=bound),))
+            guard = Guard(
+                scope=nodeid,
+                kind=GuardKind.MARK_SKIPIF,
+                line=deco.lineno,
+                source=f"{ast.unparse(deco)} -> skips when {rule.skips_when}",
+                conditions=(ExprCondition(expr=bound),),
+            )
             out.append(AppliedGuard(guard=guard, names=names, via=f"decorator {last}"))
         return out
 

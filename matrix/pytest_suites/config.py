@@ -73,7 +73,12 @@ def _from_table(table: Mapping[str, Any], source: str) -> PytestConfig:
 
 def read_pytest_config(root: Path) -> PytestConfig:
     """The settings of the first configuration file pytest would use at `root`."""
-    for name, section in (("pytest.ini", "pytest"), ("pyproject.toml", None), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+    for name, section in (
+        ("pytest.ini", "pytest"),
+        ("pyproject.toml", None),
+        ("tox.ini", "pytest"),
+        ("setup.cfg", "tool:pytest"),
+    ):
         path = root / name
         if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
             continue

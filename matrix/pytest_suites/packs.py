@@ -41,8 +41,12 @@ class GuardClass(StrEnum):
     UNKNOWN = "unknown"
 
 
-_CLASS_NAMES = {"capability": GuardClass.CAPABILITY, "gpu-count": GuardClass.GPU_COUNT, "platform": GuardClass.PLATFORM,
-                "environment": GuardClass.ENVIRONMENT}
+_CLASS_NAMES = {
+    "capability": GuardClass.CAPABILITY,
+    "gpu-count": GuardClass.GPU_COUNT,
+    "platform": GuardClass.PLATFORM,
+    "environment": GuardClass.ENVIRONMENT,
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,9 +155,9 @@ def parse_pack(data: Mapping[str, Any], source: str) -> PredicatePacks:
     origin = str_field(head.get("source"), f"{source}: [pack] source")
     table: dict[str, Predicate] = {}
     classes: dict[str, GuardClass] = {}
-    for key, t in table_field(data.get("predicate", {}), f"{source}: predicate").items():
+    for key, raw in table_field(data.get("predicate", {}), f"{source}: predicate").items():
         where = f"{source}: predicate.{key}"
-        t = table_field(t, where)
+        t = table_field(raw, where)
         expect_keys(t, {"returns", "major", "minor", "cuda_at_least", "cuda_from_minor", "class"}, where)
         returns = t.get("returns")
         if returns is not None and returns not in _RETURNS:
@@ -161,18 +165,18 @@ def parse_pack(data: Mapping[str, Any], source: str) -> PredicatePacks:
         table[key] = _RETURNS[returns] if returns is not None else _boolean(t, where)
         classes[key] = _class(t, where)
     calls = {}
-    for key, t in table_field(data.get("call", {}), f"{source}: call").items():
+    for key, raw in table_field(data.get("call", {}), f"{source}: call").items():
         where = f"{source}: call.{key}"
-        t = table_field(t, where)
+        t = table_field(raw, where)
         expect_keys(t, {"op", "class"}, where)
         op = str_field(t.get("op"), f"{where}: op")
         if op not in ("ge", "eq", "family"):
             raise ConfigError(f"{where}: op must be ge, eq or family, got {op!r}")
         calls[key] = CallPredicate(op=op, guard_class=_class(t, where))
     decorators = {}
-    for key, t in table_field(data.get("decorator", {}), f"{source}: decorator").items():
+    for key, raw in table_field(data.get("decorator", {}), f"{source}: decorator").items():
         where = f"{source}: decorator.{key}"
-        t = table_field(t, where)
+        t = table_field(raw, where)
         expect_keys(t, {"skips_when", "class"}, where)
         text = str_field(t.get("skips_when"), f"{where}: skips_when")
         try:
@@ -235,5 +239,3 @@ def capability_call(op: str, argument: object, facts: RunnerFacts) -> object:
     if op == "eq":
         return as_int == argument
     return as_int // 10 == argument // 10
-
-

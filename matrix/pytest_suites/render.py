@@ -63,7 +63,9 @@ def to_json(report: PytestAuditReport) -> str:
         "counts": {k.value: {c.value: n for c, n in report.class_counts(k).items()} for k in _SHOWN},
         "findings": [_finding_doc(f) for f in report.findings],
         "unread": [{"origin": str(u.origin), "reason": u.reason} for u in report.unread],
-        "unknown_labels": [{"origin": str(u.origin), "label": u.label, "nearest": list(u.nearest)} for u in report.unknown_labels],
+        "unknown_labels": [
+            {"origin": str(u.origin), "label": u.label, "nearest": list(u.nearest)} for u in report.unknown_labels
+        ],
         "assumptions": list(report.assumptions),
     }
     return json.dumps(doc, indent=2) + "\n"
@@ -95,7 +97,8 @@ def findings_table(findings: Sequence[PytestFinding], *, files: bool) -> list[st
         return lines
     lines = ["| test | class | runners | guard |", "|---|---|---|---|"]
     lines += [
-        f"| `{cell(f.finding.test, 160)}` | {f.guard_class.value} | {', '.join(f.finding.runners)} | `{cell(f.finding.guard, 160)}` |"
+        f"| `{cell(f.finding.test, 160)}` | {f.guard_class.value} | {', '.join(f.finding.runners)} "
+        f"| `{cell(f.finding.guard, 160)}` |"
         for f in findings
     ]
     return lines
@@ -103,7 +106,11 @@ def findings_table(findings: Sequence[PytestFinding], *, files: bool) -> list[st
 
 def to_markdown(report: PytestAuditReport) -> str:
     lines = ["## pytest audit", "", *(f"- {line}" for line in summary_lines(report)), "", *count_table(report), ""]
-    for kind, files in ((GuardFindingKind.NEVER_RUNS, True), (GuardFindingKind.UNSCHEDULED, True), (GuardFindingKind.SILENT_SKIP, False)):
+    for kind, files in (
+        (GuardFindingKind.NEVER_RUNS, True),
+        (GuardFindingKind.UNSCHEDULED, True),
+        (GuardFindingKind.SILENT_SKIP, False),
+    ):
         found = report.of_kind(kind)
         if found:
             lines += [f"<details><summary>{kind.value}: {len(found)} {_TITLES[kind]}</summary>", ""]

@@ -119,9 +119,9 @@ def selects(entry: ScheduleEntry, nodeid: str, markers: Iterable[str]) -> Select
     if not file_selected(path, selection):
         return None
     node_args = [p for p in selection.paths if "::" in p]
-    if node_args and not any(_under(path, p) for p in selection.paths if "::" not in p):
-        if not any(nodeid == p or nodeid.startswith(p + "::") for p in node_args):
-            return None
+    whole_file = any(_under(path, p) for p in selection.paths if "::" not in p)
+    if node_args and not whole_file and not any(nodeid == p or nodeid.startswith(p + "::") for p in node_args):
+        return None
     if any(nodeid == d or nodeid.startswith(d + "::") for d in selection.deselect):
         return None
     assumptions: list[str] = []

@@ -102,17 +102,13 @@ def read_test_area(
         deps = step.get("source_file_dependencies")
         assumption = ("runs only when a changed file matches source_file_dependencies",) if isinstance(deps, list) else ()
         entries.extend(
-            ScheduleEntry(
-                selection=s, labels=(label,), profiles=(profile,), gates=gates, assumptions=assumption, origin=origin
-            )
+            ScheduleEntry(selection=s, labels=(label,), profiles=(profile,), gates=gates, assumptions=assumption, origin=origin)
             for s in found
         )
     return Schedule(entries=tuple(entries), unread=tuple(unread), unknown_labels=tuple(unknown), sources=(file,))
 
 
-def _step_commands(
-    commands: Any, context: StepContext, readers: Sequence[CommandReader]
-) -> tuple[list[Selection], list[str]]:
+def _step_commands(commands: Any, context: StepContext, readers: Sequence[CommandReader]) -> tuple[list[Selection], list[str]]:
     items = [commands] if isinstance(commands, str) else commands if isinstance(commands, list) else []
     found: list[Selection] = []
     problems: list[str] = []
@@ -125,9 +121,9 @@ def _step_commands(
                 if "pytest" in line:
                     problems.append("a pytest command that does not tokenise")
                 continue
-            if line.startswith(("case ", "if ", "for ", "while ")) or line.endswith(")"):
-                if "pytest" in line:
-                    problems.append("a pytest command under shell control flow")
+            control = line.startswith(("case ", "if ", "for ", "while ")) or line.endswith(")")
+            if control and "pytest" in line:
+                problems.append("a pytest command under shell control flow")
             for words in words_list:
                 try:
                     for reader in readers:
@@ -138,5 +134,5 @@ def _step_commands(
 
 
 def _nearest(device: str, profiles: Mapping[str, RunnerProfile]) -> tuple[str, ...]:
-    stem = device.split("_")[0].split("-")[0]
+    stem = device.split("_", maxsplit=1)[0].split("-", maxsplit=1)[0]
     return tuple(sorted(p.name for p in profiles.values() if any(stem in label for label in p.labels)))[:3]

@@ -182,6 +182,4 @@ def declared_schedule(
             )
             for selection, where in found
         )
-    return Schedule(
-        entries=tuple(entries), unread=tuple(unread), unknown_labels=tuple(unknown), sources=(declared.source,)
-    )
+    return Schedule(entries=tuple(entries), unread=tuple(unread), unknown_labels=tuple(unknown), sources=(declared.source,))

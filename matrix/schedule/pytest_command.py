@@ -23,12 +23,51 @@ MAX_WORDS = 4_000
 # pytest options that take a value as the next word (or after `=`); their values are not test paths.
 _VALUED = frozenset(
     {
-        "-c", "-p", "-o", "-n", "-W", "--rootdir", "--confcutdir", "--basetemp", "--junitxml", "--junit-xml",
-        "--junit-prefix", "--timeout", "--maxfail", "--durations", "--durations-min", "--tb", "--log-level",
-        "--log-file", "--import-mode", "--capture", "--override-ini", "--dist", "--cov", "--cov-report",
-        "--cov-config", "--reruns", "--reruns-delay", "--deselect", "--ignore", "--ignore-glob", "-k", "-m",
-        "--shard-id", "--num-shards", "--splits", "--group", "--backend", "--count", "--random-order-seed",
-        "--report-log", "--json-report-file", "--html", "-r", "--color", "--cache-clear-dir",
+        "-c",
+        "-p",
+        "-o",
+        "-n",
+        "-W",
+        "--rootdir",
+        "--confcutdir",
+        "--basetemp",
+        "--junitxml",
+        "--junit-xml",
+        "--junit-prefix",
+        "--timeout",
+        "--maxfail",
+        "--durations",
+        "--durations-min",
+        "--tb",
+        "--log-level",
+        "--log-file",
+        "--import-mode",
+        "--capture",
+        "--override-ini",
+        "--dist",
+        "--cov",
+        "--cov-report",
+        "--cov-config",
+        "--reruns",
+        "--reruns-delay",
+        "--deselect",
+        "--ignore",
+        "--ignore-glob",
+        "-k",
+        "-m",
+        "--shard-id",
+        "--num-shards",
+        "--splits",
+        "--group",
+        "--backend",
+        "--count",
+        "--random-order-seed",
+        "--report-log",
+        "--json-report-file",
+        "--html",
+        "-r",
+        "--color",
+        "--cache-clear-dir",
     }
 )
 _SHORT_VALUED = frozenset({"-c", "-p", "-o", "-n", "-W", "-k", "-m", "-r"})
@@ -246,7 +285,9 @@ def read_script(
     depth: int = 0,
 ) -> ScriptResult:
     """Read the script at repo-relative `path` (text from `load`, None if absent) through the readers."""
-    here = Origin(file=path, line=0, job=context.origin.job, via=(*context.origin.via, f"{context.origin.file}:{context.origin.line}"))
+    here = Origin(
+        file=path, line=0, job=context.origin.job, via=(*context.origin.via, f"{context.origin.file}:{context.origin.line}")
+    )
     if depth > MAX_SCRIPT_DEPTH:
         return ScriptResult(unread=((here, f"scripts nested deeper than {MAX_SCRIPT_DEPTH}"),))
     text = load(path)

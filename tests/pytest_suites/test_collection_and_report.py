@@ -55,7 +55,8 @@ def test_selection_by_ignore_deselect_keyword_and_marker(
 ) -> None:
     files = {
         "tests/test_x.py": SKIP_ALWAYS + "def test_fast():\n    pass\n\ndef test_slow():\n    pass\n",
-        "tests/test_y.py": SKIP_ALWAYS + "import pytest\n@pytest.mark.gpu\ndef test_gpu():\n    pass\n\ndef test_cpu():\n    pass\n",
+        "tests/test_y.py": SKIP_ALWAYS
+        + "import pytest\n@pytest.mark.gpu\ndef test_gpu():\n    pass\n\ndef test_cpu():\n    pass\n",
         "tests/skipme/test_z.py": SKIP_ALWAYS + "def test_z():\n    pass\n",
     }
     command = "pytest tests/ --ignore=tests/skipme -k 'not slow' --deselect tests/test_x.py::test_fast -m 'gpu or fast'"

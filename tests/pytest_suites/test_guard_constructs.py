@@ -86,7 +86,9 @@ FIXED = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_planted_skip_is_found_and_the_fix_clears_it(case: str, audit: Callable[..., PytestAuditReport], skipping: Skipping, schedule: Callable[..., str]) -> None:
+def test_planted_skip_is_found_and_the_fix_clears_it(
+    case: str, audit: Callable[..., PytestAuditReport], skipping: Skipping, schedule: Callable[..., str]
+) -> None:
     text, nodeid, guard_class = CASES[case]
     plan = schedule(("sm86", "pytest tests/"), ("h100", "pytest tests/"))
     planted = audit({"tests/test_case.py": text}, plan)
@@ -131,7 +133,12 @@ def test_a_runner_where_the_guard_is_false_clears_the_finding(
     ],
 )
 def test_flashinfer_pack_cuda_conditions(
-    helper: str, runner: str, skips: bool, audit: Callable[..., PytestAuditReport], skipping: Skipping, schedule: Callable[..., str]
+    helper: str,
+    runner: str,
+    skips: bool,
+    audit: Callable[..., PytestAuditReport],
+    skipping: Skipping,
+    schedule: Callable[..., str],
 ) -> None:
     text = f"""
     import pytest
@@ -145,7 +152,9 @@ def test_flashinfer_pack_cuda_conditions(
     assert ("tests/test_case.py::test_kernel" in skipping(report)) is skips
 
 
-def test_unknown_is_never_a_skip(audit: Callable[..., PytestAuditReport], skipping: Skipping, schedule: Callable[..., str]) -> None:
+def test_unknown_is_never_a_skip(
+    audit: Callable[..., PytestAuditReport], skipping: Skipping, schedule: Callable[..., str]
+) -> None:
     # b200 gives no CUDA version, so is_sm100a_supported cannot be decided there: undetermined, not a finding.
     text, _, _ = CASES["pytestmark-skipif"]
     report = audit({"tests/test_case.py": text}, schedule(("b200", "pytest tests/")))
