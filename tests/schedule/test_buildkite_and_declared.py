@@ -59,6 +59,20 @@ AREA = textwrap.dedent(
       device: tpu_v9
       commands:
         - pytest -v -s tpu
+    - label: Split by shard
+      key: split
+      device: h100
+      parallelism: 2
+      commands:
+        - |
+          case "$$BUILDKITE_PARALLEL_JOB" in
+            0)
+              pytest -v -s kernels/a.py
+              ;;
+            1)
+              pytest -v -s kernels/b.py
+              ;;
+          esac
     - label: Docs
       key: docs
       commands:
@@ -90,7 +104,12 @@ def test_test_area_steps() -> None:
     assert b200.selection.ignore == ("tests/kernels/test_fp4_slow.py",)
     assert entries["ir-mig"].profiles == ("h200-mig-18gb",)
     assert [u.label for u in schedule.unknown_labels] == ["tpu_v9"]
-    assert [u.origin.job for u in schedule.unread] == ["docs"]
+    split = sorted({e.selection.paths for e in schedule.entries if e.origin.job == "split"})  # type: ignore[union-attr]
+    assert split == [("tests/kernels/a.py",), ("tests/kernels/b.py",)]  # both, in every shard: over-scheduled, never under
+    assert [(u.origin.job, u.reason.split(" (")[0]) for u in schedule.unread] == [
+        ("split", "pytest lines under shell control flow"),
+        ("docs", "no device"),
+    ]
 
 
 def test_container_paths() -> None:
