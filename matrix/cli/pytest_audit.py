@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="declared schedule TOML ([[entry]] job, labels, script or pytest, gates, env; [markers]), repeatable",
+        help="declared schedule TOML ([[entry]] job, labels, script or pytest, gates, env; [markers]), repeatable (default: none)",
     )
     p.add_argument(
         "--buildkite",
@@ -44,14 +44,14 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="a Buildkite test-area YAML (vLLM .buildkite/test_areas/*.yaml), repeatable",
+        help="a Buildkite test-area YAML (vLLM .buildkite/test_areas/*.yaml), repeatable (default: none)",
     )
     p.add_argument(
         "--assume-installed",
         action="append",
         default=[],
         metavar="MODULE",
-        help="treat this module as importable on every runner (importorskip guards), repeatable",
+        help="treat this module as importable on every runner (importorskip guards), repeatable (default: none)",
     )
     p.add_argument("--format", choices=sorted(FORMATS), default="text", help="what to print (default: text)")
     p.add_argument("--md", type=Path, metavar="FILE", help="also write the Markdown report (default: none)")

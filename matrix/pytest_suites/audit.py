@@ -135,7 +135,10 @@ class _Evaluator:
                 table[name] = _capability_predicate(op, argument)
                 return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[], keywords=[])
 
-        return _Rewrite().visit(copy.deepcopy(expr))  # type: ignore[no-any-return]
+        try:
+            return _Rewrite().visit(copy.deepcopy(expr))  # type: ignore[no-any-return]
+        except RecursionError:
+            return expr  # nested past Python's limit: left as written, so the evaluator's budget answers unknown
 
     def guard_class(self, applied: AppliedGuard, evaluation: Evaluation) -> GuardClass:
         if any(isinstance(c, AlwaysSkips) for c in applied.guard.conditions) or evaluation.constant:

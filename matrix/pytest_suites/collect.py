@@ -135,7 +135,7 @@ class Collector:
     def collect(self, path: str) -> TestFile:
         parsed = self.parsed(path)
         if parsed is None:
-            return TestFile(path=path, tests=(), error="not in the tree")
+            return TestFile(path=path, tests=(), error="cannot be read (missing, over 4 MiB or not UTF-8)")
         if parsed.tree is None:
             return TestFile(path=path, tests=(), error=parsed.analysis.syntax_error or "does not parse")
         names = parsed.analysis.names

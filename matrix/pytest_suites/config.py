@@ -107,9 +107,12 @@ def read_pytest_config(root: Path) -> PytestConfig:
 
 def discover(root: Path, config: PytestConfig) -> tuple[str, ...]:
     """Repository-relative test files under testpaths (or the root), following norecursedirs; bounded."""
+    base = root.resolve()
     starts = [root / p for p in config.testpaths] or [root]
     found: list[str] = []
     for start in starts:
+        if not start.resolve().is_relative_to(base):
+            continue  # a testpaths entry outside the checkout (`../x`) is not part of the suite
         if start.is_file():
             found.append(start.relative_to(root).as_posix())
             continue
@@ -127,7 +130,7 @@ def _walk(root: Path, folder: Path, config: PytestConfig, depth: int, found: lis
     for entry in entries:
         if entry.is_symlink():
             continue
-        if entry.is_dir():
+        if entry.is_dir(follow_symlinks=False):
             if config.recurse(entry.name) and entry.name != "__pycache__":
                 _walk(root, Path(entry.path), config, depth + 1, found)
         elif entry.is_file() and config.is_test_file(entry.name):

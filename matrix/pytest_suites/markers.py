@@ -43,7 +43,10 @@ def read_marker_hooks(tree: ast.Module, path: str) -> tuple[MarkerRule, ...]:
                 if found is None:
                     continue
                 marker, condition = found
-                text = ast.unparse(condition)
+                try:
+                    text = ast.unparse(condition)
+                except RecursionError:
+                    text = "(a condition nested too deeply to show)"
                 rules.append(
                     MarkerRule(
                         marker=marker,

@@ -120,3 +120,29 @@ def test_command_reports_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["pytest-audit", str(repo)]) == 2
     assert main(["pytest-audit", str(repo), "--schedule-file", str(plan), "--jobs", "0"]) == 2
     assert main(["pytest-audit", str(repo / "nope"), "--schedule-file", str(plan)]) == 2
+
+
+def test_hostile_trees_are_findings_not_tracebacks(
+    audit: Callable[..., PytestAuditReport], schedule: Callable[..., str], tmp_path: Path
+) -> None:
+    deep = "import pytest\npytestmark = pytest.mark.skipif(" + "not " * 3000 + "True, reason='x')\ndef test_deep():\n    pass\n"
+    files = {
+        "pytest.ini": "[pytest]\ntestpaths = tests ../outside\n",
+        "tests/test_deep.py": deep,
+        "tests/test_nul.py": "def test_a():\n    pass\n\x00\n",
+        "tests/test_long_expr.py": "import pytest\n@pytest.mark.skipif("
+        + "(" * 400
+        + "1"
+        + ")" * 400
+        + ", reason='x')\ndef test_b():\n    pass\n",
+    }
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "test_escape.py").write_text("def test_escape():\n    pass\n", encoding="utf-8")
+    root = tmp_path / "repo" / "tests"
+    root.mkdir(parents=True)
+    (root / "loop").symlink_to(root, target_is_directory=True)
+    (root / "test_latin1.py").write_bytes(b"# \xe9\ndef test_c():\n    pass\n")
+    report = audit(files, schedule(("h100", "pytest tests/")))
+    unparsable = {f.finding.path for f in report.of_kind(GuardFindingKind.UNPARSABLE)}
+    assert {"tests/test_nul.py", "tests/test_latin1.py"} <= unparsable
+    assert all("outside" not in f.finding.path and "loop" not in f.finding.path for f in report.findings)
