@@ -36,7 +36,8 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="declared schedule TOML ([[entry]] job, labels, script or pytest, gates, env; [markers]), repeatable (default: none)",
+        help="declared schedule TOML ([[entry]] job, labels, script or pytest, gates, env; [markers]); "
+        "repeatable (default: none)",
     )
     p.add_argument(
         "--buildkite",
