@@ -36,6 +36,7 @@ class Tool(StrEnum):
     LEDGER = "ledger"
     AUDIT = "audit"
     COVERAGE = "coverage"
+    PYTEST_AUDIT = "pytest-audit"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from matrix.core.finding import KindSpec, Severity, Tool
 
 ERR, WARN, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
-G, L, A, C = Tool.GUARDS, Tool.LEDGER, Tool.AUDIT, Tool.COVERAGE
+G, L, A, C, P = Tool.GUARDS, Tool.LEDGER, Tool.AUDIT, Tool.COVERAGE, Tool.PYTEST_AUDIT
 
 KINDS: tuple[KindSpec, ...] = (
     # specmatrix guards: the static audit of a registered suite
@@ -283,5 +283,42 @@ KINDS: tuple[KindSpec, ...] = (
         title="Cells expected to run that never ran",
         rule="A cell expected to RUN that no report ran",
         help="No shard ran the cell: check the shard plan and the runners the reports come from.",
+    ),
+    # specmatrix pytest-audit: the guard audit's kinds, judged on a pytest suite against its CI schedule
+    KindSpec(
+        tool=P,
+        name="silent-skip",
+        severity=ERR,
+        fails=True,
+        title="tests that skip on every runner CI sends them to",
+        rule="A scheduled test whose skip guard is true on every runner CI sends it to",
+        help="Fix the guard so a scheduled runner runs the test, or schedule it on a runner the guard admits.",
+    ),
+    KindSpec(
+        tool=P,
+        name="never-runs",
+        severity=ERR,
+        fails=True,
+        title="files that never run in this CI (every scheduled test skips)",
+        rule="Every scheduled test of the file skips",
+        help="Schedule the file on a runner its guards admit, or fix the guards.",
+    ),
+    KindSpec(
+        tool=P,
+        name="unscheduled",
+        severity=ERR,
+        fails=True,
+        title="test files no CI entry selects",
+        rule="No CI entry selects this test file",
+        help="Add the file to a job's selection (a declared schedule entry or a Buildkite test area).",
+    ),
+    KindSpec(
+        tool=P,
+        name="unparsable",
+        severity=ERR,
+        fails=True,
+        title="test files that do not parse",
+        rule="A test file the audit cannot read",
+        help="Fix the syntax error or the encoding.",
     ),
 )

@@ -33,6 +33,7 @@ from matrix.guards.gate import gate
 from matrix.guards.model import GuardFinding, GuardFindingKind, GuardReport
 from matrix.ledger import render as ledger_render
 from matrix.ledger.join import LedgerFinding, LedgerFindingKind, LedgerReport
+from matrix.pytest_suites import render as pytest_audit_render
 
 HOSTILE = {
     "newline": "a\nb\r\nc",
@@ -81,6 +82,17 @@ def guards(fmt: str) -> Callable[[str], str]:
     return lambda s: guards_render(guard_report(s), gate(guard_report(s), show=Severity.INFO, baseline=None), fmt)
 
 
+def pytest_audit_report(s: str) -> object:
+    from matrix.pytest_suites.audit import PytestAuditReport, PytestFinding
+    from matrix.pytest_suites.packs import GuardClass
+
+    (finding,) = guard_report(s).findings
+    return PytestAuditReport(
+        root=".", files=1, tests=1, scheduled_tests=1, runners=("4-gpu-b200",), undetermined=0,
+        findings=(PytestFinding(finding=finding, guard_class=GuardClass.CAPABILITY),),
+    )  # fmt: skip
+
+
 def audit_text(s: str) -> str:
     """`specmatrix audit REPORT` on a saved report holding `s`."""
     import contextlib
@@ -101,6 +113,7 @@ def audit_text(s: str) -> str:
 
 TEXT_WRITERS: dict[str, Callable[[str], str]] = {
     "audit text": audit_text,
+    "pytest-audit text": lambda s: pytest_audit_render.to_text(pytest_audit_report(s)),  # type: ignore[arg-type]
     "guards text": guards("text"),
     "ledger text": lambda s: ledger_render.to_text(ledger_report(s)),
     "plugin terminal": lambda s: "\n".join(line.text for line in summary_lines(audit_report(s), [])),
@@ -109,6 +122,7 @@ MARKDOWN_WRITERS: dict[str, Callable[[str], str]] = {
     "guards md": guards("md"),
     "ledger md": lambda s: ledger_render.to_markdown(ledger_report(s)),
     "plugin md": lambda s: render_markdown(audit_report(s)),
+    "pytest-audit md": lambda s: pytest_audit_render.to_markdown(pytest_audit_report(s)),  # type: ignore[arg-type]
 }
 ANNOTATION_WRITERS: dict[str, Callable[[str], str]] = {
     "guards github": guards("github"),
@@ -117,6 +131,7 @@ ANNOTATION_WRITERS: dict[str, Callable[[str], str]] = {
 JSON_WRITERS: dict[str, Callable[[str], str]] = {
     "guards json": guards("json"),
     "ledger json": lambda s: ledger_render.to_json(ledger_report(s)),
+    "pytest-audit json": lambda s: pytest_audit_render.to_json(pytest_audit_report(s)),  # type: ignore[arg-type]
     "guards sarif": guards("sarif"),
 }
 CASES = list(HOSTILE.items())
@@ -250,6 +265,7 @@ def test_sarif_document_shape(tmp_path: Path) -> None:
         (Tool.LEDGER, {k.value for k in LedgerFindingKind}),
         (Tool.AUDIT, {k.value for k in FindingKind} - {"missing-report", "never-ran"}),
         (Tool.COVERAGE, {"missing-report", "never-ran"}),
+        (Tool.PYTEST_AUDIT, {"silent-skip", "never-runs", "unscheduled", "unparsable"}),
     ],
 )
 def test_every_kind_has_exactly_one_registry_entry(tool: Tool, names: set[str]) -> None:
