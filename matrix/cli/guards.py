@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -133,7 +134,7 @@ def _repo_path(report: GuardReport, finding: GuardFinding) -> str:
         return full.as_posix()
 
 
-def render(report: GuardReport, result: Gate, fmt: str) -> str:
+def render(report: GuardReport, result: Gate, fmt: str, *, status: str | None = None) -> str:
     if fmt == "json":
         return to_json(report, result)
     if fmt == "md":
@@ -142,7 +143,7 @@ def render(report: GuardReport, result: Gate, fmt: str) -> str:
         return to_annotations((f, _repo_path(report, f)) for f in result.shown)
     if fmt == "sarif":
         return to_sarif((f, _repo_path(report, f)) for f in result.shown)
-    return to_text(report, result)
+    return to_text(report, result, status=status)
 
 
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
@@ -161,14 +162,20 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         jobs=args.jobs or default_jobs(),
         cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
     )
+    wrote: str | None = None
     if args.write_baseline is not None:
         previous = read_baseline(args.write_baseline) if args.write_baseline.is_file() else None
         entries = updated_entries(error_keys(report.findings), previous)
         write_text_atomic(args.write_baseline, baseline_text(entries))
+        # Writing the baseline is the run's job: it succeeds whatever the findings, and says so.
+        wrote = f"exit 0: wrote {len(entries)} baseline entries to {args.write_baseline}"
     result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today)
-    text = render(report, result, _format(args))
+    fmt = _format(args)
+    text = render(report, result, fmt, status=wrote)
     if args.output is not None:
         write_text_atomic(args.output, text + "\n")
     else:
         print(text)
-    return 0 if args.write_baseline is not None else result.exit_code
+    if wrote is not None and (fmt != "text" or args.output is not None):
+        print(f"specmatrix guards: {wrote.removeprefix('exit 0: ')}", file=sys.stderr)
+    return 0 if wrote is not None else result.exit_code

@@ -24,6 +24,7 @@ from matrix.core.options import CliOverrides, Options, resolve_options
 # Each command module has `register(subparsers)`; the parser's `func` runs it.
 COMMAND_MODULES: tuple[ModuleType, ...] = (cmd_core, cmd_ci, cmd_guards, cmd_audit, cmd_ledger)
 PROG = "specmatrix"
+EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE, what `yes | head -1` leaves for `yes`
 
 
 class _Parser(argparse.ArgumentParser):
@@ -161,7 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Readers and writers map their own errors; what reaches here is stdout (EPIPE, ENOSPC) or a stray path.
         _silence_stdout()
         if exc.errno == errno.EPIPE:
-            return _fail("output closed before it was complete (broken pipe)")
+            # The reader went away (`specmatrix cells | head -3`): quiet, with the status a Unix tool killed by
+            # SIGPIPE leaves (128 + 13), so only a shell with pipefail notices.
+            return EXIT_BROKEN_PIPE
         where = exc.filename if exc.filename is not None else "standard output"
         return _fail(f"{where}: {exc.strerror or exc}")
 

@@ -70,7 +70,8 @@ def differences(profile: RunnerProfile, facts: MachineFacts, *, exact_count: boo
             have = facts.capability
             out.append(f"needs sm{want[0]}{want[1]}, sees sm{have[0]}{have[1]}" if have else "capability unknown")
         if profile.device_name and facts.names and not all(name_matches(profile.device_name, n) for n in facts.names):
-            out.append(f"needs {profile.device_name} GPUs, sees {', '.join(sorted(set(facts.names)))}")
+            seen = ", ".join(repr(n) for n in sorted(set(facts.names)))
+            out.append(f"needs GPUs named {profile.device_name!r}, sees {seen}")
     return out
 
 

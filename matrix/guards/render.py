@@ -42,14 +42,15 @@ def shown_path(report: GuardReport, finding: GuardFinding) -> str:
     return str(PurePosixPath(report.root.replace("\\", "/")) / finding.path) if report.root not in ("", ".") else finding.path
 
 
-def summary_line(report: GuardReport) -> str:
+def summary_line(report: GuardReport, *, with_exit: bool = True) -> str:
+    """The counts; `with_exit` appends the report's own exit code (callers that print a status line of their own omit it)."""
     counts = report.counts()
     parts = ", ".join(f"{counts[k]} {k.value}" for k in ORDER if counts[k])
     head = (
         f"{report.files_scanned} files read, {report.test_files} test files, {report.registered_files} registered; "
         f"runners audited: {', '.join(report.runners) or 'none'}"
     )
-    return f"{head}\n{parts or 'no findings'}; exit {report.exit_code}"
+    return f"{head}\n{parts or 'no findings'}" + (f"; exit {report.exit_code}" if with_exit else "")
 
 
 def _gate_line(report: GuardReport, gate: Gate | None) -> str:
@@ -63,7 +64,19 @@ def _gate_line(report: GuardReport, gate: Gate | None) -> str:
             f"baseline: {len(gate.new_errors)} new error(s), {gate.baselined} acknowledged, "
             f"{len(gate.expired)} expired, {len(gate.stale)} stale"
         )
-    return "\n" + "; ".join(parts) + f"; exit {gate.exit_code}" if parts else ""
+    return "\n" + "; ".join(parts) if parts else ""
+
+
+def status_line(report: GuardReport, gate: Gate | None) -> str:
+    """The run's one final line: the exit code the command returns and why."""
+    if gate is None:
+        code = report.exit_code
+        return f"exit {code}: " + ("error findings" if code else "no error findings")
+    if gate.exit_code == 0:
+        return "exit 0: no new error findings" + (" (the rest are in the baseline)" if gate.baselined else "")
+    why = [f"{len(gate.new_errors)} new error finding(s)"] if gate.new_errors else []
+    why += [f"{len(gate.expired)} expired baseline entries"] if gate.expired else []
+    return f"exit {gate.exit_code}: {', '.join(why)}"
 
 
 def _entry_lines(gate: Gate | None) -> list[str]:
@@ -78,7 +91,8 @@ def _entry_lines(gate: Gate | None) -> list[str]:
     return lines
 
 
-def to_text(report: GuardReport, gate: Gate | None = None) -> str:
+def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None = None) -> str:
+    """Findings by kind, the counts, then one status line (`status` replaces the default one)."""
     lines: list[str] = []
     shown = gate.shown if gate is not None else report.findings
     for kind in ORDER:
@@ -97,7 +111,8 @@ def to_text(report: GuardReport, gate: Gate | None = None) -> str:
                 lines.append(f"    fix: {f.hint}")
         lines.append("")
     lines += _entry_lines(gate)
-    lines.append(summary_line(report) + _gate_line(report, gate))
+    lines.append(summary_line(report, with_exit=False) + _gate_line(report, gate))
+    lines.append(status or status_line(report, gate))
     return "\n".join(lines)
 
 

@@ -346,7 +346,7 @@ def test_stdout_on_a_full_disk_is_one_line(tmp_path):
     assert proc.stderr == "specmatrix: error: standard output: No space left on device\n"
 
 
-def test_stdout_closed_early_is_one_line(tmp_path):
+def test_stdout_closed_early_is_quiet_like_a_unix_tool(tmp_path):
     proc = subprocess.Popen(  # --json: far more than a pipe buffer holds, so the writer is still writing
         [sys.executable, "-m", "matrix", "cells", "--runner", "4-gpu-b200", "--json"],
         stdout=subprocess.PIPE,
@@ -358,8 +358,8 @@ def test_stdout_closed_early_is_one_line(tmp_path):
     proc.stdout.close()
     err = proc.stderr.read().decode()
     proc.stderr.close()
-    assert proc.wait() == 2
-    assert err == "specmatrix: error: output closed before it was complete (broken pipe)\n"
+    assert proc.wait() == 141  # 128 + SIGPIPE, as for a Unix tool whose reader went away
+    assert err == ""
 
 
 @pytest.mark.parametrize(
