@@ -149,7 +149,7 @@ def render(report: GuardReport, result: Gate, fmt: str, *, status: str | None = 
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    runners = load_runners(options.runner_files)
+    runners = load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners)
     baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
     report = audit_tree(
         args.path,

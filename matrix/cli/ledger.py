@@ -83,7 +83,7 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         raise UsageError("ledger: --root DIR is required (the folder whose registrations the ledgers are checked against)")
     if not args.root.exists():
         raise UsageError(f"ledger: --root {args.root}: no such file or directory")
-    runners = load_runners(options.runner_files)
+    runners = load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners)
     suite_map = load_suite_map(args.suite_map)
     settings = JoinSettings(
         runners=runners,

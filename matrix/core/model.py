@@ -162,10 +162,22 @@ class BackendCost:
     config_axes: tuple[str, ...]
 
 
+DEFAULT_CELL_COST = BackendCost(cell_seconds=1.0, compile_seconds=0.0, config_axes=())
+
+
 @dataclass(frozen=True, kw_only=True)
 class CostModel:
     shard_seconds: float
     backends: Mapping[str, BackendCost] = field(default_factory=dict)
+    default: BackendCost = DEFAULT_CELL_COST  # cells of a matrix without [cost.backend.*] tables
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoverageLayout:
+    """Which axes form the coverage table's rows (after the runner's arch) and its columns."""
+
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,6 +191,15 @@ class Matrix:
     cost: CostModel
     source_path: str
     page_promotions: tuple[PagePromotion, ...] = ()
+    coverage: CoverageLayout | None = None  # None: the first axis as rows, the next two as columns
+
+    @property
+    def layout(self) -> CoverageLayout:
+        """The coverage layout `[coverage]` names, else the first axis as rows and the next two as columns."""
+        if self.coverage is not None:
+            return self.coverage
+        names = tuple(a.name for a in self.axes)
+        return CoverageLayout(rows=names[:1], columns=names[1:3])
 
     def axis(self, name: str) -> Axis:
         for axis in self.axes:

@@ -19,13 +19,20 @@ def default_runners_text() -> str:
     return resources.files("matrix").joinpath("data/runners.toml").read_text(encoding="utf-8")
 
 
-def load_runners(extra: Sequence[Path] = (), replace: Sequence[str] = ()) -> dict[str, RunnerProfile]:
-    """Built-in runner profiles extended by each file in `extra`.
+def load_runners(extra: Sequence[Path] = (), replace: Sequence[str] = (), *, builtin: bool = True) -> dict[str, RunnerProfile]:
+    """Built-in runner profiles (unless `builtin` is False) extended by each file in `extra`.
 
     A profile whose name is already defined (built in, or by an earlier file) is an error unless `replace`
     names it: silently swapping `4-gpu-b200` for a 2-GPU sm80 profile would change every verdict for it.
     """
-    runners = parse_runners(read_toml(default_runners_text(), "matrix/data/runners.toml"), "<default runners>")
+    if not builtin and not extra:
+        raise ConfigError(
+            "builtin_runners = false leaves no runner profile: name a runners file "
+            "([tool.specmatrix] runners, $SPECMATRIX_RUNNERS or --runners FILE)"
+        )
+    runners = (
+        parse_runners(read_toml(default_runners_text(), "matrix/data/runners.toml"), "<default runners>") if builtin else {}
+    )
     origin = dict.fromkeys(runners, "a built-in profile")
     wanted = set(replace)
     for path in extra:
