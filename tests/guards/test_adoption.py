@@ -345,3 +345,17 @@ def test_a_workflow_only_commit_that_unschedules_a_suite_is_refused(tmp_path):
     assert "unscheduled" in out
     assert "(no files to check)" not in out
     assert subprocess.run(["git", "log", "--oneline"], cwd=project, capture_output=True, text=True, check=True).stdout.count("\n") == 1
+
+
+EXAMPLE_WORKFLOW = ROOT / "docs" / "examples" / "specmatrix-guards.yml"
+
+
+def test_example_workflow_passes_only_inputs_the_action_has_and_needs_no_setup_step():
+    doc = yaml.safe_load(EXAMPLE_WORKFLOW.read_text(encoding="utf-8"))
+    (job,) = doc["jobs"].values()
+    uses = [s for s in job["steps"] if "specmatrix@" in s.get("uses", "")]
+    assert len(uses) == 1
+    assert SHA_PIN.match(uses[0]["uses"]), uses[0]["uses"]
+    assert set(uses[0]["with"]) <= set(action()["inputs"])
+    assert not [s for s in job["steps"] if "setup-python" in s.get("uses", "")]
+    assert job["permissions"] == {"contents": "read", "security-events": "write"}
