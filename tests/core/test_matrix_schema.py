@@ -133,3 +133,27 @@ def test_the_schema_lists_exactly_the_keys_the_loader_accepts():
     ops = props["rule"]["items"]["properties"]["require"]["additionalProperties"]["propertyNames"]["enum"]
     assert ops == [o.value for o in Op]
     assert props["rule"]["items"]["properties"]["kind"]["enum"] == [k.value for k in RuleKind]
+
+
+def _keys(node: Any) -> set[str]:
+    """Every property name anywhere in a schema."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        found |= set(node.get("properties", {}))
+        for child in node.values():
+            found |= _keys(child)
+    elif isinstance(node, list):
+        for child in node:
+            found |= _keys(child)
+    return found
+
+
+def test_the_format_page_documents_every_field_and_operator():
+    page = (ROOT / "docs" / "matrix-format.md").read_text(encoding="utf-8")
+    written = (lambda k: f"`{k}`", lambda k: f"[{k}]", lambda k: f"[{k}.")  # a key, a table, a table of tables
+    fields = _keys(schema("matrix")) | _keys(schema("runners"))
+    missing = sorted(k for k in fields if not any(form(k) in page for form in written))
+    missing += [f"operator {o.value}" for o in Op if f"`{o.value}`" not in page]
+    missing += [f"kind {k.value}" for k in RuleKind if f"`{k.value}`" not in page]
+    missing += [f"fact {f}" for f in ("sm", "gpus", "impl") if f"| `{f}` |" not in page]
+    assert not missing
