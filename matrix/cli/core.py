@@ -42,7 +42,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser("explain", help="the rule trail that decides one cell on a runner")
     p.add_argument("cell", help="cell id")
     p.add_argument("--runner", metavar="NAME", help=RUNNER_HELP)
-    p.add_argument("--format", choices=("text", "json"), default=None, help="output: text (default) or json (specmatrix.explain/1)")
+    p.add_argument(
+        "--format", choices=("text", "json"), default=None, help="output: text (default) or json (specmatrix.explain/1)"
+    )
     p.add_argument("--json", action="store_true", help="deprecated: same as --format json")
     p.set_defaults(func=cmd_explain)
 
@@ -125,8 +127,7 @@ def cmd_explain(args: argparse.Namespace, options: Options) -> int:
             "versions": dict(plan.versions),
             "detection_overridden": plan.facts.overridden,
             "note": plan.detection_note or None,
-            "cell": expectation_record(cell, exp)
-            | {"rules": [_rule_record(v) for v in exp.trail]},
+            "cell": expectation_record(cell, exp) | {"rules": [_rule_record(v) for v in exp.trail]},
         }
         print(json.dumps(doc, indent=2))
         return EXIT_OK

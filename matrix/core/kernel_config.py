@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from matrix.core.model import Cell, Matrix, Value
 
-
 NO_BACKEND = "default"  # a matrix without a `backend` axis: one implementation, keyed by the cost axes alone
 
 

@@ -379,7 +379,9 @@ def _parse_coverage(raw: Any, axes: tuple[Axis, ...], source: str) -> CoverageLa
                 raise ConfigError(f"{where}: {key}: no axis named {name!r} (axes: {', '.join(names)})")
     both = sorted(set(rows) & set(columns))
     if both or len(set(rows)) != len(rows) or len(set(columns)) != len(columns):
-        raise ConfigError(f"{where}: axis {(both or [n for n in [*rows, *columns] if [*rows, *columns].count(n) > 1])[0]!r} named twice")
+        raise ConfigError(
+            f"{where}: axis {(both or [n for n in [*rows, *columns] if [*rows, *columns].count(n) > 1])[0]!r} named twice"
+        )
     return CoverageLayout(rows=rows, columns=columns)
 
 

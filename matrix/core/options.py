@@ -74,7 +74,9 @@ def _pyproject_table(pyproject: Path | None) -> tuple[Mapping[str, Any], Path]:
         if value is not None and not all(isinstance(v, str) and v for v in items):
             raise ConfigError(f"{pyproject}: [tool.specmatrix] {key}: expected a string or a list of strings, got {value!r}")
     if "builtin_runners" in table and not isinstance(table["builtin_runners"], bool):
-        raise ConfigError(f"{pyproject}: [tool.specmatrix] builtin_runners: expected true or false, got {table['builtin_runners']!r}")
+        raise ConfigError(
+            f"{pyproject}: [tool.specmatrix] builtin_runners: expected true or false, got {table['builtin_runners']!r}"
+        )
     return table, pyproject.parent
 
 

@@ -30,9 +30,7 @@ def load_runners(extra: Sequence[Path] = (), replace: Sequence[str] = (), *, bui
             "builtin_runners = false leaves no runner profile: name a runners file "
             "([tool.specmatrix] runners, $SPECMATRIX_RUNNERS or --runners FILE)"
         )
-    runners = (
-        parse_runners(read_toml(default_runners_text(), "matrix/data/runners.toml"), "<default runners>") if builtin else {}
-    )
+    runners = parse_runners(read_toml(default_runners_text(), "matrix/data/runners.toml"), "<default runners>") if builtin else {}
     origin = dict.fromkeys(runners, "a built-in profile")
     wanted = set(replace)
     for path in extra:

@@ -98,7 +98,7 @@ def bucket_label(layout: CoverageLayout, row: Sequence[str], column: Sequence[st
 
 
 def _summarised(
-    layout: CoverageLayout, kind: FindingKind, runner: str, entries: list[CellCoverage], what: str, elsewhere: str
+    layout: CoverageLayout, kind: FindingKind, runner: str, entries: list[CellCoverage], *, what: str, elsewhere: str = ""
 ) -> Finding:
     bucket = bucket_label(layout, entries[0].row, entries[0].column)
     ids = [e.cell for e in entries]
@@ -120,13 +120,15 @@ def _cell_findings(layout: CoverageLayout, entries: Sequence[CellCoverage]) -> l
     findings: list[Finding] = []
     for (status, runner, _), group in sorted(grouped.items(), key=lambda kv: (SEVERITY_ORDER.index(kv[0][0]), kv[0][1:])):
         if status is Coverage.CRASHED:
-            findings.append(_summarised(layout, FindingKind.CRASHED, runner, group, "crashed", ""))
+            findings.append(_summarised(layout, FindingKind.CRASHED, runner, group, what="crashed"))
         elif status is Coverage.SKIPPED_UNEXPECTED:
-            findings.append(_summarised(layout, FindingKind.UNEXPECTED_SKIP, runner, group, "skipped unexpectedly", ""))
+            findings.append(_summarised(layout, FindingKind.UNEXPECTED_SKIP, runner, group, what="skipped unexpectedly"))
         elif status is Coverage.NEVER_RAN:
             nowhere = all(e.cell not in ran_anywhere for e in group)
             tail = " and on no other runner" if nowhere else " (some ran on other runners)"
-            findings.append(_summarised(layout, FindingKind.NEVER_RAN, runner, group, "expected to RUN but never ran", tail))
+            findings.append(
+                _summarised(layout, FindingKind.NEVER_RAN, runner, group, what="expected to RUN but never ran", elsewhere=tail)
+            )
     return findings
 
 
@@ -207,4 +209,6 @@ def merge(
         if f.severity is Severity.ERROR and f.kind not in _RECOMPUTED
     ]
     findings = _shard_findings(sources, planned, expect_shards) + _cell_findings(layout, entries) + carried
-    return CoverageResult(runners=tuple(profiles), layout=layout, entries=tuple(entries), findings=tuple(findings), sources=tuple(sources))
+    return CoverageResult(
+        runners=tuple(profiles), layout=layout, entries=tuple(entries), findings=tuple(findings), sources=tuple(sources)
+    )

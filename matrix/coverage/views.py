@@ -37,7 +37,10 @@ def buckets(result: CoverageResult) -> list[Bucket]:
     for e in result.entries:
         grouped[(e.arch, e.row, e.column)][e.status] += 1
     rows = [Bucket(arch=a, row=r, column=c, counts={k: n[k] for k in Coverage}) for (a, r, c), n in grouped.items()]
-    return sorted(rows, key=lambda b: (numeric_key(b.arch.removeprefix("sm")), tuple(map(numeric_key, b.row)), tuple(map(numeric_key, b.column))))
+    return sorted(
+        rows,
+        key=lambda b: (numeric_key(b.arch.removeprefix("sm")), tuple(map(numeric_key, b.row)), tuple(map(numeric_key, b.column))),
+    )
 
 
 def totals(result: CoverageResult) -> dict[str, int]:

@@ -320,7 +320,10 @@ def test_coverage_without_matplotlib_writes_the_tables_and_says_the_heatmap_is_l
     code = main(["coverage", "--out", str(out), str(report)])
     err = capsys.readouterr().err
     assert code == 1  # the cells that never ran are findings; the missing picture is not
-    assert err == "specmatrix coverage: no heatmap: the heatmap needs matplotlib: pip install 'specmatrix[plot]' (--no-heatmap leaves it out quietly)\n"
+    assert (
+        err
+        == "specmatrix coverage: no heatmap: the heatmap needs matplotlib: pip install 'specmatrix[plot]' (--no-heatmap leaves it out quietly)\n"
+    )
     assert sorted(p.name for p in out.iterdir()) == ["coverage.json", "coverage.md", "summary.md"]
     assert "heatmap" not in (out / "coverage.md").read_text()
 

@@ -57,7 +57,9 @@ def test_builtin_runners_come_back_when_the_project_allows_them(capsys, project)
     code, _, err = run(capsys, "runners", "--json")
     assert code == 2  # the project's `cpu` now clashes with the built-in one of that name
     assert "runner 'cpu' is already a built-in profile" in err
-    pyproject.write_text(pyproject.read_text().replace("builtin_runners = true", 'builtin_runners = true\nreplace_runners = ["cpu"]'))
+    pyproject.write_text(
+        pyproject.read_text().replace("builtin_runners = true", 'builtin_runners = true\nreplace_runners = ["cpu"]')
+    )
     code, out, _ = run(capsys, "runners", "--json")
     names = [r["name"] for r in json.loads(out)["runners"]]
     assert code == 0
@@ -78,7 +80,9 @@ def test_shard_costs_cells_by_the_default_cost_model(capsys, project):
     assert code == 0
     plan = json.loads(out)
     assert plan["cells"] == 9
-    assert sorted(c for s in plan["shards"] for c in s["cells"]) == sorted(f"{m}-s{n}" for m in ("tiny", "small", "large") for n in (128, 512, 4096))
+    assert sorted(c for s in plan["shards"] for c in s["cells"]) == sorted(
+        f"{m}-s{n}" for m in ("tiny", "small", "large") for n in (128, 512, 4096)
+    )
     # [cost] cell_seconds = 2.0 and shard_seconds = 30.0; two GPUs run the cells of a shard side by side.
     assert all(s["est_seconds"] == 30.0 + 2.0 * len(s["cells"]) / 2 for s in plan["shards"])
     (project / "matrix.toml").write_text((project / "matrix.toml").read_text().split("# Optional: without [cost]")[0])
@@ -111,7 +115,9 @@ def test_skip_audit_then_coverage_on_the_projects_axes(pytester: pytest.Pytester
     code, out, _ = run(capsys, "coverage", "out/cpu.json", "--out", "cov", "--no-heatmap")
     assert code == 0, out
     doc = json.loads((pytester.path / "cov" / "coverage.json").read_text())
-    assert {(b["model"], b["seqlen"]) for b in doc["buckets"]} == {(m, str(n)) for m in ("tiny", "small", "large") for n in (128, 512, 4096)}
+    assert {(b["model"], b["seqlen"]) for b in doc["buckets"]} == {
+        (m, str(n)) for m in ("tiny", "small", "large") for n in (128, 512, 4096)
+    }
     table = (pytester.path / "cov" / "coverage.md").read_text()
     assert "| arch | model | seqlen |" in table
     assert "None" not in table
@@ -140,7 +146,12 @@ def test_the_example_noxfile_runs_every_session(tmp_path):
     bin_dir = str(Path(sys.executable).parent)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SPECMATRIX_DETECT": CPU, "HOME": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "nox", "--force-venv-backend", "none"], cwd=target, env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "nox", "--force-venv-backend", "none"],
+        cwd=target,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Session coverage was successful" in done.stderr

@@ -90,5 +90,11 @@ def test_nearest_ids_rank_the_named_values_first(capsys):
     ],
 )
 def test_nearest_prefers_shared_id_parts_over_similar_length(probe, first):
-    ids = ["draft-fa3-topk8-page1", "draft-fa3-topk2-page1", "draft-fa3-topk1-page1-hd256-gqa8-fp8kv", "draft-fa3-topk1-page1", "4-gpu-b200"]
+    ids = [
+        "draft-fa3-topk8-page1",
+        "draft-fa3-topk2-page1",
+        "draft-fa3-topk1-page1-hd256-gqa8-fp8kv",
+        "draft-fa3-topk1-page1",
+        "4-gpu-b200",
+    ]
     assert nearest(probe, ids)[0].startswith(first)

@@ -124,9 +124,13 @@ def test_the_schema_lists_exactly_the_keys_the_loader_accepts():
     assert _loader_allows(parse_matrix, doc, doc["coverage"]) == set(props["coverage"]["properties"])
     builtin = copy.deepcopy(toml(BUILTIN / "matrix.toml"))
     assert _loader_allows(parse_matrix, builtin, builtin["impl"][0]) == set(props["impl"]["items"]["properties"])
-    assert _loader_allows(parse_matrix, builtin, builtin["page_promotion"][0]) == set(props["page_promotion"]["items"]["properties"])
+    assert _loader_allows(parse_matrix, builtin, builtin["page_promotion"][0]) == set(
+        props["page_promotion"]["items"]["properties"]
+    )
     one = builtin["cost"]["backend"]["fa3"]
-    assert _loader_allows(parse_matrix, builtin, one) == set(props["cost"]["properties"]["backend"]["additionalProperties"]["properties"])
+    assert _loader_allows(parse_matrix, builtin, one) == set(
+        props["cost"]["properties"]["backend"]["additionalProperties"]["properties"]
+    )
     runners = copy.deepcopy(toml(EXAMPLE / "runners.toml"))
     runner_props = schema("runners")["properties"]["runner"]["additionalProperties"]["properties"]
     assert _loader_allows(parse_runners, runners, runners["runner"]["cpu"]) == set(runner_props)

@@ -80,7 +80,11 @@ def test_auto_picks_the_most_exact_profile(runners, facts, profile):
     [
         ("4-gpu-b200", H200x4, "needs sm100, sees sm90"),
         ("4-gpu-b200", MachineFacts(gpus=3, capabilities=((10, 0),) * 3, names=("NVIDIA B200",) * 3), "needs 4 GPU(s), sees 3"),
-        ("1-gpu-h200", MachineFacts(gpus=1, capabilities=((9, 0),), names=("NVIDIA H100",)), "needs GPUs named 'H200', sees 'NVIDIA H100'"),
+        (
+            "1-gpu-h200",
+            MachineFacts(gpus=1, capabilities=((9, 0),), names=("NVIDIA H100",)),
+            "needs GPUs named 'H200', sees 'NVIDIA H100'",
+        ),
         ("1-gpu-h200", CPU, "needs 1 GPU(s), sees 0"),
     ],
 )

@@ -123,7 +123,12 @@ def test_install_step_imports_the_action_checkout_into_a_venv_of_its_own(tmp_pat
     assert done.stdout.startswith("specmatrix ")
     env = {**_github_env(tmp_path, {}, {}), **extra}
     where = subprocess.run(
-        [str(py), "-c", "import matrix; print(matrix.__file__)"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+        [str(py), "-c", "import matrix; print(matrix.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert Path(where.stdout.strip()).is_relative_to(action_path)
     # Its dependencies were there: no pip was brought into the venv, nothing was fetched.
@@ -151,10 +156,14 @@ def test_every_input_reaches_a_step():
 @pytest.mark.skipif(not Path("/usr/bin/python3").is_file(), reason="no distribution Python at /usr/bin/python3")
 def test_install_step_works_with_the_distribution_python(tmp_path, repo):
     """A PEP 668 interpreter (Debian's /usr/bin/python3): the venv is the action's own, so pip may install there."""
-    done = _run_step(tmp_path, "Install specmatrix", {"python": "/usr/bin/python3"}, {"GITHUB_ACTION_PATH": str(_action_copy(tmp_path))})
+    done = _run_step(
+        tmp_path, "Install specmatrix", {"python": "/usr/bin/python3"}, {"GITHUB_ACTION_PATH": str(_action_copy(tmp_path))}
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     py = _outputs(tmp_path)["python"]
-    audit = subprocess.run([py, "-m", "matrix", "guards", "test/registered"], cwd=repo, capture_output=True, text=True, check=False)
+    audit = subprocess.run(
+        [py, "-m", "matrix", "guards", "test/registered"], cwd=repo, capture_output=True, text=True, check=False
+    )
     assert audit.returncode == 1, audit.stderr
     assert "silent-skip" in audit.stdout
 
@@ -272,7 +281,7 @@ def test_pre_commit_example_is_a_complete_config():
     assert entry["hooks"][0]["id"] == yaml.safe_load(HOOKS.read_text(encoding="utf-8"))[0]["id"]
 
 
-SCRATCH_TEST = '''\
+SCRATCH_TEST = """\
 import unittest
 
 from sglang.test.ci.ci_register import register_cuda_ci
@@ -283,7 +292,7 @@ register_cuda_ci(est_time=60, suite="base-b-test-4-gpu-b200")
 class TestDecode(unittest.TestCase):
     def test_decode(self):
         self.assertTrue(True)
-'''
+"""
 SCRATCH_WORKFLOW = """\
 on: pull_request
 jobs:
@@ -335,16 +344,29 @@ def test_a_workflow_only_commit_that_unschedules_a_suite_is_refused(tmp_path):
     _git(project, env, "init", "-q")
     subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=project, env=env, check=True, capture_output=True)
     _git(project, env, "add", ".")
-    first = subprocess.run(["git", "commit", "-qm", "suite"], cwd=project, env=env, capture_output=True, text=True, check=False, timeout=600)
+    first = subprocess.run(
+        ["git", "commit", "-qm", "suite"], cwd=project, env=env, capture_output=True, text=True, check=False, timeout=600
+    )
     assert first.returncode == 0, first.stdout + first.stderr
     (workflows / "pr-test.yml").write_text(SCRATCH_WORKFLOW.format(suite="stage-b-test-4-gpu-b200"), encoding="utf-8")
     _git(project, env, "add", ".github/workflows/pr-test.yml")
-    refused = subprocess.run(["git", "commit", "-qm", "rename the suite"], cwd=project, env=env, capture_output=True, text=True, check=False, timeout=600)
+    refused = subprocess.run(
+        ["git", "commit", "-qm", "rename the suite"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     assert refused.returncode != 0, refused.stdout + refused.stderr
     out = refused.stdout + refused.stderr
     assert "unscheduled" in out
     assert "(no files to check)" not in out
-    assert subprocess.run(["git", "log", "--oneline"], cwd=project, capture_output=True, text=True, check=True).stdout.count("\n") == 1
+    assert (
+        subprocess.run(["git", "log", "--oneline"], cwd=project, capture_output=True, text=True, check=True).stdout.count("\n")
+        == 1
+    )
 
 
 EXAMPLE_WORKFLOW = ROOT / "docs" / "examples" / "specmatrix-guards.yml"

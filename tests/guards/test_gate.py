@@ -241,7 +241,10 @@ def test_write_baseline_says_what_it_wrote_and_where_in_one_status_line(capsys, 
     assert err == f"specmatrix guards: wrote {entries} baseline entries to {base}\n"
 
 
-@pytest.mark.parametrize(("plant", "expected"), [(False, "exit 0: no new error findings (the rest are in the baseline)"), (True, "exit 1: 1 new error finding(s)")])
+@pytest.mark.parametrize(
+    ("plant", "expected"),
+    [(False, "exit 0: no new error findings (the rest are in the baseline)"), (True, "exit 1: 1 new error finding(s)")],
+)
 def test_a_baseline_run_states_one_exit_code_the_one_it_returns(capsys, suite_copy, tmp_path, plant, expected):
     base = tmp_path / "baseline.json"
     run(capsys, "guards", str(suite_copy), "--write-baseline", str(base))
