@@ -38,6 +38,9 @@ def _label(bucket: Bucket) -> str:
     return f"{ran}/{must}\n{bucket.counts[worst]} {_WORST_WORD[worst]}"
 
 
+MIN_WIDTH_INCHES = 5.0
+
+
 class PlottingUnavailable(UsageError):
     """matplotlib is not installed: the caller leaves the picture out and says so."""
 
@@ -62,7 +65,8 @@ def render_heatmap(result: CoverageResult, formats: Sequence[str], *, stem: str)
     rows = list(dict.fromkeys((b.arch, b.row) for b in rows_data))
     cols = list(dict.fromkeys(b.column for b in sorted(rows_data, key=lambda b: tuple(map(numeric_key, b.column)))))
     at = {(b.arch, b.row, b.column): b for b in rows_data}
-    fig, ax = plt.subplots(figsize=(1.0 + 0.62 * len(cols), 1.4 + 0.42 * len(rows)), dpi=110)
+    # At least as wide as the legend's three columns, so a matrix with few columns keeps it and its ticks readable.
+    fig, ax = plt.subplots(figsize=(max(MIN_WIDTH_INCHES, 1.0 + 0.62 * len(cols)), 1.4 + 0.42 * len(rows)), dpi=110)
     for r, (arch, row) in enumerate(rows):
         for c, column in enumerate(cols):
             bucket = at.get((arch, row, column))

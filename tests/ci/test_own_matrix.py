@@ -156,3 +156,19 @@ def test_the_example_noxfile_runs_every_session(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Session coverage was successful" in done.stderr
     assert (target / "out" / "coverage" / "coverage.md").is_file()
+
+
+def test_heatmap_layout_follows_the_projects_axes(capsys, project, monkeypatch):
+    """Rows are arch x model, columns seqlen: the tick labels name the project's axes (no `None`)."""
+    matplotlib = pytest.importorskip("matplotlib")
+    from matrix.core.options import CliOverrides, load, resolve_options
+    from matrix.coverage.heatmap import render_heatmap
+    from matrix.coverage.merge import merge
+
+    loaded = load(resolve_options(cli=CliOverrides(), env={}, cwd=project))
+    result = merge(loaded.matrix, loaded.runners, [], expect_runners=[loaded.runners["cpu"]])
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # text stays text in the SVG
+        svg = render_heatmap(result, ("svg",), stem="h")["h.svg"].decode()
+    for label in ("seqlen 128", "seqlen 4096", "cpu tiny", "cpu large"):
+        assert label in svg
+    assert "None" not in svg
