@@ -134,11 +134,12 @@ def _repo_path(report: GuardReport, finding: GuardFinding) -> str:
         return full.as_posix()
 
 
-def render(report: GuardReport, result: Gate, fmt: str, *, status: str | None = None) -> str:
+def render(report: GuardReport, result: Gate, fmt: str, *, status: str | None = None, exit_code: int | None = None) -> str:
+    """The output in `fmt`; `status` and `exit_code` replace the audit's own when the command returns another."""
     if fmt == "json":
-        return to_json(report, result)
+        return to_json(report, result, exit_code=exit_code)
     if fmt == "md":
-        return to_markdown(report, result)
+        return to_markdown(report, result, exit_code=exit_code)
     if fmt == "github":
         return to_annotations((f, _repo_path(report, f)) for f in result.shown)
     if fmt == "sarif":
@@ -171,7 +172,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         wrote = f"exit 0: wrote {len(entries)} baseline entries to {args.write_baseline}"
     result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today)
     fmt = _format(args)
-    text = render(report, result, fmt, status=wrote)
+    text = render(report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None)
     if args.output is not None:
         write_text_atomic(args.output, text + "\n")
     else:

@@ -116,7 +116,8 @@ def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None
     return "\n".join(lines)
 
 
-def to_json_doc(report: GuardReport, gate: Gate | None = None) -> dict[str, Any]:
+def to_json_doc(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> dict[str, Any]:
+    """`exit_code` replaces the audit's own where the command returns another (`--write-baseline`: 0)."""
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "root": report.root,
@@ -125,7 +126,7 @@ def to_json_doc(report: GuardReport, gate: Gate | None = None) -> dict[str, Any]
         "registered_files": report.registered_files,
         "runners": list(report.runners),
         "counts": {k.value: v for k, v in report.counts().items()},
-        "exit_code": report.exit_code if gate is None else gate.exit_code,
+        "exit_code": exit_code if exit_code is not None else report.exit_code if gate is None else gate.exit_code,
         "findings": [{**f.fields(), "failing": f.failing, "severity": f.severity.value} for f in report.findings],
     }
     if gate is not None and gate.with_baseline:
@@ -138,8 +139,8 @@ def to_json_doc(report: GuardReport, gate: Gate | None = None) -> dict[str, Any]
     return doc
 
 
-def to_json(report: GuardReport, gate: Gate | None = None) -> str:
-    return json.dumps(to_json_doc(report, gate), indent=2)
+def to_json(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
+    return json.dumps(to_json_doc(report, gate, exit_code=exit_code), indent=2)
 
 
 def _cell(text: str, limit: int = 300) -> str:
@@ -152,11 +153,12 @@ MD_ROWS_PER_KIND = 12
 MD_MAX_LINES = 99
 
 
-def to_markdown(report: GuardReport, gate: Gate | None = None) -> str:
+def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY: a count table and one collapsed block per kind (under 100 lines)."""
     counts = report.counts()
     shown = gate.shown if gate is not None else report.findings
-    exit_code = report.exit_code if gate is None else gate.exit_code
+    if exit_code is None:
+        exit_code = report.exit_code if gate is None else gate.exit_code
     lines = [
         "## Guard audit",
         "",

@@ -237,8 +237,11 @@ def test_write_baseline_says_what_it_wrote_and_where_in_one_status_line(capsys, 
     assert out.rstrip().splitlines()[-1] == f"exit 0: wrote {entries} baseline entries to {base}"
     # Another format keeps its output clean: the same sentence goes to stderr.
     code, out, err = run(capsys, "guards", str(suite_copy), "--write-baseline", str(base), "--format", "json")
-    assert code == 0
+    assert code == json.loads(out)["exit_code"] == 0
     assert err == f"specmatrix guards: wrote {entries} baseline entries to {base}\n"
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--write-baseline", str(base), "--format", "md")
+    assert code == 0
+    assert "The audit passes (exit 0)." in out
 
 
 @pytest.mark.parametrize(
