@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from matrix.core.expect import effective_versions, expectations
-from matrix.core.model import CoverageLayout, Matrix, Outcome, RunnerProfile
+from matrix.core.model import CoverageLayout, Expectation, Matrix, Outcome, RunnerProfile
 from matrix.core.report import CellStatus, Finding, FindingKind, Report, Severity
 from matrix.shard.output import PlannedShards
 
@@ -66,6 +66,9 @@ class CoverageResult:
     entries: tuple[CellCoverage, ...]
     findings: tuple[Finding, ...]
     sources: tuple[ReportSource, ...]
+    # What each counted runner was judged against: its profile and matrix.core.expect's verdict per cell id.
+    profiles: Mapping[str, RunnerProfile] = field(default_factory=dict)
+    expectations: Mapping[str, Mapping[str, Expectation]] = field(default_factory=dict)
 
     @property
     def errors(self) -> tuple[Finding, ...]:
@@ -187,8 +190,9 @@ def merge(
         versions.setdefault(profile.name, effective_versions(matrix, {}))
     entries: list[CellCoverage] = []
     layout = matrix.layout
+    judged: dict[str, Mapping[str, Expectation]] = {}
     for name, profile in profiles.items():
-        exps = expectations(matrix, profile, versions[name])
+        exps = judged[name] = expectations(matrix, profile, versions[name])
         for cell in matrix.cells:
             exp = exps[cell.id]
             entries.append(
@@ -210,5 +214,11 @@ def merge(
     ]
     findings = _shard_findings(sources, planned, expect_shards) + _cell_findings(layout, entries) + carried
     return CoverageResult(
-        runners=tuple(profiles), layout=layout, entries=tuple(entries), findings=tuple(findings), sources=tuple(sources)
+        runners=tuple(profiles),
+        layout=layout,
+        entries=tuple(entries),
+        findings=tuple(findings),
+        sources=tuple(sources),
+        profiles=profiles,
+        expectations=judged,
     )
