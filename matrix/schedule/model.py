@@ -140,3 +140,12 @@ class CommandReader(Protocol):
     """
 
     def selections(self, words: Sequence[str], context: StepContext) -> Iterable[Selection]: ...
+
+
+class UnreadableCommand(Exception):
+    """Raised by a CommandReader that recognises a command it cannot read statically (a suite given by an
+    expression); the walker records it as an `UnreadJob` with this reason instead of dropping it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
