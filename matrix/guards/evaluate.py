@@ -17,7 +17,7 @@ from matrix.guards.budget import Budget, OverBudget, bounded_int, text_of
 from matrix.guards.calls import FunctionRunner
 from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, MissingModules, ModuleNames, OpaqueCondition, SkipCondition
 from matrix.guards.names import dotted, resolve
-from matrix.guards.predicates import ATTRIBUTES, BUILTINS, PREDICATES, Predicate, RunnerFacts, Unknown, environment, lookup
+from matrix.guards.predicates import ATTRIBUTES, BUILTINS, PREDICATES, Predicate, RunnerFacts, Unknown, environment, lookup, unset_variable
 
 
 class Tri(StrEnum):
@@ -204,6 +204,9 @@ class _Evaluator(FunctionRunner):
             if env is not None:
                 self.use("env")
                 result = env
+                unset = unset_variable(node, self.facts)
+                if unset is not None:
+                    self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
             else:
                 found = self._callee(node.func)
                 if found is not None:
@@ -233,6 +236,9 @@ class _Evaluator(FunctionRunner):
         if env is not None:
             self.use("env")
             self.note(text_of(node), env)
+            unset = unset_variable(node, self.facts)
+            if unset is not None:
+                self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
             return env
         base, index = self.value(node.value), self.value(node.slice)
         if isinstance(base, Unknown):

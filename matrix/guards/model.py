@@ -159,9 +159,11 @@ class FileAnalysis:
 
 class GuardFindingKind(StrEnum):
     SILENT_SKIP = "silent-skip"
+    SILENT_PASS = "silent-pass"
     NEVER_RUNS = "never-runs"
     DISABLED_BY_SKIP = "disabled-by-skip"
     UNSCHEDULED = "unscheduled"
+    UNKNOWN_LABEL = "unknown-label"
     UNPARSABLE = "unparsable"
     DISABLED = "disabled"
     UNDETERMINED = "undetermined"
@@ -171,7 +173,13 @@ class GuardFindingKind(StrEnum):
 
 
 FAILING_KINDS = frozenset(
-    {GuardFindingKind.SILENT_SKIP, GuardFindingKind.NEVER_RUNS, GuardFindingKind.UNSCHEDULED, GuardFindingKind.UNPARSABLE}
+    {
+        GuardFindingKind.SILENT_SKIP,
+        GuardFindingKind.SILENT_PASS,
+        GuardFindingKind.NEVER_RUNS,
+        GuardFindingKind.UNSCHEDULED,
+        GuardFindingKind.UNPARSABLE,
+    }
 )
 
 
@@ -190,6 +198,7 @@ class Severity(StrEnum):
 SEVERITY: dict[GuardFindingKind, Severity] = {
     **dict.fromkeys(FAILING_KINDS, Severity.ERROR),
     GuardFindingKind.DISABLED_BY_SKIP: Severity.WARNING,
+    GuardFindingKind.UNKNOWN_LABEL: Severity.WARNING,
     GuardFindingKind.DISABLED: Severity.INFO,
     GuardFindingKind.UNDETERMINED: Severity.INFO,
     GuardFindingKind.UNMAPPED: Severity.INFO,

@@ -27,7 +27,12 @@ class RunnerFacts:
     profile: RunnerProfile
     installed: frozenset[str] = frozenset()
     # Environment variables the workflow job sets for this runner (from --workflows); others are unknown.
+    # A value holding `${{` is set at run time to something not known statically.
     env: Mapping[str, str] = field(default_factory=dict)
+    # With a schedule the selecting jobs' env is known: a variable they do not set, and that no CI file
+    # mentions (`env_open` lists the names CI files do mention), is unset on this runner.
+    env_closed: bool = False
+    env_open: frozenset[str] = frozenset()
 
     def describe(self) -> str:
         p = self.profile
@@ -89,10 +94,25 @@ def _truthy(text: str) -> bool:
     return text.strip().lower() in ("true", "1")
 
 
+def env_value(facts: RunnerFacts, variable: str) -> str | None | Unknown:
+    """The variable's value on the runner: a string, None when it is certainly unset, else Unknown."""
+    if variable in facts.env:
+        value = facts.env[variable]
+        if "${{" in value:
+            return Unknown(why=f"{variable} is set at run time on {facts.profile.name} (`{value}`)")
+        return value
+    if facts.env_closed and variable not in facts.env_open:
+        return None
+    return Unknown(why=f"whether {variable} is set on {facts.profile.name} (the workflows do not say)")
+
+
 def _in_ci(facts: RunnerFacts) -> object:
     # sglang.test.test_utils.is_in_ci() reads SGLANG_IS_IN_CI.
-    if "SGLANG_IS_IN_CI" in facts.env:
-        return _truthy(facts.env["SGLANG_IS_IN_CI"])
+    value = env_value(facts, "SGLANG_IS_IN_CI") if "SGLANG_IS_IN_CI" in facts.env else None
+    if isinstance(value, str):
+        return _truthy(value)
+    if isinstance(value, Unknown):
+        return value
     if facts.profile.in_ci is not None:
         return facts.profile.in_ci
     return Unknown(why=f"profile {facts.profile.name} does not say whether it is a CI runner (in_ci)")
@@ -100,8 +120,11 @@ def _in_ci(facts: RunnerFacts) -> object:
 
 def _in_amd_ci(facts: RunnerFacts) -> object:
     # sglang.test.test_utils.is_in_amd_ci() reads SGLANG_IS_IN_CI_AMD; profiles describe CUDA and GPU-less hosts.
-    if "SGLANG_IS_IN_CI_AMD" in facts.env:
-        return _truthy(facts.env["SGLANG_IS_IN_CI_AMD"])
+    value = env_value(facts, "SGLANG_IS_IN_CI_AMD") if "SGLANG_IS_IN_CI_AMD" in facts.env else None
+    if isinstance(value, str):
+        return _truthy(value)
+    if isinstance(value, Unknown):
+        return value
     return bool(facts.profile.amd_ci)
 
 
@@ -147,19 +170,47 @@ def environment(name: str, node: ast.Call | ast.Subscript, facts: RunnerFacts) -
         key = node.slice
         if name != "os.environ[]" or not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
             return None
-        return facts.env.get(key.value, Unknown(why=f"whether {key.value} is set on {facts.profile.name}"))
+        found = env_value(facts, key.value)
+        return Unknown(why=f"os.environ[{key.value!r}] raises KeyError, {unset_note(key.value)}") if found is None else found
     last = name.rpartition(".")[2]
     if name not in ("os.environ.get", "os.getenv") and last != "get_bool_env_var":
         return None
     if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
         return Unknown(why="an environment variable with a computed name")
     variable = node.args[0].value
-    if variable not in facts.env:
-        if variable == "SGLANG_IS_IN_CI" and facts.profile.in_ci is not None:
-            return facts.profile.in_ci if last == "get_bool_env_var" else ("true" if facts.profile.in_ci else None)
-        return Unknown(why=f"whether {variable} is set on {facts.profile.name} (the workflows do not say)")
-    value = facts.env[variable]
+    if variable not in facts.env and variable == "SGLANG_IS_IN_CI" and facts.profile.in_ci is not None:
+        return facts.profile.in_ci if last == "get_bool_env_var" else ("true" if facts.profile.in_ci else None)
+    value = env_value(facts, variable)
+    if value is None:
+        default = _default(node)
+        if isinstance(default, Unknown):
+            return default
+        return _truthy(str(default)) if last == "get_bool_env_var" else default
+    if isinstance(value, Unknown):
+        return value
     return _truthy(value) if last == "get_bool_env_var" else value
+
+
+def unset_variable(node: ast.Call | ast.Subscript, facts: RunnerFacts) -> str | None:
+    """The variable an environment read names, when the schedule says it is unset on this runner."""
+    key = node.slice if isinstance(node, ast.Subscript) else (node.args[0] if node.args else None)
+    if isinstance(key, ast.Constant) and isinstance(key.value, str) and env_value(facts, key.value) is None:
+        return key.value
+    return None
+
+
+def unset_note(variable: str) -> str:
+    return f"{variable} is unset: no scheduled job selecting the test sets it, and no CI file mentions it"
+
+
+def _default(node: ast.Call) -> object:
+    """The default of `os.environ.get("X", d)` / `get_bool_env_var("X", default="false")`: a literal, else unknown."""
+    given = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "default"), None)
+    if given is None:
+        return None
+    if isinstance(given, ast.Constant) and isinstance(given.value, str | int | bool | type(None)):
+        return given.value
+    return Unknown(why="a default that is not a literal")
 
 
 class ValueSource(Protocol):

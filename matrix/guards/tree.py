@@ -22,7 +22,7 @@ from matrix.guards.cache import ResultCache, file_key, settings_key
 from matrix.guards.finder import TEST_FILE, analyse_source
 from matrix.guards.model import FileAnalysis, GuardFinding, GuardFindingKind, GuardReport
 from matrix.guards.suites import SuiteMap, check_suite_map, load_suite_map
-from matrix.guards.workflows import WorkflowSchedule
+from matrix.schedule.model import Schedule
 
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 # Below this many files to parse, starting worker processes costs more than it saves.
@@ -134,7 +134,7 @@ def audit_tree(
     known_suites: frozenset[str] | None = None,
     only_runners: Sequence[str] = (),
     installed: Iterable[str] = (),
-    schedule: WorkflowSchedule | None = None,
+    schedule: Schedule | None = None,
     jobs: int = 1,
     cache_dir: Path | None = None,
 ) -> GuardReport:

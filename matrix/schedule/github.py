@@ -55,6 +55,9 @@ EVENT_GATES = {
 }
 _OUTPUT_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_][\w-]*)=([^"'\s$`]*)["']?\s*>>\s*["']?\$\{?GITHUB_OUTPUT""")
 _ENV_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_]\w*)=([^"'\n]*?)["']?\s*>>\s*["']?\$\{?GITHUB_ENV""")
+_NAME = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
+CI_SCRIPT_DIRS = ("scripts/ci", ".github/actions", ".github/scripts", ".buildkite", "ci")
+MAX_SCRIPT_BYTES = 8 * 1024 * 1024
 _GENERIC_LABELS = frozenset({"self-hosted", "linux", "x64", "arm64", "gpu"})
 
 
@@ -72,6 +75,28 @@ def workflow_files(root: Path) -> tuple[Path, list[Path]]:
     if len(files) > MAX_FILES:
         raise ConfigError(f"--workflows {root}: more than {MAX_FILES} workflow files")
     return repo, files
+
+
+def ci_script_names(repo: Path) -> set[str]:
+    """Upper-case names in the scripts CI runs (`scripts/ci`, local actions): variables they may export."""
+    names: set[str] = set()
+    budget = MAX_SCRIPT_BYTES
+    for folder in CI_SCRIPT_DIRS:
+        base = repo / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if budget <= 0:
+                return names
+            if path.suffix not in (".sh", ".py", ".yml", ".yaml", ".bash", ".env") or not path.is_file():
+                continue
+            try:
+                data = path.read_bytes()[:budget]
+            except OSError:
+                continue
+            budget -= len(data)
+            names.update(_NAME.findall(data.decode("utf-8", "replace")))
+    return names
 
 
 def find_workflows(start: Path) -> Path | None:
@@ -238,6 +263,7 @@ class _Walker:
         self._nearest: dict[str, tuple[str, ...]] = {}
         self._lines: dict[tuple[str, str, int], int] = {}
         self._stack: list[str] = []
+        self._notes_now = _Notes()
         # Every reader names the text its commands hold: lines without any are not split.
         found = [getattr(r, "keywords", None) for r in self.readers]
         self.keywords = None if any(k is None for k in found) else tuple(k for ks in found if ks for k in ks)
@@ -249,7 +275,13 @@ class _Walker:
                 self._stack = [wf.name]
                 self.walk(_Context(workflow=wf, events=events, inputs=_dispatch_inputs(wf.doc), via=()), depth=0)
         sources = tuple(self.workflows) + ((self.table.source,) if self.table else ())
+        names: set[str] = set()
+        for wf in self.workflows.values():
+            for line in wf.lines:
+                names.update(_NAME.findall(line))
+        names.update(ci_script_names(self.repo))
         return Schedule(
+            ci_names=tuple(sorted(names)),
             entries=tuple(dict.fromkeys(self.entries)),
             unread=tuple(dict.fromkeys(self.unread)),
             unknown_labels=tuple(self.unknown.values()),
@@ -299,6 +331,7 @@ class _Walker:
         self, ctx: _Context, event: str | None, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
     ) -> Any:
         def resolve(path: tuple[str, ...]) -> Any:
+            self._notes_now = notes  # where a value passed on as a whole (`_Outputs`) records its assumptions
             head = path[0]
             if head == "matrix":
                 return _walk_path(matrix, path[1:], "matrix")
@@ -310,8 +343,7 @@ class _Walker:
                 return event
             if head in ("needs", "steps", "jobs") and len(path) >= 3 and path[2] == "outputs":
                 if len(path) == 3:
-                    names = set(self.outputs) | ({"runs_on_map"} if self.table else set())
-                    return {name: self.output(name, notes) for name in sorted(names)}
+                    return _Outputs(lambda name: self.output(name, self._notes_now))
                 return self.output(path[3], notes) if len(path) == 4 else Unknown(text=".".join(path))
             if head == "needs" and len(path) == 3 and path[2] == "result":
                 return "success"
@@ -631,6 +663,26 @@ def _find_line(lines: tuple[str, ...], needle: str, after: int) -> int:
 
 def _under(origin: Origin, via: tuple[str, ...]) -> Origin:
     return replace(origin, via=(*origin.via, *via)) if via else origin
+
+
+class _Outputs(Mapping[str, Any]):
+    """`needs.X.outputs` as a whole (passed on as `toJson(needs.X.outputs)`): each name is looked up when read,
+    and a name no workflow echoes is Unknown, never missing."""
+
+    def __init__(self, read: Any) -> None:
+        self._read = read
+
+    def __getitem__(self, key: str) -> Any:
+        return self._read(str(key))
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "<run-time outputs>"
 
 
 def _walk_path(value: Any, path: tuple[str, ...], head: str) -> Any:

@@ -106,6 +106,9 @@ class Schedule:
     unread: tuple[UnreadJob, ...] = ()
     unknown_labels: tuple[UnknownLabel, ...] = ()
     sources: tuple[str, ...] = field(default=())
+    # Environment-variable-like names the CI files mention anywhere (workflows, the scripts they run): a name
+    # outside this set and outside an entry's env is unset in that job; a name inside it may be set at run time.
+    ci_names: tuple[str, ...] = ()
 
     def suite_entries(self, suite: str, hw: str, nightly: bool) -> tuple[ScheduleEntry, ...]:
         """Entries that run sglang registrations of `suite` on `hw` with this nightly flag (run_suite.py rules)."""
