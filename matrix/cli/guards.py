@@ -165,6 +165,14 @@ def read_schedule(args: argparse.Namespace, runners: dict[str, Any]) -> Schedule
         if root is None:
             return None
     schedule = load_schedule(root, runners)
+    if args.workflows is None and not schedule.entries:
+        # Found by itself, and no workflow runs a command the readers know: the suites are started some other way.
+        print(
+            f"specmatrix guards: {len(schedule.sources)} CI files under {root} run no command the schedule readers know "
+            "(run_suite.py); registrations are matched by suite name only (--workflows DIR to use them anyway)",
+            file=sys.stderr,
+        )
+        return None
     shown = ", ".join(schedule.sources[:3]) + (f" and {len(schedule.sources) - 3} more" if len(schedule.sources) > 3 else "")
     print(
         f"specmatrix guards: schedule read from {len(schedule.sources)} CI files under {root} ({shown}): "
