@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from matrix.core.model import RunnerProfile
@@ -14,6 +14,7 @@ from matrix.guards.model import (
     FileAnalysis,
     Guard,
     GuardFinding,
+    GuardKind,
     GuardFindingKind,
     Platform,
     Registration,
@@ -298,7 +299,8 @@ def guard_findings(
         )
         for name in runners
     }
-    guards = analysis.guards
+    early = tuple(g for g in analysis.guards if g.kind is GuardKind.EARLY_RETURN)
+    guards = tuple(g for g in analysis.guards if g.kind is not GuardKind.EARLY_RETURN)
     verdict = {
         (index, name): evaluate_guard(guard, facts[name], analysis.names, settings.predicates)
         for index, guard in enumerate(guards)
@@ -346,6 +348,9 @@ def guard_findings(
                     facts=facts,
                     path=analysis.path,
                     elsewhere=elsewhere,
+                    platforms=frozenset(
+                        r.platform for r in analysis.registrations if r.problem is None and r.disabled is None
+                    ),
                 )
             )
     for scope in analysis.scopes:
@@ -360,6 +365,26 @@ def guard_findings(
             reason = " | ".join(verdict[(hit, r)].explain(facts[r]) for r in skipped)
             hint = silent_skip_hint(verdict[(hit, skipped[0])], facts[skipped[0]], every=tuple(skipped))
             findings.append(replace(_finding(Kind.SILENT_SKIP, guards[hit], tuple(skipped), reason), hint=hint))
+    for guard in early:
+        if any(s in never for s in chain(guard.scope)):
+            continue
+        passing: list[str] = []
+        reasons: list[str] = []
+        for runner in runners:
+            if skipper(guard.scope, runner) is not None:
+                continue  # skipped before the body runs: already reported as a skip
+            result = evaluate_guard(guard, facts[runner], analysis.names, settings.predicates)
+            if result.skips is Tri.TRUE and not result.constant:
+                passing.append(runner)
+                reasons.append(result.explain(facts[runner]).replace("the guard is true, so it skips", "it returns early"))
+        if passing:
+            hint = (
+                "the test returns before testing anything and is counted as a pass: make it a visible skip "
+                "(self.skipTest(...) / pytest.skip(...)) so CI reports it, or drop the early return"
+            )
+            findings.append(
+                replace(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons)), hint=hint)
+            )
     for index, guard in enumerate(guards):
         if any(s in never for s in chain(guard.scope)):
             continue
@@ -380,11 +405,27 @@ def _never_runs(
     facts: Mapping[str, RunnerFacts],
     path: str,
     elsewhere: tuple[str, ...] = (),
+    platforms: frozenset[Platform] = frozenset(),
 ) -> GuardFinding:
     used = [i for i in dict.fromkeys(deciders.values()) if i is not None]
     first = guards[used[0]]
     evaluations = {r: verdict[(i, r)] for r, i in deciders.items() if i is not None}
     guard = " | ".join(dict.fromkeys(guards[i].source for i in used))
+    twin = _platform_only(evaluations.values(), platforms)
+    if twin is not None:
+        # A ROCm/NPU/XPU-only test in a file that also registers that platform runs where it belongs.
+        return GuardFinding(
+            kind=Kind.OUT_OF_SCOPE,
+            path=path,
+            line=first.line,
+            test=nodeid,
+            runners=tuple(deciders),
+            guard=guard,
+            reason=(
+                f"a {_PLATFORM_NAMES[twin]}-only test: it skips on the CUDA/CPU runners ({', '.join(deciders)}) and "
+                f"runs through the file's register_{twin.value}_ci registration, which no runner profile describes"
+            ),
+        )
     if all(e.constant for e in evaluations.values()):
         # The same skip on every machine: a deliberate disable, not an arch mismatch.
         return GuardFinding(
@@ -415,6 +456,30 @@ def _never_runs(
         reason=f"{head}: " + " | ".join(reasons),
         hint=silent_skip_hint(evaluations[runner], facts[runner], every=tuple(deciders)),
     )
+
+
+# Predicates that say "this is a ROCm / NPU / XPU machine" (false on every CUDA and CPU profile).
+PLATFORM_FACTS = {
+    "is_hip": Platform.AMD,
+    "torch.version.hip": Platform.AMD,
+    "is_npu": Platform.NPU,
+    "is_xpu": Platform.XPU,
+}
+
+
+_PLATFORM_NAMES = {Platform.AMD: "ROCm", Platform.NPU: "NPU", Platform.XPU: "XPU"}
+
+
+def _platform_only(evaluations: Iterable[Evaluation], platforms: frozenset[Platform]) -> Platform | None:
+    """The platform a never-run test is written for, when only platform facts decided it and the file registers it."""
+    found: set[Platform] = set()
+    for evaluation in evaluations:
+        if not evaluation.facts or any(f not in PLATFORM_FACTS for f in evaluation.facts):
+            return None
+        found.update(PLATFORM_FACTS[f] for f in evaluation.facts)
+    if len(found) == 1 and found <= platforms:
+        return found.pop()
+    return None
 
 
 def _finding(kind: Kind, guard: Guard, runners: tuple[str, ...], reason: str) -> GuardFinding:

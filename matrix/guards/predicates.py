@@ -42,6 +42,28 @@ class RunnerFacts:
         return f"{p.name}: sm{p.sm}, {p.gpus} GPU(s){name}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class PartialTuple(Unknown):
+    """A tuple with an unknown item (`return False, f"got {major}"`): unknown as a whole, its known items
+    can still be indexed or unpacked (`_OK, _WHY = _supported()` then `skipIf(not _OK, _WHY)`)."""
+
+    items: tuple[object, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """A value with attributes a guard reads (`get_jit_cuda_arch().major`)."""
+
+    kind: str
+    fields: tuple[tuple[str, object], ...]
+
+    def get(self, name: str) -> object:
+        return dict(self.fields).get(name, Unknown(why=f"{self.kind} has no attribute {name}"))
+
+    def __repr__(self) -> str:
+        return f"{self.kind}({', '.join(f'{k}={v!r}' for k, v in self.fields)})"
+
+
 Predicate = Callable[[RunnerFacts], object]
 
 
@@ -70,6 +92,23 @@ def _device_name(facts: RunnerFacts) -> object:
     if not facts.profile.gpus:
         return Unknown(why="torch.cuda.get_device_name() raises without a GPU")
     return facts.profile.device_name or Unknown(why=f"profile {facts.profile.name} names no device")
+
+
+def _jit_arch(facts: RunnerFacts) -> object:
+    # sglang.jit_kernel.utils.arch.get_jit_cuda_arch(): ArchInfo(major, minor, suffix) from
+    # torch.cuda.get_device_capability(); (0, 0) when CUDA is not available.
+    cap = facts.profile.capability if facts.profile.gpus else None
+    major, minor = cap if cap is not None else (0, 0)
+    return Record(kind="ArchInfo", fields=(("major", major), ("minor", minor)))
+
+
+def _nvml_name(facts: RunnerFacts) -> object:
+    # pynvml.nvmlDeviceGetName(handle): "NVIDIA B200", "NVIDIA GB200" ...; raises without a GPU.
+    if not facts.profile.gpus:
+        return Unknown(why="pynvml raises without a GPU")
+    if not facts.profile.device_name:
+        return Unknown(why=f"profile {facts.profile.name} names no device")
+    return f"NVIDIA {facts.profile.device_name}"
 
 
 def _has_cuda(facts: RunnerFacts) -> object:
@@ -142,6 +181,14 @@ PREDICATES: Mapping[str, Predicate] = {
     "is_sm120_supported": _major_in(12),
     "is_blackwell": _major_in(10, 11, 12),
     "is_blackwell_supported": _major_in(10, 11, 12),
+    # sglang.test.test_utils.is_blackwell_system() returns is_blackwell() (main, 2026-07).
+    "is_blackwell_system": _major_in(10, 11, 12),
+    # sglang.test.test_utils.get_gpu_count(): 0 on a CPU device, else torch.accelerator.device_count().
+    "get_gpu_count": lambda facts: facts.profile.gpus,
+    "get_jit_cuda_arch": _jit_arch,
+    "pynvml.nvmlDeviceGetName": _nvml_name,
+    "pynvml.nvmlDeviceGetHandleByIndex": lambda facts: Record(kind="nvml handle", fields=()),
+    "pynvml.nvmlInit": lambda facts: None,
     "get_device_sm": _device_sm,
     "is_hip": _false,
     "is_npu": _false,
@@ -164,17 +211,20 @@ ATTRIBUTES: Mapping[str, Predicate] = {
 }
 
 
-def environment(name: str, node: ast.Call | ast.Subscript, facts: RunnerFacts) -> object | None:
-    """`os.environ.get("X", d)`, `os.getenv("X")`, `os.environ["X"]`, `get_bool_env_var("X")`; None if not one."""
+NOT_ENV = object()  # environment(): the expression is not an environment read (None is a value: unset)
+
+
+def environment(name: str, node: ast.Call | ast.Subscript, facts: RunnerFacts) -> object:
+    """`os.environ.get("X", d)`, `os.getenv("X")`, `os.environ["X"]`, `get_bool_env_var("X")`; NOT_ENV if not one."""
     if isinstance(node, ast.Subscript):
         key = node.slice
         if name != "os.environ[]" or not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-            return None
+            return NOT_ENV
         found = env_value(facts, key.value)
         return Unknown(why=f"os.environ[{key.value!r}] raises KeyError, {unset_note(key.value)}") if found is None else found
     last = name.rpartition(".")[2]
     if name not in ("os.environ.get", "os.getenv") and last != "get_bool_env_var":
-        return None
+        return NOT_ENV
     if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
         return Unknown(why="an environment variable with a computed name")
     variable = node.args[0].value
@@ -249,12 +299,40 @@ def _truth(source: ValueSource, call: ast.Call) -> object:
     return value if isinstance(value, Unknown) else bool(value)
 
 
+def _int(source: ValueSource, call: ast.Call) -> object:
+    if len(call.args) != 1 or call.keywords:
+        return Unknown(why="int() form")
+    value = source.value(call.args[0])
+    if isinstance(value, Unknown):
+        return value
+    if isinstance(value, bool | int):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit() and len(value) < 20:
+        return int(value)
+    return Unknown(why=f"int({text_of_value(value)})")
+
+
+def text_of_value(value: object) -> str:
+    return repr(value)[:40]
+
+
 # Builtins a guard uses on known values (`min(4, torch.cuda.device_count())`), unless the module rebinds them.
 BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
     "min": _min_max(min),
     "max": _min_max(max),
     "len": _len,
     "bool": _truth,
+    "int": _int,
+}
+
+# String methods a guard calls on a known value (`int(torch.version.cuda.split(".")[0])`).
+STR_METHODS: Mapping[str, Callable[..., object]] = {
+    "split": lambda s, *a: tuple(s.split(*a)),
+    "startswith": lambda s, *a: s.startswith(*a),
+    "endswith": lambda s, *a: s.endswith(*a),
+    "lower": str.lower,
+    "upper": str.upper,
+    "strip": lambda s, *a: s.strip(*a),
 }
 
 
