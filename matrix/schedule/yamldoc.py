@@ -13,7 +13,7 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 
-MAX_BYTES = 2 * 1024 * 1024
+MAX_BYTES = 1024 * 1024  # sglang's largest workflow (July 2026) is 104 KB
 MAX_NODES = 200_000  # the whole July sglang tree (94 workflow files) expands to about 60,000 nodes
 MAX_DEPTH = 64
 # An alias is a node of its own: after a line start, `- `, `: `, `? `, `[` or `,`. Scripts' globs (`rm dist/*`)
@@ -27,13 +27,18 @@ def load_yaml(text: str, name: str) -> Any:
 
     if len(text) > MAX_BYTES:
         raise ConfigError(f"{name}: larger than {MAX_BYTES} bytes")
+    aliased = _ALIAS.search(text) is not None
+    if not aliased and _separators(text) > MAX_NODES:
+        # Without an alias the tree is the text itself: each node needs a `:`, `,` or `- `, so this many
+        # separators is refused before the parser builds a node per entry (100,000 matrix entries, ...).
+        raise ConfigError(f"{name}: more than {MAX_NODES:,} YAML nodes; refusing to read it")
     loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        if _ALIAS.search(text):  # without an alias the tree is the text itself, already bounded by MAX_BYTES
+        if aliased:
             _check_expansion(node, name)
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
@@ -45,6 +50,10 @@ def load_yaml(text: str, name: str) -> Any:
         raise ConfigError(f"{name}: malformed YAML ({type(exc).__name__})") from None
     finally:
         loader.dispose()
+
+
+def _separators(text: str) -> int:
+    return text.count(":") + text.count(",") + text.count("- ")
 
 
 def _check_expansion(root: Any, name: str) -> None:
