@@ -164,7 +164,7 @@ def read_schedule(args: argparse.Namespace, runners: dict[str, Any]) -> Schedule
         root = find_workflows(args.path)
         if root is None:
             return None
-    schedule = load_schedule(root, runners)
+    schedule = load_schedule(root, runners, cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ))
     if args.workflows is None and not schedule.entries:
         # Found by itself, and no workflow runs a command the readers know: the suites are started some other way.
         print(

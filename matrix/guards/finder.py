@@ -75,7 +75,7 @@ class _GuardFinder:
         # importorskip) or an import alias of one; bodies without such a line need no walk.
         aliases = [local.lower() for local, target in names.imports if "skip" in target.rpartition(".")[2].lower()]
         # A bare `return` line may end a test early (silent-pass), so those bodies are walked too.
-        self.source.mark_lines(["skip", "return\n", "return\r", *aliases])
+        self.source.mark_lines(["skip", *aliases], exact=("return\n", "return\r"))
         self.imports = dict(names.imports)
         self.aliases = dict(names.aliases)
         self.scopes: list[TestScope] = []

@@ -77,25 +77,35 @@ def workflow_files(root: Path) -> tuple[Path, list[Path]]:
     return repo, files
 
 
-def ci_script_names(repo: Path) -> set[str]:
-    """Upper-case names in the scripts CI runs (`scripts/ci`, local actions): variables they may export."""
-    names: set[str] = set()
+def ci_script_files(repo: Path) -> list[Path]:
+    """The scripts CI runs (`scripts/ci`, local actions), up to MAX_SCRIPT_BYTES in all."""
+    out: list[Path] = []
     budget = MAX_SCRIPT_BYTES
     for folder in CI_SCRIPT_DIRS:
         base = repo / folder
         if not base.is_dir():
             continue
         for path in sorted(base.rglob("*")):
-            if budget <= 0:
-                return names
             if path.suffix not in (".sh", ".py", ".yml", ".yaml", ".bash", ".env") or not path.is_file():
                 continue
             try:
-                data = path.read_bytes()[:budget]
+                budget -= path.stat().st_size
             except OSError:
                 continue
-            budget -= len(data)
-            names.update(_NAME.findall(data.decode("utf-8", "replace")))
+            if budget < 0:
+                return out
+            out.append(path)
+    return out
+
+
+def ci_script_names(repo: Path) -> set[str]:
+    """Upper-case names in the scripts CI runs: variables they may export."""
+    names: set[str] = set()
+    for path in ci_script_files(repo):
+        try:
+            names.update(_NAME.findall(path.read_bytes().decode("utf-8", "replace")))
+        except OSError:
+            continue
     return names
 
 
