@@ -49,7 +49,7 @@ def cause(reason: str) -> str:
         return "nightly=True, but the suite only runs without --nightly"
     if "--suites list" in reason:
         return "not in the --suites list"
-    return reason.split(";")[0][:80]
+    return reason.split(";", maxsplit=1)[0][:80]
 
 
 def suite_lines(workflows: Path, suite: str) -> tuple[list[str], list[str]]:
@@ -97,14 +97,18 @@ def main() -> int:
         schedule = json.loads(out)
         per_file = collections.Counter(e["origin"]["file"] for e in schedule["entries"])
         hw = collections.Counter(str(e["selection"].get("hw")) for e in schedule["entries"])
-        print(f"\nschedule: {len(schedule['entries'])} entries from {len(schedule['sources'])} files; by --hw: "
-              + ", ".join(f"{k} {v}" for k, v in sorted(hw.items())))
+        print(
+            f"\nschedule: {len(schedule['entries'])} entries from {len(schedule['sources'])} files; by --hw: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(hw.items()))
+        )
         for name, n in per_file.most_common():
             print(f"  {n:>4} {name}")
         cuda = [e for e in schedule["entries"] if e["selection"].get("hw") in ("cuda", "cpu", None)]
         unmapped = collections.Counter(", ".join(e["labels"]) for e in cuda if not e["profiles"])
-        print(f"  unread jobs: {len(schedule['unread'])}; cuda/cpu entries on labels no profile knows: "
-              + (", ".join(f"{k} ({v})" for k, v in unmapped.most_common()) or "none"))
+        print(
+            f"  unread jobs: {len(schedule['unread'])}; cuda/cpu entries on labels no profile knows: "
+            + (", ".join(f"{k} ({v})" for k, v in unmapped.most_common()) or "none")
+        )
         for item in schedule["unread"]:
             print(f"    unread: {item['origin']['file']}:{item['origin']['line']} {item['reason']}")
     else:

@@ -96,6 +96,8 @@ def to_json(schedule: Schedule) -> str:
             for e in schedule.entries
         ],
         "unread": [{"origin": _origin(u.origin), "reason": u.reason} for u in schedule.unread],
-        "unknown_labels": [{"label": u.label, "nearest": list(u.nearest), "origin": _origin(u.origin)} for u in schedule.unknown_labels],
+        "unknown_labels": [
+            {"label": u.label, "nearest": list(u.nearest), "origin": _origin(u.origin)} for u in schedule.unknown_labels
+        ],
     }
     return json.dumps(doc, indent=2)

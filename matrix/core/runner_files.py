@@ -116,6 +116,8 @@ def _host_arch(value: Any, where: str) -> str | None:
     if value not in _HOST_ARCHES:
         raise ConfigError(f"{where}: host_arch must be one of {', '.join(_HOST_ARCHES)}, got {value!r}")
     return str(value)
+
+
 _CUDA_VERSION = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,4})?$")
 
 

@@ -14,8 +14,8 @@ from matrix.guards.model import (
     FileAnalysis,
     Guard,
     GuardFinding,
-    GuardKind,
     GuardFindingKind,
+    GuardKind,
     Platform,
     Registration,
 )
@@ -165,10 +165,8 @@ def unknown_label_reason(reg: Registration, settings: AuditSettings, target: Sui
     if settings.schedule is None:
         return ""
     entries = selecting_runs(reg, settings.schedule)
-    lost = [
-        e for e in entries if not any(_wants_gpu(reg, settings.runners[n]) for n in e.profiles if n in settings.runners)
-    ]
-    if not lost or len(lost) < len(entries) and target.how.endswith("in the workflows"):
+    lost = [e for e in entries if not any(_wants_gpu(reg, settings.runners[n]) for n in e.profiles if n in settings.runners)]
+    if not lost or (len(lost) < len(entries) and target.how.endswith("in the workflows")):
         return ""
     labels = list(dict.fromkeys(", ".join(e.labels) or "(none)" for e in lost))
     unknown = {str(u.origin): u for u in settings.schedule.unknown_labels}
@@ -223,7 +221,11 @@ def unscheduled_reasons(reg: Registration, settings: AuditSettings) -> list[str]
             reasons.append(f"no workflow job runs suite {suite}{hint}")
         elif not selecting_runs(reg, schedule):
             first = runs[0]
-            how = "with --nightly" if isinstance(first.selection, SuiteSelection) and first.selection.nightly else "without --nightly"
+            how = (
+                "with --nightly"
+                if isinstance(first.selection, SuiteSelection) and first.selection.nightly
+                else "without --nightly"
+            )
             reasons.append(
                 f"registered with nightly={reg.nightly}, but suite {suite} only runs {how} ({first.origin}); "
                 "run_suite.py keeps a registration only when its nightly flag matches"
@@ -348,9 +350,7 @@ def guard_findings(
                     facts=facts,
                     path=analysis.path,
                     elsewhere=elsewhere,
-                    platforms=frozenset(
-                        r.platform for r in analysis.registrations if r.problem is None and r.disabled is None
-                    ),
+                    platforms=frozenset(r.platform for r in analysis.registrations if r.problem is None and r.disabled is None),
                 )
             )
     for scope in analysis.scopes:
@@ -382,9 +382,7 @@ def guard_findings(
                 "the test returns before testing anything and is counted as a pass: make it a visible skip "
                 "(self.skipTest(...) / pytest.skip(...)) so CI reports it, or drop the early return"
             )
-            findings.append(
-                replace(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons)), hint=hint)
-            )
+            findings.append(replace(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons)), hint=hint))
     for index, guard in enumerate(guards):
         if any(s in never for s in chain(guard.scope)):
             continue

@@ -17,8 +17,21 @@ from matrix.guards.budget import Budget, OverBudget, bounded_int, text_of
 from matrix.guards.calls import FunctionRunner
 from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, MissingModules, ModuleNames, OpaqueCondition, SkipCondition
 from matrix.guards.names import dotted, resolve
-from matrix.guards.predicates import ATTRIBUTES, BUILTINS, PREDICATES, Predicate, RunnerFacts, Unknown, environment, lookup, unset_variable
-from matrix.guards.predicates import NOT_ENV, STR_METHODS, PartialTuple, Record
+from matrix.guards.predicates import (
+    ATTRIBUTES,
+    BUILTINS,
+    NOT_ENV,
+    PREDICATES,
+    STR_METHODS,
+    PartialTuple,
+    Predicate,
+    Record,
+    RunnerFacts,
+    Unknown,
+    environment,
+    lookup,
+    unset_variable,
+)
 
 
 class Tri(StrEnum):
@@ -265,9 +278,13 @@ class _Evaluator(FunctionRunner):
                 self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
             return env
         base, index = self.value(node.value), self.value(node.slice)
-        if isinstance(base, PartialTuple) and isinstance(index, int) and not isinstance(index, bool):
-            if -len(base.items) <= index < len(base.items):
-                return base.items[index]
+        if (
+            isinstance(base, PartialTuple)
+            and isinstance(index, int)
+            and not isinstance(index, bool)
+            and -len(base.items) <= index < len(base.items)
+        ):
+            return base.items[index]
         if isinstance(base, Unknown):
             return base
         if (

@@ -290,7 +290,14 @@ class _GuardFinder:
                 )
             if isinstance(stmt, ast.If):
                 test = stmt.test
-                self.walk(stmt.body, (*conds, ExprCondition(expr=test)), nodeid, module_level=module_level, sink=out, test_body=test_body)
+                self.walk(
+                    stmt.body,
+                    (*conds, ExprCondition(expr=test)),
+                    nodeid,
+                    module_level=module_level,
+                    sink=out,
+                    test_body=test_body,
+                )
                 negated = ExprCondition(expr=test, negate=True)
                 self.walk(stmt.orelse, (*conds, negated), nodeid, module_level=module_level, sink=out, test_body=test_body)
                 body_exits, else_exits = self.exits(stmt.body), self.exits(stmt.orelse)

@@ -133,7 +133,7 @@ def _truthy(text: str) -> bool:
     return text.strip().lower() in ("true", "1")
 
 
-def env_value(facts: RunnerFacts, variable: str) -> str | None | Unknown:
+def env_value(facts: RunnerFacts, variable: str) -> str | Unknown | None:
     """The variable's value on the runner: a string, None when it is certainly unset, else Unknown."""
     if variable in facts.env:
         value = facts.env[variable]

@@ -7,6 +7,7 @@ schedule is read again), never trusted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -60,10 +61,8 @@ def cached(folder: Path | None, key: str, compute: Callable[[], Schedule]) -> Sc
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass  # unreadable or foreign: read the CI files again
     schedule = compute()
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache folder costs speed, not correctness
         write_text_atomic(path, json.dumps(to_doc(schedule), separators=(",", ":")))
-    except OSError:
-        pass  # a read-only cache folder costs speed, not correctness
     return schedule
 
 

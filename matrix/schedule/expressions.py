@@ -72,7 +72,7 @@ class _Parser:
                 break
             match = _TOKEN.match(text, pos)
             if match is None:
-                raise ExpressionError(f"unexpected {text[pos:pos + 10]!r}")
+                raise ExpressionError(f"unexpected {text[pos : pos + 10]!r}")
             kind = match.lastgroup or ""
             out.append((kind, match.group(kind)))
             pos = match.end()
@@ -215,7 +215,7 @@ def _compare(op: str, a: Any, b: Any) -> Any:
 
 
 def _order(op: str, a: Any, b: Any) -> bool:
-    return {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
+    return bool({"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op])
 
 
 def _index(value: Any, key: Any) -> Any:

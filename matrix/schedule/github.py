@@ -146,9 +146,7 @@ class _Context:
     via: tuple[str, ...]
 
 
-def read_github(
-    root: Path, readers: Sequence[CommandReader], runners: Mapping[str, RunnerProfile]
-) -> Schedule:
+def read_github(root: Path, readers: Sequence[CommandReader], runners: Mapping[str, RunnerProfile]) -> Schedule:
     """The schedule of every workflow under `root` (see the module docstring); bad input is one ConfigError."""
     repo, files = workflow_files(root)
     workflows: dict[str, _Workflow] = {}
@@ -200,7 +198,8 @@ def _check_shape(doc: Mapping[str, Any], name: str) -> None:
                     raise ConfigError(f"{where}.strategy.matrix.{key} must be a list of mappings, got {value!r:.40}")
                 if len(value) > MAX_MATRIX_LIST:
                     raise ConfigError(
-                        f"{where}.strategy.matrix.{key} has {len(value)} entries; GitHub runs at most {MAX_MATRIX_JOBS} jobs a matrix"
+                        f"{where}.strategy.matrix.{key} has {len(value)} entries; "
+                        f"GitHub runs at most {MAX_MATRIX_JOBS} jobs a matrix"
                     )
             for axis, values in matrix.items():
                 if axis in ("include", "exclude") or isinstance(values, list | str):
@@ -211,8 +210,12 @@ def _check_shape(doc: Mapping[str, Any], name: str) -> None:
                 raise ConfigError(f"{where}.{key} must be a mapping")
 
 
-def _triggers(doc: Mapping[str, Any]) -> tuple[str, ...]:
-    raw = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on:` key as True
+def _on(doc: Mapping[Any, Any]) -> Any:
+    return doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on:` key as True
+
+
+def _triggers(doc: Mapping[Any, Any]) -> tuple[str, ...]:
+    raw = _on(doc)
     if isinstance(raw, str):
         return (raw,)
     if isinstance(raw, list):
@@ -222,8 +225,8 @@ def _triggers(doc: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-def _call_inputs(doc: Mapping[str, Any]) -> dict[str, Any]:
-    raw = doc.get("on", doc.get(True))
+def _call_inputs(doc: Mapping[Any, Any]) -> dict[str, Any]:
+    raw = _on(doc)
     call = raw.get("workflow_call") if isinstance(raw, Mapping) else None
     inputs = call.get("inputs") if isinstance(call, Mapping) else None
     out: dict[str, Any] = {}
@@ -232,8 +235,8 @@ def _call_inputs(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _dispatch_inputs(doc: Mapping[str, Any]) -> dict[str, Any]:
-    raw = doc.get("on", doc.get(True))
+def _dispatch_inputs(doc: Mapping[Any, Any]) -> dict[str, Any]:
+    raw = _on(doc)
     out: dict[str, Any] = {}
     for trigger in ("workflow_dispatch", "workflow_call"):
         spec = raw.get(trigger) if isinstance(raw, Mapping) else None
@@ -337,9 +340,7 @@ class _Walker:
             return self.output(label[1:], notes)
         return label
 
-    def lookup(
-        self, ctx: _Context, event: str | None, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
-    ) -> Any:
+    def lookup(self, ctx: _Context, event: str | None, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes) -> Any:
         def resolve(path: tuple[str, ...]) -> Any:
             self._notes_now = notes  # where a value passed on as a whole (`_Outputs`) records its assumptions
             head = path[0]
@@ -396,11 +397,11 @@ class _Walker:
                 continue
             gates = self._gates(events, job.get("if"))
             if isinstance(uses, str):
-                self._call(ctx, job, uses, events, origin, depth, notes)
+                self._call(ctx, job, uses=uses, events=events, origin=origin, depth=depth, notes=notes)
                 continue
-            wf_env = self._env(ctx, doc.get("env"), events[0], {}, {}, notes)
+            wf_env = self._env(ctx, doc.get("env"), event=events[0], matrix={}, env={}, notes=notes)
             for matrix in self._matrices(ctx, job, origin, notes):
-                self._job(ctx, job, matrix, wf_env, gates, origin, events[0], notes)
+                self._job(ctx, job, matrix=matrix, wf_env=wf_env, gates=gates, origin=origin, event=events[0], notes=notes)
 
     def _events(self, ctx: _Context, condition: Any, notes: _Notes) -> tuple[str, ...]:
         if condition is None:
@@ -437,7 +438,15 @@ class _Walker:
         return tuple(dict.fromkeys(gates))
 
     def _call(
-        self, ctx: _Context, job: Mapping[str, Any], uses: str, events: tuple[str, ...], origin: Origin, depth: int, notes: _Notes
+        self,
+        ctx: _Context,
+        job: Mapping[str, Any],
+        *,
+        uses: str,
+        events: tuple[str, ...],
+        origin: Origin,
+        depth: int,
+        notes: _Notes,
     ) -> None:
         if not uses.startswith("./"):
             if ".github/workflows/" in uses:
@@ -479,19 +488,22 @@ class _Walker:
         if not isinstance(matrix, Mapping):
             return [{}]
         axes: dict[str, list[Any]] = {}
-        for key, values in matrix.items():
+        for key, raw in matrix.items():
             if key in ("include", "exclude"):
                 continue
-            if isinstance(values, str):
-                value, _ = expand(values, resolve)
+            values = raw
+            if isinstance(raw, str):
+                value, _ = expand(raw, resolve)
                 if isinstance(value, list):
                     values = value
                 else:
-                    notes.add(f"matrix.{key} is {' '.join(values.split())[:80]}, known only at run time: assumed one job")
+                    notes.add(f"matrix.{key} is {' '.join(raw.split())[:80]}, known only at run time: assumed one job")
                     values = [Unknown(text=f"matrix.{key}")]
             axes[str(key)] = list(values)
         if math.prod(len(v) for v in axes.values()) > MAX_MATRIX_PRODUCT:
-            raise ConfigError(f"{origin.file}: jobs.{origin.job}: strategy.matrix has more than {MAX_MATRIX_PRODUCT} combinations")
+            raise ConfigError(
+                f"{origin.file}: jobs.{origin.job}: strategy.matrix has more than {MAX_MATRIX_PRODUCT} combinations"
+            )
         combos = [dict(zip(axes, c, strict=True)) for c in itertools.product(*axes.values())] if axes else []
         excludes = _entries(matrix.get("exclude"), resolve, notes, "exclude")
         combos = [c for c in combos if not any(all(c.get(k) == v for k, v in e.items()) for e in excludes)]
@@ -503,11 +515,13 @@ class _Walker:
             else:
                 combos.append(dict(extra))
         if len(combos) > MAX_MATRIX_JOBS:
-            raise ConfigError(f"{origin.file}: jobs.{origin.job}: strategy.matrix makes {len(combos)} jobs; GitHub allows {MAX_MATRIX_JOBS}")
+            raise ConfigError(
+                f"{origin.file}: jobs.{origin.job}: strategy.matrix makes {len(combos)} jobs; GitHub allows {MAX_MATRIX_JOBS}"
+            )
         return combos or [{}]
 
     def _env(
-        self, ctx: _Context, raw: Any, event: str, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
+        self, ctx: _Context, raw: Any, *, event: str, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
     ) -> dict[str, str]:
         """Literal values as text; a value only known at run time keeps its expression text (`${{ ... }}`)."""
         if not isinstance(raw, Mapping):
@@ -526,6 +540,7 @@ class _Walker:
         self,
         ctx: _Context,
         job: Mapping[str, Any],
+        *,
         matrix: Mapping[str, Any],
         wf_env: Mapping[str, str],
         gates: tuple[Gate, ...],
@@ -534,7 +549,7 @@ class _Walker:
         notes: _Notes,
     ) -> None:
         job_notes = _Notes(items=list(notes.items))
-        env = {**wf_env, **self._env(ctx, job.get("env"), event, matrix, wf_env, job_notes)}
+        env = {**wf_env, **self._env(ctx, job.get("env"), event=event, matrix=matrix, env=wf_env, notes=job_notes)}
         label_sets = self._labels(ctx, job.get("runs-on"), matrix, event, job_notes)
         for step in job.get("steps") or []:
             run = step.get("run")
@@ -546,19 +561,31 @@ class _Walker:
                 continue
             if step.get("if") is not None and self._condition(ctx, step["if"], event, _Notes()) is False:
                 continue
-            step_env = {**env, **self._env(ctx, step.get("env"), event, matrix, env, job_notes)}
+            step_env = {**env, **self._env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=job_notes)}
             script, unknown = expand(str(run), self.lookup(ctx, event, matrix, step_env, job_notes))
             scripts = script.values if isinstance(script, OneOf) else (script,)
-            line = self._line_of(ctx.workflow, str(run).strip().splitlines()[0] if str(run).strip() else "run:", after=origin.line)
+            line = self._line_of(
+                ctx.workflow, str(run).strip().splitlines()[0] if str(run).strip() else "run:", after=origin.line
+            )
             step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
             for text in scripts:
-                self._commands(str(text), unknown, step, step_env, label_sets, gates, step_origin, job_notes)
+                self._commands(
+                    str(text),
+                    unknown=unknown,
+                    step=step,
+                    env=step_env,
+                    label_sets=label_sets,
+                    gates=gates,
+                    origin=step_origin,
+                    notes=job_notes,
+                )
             for match in _ENV_ECHO.finditer(str(run)):
                 env[match.group(1)] = match.group(2) if "$" not in match.group(2) else "${{ run time }}"
 
     def _commands(
         self,
         script: str,
+        *,
         unknown: tuple[Unknown, ...],
         step: Mapping[str, Any],
         env: Mapping[str, str],
@@ -618,7 +645,12 @@ class _Walker:
         for option in options:
             if isinstance(option, Unknown) or option is None:
                 text = " ".join(str(runs_on).split())
-                out.append(((text,), (*local.items, f"runs-on {text[:90]} is known only at run time"),))
+                out.append(
+                    (
+                        (text,),
+                        (*local.items, f"runs-on {text[:90]} is known only at run time"),
+                    )
+                )
             elif isinstance(option, list):
                 out.append((tuple(as_text(x) for x in option if not isinstance(x, Unknown | OneOf)), tuple(local.items)))
             else:

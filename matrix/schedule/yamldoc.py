@@ -73,9 +73,7 @@ def _check_expansion(root: Any, name: str) -> None:
             sizes[key] = 1 + sum(sizes[id(c)] for c in children)
             depths[key] = 1 + max((depths[id(c)] for c in children), default=0)
             if sizes[key] > MAX_NODES:
-                raise ConfigError(
-                    f"{name}: YAML aliases expand to more than {MAX_NODES:,} nodes; refusing to read it"
-                )
+                raise ConfigError(f"{name}: YAML aliases expand to more than {MAX_NODES:,} nodes; refusing to read it")
             if depths[key] > MAX_DEPTH:
                 raise ConfigError(f"{name}: YAML nested deeper than {MAX_DEPTH} levels; refusing to read it")
             continue

@@ -43,7 +43,7 @@ def kinds(report) -> dict[str, GuardFindingKind]:
     return {f.test.split("::", 1)[-1]: f.kind for f in report.findings}
 
 
-TUPLE_HELPER = '''
+TUPLE_HELPER = """
 def _capable():
     if not torch.cuda.is_available():
         return False, "no CUDA"
@@ -60,7 +60,7 @@ _OK, _WHY = _capable()
 class TestArch(unittest.TestCase):
     def test_a(self):
         pass
-'''
+"""
 
 
 @pytest.mark.parametrize(("major", "expected"), [(9, K.NEVER_RUNS), (10, None)], ids=["sm90-only", "sm100"])
@@ -100,7 +100,7 @@ class TestKernel(unittest.TestCase):
     ],
 )
 def test_early_return_when_a_ci_fact_holds_is_a_silent_pass(tmp_path, condition, expected):
-    body = f'''
+    body = f"""
 from sglang.test.test_utils import is_in_ci
 from sglang.srt.utils import is_sm100_supported
 
@@ -110,7 +110,7 @@ class TestLong(unittest.TestCase):
         if {condition}:
             return
         self.assertTrue(True)
-'''
+"""
     report = audit(tmp_path, body)
     assert kinds(report).get("TestLong::test_sweep") is expected
     if expected is not None:
@@ -135,7 +135,7 @@ class TestLong(unittest.TestCase):
     ],
 )
 def test_predicates_the_profiles_answer(tmp_path, guard, expected):
-    body = f'''
+    body = f"""
 import pynvml
 from sglang.jit_kernel.utils import get_jit_cuda_arch
 from sglang.test.test_utils import get_gpu_count, is_blackwell_system
@@ -153,7 +153,7 @@ class TestPredicate(unittest.TestCase):
     @{guard}
     def test_it(self):
         pass
-'''
+"""
     found = kinds(audit(tmp_path, body))
     assert found.get("TestPredicate::test_it") is expected, found
 
@@ -195,12 +195,12 @@ class TestOptIn(unittest.TestCase):
 )
 def test_a_variable_written_to_github_env_is_set_and_one_merely_mentioned_is_unknown(tmp_path, target, expected):
     workflow = WORKFLOW.replace("      - run:", f'      - run: echo RUN_EXPORTED_E2E=1 >> "{target}"\n      - run:')
-    body = '''
+    body = """
 @unittest.skipUnless(os.environ.get("RUN_EXPORTED_E2E"), "opt-in")
 class TestOptIn(unittest.TestCase):
     def test_a(self):
         pass
-'''
+"""
     assert kinds(audit(tmp_path, body, workflow=workflow)).get("TestOptIn") is expected
 
 
@@ -209,8 +209,8 @@ class TestOptIn(unittest.TestCase):
 )
 def test_platform_only_test_in_a_file_that_registers_the_platform(tmp_path, registers_amd, expected):
     body = (
-        'register_amd_ci(est_time=5, suite="stage-b-test-1-gpu-small-amd")\n' if registers_amd else ""
-    ) + '''
+        ('register_amd_ci(est_time=5, suite="stage-b-test-1-gpu-small-amd")\n' if registers_amd else "")
+        + """
 from sglang.srt.utils import is_hip
 
 
@@ -221,7 +221,8 @@ class TestCommon(unittest.TestCase):
     @unittest.skipUnless(is_hip(), "ROCm only")
     def test_rocm_path(self):
         pass
-'''
+"""
+    )
     report = audit(tmp_path, body)
     finding = next(f for f in report.findings if f.test.endswith("test_rocm_path"))
     assert finding.kind is expected

@@ -12,7 +12,6 @@ from matrix.core.loader import load_runners
 from matrix.guards import audit_tree
 from matrix.guards.model import GuardFindingKind
 from matrix.schedule.load import load_schedule as _load
-from matrix.schedule.model import SuiteSelection
 
 K = GuardFindingKind
 WORKFLOWS = Path(__file__).parent / "fixture_workflows"

@@ -62,7 +62,7 @@ def test_a_small_alias_use_is_read():
 
 
 def test_a_cycle_is_refused():
-    with pytest.raises(ConfigError, match="cycle|malformed"):
+    with pytest.raises(ConfigError, match=r"cycle|malformed"):
         load_yaml("a: &a [*a]\n", "w.yml")
 
 
@@ -122,4 +122,3 @@ def test_no_workflow_file_is_exit_2_with_one_line(tmp_path, capsys):
     assert "has no *.yml files" in capsys.readouterr().err
     assert main(["guards", str(tmp_path / "test"), "--workflows", str(tmp_path / "test")]) == 2
     assert "no .github/workflows folder" in capsys.readouterr().err
-
