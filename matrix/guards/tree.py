@@ -121,7 +121,9 @@ def _run_parallel(jobs: list[tuple[str, str]], settings: AuditSettings, workers:
     methods = multiprocessing.get_all_start_methods()
     # fork starts workers without re-importing the package; elsewhere the platform default is used.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    chunk = max(1, len(jobs) // (workers * 4))
+    # Small chunks: a worker on a core that other work shares takes fewer of them, instead of holding a
+    # quarter of the tree while the other worker idles.
+    chunk = max(1, min(8, len(jobs) // (workers * 8)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(settings,)) as pool:
         return list(pool.map(_audit_in_worker, jobs, chunksize=chunk))
 
