@@ -1,8 +1,9 @@
 """A schedule read once per content: keyed by every CI file it read, the runner profiles and this package's source.
 
 Walking sglang's 95 workflow files costs most of a second; a warm `specmatrix guards` should not pay it again.
-The cache is one JSON file per key in the results cache folder; a file that does not read back is ignored (the
-schedule is read again), never trusted.
+The cache is one JSON file per key in the results cache folder, sealed with a digest of the key and its body:
+a file edited by hand, moved to another key, or not matching the schema is a miss (the CI files are read
+again), never a schedule.
 """
 
 from __future__ import annotations
@@ -56,14 +57,21 @@ def cached(folder: Path | None, key: str, compute: Callable[[], Schedule]) -> Sc
     try:
         if path.is_file() and path.stat().st_size <= MAX_CACHE_BYTES:
             doc = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
-                return from_doc(doc)
+            if isinstance(doc, dict) and doc.get("schema") == SCHEMA and doc.get("seal") == seal(key, doc.get("body")):
+                return from_doc(doc["body"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass  # unreadable or foreign: read the CI files again
     schedule = compute()
+    body = to_doc(schedule)
+    sealed = {"schema": SCHEMA, "seal": seal(key, body), "body": body}
     with contextlib.suppress(OSError):  # a read-only cache folder costs speed, not correctness
-        write_text_atomic(path, json.dumps(to_doc(schedule), separators=(",", ":")))
+        write_text_atomic(path, json.dumps(sealed, separators=(",", ":")))
     return schedule
+
+
+def seal(key: str, body: Any) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(f"{SCHEMA}\0{key}\0{text}".encode()).hexdigest()
 
 
 def _origin(o: Origin) -> list[Any]:
@@ -107,7 +115,6 @@ def _selection_of(raw: dict[str, Any]) -> Selection:
 
 def to_doc(schedule: Schedule) -> dict[str, Any]:
     return {
-        "schema": SCHEMA,
         "entries": [
             [
                 _selection(e.selection),

@@ -297,3 +297,16 @@ def test_workflows_are_found_above_the_audited_path(stages):
     (stages / "test" / "registered").mkdir(parents=True)
     assert find_workflows(stages / "test" / "registered") == stages.resolve()
     assert find_workflows(stages.parent) is None
+
+
+def test_the_schedule_cache_gives_back_the_same_schedule_and_ignores_an_edited_file(stages, tmp_path):
+    cache = tmp_path / "cache"
+    first = load_schedule(stages, RUNNERS, cache_dir=cache)
+    (stored,) = cache.glob("schedule-*.json")
+    assert load_schedule(stages, RUNNERS, cache_dir=cache) == first
+    stored.write_text(stored.read_text().replace("unit-a-test-1-gpu-small", "planted-suite"))
+    again = load_schedule(stages, RUNNERS, cache_dir=cache)
+    assert again == first and not by_suite(again, "planted-suite")
+    (stages / ".github" / "workflows" / "_stage.yml").write_text(STAGE.replace("--hw cuda", "--hw cpu"))
+    changed = load_schedule(stages, RUNNERS, cache_dir=cache)
+    assert {e.selection.hw for e in changed.entries} == {"cpu"}
