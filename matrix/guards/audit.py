@@ -137,10 +137,6 @@ def suite_runs(schedule: Schedule, suite: str, hw: str) -> tuple[ScheduleEntry, 
     return schedule.suite_entries(suite, hw, False) + schedule.suite_entries(suite, hw, True)
 
 
-def _wants_gpu(reg: Registration, profile: RunnerProfile) -> bool:
-    return (profile.gpus > 0) == (reg.platform is Platform.CUDA)
-
-
 def target_for(reg: Registration, settings: AuditSettings) -> SuiteTarget:
     """Profiles of the selecting schedule entries (their runs-on labels) when a schedule is read, else the suite map."""
     key = (reg.suite or "", reg.runner_config, reg.platform.value, reg.nightly)
@@ -153,7 +149,9 @@ def _target_for(reg: Registration, settings: AuditSettings) -> SuiteTarget:
     if settings.schedule is not None:
         entries = selecting_runs(reg, settings.schedule)
         names = {name for e in entries for name in e.profiles}
-        found = tuple(n for n, p in settings.runners.items() if n in names and _wants_gpu(reg, p))
+        # The machines the selecting jobs run on, as they are: `run_suite.py --hw cpu` in an H100 job runs the
+        # CPU registrations on that H100 host.
+        found = tuple(n for n in settings.runners if n in names)
         if found:
             labels = sorted({label for e in entries if set(e.profiles) & set(found) for label in e.labels})
             return SuiteTarget(profiles=found, how=f"runs-on {', '.join(labels)} in the workflows")
@@ -165,7 +163,7 @@ def unknown_label_reason(reg: Registration, settings: AuditSettings, target: Sui
     if settings.schedule is None:
         return ""
     entries = selecting_runs(reg, settings.schedule)
-    lost = [e for e in entries if not any(_wants_gpu(reg, settings.runners[n]) for n in e.profiles if n in settings.runners)]
+    lost = [e for e in entries if not any(n in settings.runners for n in e.profiles)]
     if not lost or (len(lost) < len(entries) and target.how.endswith("in the workflows")):
         return ""
     labels = list(dict.fromkeys(", ".join(e.labels) or "(none)" for e in lost))
