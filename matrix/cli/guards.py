@@ -22,7 +22,8 @@ from matrix.guards.render import to_json, to_markdown, to_text
 from matrix.guards.sarif import to_sarif
 from matrix.guards.suites import load_suite_map, read_suite_list
 from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
-from matrix.guards.workflows import load_schedule
+from matrix.schedule.load import find_workflows, load_schedule
+from matrix.schedule.model import Schedule
 
 FORMATS = ("text", "json", "md", "github", "sarif")
 
@@ -60,14 +61,20 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="TOML [suite] table mapping suite names or globs to profiles (default: the built-in suite map)",
     )
-    p.add_argument(
+    wf = p.add_mutually_exclusive_group()
+    wf.add_argument(
         "--workflows",
         type=Path,
         metavar="DIR",
         help=(
             "repository root (or its .github/workflows): which job runs which suite, on which runner, with --nightly"
-            " or not (default: not read; registrations are matched by suite name only)"
+            " or not (default: the nearest .github/workflows at or above PATH; none found: suite names only)"
         ),
+    )
+    wf.add_argument(
+        "--no-workflows",
+        action="store_true",
+        help="do not read any workflows, even when PATH lies in a repository that has them (default: read them)",
     )
     p.add_argument(
         "--assume-installed",
@@ -147,6 +154,36 @@ def render(report: GuardReport, result: Gate, fmt: str, *, status: str | None = 
     return to_text(report, result, status=status)
 
 
+def read_schedule(args: argparse.Namespace, runners: dict[str, Any]) -> Schedule | None:
+    """--workflows DIR, else the nearest .github/workflows above PATH (unless --no-workflows); says what it read."""
+    if args.no_workflows:
+        return None
+    root = args.workflows
+    if root is None:
+        if not args.path.exists():
+            return None  # audit_tree names the missing PATH
+        root = find_workflows(args.path)
+        if root is None:
+            return None
+    schedule = load_schedule(root, runners, cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ))
+    if args.workflows is None and not schedule.entries:
+        # Found by itself, and no workflow runs a command the readers know: the suites are started some other way.
+        print(
+            f"specmatrix guards: {len(schedule.sources)} CI files under {root} run no command the schedule readers know "
+            "(run_suite.py); registrations are matched by suite name only (--workflows DIR to use them anyway)",
+            file=sys.stderr,
+        )
+        return None
+    shown = ", ".join(schedule.sources[:3]) + (f" and {len(schedule.sources) - 3} more" if len(schedule.sources) > 3 else "")
+    print(
+        f"specmatrix guards: schedule read from {len(schedule.sources)} CI files under {root} ({shown}): "
+        f"{len(schedule.entries)} entries, {len(schedule.unread)} unread jobs, {len(schedule.unknown_labels)} unknown labels"
+        " (--no-workflows to leave them out)",
+        file=sys.stderr,
+    )
+    return schedule
+
+
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -163,7 +200,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         known_suites=read_suite_list(args.suites) if args.suites is not None else None,
         only_runners=_names(args.only_runners),
         installed=_names(args.assume_installed),
-        schedule=load_schedule(args.workflows) if args.workflows is not None else None,
+        schedule=read_schedule(args, runners),
         jobs=args.jobs or default_jobs(),
         cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
     )

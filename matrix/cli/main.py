@@ -19,6 +19,7 @@ from matrix.cli import guards as cmd_guards
 from matrix.cli import ledger as cmd_ledger
 from matrix.cli import pytest_audit as cmd_pytest_audit
 from matrix.cli import report as cmd_report
+from matrix.cli import schedule as cmd_schedule
 from matrix.cli.parsing import HelpFormatter, version_text
 from matrix.core.errors import EXIT_USAGE, SpecmatrixError, UsageError
 from matrix.core.options import CliOverrides, Options, resolve_options
@@ -28,6 +29,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     cmd_core,
     cmd_ci,
     cmd_guards,
+    cmd_schedule,
     cmd_audit,
     cmd_ledger,
     cmd_report,

@@ -76,6 +76,8 @@ class RunnerProfile:
     capability: tuple[int, int] | None
     device_name: str | None = None
     labels: tuple[str, ...] = ()
+    # Labels CI used for the same machines before a rename (sglang's `1-gpu-runner` is today's `1-gpu-h100`).
+    former_labels: tuple[str, ...] = ()
     runner_configs: tuple[str, ...] = ()
     skip_policy: SkipPolicy = SkipPolicy.LENIENT
     description: str = ""
@@ -83,6 +85,8 @@ class RunnerProfile:
     in_ci: bool | None = None
     amd_ci: bool | None = None
     cuda: str | None = None
+    # The host CPU architecture when it matters (a Grace host is aarch64); None: x86_64 or not stated.
+    host_arch: str | None = None
 
     @property
     def sm(self) -> int | None:

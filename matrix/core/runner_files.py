@@ -56,7 +56,18 @@ def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfi
         t = table_field(raw, where)
         expect_keys(
             t,
-            {"gpus", "capability", "device_name", "labels", "runner_configs", "skip_policy", "description", *_CI_FACTS},
+            {
+                "gpus",
+                "capability",
+                "device_name",
+                "labels",
+                "former_labels",
+                "runner_configs",
+                "skip_policy",
+                "description",
+                "host_arch",
+                *_CI_FACTS,
+            },
             where,
         )
         gpus = t.get("gpus")
@@ -88,7 +99,9 @@ def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfi
             capability=capability,
             device_name=device_name,
             labels=strings_field(t.get("labels", [name]), f"{where}: labels"),
+            former_labels=strings_field(t.get("former_labels", []), f"{where}: former_labels"),
             runner_configs=strings_field(t.get("runner_configs", []), f"{where}: runner_configs"),
+            host_arch=_host_arch(t.get("host_arch"), where),
             skip_policy=policy,
             description=description,
             **_ci_facts(t, where),
@@ -99,6 +112,17 @@ def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfi
 
 
 _CI_FACTS = ("in_ci", "amd_ci", "cuda")
+_HOST_ARCHES = ("x86_64", "aarch64")
+
+
+def _host_arch(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if value not in _HOST_ARCHES:
+        raise ConfigError(f"{where}: host_arch must be one of {', '.join(_HOST_ARCHES)}, got {value!r}")
+    return str(value)
+
+
 _CUDA_VERSION = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,4})?$")
 
 

@@ -14,8 +14,10 @@ Kind = GuardFindingKind
 # Failing kinds first, then what is listed for information.
 ORDER = (
     Kind.SILENT_SKIP,
+    Kind.SILENT_PASS,
     Kind.NEVER_RUNS,
     Kind.UNSCHEDULED,
+    Kind.UNKNOWN_LABEL,
     Kind.UNPARSABLE,
     Kind.DISABLED_BY_SKIP,
     Kind.DISABLED,
@@ -27,7 +29,9 @@ ORDER = (
 TITLES = {
     Kind.SILENT_SKIP: "Silent skips (registered on a runner where the guard certainly skips)",
     Kind.NEVER_RUNS: "Never runs (skipped on every runner it is registered for)",
+    Kind.SILENT_PASS: "Silent passes (the test returns early when a CI fact is true, so it passes having tested nothing)",
     Kind.UNSCHEDULED: "Unscheduled registrations (no workflow picks them up)",
+    Kind.UNKNOWN_LABEL: "Unknown runner labels (a selecting job runs on a label no runner profile knows)",
     Kind.UNPARSABLE: "Unparsable files and registrations",
     Kind.DISABLED_BY_SKIP: "Disabled by an unconditional skip (use the registration's disabled= instead)",
     Kind.DISABLED: "Disabled registrations",
