@@ -13,13 +13,14 @@ from matrix.core.detect import detect
 from matrix.core.errors import EXIT_OK, EXIT_USAGE, DetectionError, UsageError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.machine import AUTO, auto_runner, differences, nearest_profiles
-from matrix.core.model import Cell, Expectation, Outcome
+from matrix.core.model import Cell, Expectation, Outcome, RuleVerdict
 from matrix.core.options import Options, load
 from matrix.core.output import text_line, text_lines
 from matrix.core.planning import plan_for
 from matrix.core.selectors import select
 
 CELLS_SCHEMA = "specmatrix.cells/1"
+EXPLAIN_SCHEMA = "specmatrix.explain/1"
 RUNNER_HELP = (
     "runner profile name, or 'auto' (default: auto, the profile this machine satisfies; "
     "or [tool.specmatrix] runner, $SPECMATRIX_RUNNER)"
@@ -42,7 +43,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("explain", help="the rule trail that decides one cell on a runner")
     p.add_argument("cell", help="cell id")
     p.add_argument("--runner", metavar="NAME", help=RUNNER_HELP)
-    add_output_options(p, ("text",))
+    add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("runners", help="runner profiles and how many cells each must run")
@@ -86,6 +87,18 @@ def cmd_cells(args: argparse.Namespace, options: Options) -> int:
     return EXIT_OK
 
 
+def _rule_record(verdict: RuleVerdict) -> dict[str, Any]:
+    rule = verdict.rule
+    return {
+        "id": rule.id,
+        "kind": rule.kind.value,
+        "satisfied": verdict.satisfied,
+        "detail": verdict.detail,
+        "reason": rule.reason,
+        "source": rule.source,
+    }
+
+
 def _runner_line(gpus: int, sm: int | None) -> str:
     return "no GPU" if not gpus else f"{gpus} GPU(s), sm{sm}"
 
@@ -98,6 +111,20 @@ def cmd_explain(args: argparse.Namespace, options: Options) -> int:
     cell = cells[0]
     plan = plan_for(loaded, options.runner, os.environ)
     exp = plan.expectations[cell.id]
+    if args.format == "json":  # schema specmatrix.explain/1
+        doc = {
+            "schema": EXPLAIN_SCHEMA,
+            "matrix": loaded.matrix.name,
+            "runner": plan.runner.name,
+            "gpus": plan.runner.gpus,
+            "sm": plan.runner.sm,
+            "versions": dict(plan.versions),
+            "detection_overridden": plan.facts.overridden,
+            "note": plan.detection_note or None,
+            "cell": expectation_record(cell, exp) | {"rules": [_rule_record(v) for v in exp.trail]},
+        }
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
     lines = [f"{cell.id} on {plan.runner.name} ({_runner_line(plan.runner.gpus, plan.runner.sm)}): {exp.outcome.value.upper()}"]
     if plan.detection_note:
         lines.append(f"note: {plan.detection_note}")

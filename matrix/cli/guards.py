@@ -6,6 +6,8 @@ import argparse
 import datetime as dt
 import json
 import os
+import sys
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -22,7 +24,8 @@ from matrix.guards.model import GuardFinding, GuardReport
 from matrix.guards.render import to_json, to_markdown, to_text
 from matrix.guards.suites import load_suite_map, read_suite_list
 from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
-from matrix.guards.workflows import load_schedule
+from matrix.schedule.load import find_workflows, load_schedule
+from matrix.schedule.model import Schedule
 
 FORMATS = ("text", "json", "md", "github", "sarif")
 
@@ -60,14 +63,20 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="TOML [suite] table mapping suite names or globs to profiles (default: the built-in suite map)",
     )
-    p.add_argument(
+    wf = p.add_mutually_exclusive_group()
+    wf.add_argument(
         "--workflows",
         type=Path,
         metavar="DIR",
         help=(
             "repository root (or its .github/workflows): which job runs which suite, on which runner, with --nightly"
-            " or not (default: not read; registrations are matched by suite name only)"
+            " or not (default: the nearest .github/workflows at or above PATH; none found: suite names only)"
         ),
+    )
+    wf.add_argument(
+        "--no-workflows",
+        action="store_true",
+        help="do not read any workflows, even when PATH lies in a repository that has them (default: read them)",
     )
     p.add_argument(
         "--assume-installed",
@@ -126,11 +135,20 @@ def _repo_path(report: GuardReport, finding: GuardFinding) -> str:
         return full.as_posix()
 
 
-def render(report: GuardReport, result: Gate, fmt: str, help_uri: str | None = None) -> str:
+def render(
+    report: GuardReport,
+    result: Gate,
+    fmt: str,
+    *,
+    status: str | None = None,
+    exit_code: int | None = None,
+    help_uri: str | None = None,
+) -> str:
+    """The output in `fmt`; `status` and `exit_code` replace the audit's own when the command returns another."""
     if fmt == "json":
-        return to_json(report, result)
+        return to_json(report, result, exit_code=exit_code)
     if fmt == "md":
-        return to_markdown(report, result)
+        return to_markdown(report, result, exit_code=exit_code)
     if fmt == "github":
         return "\n".join(finding_annotation(f.finding(), _repo_path(report, f)) for f in result.shown)
     if fmt == "sarif":
@@ -142,7 +160,37 @@ def render(report: GuardReport, result: Gate, fmt: str, help_uri: str | None = N
             help_uri=help_uri,
         )
         return json.dumps(doc, indent=2)
-    return to_text(report, result)
+    return to_text(report, result, status=status)
+
+
+def read_schedule(args: argparse.Namespace, runners: Mapping[str, Any]) -> Schedule | None:
+    """--workflows DIR, else the nearest .github/workflows above PATH (unless --no-workflows); says what it read."""
+    if args.no_workflows:
+        return None
+    root = args.workflows
+    if root is None:
+        if not args.path.exists():
+            return None  # audit_tree names the missing PATH
+        root = find_workflows(args.path)
+        if root is None:
+            return None
+    schedule = load_schedule(root, runners, cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ))
+    if args.workflows is None and not schedule.entries:
+        # Found by itself, and no workflow runs a command the readers know: the suites are started some other way.
+        print(
+            f"specmatrix guards: {len(schedule.sources)} CI files under {root} run no command the schedule readers know "
+            "(run_suite.py); registrations are matched by suite name only (--workflows DIR to use them anyway)",
+            file=sys.stderr,
+        )
+        return None
+    shown = ", ".join(schedule.sources[:3]) + (f" and {len(schedule.sources) - 3} more" if len(schedule.sources) > 3 else "")
+    print(
+        f"specmatrix guards: schedule read from {len(schedule.sources)} CI files under {root} ({shown}): "
+        f"{len(schedule.entries)} entries, {len(schedule.unread)} unread jobs, {len(schedule.unknown_labels)} unknown labels"
+        " (--no-workflows to leave them out)",
+        file=sys.stderr,
+    )
+    return schedule
 
 
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
@@ -161,16 +209,22 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         known_suites=read_suite_list(args.suites) if args.suites is not None else None,
         only_runners=_names(args.only_runners),
         installed=_names(args.assume_installed),
-        schedule=load_schedule(args.workflows) if args.workflows is not None else None,
+        schedule=read_schedule(args, runners),
         jobs=args.jobs or default_jobs(),
         cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
     )
+    wrote: str | None = None
     if args.write_baseline is not None:
         previous = read_baseline(args.write_baseline) if args.write_baseline.is_file() else None
         entries = updated_entries(error_keys(report.findings), previous)
         write_text_atomic(args.write_baseline, baseline_text(entries))
+        # Writing the baseline is the run's job: it succeeds whatever the findings, and says so.
+        wrote = f"exit 0: wrote {len(entries)} baseline entries to {args.write_baseline}"
     result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today)
     if args.summary is not None:
-        append_text(args.summary, to_markdown(report, result) + "\n")
-    print(render(report, result, args.format, args.help_uri))
-    return 0 if args.write_baseline is not None else result.exit_code
+        append_text(args.summary, to_markdown(report, result, exit_code=0 if wrote is not None else None) + "\n")
+    fmt = args.format
+    print(render(report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None, help_uri=args.help_uri))
+    if wrote is not None and (fmt != "text" or args.output is not None):
+        print(f"specmatrix guards: {wrote.removeprefix('exit 0: ')}", file=sys.stderr)
+    return 0 if wrote is not None else result.exit_code

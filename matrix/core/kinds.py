@@ -1,6 +1,6 @@
 """Every kind of finding specmatrix reports: a new kind is one entry here (writers and docs read this table).
 
-Within a tool, the order here is the order reports list kinds in: failing kinds first.
+Within a tool, the order here is the order reports list kinds in.
 """
 
 from __future__ import annotations
@@ -23,6 +23,15 @@ KINDS: tuple[KindSpec, ...] = (
     ),
     KindSpec(
         tool=G,
+        name="silent-pass",
+        severity=ERR,
+        fails=True,
+        title="Silent passes (the test returns early when a CI fact is true, so it passes having tested nothing)",
+        rule="Test body returns early when a CI fact is true: it passes having tested nothing",
+        help="Skip visibly (self.skipTest or pytest.skip) instead of returning, or drop the early return.",
+    ),
+    KindSpec(
+        tool=G,
         name="never-runs",
         severity=ERR,
         fails=True,
@@ -38,6 +47,15 @@ KINDS: tuple[KindSpec, ...] = (
         title="Unscheduled registrations (no workflow picks them up)",
         rule="No workflow job selects this registration",
         help="Register on a suite a workflow job runs (and match its nightly setting), or add the job.",
+    ),
+    KindSpec(
+        tool=G,
+        name="unknown-label",
+        severity=WARN,
+        fails=False,
+        title="Unknown runner labels (a selecting job runs on a label no runner profile knows)",
+        rule="A job selecting this registration runs on a runner label no profile knows",
+        help="Add a runner profile with that label (--runners FILE), or fix the job's runs-on label.",
     ),
     KindSpec(
         tool=G,

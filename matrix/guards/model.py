@@ -74,6 +74,8 @@ class GuardKind(StrEnum):
     RAISE_SKIPTEST = "raise SkipTest"
     IMPORTORSKIP = "pytest.importorskip"
     MAIN_EXIT = "sys.exit(0) in __main__"
+    # Not a skip: `if is_in_ci(): return` in a test body; the test passes having tested nothing (silent-pass).
+    EARLY_RETURN = "return in a test body"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,9 +165,11 @@ class FileAnalysis:
 
 class GuardFindingKind(StrEnum):
     SILENT_SKIP = "silent-skip"
+    SILENT_PASS = "silent-pass"
     NEVER_RUNS = "never-runs"
     DISABLED_BY_SKIP = "disabled-by-skip"
     UNSCHEDULED = "unscheduled"
+    UNKNOWN_LABEL = "unknown-label"
     UNPARSABLE = "unparsable"
     DISABLED = "disabled"
     UNDETERMINED = "undetermined"
