@@ -16,7 +16,7 @@ from matrix.audit.nodeids import CellIdIndex, strip_params
 from matrix.audit.parametrize import CellParameters
 from matrix.audit.selection import CellChooser
 from matrix.audit.settings import AuditSettings
-from matrix.audit.static_plan import matrix_tests
+from matrix.audit.items import matrix_tests
 from matrix.core.detect import DETECT_ENV
 from matrix.core.errors import SelectorError
 from matrix.core.loader import read_toml_file

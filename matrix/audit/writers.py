@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from matrix.audit.junit import render_junit
+from matrix.audit.reports import render_junit
 from matrix.audit.markdown import render_markdown
 from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import OutputError, UsageError

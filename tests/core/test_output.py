@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from matrix.audit.findings import cell_findings
-from matrix.audit.junit import render_junit
+from matrix.audit.reports import render_junit
 from matrix.audit.markdown import render_markdown
 from matrix.audit.terminal import summary_lines
 from matrix.cli.guards import render as guards_render

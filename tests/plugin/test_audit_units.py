@@ -11,7 +11,7 @@ from matrix.audit.findings import evaluate
 from matrix.audit.nodeids import CellIdIndex, strip_params
 from matrix.audit.outcome import Observed, cell_status, observed_phase
 from matrix.audit.selection import CellChooser, expand_select_args
-from matrix.audit.static_plan import StaticTest, matrix_tests
+from matrix.audit.items import StaticTest, matrix_tests
 from matrix.core.errors import SelectorError, UsageError
 from matrix.core.expect import expectations
 from matrix.core.loader import load_matrix, load_runners
@@ -233,7 +233,7 @@ _EDGES = sorted({c + d for c in (0x0, 0x9, 0xD, 0x20, 0xD7FF, 0xE000, 0xFFFD, 0x
 
 
 def test_xml_safe_escapes_exactly_what_xml_1_0_cannot_carry() -> None:
-    from matrix.audit.junit import xml_safe
+    from matrix.audit.reports import xml_safe
 
     codes = [c for c in _EDGES if 0 <= c <= 0x10FFFF]
     got = {c: xml_safe(f"a{chr(c)}b") for c in codes}
