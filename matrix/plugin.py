@@ -25,8 +25,7 @@ from matrix.audit.pytest_options import (
 )
 
 if TYPE_CHECKING:
-    from matrix.audit.session import AuditSession
-    from matrix.audit.timing import MatrixTiming
+    from matrix.audit.session import AuditSession, MatrixTiming
     from matrix.core.model import Cell
 
 MARKER = (
@@ -60,12 +59,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _engage(config: pytest.Config, role: Role, payload: dict[str, Any] | None, *, at_start: bool) -> AuditSession:
     """Load the audit machinery and register its hooks; raises pytest.UsageError on bad input (one line)."""
-    from matrix.audit.gpus import check_workers, gpu_slots, pinned_env, shared_slots
-    from matrix.audit.hooks import AuditHooks
-    from matrix.audit.session import AuditSession
-    from matrix.audit.settings import settings_from
-    from matrix.audit.writers import mark_in_progress, report_paths
-    from matrix.audit.xdist_controller import XdistController
+    from matrix.audit.hooks import AuditHooks, XdistController, check_workers, gpu_slots, pinned_env, shared_slots
+    from matrix.audit.reports import mark_in_progress, report_paths
+    from matrix.audit.session import AuditSession, settings_from
     from matrix.core.errors import SpecmatrixError
 
     if payload is not None and "slot" in payload:
@@ -217,6 +213,6 @@ def matrix_cell(request: pytest.FixtureRequest) -> Cell:
 @pytest.fixture
 def matrix_timing(request: pytest.FixtureRequest) -> MatrixTiming:
     """Record compile_seconds / setup_seconds for this item's report entry."""
-    from matrix.audit.timing import MatrixTiming
+    from matrix.audit.session import MatrixTiming
 
     return MatrixTiming(request.node.user_properties)

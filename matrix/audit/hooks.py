@@ -1,23 +1,120 @@
-"""Edge: the per-run pytest hooks of an engaged audit (registered by matrix.plugin once a run engages it)."""
+"""Edge: the pytest side of an engaged audit (registered by matrix.plugin once a run engages it).
+
+- the text of a report's `longrepr` as one short line, duck-typed so xdist's copies work too;
+- GPU slots: one xdist worker per GPU (or N with --matrix-workers-per-gpu), which device each worker gets (pure);
+- the per-run pytest hooks (`AuditHooks`);
+- the xdist controller's side: hand workers the plan and a GPU each, learn the planned items from their ids.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
-from matrix.audit.nodeids import strip_params
-from matrix.audit.pytest_options import CRASHED_PROPERTY, MATRIX_FIXTURE, REPORT_CELL_ATTR, Role
-from matrix.audit.report_text import failure_text, skip_text
-from matrix.audit.session import AuditSession
-from matrix.audit.terminal import summary_lines
-from matrix.audit.timing import timings_from
-from matrix.audit.writers import append_step_summary, write_all
-from matrix.core.errors import SpecmatrixError
+from matrix.audit.items import strip_params
+from matrix.audit.pytest_options import CRASHED_PROPERTY, MATRIX_FIXTURE, PAYLOAD_KEY, REPORT_CELL_ATTR, Role
+from matrix.audit.reports import append_step_summary, summary_lines, write_all
+from matrix.audit.session import AuditSession, facts_json, timings_from
+from matrix.core.errors import SpecmatrixError, UsageError
 from matrix.core.model import Cell
 from matrix.core.textfiles import MAX_TEXT_BYTES, decode_python, read_limited
+
+MESSAGE_LIMIT = 500
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clip(text: str) -> str:
+    # A lone surrogate (`pytest.skip("bad \udcff")`) cannot be encoded anywhere this text goes (terminal, JSON
+    # file, XML): it becomes U+FFFD here, once, so no writer downstream can fail on it.
+    text = _SURROGATE.sub("\ufffd", text.strip())
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
+
+
+def skip_text(longrepr: object) -> str | None:
+    """A skip's reason without pytest's `Skipped: ` prefix."""
+    if isinstance(longrepr, tuple | list) and len(longrepr) == 3:
+        return _clip(str(longrepr[2]).removeprefix("Skipped: "))
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None:
+        return _clip(str(crash.message).removeprefix("Skipped: "))
+    return _clip(str(longrepr)) if longrepr else None
+
+
+def failure_text(longrepr: object) -> str | None:
+    """The crash line of a failure (`AssertionError: ...`), or the text xdist put there for a dead worker."""
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None:
+        return _clip(str(crash.message))
+    if isinstance(longrepr, tuple | list) and len(longrepr) == 3:
+        return _clip(str(longrepr[2]))
+    if not longrepr:
+        return None
+    lines = [ln for ln in str(longrepr).splitlines() if ln.strip()]
+    # A collection error is a whole traceback as text; its `E   ` lines say what went wrong.
+    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    return _clip(errors[-1] if errors else lines[0] if lines else "")
+
+
+CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+GPU_INDEX_ENV = "SPECMATRIX_GPU_INDEX"
+GPU_DEVICE_ENV = "SPECMATRIX_GPU"
+
+
+def gpu_slots(env: Mapping[str, str], gpus: int) -> tuple[str, ...]:
+    """The devices workers may pin: an existing CUDA_VISIBLE_DEVICES list, else 0..gpus-1."""
+    visible = env.get(CUDA_VISIBLE_DEVICES)
+    if visible is not None:
+        return tuple(d.strip() for d in visible.split(",") if d.strip())
+    return tuple(str(i) for i in range(gpus))
+
+
+def shared_slots(slots: Sequence[str], per_gpu: int) -> tuple[str, ...]:
+    """Each device offered per_gpu times, round robin, so the lowest free slots spread workers over the GPUs."""
+    return tuple(device for _ in range(per_gpu) for device in slots)
+
+
+def check_workers(workers: int, slots: Sequence[str], runner: str, per_gpu: int = 1) -> None:
+    """More workers than GPUs (times the workers allowed per GPU) would crowd a device: refuse before any starts."""
+    if workers > len(slots) * per_gpu:
+        shown = ",".join(slots) or "none"
+        allowed = f"; --matrix-workers-per-gpu {per_gpu} allows {len(slots) * per_gpu}" if per_gpu > 1 else ""
+        raise UsageError(
+            f"-n {workers} starts {workers} xdist workers but runner {runner!r} has {len(slots)} GPU(s) ({shown})"
+            f"{allowed}; use -n {len(slots) * per_gpu} or fewer, or let workers share a GPU with "
+            "--matrix-workers-per-gpu"
+        )
+
+
+class SlotPool:
+    """Hands each live worker the lowest free slot, so a restarted worker takes over its dead predecessor's GPU."""
+
+    def __init__(self, slots: Sequence[str]) -> None:
+        self._slots = tuple(slots)
+        self._owner: dict[int, str] = {}
+
+    def take(self, worker: str) -> int:
+        for index in range(len(self._slots)):
+            if index not in self._owner:
+                self._owner[index] = worker
+                return index
+        raise UsageError(f"no free GPU for xdist worker {worker} ({len(self._slots)} GPU(s), all in use)")
+
+    def release(self, worker: str) -> None:
+        for index, owner in list(self._owner.items()):
+            if owner == worker:
+                del self._owner[index]
+
+
+def pinned_env(slot: int, slots: Sequence[str]) -> dict[str, str]:
+    """What a worker on `slot` sets before anything initialises CUDA."""
+    device = slots[slot]  # with workers sharing GPUs (shared_slots) the index is the device's, not the slot's
+    return {CUDA_VISIBLE_DEVICES: device, GPU_INDEX_ENV: str(slots.index(device)), GPU_DEVICE_ENV: device}
+
 
 _PHASES = frozenset({"setup", "call", "teardown"})
 
@@ -185,3 +282,39 @@ class AuditHooks:
         terminalreporter.write_sep("=", "specmatrix skip audit", red=bool(report.errors), green=not report.errors)
         for line in summary_lines(report, audit.written):
             terminalreporter.write_line(line.text, red=line.red, yellow=line.yellow)
+
+
+class XdistController:
+    """Registered only on an xdist controller; every hook here is optional so pytest without xdist never sees them."""
+
+    def __init__(self, audit: AuditSession, slots: Sequence[str]) -> None:
+        self.audit = audit
+        self.slots = tuple(slots)
+        self.pool = SlotPool(slots) if slots else None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Detection happened here, before pinning; a worker pinned to one GPU must not detect again."""
+        plan = self.audit.plan
+        if plan is None:
+            return
+        payload: dict[str, object] = {"runner": plan.runner.name, "facts": facts_json(plan.facts)}
+        if self.pool is not None:
+            payload["slot"] = self.pool.take(str(node.gateway.id))
+            payload["slots"] = list(self.slots)
+        node.workerinput[PAYLOAD_KEY] = payload
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        worker = str(node.gateway.id)
+        if self.pool is not None:
+            self.pool.release(worker)
+        if error is not None:
+            self.audit.node_errors[worker] = str(error)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        try:
+            self.audit.plan_from_ids(ids)
+        except SpecmatrixError as exc:  # reported at the end: raising here would stop the xdist event loop
+            self.audit.planning_error = str(exc)

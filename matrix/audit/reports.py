@@ -1,12 +1,139 @@
-"""JUnit XML for GitHub test-report actions: one testcase per item; unexpected skips are failures."""
+"""A finished report for people and tools: the terminal section, Markdown, JUnit XML and the files written.
+
+- the audit's section of pytest's terminal summary, as plain lines (pure);
+- Markdown for $GITHUB_STEP_SUMMARY: unexpected skips first, then other findings, then the counts;
+- JUnit XML for GitHub test-report actions: one testcase per item; unexpected skips are failures;
+- edge: write a finished report as JSON (schema specmatrix.report/1), JUnit XML and Markdown.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import os
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
+from matrix.core.atomic import append_text, write_text_atomic
+from matrix.core.errors import OutputError, UsageError
 from matrix.core.finding import Severity
-from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, StoredFinding
+from matrix.core.output import bounded_markdown, md_code, md_text, text_line
+from matrix.core.report import (
+    CellResult,
+    CellStatus,
+    FindingKind,
+    OutsideResult,
+    Report,
+    StoredFinding,
+    in_progress_document,
+    write_report,
+)
+
+FINDING_LIMIT = 50
+
+
+@dataclass(frozen=True, kw_only=True)
+class Line:
+    text: str
+    red: bool = False
+    yellow: bool = False
+
+
+def summary_lines(report: Report, written: list[str]) -> list[Line]:
+    r = report.runner
+    arch = f"sm{r.capability[0]}{r.capability[1]}" if r.capability else "no GPU"
+    note = ", detection overridden by SPECMATRIX_DETECT" if report.detection_overridden else ""
+    lines = [Line(text=f"runner {r.name} ({r.gpus} GPU(s), {arch}, {r.skip_policy} skip policy{note}); matrix {report.matrix}")]
+    counts = report.counts
+    parts = " + ".join(f"{n} {s}" for s, n in counts.items() if n)
+    lines.append(Line(text=f"planned {report.planned} = {parts or '0'}"))
+    if report.outside:
+        by_status = Counter(o.status for o in report.outside)
+        allowed = sum(1 for o in report.outside if o.allowed_by)
+        shown = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
+        lines.append(Line(text=f"outside the matrix: {len(report.outside)} test(s) ({shown}); {allowed} skip(s) allowlisted"))
+    for finding in report.findings[:FINDING_LIMIT]:
+        error = finding.severity is Severity.ERROR
+        label = finding.finding().spec.shown_label
+        lines.append(Line(text=f"{label} {finding.subject}: {finding.message}", red=error, yellow=not error))
+    if len(report.findings) > FINDING_LIMIT:
+        lines.append(Line(text=f"... and {len(report.findings) - FINDING_LIMIT} more finding(s) in the report"))
+    lines += [Line(text=f"report: {p}") for p in written]
+    errors = len(report.errors)
+    if errors:
+        lines.append(
+            Line(
+                text=f"specmatrix: {errors} error finding(s): the session fails (pytest's own counts above are unchanged)",
+                red=True,
+            )
+        )
+    # Skip reasons and node ids come from the tests: one visible line each, never a workflow command.
+    return [Line(text=text_line(line.text), red=line.red, yellow=line.yellow) for line in lines]
+
+
+ROW_LIMIT = 200
+# Each findings table is collapsed: the verdict and the counts stay on the page, the rows one click away.
+_OPEN = "<details><summary>{n} row(s)</summary>"  # a step summary is capped at 1 MiB; the JSON report has every row
+
+
+def _runner_line(report: Report) -> str:
+    r = report.runner
+    arch = f"sm{r.capability[0]}{r.capability[1]}" if r.capability else "no GPU"
+    note = "; detection overridden by SPECMATRIX_DETECT" if report.detection_overridden else ""
+    shard = f" · shard {md_code(report.shard)}" if report.shard else ""
+    return (
+        f"Runner {md_code(r.name)} ({r.gpus} GPU(s), {arch}, {md_text(r.skip_policy)} skip policy{note}) · "
+        f"matrix {md_code(report.matrix)}{shard}"
+    )
+
+
+def verdict(report: Report) -> str:
+    errors = len(report.errors)
+    warnings = len(report.findings) - errors
+    word = "FAILED" if errors else "passed"
+    return f"{word} ({errors} error(s), {warnings} warning(s))"
+
+
+def render_markdown(report: Report) -> str:
+    lines = [f"## specmatrix skip audit: {verdict(report)}", "", _runner_line(report), ""]
+    by_nodeid = {c.nodeid: c for c in report.cells}
+    unexpected = [f for f in report.findings if f.kind is FindingKind.UNEXPECTED_SKIP]
+    if unexpected:
+        lines += [f"### Unexpected skips ({len(unexpected)})", "", _OPEN.format(n=len(unexpected)), ""]
+        lines += ["| Test | Skip reason | Must run because |", "|---|---|---|"]
+        for f in unexpected[:ROW_LIMIT]:
+            cell = by_nodeid.get(f.subject)
+            skip = cell.skip_reason if cell is not None and cell.skip_reason else "-"
+            must = cell.reason.removeprefix("must run: ") if cell is not None else f.message
+            lines.append(f"| {md_code(f.subject)} | {md_text(skip)} | {md_text(must)} |")
+        if len(unexpected) > ROW_LIMIT:
+            lines.append(f"| … and {len(unexpected) - ROW_LIMIT} more (see the JSON report) | | |")
+        lines += ["", "</details>", ""]
+    others = [f for f in report.findings if f.kind is not FindingKind.UNEXPECTED_SKIP]
+    if others:
+        lines += [f"### Other findings ({len(others)})", "", _OPEN.format(n=len(others)), ""]
+        lines += ["| Severity | Kind | Subject | Detail |", "|---|---|---|---|"]
+        for f in others[:ROW_LIMIT]:
+            sev = "**error**" if f.severity is Severity.ERROR else "warning"
+            lines.append(f"| {sev} | {f.kind.value} | {md_code(f.subject)} | {md_text(f.message)} |")
+        if len(others) > ROW_LIMIT:
+            lines.append(f"| … | | {len(others) - ROW_LIMIT} more (see the JSON report) | |")
+        lines += ["", "</details>", ""]
+    counts = report.counts
+    lines += ["### Counts", "", "| Status | Items |", "|---|---:|"]
+    lines += [f"| {s.value} | {counts[s.value]} |" for s in CellStatus]
+    lines += [f"| **planned** | **{report.planned}** |", ""]
+    if report.outside:
+        outside = Counter(o.status for o in report.outside)
+        allowed = sum(1 for o in report.outside if o.allowed_by)
+        shown = md_text(", ".join(f"{n} {s}" for s, n in sorted(outside.items())))
+        lines += [f"Outside the matrix: {len(report.outside)} test(s): {shown}; {allowed} skip(s) allowlisted.", ""]
+    return bounded_markdown(lines) + "\n"
+
 
 _SUITE = "specmatrix"
 _MESSAGE_LIMIT = 1000
@@ -147,3 +274,77 @@ def render_junit(report: Report) -> str:
         f'  <testsuite name={suite_name} {counts} time="{seconds}" timestamp={quoteattr(report.created)}>\n'
         f"    <properties>\n{props}    </properties>\n" + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n"
     )
+
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+
+
+class ReportWriter(Protocol):
+    @property
+    def suffix(self) -> str: ...
+
+    def write(self, report: Report, path: Path) -> None: ...
+
+
+class JsonWriter:
+    suffix = ".json"
+
+    def write(self, report: Report, path: Path) -> None:
+        write_report(report, path)
+
+
+@dataclass(frozen=True)
+class TextWriter:
+    suffix: str
+    render: Callable[[Report], str]
+
+    def write(self, report: Report, path: Path) -> None:
+        """Write atomically, like the JSON report: a killed run never leaves half a file."""
+        write_text_atomic(path, self.render(report))
+
+
+WRITERS: tuple[ReportWriter, ...] = (JsonWriter(), TextWriter(".xml", render_junit), TextWriter(".md", render_markdown))
+
+
+def report_paths(json_path: Path) -> dict[str, Path]:
+    """`--matrix-report out/run.json` -> out/run.json, out/run.xml, out/run.md."""
+    if json_path.suffix in (".xml", ".md"):
+        raise UsageError(
+            f"--matrix-report {json_path}: name the JSON file ({json_path.with_suffix('.json')}); .xml and .md go beside it"
+        )
+    return {w.suffix: json_path if w.suffix == ".json" else json_path.with_suffix(w.suffix) for w in WRITERS}
+
+
+def mark_in_progress(json_path: Path) -> None:
+    """At session start: the JSON path gets an in-progress marker and last run's .xml/.md go.
+
+    A run that dies before its end (a segfault without xdist, a killed job) then leaves nothing a reader could
+    take for this run's result. A special file or unwritable folder fails here, before any test runs.
+    """
+    paths = report_paths(json_path)
+    created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    write_text_atomic(paths[".json"], in_progress_document(created, os.getpid()))
+    for suffix in (".xml", ".md"):
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(paths[suffix])
+        except OSError as exc:  # a directory or an unwritable folder: the writer would fail at the end anyway
+            raise OutputError(f"{paths[suffix]}: cannot remove the previous run's file: {exc.strerror or exc}") from None
+
+
+def write_all(report: Report, json_path: Path) -> list[Path]:
+    paths = report_paths(json_path)
+    for writer in WRITERS:
+        writer.write(report, paths[writer.suffix])
+    return list(paths.values())
+
+
+def append_step_summary(report: Report, env: Mapping[str, str]) -> Path | None:
+    """Append the Markdown summary to $GITHUB_STEP_SUMMARY when GitHub Actions set it."""
+    target = env.get(STEP_SUMMARY_ENV)
+    if not target:
+        return None
+    path = Path(target)
+    # Appended, not replaced: GitHub owns this file and other steps' summaries share it.
+    append_text(path, render_markdown(report))
+    return path

@@ -1,4 +1,9 @@
-"""One run's audit: lazy planning, item planning, and the finished report. Kept in `config.stash`."""
+"""One run's audit: its frozen settings, lazy planning, item planning and the finished report.
+
+- edge: the plugin's command-line options and the frozen settings resolved from them once per run;
+- the `AuditSession`, kept in `config.stash`;
+- edge: let a matrix test record how long kernel compilation and setup took (the `matrix_timing` fixture).
+"""
 
 from __future__ import annotations
 
@@ -6,25 +11,95 @@ import datetime as dt
 import gc
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from matrix.audit.accounting import Accounts, PlannedItem
-from matrix.audit.allowlist import AllowEntry, judge, parse_allowlist
-from matrix.audit.findings import evaluate
-from matrix.audit.nodeids import CellIdIndex, strip_params
-from matrix.audit.parametrize import CellParameters
-from matrix.audit.selection import CellChooser
-from matrix.audit.settings import AuditSettings
-from matrix.audit.items import matrix_tests
+import pytest
+
+from matrix.audit.accounting import TIMING_KEYS, Accounts, PlannedItem
+from matrix.audit.findings import AllowEntry, evaluate, judge, parse_allowlist
+from matrix.audit.items import CellChooser, CellIdIndex, CellParameters, expand_select_args, matrix_tests, strip_params
+from matrix.audit.pytest_options import ENGAGING, Role, role_of, worker_count
 from matrix.core.detect import DETECT_ENV
-from matrix.core.errors import SelectorError
+from matrix.core.errors import SelectorError, UsageError
 from matrix.core.loader import read_toml_file
 from matrix.core.machine import MachineFacts
 from matrix.core.model import Cell, SkipPolicy
-from matrix.core.options import Loaded, load
+from matrix.core.options import CliOverrides, Loaded, Options, load, resolve_options, warn_deprecated
 from matrix.core.planning import Plan, plan_for
 from matrix.core.report import Report, RunnerInfo, StoredFinding
+from matrix.core.textfiles import read_text
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditSettings:
+    options: Options
+    engaged: bool
+    role: Role
+    workers: int
+    workers_per_gpu: int
+    report_path: Path | None
+    select_args: tuple[str, ...]
+    selects: tuple[str, ...]
+    run_expected_skips: bool
+    shard: str | None
+    collect_only: bool
+
+
+def _read_text(path: str) -> str:
+    return read_text(Path(path), SelectorError, f"--matrix-select @{path}")
+
+
+MAX_WORKERS_PER_GPU = 16
+
+
+def _workers_per_gpu(value: Any) -> int:
+    if not isinstance(value, int) or not 1 <= value <= MAX_WORKERS_PER_GPU:
+        raise UsageError(f"--matrix-workers-per-gpu must be 1 to {MAX_WORKERS_PER_GPU}, got {value!r}")
+    return value
+
+
+def _allowlist(opt: Any, role: Role) -> Path | None:
+    if opt.matrix_allow and not opt.matrix_allowlist and role is not Role.WORKER:  # one line per run, not per worker
+        warn_deprecated("--matrix-allow")
+    chosen = opt.matrix_allowlist or opt.matrix_allow
+    return Path(chosen) if chosen else None
+
+
+def settings_from(config: pytest.Config, env: Mapping[str, str]) -> AuditSettings:
+    """Resolve the cascade (defaults, pyproject [tool.specmatrix], SPECMATRIX_* env, these options) once."""
+    opt: Any = config.option
+    cwd = config.invocation_params.dir
+    options = resolve_options(
+        cli=CliOverrides(
+            matrix_path=Path(opt.matrix_file) if opt.matrix_file else None,
+            runner_files=tuple(Path(p) for p in opt.matrix_runners),
+            runner=opt.matrix_runner,
+            allowlist=_allowlist(opt, role_of(config)),
+            replace_runners=tuple(opt.matrix_replace_runner),
+        ),
+        env=env,
+        cwd=cwd,
+    )
+    engaged = any(getattr(opt, name) for name in ENGAGING) or options.runner != "auto"
+    select_args = tuple(opt.matrix_select)
+    return AuditSettings(
+        options=options,
+        engaged=engaged,
+        role=role_of(config),
+        workers=worker_count(config),
+        workers_per_gpu=_workers_per_gpu(getattr(opt, "matrix_workers_per_gpu", 1)),
+        report_path=Path(opt.matrix_report) if opt.matrix_report else None,
+        select_args=select_args,
+        selects=expand_select_args(select_args, _read_text),
+        run_expected_skips=bool(opt.matrix_run_expected_skips),
+        shard=opt.matrix_shard,
+        collect_only=bool(config.getoption("collectonly", False)),
+    )
+
 
 LARGE_MATRIX = 2000  # cells; below this, freezing the plan for the garbage collector is not worth a full collection
 
@@ -233,3 +308,43 @@ class AuditSession:
             extra=extra,
         )
         return self.report
+
+
+class MatrixTiming:
+    """Adds `compile_seconds` / `setup_seconds` to the item's user_properties, which the report picks up.
+
+    Tests without the fixture can append `("compile_seconds", 8.2)` to `request.node.user_properties` directly.
+    """
+
+    def __init__(self, user_properties: list[tuple[str, object]]) -> None:
+        self._props = user_properties
+
+    def record(self, key: str, seconds: float) -> None:
+        if key not in TIMING_KEYS:
+            raise ValueError(f"matrix_timing records {' or '.join(TIMING_KEYS)}, not {key!r}")
+        self._props.append((key, float(seconds)))
+
+    @contextmanager
+    def _timed(self, key: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.record(key, time.perf_counter() - start)
+
+    def compile(self) -> AbstractContextManager[None]:
+        """`with matrix_timing.compile(): build()` records the block as compile_seconds."""
+        return self._timed("compile_seconds")
+
+    def setup(self) -> AbstractContextManager[None]:
+        """`with matrix_timing.setup(): ...` records the block as setup_seconds."""
+        return self._timed("setup_seconds")
+
+
+def timings_from(user_properties: Sequence[tuple[str, object]]) -> dict[str, float]:
+    """Sum every recorded compile/setup duration by key; other properties are left alone."""
+    out: dict[str, float] = {}
+    for prop in user_properties:
+        if len(prop) == 2 and prop[0] in TIMING_KEYS and isinstance(prop[1], int | float) and not isinstance(prop[1], bool):
+            out[prop[0]] = out.get(prop[0], 0.0) + float(prop[1])
+    return out

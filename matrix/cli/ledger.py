@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from matrix.audit.allowlist import parse_allowlist
+from matrix.audit.findings import parse_allowlist
 from matrix.cli.options import add_allowlist_option, add_deprecated_path, add_output_options, add_summary_option
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
 from matrix.core.errors import UsageError

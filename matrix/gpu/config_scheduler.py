@@ -7,7 +7,7 @@ from typing import Any
 
 from xdist.scheduler import LoadScopeScheduling
 
-from matrix.audit.nodeids import CellIdIndex
+from matrix.audit.items import CellIdIndex
 from matrix.core.loader import load_matrix
 from matrix.gpu.grouping import config_key
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from matrix.audit.allowlist import AllowEntry
+from matrix.audit.findings import AllowEntry
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, DetectionError, SpecmatrixError
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.machine import MachineFacts, auto_runner, differences, find_runner

@@ -429,7 +429,7 @@ def test_a_test_id_over_a_mebibyte_is_still_a_readable_record(tmp_path: Path) ->
 
 
 def test_the_step_summary_on_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
-    from matrix.audit.writers import append_step_summary
+    from matrix.audit.reports import append_step_summary
     from matrix.core.errors import OutputError
     from matrix.core.report import read_report
 

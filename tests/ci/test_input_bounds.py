@@ -97,7 +97,7 @@ CASES = {
     """,
     # Selectors whose brace expansions contradict: refused before any cell list is built.
     "contradicting-selectors": """
-        from matrix.audit.selection import CellChooser
+        from matrix.audit.items import CellChooser
         from matrix.core.loader import load_matrix
         from matrix.core.errors import SelectorError
         chooser = CellChooser(load_matrix().cells)

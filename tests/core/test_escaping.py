@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from matrix.audit.markdown import render_markdown
-from matrix.audit.terminal import summary_lines
+from matrix.audit.reports import render_markdown, summary_lines
 from matrix.cli.main import main
 from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, write_report
 from matrix.guards.model import GuardFinding, GuardFindingKind, GuardReport

@@ -85,7 +85,7 @@ PLANTS = {
     ),
     "sibling-features-import-each-other": Plant(
         module="matrix/guards/planted.py",
-        source="from matrix.audit import nodeids\n",
+        source="from matrix.audit import items\n",
         contract="Layers",
         chain="matrix.guards.planted -> matrix.audit",
     ),

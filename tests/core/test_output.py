@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 
 from matrix.audit.findings import cell_findings
-from matrix.audit.reports import render_junit
-from matrix.audit.markdown import render_markdown
-from matrix.audit.terminal import summary_lines
+from matrix.audit.reports import render_junit, render_markdown, summary_lines
 from matrix.cli.guards import render as guards_render
 from matrix.core.finding import Finding, Severity, Tool, kinds_of, registry, spec_of
 from matrix.core.kinds import KINDS

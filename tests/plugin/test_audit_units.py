@@ -6,12 +6,9 @@ import textwrap
 
 import pytest
 
-from matrix.audit.accounting import Accounts, PlannedItem
+from matrix.audit.accounting import Accounts, Observed, PlannedItem, cell_status, observed_phase
 from matrix.audit.findings import evaluate
-from matrix.audit.nodeids import CellIdIndex, strip_params
-from matrix.audit.outcome import Observed, cell_status, observed_phase
-from matrix.audit.selection import CellChooser, expand_select_args
-from matrix.audit.items import StaticTest, matrix_tests
+from matrix.audit.items import CellChooser, CellIdIndex, StaticTest, expand_select_args, matrix_tests, strip_params
 from matrix.core.errors import SelectorError, UsageError
 from matrix.core.expect import expectations
 from matrix.core.loader import load_matrix, load_runners

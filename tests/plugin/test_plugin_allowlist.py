@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from matrix.audit.allowlist import AllowEntry, judge, parse_allowlist
+from matrix.audit.findings import AllowEntry, judge, parse_allowlist
 from matrix.core.errors import UsageError
 from matrix.core.report import FindingKind, OutsideResult
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matrix.audit.gpus import SlotPool, check_workers, gpu_slots, pinned_env
+from matrix.audit.hooks import SlotPool, check_workers, gpu_slots, pinned_env
 from matrix.core.errors import UsageError
 
 from .conftest import STRICT, report_of, write

@@ -11,7 +11,7 @@ from .conftest import ALPHA, STRICT, by_cell, literal, report_of, write
 HEAD = """
 import unittest
 import pytest
-from matrix.audit.unittest_cases import run_unittest_case
+from matrix.audit.items import run_unittest_case
 
 SKIP = {skip}
 """

@@ -28,7 +28,7 @@ import unittest
 
 import pytest
 
-from matrix.audit.unittest_cases import run_unittest_case
+from matrix.audit.items import run_unittest_case
 
 
 def _capability():
