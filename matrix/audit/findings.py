@@ -14,18 +14,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from matrix.core.errors import UsageError
-from matrix.core.finding import Severity
+from matrix.core.finding import Finding, Severity
 from matrix.core.model import Outcome, SkipPolicy
-from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, StoredFinding
+from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, audit_finding
 
 # Findings about the allowlist file itself: a saved report cannot re-derive them, so they are carried over.
 CARRIED_KINDS = frozenset({FindingKind.EXPIRED_ALLOW, FindingKind.UNUSED_ALLOW})
 
 
-def _cell_finding(cell: CellResult) -> StoredFinding | None:
+def _cell_finding(cell: CellResult) -> Finding | None:
     skipped = cell.skip_reason or "no reason given"
     if cell.status is CellStatus.SKIPPED_UNEXPECTED:
-        return StoredFinding(
+        return audit_finding(
             kind=FindingKind.UNEXPECTED_SKIP,
             severity=Severity.ERROR,
             subject=cell.nodeid,
@@ -33,31 +33,31 @@ def _cell_finding(cell: CellResult) -> StoredFinding | None:
         )
     if cell.status is CellStatus.SKIPPED_EXPECTED and cell.expected != Outcome.SKIP.value:
         # The status contradicts the recorded expectation (an edited or mis-merged report): a must-run cell skipped.
-        return StoredFinding(
+        return audit_finding(
             kind=FindingKind.UNEXPECTED_SKIP,
             severity=Severity.ERROR,
             subject=cell.nodeid,
             message=f"recorded as an expected skip ({skipped}) but its expected outcome is {cell.expected!r}: it must run",
         )
     if cell.status is CellStatus.CRASHED:
-        return StoredFinding(
+        return audit_finding(
             kind=FindingKind.CRASHED, severity=Severity.ERROR, subject=cell.nodeid, message=cell.message or "crashed"
         )
     if cell.status is CellStatus.NOT_RUN:
-        return StoredFinding(
+        return audit_finding(
             kind=FindingKind.NOT_RUN, severity=Severity.ERROR, subject=cell.nodeid, message=cell.message or "not run"
         )
     if cell.expected != Outcome.SKIP.value:
         return None
     if cell.status is CellStatus.PASSED:
-        return StoredFinding(
+        return audit_finding(
             kind=FindingKind.RULE_TOO_STRICT,
             severity=Severity.WARNING,
             subject=cell.nodeid,
             message=f"expected to skip ({cell.reason}) but ran and passed: rule {cell.rule} may be too strict",
         )
     if cell.status in (CellStatus.FAILED, CellStatus.ERROR):
-        return StoredFinding(
+        return audit_finding(
             kind=FindingKind.GUARD_MISSING,
             severity=Severity.ERROR,
             subject=cell.nodeid,
@@ -67,16 +67,16 @@ def _cell_finding(cell: CellResult) -> StoredFinding | None:
     return None
 
 
-def cell_findings(cells: Iterable[CellResult]) -> list[StoredFinding]:
+def cell_findings(cells: Iterable[CellResult]) -> list[Finding]:
     return [f for c in cells if (f := _cell_finding(c)) is not None]
 
 
-def outside_findings(outside: Iterable[OutsideResult], policy: SkipPolicy) -> list[StoredFinding]:
+def outside_findings(outside: Iterable[OutsideResult], policy: SkipPolicy) -> list[Finding]:
     """On a strict runner every skip outside the matrix needs a live allowlist entry."""
     if policy is not SkipPolicy.STRICT:
         return []
     return [
-        StoredFinding(
+        audit_finding(
             kind=FindingKind.UNALLOWED_SKIP,
             severity=Severity.ERROR,
             subject=o.nodeid,
@@ -88,14 +88,14 @@ def outside_findings(outside: Iterable[OutsideResult], policy: SkipPolicy) -> li
 
 
 def evaluate(
-    cells: Sequence[CellResult], outside: Sequence[OutsideResult], policy: SkipPolicy, carried: Iterable[StoredFinding] = ()
-) -> tuple[StoredFinding, ...]:
+    cells: Sequence[CellResult], outside: Sequence[OutsideResult], policy: SkipPolicy, carried: Iterable[Finding] = ()
+) -> tuple[Finding, ...]:
     """Every finding, errors first, from statuses alone (plus the allowlist findings carried in)."""
     found = cell_findings(cells) + outside_findings(outside, policy) + [f for f in carried if f.kind in CARRIED_KINDS]
-    return tuple(sorted(found, key=lambda f: (f.severity is not Severity.ERROR, f.kind is not FindingKind.UNEXPECTED_SKIP)))
+    return tuple(sorted(found, key=lambda f: (f.severity is not Severity.ERROR, f.kind != FindingKind.UNEXPECTED_SKIP)))
 
 
-def recheck(report: Report) -> tuple[StoredFinding, ...]:
+def recheck(report: Report) -> tuple[Finding, ...]:
     """Re-derive a saved report's findings from its recorded statuses."""
     return evaluate(report.cells, report.outside, SkipPolicy(report.runner.skip_policy), report.findings)
 
@@ -174,7 +174,7 @@ def parse_allowlist(doc: Mapping[str, Any], source: str) -> tuple[AllowEntry, ..
 @dataclass(frozen=True, kw_only=True)
 class AllowVerdict:
     outside: tuple[OutsideResult, ...]  # with allowed_by filled where a live entry matched
-    findings: tuple[StoredFinding, ...]  # expired and unused entries
+    findings: tuple[Finding, ...]  # expired and unused entries
 
 
 def judge(outside: Sequence[OutsideResult], entries: Sequence[AllowEntry], today: dt.date) -> AllowVerdict:
@@ -193,7 +193,7 @@ def judge(outside: Sequence[OutsideResult], entries: Sequence[AllowEntry], today
         used.add(entry.label)
         judged.append(replace(result, allowed_by=f"{entry.label} until {entry.expires.isoformat()}: {entry.link}"))
     findings = [
-        StoredFinding(
+        audit_finding(
             kind=FindingKind.EXPIRED_ALLOW,
             severity=Severity.ERROR,
             subject=e.label,
@@ -203,7 +203,7 @@ def judge(outside: Sequence[OutsideResult], entries: Sequence[AllowEntry], today
         if e.expires < today
     ]
     findings += [
-        StoredFinding(
+        audit_finding(
             kind=FindingKind.UNUSED_ALLOW,
             severity=Severity.WARNING,
             subject=e.label,

@@ -20,18 +20,9 @@ from typing import Protocol
 
 from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import OutputError, UsageError
-from matrix.core.finding import Severity
+from matrix.core.finding import Finding, Severity
 from matrix.core.output import bounded_markdown, md_code, md_text, text_line
-from matrix.core.report import (
-    CellResult,
-    CellStatus,
-    FindingKind,
-    OutsideResult,
-    Report,
-    StoredFinding,
-    in_progress_document,
-    write_report,
-)
+from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, in_progress_document, write_report
 
 FINDING_LIMIT = 50
 
@@ -58,7 +49,7 @@ def summary_lines(report: Report, written: list[str]) -> list[Line]:
         lines.append(Line(text=f"outside the matrix: {len(report.outside)} test(s) ({shown}); {allowed} skip(s) allowlisted"))
     for finding in report.findings[:FINDING_LIMIT]:
         error = finding.severity is Severity.ERROR
-        label = finding.finding().spec.shown_label
+        label = finding.spec.shown_label
         lines.append(Line(text=f"{label} {finding.subject}: {finding.message}", red=error, yellow=not error))
     if len(report.findings) > FINDING_LIMIT:
         lines.append(Line(text=f"... and {len(report.findings) - FINDING_LIMIT} more finding(s) in the report"))
@@ -101,7 +92,7 @@ def verdict(report: Report) -> str:
 def render_markdown(report: Report) -> str:
     lines = [f"## specmatrix skip audit: {verdict(report)}", "", _runner_line(report), ""]
     by_nodeid = {c.nodeid: c for c in report.cells}
-    unexpected = [f for f in report.findings if f.kind is FindingKind.UNEXPECTED_SKIP]
+    unexpected = [f for f in report.findings if f.kind == FindingKind.UNEXPECTED_SKIP]
     if unexpected:
         lines += [f"### Unexpected skips ({len(unexpected)})", "", _OPEN.format(n=len(unexpected)), ""]
         lines += ["| Test | Skip reason | Must run because |", "|---|---|---|"]
@@ -113,13 +104,13 @@ def render_markdown(report: Report) -> str:
         if len(unexpected) > ROW_LIMIT:
             lines.append(f"| … and {len(unexpected) - ROW_LIMIT} more (see the JSON report) | | |")
         lines += ["", "</details>", ""]
-    others = [f for f in report.findings if f.kind is not FindingKind.UNEXPECTED_SKIP]
+    others = [f for f in report.findings if f.kind != FindingKind.UNEXPECTED_SKIP]
     if others:
         lines += [f"### Other findings ({len(others)})", "", _OPEN.format(n=len(others)), ""]
         lines += ["| Severity | Kind | Subject | Detail |", "|---|---|---|---|"]
         for f in others[:ROW_LIMIT]:
             sev = "**error**" if f.severity is Severity.ERROR else "warning"
-            lines.append(f"| {sev} | {f.kind.value} | {md_code(f.subject)} | {md_text(f.message)} |")
+            lines.append(f"| {sev} | {f.kind} | {md_code(f.subject)} | {md_text(f.message)} |")
         if len(others) > ROW_LIMIT:
             lines.append(f"| … | | {len(others) - ROW_LIMIT} more (see the JSON report) | |")
         lines += ["", "</details>", ""]
@@ -200,7 +191,7 @@ def _skipped(message: str) -> str:
     return f'<skipped type="pytest.skip" message={quoteattr(message[:_MESSAGE_LIMIT])} />'
 
 
-def _cell_body(cell: CellResult, finding: StoredFinding | None) -> tuple[str, str | None]:
+def _cell_body(cell: CellResult, finding: Finding | None) -> tuple[str, str | None]:
     status = cell.status
     if status is CellStatus.SKIPPED_UNEXPECTED:
         text = f"unexpected skip: {cell.skip_reason or 'no reason given'} ({cell.reason})"
@@ -216,9 +207,9 @@ def _cell_body(cell: CellResult, finding: StoredFinding | None) -> tuple[str, st
     return "", None
 
 
-def _outside_body(result: OutsideResult, finding: StoredFinding | None) -> tuple[str, str | None]:
+def _outside_body(result: OutsideResult, finding: Finding | None) -> tuple[str, str | None]:
     if finding is not None:
-        return _outcome("failure", finding.kind.value, finding.message), "failures"
+        return _outcome("failure", finding.kind, finding.message), "failures"
     if result.status in ("skipped", "xfailed"):
         return _skipped(result.skip_reason or result.status), "skipped"
     tag = _OUTSIDE_FAILING.get(result.status)
@@ -227,9 +218,9 @@ def _outside_body(result: OutsideResult, finding: StoredFinding | None) -> tuple
     return "", None
 
 
-def _allowlist_body(finding: StoredFinding) -> tuple[str, str | None]:
+def _allowlist_body(finding: Finding) -> tuple[str, str | None]:
     if finding.severity is Severity.ERROR:
-        return _outcome("failure", finding.kind.value, finding.message), "failures"
+        return _outcome("failure", finding.kind, finding.message), "failures"
     return f"<system-out>{escape('warning: ' + finding.message)}</system-out>", None
 
 

@@ -25,12 +25,13 @@ from matrix.audit.items import CellChooser, CellIdIndex, CellParameters, expand_
 from matrix.audit.pytest_options import ENGAGING, Role, role_of, worker_count
 from matrix.core.detect import DETECT_ENV
 from matrix.core.errors import SelectorError, UsageError
+from matrix.core.finding import Finding
 from matrix.core.loader import read_toml_file
 from matrix.core.machine import MachineFacts
 from matrix.core.model import Cell, SkipPolicy
 from matrix.core.options import CliOverrides, Loaded, Options, load, resolve_options, warn_deprecated
 from matrix.core.planning import Plan, plan_for
-from matrix.core.report import Report, RunnerInfo, StoredFinding
+from matrix.core.report import Report, RunnerInfo
 from matrix.core.textfiles import read_text
 
 
@@ -275,7 +276,7 @@ class AuditSession:
         plan = self.ensure_plan()
         cells, outside = self.accounts.results(plan.expectations, self.started, collected=self.collected_ids)
         policy = plan.runner.skip_policy
-        allow_findings: tuple[StoredFinding, ...] = ()
+        allow_findings: tuple[Finding, ...] = ()
         if policy is SkipPolicy.STRICT:
             verdict = judge(outside, self.allow, today)
             outside, allow_findings = verdict.outside, verdict.findings

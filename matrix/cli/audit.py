@@ -11,10 +11,10 @@ from matrix.audit.findings import recheck
 from matrix.audit.timeline import Scaling, render_scaling, render_timeline, timeline
 from matrix.cli.options import add_deprecated_path, add_output_options
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
-from matrix.core.finding import Severity
+from matrix.core.finding import Finding, Severity
 from matrix.core.options import Options
 from matrix.core.output import text_lines
-from matrix.core.report import Report, StoredFinding, read_report
+from matrix.core.report import Report, read_report
 
 AUDIT_SCHEMA = "specmatrix.audit/1"
 
@@ -40,11 +40,11 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_timeline)
 
 
-def _key(f: StoredFinding) -> tuple[str, str]:
-    return (f.kind.value, f.subject)
+def _key(f: Finding) -> tuple[str, str]:
+    return (f.kind, f.subject)
 
 
-def _summary(path: Path, report: Report, findings: tuple[StoredFinding, ...]) -> dict[str, Any]:
+def _summary(path: Path, report: Report, findings: tuple[Finding, ...]) -> dict[str, Any]:
     return {
         "path": str(path),
         "runner": report.runner.name,
@@ -53,7 +53,7 @@ def _summary(path: Path, report: Report, findings: tuple[StoredFinding, ...]) ->
         "counts": report.counts,
         "consistent": sorted(map(_key, findings)) == sorted(map(_key, report.findings)),
         "findings": [
-            {"kind": f.kind.value, "severity": f.severity.value, "subject": f.subject, "message": f.message} for f in findings
+            {"kind": f.kind, "severity": f.severity.value, "subject": f.subject, "message": f.message} for f in findings
         ],
     }
 

@@ -230,7 +230,7 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
         print(files["coverage.json"].decode().rstrip("\n"))
         return EXIT_FINDINGS if result.errors else EXIT_OK
     for finding in result.errors:
-        print(text_line(f"{finding.kind.value}: {finding.message}"))
+        print(text_line(f"{finding.kind}: {finding.message}"))
     print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")
     return EXIT_FINDINGS if result.errors else EXIT_OK
 

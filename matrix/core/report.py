@@ -83,18 +83,10 @@ class OutsideResult:
     worker: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class StoredFinding:
-    """A skip-audit or coverage finding as the report stores it; `finding()` is the record writers read."""
-
-    kind: FindingKind
-    severity: Severity
-    subject: str  # nodeid, cell id, allowlist entry or file
-    message: str
-
-    def finding(self) -> Finding:
-        tool = Tool.COVERAGE if self.kind in COVERAGE_KINDS else Tool.AUDIT
-        return Finding(tool=tool, kind=self.kind.value, severity=self.severity, subject=self.subject, message=self.message)
+def audit_finding(*, kind: FindingKind, severity: Severity, subject: str, message: str) -> Finding:
+    """A skip-audit or coverage finding as the report stores it (kind, severity, subject, message)."""
+    tool = Tool.COVERAGE if kind in COVERAGE_KINDS else Tool.AUDIT
+    return Finding(tool=tool, kind=kind.value, severity=severity, subject=subject, message=message)
 
 
 # The kinds only the coverage merge produces; the rest come from the skip audit (matrix/core/kinds.py).
@@ -119,7 +111,7 @@ class Report:
     created: str
     cells: tuple[CellResult, ...]
     outside: tuple[OutsideResult, ...] = ()
-    findings: tuple[StoredFinding, ...] = ()
+    findings: tuple[Finding, ...] = ()
     shard: str | None = None
     selectors: tuple[str, ...] = ()
     wall_seconds: float | None = None
@@ -135,7 +127,7 @@ class Report:
         return len(self.cells)
 
     @property
-    def errors(self) -> tuple[StoredFinding, ...]:
+    def errors(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.ERROR)
 
 
@@ -144,7 +136,10 @@ def to_json(report: Report) -> dict[str, Any]:
     doc = asdict(replace(report, cells=(), outside=(), findings=()))
     doc["cells"] = [dict(vars(c)) for c in report.cells]
     doc["outside"] = [dict(vars(o)) for o in report.outside]
-    doc["findings"] = [dict(vars(f)) for f in report.findings]
+    # The stored fields only (schema specmatrix.report/1): the rest of a `Finding` follows from its kind.
+    doc["findings"] = [
+        {"kind": f.kind, "severity": f.severity.value, "subject": f.subject, "message": f.message} for f in report.findings
+    ]
     doc["schema"] = SCHEMA
     doc["counts"] = report.counts
     doc["planned"] = report.planned
@@ -291,7 +286,7 @@ def from_json(doc: Any, where: str) -> Report:
     findings = []
     for f, fw in _objects(_list_field(doc, "findings", where), f"{where}: findings"):
         findings.append(
-            StoredFinding(
+            audit_finding(
                 kind=_enum(FindingKind, _need(f, "kind", str, fw), f"{fw}: kind"),
                 severity=_enum(Severity, _need(f, "severity", str, fw), f"{fw}: severity"),
                 subject=_need(f, "subject", str, fw),

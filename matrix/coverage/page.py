@@ -123,7 +123,7 @@ def merge_rows(result: CoverageResult) -> list[FindingRow]:
     return [
         FindingRow(
             origin=InputKind.RUN_REPORT,
-            kind=f.kind.value,
+            kind=f.kind,
             severity=RowSeverity.ERROR if f.severity is Severity.ERROR else RowSeverity.WARNING,
             path="",
             line=None,

@@ -59,8 +59,7 @@ def coverage_document(result: CoverageResult) -> dict[str, Any]:
         ],
         "totals": totals(result),
         "findings": [
-            {"kind": f.kind.value, "severity": f.severity.value, "subject": f.subject, "message": f.message}
-            for f in result.findings
+            {"kind": f.kind, "severity": f.severity.value, "subject": f.subject, "message": f.message} for f in result.findings
         ],
         "buckets": [
             {
@@ -105,7 +104,7 @@ def coverage_markdown(result: CoverageResult, *, heatmap: str | None = None) -> 
     lines.append(f"{verdict} over {len(result.sources)} report(s); runners counted: {runners}.")
     lines.append("")
     if errors:
-        lines += [f"- <code>{f.kind.value}</code> {md_text(f.message)}" for f in errors] + [""]
+        lines += [f"- <code>{f.kind}</code> {md_text(f.message)}" for f in errors] + [""]
     tot = totals(result)
     lines += ["| " + " | ".join(_SHORT[c] for c in _COLUMNS) + " |", "|" + "---:|" * len(_COLUMNS)]
     lines += ["| " + " | ".join(str(tot[c.value]) for c in _COLUMNS) + " |", ""]

@@ -61,7 +61,7 @@ def test_json_report_round_trips_and_rechecks_to_the_same_findings(finished_run:
     report = read_report(finished_run / "out/report.json")
     assert json.loads(json.dumps(to_json(report))) == doc
     assert recheck(report) == report.findings
-    assert [f.kind.value for f in report.findings] == ["unexpected-skip", "unallowed-skip"]
+    assert [f.kind for f in report.findings] == ["unexpected-skip", "unallowed-skip"]
     assert (report.shard, report.runner.skip_policy, report.detection_overridden) == ("3/8", "strict", True)
     assert doc["extra"]["xdist_workers"] == 2
 
