@@ -38,7 +38,7 @@ kind = "hardware"
 when = { backend = { in = ["beta"] } }
 require = { sm = { in = [90] } }
 reason = "beta kernels are built for Hopper only"
-source = "tests/plugin"
+source = "tests/audit"
 """
 
 ALPHA = ("alpha-s1", "alpha-s2")

@@ -82,7 +82,7 @@ def test_the_old_trtllm_mha_guard_fails_on_b200(
     monkeypatch.setenv("SPECMATRIX_DETECT", B200)
     write(pytester, "test_trtllm_mha.py", TEST_TRTLLM_MHA.format(guard=guard))
     # Two workers show the skip crossing from a worker to the controller as well as four would (the pinning of
-    # one GPU per worker is tests/plugin/test_plugin_gpus.py's subject), at half the nested interpreters.
+    # one GPU per worker is tests/audit/test_plugin_gpus.py's subject), at half the nested interpreters.
     extra = ("-n", "2") if xdist else ()
     result = pytester.runpytest(*STRICT, *extra, "--matrix-report", "out/report.json")
     doc = report_of(pytester)

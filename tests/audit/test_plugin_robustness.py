@@ -228,7 +228,7 @@ def test_an_unparsable_detected_version_is_an_error_not_expected_skips(
     matrix.write_text(
         matrix.read_text(encoding="utf-8")
         + '\n[[rule]]\nid = "new-sglang"\nkind = "library"\nwhen = { backend = { in = ["alpha"] } }\n'
-        'versions = { sglang = ">=0.5.23" }\nreason = "fixed in 0.5.23"\nsource = "tests/plugin"\n',
+        'versions = { sglang = ">=0.5.23" }\nreason = "fixed in 0.5.23"\nsource = "tests/audit"\n',
         encoding="utf-8",
     )
     write(pytester, "test_skips.py", ALWAYS_SKIPS)
