@@ -36,8 +36,7 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="a declared schedule TOML for what the workflows cannot say, shown in its own section; repeatable "
-        "(default: none)",
+        help="a declared schedule TOML for what the workflows cannot say, shown in its own section; repeatable (default: none)",
     )
     p.set_defaults(func=cmd_schedule)
 

@@ -105,7 +105,7 @@ def selection(entry: ScheduleEntry) -> PytestSelection:
 
 
 def test_a_job_that_runs_pytest_itself(tmp_path: Path) -> None:
-    first, second = by_job(read(repo(tmp_path)), "direct")
+    first, _ = by_job(read(repo(tmp_path)), "direct")
     chosen = selection(first)
     assert chosen.paths == ("tests/unit",)
     assert chosen.ignore == ("tests/unit/slow",)
