@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from matrix.cli.options import add_output_options
 from matrix.core.errors import ConfigError
-from matrix.core.loader import load_runners
-from matrix.core.options import Options
+from matrix.core.options import Options, load_runner_profiles
+from matrix.core.output import text_lines
 from matrix.schedule.load import all_readers, find_workflows, load_declared, load_schedule
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, SuiteSelection
 
@@ -29,7 +30,7 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("path", type=Path, nargs="?", default=Path("."), help="repository root or a folder inside it (default: .)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    add_output_options(p, ("text", "json"))
     p.add_argument(
         "--schedule-file",
         type=Path,
@@ -45,14 +46,15 @@ def cmd_schedule(args: argparse.Namespace, options: Options) -> int:
     root = find_workflows(args.path) if args.path.exists() else None
     if root is None:
         raise ConfigError(f"{args.path}: no .github/workflows folder at or above it")
-    runners = load_runners(options.runner_files, options.replace_runners)
+    runners = load_runner_profiles(options)
     # Every reader, and the scripts steps run, so pytest entries show beside sglang's run_suite.py ones.
     schedule = load_schedule(root, runners, all_readers(), follow_scripts=True)
     declared = [(str(path), load_declared(path, root, runners, all_readers())[0]) for path in args.schedule_file]
     if args.format == "json":
         print(to_json(schedule, declared))
     else:
-        print(to_text(schedule, root, declared))
+        # Job names, labels and commands come from the repository's CI files: text is escaped like every audit's.
+        print(text_lines(to_text(schedule, root, declared).split("\n")))
     return 0
 
 
