@@ -37,7 +37,7 @@ from matrix.schedule.model import (
     UnreadableCommand,
     UnreadJob,
 )
-from matrix.schedule.pytest_command import ScriptLoader, called_scripts, read_script
+from matrix.schedule.pytest_command import ScriptLoader, ScriptResult, called_scripts, read_script
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
 from matrix.schedule.shell import commands
 from matrix.schedule.yamldoc import load_yaml
@@ -282,6 +282,7 @@ class _Walker:
         self._walked: dict[str, tuple[list[ScheduleEntry], list[UnreadJob], list[UnknownLabel]]] = {}
         self._lines: dict[tuple[str, str, int], int] = {}
         self._stack: list[str] = []
+        self._script_results: dict[tuple[str, str, tuple[tuple[str, str], ...], Origin], ScriptResult] = {}
         self._notes_now = _Notes()
         # Every reader names the text its commands hold: lines without any are not split.
         found = [getattr(r, "keywords", None) for r in self.readers]
@@ -649,7 +650,10 @@ class _Walker:
             if path is None:
                 self.unread.append(UnreadJob(origin=context.origin, reason=_shown(why, unknown)))
                 continue
-            result = read_script(path, self.scripts, self.readers, context)
+            key = (path, context.working_dir, tuple(sorted(context.env.items())), context.origin)
+            if key not in self._script_results:  # the same step in every matrix job reads the same script
+                self._script_results[key] = read_script(path, self.scripts, self.readers, context)
+            result = self._script_results[key]
             found.extend(result.selections)
             self.unread.extend(UnreadJob(origin=where, reason=_shown(reason, unknown)) for where, reason in result.unread)
         return found

@@ -8,6 +8,7 @@ into further scripts up to a fixed depth.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import shlex
@@ -246,6 +247,13 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
 
 def commands_of(line: str) -> list[list[str]] | None:
     """The simple commands of one line, split at list operators; None when the line does not tokenise."""
+    found = _split_line(line)
+    return None if found is None else [list(c) for c in found]
+
+
+@functools.lru_cache(maxsize=8192)
+def _split_line(line: str) -> tuple[tuple[str, ...], ...] | None:
+    # The same script is read once per job that calls it: its lines are split once.
     try:
         lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
         lexer.whitespace_split = True
@@ -259,7 +267,7 @@ def commands_of(line: str) -> list[list[str]] | None:
             out.append([])
         else:
             out[-1].append(word)
-    return [c for c in out if c]
+    return tuple(tuple(c) for c in out if c)
 
 
 ScriptLoader = Callable[[str], str | None]
@@ -292,6 +300,11 @@ def top_level(lines: Sequence[tuple[int, str]]) -> tuple[list[tuple[int, str]], 
     return out, functions
 
 
+@functools.lru_cache(maxsize=256)
+def _script_lines(text: str) -> tuple[list[tuple[int, str]], list[tuple[str, int]]]:
+    return top_level(logical_lines(text))
+
+
 def read_script(
     path: str,
     load: ScriptLoader,
@@ -311,12 +324,15 @@ def read_script(
     selections: list[tuple[Selection, Origin]] = []
     unread: list[tuple[Origin, str]] = []
     env = dict(context.env)
-    lines, functions = top_level(logical_lines(text))
+    lines, functions = _script_lines(text)
     unread.extend(
         (replace(here, line=line), f"pytest inside the shell function {name}() is not followed; declare what it runs")
         for name, line in functions
     )
+    wanted = _keywords(readers)
     for number, written in lines:
+        if wanted is not None and not any(k in written for k in wanted) and not _SETS.match(written):
+            continue  # no reader's text, no script call, no assignment: nothing to read on this line
         origin = replace(here, line=number)
         line = own_folder(written, path)
         commands = commands_of(line)
@@ -339,6 +355,17 @@ def read_script(
                 selections.extend(inner.selections)
                 unread.extend(inner.unread)
     return ScriptResult(selections=tuple(selections), unread=tuple(unread))
+
+
+_SETS = re.compile(r"^(export\s+)?[A-Za-z_][A-Za-z0-9_]*=|^:\s+\$\{")
+
+
+def _keywords(readers: Sequence[CommandReader]) -> tuple[str, ...] | None:
+    """The text a line must hold for a reader (or a script call) to find something; None: every line."""
+    found = [getattr(r, "keywords", None) for r in readers]
+    if any(k is None for k in found):
+        return None
+    return (*(k for ks in found if ks for k in ks), ".sh")
 
 
 def _note_assignment(words: Sequence[str], env: dict[str, str]) -> None:

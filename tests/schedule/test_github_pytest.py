@@ -227,3 +227,11 @@ def test_schedule_shows_pytest_and_declared_entries(tmp_path: Path, capsys: pyte
     doc = json.loads(capsys.readouterr().out)
     assert doc["declared"][0]["entries"][0]["selection"]["markexpr"] == "slow"
     assert any(e["selection"]["ignore"] == ["tests/unit/slow"] for e in doc["entries"])
+
+
+def test_a_script_that_calls_itself_stops_at_the_depth_bound(tmp_path: Path) -> None:
+    looping = {"scripts/gpu_part.sh": "pytest tests/kernels/test_one.py\nbash scripts/gpu_part.sh\n"}
+    schedule = read(repo(tmp_path, scripts=looping))
+    reasons = [u.reason for u in schedule.unread if u.origin.job == "scripted"]
+    assert reasons == ["scripts nested deeper than 4"]
+    assert {selection(e).paths for e in by_job(schedule, "scripted")} == {("tests/kernels/test_one.py",)}
