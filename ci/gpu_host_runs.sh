@@ -63,7 +63,7 @@ case "$MODE" in
     step warm1n 90 CUDA_VISIBLE_DEVICES=0 $G "$NOCPU" --matrix-report "$R/warm1n.json" ;;
   checks)
     caches x2
-    step mutation 60 SPECMATRIX_GPU_MUTATION=unexpanded-max-bs $G --matrix-select 'draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/mutation.json"
+    step mutation 60 SPECMATRIX_GPU_SIZING_PLANT=unexpanded-max-bs $G --matrix-select 'draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/mutation.json"
     step plant 60 SPECMATRIX_GPU_PLANT=illegal-address $G --matrix-select 'draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/plant.json" ;;
   smoke)
     rm -rf /tmp/jit-x2; caches x2
@@ -79,7 +79,7 @@ case "$MODE" in
       "${MUTATION_CELLS[@]}"
     cp -r gpu-mutations "$R/" 2>/dev/null
     step warm2 75 $G --matrix-report "$R/warm2.json"
-    step nocontract 25 python3 -m matrix.gpu.cellrun draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph --level sglang --mutation unexpanded-max-bs --no-contract ;;
+    step nocontract 25 python3 -m matrix.gpu.cellrun draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph --level sglang --sizing-plant unexpanded-max-bs --no-contract ;;
   verify-probe)  # sglang's target verify against the kit's reference, per request, over a grid (own caches)
     rm -rf /tmp/jit-probe; caches probe
     step probe 170 python3 ci/probe_target_verify.py --out "$R/probe.json" ;;

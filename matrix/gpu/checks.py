@@ -144,10 +144,10 @@ def check_kernel(
     plant: str | None = None,
 ) -> CheckReport:
     """flashinfer trtllm_batch_decode_with_kv_cache on the expanded rows, eager and graph."""
-    from matrix.gpu.kernels import KERNEL_DRAFT_BUFFERS, FlashinferTrtllmDecode, KernelDraftGraph
+    from matrix.gpu.kernels import KERNEL_DRAFT_BUFFERS, FlashinferTrtllmDecode, KernelDraftGraph, device_impl
 
     cell = begin("kernel", case, device=device, plant=plant)
-    kernel = FlashinferTrtllmDecode(cell.paged, max_rows=case.max_bs * case.topk)
+    kernel = FlashinferTrtllmDecode(cell.paged, max_rows=case.max_bs * case.topk, family=device_impl(case.backend, device))
     cell.ready()
 
     def eager(sub: DraftRows, bs: int) -> Any:
@@ -268,7 +268,7 @@ def check_target(
     """Chain target verify: flashinfer's trtllm decode with q_len_per_req = num_draft_tokens, eager and graph."""
     import torch
 
-    from matrix.gpu.kernels import FlashinferTrtllmDecode
+    from matrix.gpu.kernels import FlashinferTrtllmDecode, device_impl
     from matrix.gpu.verify import VerifyRows, causal_spec_mask, kernel_needs_mask, verify_rows
 
     del graph_rows  # topk is 1 here: the expanded and unexpanded row counts agree
@@ -278,7 +278,7 @@ def check_target(
     paged = cell.paged
     rows = verify_rows(paged)
     q_len = case.q_len
-    kernel = FlashinferTrtllmDecode(paged, max_rows=case.max_bs * q_len)
+    kernel = FlashinferTrtllmDecode(paged, max_rows=case.max_bs * q_len, family=device_impl(case.backend, device))
     mask = causal_spec_mask(case.max_bs, q_len, device) if q_len > 1 and kernel_needs_mask(device) else None
     cell.ready()
     report = cell.report

@@ -97,24 +97,45 @@ def published(fields: Mapping[str, object]) -> Iterator[Any]:
         override.restore()
 
 
-def draft_backend_verdict(fields: Mapping[str, object], topk: int) -> SglangVerdict:
-    """FrozenKVMTPDraftWorker._init_draft_attn_backend's decision; the backend constructors (GPU) are not run."""
+# What the CPU stand-in of the draft worker carries for `_init_draft_attn_backend`: the backend builders answer the
+# name of the backend they build (their constructors need a GPU). The drift check compares it with what the
+# installed sglang's method reads (matrix/sglang_check/drift.py).
+DECISION_WORKER_ATTRIBUTES = (
+    "topk",
+    "draft_model_runner",
+    "_resolve_draft_backend_type",
+    "_init_triton_draft_attn_backend",
+    "_init_trtllm_mha_draft_attn_backend",
+)
+
+
+def decision_worker(topk: int, runner_backend: str) -> SimpleNamespace:
+    """A FrozenKVMTPDraftWorker stand-in for `_init_draft_attn_backend` on CPU: every builder returns its backend name."""
     from sglang.srt.speculative.frozen_kv_mtp_worker_v2 import FrozenKVMTPDraftWorker
 
-    stage = "FrozenKVMTPDraftWorker._init_draft_attn_backend"
     worker = SimpleNamespace(
         topk=topk,
-        draft_model_runner=SimpleNamespace(attn_backend="draft model runner's own backend"),
+        draft_model_runner=SimpleNamespace(attn_backend=runner_backend),
         _init_triton_draft_attn_backend=lambda: "triton",
         _init_trtllm_mha_draft_attn_backend=lambda: "trtllm_mha",
     )
     worker._resolve_draft_backend_type = partial(FrozenKVMTPDraftWorker._resolve_draft_backend_type, worker)
+    return worker
+
+
+def draft_backend_verdict(fields: Mapping[str, object], topk: int) -> SglangVerdict:
+    """FrozenKVMTPDraftWorker._init_draft_attn_backend's decision and the backend it built (by name: the backend
+    constructors need a GPU; topk 1 reuses the draft runner's own backend, the configured attention backend)."""
+    from sglang.srt.speculative.frozen_kv_mtp_worker_v2 import FrozenKVMTPDraftWorker
+
+    stage = "FrozenKVMTPDraftWorker._init_draft_attn_backend"
+    worker = decision_worker(topk, str(fields.get("attention_backend")))
     with published(fields):
         try:
             chosen = FrozenKVMTPDraftWorker._init_draft_attn_backend(worker)
         except ValueError as exc:
             return SglangVerdict(accepted=False, stage=stage, message=str(exc))
-    return SglangVerdict(accepted=True, stage=stage, message=f"uses {chosen}")
+    return SglangVerdict(accepted=True, stage=stage, message=f"uses {chosen}", backend=str(chosen))
 
 
 def resolved_draft_backend(fields: Mapping[str, str | None]) -> str | None:
