@@ -12,6 +12,7 @@
 #   bash ci/gpu_host_runs.sh one-shared    # GPU 0 shared by four workers: cold run, then the warm re-run
 #   bash ci/gpu_host_runs.sh mutations-shared  # baseline and every sglang mutation, four workers on GPU 0
 #   bash ci/gpu_host_runs.sh isolate       # one cell of each level, each in its own child process (after one-shared)
+#   bash ci/gpu_host_runs.sh cold-mutations  # GPU 0 shared by four workers: the matrix cold, then the mutation table
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -92,11 +93,17 @@ case "$MODE" in
     step mutations 330 CUDA_VISIBLE_DEVICES=0 python3 -m nox -s gpu-mutations --force-venv-backend none -- --matrix-workers-per-gpu 4 \
       "${MUTATION_CELLS[@]}"
     cp -r gpu-mutations "$R/" 2>/dev/null ;;
+  cold-mutations)  # one GPU, four workers: the whole matrix over empty JIT caches, then baseline and every mutation
+    rm -rf /tmp/jit-one; caches one
+    step cold1s 290 CUDA_VISIBLE_DEVICES=0 $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold1s.json"
+    step mutations 330 CUDA_VISIBLE_DEVICES=0 python3 -m nox -s gpu-mutations --force-venv-backend none -- --matrix-workers-per-gpu 4 \
+      "${MUTATION_CELLS[@]}"
+    cp -r gpu-mutations "$R/" 2>/dev/null ;;
   isolate)  # every level's cell in its own child process on the GPU (SPECMATRIX_GPU_ISOLATE=1), over one's caches
     caches one
     ONE_OF_EACH="--matrix-select=draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-dt4-gqa4-bf16-graph"
     step isolate 150 CUDA_VISIBLE_DEVICES=0 SPECMATRIX_GPU_ISOLATE=1 $G -n 1 "$ONE_OF_EACH" --matrix-report "$R/isolate.json" ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate)"; exit 2 ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"
