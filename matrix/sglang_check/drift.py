@@ -52,15 +52,22 @@ def resolve(ref: str) -> Any:
     return obj
 
 
-def _function_node(func: Callable[..., Any]) -> ast.FunctionDef | ast.AsyncFunctionDef:
-    tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+Upstream = Callable[..., Any] | str  # a function, or its source text (a planted change of it, in tests)
+
+
+def upstream_source(func: Callable[..., Any]) -> str:
+    return textwrap.dedent(inspect.getsource(func))
+
+
+def _function_node(func: Upstream) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    tree = ast.parse(func if isinstance(func, str) else upstream_source(func))
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         raise TypeError(f"{func!r} is not a function")
     return node
 
 
-def attribute_reads(func: Callable[..., Any], parameter: str | None = None) -> frozenset[str]:
+def attribute_reads(func: Upstream, parameter: str | None = None) -> frozenset[str]:
     """Attributes `func` reads from its first parameter (or `parameter`), less those it assigns itself."""
     node = _function_node(func)
     args = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
@@ -79,7 +86,7 @@ def accepted_keywords(obj: Any) -> frozenset[str]:
     return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
-def call_arguments(func: Callable[..., Any], call: str) -> list[tuple[str, ...]]:
+def call_arguments(func: Upstream, call: str) -> list[tuple[str, ...]]:
     """The argument expressions (ast.unparse) of every call of `call` (a name or attribute) in `func`."""
     found = []
     for sub in ast.walk(_function_node(func)):

@@ -186,6 +186,11 @@ class _SizingProbe:
         raise _SizedBackend
 
 
+def sizing_worker(model_runner: Any, backend: Any, hidden_size: int) -> SimpleNamespace:
+    """The worker FrozenKVMTPCudaGraphRunner.__init__ is handed: only what it reads of its worker."""
+    return SimpleNamespace(draft_model_runner=model_runner, draft_attn_backend=backend, _recurrent_hidden_size=hidden_size)
+
+
 def frozen_runner_sizing(
     backend: Any, *, topk: int, capture_bs: list[int], hidden_size: int = 64
 ) -> tuple[int, list[tuple[int, int]]]:
@@ -211,7 +216,7 @@ def frozen_runner_sizing(
             req_to_token_pool=SimpleNamespace(size=max(capture_bs)),
             server_args=server_args,
         )
-        worker = SimpleNamespace(draft_model_runner=model_runner, draft_attn_backend=probe, _recurrent_hidden_size=hidden_size)
+        worker = sizing_worker(model_runner, probe, hidden_size)
         runner = FrozenKVMTPCudaGraphRunner.__new__(FrozenKVMTPCudaGraphRunner)
         with suppress(_SizedBackend):
             runner.__init__(worker)
