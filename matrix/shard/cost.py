@@ -55,9 +55,7 @@ def config_key(matrix: Matrix, cell: Cell, impl: str | None) -> str:
     backend = str(cell.get("backend"))
     if backend not in matrix.cost.backends:
         raise ConfigError(f"{matrix.source_path}: [cost.backend.{backend}] is missing; the shard planner needs it")
-    config = kernel_config(matrix, cell, impl)
-    parts = [f"{axis}={value}" for axis, value in config.values]
-    return f"{config.backend}/{config.impl}" + ("/" + ",".join(parts) if parts else "")
+    return kernel_config(matrix, cell, impl).key
 
 
 def workload_for(

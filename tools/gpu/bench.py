@@ -20,7 +20,7 @@ from typing import Any
 
 from matrix.core.atomic import save_figure, write_text_atomic
 from matrix.core.selectors import select
-from matrix.gpu.benchtable import BenchRow, markdown_table, plot_series, ratio_groups, ratios, row_from_dict
+from tools.gpu.benchtable import BenchRow, markdown_table, plot_series, ratio_groups, ratios, row_from_dict
 from matrix.gpu.cases import DraftCase, draft_case
 
 # Long enough that the kernels, not launch overhead, dominate (kept on page boundaries).
