@@ -78,7 +78,13 @@ STAND_INS: tuple[StandIn, ...] = (
         name="matrix/sglang_check/edge.py:trtllm_mha_without_init",
         upstream="sglang.srt.layers.attention.trtllm_mha_backend:TRTLLMHAAttnBackend.init_cuda_graph_state",
         shape=Shape.READS,
-        expected=("device", "expand_encoder_only_verify", "max_num_pages", "speculative_num_draft_tokens", "use_sliding_window_kv_pool"),
+        expected=(
+            "device",
+            "expand_encoder_only_verify",
+            "max_num_pages",
+            "speculative_num_draft_tokens",
+            "use_sliding_window_kv_pool",
+        ),
         untaken=("_alloc_swa_page_table",),
         why="TRTLLMHAAttnBackend.__init__ needs CUDA; the sizing method runs on a backend carrying what it reads "
         "(the sliding-window path is not taken: no SWA pool)",

@@ -111,7 +111,9 @@ def shape_drift(stand_in: StandIn, upstream: Any) -> list[str]:
         actual = accepted_keywords(upstream)
         problems = [f"{head}, which no longer accepts {k!r}" for k in sorted(set(stand_in.expected) - actual)]
         if stand_in.exact:
-            problems += [f"{head}, which now accepts {k!r}: the replacement does not" for k in sorted(actual - set(stand_in.expected))]
+            problems += [
+                f"{head}, which now accepts {k!r}: the replacement does not" for k in sorted(actual - set(stand_in.expected))
+            ]
         return problems
     calls = call_arguments(upstream, stand_in.call or "")
     if calls != [stand_in.expected]:

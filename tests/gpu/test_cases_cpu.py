@@ -12,7 +12,6 @@ from matrix.core.expect import effective_versions, expectations
 from matrix.core.levels import LEVEL_CELLS, Level, uncovered
 from matrix.core.loader import load_matrix, load_runners
 from matrix.core.model import Cell, Matrix, Outcome
-from tools.gpu.benchtable import BenchRow, markdown_table, ratio_groups, ratios
 from matrix.gpu.cases import (
     CAPTURE_BS,
     branch_requests,
@@ -25,6 +24,7 @@ from matrix.gpu.cases import (
 )
 from matrix.gpu.grouping import config_key
 from matrix.gpu.sglang_verify import tree_parents, tree_visibility
+from tools.gpu.benchtable import BenchRow, markdown_table, ratio_groups, ratios
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ import pytest
 from matrix.core.loader import load_matrix
 from matrix.core.report import CellResult, CellStatus
 from matrix.core.selectors import Selector
-from tools.gpu.mutation_table import markdown, mutation_row
 from matrix.gpu.mutations import MUTATIONS, MutationError, SourceMutation, build_overlay, mutate_text, overlay_env
+from tools.gpu.mutation_table import markdown, mutation_row
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = SourceMutation(

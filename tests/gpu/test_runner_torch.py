@@ -112,6 +112,8 @@ def test_a_worker_that_builds_another_backend_is_caught(monkeypatch: pytest.Monk
 
     from matrix.sglang_check.identity import BackendMismatch
 
-    monkeypatch.setattr(FrozenKVMTPDraftWorker, "_init_triton_draft_attn_backend", lambda self: self.draft_model_runner.attn_backend)
+    monkeypatch.setattr(
+        FrozenKVMTPDraftWorker, "_init_triton_draft_attn_backend", lambda self: self.draft_model_runner.attn_backend
+    )
     with pytest.raises(BackendMismatch, match="draft backend: sglang built another backend: skip_prefill False, expected True"):
         check_runner(draft_case(load_matrix().cell(CELLS[1])), device="cpu")

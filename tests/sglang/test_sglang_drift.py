@@ -106,7 +106,10 @@ def _assigned(func: Any) -> set[str]:
     return {
         sub.attr
         for sub in ast.walk(node)
-        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and isinstance(sub.value, ast.Name) and sub.value.id == "self"
+        if isinstance(sub, ast.Attribute)
+        and isinstance(sub.ctx, ast.Store)
+        and isinstance(sub.value, ast.Name)
+        and sub.value.id == "self"
     }
 
 

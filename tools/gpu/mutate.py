@@ -23,8 +23,8 @@ from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, SpecmatrixError
 from matrix.core.loader import load_matrix
 from matrix.core.report import read_report
-from tools.gpu.mutation_table import MutationRow, markdown, mutation_row
 from matrix.gpu.mutations import MUTATIONS, SourceMutation, build_overlay, mutation_named, overlay_env
+from tools.gpu.mutation_table import MutationRow, markdown, mutation_row
 
 BASELINE = "none"
 
