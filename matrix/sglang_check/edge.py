@@ -245,10 +245,13 @@ def expanded_rows(seq_lens: list[int], topk: int) -> tuple[list[int], list[int]]
     return [int(i) for i in batch.req_pool_indices], [int(n) for n in batch.seq_lens]
 
 
-def target_verify_shapes(*, max_bs: int, num_draft_tokens: int, max_num_pages: int) -> dict[str, tuple[int, ...]]:
-    """TRTLLMHAAttnBackend's target-verify graph buffers, sized as the target's graph runner sizes them."""
+def target_verify_shapes(
+    *, max_bs: int, num_draft_tokens: int, max_num_pages: int, device: str = "cpu"
+) -> dict[str, tuple[int, ...]]:
+    """TRTLLMHAAttnBackend's target-verify graph buffers, sized as the target's graph runner sizes them
+    (DecodeCudaGraphRunner.__init__: init_cuda_graph_state(max_bs, max_num_token), max_bs * num_draft_tokens tokens)."""
     from matrix.sglang_check.buffers import tensor_shapes
 
-    backend = trtllm_mha_without_init(num_draft_tokens=num_draft_tokens, max_num_pages=max_num_pages)
+    backend = trtllm_mha_without_init(num_draft_tokens=num_draft_tokens, max_num_pages=max_num_pages, device=device)
     backend.init_cuda_graph_state(max_bs, max_bs * num_draft_tokens)
     return tensor_shapes(backend.target_verify_metadata)
