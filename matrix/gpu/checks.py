@@ -251,7 +251,8 @@ def check_target_contract(case: DraftCase, *, device: str) -> None:
     from matrix.sglang_check.buffers import TRTLLM_MHA_TARGET_VERIFY
     from matrix.sglang_check.edge import target_verify_shapes
 
-    shapes = target_verify_shapes(max_bs=case.max_bs, num_draft_tokens=case.q_len, max_num_pages=case.pages_per_seq + 1, device=device)
+    pages = case.pages_per_seq + 1
+    shapes = target_verify_shapes(max_bs=case.max_bs, num_draft_tokens=case.q_len, max_num_pages=pages, device=device)
     what = f"max_bs = {case.max_bs} verify requests of {case.q_len} tokens"
     check_contract(shapes, TRTLLM_MHA_TARGET_VERIFY, rows=case.max_bs, what=what)
 
