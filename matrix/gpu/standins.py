@@ -156,6 +156,14 @@ STAND_INS: tuple[StandIn, ...] = (
         why="the kit's EagleDraftRunnerSettings, as the fields its worker harness reads",
     ),
     StandIn(
+        name="matrix/gpu/sglang_runner.py:TinyDraftModel (the kit harness's model_forward)",
+        upstream=f"{KIT}.runner_modes.speculative_draft_runner:_FrozenKVMTPWorkerHarness",
+        shape=Shape.PARAMETERS,
+        exact=True,
+        expected=("fixture", "draft_attn_backend", "model_forward", "settings"),
+        why="the draft model: a tiny projection model over sglang's RadixAttention, not a real MTP head",
+    ),
+    StandIn(
         name="matrix/gpu/sglang_verify.py:tree_mask",
         upstream=f"{KIT}.runner_modes.speculative_target_verify_runner:_draft_tree_mask",
         shape=Shape.PARAMETERS,

@@ -1,5 +1,5 @@
-"""The target-verify identity check over stand-in fixtures (no torch, no sglang): the backend the kit ran must be one
-sglang's registry built for the cell's name, and prefill-capable."""
+"""The target-verify identity check over stand-in fixtures: the backend the kit ran must be one sglang's registry
+built for the cell's name, and prefill-capable; and docs/gpu.md names every stand-in (no torch, no sglang)."""
 
 from __future__ import annotations
 
@@ -46,3 +46,13 @@ def test_another_backend_is_a_mismatch(built: list[VerifyBackend], ran: VerifyBa
 def test_no_fixture_is_a_mismatch() -> None:
     with pytest.raises(BackendMismatch, match="the kit built no fixture"):
         check_target_identity(_case(), [], [], impl=None)
+
+
+def test_docs_list_every_stand_in() -> None:
+    from pathlib import Path
+
+    from matrix.gpu.standins import STAND_INS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "gpu.md").read_text(encoding="utf-8")
+    missing = [s.upstream for s in STAND_INS if s.upstream.partition(":")[2] not in text or s.name not in text]
+    assert missing == []
