@@ -156,8 +156,10 @@ class DormantHooks:
 
     def _mentions_matrix(self, nodeid: str) -> bool:
         try:
-            return MATRIX_FIXTURE in (self.config.rootpath / nodeid).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            from matrix.core.textfiles import MAX_TEXT_BYTES, decode_python, read_limited
+
+            return MATRIX_FIXTURE in decode_python(read_limited(self.config.rootpath / nodeid, MAX_TEXT_BYTES))
+        except (OSError, ValueError, SyntaxError):
             return False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

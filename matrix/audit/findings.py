@@ -20,6 +20,14 @@ def _cell_finding(cell: CellResult) -> Finding | None:
             subject=cell.nodeid,
             message=f"skipped ({skipped}) but the matrix says it must run ({cell.reason})",
         )
+    if cell.status is CellStatus.SKIPPED_EXPECTED and cell.expected != Outcome.SKIP.value:
+        # The status contradicts the recorded expectation (an edited or mis-merged report): a must-run cell skipped.
+        return Finding(
+            kind=FindingKind.UNEXPECTED_SKIP,
+            severity=Severity.ERROR,
+            subject=cell.nodeid,
+            message=f"recorded as an expected skip ({skipped}) but its expected outcome is {cell.expected!r}: it must run",
+        )
     if cell.status is CellStatus.CRASHED:
         return Finding(kind=FindingKind.CRASHED, severity=Severity.ERROR, subject=cell.nodeid, message=cell.message or "crashed")
     if cell.status is CellStatus.NOT_RUN:

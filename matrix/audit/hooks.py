@@ -17,6 +17,7 @@ from matrix.audit.timing import timings_from
 from matrix.audit.writers import append_step_summary, write_all
 from matrix.core.errors import SpecmatrixError
 from matrix.core.model import Cell
+from matrix.core.textfiles import MAX_TEXT_BYTES, decode_python, read_limited
 
 _PHASES = frozenset({"setup", "call", "teardown"})
 
@@ -79,8 +80,8 @@ class AuditHooks:
         planned = False
         if report.nodeid.endswith(".py"):
             try:
-                source = (self.config.rootpath / report.nodeid).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                source = decode_python(read_limited(self.config.rootpath / report.nodeid, MAX_TEXT_BYTES))
+            except (OSError, ValueError, SyntaxError):
                 source = ""
             try:
                 planned = self.audit.plan_uncollected_module(report.nodeid, source, skip_reason=reason, error=error)

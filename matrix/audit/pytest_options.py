@@ -97,11 +97,11 @@ def role_of(config: pytest.Config) -> Role:
 
 def _pyproject_mentions_us(start: Path) -> bool:
     """Whether the nearest pyproject.toml may hold [tool.specmatrix] (a text probe: parsing waits for engagement)."""
+    from matrix.core.textfiles import read_limited
+
     for folder in (start, *start.parents):
-        candidate = folder / "pyproject.toml"
         try:
-            with open(candidate, "rb") as handle:
-                return b"specmatrix" in handle.read(4 * 1024 * 1024)
+            return b"specmatrix" in read_limited(folder / "pyproject.toml", 4 * 1024 * 1024)
         except OSError:
             continue
     return False

@@ -6,7 +6,7 @@ import fnmatch
 import re
 from collections.abc import Callable, Sequence
 
-from matrix.core.errors import UsageError
+from matrix.core.errors import SelectorError, UsageError
 from matrix.core.model import Cell
 from matrix.core.selectors import Selector
 
@@ -70,6 +70,9 @@ class CellChooser:
                 Selector.parse(word).filter(self._cells)  # raises SelectorError with the nearest ids
         for pattern in selector.exclude:
             keep.difference_update(self._matching(pattern))
+        if not keep:
+            # Its includes match, its excludes remove them all: a selector that keeps nothing is a mistake, not an empty run.
+            raise SelectorError(f"selector {text!r} excludes every cell it includes")
         result = frozenset(keep)
         self._cache[text] = result
         return result
@@ -77,8 +80,11 @@ class CellChooser:
     def chosen_all(self, texts: Sequence[str]) -> frozenset[str]:
         """Ids kept by every selector in turn (none given: every cell)."""
         result = self._id_set
-        for text in texts:
+        for number, text in enumerate(texts):
             result = result & self.chosen(text)
+            if not result:
+                earlier = ", ".join(repr(t) for t in texts[:number])
+                raise SelectorError(f"selectors contradict: {text!r} keeps no cell that {earlier} keep(s)")
         return result
 
     def in_order(self, ids: frozenset[str]) -> tuple[Cell, ...]:

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from matrix.audit.junit import render_junit
 from matrix.audit.markdown import render_markdown
-from matrix.core.atomic import write_text_atomic
+from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import OutputError, UsageError
 from matrix.core.report import Report, in_progress_document, write_report
 
@@ -86,6 +86,5 @@ def append_step_summary(report: Report, env: Mapping[str, str]) -> Path | None:
         return None
     path = Path(target)
     # Appended, not replaced: GitHub owns this file and other steps' summaries share it.
-    with path.open("a", encoding="utf-8", errors="replace") as fh:
-        fh.write(render_markdown(report))
+    append_text(path, render_markdown(report))
     return path

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from matrix.core.atomic import ensure_dir, write_bytes_atomic, write_text_atomic
-from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from matrix.core.atomic import ensure_dir, refuse_input_targets, same_file, write_bytes_atomic, write_text_atomic
+from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError, UsageError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.jsonio import dumps_strict
 from matrix.core.machine import AUTO, find_runner
@@ -160,24 +160,40 @@ def cmd_shard(args: argparse.Namespace, options: Options) -> int:
     return EXIT_OK
 
 
-def _report_paths(paths: list[Path]) -> list[Path]:
-    out: list[Path] = []
+COVERAGE_OUTPUTS = ("coverage.json",)  # what `coverage` writes that a folder walk would take for a report
+
+
+def _report_paths(paths: list[Path], out: Path) -> list[Path]:
+    """Reports named or found under named folders; this command's own outputs in --out are never read back."""
+    own = [out / name for name in COVERAGE_OUTPUTS]
+    found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            out.extend(sorted(p for p in path.rglob("*.json") if p.is_file()))
+            found.extend(sorted(p for p in path.rglob("*.json") if p.is_file() and not any(same_file(p, o) for o in own)))
         else:
-            out.append(path)
-    return out
+            found.append(path)
+    refuse_input_targets((("--out", o) for o in own), found)
+    return found
+
+
+def _same_matrix(matrix_name: str, sources: list[ReportSource]) -> None:
+    for source in sources:
+        if source.report.matrix != matrix_name:
+            raise ReportError(
+                f"{source.label}: a report of matrix {source.report.matrix!r}, not {matrix_name!r}; merge reports of one "
+                "matrix (or pass its --matrix)"
+            )
 
 
 def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     loaded = load(options)
-    paths = _report_paths(args.reports)
+    paths = _report_paths(args.reports, args.out)
     expect_runners = [find_runner(loaded.runners, n.strip()) for n in args.expect_runners.split(",") if n.strip()]
     planned = read_plan(args.plan) if args.plan else None
     if not paths and not (planned or expect_runners or args.expect_shards):
         raise UsageError("no report given (and no --plan, --expect-shards or --expect-runners to judge their absence)")
     sources = [ReportSource(label=str(p), report=read_report(p)) for p in paths]
+    _same_matrix(loaded.matrix.name, sources)
     result = merge(
         loaded.matrix,
         loaded.runners,

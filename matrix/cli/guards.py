@@ -8,7 +8,7 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from matrix.core.atomic import write_text_atomic
+from matrix.core.atomic import refuse_input_targets, write_text_atomic
 from matrix.core.errors import UsageError
 from matrix.core.loader import load_runners
 from matrix.core.options import Options
@@ -20,7 +20,7 @@ from matrix.guards.model import GuardFinding, GuardReport, Severity
 from matrix.guards.render import to_json, to_markdown, to_text
 from matrix.guards.sarif import to_sarif
 from matrix.guards.suites import load_suite_map, read_suite_list
-from matrix.guards.tree import audit_tree, default_jobs
+from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
 from matrix.guards.workflows import load_schedule
 
 FORMATS = ("text", "json", "md", "github", "sarif")
@@ -148,6 +148,10 @@ def render(report: GuardReport, result: Gate, fmt: str) -> str:
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    outputs = (("--output", args.output), ("--write-baseline", args.write_baseline))
+    named = (args.baseline, args.suites, args.suite_map)
+    refuse_input_targets((("--output", args.output),), [*(p for p in (*named, args.write_baseline) if p is not None)])
+    refuse_input_targets(outputs, [*(p for p in named if p is not None), *tree_inputs(args.path, (t for _, t in outputs))])
     runners = load_runners(options.runner_files)
     baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
     report = audit_tree(

@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from matrix.audit.allowlist import parse_allowlist
-from matrix.core.atomic import write_text_atomic
+from matrix.core.atomic import refuse_input_targets, write_text_atomic
 from matrix.core.errors import UsageError
 from matrix.core.loader import load_runners, read_toml_file
 from matrix.core.machine import AUTO
 from matrix.core.options import Options
 from matrix.guards.baseline import Baseline, read_baseline
 from matrix.guards.suites import load_suite_map
+from matrix.guards.tree import check_root, tree_inputs
 from matrix.ledger.join import JoinSettings, join
 from matrix.ledger.pth import install_hook, uninstall_hook
 from matrix.ledger.records import BadLine, Process, read_ledger
@@ -81,8 +82,10 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         raise UsageError("ledger: give at least one LEDGER file (or --install-hook)")
     if args.root is None:
         raise UsageError("ledger: --root DIR is required (the folder whose registrations the ledgers are checked against)")
-    if not args.root.exists():
-        raise UsageError(f"ledger: --root {args.root}: no such file or directory")
+    check_root(args.root, "ledger: --root ")
+    inputs = [*args.ledgers, *(p for p in (args.baseline, args.allow, args.suite_map) if p is not None)]
+    outputs = (("--md", args.md), ("--json", args.json))
+    refuse_input_targets(outputs, [*inputs, *tree_inputs(args.root, (t for _, t in outputs))])
     runners = load_runners(options.runner_files)
     suite_map = load_suite_map(args.suite_map)
     settings = JoinSettings(

@@ -17,12 +17,22 @@ from matrix.cli import ci as cmd_ci
 from matrix.cli import core as cmd_core
 from matrix.cli import guards as cmd_guards
 from matrix.cli import ledger as cmd_ledger
+from matrix.cli import pytest_audit as cmd_pytest_audit
+from matrix.cli import report as cmd_report
 from matrix.cli.parsing import HelpFormatter, version_text
 from matrix.core.errors import EXIT_USAGE, SpecmatrixError, UsageError
 from matrix.core.options import CliOverrides, Options, resolve_options
 
 # Each command module has `register(subparsers)`; the parser's `func` runs it.
-COMMAND_MODULES: tuple[ModuleType, ...] = (cmd_core, cmd_ci, cmd_guards, cmd_audit, cmd_ledger)
+COMMAND_MODULES: tuple[ModuleType, ...] = (
+    cmd_core,
+    cmd_ci,
+    cmd_guards,
+    cmd_audit,
+    cmd_ledger,
+    cmd_report,
+    cmd_pytest_audit,
+)
 PROG = "specmatrix"
 
 

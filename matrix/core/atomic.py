@@ -12,24 +12,70 @@ import io
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import OutputError
 
+NEW_FILE_MODE = 0o644
 
-def _check_target(path: Path) -> None:
+
+def _check_target(path: Path) -> int:
+    """The permission bits the new file gets: those of the regular file it replaces, else NEW_FILE_MODE."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return
+        return NEW_FILE_MODE
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     if stat.S_ISLNK(st.st_mode):
         # Replacing a symlink swaps the link itself for a file, never writes through it.
-        return
+        return NEW_FILE_MODE
     if not stat.S_ISREG(st.st_mode):
         raise OutputError(f"{path}: not a regular file; refusing to replace it")
+    # A 0600 file stays 0600: replacing it must not widen who can read it.
+    return stat.S_IMODE(st.st_mode)
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (the same inode, or the same resolved path when either is missing)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def refuse_input_targets(outputs: Iterable[tuple[str, Path | None]], inputs: Iterable[Path]) -> None:
+    """An output path that is one of the command's inputs is refused before anything is read or written."""
+    sources = [Path(p) for p in inputs]
+    for option, target in outputs:
+        if target is None:
+            continue
+        for source in sources:
+            if same_file(target, source):
+                raise OutputError(f"{option} {target}: is one of this command's inputs ({source}); write it elsewhere")
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append to a file others share (a job summary): never blocks, never follows a symlink, never a special file."""
+    path = Path(path)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, NEW_FILE_MODE)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot append: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OutputError(f"{path}: not a regular file; refusing to append to it")
+        data = text.encode("utf-8", errors="replace")
+        while data:
+            written = os.write(fd, data)
+            data = data[written:]
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot append: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
 
 
 def ensure_dir(path: Path) -> None:
@@ -43,7 +89,7 @@ def ensure_dir(path: Path) -> None:
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write `data` to `path` atomically; any failure is one `OutputError` line and leaves no temp file."""
     path = Path(path)
-    _check_target(path)
+    mode = _check_target(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -54,7 +100,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o644)
+        os.chmod(tmp_name, mode)
         os.replace(tmp_name, path)
     except OSError as exc:
         with contextlib.suppress(OSError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -42,6 +43,7 @@ from matrix.core.tomlfields import (
 from matrix.core.versions import checked_versions
 
 RUNNER_FACTS = ("sm", "gpus", "impl")
+_ID_TEXT = re.compile(r"[A-Za-z0-9_.+]+")
 MAX_CELLS = 1_000_000  # groups expand as a product of their axes' values: refuse before building a huge table
 _NUMERIC_OPS = (Op.GT, Op.GE, Op.LT, Op.LE)
 
@@ -125,9 +127,18 @@ def _parse_axis(t: Mapping[str, Any], where: str) -> Axis:
     id_format = str_field(t.get("id", "{}"), f"{where}: id")
     if id_format.count("{}") != 1 or "-" in id_format:
         raise ConfigError(f"{where}: id must contain '{{}}' exactly once and no '-', got {id_format!r}")
+    if not _ID_TEXT.fullmatch(id_format.replace("{}", "x")):
+        raise ConfigError(f"{where}: id {id_format!r} may only use letters, digits, '_', '.' and '+' around '{{}}'")
     for v in values:
         if "-" in str(v):
             raise ConfigError(f"{where}: value {v!r} contains '-', which separates id parts")
+        if not _ID_TEXT.fullmatch(str(v)):
+            # Cell ids are selector words, shard selectors, pytest ids and file names: a ',', a brace, a bracket or
+            # a space would change what a selector picks, so only plain id characters are accepted.
+            raise ConfigError(
+                f"{where}: value {v!r} may only contain letters, digits, '_', '.' and '+' (it becomes part of cell ids "
+                "that selectors, shard plans and pytest ids match)"
+            )
     default = t.get("default")
     if default is not None and default not in values:
         raise ConfigError(f"{where}: default {default!r} is not one of its values")

@@ -1,31 +1,102 @@
-"""Read a user-named text file; a missing, unreadable, oversized or non-UTF-8 file is one error line of the caller's kind."""
+"""Read a user-named file: a missing, unreadable, special, oversized or undecodable file is one error line of the caller's kind.
+
+Every input specmatrix reads goes through `read_bytes`: it opens without blocking (a FIFO with no writer, a
+terminal) and refuses anything but a regular file before reading a byte. Python sources are decoded the way the
+interpreter decodes them (`decode_python`: a UTF-8 BOM, a PEP 263 coding cookie), in this one place, so the guard
+audit, the ledger and the plugin read the same text the test process ran.
+"""
 
 from __future__ import annotations
 
+import io
 import os
 import stat
+import tokenize
 from pathlib import Path
 
 from matrix.core.errors import SpecmatrixError
 
 MAX_TEXT_BYTES = 256 * 1024 * 1024  # reports of 20,000 cells are about 10 MiB; matrix and runner files a few KiB
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
-def read_text(path: Path, error: type[SpecmatrixError], label: str | None = None, *, limit: int = MAX_TEXT_BYTES) -> str:
-    """The file's text, or `error("<label>: cannot read: ...")`; label defaults to the path."""
+
+def special_kind(mode: int) -> str | None:
+    """What a non-regular file is ("a FIFO", "a directory", ...); None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+class SpecialFileError(OSError):
+    """Raised by `open_regular` for a path that is not a regular file (its `kind` says what it is)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"is {kind}, not a regular file")
+        self.kind = kind
+
+
+def open_regular(path: Path | str) -> int:
+    """A read-only descriptor on a regular file; never blocks (O_NONBLOCK) and refuses FIFOs, devices, folders."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        kind = special_kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise SpecialFileError(kind)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_limited(path: Path | str, limit: int) -> bytes:
+    """The bytes of a regular file, at most `limit + 1` of them (so the caller can tell an oversized one)."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(limit + 1)
+
+
+def read_bytes(path: Path, error: type[SpecmatrixError], label: str | None = None, *, limit: int = MAX_TEXT_BYTES) -> bytes:
+    """The file's bytes, or `error("<label>: ...")` when it is missing, special or larger than `limit`."""
     where = label if label is not None else str(path)
     try:
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if stat.S_ISDIR(st.st_mode):
-                raise error(f"{where}: is a directory, not a file")
-            # Read one byte past the limit: a FIFO or a growing file has no trustworthy size.
-            data = handle.read(limit + 1)
+        data = read_limited(path, limit)
+    except SpecialFileError as exc:
+        raise error(f"{where}: is {exc.kind}, not a regular file; refusing to read it") from None
     except OSError as exc:
         raise error(f"{where}: cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise error(f"{where}: larger than {limit // (1024 * 1024)} MiB; refusing to read it")
+        raise error(f"{where}: larger than {_size(limit)}; refusing to read it")
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit} bytes"
+
+
+def read_text(path: Path, error: type[SpecmatrixError], label: str | None = None, *, limit: int = MAX_TEXT_BYTES) -> str:
+    """The file's UTF-8 text, or `error("<label>: cannot read: ...")`; label defaults to the path."""
+    where = label if label is not None else str(path)
+    data = read_bytes(path, error, label, limit=limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(f"{where}: not UTF-8 text (byte {exc.start})") from None
+
+
+def decode_python(data: bytes) -> str:
+    """Source bytes decoded as the interpreter decodes them (BOM, coding cookie, else UTF-8), BOM dropped.
+
+    Raises `ValueError` (`UnicodeDecodeError` included) or `SyntaxError` for bytes Python would refuse to run.
+    """
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from matrix.core.expect import effective_versions, expectations
-from matrix.core.model import Matrix, Outcome, RunnerProfile
+from matrix.core.model import Expectation, Matrix, Outcome, RunnerProfile
 from matrix.core.report import CellStatus, Finding, FindingKind, Report, Severity
 from matrix.shard.output import PlannedShards
 
@@ -63,6 +63,9 @@ class CoverageResult:
     entries: tuple[CellCoverage, ...]
     findings: tuple[Finding, ...]
     sources: tuple[ReportSource, ...]
+    # What each counted runner was judged against: its profile and matrix.core.expect's verdict per cell id.
+    profiles: Mapping[str, RunnerProfile] = field(default_factory=dict)
+    expectations: Mapping[str, Mapping[str, Expectation]] = field(default_factory=dict)
 
     @property
     def errors(self) -> tuple[Finding, ...]:
@@ -90,7 +93,9 @@ def _cell_status(statuses: Sequence[CellStatus], expected: Outcome) -> Coverage:
 
 
 def _bucket(entry: CellCoverage) -> str:
-    return f"{entry.backend} topk {entry.topk} page {entry.page_size}"
+    # A matrix of its own may lack these axes (their values read "None"): name only the ones it has.
+    parts = [(entry.backend, "{}"), (entry.topk, "topk {}"), (entry.page_size, "page {}")]
+    return " ".join(form.format(value) for value, form in parts if value != "None") or "cells"
 
 
 def _summarised(kind: FindingKind, runner: str, entries: list[CellCoverage], what: str, elsewhere: str) -> Finding:
@@ -177,8 +182,9 @@ def merge(
         profiles.setdefault(profile.name, profile)
         versions.setdefault(profile.name, effective_versions(matrix, {}))
     entries: list[CellCoverage] = []
+    judged: dict[str, Mapping[str, Expectation]] = {}
     for name, profile in profiles.items():
-        exps = expectations(matrix, profile, versions[name])
+        exps = judged[name] = expectations(matrix, profile, versions[name])
         for cell in matrix.cells:
             exp = exps[cell.id]
             entries.append(
@@ -200,4 +206,11 @@ def merge(
         if f.severity is Severity.ERROR and f.kind not in _RECOMPUTED
     ]
     findings = _shard_findings(sources, planned, expect_shards) + _cell_findings(entries) + carried
-    return CoverageResult(runners=tuple(profiles), entries=tuple(entries), findings=tuple(findings), sources=tuple(sources))
+    return CoverageResult(
+        runners=tuple(profiles),
+        entries=tuple(entries),
+        findings=tuple(findings),
+        sources=tuple(sources),
+        profiles=profiles,
+        expectations=judged,
+    )

@@ -99,7 +99,17 @@ def parse_baseline(text: str, where: str) -> Baseline:
     raw_entries = doc.get("entries")
     if not isinstance(raw_entries, list) or len(raw_entries) > MAX_ENTRIES:
         raise ConfigError(f"{where}: 'entries' must be a list of at most {MAX_ENTRIES} objects")
-    return Baseline(entries=tuple(_entry(raw, f"{where}: entry {i + 1}") for i, raw in enumerate(raw_entries)))
+    entries = tuple(_entry(raw, f"{where}: entry {i + 1}") for i, raw in enumerate(raw_entries))
+    first: dict[str, int] = {}
+    for number, entry in enumerate(entries, start=1):
+        seen = first.setdefault(entry.fingerprint, number)
+        if seen != number:
+            # Two entries for one finding: whichever won would silently drop the other's expiry or reason.
+            raise ConfigError(
+                f"{where}: entry {number} repeats entry {seen} (same path, test, kind and runner, fingerprint "
+                f"{entry.fingerprint}); keep one of them"
+            )
+    return Baseline(entries=entries)
 
 
 def read_baseline(path: Path) -> Baseline:

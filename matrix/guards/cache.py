@@ -2,7 +2,9 @@
 
 One JSON file per combination of settings (runner profiles, suite map, workflows, installed modules) and of
 this package's own source, so a change to either starts a fresh cache. Entries are keyed by the file's path
-and a SHA-256 of its bytes; only the files of the latest run are kept. The cache is an optimisation: a
+and a SHA-256 of its bytes, and sealed with a digest of that key and their content; each is checked against
+the schema when read, so an edited or malformed entry is a miss, never a verdict. Only the files of the latest
+run are kept. The cache is an optimisation: a
 missing, unreadable or malformed cache file is ignored, and a failed write never fails the audit.
 """
 
@@ -18,13 +20,14 @@ from typing import Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError
+from matrix.core.textfiles import read_limited
 from matrix.guards.audit import AuditSettings, FileAudit
 from matrix.guards.model import GuardFinding, GuardFindingKind
 from matrix.guards.predicates import PREDICATES
 
-SCHEMA = "specmatrix.guards-cache/1"
+SCHEMA = "specmatrix.guards-cache/2"
 ENV_VAR = "SPECMATRIX_CACHE_DIR"
-MAX_CACHE_BYTES = 256 * 1024 * 1024
+MAX_CACHE_BYTES = 32 * 1024 * 1024  # one entry per audited file, about 1 KB each: sglang's tree is a few MB
 _PACKAGE = Path(__file__).parent
 
 
@@ -65,17 +68,79 @@ def encode(audit: FileAudit | None) -> Any:
     return {"findings": [f.fields() for f in audit.findings], "registered": audit.registered, "runners": list(audit.runners)}
 
 
-def decode(raw: Any) -> FileAudit | None:
+def seal(key: str, value: Any) -> str:
+    """A digest of an entry bound to its file key: an entry edited by hand, or moved to another key, no longer matches."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(f"{SCHEMA}\0{key}\0{text}".encode()).hexdigest()
+
+
+class BadEntry(Exception):
+    """A cache entry that does not match the schema; the file is audited again."""
+
+
+_FINDING_TEXT = ("path", "test", "guard", "reason", "hint")
+_FINDING_KEYS = frozenset({"kind", "line", "runners", *_FINDING_TEXT})
+_AUDIT_KEYS = frozenset({"findings", "registered", "runners"})
+MAX_ENTRY_FINDINGS = 100_000
+
+
+def _names(raw: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        raise BadEntry(f"{where} must be a list of strings")
+    return tuple(raw)
+
+
+def _finding(raw: Any, display: str) -> GuardFinding:
+    if not isinstance(raw, dict) or set(raw) != _FINDING_KEYS:
+        raise BadEntry("a finding must be an object with exactly " + ", ".join(sorted(_FINDING_KEYS)))
+    for name in _FINDING_TEXT:
+        if not isinstance(raw[name], str):
+            raise BadEntry(f"finding {name!r} must be a string")
+    line = raw["line"]
+    if isinstance(line, bool) or not isinstance(line, int) or not 0 <= line < 2**31:
+        raise BadEntry("finding 'line' must be a non-negative integer")
+    if raw["path"] != display:
+        raise BadEntry("a finding of another file")
+    try:
+        kind = GuardFindingKind(raw["kind"])
+    except ValueError:
+        raise BadEntry(f"unknown finding kind {raw['kind']!r}") from None
+    return GuardFinding(
+        kind=kind,
+        path=raw["path"],
+        line=line,
+        test=raw["test"],
+        runners=_names(raw["runners"], "finding 'runners'"),
+        guard=raw["guard"],
+        reason=raw["reason"],
+        hint=raw["hint"],
+    )
+
+
+def decode(raw: Any, display: str) -> FileAudit | None:
+    """An entry checked against the schema field by field; anything else raises `BadEntry`."""
     if raw is None:
         return None
-    findings = tuple(
-        GuardFinding(**{**f, "kind": GuardFindingKind(f["kind"]), "runners": tuple(f["runners"])}) for f in raw["findings"]
+    if not isinstance(raw, dict) or set(raw) != _AUDIT_KEYS:
+        raise BadEntry("an entry must be null or an object with findings, registered and runners")
+    findings = raw["findings"]
+    if not isinstance(findings, list) or len(findings) > MAX_ENTRY_FINDINGS:
+        raise BadEntry("'findings' must be a list")
+    if not isinstance(raw["registered"], bool):
+        raise BadEntry("'registered' must be true or false")
+    return FileAudit(
+        findings=tuple(_finding(f, display) for f in findings),
+        registered=raw["registered"],
+        runners=_names(raw["runners"], "'runners'"),
     )
-    return FileAudit(findings=findings, registered=bool(raw["registered"]), runners=tuple(raw["runners"]))
 
 
 class ResultCache:
-    """Load once, look up by file key, save the entries of this run."""
+    """Load once, look up by file key, save the entries of this run.
+
+    Each entry is `{"seal": ..., "audit": ...}`; an entry whose seal does not match its key and content, or whose
+    content does not match the schema, is a miss: the file is audited again and the entry rewritten.
+    """
 
     def __init__(self, folder: Path | None, key: str | None):
         self.path = folder / f"guards-{key}.json" if folder is not None and key is not None else None
@@ -87,28 +152,31 @@ class ResultCache:
     @staticmethod
     def _load(path: Path) -> dict[str, Any]:
         try:
-            if path.stat().st_size > MAX_CACHE_BYTES:
+            data = read_limited(path, MAX_CACHE_BYTES)
+            if len(data) > MAX_CACHE_BYTES:
                 return {}
-            doc = json.loads(path.read_bytes())
+            doc = json.loads(data)
         except (OSError, ValueError, RecursionError):
             return {}
         files = doc.get("files") if isinstance(doc, dict) and doc.get("schema") == SCHEMA else None
         return files if isinstance(files, dict) else {}
 
-    def get(self, key: str) -> tuple[bool, FileAudit | None]:
-        """(hit, audit); an entry that does not decode is a miss."""
-        if key not in self.old:
+    def get(self, key: str, display: str) -> tuple[bool, FileAudit | None]:
+        """(hit, audit); an entry that is unsealed, edited or off-schema is a miss."""
+        entry = self.old.get(key)
+        if not isinstance(entry, dict) or set(entry) != {"seal", "audit"} or entry["seal"] != seal(key, entry["audit"]):
             return False, None
         try:
-            audit = decode(self.old[key])
-        except (KeyError, TypeError, ValueError):
+            audit = decode(entry["audit"], display)
+        except (BadEntry, RecursionError):
             return False, None
-        self.new[key] = self.old[key]
+        self.new[key] = entry
         return True, audit
 
     def put(self, key: str, audit: FileAudit | None) -> None:
         if self.path is not None:
-            self.new[key] = encode(audit)
+            value = encode(audit)
+            self.new[key] = {"seal": seal(key, value), "audit": value}
 
     def save(self) -> None:
         if self.path is None or self.new == self.old:

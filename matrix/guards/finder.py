@@ -45,6 +45,12 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
         return FileAnalysis(path=path, is_test_file=is_test, syntax_error=str(exc), error_line=1)
     except (RecursionError, MemoryError):
         return FileAnalysis(path=path, is_test_file=is_test, syntax_error="nested too deeply for the parser", error_line=1)
+    return analyse_tree(path, text, tree)
+
+
+def analyse_tree(path: str, text: str, tree: ast.Module) -> FileAnalysis:
+    """`analyse_source` for a file the caller has already parsed (the tree is only read)."""
+    is_test = TEST_FILE.match(path.rpartition("/")[2]) is not None
     names = collect_module_names(tree)
     finder = _GuardFinder(path, text, names)
     finder.module(tree)
@@ -55,6 +61,7 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
         scopes=tuple(finder.scopes),
         guards=tuple(finder.guards),
         names=names,
+        helpers=tuple(finder.helpers),
     )
 
 
@@ -79,6 +86,7 @@ class _GuardFinder:
         self.aliases = dict(names.aliases)
         self.scopes: list[TestScope] = []
         self.guards: list[Guard] = []
+        self.helpers: list[tuple[str, tuple[Guard, ...]]] = []
         self.classes: dict[str, _ClassGuards] = {}
         self.functions = dict(names.functions)
         self.depth = 0
@@ -119,6 +127,11 @@ class _GuardFinder:
                     nodeid = f"{self.path}::{stmt.name}"
                     self.scopes.append(TestScope(kind=ScopeKind.FUNCTION, nodeid=nodeid, line=stmt.lineno, parent=self.path))
                     self.guards.extend(self.function_guards(stmt, nodeid))
+                else:
+                    # A helper or fixture that skips: its callers (the pytest collector) apply these guards.
+                    found = self.body_guards(stmt, f"{self.path}::{stmt.name}")
+                    if found:
+                        self.helpers.append((stmt.name, tuple(found)))
 
     def class_(self, node: ast.ClassDef) -> None:
         nodeid = f"{self.path}::{node.name}"

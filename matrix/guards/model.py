@@ -153,6 +153,8 @@ class FileAnalysis:
     scopes: tuple[TestScope, ...] = ()
     guards: tuple[Guard, ...] = ()
     names: ModuleNames = ModuleNames()
+    # Module-level functions that are neither tests nor setup (helpers, fixtures) and skip: name -> guards.
+    helpers: tuple[tuple[str, tuple[Guard, ...]], ...] = ()
     syntax_error: str | None = None
     error_line: int = 0
 

@@ -12,11 +12,13 @@ import multiprocessing
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from matrix.core.errors import UsageError
 from matrix.core.machine import find_runner
 from matrix.core.model import RunnerProfile
+from matrix.core.textfiles import decode_python, read_limited, special_kind
 from matrix.guards.audit import AuditSettings, FileAudit, audit_file
 from matrix.guards.cache import ResultCache, file_key, settings_key
 from matrix.guards.finder import TEST_FILE, analyse_source
@@ -29,33 +31,116 @@ _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 PARALLEL_THRESHOLD = 48
 
 
-def python_files(root: Path) -> list[Path]:
+# sglang's largest registered test file is about 200 KB (test/registered/unit/function_call/test_function_call_parser.py,
+# main of 2026-07); a bigger one is an unparsable finding, so parsing one file stays within about a second.
+MAX_SOURCE_BYTES = 512 * 1024
+MAX_JOBS = 64  # worker processes; more only cost memory
+
+
+@dataclass(frozen=True, kw_only=True)
+class TreeListing:
+    """The .py files under a root, and the symlinked folders the walk did not enter (a loop or an escape)."""
+
+    files: tuple[Path, ...]
+    linked_dirs: tuple[str, ...] = ()
+
+
+def check_root(path: Path, what: str = "") -> None:
+    """A root to read must be a folder or a regular file: a FIFO, a device or a socket is refused by name."""
+    label = f"{what}{path}"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"{label}: no such file or directory") from None
+    except OSError as exc:
+        raise UsageError(f"{label}: cannot read: {exc.strerror or exc}") from None
+    kind = special_kind(st.st_mode)
+    if kind is not None and kind != "a directory":
+        raise UsageError(f"{label}: is {kind}, not a folder or a Python file")
+
+
+def list_tree(root: Path) -> TreeListing:
     """Every .py file under `root` (or `root` itself), skipping hidden and cache folders, sorted."""
     if root.is_file():
-        return [root]
+        return TreeListing(files=(root,))
     found: list[Path] = []
-    for path in root.rglob("*.py"):
-        parts = path.relative_to(root).parts
-        if any(p.startswith(".") or p in _SKIPPED_DIRS for p in parts[:-1]):
-            continue
-        if path.is_file():
-            found.append(path)
-    return sorted(found)
+    linked: list[str] = []
+    for folder, dirs, names in os.walk(root):
+        here = Path(folder)
+        keep = []
+        for d in sorted(dirs):
+            if d.startswith(".") or d in _SKIPPED_DIRS:
+                continue
+            if (here / d).is_symlink():
+                linked.append((here / d).relative_to(root).as_posix())
+                continue
+            keep.append(d)
+        dirs[:] = keep
+        found.extend(here / n for n in names if n.endswith(".py") and (here / n).is_file())
+    return TreeListing(files=tuple(sorted(found)), linked_dirs=tuple(sorted(linked)))
+
+
+def python_files(root: Path) -> list[Path]:
+    """Every .py file under `root` (or `root` itself), skipping hidden and cache folders, sorted."""
+    return list(list_tree(root).files)
+
+
+def tree_inputs(root: Path, targets: Iterable[Path | None]) -> tuple[Path, ...]:
+    """The files under `root` an audit reads that one of `targets` would land on (the tree is walked only then)."""
+    base = root.resolve()
+    near = [t for t in targets if t is not None and (t.resolve() == base or base in t.resolve().parents)]
+    if not near:
+        return ()
+    listing = list_tree(root)
+    return tuple(f for f in listing.files if any(f.resolve() == t.resolve() for t in near))
+
+
+def nothing_read(root: Path, listing: TreeListing) -> UsageError:
+    """The error for a root under which no Python file was read: 0 files is never a clean audit."""
+    why = ""
+    if listing.linked_dirs:
+        shown = ", ".join(listing.linked_dirs[:3]) + (
+            f" and {len(listing.linked_dirs) - 3} more" if len(listing.linked_dirs) > 3 else ""
+        )
+        why = f"; symlinked folders are not followed ({shown}): name the link's target instead"
+    return UsageError(f"{root}: no Python file read (0 files){why}")
+
+
+def read_file(path: Path) -> bytes:
+    """An audited file's bytes, at most MAX_SOURCE_BYTES + 1 (a FIFO or device planted in the tree is refused)."""
+    return read_limited(path, MAX_SOURCE_BYTES)
+
+
+def unreadable(display: str, exc: OSError) -> FileAnalysis:
+    return FileAnalysis(path=display, is_test_file=True, syntax_error=f"cannot read: {exc.strerror or exc}", error_line=1)
 
 
 def read_source(path: Path, display: str) -> FileAnalysis | str:
-    """The file's text, or an unparsable analysis when it cannot be read as UTF-8."""
+    """The file's text as Python decodes it, or an unparsable analysis when it cannot be read or decoded."""
     try:
-        return decode_source(path.read_bytes(), display)
+        return decode_source(read_file(path), display)
     except OSError as exc:
-        return FileAnalysis(path=display, is_test_file=True, syntax_error=f"cannot read: {exc.strerror}", error_line=1)
+        return unreadable(display, exc)
 
 
 def decode_source(data: bytes, display: str) -> FileAnalysis | str:
+    """The source as Python decodes it (BOM, coding cookie), or an unparsable analysis saying why it cannot be."""
+    if len(data) > MAX_SOURCE_BYTES:
+        problem = f"larger than {MAX_SOURCE_BYTES // 1024} KiB; not audited"
+        return FileAnalysis(path=display, is_test_file=True, syntax_error=problem, error_line=1)
     try:
-        return data.decode("utf-8")
+        return decode_python(data)
     except UnicodeDecodeError as exc:
-        return FileAnalysis(path=display, is_test_file=True, syntax_error=f"not UTF-8 text ({exc.reason})", error_line=1)
+        encoding = "UTF-8" if exc.encoding.lower().replace("_", "-").startswith("utf-8") else exc.encoding
+        problem = f"not {encoding} text ({exc.reason} at byte {exc.start})"
+    except (SyntaxError, ValueError) as exc:
+        # detect_encoding refuses a first line that is not UTF-8 before any cookie is seen: name the byte then.
+        try:
+            data.decode("utf-8")
+            problem = f"undecodable source ({getattr(exc, 'msg', None) or exc})"
+        except UnicodeDecodeError as bad:
+            problem = f"not UTF-8 text ({bad.reason} at byte {bad.start})"
+    return FileAnalysis(path=display, is_test_file=True, syntax_error=problem, error_line=1)
 
 
 def wanted(name: str, data: bytes) -> bool:
@@ -106,10 +191,9 @@ def _audit_in_worker(job: tuple[str, str]) -> FileAudit:
     display, path = job
     assert _WORKER_SETTINGS is not None
     try:
-        data = Path(path).read_bytes()
+        data = read_file(Path(path))
     except OSError as exc:
-        analysis = FileAnalysis(path=display, is_test_file=True, syntax_error=f"cannot read: {exc.strerror}", error_line=1)
-        return audit_file(analysis, _WORKER_SETTINGS)
+        return audit_file(unreadable(display, exc), _WORKER_SETTINGS)
     return audit_source(display, data, _WORKER_SETTINGS)
 
 
@@ -139,8 +223,9 @@ def audit_tree(
     cache_dir: Path | None = None,
 ) -> GuardReport:
     """Audit every registered test file under `path` on the given runner profiles; nothing is imported."""
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or directory")
+    check_root(path)
+    if not 1 <= jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs {jobs}: give 1 to {MAX_JOBS} worker processes")
     for name in only_runners:
         find_runner(runners, name)
     chosen_map = suite_map if suite_map is not None else load_suite_map()
@@ -157,21 +242,22 @@ def audit_tree(
     cache = ResultCache(cache_dir, settings_key(settings) if cache_dir is not None else None)
     results: dict[str, FileAudit | None] = {}
     misses: list[tuple[str, str, str, bytes]] = []
-    files = python_files(path)
+    listing = list_tree(path)
+    files = listing.files
+    if not files:
+        raise nothing_read(path, listing)
     for file in files:
         display = file.relative_to(base).as_posix()
         try:
-            data = file.read_bytes()
+            data = read_file(file)
         except OSError as exc:
-            results[display] = audit_file(
-                FileAnalysis(path=display, is_test_file=True, syntax_error=f"cannot read: {exc.strerror}", error_line=1), settings
-            )
+            results[display] = audit_file(unreadable(display, exc), settings)
             continue
         if not wanted(file.name, data):
             results[display] = None
             continue
         key = file_key(display, data)
-        hit, audit = cache.get(key)
+        hit, audit = cache.get(key, display)
         if hit:
             results[display] = audit
         else:

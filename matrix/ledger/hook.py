@@ -28,6 +28,10 @@ ENV_DETECT = "SPECMATRIX_DETECT"
 ENV_DETECT_WITH = "SPECMATRIX_LEDGER_DETECT"  # "torch": import torch to read the GPUs when nothing else says
 LEDGER_VERSION = 1
 MAX_TEXT = 2000  # characters kept of a reason or message, so every line stays small
+MAX_ID = 8000  # characters kept of a file or test id (the reader keeps 8192)
+MAX_DETECT = 64 * 1024  # characters of SPECMATRIX_DETECT read
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _STATE_KEY = "_specmatrix_ledger_state"
 _UNKNOWN_RUNNER = '{"source":"unknown"}'
 
@@ -57,6 +61,12 @@ def text(value: object) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
 
+def ident(value: str) -> str:
+    """A file or test id cut to MAX_ID characters (the reader's line limit is 1 MiB; a JSON-escaped character
+    takes at most 12 bytes), so an absurd id still leaves a record of its outcome."""
+    return value if len(value) <= MAX_ID else value[: MAX_ID - 1] + "…"
+
+
 def _runner_facts() -> dict[str, Any] | None:
     """GPU count, capability and name, from SPECMATRIX_DETECT, else from torch if CUDA is already initialised."""
     override = os.environ.get(ENV_DETECT)
@@ -64,15 +74,18 @@ def _runner_facts() -> dict[str, Any] | None:
         import json
 
         try:
-            data = json.loads(override)
-        except ValueError:
-            return {"source": ENV_DETECT, "error": "not valid JSON"}
+            data = json.loads(override[:MAX_DETECT])
+        except (ValueError, RecursionError):
+            return {"source": ENV_DETECT, "error": "not valid JSON (or nested too deeply)"}
         if not isinstance(data, dict):
             return {"source": ENV_DETECT, "error": "not a JSON object"}
         facts: dict[str, Any] = {"source": ENV_DETECT}
         for key in ("gpus", "capability", "name"):
             if key in data:
-                facts[key] = data[key]
+                value = _fact(data[key])
+                if value is None:
+                    return {"source": ENV_DETECT, "error": f"{key!r} must be a number, a string or [major, minor]"}
+                facts[key] = value
         return facts
     torch = sys.modules.get("torch")
     if torch is None and os.environ.get(ENV_DETECT_WITH) == "torch":
@@ -94,6 +107,17 @@ def _runner_facts() -> dict[str, Any] | None:
         return {"source": "torch", "gpus": count, "capability": [int(major), int(minor)], "name": str(cuda.get_device_name(0))}
     except Exception as exc:
         return {"source": "torch", "error": text(exc)}
+
+
+def _fact(value: object) -> object:
+    """A runner fact kept only when it is flat (a number, a short string, a list of two numbers): no nesting survives."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float | str):
+        return text(value) if isinstance(value, str) else value
+    if isinstance(value, list) and len(value) <= 4 and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return value
+    return None
 
 
 def plain(text: str) -> bool:
@@ -126,10 +150,29 @@ def _head(state: State) -> str:
     return head
 
 
+def open_ledger(path: str) -> int:
+    """A descriptor to append to; never blocks (a FIFO with no reader fails at once), never follows a symlink,
+    never a FIFO, device or folder: anything but a regular file raises OSError, and the record is dropped."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | _NOFOLLOW | _CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    try:
+        if not _is_regular(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_regular(mode: int) -> bool:
+    return (mode & 0o170000) == 0o100000  # stat.S_ISREG, without importing stat at start-up
+
+
 def _emit(state: State, fields: str) -> None:
     """One record, one line, one `os.write` to an O_APPEND descriptor."""
     if state.fd < 0:
-        state.fd = os.open(state.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        state.fd = open_ledger(state.path)
     data = f'{_head(state)}{fields},"pid":{state.pid},"time":{time.time():.3f}}}\n'.encode("ascii")
     if os.write(state.fd, data) != len(data):
         # A short write (a full disk) leaves a torn line; end it so the next record starts on its own line.
@@ -177,7 +220,7 @@ def record_test(state: State, file: str, test: str, status: str, reason: str = "
         _ensure_started(state)
     state.tests += 1
     tail = f',"reason":{_quote(text(reason))}' if reason else ""
-    _emit(state, f'"kind":"test","file":{_quote(file)},"test":{_quote(test)},"status":"{status}"{tail}')
+    _emit(state, f'"kind":"test","file":{_quote(ident(file))},"test":{_quote(ident(test))},"status":"{status}"{tail}')
 
 
 class _PatchOnImport:
@@ -292,6 +335,12 @@ def _raising_module_file(tb: Any) -> str | None:
     return found
 
 
+def _forked(state: State) -> None:
+    """A forked child is a process of its own: its pid, and an exit record that counts only its own outcomes."""
+    state.pid = os.getpid()
+    state.tests = 0
+
+
 def activate(environ: Any = os.environ) -> None:
     """Start recording for this process; a no-op when the variable is unset or the hook is already active."""
     path = environ.get(ENV_LEDGER)
@@ -311,7 +360,7 @@ def activate(environ: Any = os.environ) -> None:
         sys.meta_path.insert(0, _PatchOnImport(patches))
     _install_exit_watchers(state)
     atexit.register(_on_exit, state)
-    os.register_at_fork(after_in_child=lambda: setattr(state, "pid", os.getpid()))
+    os.register_at_fork(after_in_child=lambda: _forked(state))
     if script_path().endswith(".py"):
         _ensure_started(state)
 

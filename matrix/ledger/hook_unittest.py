@@ -43,7 +43,7 @@ def _unittest_id(state: State, test: Any) -> tuple[str, str]:
         if case is None:
             prefix = f"{file}::{cls.__qualname__}::"
             state.classes[cls] = (file, prefix)
-            if plain(prefix):
+            if plain(prefix) and len(prefix) <= 1000:
                 state.fragments[cls] = f'"kind":"test","file":"{file}","test":"{prefix}'
         return file, f"{file}::{cls.__qualname__}::{method}"
     # _ErrorHolder: "setUpClass (pkg.mod.Class)" or "setUpModule (pkg.mod)".
@@ -91,7 +91,14 @@ def patch_unittest_result(state: State, result_module: Any) -> None:
         try:
             fragment = state.fragments.get(type(test))
             method = test._testMethodName if fragment is not None else ""
-            if fragment is not None and state.head is not None and state.started and method.isascii() and method.isidentifier():
+            if (
+                fragment is not None
+                and state.head is not None
+                and state.started
+                and len(method) <= 1000
+                and method.isascii()
+                and method.isidentifier()
+            ):
                 state.tests += 1
                 line = f'{state.head}{fragment}{method}","status":"passed","pid":{state.pid},"time":{time.time():.3f}}}\n'
                 data = line.encode("ascii")

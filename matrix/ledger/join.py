@@ -26,13 +26,22 @@ class LedgerFindingKind(StrEnum):
     NEVER_EXECUTED = "never-executed"
     RAN_NOTHING = "ran-nothing"
     NO_EXIT = "no-exit"
+    LOST_RECORDS = "lost-records"
     SETTLED = "settled"
+    NOT_SERVED = "not-served"
     NO_RUNNER = "no-runner"
     BAD_LINE = "bad-line"
 
 
 FAILING = frozenset(
-    {LedgerFindingKind.SILENT_SKIP, LedgerFindingKind.NEVER_EXECUTED, LedgerFindingKind.RAN_NOTHING, LedgerFindingKind.NO_EXIT}
+    {
+        LedgerFindingKind.SILENT_SKIP,
+        LedgerFindingKind.NEVER_EXECUTED,
+        LedgerFindingKind.RAN_NOTHING,
+        LedgerFindingKind.NO_EXIT,
+        LedgerFindingKind.LOST_RECORDS,
+        LedgerFindingKind.NOT_SERVED,
+    }
 )
 
 
@@ -168,6 +177,7 @@ def join(
     runs: dict[tuple[str, str], _FileRun] = {}
     in_play: list[str] = [settings.forced_runner] if settings.forced_runner else []
     unattributed: Counter[str] = Counter()
+    unserved: dict[tuple[str, str], RegisteredFile] = {}  # registered files that ran on a runner serving none of their suites
     for process in processes:
         runner = runner_of(process, settings)
         if runner is None:
@@ -177,11 +187,15 @@ def join(
             in_play.append(runner)
         script_file = index.find(process.script)
         if script_file is not None:
+            if runner not in script_file.runners:
+                unserved.setdefault((runner, script_file.path), script_file)
             runs.setdefault((runner, script_file.path), _FileRun()).processes.append(process)
         for record in process.tests:
             file = index.find(record.file)
             if file is None:
                 continue
+            if runner not in file.runners:
+                unserved.setdefault((runner, file.path), file)
             test = _rebase(record.test, record.file, file.path)
             runs.setdefault((runner, file.path), _FileRun()).tests.setdefault(test, []).append(record)
     for described, count in unattributed.items():
@@ -196,6 +210,7 @@ def join(
                 "Set SPECMATRIX_DETECT on the test step or pass --runner",
             )
         )
+    findings.extend(_not_served(file, runner, settings) for (runner, _), file in sorted(unserved.items()))
     static_by_scope: dict[tuple[str, str], list[GuardFinding]] = {}
     for finding in suite.static:
         for runner in finding.runners:
@@ -231,6 +246,21 @@ def join(
         findings=tuple(findings),
         processes=len(processes),
         records=sum(len(p.tests) + 1 + (p.exit is not None) for p in processes),
+    )
+
+
+def _not_served(file: RegisteredFile, runner: str, settings: JoinSettings) -> LedgerFinding:
+    """A registered file that ran on a runner whose profile serves none of its suites: its outcomes there judge
+    nothing about the suite it is registered for (wrong --runner, wrong job, or a suite map that misses the job)."""
+    return LedgerFinding(
+        kind=LedgerFindingKind.NOT_SERVED,
+        path=file.path,
+        line=file.line,
+        test=file.path,
+        runner=runner,
+        message=f"ran on {runner}, which serves none of its suites ({', '.join(file.suites) or 'none'}; registered for "
+        f"{', '.join(file.runners)}): its outcomes are not judged",
+        accepted_by="--partial (the ledgers cover a part of the jobs)" if settings.partial else "",
     )
 
 
@@ -305,6 +335,21 @@ def _file_findings(
                     message=f"process {process.pid} started ({process.where}) and never recorded its exit: killed or crashed "
                     f"after {len(process.tests)} test outcome(s)",
                     evidence=str(process.where),
+                )
+            )
+        elif process.exit.tests > len(process.tests):
+            # The process counted more outcomes than the ledger holds: lines were cut, edited or unreadable, and a
+            # skip among them would otherwise vanish from the verdict.
+            out.append(
+                LedgerFinding(
+                    kind=LedgerFindingKind.LOST_RECORDS,
+                    path=file.path,
+                    line=file.line,
+                    test=file.path,
+                    runner=runner,
+                    message=f"process {process.pid} recorded {process.exit.tests} test outcome(s) at exit, but only "
+                    f"{len(process.tests)} are readable in the ledger",
+                    evidence=str(process.exit.where),
                 )
             )
     exits = [p.exit for p in run.processes]

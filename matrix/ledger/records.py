@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from matrix.core.errors import ReportError, UsageError
+from matrix.core.textfiles import SpecialFileError, open_regular
 
 LEDGER_VERSION = 1
 MAX_LINE_BYTES = 1024 * 1024
@@ -238,15 +240,19 @@ class _Builder:
 def read_ledger(path: Path, label: str | None = None) -> LedgerRead:
     """Every record of one ledger; a missing file is a `UsageError`, a file with no readable line a `ReportError`."""
     name = label or str(path)
-    if not path.exists():
-        raise UsageError(f"{name}: no such ledger (was SPECMATRIX_LEDGER set and the hook installed?)")
-    if not path.is_file():
-        raise UsageError(f"{name}: not a regular file")
+    try:
+        fd = open_regular(path)
+    except FileNotFoundError:
+        raise UsageError(f"{name}: no such ledger (was SPECMATRIX_LEDGER set and the hook installed?)") from None
+    except SpecialFileError as exc:
+        raise UsageError(f"{name}: is {exc.kind}, not a regular file") from None
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read: {exc.strerror or exc}") from None
     builder = _Builder()
     bad: list[BadLine] = []
     records = 0
     try:
-        with path.open("rb") as handle:
+        with os.fdopen(fd, "rb") as handle:
             for number, (raw, ended) in enumerate(_lines(handle), start=1):
                 where = Where(ledger=name, line=number)
                 if raw is None:
@@ -278,4 +284,7 @@ def read_ledger(path: Path, label: str | None = None) -> LedgerRead:
         raise UsageError(f"{name}: cannot read: {exc.strerror or exc}") from None
     if bad and not records:
         raise ReportError(f"{name}: not a specmatrix ledger (no readable record; line {bad[0].where.line}: {bad[0].problem})")
+    if not records:
+        # An empty ledger proves nothing ran, not that everything passed.
+        raise ReportError(f"{name}: empty ledger, no record (was the hook installed and SPECMATRIX_LEDGER set on the test step?)")
     return LedgerRead(processes=builder.processes(), bad_lines=tuple(bad), records=records)

@@ -15,7 +15,9 @@ TITLES = {
     Kind.NEVER_EXECUTED: "Never executed (registered here, no record)",
     Kind.RAN_NOTHING: "Ran nothing (exited 0 without a test)",
     Kind.NO_EXIT: "No exit record (killed or crashed)",
+    Kind.LOST_RECORDS: "Outcomes counted at exit but missing from the ledger",
     Kind.SETTLED: "Static undetermined guards, settled by the run",
+    Kind.NOT_SERVED: "Ran on a runner that serves none of their suites",
     Kind.NO_RUNNER: "Processes without runner facts",
     Kind.BAD_LINE: "Unreadable ledger lines",
 }

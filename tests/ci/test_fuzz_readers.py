@@ -1,6 +1,6 @@
 """Generated junk into every reader through the CLI's `main()`: the exit code is 0, 1 or 2 and nothing escapes.
 
-Readers: run reports (audit, timeline, coverage, shard --durations), shard plans (coverage --plan), suite
+Readers: run reports (audit, timeline, coverage, shard --durations), the coverage page's inputs (report), shard plans (coverage --plan), suite
 lists (guards --suites), matrix and runner TOML, selectors, and SPECMATRIX_DETECT. Bounded example counts
 keep the whole module to a few seconds.
 """
@@ -179,6 +179,38 @@ def test_report_readers_survive_junk(content: str | bytes, command: list[str]) -
     with workspace() as folder:
         path = _write(folder / "report.json", content)
         run_cli([a.replace("{f}", str(path)) for a in command])
+
+
+VALID_GUARDS: dict[str, Any] = {
+    "schema": "specmatrix.guards/1",
+    "root": "test/registered",
+    "files_scanned": 2,
+    "exit_code": 1,
+    "findings": [
+        {"kind": "silent-skip", "path": "a/test_x.py", "line": 12, "test": "TestX", "runners": ["4-gpu-b200"], "guard": "g"}
+        | {"reason": "skips", "hint": "add sm100", "failing": True, "severity": "error"}
+    ],
+}
+VALID_LEDGER: dict[str, Any] = {
+    "schema": "specmatrix.ledger-report/1",
+    "root": "test/registered",
+    "ledgers": ["l.jsonl"],
+    "processes": 1,
+    "exit_code": 1,
+    "findings": [
+        {"kind": "never-executed", "path": "b.py", "line": 1, "test": "b.py", "runner": "4-gpu-b200", "message": "no record"}
+        | {"static": "", "accepted_by": "", "evidence": "", "failing": True}
+    ],
+}
+
+
+@settings(SETTINGS, max_examples=15)  # each example draws a whole page (a merge over every cell): keep it short
+@given(content=st.one_of(mangled(VALID_REPORT), mangled(VALID_GUARDS), mangled(VALID_LEDGER), junk_text))
+def test_report_page_inputs_survive_junk(content: str) -> None:
+    """`specmatrix report --html` reads all three input kinds: junk in any of them is exit 2, never a traceback."""
+    with workspace() as folder:
+        path = _write(folder / "input.json", content)
+        run_cli(["report", "--html", str(folder / "page.html"), str(path)])
 
 
 @SETTINGS

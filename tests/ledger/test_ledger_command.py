@@ -74,9 +74,15 @@ def test_each_runner_is_judged_on_its_own_files(tmp_path: Path, capsys: pytest.C
     code, out, _ = ledger_cli(
         capsys, write(tmp_path, "b.jsonl", clean_ledger()), write(tmp_path, "h.jsonl", h100), "--root", ROOT
     )
-    # 4-gpu-h100 serves none of the fixture's suites; the CPU file is not its business either.
-    assert code == 0, out
+    # 4-gpu-h100 serves none of the fixture's suites: the CPU file it ran is judged nowhere, and that is said (and
+    # fails) unless the ledgers are declared partial.
+    assert code == 1, out
     assert "4-gpu-b200: 5/5 registered files ran" in out and "4-gpu-h100: 0/0 registered files ran" in out
+    assert "error: not-served on 4-gpu-h100" in out and "serves none of its suites (base-a-test-cpu" in out
+    code, out, _ = ledger_cli(
+        capsys, write(tmp_path, "b.jsonl", clean_ledger()), write(tmp_path, "h.jsonl", h100), "--root", ROOT, "--partial"
+    )
+    assert code == 0 and "accepted: not-served on 4-gpu-h100" in out, out
 
 
 def test_baseline_and_allowlist_accept_a_runtime_skip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -185,3 +185,48 @@ def test_requesting_matrix_cell_dynamically_is_explained(pytester: pytest.Pytest
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*matrix_cell is parametrized by the specmatrix plugin*"])
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        pytest.param(
+            """
+            @pytest.mark.matrix(select="alpha-*")
+            class TestCells:
+                @pytest.mark.matrix(select="beta-*")
+                def test_cell(self, matrix_cell):
+                    pass
+            """,
+            "*selectors contradict*",
+            id="class-and-method-contradict",
+        ),
+        pytest.param(
+            """
+            @pytest.mark.matrix(select="!alpha-* !beta-*")
+            def test_cell(matrix_cell):
+                pass
+            """,
+            "*excludes every cell*",
+            id="excludes-everything",
+        ),
+    ],
+)
+@pytest.mark.usefixtures("tiny", "b200")
+def test_marks_that_keep_no_cell_are_a_collection_error(pytester: pytest.Pytester, source: str, message: str) -> None:
+    import textwrap
+
+    write(pytester, "test_marks.py", "import pytest\n" + textwrap.dedent(source))
+    result = pytester.runpytest(*STRICT, "--matrix-report", "out/report.json")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([message])
+    assert result.ret != pytest.ExitCode.OK
+
+
+@pytest.mark.usefixtures("tiny", "b200")
+def test_a_module_skipped_at_import_is_planned_from_a_bom_source(pytester: pytest.Pytester) -> None:
+    source = 'import pytest\npytest.skip("gone", allow_module_level=True)\n\ndef test_cell(matrix_cell):\n    pass\n'
+    (pytester.path / "test_bom.py").write_bytes(b"\xef\xbb\xbf" + source.encode())
+    result = pytester.runpytest(*STRICT, "--matrix-report", "out/report.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert report_of(pytester)["counts"]["skipped-unexpected"] == 2

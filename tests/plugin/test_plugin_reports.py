@@ -95,7 +95,8 @@ def _report(*statuses: CellStatus) -> Report:
             nodeid=f"t.py::test_cell[c{i}]",
             cell=f"c{i}",
             test="t.py::test_cell",
-            expected="run",
+            # A skipped-expected cell was expected to skip: the recorded pair must agree, or the audit flags it.
+            expected="skip" if status is CellStatus.SKIPPED_EXPECTED else "run",
             rule=None,
             reason="must run: needs-gpu",
             status=status,

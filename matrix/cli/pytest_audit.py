@@ -1,0 +1,94 @@
+"""`specmatrix pytest-audit ROOT`: tests that never run in a pytest suite's CI (GitHub Actions, Buildkite)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from matrix.core.atomic import write_text_atomic
+from matrix.core.errors import UsageError
+from matrix.core.options import Options
+from matrix.core.runner_files import load_runners
+from matrix.pytest_suites.render import to_json, to_markdown, to_text
+from matrix.pytest_suites.run import AuditInput, run_audit
+
+FORMATS = {"text": to_text, "json": to_json, "md": to_markdown}
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "pytest-audit",
+        help="find tests that skip on every runner a pytest suite's CI sends them to",
+        description=(
+            "Collect ROOT's pytest tests statically (nothing is imported), read what CI runs from declared schedule "
+            "files (TOML) and Buildkite test-area files, and evaluate every skip guard on the runner profiles each "
+            "test is scheduled on. Exit 1 when a scheduled test skips on every runner, a file never runs, a test file "
+            "is scheduled nowhere or does not parse; 0 when clean; 2 on bad input."
+        ),
+    )
+    p.add_argument("root", type=Path, help="the checkout (repository root)")
+    p.add_argument(
+        "--schedule-file",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="declared schedule TOML ([[entry]] job, labels, script or pytest, gates, env; [markers]); "
+        "repeatable (default: none)",
+    )
+    p.add_argument(
+        "--buildkite",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a Buildkite test-area YAML (vLLM .buildkite/test_areas/*.yaml), repeatable (default: none)",
+    )
+    p.add_argument(
+        "--assume-installed",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="treat this module as importable on every runner (importorskip guards), repeatable (default: none)",
+    )
+    p.add_argument("--format", choices=sorted(FORMATS), default="text", help="what to print (default: text)")
+    p.add_argument("--md", type=Path, metavar="FILE", help="also write the Markdown report (default: none)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report (default: none)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes that read files (default: the CPUs this process may use, at most 2)",
+    )
+    p.set_defaults(func=cmd_pytest_audit)
+
+
+def _jobs(value: int | None) -> int:
+    if value is None:
+        return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
+    if value < 1 or value > 64:
+        raise UsageError(f"pytest-audit: --jobs must be between 1 and 64, got {value}")
+    return value
+
+
+def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
+    if not args.schedule_file and not args.buildkite:
+        raise UsageError("pytest-audit: give at least one --schedule-file or --buildkite file (what CI runs)")
+    profiles = load_runners(options.runner_files, options.replace_runners)
+    inputs = AuditInput(
+        root=args.root,
+        schedule_files=tuple(args.schedule_file),
+        buildkite_files=tuple(args.buildkite),
+        installed=frozenset(args.assume_installed),
+    )
+    report = run_audit(inputs, profiles, jobs=_jobs(args.jobs))
+    if args.md is not None:
+        write_text_atomic(args.md, to_markdown(report))
+    if args.json is not None:
+        write_text_atomic(args.json, to_json(report))
+    sys.stdout.write(FORMATS[args.format](report))
+    return report.exit_code

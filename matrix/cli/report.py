@@ -1,0 +1,109 @@
+"""`specmatrix report --html OUT.html INPUTS...`: run reports, guard audits and ledger joins as one page."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from matrix.core.atomic import write_text_atomic
+from matrix.core.errors import EXIT_OK, ReportError, UsageError
+from matrix.core.jsonio import loads_untrusted
+from matrix.core.options import Options, load
+from matrix.core.report import IN_PROGRESS_SCHEMA
+from matrix.core.report import SCHEMA as RUN_REPORT_SCHEMA
+from matrix.core.textfiles import read_text
+from matrix.coverage.html import render_html
+from matrix.coverage.inputs import (
+    Adapted,
+    Adapter,
+    Document,
+    adapt,
+    guard_audit,
+    iso_utc,
+    ledger_join,
+    one_matrix,
+    run_report,
+    unfinished_run,
+)
+from matrix.coverage.merge import merge
+from matrix.coverage.page import page_data
+from matrix.guards.render import SCHEMA as GUARDS_SCHEMA
+from matrix.ledger.render import SCHEMA as LEDGER_SCHEMA
+from matrix.shard.output import read_plan
+
+# The one place that says which document kind each adapter reads.
+ADAPTERS: dict[str, Adapter] = {
+    RUN_REPORT_SCHEMA: run_report,
+    IN_PROGRESS_SCHEMA: unfinished_run,
+    GUARDS_SCHEMA: guard_audit,
+    LEDGER_SCHEMA: ledger_join,
+}
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "report",
+        help="one self-contained HTML page of what CI tested: run reports, guard audits and ledger joins",
+        description=(
+            "Merge run reports (specmatrix.report/1, any runners and shards), guard audits (specmatrix guards "
+            "--format json) and ledger joins (specmatrix ledger --json) into one HTML file that opens offline; a run's "
+            "unfinished-report marker is listed as a missing report. "
+            "Every run report must come from the matrix given (--matrix); exit 2 on bad or mixed input."
+        ),
+    )
+    p.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="JSON inputs, or folders holding them (*.json)")
+    p.add_argument("--html", type=Path, required=True, metavar="OUT", help="the page to write (atomically)")
+    p.add_argument(
+        "--plan",
+        type=Path,
+        metavar="PATH",
+        help="the shard plan (plan.json or its folder): its runner counts and a shard without a report is a finding "
+        "(default: none)",
+    )
+    p.set_defaults(func=cmd_report)
+
+
+def _paths(given: list[Path], *, planned: bool) -> list[Path]:
+    """Files as given, folders as their *.json; an empty folder is an error unless a plan says what was due."""
+    out: list[Path] = []
+    for path in given:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*.json") if p.is_file())
+            if not found and not planned:
+                raise UsageError(f"report: {path}: folder holds no *.json input (and no --plan says what was due)")
+            out.extend(found)
+        else:
+            out.append(path)
+    return out
+
+
+def read_input(path: Path) -> Adapted:
+    """One input file through the adapter of its schema."""
+    text = read_text(path, ReportError)
+    try:
+        modified = iso_utc(path.stat().st_mtime)
+    except OSError as exc:
+        raise ReportError(f"{path}: {exc.strerror or exc}") from None
+    doc = loads_untrusted(text, str(path), ReportError)
+    return adapt(Document(label=str(path), doc=doc, modified=modified), ADAPTERS)
+
+
+def cmd_report(args: argparse.Namespace, options: Options) -> int:
+    loaded = load(options)
+    planned = read_plan(args.plan) if args.plan else None
+    adapted = [read_input(p) for p in _paths(args.inputs, planned=planned is not None)]
+    files = [a.file for a in adapted]
+    one_matrix(loaded.matrix.name, files)
+    sources = [a.report for a in adapted if a.report is not None]
+    result = merge(loaded.matrix, loaded.runners, sources, planned=planned)
+    rows = [row for a in adapted for row in a.findings]
+    generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    page = render_html(page_data(loaded.matrix, result, files, rows, generated=generated))
+    write_text_atomic(args.html, page)
+    print(
+        f"specmatrix report: {len(files)} input(s), {len(loaded.matrix.cells)} cells x {len(result.runners)} runner(s), "
+        f"{len(result.findings) + len(rows)} finding(s); wrote {args.html} ({len(page.encode()) / 1e6:.2f} MB)"
+    )
+    return EXIT_OK

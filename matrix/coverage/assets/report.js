@@ -1,0 +1,285 @@
+// specmatrix coverage page: builds every element from the embedded JSON with textContent (never markup).
+"use strict";
+(function () {
+  const PAGE = 250; // grid rows per page: the DOM stays small whatever the matrix size
+  const data = JSON.parse(document.getElementById("specmatrix-data").textContent);
+  const byCode = new Map(data.outcomes.map((o) => [o.code, o]));
+  const cellIds = data.cells.ids;
+  const state = { runner: -1, axes: data.axes.map(() => -1), outcome: "", text: "", page: 0, sort: [2, 1] };
+  let shown = [];
+  let resultIndex = null;
+
+  function el(tag, props, children) {
+    const node = document.createElement(tag);
+    if (props) {
+      for (const [key, value] of Object.entries(props)) {
+        if (key === "text") node.textContent = value;
+        else if (key === "cls") node.className = value;
+        else if (key.startsWith("data-")) node.dataset[key.slice(5).replace(/-(\w)/g, (_, c) => c.toUpperCase())] = value;
+        else node[key] = value;
+      }
+    }
+    for (const child of children || []) node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    return node;
+  }
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+    return node;
+  }
+  function outcomeCell(code, title) {
+    const o = byCode.get(code);
+    return el("td", { cls: "o o-" + code, title: title, "data-outcome": code }, [
+      el("span", { cls: "sym", text: o.symbol, ariaHidden: "true" }),
+      " " + o.label,
+    ]);
+  }
+
+  function header() {
+    document.title = "specmatrix coverage: " + data.matrix;
+    document.getElementById("title").textContent = "specmatrix coverage: " + data.matrix;
+    document.getElementById("subtitle").textContent =
+      cellIds.length + " cells \u00d7 " + data.runners.length + " runners; matrix " + data.matrix_source +
+      "; page made " + data.generated + " from " + data.inputs.length + " input(s)";
+    const body = document.querySelector("#inputs tbody");
+    for (const input of data.inputs) {
+      body.appendChild(el("tr", {}, [
+        el("td", { cls: "mono", text: input.label }),
+        el("td", { text: input.kind }),
+        el("td", { text: input.created + " (" + input.created_from + ")" }),
+        el("td", { text: input.summary }),
+      ]));
+    }
+    const legend = document.getElementById("legend");
+    for (const o of data.outcomes) {
+      legend.appendChild(el("span", { cls: "o o-" + o.code + " chip" }, [el("span", { cls: "sym", text: o.symbol }), " " + o.label]));
+    }
+    const totals = document.getElementById("totals");
+    totals.appendChild(el("thead", {}, [el("tr", {}, [el("th", { text: "runner" }), el("th", { text: "reports" }),
+      ...data.outcomes.map((o) => el("th", { text: o.label }))])]));
+    const tb = totals.appendChild(el("tbody"));
+    for (const r of data.runners) {
+      tb.appendChild(el("tr", { "data-runner": r.name }, [
+        el("td", { cls: "mono", text: r.name + (r.sm === null ? " (cpu)" : " (sm" + r.sm + ", " + r.gpus + " GPU)") }),
+        el("td", { cls: "num", text: String(r.reports) }),
+        ...data.outcomes.map((o) => el("td", { cls: "num" + (r.counts[o.code] ? " o o-" + o.code : ""), text: String(r.counts[o.code]) })),
+      ]));
+    }
+  }
+
+  function select(id, label, options, onChange) {
+    const s = el("select", { id: id });
+    for (const [value, text] of options) s.appendChild(el("option", { value: value, text: text }));
+    s.addEventListener("change", () => onChange(s.value));
+    return el("label", {}, [label + " ", s]);
+  }
+
+  function filters() {
+    const form = document.getElementById("filters");
+    form.addEventListener("submit", (e) => e.preventDefault());
+    form.appendChild(select("f-runner", "runner", [["-1", "all"], ...data.runners.map((r, i) => [String(i), r.name])], (v) => {
+      state.runner = Number(v);
+      refresh();
+    }));
+    form.appendChild(select("f-outcome", "outcome", [["", "any"], ...data.outcomes.map((o) => [o.code, o.label])], (v) => {
+      state.outcome = v;
+      refresh();
+    }));
+    data.axes.forEach((axis, k) => {
+      form.appendChild(select("f-axis-" + axis.name, axis.name, [["-1", "any"], ...axis.values.map((v, i) => [String(i), v])], (v) => {
+        state.axes[k] = Number(v);
+        refresh();
+      }));
+    });
+    const text = el("input", { id: "f-text", type: "search", placeholder: "cell id contains" });
+    text.addEventListener("input", () => {
+      state.text = text.value;
+      refresh();
+    });
+    form.appendChild(el("label", {}, ["cell ", text]));
+  }
+
+  function runnersShown() {
+    return state.runner < 0 ? data.runners.map((_, i) => i) : [state.runner];
+  }
+
+  function keep(i, runners) {
+    for (let k = 0; k < state.axes.length; k++) {
+      if (state.axes[k] >= 0 && data.cells.axes[k][i] !== state.axes[k]) return false;
+    }
+    if (state.text && !cellIds[i].includes(state.text)) return false;
+    if (state.outcome) return runners.some((r) => data.grid[r][i] === state.outcome);
+    return true;
+  }
+
+  function refresh() {
+    const runners = runnersShown();
+    shown = [];
+    for (let i = 0; i < cellIds.length; i++) if (keep(i, runners)) shown.push(i);
+    state.page = 0;
+    drawGrid();
+  }
+
+  function drawGrid() {
+    const runners = runnersShown();
+    const grid = clear(document.getElementById("grid"));
+    grid.dataset.total = String(cellIds.length);
+    grid.dataset.shown = String(shown.length);
+    grid.appendChild(el("thead", {}, [el("tr", {}, [el("th", { text: "cell" }), ...runners.map((r) => el("th", { cls: "mono", text: data.runners[r].name }))])]));
+    const body = grid.appendChild(el("tbody"));
+    const first = state.page * PAGE;
+    for (const i of shown.slice(first, first + PAGE)) {
+      const row = body.appendChild(el("tr", { "data-cell": cellIds[i] }));
+      row.appendChild(el("td", {}, [el("button", { type: "button", cls: "link mono", text: cellIds[i], "data-index": String(i) })]));
+      for (const r of runners) {
+        const td = row.appendChild(outcomeCell(data.grid[r][i], data.runners[r].name + ": " + byCode.get(data.grid[r][i]).label));
+        td.dataset.index = String(i);
+        td.dataset.runner = data.runners[r].name;
+      }
+    }
+    const last = Math.min(first + PAGE, shown.length);
+    document.getElementById("shown").textContent =
+      "showing " + shown.length + " of " + cellIds.length + " cells" + (shown.length ? "; rows " + (first + 1) + "\u2013" + last : "");
+    document.getElementById("prev").disabled = state.page === 0;
+    document.getElementById("next").disabled = last >= shown.length;
+  }
+
+  function results() {
+    if (resultIndex === null) {
+      resultIndex = new Map();
+      data.results.forEach((block, b) => {
+        let cell = 0;
+        block.cells.forEach((delta, p) => {
+          cell += delta;
+          if (!resultIndex.has(cell)) resultIndex.set(cell, []);
+          resultIndex.get(cell).push([b, p]);
+        });
+      });
+    }
+    return resultIndex;
+  }
+
+  function trailList(trail) {
+    if (!trail.verdicts.length) return el("p", { text: "no rule applies to this cell" });
+    return el("ul", { cls: "trail" }, trail.verdicts.map(([rule, ok, detail]) => {
+      const r = data.rules[rule];
+      return el("li", { cls: ok ? "ok" : "block" }, [
+        el("strong", { text: ok ? "ok " : "SKIP " }),
+        el("span", { cls: "mono", text: r.id }),
+        " (" + r.kind + "): " + r.reason,
+        el("br"), data.strings[detail],
+        el("br"), el("small", { text: "source: " + r.source }),
+      ]);
+    }));
+  }
+
+  function openPanel(i, clicked) {
+    const panel = document.getElementById("panel");
+    const body = clear(document.getElementById("panel-body"));
+    panel.dataset.cell = cellIds[i];
+    document.getElementById("panel-title").textContent = cellIds[i];
+    body.appendChild(el("table", { cls: "axes" }, [el("tbody", {}, data.axes.map((a, k) => el("tr", {}, [
+      el("th", { text: a.name }), el("td", { cls: "mono", text: data.cells.axes[k][i] < 0 ? "\u2013" : a.values[data.cells.axes[k][i]] }),
+    ])))]));
+    // The runner whose square was clicked comes first; the others follow in the grid's order.
+    const order = data.runners.map((_, r) => r).sort((a, b) => (data.runners[b].name === clicked) - (data.runners[a].name === clicked));
+    order.forEach((r) => {
+      const runner = data.runners[r];
+      const trail = data.trails[data.trail_index[r][i]];
+      const code = data.grid[r][i];
+      body.appendChild(el("h3", {}, [el("span", { cls: "mono", text: runner.name }), ": ",
+        el("span", { cls: "o o-" + code + " chip" }, [el("span", { cls: "sym", text: byCode.get(code).symbol }), " " + byCode.get(code).label]),
+        " (expected " + trail.outcome.toUpperCase() + "; implementation " + (trail.impl || "-") + ")"]));
+      body.appendChild(trailList(trail));
+    });
+    const rows = (results().get(i) || []).map(([b, p]) => {
+      const block = data.results[b];
+      const test = data.strings[block.tests[p]];
+      const why = [data.strings[block.reasons[p]], data.strings[block.messages[p]]].filter((s) => s).join("; ");
+      return el("tr", {}, [
+        el("td", { cls: "mono", text: data.runners[block.runner].name }),
+        el("td", { cls: "mono", text: block.nodeids[String(p)] || test + "[" + cellIds[i] + "]" }),
+        el("td", { text: data.result_codes[block.status[p]] }),
+        el("td", { text: why }),
+        el("td", { cls: "mono", text: block.source }),
+      ]);
+    });
+    body.appendChild(el("h3", { text: "Tests that ran it: " + rows.length }));
+    body.appendChild(rows.length
+      ? el("table", { id: "panel-tests" }, [el("thead", {}, [el("tr", {}, ["runner", "test", "status", "skip reason / message", "report"].map((t) => el("th", { text: t })))]), el("tbody", {}, rows)])
+      : el("p", { text: "no report has a result for this cell" }));
+    panel.hidden = false;
+  }
+
+  const COLUMNS = ["severity", "from", "kind", "where", "subject", "runner", "message"];
+  const SEVERITY_RANK = { error: 0, warning: 1, info: 2 };
+  function findingKey(row, column) {
+    if (column === 0) return [SEVERITY_RANK[row[2]] ?? 3, row[3], row[4] || 0];
+    if (column === 3) return [row[3], row[4] || 0];
+    return [[row[2], row[0], row[1], row[3], row[5], row[6], row[7]][column]];
+  }
+  function compare(a, b) {
+    for (let k = 0; k < a.length; k++) {
+      if (a[k] < b[k]) return -1;
+      if (a[k] > b[k]) return 1;
+    }
+    return 0;
+  }
+  function drawFindings() {
+    const table = clear(document.getElementById("findings"));
+    const [column, direction] = [state.sort[0], state.sort[1]];
+    const rows = data.findings.slice().sort((a, b) => direction * compare(findingKey(a, column), findingKey(b, column)));
+    table.appendChild(el("thead", {}, [el("tr", {}, COLUMNS.map((name, k) => {
+      const th = el("th", { ariaSort: k === column ? (direction > 0 ? "ascending" : "descending") : "none" });
+      const button = th.appendChild(el("button", { type: "button", cls: "link", text: name + (k === column ? (direction > 0 ? " \u25b2" : " \u25bc") : "") }));
+      button.addEventListener("click", () => {
+        state.sort = [k, k === column ? -direction : 1];
+        drawFindings();
+      });
+      return th;
+    }))]));
+    table.appendChild(el("tbody", {}, rows.map((row) => el("tr", { cls: "sev-" + row[2], "data-kind": row[1] }, [
+      el("td", { text: row[2] }),
+      el("td", { text: row[0] }),
+      el("td", { cls: "mono nowrap", text: row[1] }),
+      el("td", { cls: "mono", text: row[3] ? row[3] + (row[4] ? ":" + row[4] : "") : "" }),
+      el("td", { cls: "mono", text: row[5] }),
+      el("td", { cls: "mono", text: row[6] }),
+      el("td", { text: row[7] }),
+    ]))));
+    const counts = {};
+    for (const row of data.findings) counts[row[2]] = (counts[row[2]] || 0) + 1;
+    document.getElementById("findings-count").textContent = data.findings.length + " finding(s): " +
+      (Object.entries(counts).map(([k, n]) => n + " " + k).join(", ") || "none");
+  }
+
+  function wire() {
+    document.getElementById("grid").addEventListener("click", (event) => {
+      const target = event.target.closest("[data-index]");
+      if (target) openPanel(Number(target.dataset.index), target.dataset.runner);
+    });
+    document.getElementById("panel-close").addEventListener("click", () => {
+      document.getElementById("panel").hidden = true;
+    });
+    document.getElementById("prev").addEventListener("click", () => {
+      state.page -= 1;
+      drawGrid();
+    });
+    document.getElementById("next").addEventListener("click", () => {
+      state.page += 1;
+      drawGrid();
+    });
+  }
+
+  try {
+    header();
+    filters();
+    wire();
+    refresh();
+    drawFindings();
+    performance.mark("specmatrix-ready");
+    document.body.dataset.ready = "true";
+  } catch (error) {
+    document.getElementById("error").textContent = "this page could not be drawn: " + error;
+    document.body.dataset.ready = "error";
+  }
+})();

@@ -1,0 +1,282 @@
+"""What `specmatrix report` reads: one adapter per input kind, each turning a decoded document into input records.
+
+The page itself never looks at a document's own shape: each adapter maps its kind's findings to `FindingRow`, so a
+new finding model changes the adapters only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import PurePosixPath
+from typing import Any
+
+from matrix.core.errors import ReportError
+from matrix.core.report import from_json
+from matrix.coverage.merge import ReportSource
+
+MAX_LINE = 10**9  # a line number beyond this is corrupt input, not a source file
+
+
+class InputKind(StrEnum):
+    RUN_REPORT = "run report"
+    GUARD_AUDIT = "guard audit"
+    LEDGER_JOIN = "ledger join"
+
+
+class RowSeverity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputFile:
+    """One file the page was built from, and when it was made."""
+
+    label: str
+    kind: InputKind
+    schema: str
+    created: str
+    created_from: str  # "the document" (its own `created` field) or "file modified" (no such field)
+    summary: str
+    matrix: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FindingRow:
+    """A finding as the page's table shows it."""
+
+    origin: InputKind
+    kind: str
+    severity: RowSeverity
+    path: str
+    line: int | None
+    subject: str
+    runner: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Document:
+    """A decoded input file: where it came from, its content and the file's modification time (UTC, ISO 8601)."""
+
+    label: str
+    doc: Any
+    modified: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Adapted:
+    file: InputFile
+    report: ReportSource | None = None
+    findings: tuple[FindingRow, ...] = ()
+
+
+Adapter = Callable[[Document], Adapted]
+
+
+def iso_utc(timestamp: float) -> str:
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).isoformat(timespec="seconds")
+
+
+def _field(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str, default: Any = None) -> Any:
+    value = doc.get(key, default)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):  # JSON true is no count
+        raise ReportError(f"{where}: field {key!r} has the wrong type")
+    return value
+
+
+def _line(doc: Mapping[str, Any], where: str) -> int | None:
+    line = _field(doc, "line", int, where, 0)
+    if not 0 <= line <= MAX_LINE:
+        raise ReportError(f"{where}: field 'line' must be a line number from 0 to {MAX_LINE}")
+    return line or None
+
+
+def _findings(doc: Mapping[str, Any], where: str) -> list[tuple[dict[str, Any], str]]:
+    items = _field(doc, "findings", list, where, [])
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ReportError(f"{where}: findings[{i}]: not an object")
+        out.append((item, f"{where}: findings[{i}]"))
+    return out
+
+
+def _joined(root: str, path: str) -> str:
+    """A finding's file as the tool printed it: under its audited root unless that is the current directory."""
+    root = root.replace("\\", "/").rstrip("/")
+    return str(PurePosixPath(root) / path) if path and root not in ("", ".") else path
+
+
+def _document(where: str, doc: Any) -> Mapping[str, Any]:
+    if not isinstance(doc, dict):
+        raise ReportError(f"{where}: not a JSON object")
+    return doc
+
+
+def run_report(source: Document) -> Adapted:
+    """A plugin run report (`specmatrix.report/1`); its findings reach the page through the coverage merge."""
+    report = from_json(source.doc, source.label)
+    shard = f", shard {report.shard}" if report.shard else ""
+    counts = ", ".join(f"{n} {k}" for k, n in report.counts.items() if n) or "no cells"
+    return Adapted(
+        file=InputFile(
+            label=source.label,
+            kind=InputKind.RUN_REPORT,
+            schema=str(source.doc["schema"]),
+            created=report.created,
+            created_from="the document",
+            summary=f"{report.runner.name}{shard}: {report.planned} planned ({counts}); {len(report.outside)} outside the matrix",
+            matrix=report.matrix,
+        ),
+        report=ReportSource(label=source.label, report=report),
+    )
+
+
+def unfinished_run(source: Document) -> Adapted:
+    """The marker a run writes over its report path before its first test: that run never finished."""
+    where = source.label
+    doc = _document(where, source.doc)
+    created = _field(doc, "created", str, where)
+    message = f"{where}: the run that was to write this report started at {created} and never finished (stopped or crashed)"
+    return Adapted(
+        file=InputFile(
+            label=where,
+            kind=InputKind.RUN_REPORT,
+            schema=str(doc.get("schema")),
+            created=created,
+            created_from="the document",
+            summary="unfinished: no results (the run was stopped or crashed before writing its report)",
+        ),
+        findings=(
+            FindingRow(
+                origin=InputKind.RUN_REPORT,
+                kind="missing-report",
+                severity=RowSeverity.ERROR,
+                path=where,
+                line=None,
+                subject=f"pid {_field(doc, 'pid', int, where, 0)}",
+                runner="",
+                message=message,
+            ),
+        ),
+    )
+
+
+def guard_audit(source: Document) -> Adapted:
+    """`specmatrix guards --format json` (`specmatrix.guards/1`): static findings, each at a file and line."""
+    where = source.label
+    doc = _document(where, source.doc)
+    root = _field(doc, "root", str, where, "")
+    rows = []
+    for f, fw in _findings(doc, where):
+        severity = _field(f, "severity", str, fw)
+        if severity not in tuple(RowSeverity):
+            raise ReportError(f"{fw}: unknown severity {severity[:40]!r}")
+        runners = _field(f, "runners", list, fw, [])
+        if not all(isinstance(r, str) for r in runners):
+            raise ReportError(f"{fw}: field 'runners' must be a list of strings")
+        reason, hint = _field(f, "reason", str, fw, ""), _field(f, "hint", str, fw, "")
+        guard = _field(f, "guard", str, fw, "")
+        message = "; ".join(part for part in (reason, f"guard: {guard}" if guard else "", f"fix: {hint}" if hint else "") if part)
+        rows.append(
+            FindingRow(
+                origin=InputKind.GUARD_AUDIT,
+                kind=_field(f, "kind", str, fw),
+                severity=RowSeverity(severity),
+                path=_joined(root, _field(f, "path", str, fw, "")),
+                line=_line(f, fw),
+                subject=_field(f, "test", str, fw, ""),
+                runner=", ".join(runners),
+                message=message,
+            )
+        )
+    scanned = _field(doc, "files_scanned", int, where, 0)
+    return Adapted(
+        file=InputFile(
+            label=where,
+            kind=InputKind.GUARD_AUDIT,
+            schema=str(doc.get("schema")),
+            created=source.modified,
+            created_from="file modified",
+            summary=f"{root or '.'}: {scanned} files read, {len(rows)} findings, exit {_field(doc, 'exit_code', int, where, 0)}",
+        ),
+        findings=tuple(rows),
+    )
+
+
+def _ledger_severity(f: Mapping[str, Any], fw: str) -> RowSeverity:
+    """As `specmatrix ledger` labels its rows: failing ones are errors, accepted and settled ones information."""
+    if _field(f, "failing", bool, fw, False):
+        return RowSeverity.ERROR
+    if f.get("kind") == "settled" or _field(f, "accepted_by", str, fw, ""):
+        return RowSeverity.INFO
+    return RowSeverity.WARNING
+
+
+def ledger_join(source: Document) -> Adapted:
+    """`specmatrix ledger --json` (`specmatrix.ledger-report/1`): what registered files really did on a runner."""
+    where = source.label
+    doc = _document(where, source.doc)
+    root = _field(doc, "root", str, where, "")
+    rows = []
+    for f, fw in _findings(doc, where):
+        parts = [
+            _field(f, "message", str, fw, ""),
+            _field(f, "static", str, fw, ""),
+            f"accepted by {f['accepted_by']}" if _field(f, "accepted_by", str, fw, "") else "",
+        ]
+        rows.append(
+            FindingRow(
+                origin=InputKind.LEDGER_JOIN,
+                kind=_field(f, "kind", str, fw),
+                severity=_ledger_severity(f, fw),
+                path=_joined(root, _field(f, "path", str, fw, "")),
+                line=_line(f, fw),
+                subject=_field(f, "test", str, fw, ""),
+                runner=_field(f, "runner", str, fw, ""),
+                message="; ".join(p for p in parts if p),
+            )
+        )
+    ledgers = _field(doc, "ledgers", list, where, [])
+    return Adapted(
+        file=InputFile(
+            label=where,
+            kind=InputKind.LEDGER_JOIN,
+            schema=str(doc.get("schema")),
+            created=source.modified,
+            created_from="file modified",
+            summary=f"{root or '.'}: {len(ledgers)} ledger(s), {_field(doc, 'processes', int, where, 0)} process(es), "
+            f"{len(rows)} findings, exit {_field(doc, 'exit_code', int, where, 0)}",
+        ),
+        findings=tuple(rows),
+    )
+
+
+def adapt(source: Document, adapters: Mapping[str, Adapter]) -> Adapted:
+    """Pick the adapter by the document's schema; an unknown schema names the ones accepted."""
+    schema = source.doc.get("schema") if isinstance(source.doc, dict) else None
+    adapter = adapters.get(schema) if isinstance(schema, str) else None
+    if adapter is None:
+        shown = repr(schema)[:60] if schema is not None else "no schema field"
+        raise ReportError(f"{source.label}: not an input `report` reads ({shown}; accepted: {', '.join(sorted(adapters))})")
+    return adapter(source)
+
+
+def one_matrix(matrix_name: str, files: Sequence[InputFile]) -> None:
+    """Every run report must come from the matrix the page is drawn for: mixing two would mislabel every cell."""
+    named = [f for f in files if f.matrix is not None]
+    for f in named:
+        if f.matrix != named[0].matrix:
+            raise ReportError(
+                f"cannot mix matrices: {named[0].label} is from matrix {named[0].matrix!r}, {f.label} from {f.matrix!r}"
+            )
+    if named and named[0].matrix != matrix_name:
+        raise ReportError(
+            f"{named[0].label} is from matrix {named[0].matrix!r} but the matrix given is {matrix_name!r} "
+            "(pass that matrix's file with --matrix)"
+        )

@@ -1,0 +1,203 @@
+"""The data of the HTML coverage page: the cell x runner grid, rule trails, test results and findings; pure.
+
+Columns and tables rather than one object per cell: a 20,000-cell matrix over 8 runners stays a few MB. Every
+string a trail or a result repeats (test names, skip reasons, rule details) is stored once and referred to by index.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matrix.core.model import Expectation, Matrix, Value
+from matrix.core.report import CellStatus, Severity
+from matrix.coverage.inputs import FindingRow, InputFile, InputKind, RowSeverity
+from matrix.coverage.merge import Coverage, CoverageResult
+
+PAGE_SCHEMA = "specmatrix.html-report/1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutcomeStyle:
+    """How the page tells an outcome: a one-letter code (also its CSS class), a word and a shape."""
+
+    code: str
+    coverage: Coverage
+    label: str
+    symbol: str
+
+
+# Worst first, as the merge orders them; symbols differ in shape so the grid reads without colour.
+OUTCOMES = (
+    OutcomeStyle(code="C", coverage=Coverage.CRASHED, label="crashed", symbol="\u203c"),  # double exclamation
+    OutcomeStyle(code="F", coverage=Coverage.FAILED, label="failed", symbol="\u2717"),  # ballot x
+    OutcomeStyle(code="U", coverage=Coverage.SKIPPED_UNEXPECTED, label="unexpected skip", symbol="\u26a0"),  # warning
+    OutcomeStyle(code="N", coverage=Coverage.NEVER_RAN, label="never ran", symbol="\u2205"),  # empty set
+    OutcomeStyle(code="P", coverage=Coverage.PASSED, label="passed", symbol="\u2713"),  # check mark
+    OutcomeStyle(code="S", coverage=Coverage.SKIPPED_EXPECTED, label="expected skip", symbol="\u25cb"),  # white circle
+)
+_CODE = {o.coverage: o.code for o in OUTCOMES}
+# A test result's status, one letter each (the panel spells them out).
+RESULT_CODES = {
+    CellStatus.PASSED: "p",
+    CellStatus.FAILED: "f",
+    CellStatus.ERROR: "e",
+    CellStatus.SKIPPED_EXPECTED: "s",
+    CellStatus.SKIPPED_UNEXPECTED: "u",
+    CellStatus.CRASHED: "c",
+    CellStatus.NOT_RUN: "n",
+}
+
+
+class _Interned:
+    """A list of distinct values; `index(v)` adds `v` once and returns its position."""
+
+    def __init__(self, first: Any = None) -> None:
+        self.items: list[Any] = [] if first is None else [first]
+        self._where: dict[Any, int] = {} if first is None else {first: 0}
+
+    def index(self, value: Any) -> int:
+        found = self._where.get(value)
+        if found is None:
+            found = self._where[value] = len(self.items)
+            self.items.append(value)
+        return found
+
+
+def _trail_key(exp: Expectation, rules: dict[str, int], strings: _Interned) -> tuple[Any, ...]:
+    verdicts = tuple((rules[v.rule.id], int(v.satisfied), strings.index(v.detail)) for v in exp.trail)
+    return (exp.outcome.value, exp.impl, verdicts)
+
+
+def _results(
+    result: CoverageResult, cell_index: dict[str, int], strings: _Interned
+) -> tuple[list[dict[str, Any]], list[FindingRow]]:
+    """Each report's cell results, sorted by cell and stored as columns (cell positions as deltas)."""
+    out: list[dict[str, Any]] = []
+    strays: list[FindingRow] = []
+    runner_index = {name: i for i, name in enumerate(result.runners)}
+    for source in result.sources:
+        known = [c for c in source.report.cells if c.cell in cell_index]
+        for c in source.report.cells:
+            if c.cell not in cell_index:
+                strays.append(
+                    FindingRow(
+                        origin=InputKind.RUN_REPORT,
+                        kind="unknown-cell",
+                        severity=RowSeverity.WARNING,
+                        path="",
+                        line=None,
+                        subject=c.nodeid,
+                        runner=source.report.runner.name,
+                        message=f"{source.label}: result for cell {c.cell!r}, which this matrix does not have ({c.status.value})",
+                    )
+                )
+        known.sort(key=lambda c: cell_index[c.cell])
+        deltas, previous, nodeids = [], 0, {}
+        for position, c in enumerate(known):
+            here = cell_index[c.cell]
+            deltas.append(here - previous)
+            previous = here
+            if c.nodeid != f"{c.test}[{c.cell}]":
+                nodeids[str(position)] = c.nodeid
+        out.append(
+            {
+                "source": source.label,
+                "runner": runner_index[source.report.runner.name],
+                "cells": deltas,
+                "tests": [strings.index(c.test) for c in known],
+                "status": "".join(RESULT_CODES[c.status] for c in known),
+                "reasons": [strings.index(c.skip_reason or "") for c in known],
+                "messages": [strings.index(c.message or "") for c in known],
+                "nodeids": nodeids,
+            }
+        )
+    return out, strays
+
+
+def merge_rows(result: CoverageResult) -> list[FindingRow]:
+    """The coverage merge's findings (cells that crashed, skipped unexpectedly or never ran; missing shards)."""
+    return [
+        FindingRow(
+            origin=InputKind.RUN_REPORT,
+            kind=f.kind.value,
+            severity=RowSeverity.ERROR if f.severity is Severity.ERROR else RowSeverity.WARNING,
+            path="",
+            line=None,
+            subject=f.subject,
+            runner="",
+            message=f.message,
+        )
+        for f in result.findings
+    ]
+
+
+def _row(f: FindingRow) -> list[Any]:
+    return [f.origin.value, f.kind, f.severity.value, f.path, f.line, f.subject, f.runner, f.message]
+
+
+def page_data(
+    matrix: Matrix, result: CoverageResult, files: Sequence[InputFile], rows: Sequence[FindingRow], *, generated: str
+) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-ready document."""
+    cell_index = {cell.id: i for i, cell in enumerate(matrix.cells)}
+    axes = [{"name": a.name, "values": [str(v) for v in a.values]} for a in matrix.axes]
+    # -1: a cell whose group leaves the axis unset.
+    value_index: list[dict[Value | None, int]] = [{v: i for i, v in enumerate(a.values)} for a in matrix.axes]
+    axis_columns = [[value_index[k].get(cell.get(a.name), -1) for cell in matrix.cells] for k, a in enumerate(matrix.axes)]
+    status = {(e.runner, e.cell): _CODE[e.status] for e in result.entries}
+    grid = ["".join(status.get((runner, c.id), "N") for c in matrix.cells) for runner in result.runners]
+    strings = _Interned("")
+    rules = {rule.id: i for i, rule in enumerate(matrix.rules)}
+    trails = _Interned()
+    trail_columns = []
+    for runner in result.runners:
+        exps = result.expectations[runner]
+        trail_columns.append([trails.index(_trail_key(exps[c.id], rules, strings)) for c in matrix.cells])
+    results, strays = _results(result, cell_index, strings)
+    all_rows = [*merge_rows(result), *strays, *rows]
+    reports = Counter(s.report.runner.name for s in result.sources)
+    runners = []
+    for name, column in zip(result.runners, grid, strict=True):
+        profile = result.profiles[name]
+        counts = Counter(column)
+        runners.append(
+            {
+                "name": name,
+                "gpus": profile.gpus,
+                "sm": profile.sm,
+                "reports": reports[name],
+                "counts": {o.code: counts[o.code] for o in OUTCOMES},
+            }
+        )
+    return {
+        "schema": PAGE_SCHEMA,
+        "matrix": matrix.name,
+        "matrix_source": matrix.source_path,
+        "generated": generated,
+        "outcomes": [{"code": o.code, "name": o.coverage.value, "label": o.label, "symbol": o.symbol} for o in OUTCOMES],
+        "result_codes": {code: status.value for status, code in RESULT_CODES.items()},
+        "axes": axes,
+        "cells": {"ids": [c.id for c in matrix.cells], "axes": axis_columns},
+        "runners": runners,
+        "grid": grid,
+        "rules": [{"id": r.id, "kind": r.kind.value, "reason": r.reason, "source": r.source} for r in matrix.rules],
+        "trails": [{"outcome": o, "impl": impl, "verdicts": [list(v) for v in verdicts]} for o, impl, verdicts in trails.items],
+        "trail_index": trail_columns,
+        "results": results,
+        "strings": strings.items,
+        "inputs": [
+            {
+                "label": f.label,
+                "kind": f.kind.value,
+                "schema": f.schema,
+                "created": f.created,
+                "created_from": f.created_from,
+                "summary": f.summary,
+            }
+            for f in files
+        ],
+        "findings": [_row(f) for f in all_rows],
+    }

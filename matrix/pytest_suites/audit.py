@@ -1,0 +1,296 @@
+"""The pytest audit: for each test CI schedules, does it skip on every runner it is sent to? Pure.
+
+A test skips on a runner when one of its guards is true there (three-valued: unknown never counts as a skip).
+Findings use the guard audit's records: `silent-skip` per test that skips on every runner of its schedule
+(naming the runners and the guard), `never-runs` per file whose scheduled tests all do, `unscheduled` per test
+file no entry selects, `unparsable` per file that does not parse; each carries the guard's class.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
+from matrix.core.model import RunnerProfile
+from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
+from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardFinding, GuardFindingKind, ModuleNames
+from matrix.guards.names import dotted
+from matrix.guards.predicates import Predicate, RunnerFacts
+from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
+from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
+from matrix.pytest_suites.select import file_selected, selects
+from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
+
+# When a skip reads several kinds of fact, the finding names the first of these it read.
+_PRECEDENCE = (GuardClass.CAPABILITY, GuardClass.GPU_COUNT, GuardClass.PLATFORM, GuardClass.ENVIRONMENT, GuardClass.INSTALL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PytestFinding:
+    finding: GuardFinding
+    guard_class: GuardClass
+
+
+@dataclass(frozen=True, kw_only=True)
+class PytestAuditReport:
+    root: str
+    files: int
+    tests: int
+    scheduled_tests: int
+    runners: tuple[str, ...]
+    findings: tuple[PytestFinding, ...]
+    undetermined: int
+    unread: tuple[UnreadJob, ...] = ()
+    unknown_labels: tuple[UnknownLabel, ...] = ()
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FINDINGS if any(f.finding.failing for f in self.findings) else EXIT_OK
+
+    def of_kind(self, kind: GuardFindingKind) -> tuple[PytestFinding, ...]:
+        return tuple(f for f in self.findings if f.finding.kind is kind)
+
+    def class_counts(self, kind: GuardFindingKind) -> dict[GuardClass, int]:
+        found = Counter(f.guard_class for f in self.of_kind(kind))
+        return {c: found[c] for c in GuardClass if found[c]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RunnerVerdict:
+    profile: str
+    skips: Tri
+    guard: AppliedGuard | None = None
+    evaluation: Evaluation | None = None
+
+
+class _Evaluator:
+    """Evaluates guards on runner facts, once per (guard, profile, env); rewrites capability calls first."""
+
+    def __init__(self, packs: PredicatePacks, profiles: Mapping[str, RunnerProfile], installed: frozenset[str]):
+        self.packs = packs
+        self.profiles = profiles
+        self.installed = installed
+        self.table: dict[str, Predicate] = dict(packs.table)
+        self.cache: dict[tuple[int, int, str, tuple[tuple[str, str], ...]], Evaluation] = {}
+        # Keyed by object ids: the collected files hold every guard and names object for the whole audit.
+        self.rewritten: dict[tuple[int, int], tuple[Guard, ModuleNames]] = {}
+        self.names: dict[int, ModuleNames] = {}
+
+    def evaluate(self, applied: AppliedGuard, entry: ScheduleEntry, profile: str) -> Evaluation:
+        key = (id(applied.guard), id(applied.names), profile, entry.env)
+        found = self.cache.get(key)
+        if found is None:
+            guard, names = self._rewrite(applied)
+            facts = RunnerFacts(profile=self.profiles[profile], installed=self.installed, env=entry.env_map)
+            found = evaluate_guard(guard, facts, names, self.table)
+            self.cache[key] = found
+        return found
+
+    def _rewrite(self, applied: AppliedGuard) -> tuple[Guard, ModuleNames]:
+        key = (id(applied.guard), id(applied.names))
+        if key not in self.rewritten:
+            guard = applied.guard
+            if applied.calls:
+                conditions = tuple(
+                    replace(c, expr=self._calls(c.expr)) if isinstance(c, ExprCondition) else c for c in guard.conditions
+                )
+                local = tuple((n, self._calls(e) if e is not None else None) for n, e in guard.local_names)
+                guard = replace(guard, conditions=conditions, local_names=local)
+            self.rewritten[key] = (guard, self._names(applied.names) if applied.calls else applied.names)
+        return self.rewritten[key]
+
+    def _names(self, names: ModuleNames) -> ModuleNames:
+        found = self.names.get(id(names))
+        if found is None:
+            aliases = tuple((n, self._calls(e) if e is not None else None) for n, e in names.aliases)
+            found = replace(names, aliases=aliases) if aliases != names.aliases else names
+            self.names[id(names)] = found
+        return found
+
+    def _calls(self, expr: ast.expr) -> ast.expr:
+        """`X.has_device_capability(90)` -> a call of a predicate named for the literal argument."""
+        if not any(
+            isinstance(n, ast.Call) and (dotted(n.func) or "").rpartition(".")[2] in self.packs.calls for n in ast.walk(expr)
+        ):
+            return expr
+        table, calls = self.table, self.packs.calls
+
+        class _Rewrite(ast.NodeTransformer):
+            def visit_Call(self, node: ast.Call) -> ast.expr:
+                self.generic_visit(node)
+                last = (dotted(node.func) or "").rpartition(".")[2]
+                if last not in calls or len(node.args) != 1 or node.keywords:
+                    return node
+                try:
+                    argument = ast.literal_eval(node.args[0])
+                except (ValueError, TypeError, SyntaxError, RecursionError):
+                    return node
+                op = calls[last].op
+                name = f"{last}({argument!r})"
+                table[name] = _capability_predicate(op, argument)
+                return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[], keywords=[])
+
+        try:
+            return _Rewrite().visit(copy.deepcopy(expr))  # type: ignore[no-any-return]
+        except RecursionError:
+            return expr  # nested past Python's limit: left as written, so the evaluator's budget answers unknown
+
+    def guard_class(self, applied: AppliedGuard, evaluation: Evaluation) -> GuardClass:
+        if any(isinstance(c, AlwaysSkips) for c in applied.guard.conditions) or evaluation.constant:
+            return GuardClass.UNCONDITIONAL
+        classes = {self.packs.class_of(f) for f in evaluation.facts}
+        for wanted in _PRECEDENCE:
+            if wanted in classes:
+                return wanted
+        return GuardClass.UNKNOWN
+
+
+def _capability_predicate(op: str, argument: object) -> Predicate:
+    def predicate(facts: RunnerFacts) -> object:
+        return capability_call(op, argument, facts)
+
+    return predicate
+
+
+def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Evaluator) -> _RunnerVerdict:
+    unknown = False
+    for applied in item.guards:
+        evaluation = evaluator.evaluate(applied, entry, profile)
+        if evaluation.skips is Tri.TRUE:
+            return _RunnerVerdict(profile=profile, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
+        unknown = unknown or evaluation.skips is Tri.UNKNOWN
+    return _RunnerVerdict(profile=profile, skips=Tri.UNKNOWN if unknown else Tri.FALSE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileAudit:
+    """One file's share of the report."""
+
+    findings: tuple[PytestFinding, ...]
+    tests: int
+    scheduled: int
+    undetermined: int
+    assumptions: tuple[str, ...]
+
+
+class SuiteAuditor:
+    """Audits one collected file at a time against a schedule (files can be audited in any order)."""
+
+    def __init__(
+        self,
+        schedule: Schedule,
+        profiles: Mapping[str, RunnerProfile],
+        packs: PredicatePacks,
+        installed: frozenset[str] = frozenset(),
+    ):
+        self.entries = schedule.pytest_entries()
+        self.evaluator = _Evaluator(packs, profiles, installed)
+
+    def audit_file(self, test_file: TestFile) -> FileAudit:
+        if test_file.error is not None:
+            finding = _file_finding(GuardFindingKind.UNPARSABLE, test_file.path, test_file.error, GuardClass.UNKNOWN)
+            return FileAudit(findings=(finding,), tests=0, scheduled=0, undetermined=0, assumptions=())
+        entries = [
+            e for e in self.entries if isinstance(e.selection, PytestSelection) and file_selected(test_file.path, e.selection)
+        ]
+        skips: list[PytestFinding] = []
+        scheduled = undetermined = 0
+        assumptions: list[str] = []
+        for item in test_file.tests:
+            chosen = [s for s in (selects(e, item.nodeid, item.markers) for e in entries) if s is not None]
+            if not chosen:
+                continue
+            scheduled += 1
+            for s in chosen:
+                assumptions.extend(a for a in (*s.entry.assumptions, *s.assumptions) if a not in assumptions)
+            verdicts = [_verdict(item, s.entry, p, self.evaluator) for s in chosen for p in s.entry.profiles]
+            if all(v.skips is Tri.TRUE for v in verdicts):
+                skips.append(_test_finding(item, verdicts, self.evaluator))
+            elif not any(v.skips is Tri.FALSE for v in verdicts):
+                undetermined += 1
+        findings = list(skips)
+        if test_file.tests and not scheduled:
+            findings.append(
+                _file_finding(GuardFindingKind.UNSCHEDULED, test_file.path, "no CI entry selects this file", GuardClass.UNKNOWN)
+            )
+        elif scheduled and len(skips) == scheduled:
+            classes = Counter(f.guard_class for f in skips)
+            top = max(classes, key=lambda c: (classes[c], -list(GuardClass).index(c)))
+            runners = sorted({r for f in skips for r in f.finding.runners})
+            reason = f"all {scheduled} scheduled tests skip on every runner they are sent to ({', '.join(runners)})"
+            findings.append(_file_finding(GuardFindingKind.NEVER_RUNS, test_file.path, reason, top, tuple(runners)))
+        return FileAudit(
+            findings=tuple(findings),
+            tests=len(test_file.tests),
+            scheduled=scheduled,
+            undetermined=undetermined,
+            assumptions=tuple(assumptions),
+        )
+
+
+def combine(root: str, parts: Sequence[FileAudit], schedule: Schedule) -> PytestAuditReport:
+    """The report of a tree from its files' audits."""
+    assumptions: list[str] = []
+    for part in parts:
+        assumptions.extend(a for a in part.assumptions if a not in assumptions)
+    runners = sorted({p for e in schedule.pytest_entries() for p in e.profiles})
+    return PytestAuditReport(
+        root=root,
+        files=len(parts),
+        tests=sum(p.tests for p in parts),
+        scheduled_tests=sum(p.scheduled for p in parts),
+        runners=tuple(runners),
+        findings=tuple(f for p in parts for f in p.findings),
+        undetermined=sum(p.undetermined for p in parts),
+        unread=schedule.unread,
+        unknown_labels=schedule.unknown_labels,
+        assumptions=tuple(assumptions),
+    )
+
+
+def audit_suite(
+    root: str,
+    files: Sequence[TestFile],
+    schedule: Schedule,
+    *,
+    profiles: Mapping[str, RunnerProfile],
+    packs: PredicatePacks,
+    installed: frozenset[str] = frozenset(),
+) -> PytestAuditReport:
+    """Findings for every collected test against every schedule entry that selects it."""
+    auditor = SuiteAuditor(schedule, profiles, packs, installed)
+    return combine(root, [auditor.audit_file(f) for f in files], schedule)
+
+
+def _test_finding(item: TestItem, verdicts: Sequence[_RunnerVerdict], evaluator: _Evaluator) -> PytestFinding:
+    first = verdicts[0]
+    assert first.guard is not None and first.evaluation is not None
+    runners = tuple(sorted({v.profile for v in verdicts}))
+    classes = [evaluator.guard_class(v.guard, v.evaluation) for v in verdicts if v.guard and v.evaluation]
+    guard_class = min(classes, key=list(GuardClass).index)
+    via = f" (through {first.guard.via})" if first.guard.via else ""
+    steps = "; ".join(first.evaluation.steps[:4])
+    finding = GuardFinding(
+        kind=GuardFindingKind.SILENT_SKIP,
+        path=item.path,
+        line=item.line,
+        test=item.nodeid,
+        runners=runners,
+        guard=first.guard.guard.source + via,
+        reason=f"{guard_class.value}: skips on every runner CI sends it to ({', '.join(runners)}): {steps}",
+        hint="schedule it on a runner where the guard is false, or drop it from the schedule",
+    )
+    return PytestFinding(finding=finding, guard_class=guard_class)
+
+
+def _file_finding(
+    kind: GuardFindingKind, path: str, reason: str, guard_class: GuardClass, runners: tuple[str, ...] = ()
+) -> PytestFinding:
+    return PytestFinding(
+        finding=GuardFinding(kind=kind, path=path, line=1, test=path, runners=runners, reason=reason), guard_class=guard_class
+    )

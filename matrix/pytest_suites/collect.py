@@ -1,0 +1,317 @@
+"""Static pytest collection: the tests of a file and every skip guard that applies to each; never imports.
+
+For a test the guards are: the guard audit's own (pytestmark, skipif marks and aliases of them, pytest.skip in
+the body, autouse fixtures, importorskip, module-level skips); the skips of the conftest.py files above it
+(autouse fixtures, module-level skips); the skips of the fixtures it requests by parameter name (its module
+first, then the conftest files above it, and the fixtures those request, bounded); the skips of helpers its
+body calls at top level (module functions, or functions imported from another file of the tree); marker
+conditions (a conftest hook that turns `@pytest.mark.NAME` into a skip, read from the hook when simple,
+otherwise declared); and decorator factories of the predicate packs (`multi_gpu_test(num_gpus=2)`).
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from matrix.guards.finder import analyse_source, analyse_tree
+from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames
+from matrix.guards.names import dotted, resolve
+from matrix.pytest_suites.config import PytestConfig
+from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
+from matrix.pytest_suites.packs import PredicatePacks
+
+MAX_FIXTURE_DEPTH = 4
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppliedGuard:
+    """A guard, the names of the file it was written in (to evaluate it), and how it reaches the test."""
+
+    guard: Guard
+    names: ModuleNames
+    via: str = ""
+    # The file names a capability-call helper of the packs (`has_device_capability(90)`): rewrite before evaluating.
+    calls: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestItem:
+    nodeid: str
+    path: str
+    line: int
+    markers: frozenset[str]
+    guards: tuple[AppliedGuard, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestFile:
+    path: str
+    tests: tuple[TestItem, ...]
+    error: str | None = None
+
+
+@dataclass(kw_only=True)
+class _Parsed:
+    analysis: FileAnalysis
+    tree: ast.Module | None
+    fixtures: dict[str, _Function] = field(default_factory=dict)
+    helpers: dict[str, tuple[Guard, ...]] = field(default_factory=dict)
+    calls: bool = False
+
+
+Loader = Callable[[str], str | None]
+
+
+class Collector:
+    """Collects test files of one tree; parsed files (conftest, helpers) are cached across files."""
+
+    def __init__(
+        self,
+        load: Loader,
+        config: PytestConfig,
+        packs: PredicatePacks,
+        declared_markers: Mapping[str, str] | None = None,
+    ):
+        self.load = load
+        self.config = config
+        self.packs = packs
+        self.declared = {
+            marker: MarkerRule(
+                marker=marker,
+                condition=ast.parse(text, mode="eval").body,
+                source=f"declared: {marker} skips when {text}",
+                origin="declared",
+            )
+            for marker, text in (declared_markers or {}).items()
+        }
+        self.cache: dict[str, _Parsed | None] = {}
+        self.marker_rules: dict[str, tuple[MarkerRule, ...]] = {}
+
+    # --- files ----------------------------------------------------------------------------------------------
+
+    def parsed(self, path: str) -> _Parsed | None:
+        if path in self.cache:
+            return self.cache[path]
+        text = self.load(path)
+        result: _Parsed | None = None
+        if text is not None:
+            tree: ast.Module | None = None
+            try:
+                tree = ast.parse(text, filename=path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+            analysis = analyse_tree(path, text, tree) if tree is not None else analyse_source(path, text)
+            calls = any(name in text for name in self.packs.calls)
+            result = _Parsed(analysis=analysis, tree=tree, helpers=dict(analysis.helpers), calls=calls)
+            if tree is not None:
+                result.fixtures = {s.name: s for s in tree.body if isinstance(s, _Function) and _is_fixture(s, analysis.names)}
+        self.cache[path] = result
+        return result
+
+    def conftests(self, path: str) -> list[str]:
+        """conftest.py files from the root down to the test's folder, nearest last."""
+        parts = posixpath.dirname(path).split("/") if posixpath.dirname(path) else []
+        chain = ["conftest.py"] + [posixpath.join(*parts[: i + 1], "conftest.py") for i in range(len(parts))]
+        return [c for c in chain if self.parsed(c) is not None]
+
+    def markers_for(self, path: str) -> dict[str, MarkerRule]:
+        """Marker rules in force for a test file: hooks read from its conftests, then declared ones."""
+        rules: dict[str, MarkerRule] = {}
+        for conftest in self.conftests(path):
+            if conftest not in self.marker_rules:
+                parsed = self.parsed(conftest)
+                tree = parsed.tree if parsed is not None else None
+                self.marker_rules[conftest] = read_marker_hooks(tree, conftest) if tree is not None else ()
+            rules.update({r.marker: r for r in self.marker_rules[conftest]})
+        rules.update(self.declared)
+        return rules
+
+    # --- tests ----------------------------------------------------------------------------------------------
+
+    def collect(self, path: str) -> TestFile:
+        parsed = self.parsed(path)
+        if parsed is None:
+            return TestFile(path=path, tests=(), error="cannot be read (missing, over 4 MiB or not UTF-8)")
+        if parsed.tree is None:
+            return TestFile(path=path, tests=(), error=parsed.analysis.syntax_error or "does not parse")
+        names = parsed.analysis.names
+        own = parsed.analysis.guards
+        by_scope: dict[str, list[Guard]] = {}
+        for guard in own:
+            by_scope.setdefault(guard.scope, []).append(guard)
+        inherited: list[AppliedGuard] = []
+        for conftest in self.conftests(path):
+            c = self.parsed(conftest)
+            assert c is not None
+            inherited.extend(
+                AppliedGuard(guard=g, names=c.analysis.names, via=conftest) for g in c.analysis.guards if g.scope == conftest
+            )
+        rules = self.markers_for(path)
+        module_marks = _marks_of_pytestmark(parsed.tree.body, names)
+        tests: list[TestItem] = []
+        for node, cls in self._test_functions(parsed.tree, names):
+            nodeid = f"{path}::{cls.name}::{node.name}" if cls is not None else f"{path}::{node.name}"
+            scopes = [path] + ([f"{path}::{cls.name}"] if cls is not None else []) + [nodeid]
+            guards = [AppliedGuard(guard=g, names=names) for s in scopes for g in by_scope.get(s, ())]
+            guards.extend(inherited)
+            marks = set(module_marks)
+            if cls is not None:
+                marks |= _marks_of(cls.decorator_list, names) | _marks_of_pytestmark(cls.body, names)
+            marks |= _marks_of(node.decorator_list, names)
+            for marker in sorted(marks):
+                rule = rules.get(marker)
+                if rule is not None:
+                    guard = Guard(
+                        scope=nodeid,
+                        kind=GuardKind.MARK_SKIP,
+                        line=node.lineno,
+                        source=rule.source,
+                        conditions=(ExprCondition(expr=rule.condition),),
+                        local_names=rule.bindings,
+                    )
+                    guards.append(AppliedGuard(guard=guard, names=rule.names or names, via=f"marker {marker}"))
+            guards.extend(self._decorator_rules(node, nodeid, names))
+            guards.extend(self._fixture_guards(path, parsed, node, set(), 0))
+            guards.extend(self._helper_guards(path, parsed, node))
+            guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
+            tests.append(TestItem(nodeid=nodeid, path=path, line=node.lineno, markers=frozenset(marks), guards=tuple(guards)))
+        return TestFile(path=path, tests=tuple(tests))
+
+    def _mentions_calls(self, applied: AppliedGuard) -> bool:
+        if not self.packs.calls:
+            return False
+        owner = self.cache.get(applied.guard.scope.split("::")[0])
+        return owner is None or owner.calls
+
+    def _test_functions(self, tree: ast.Module, names: ModuleNames) -> list[tuple[_Function, ast.ClassDef | None]]:
+        out: list[tuple[_Function, ast.ClassDef | None]] = []
+        functions = self.config.python_functions
+        for stmt in tree.body:
+            if isinstance(stmt, _Function) and self.config.is_test_name(stmt.name, functions):
+                out.append((stmt, None))
+            elif isinstance(stmt, ast.ClassDef) and self._is_test_class(stmt, names):
+                out.extend(
+                    (s, stmt) for s in stmt.body if isinstance(s, _Function) and self.config.is_test_name(s.name, functions)
+                )
+        return out
+
+    def _is_test_class(self, node: ast.ClassDef, names: ModuleNames) -> bool:
+        testcase = any((resolve(dotted(b) or "", names.import_map)).endswith("TestCase") for b in node.bases)
+        if testcase:
+            return True
+        has_init = any(isinstance(s, _Function) and s.name == "__init__" for s in node.body)
+        return self.config.is_test_name(node.name, self.config.python_classes) and not has_init
+
+    def _decorator_rules(self, node: _Function, nodeid: str, names: ModuleNames) -> list[AppliedGuard]:
+        out: list[AppliedGuard] = []
+        for deco in node.decorator_list:
+            if not isinstance(deco, ast.Call):
+                continue
+            last = (dotted(deco.func) or "").rpartition(".")[2]
+            rule = self.packs.decorators.get(last)
+            if rule is None:
+                continue
+            expr = ast.parse(rule.skips_when, mode="eval").body
+            values = {kw.arg: kw.value for kw in deco.keywords if kw.arg is not None}
+            bound = _Substitute(values).visit(expr)
+            guard = Guard(
+                scope=nodeid,
+                kind=GuardKind.MARK_SKIPIF,
+                line=deco.lineno,
+                source=f"{ast.unparse(deco)} -> skips when {rule.skips_when}",
+                conditions=(ExprCondition(expr=bound),),
+            )
+            out.append(AppliedGuard(guard=guard, names=names, via=f"decorator {last}"))
+        return out
+
+    def _fixture_guards(self, path: str, parsed: _Parsed, node: _Function, seen: set[str], depth: int) -> list[AppliedGuard]:
+        if depth > MAX_FIXTURE_DEPTH:
+            return []
+        out: list[AppliedGuard] = []
+        requested = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+        for name in requested:
+            if name in seen or name in ("self", "cls", "request"):
+                continue
+            seen.add(name)
+            found = self._fixture(path, parsed, name)
+            if found is None:
+                continue
+            where, owner, fixture = found
+            out.extend(
+                AppliedGuard(guard=g, names=owner.analysis.names, via=f"fixture {name} ({where})")
+                for g in owner.helpers.get(name, ())
+            )
+            out.extend(self._fixture_guards(where, owner, fixture, seen, depth + 1))
+        return out
+
+    def _fixture(self, path: str, parsed: _Parsed, name: str) -> tuple[str, _Parsed, _Function] | None:
+        if name in parsed.fixtures:
+            return path, parsed, parsed.fixtures[name]
+        for conftest in reversed(self.conftests(path)):
+            c = self.parsed(conftest)
+            if c is not None and name in c.fixtures:
+                return conftest, c, c.fixtures[name]
+        return None
+
+    def _helper_guards(self, path: str, parsed: _Parsed, node: _Function) -> list[AppliedGuard]:
+        out: list[AppliedGuard] = []
+        imports = parsed.analysis.names.import_map
+        for stmt in node.body:
+            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name)):
+                continue
+            name = stmt.value.func.id
+            if name in parsed.helpers:
+                out.extend(AppliedGuard(guard=g, names=parsed.analysis.names, via=f"helper {name}") for g in parsed.helpers[name])
+                continue
+            target = imports.get(name)
+            if target is None or "." not in target:
+                continue
+            module, _, function = target.rpartition(".")
+            other = self.parsed(module.replace(".", "/") + ".py")
+            if other is not None and function in other.helpers:
+                out.extend(
+                    AppliedGuard(guard=g, names=other.analysis.names, via=f"helper {target}") for g in other.helpers[function]
+                )
+        return out
+
+
+class _Substitute(ast.NodeTransformer):
+    """Put a decorator call's literal keyword values in for the names of a pack's condition."""
+
+    def __init__(self, values: Mapping[str, ast.expr]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.values.get(node.id, node)
+
+
+def _is_fixture(node: _Function, names: ModuleNames) -> bool:
+    for deco in node.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if resolve(dotted(target) or "", names.import_map).endswith("fixture"):
+            return True
+    return False
+
+
+def _mark_name(node: ast.expr, names: ModuleNames) -> str | None:
+    target = node.func if isinstance(node, ast.Call) else node
+    name = resolve(dotted(target) or "", names.import_map)
+    head, sep, last = name.rpartition(".mark.")
+    return last if sep and head.endswith("pytest") and "." not in last else None
+
+
+def _marks_of(decorators: Sequence[ast.expr], names: ModuleNames) -> set[str]:
+    return {m for m in (_mark_name(d, names) for d in decorators) if m is not None}
+
+
+def _marks_of_pytestmark(body: Sequence[ast.stmt], names: ModuleNames) -> set[str]:
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
+            value = stmt.value
+            marks = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
+            return _marks_of(marks, names)
+    return set()

@@ -1,0 +1,123 @@
+"""The pytest audit as text, JSON and Markdown; pure."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from matrix.guards.model import GuardFindingKind
+from matrix.pytest_suites.audit import PytestAuditReport, PytestFinding
+
+SCHEMA = "specmatrix.pytest-audit/1"
+_SHOWN = (GuardFindingKind.SILENT_SKIP, GuardFindingKind.NEVER_RUNS, GuardFindingKind.UNSCHEDULED, GuardFindingKind.UNPARSABLE)
+_TITLES = {
+    GuardFindingKind.SILENT_SKIP: "tests that skip on every runner CI sends them to",
+    GuardFindingKind.NEVER_RUNS: "files that never run in this CI (every scheduled test skips)",
+    GuardFindingKind.UNSCHEDULED: "test files no CI entry selects",
+    GuardFindingKind.UNPARSABLE: "test files that do not parse",
+}
+
+
+def summary_lines(report: PytestAuditReport) -> list[str]:
+    lines = [
+        f"{report.files} test files, {report.tests} tests ({report.scheduled_tests} scheduled) on "
+        f"{', '.join(report.runners) or 'no runner'}; {report.undetermined} scheduled tests undetermined"
+    ]
+    for kind in _SHOWN:
+        found = report.of_kind(kind)
+        if found:
+            classes = ", ".join(f"{c.value} {n}" for c, n in report.class_counts(kind).items())
+            lines.append(f"{kind.value}: {len(found)} {_TITLES[kind]} ({classes})")
+    lines.append(f"jobs not read: {len(report.unread)}; unknown runner labels: {len(report.unknown_labels)}")
+    return lines
+
+
+def to_text(report: PytestAuditReport) -> str:
+    lines: list[str] = []
+    for f in report.findings:
+        g = f.finding
+        if g.kind in _SHOWN:
+            runners = f" on {', '.join(g.runners)}" if g.runners else ""
+            guard = f" [{g.guard}]" if g.guard else ""
+            lines.append(f"{g.location}: {g.kind.value}: {g.test}{runners}: {g.reason}{guard}")
+    lines.extend(f"{u.origin}: not read: {u.reason}" for u in report.unread)
+    lines.extend(f"{u.origin}: unknown runner label {u.label!r}" for u in report.unknown_labels)
+    lines.extend(summary_lines(report))
+    return "\n".join(lines) + "\n"
+
+
+def _finding_doc(f: PytestFinding) -> dict[str, Any]:
+    return {**f.finding.fields(), "guard_class": f.guard_class.value}
+
+
+def to_json(report: PytestAuditReport) -> str:
+    doc = {
+        "schema": SCHEMA,
+        "root": report.root,
+        "files": report.files,
+        "tests": report.tests,
+        "scheduled_tests": report.scheduled_tests,
+        "undetermined": report.undetermined,
+        "runners": list(report.runners),
+        "counts": {k.value: {c.value: n for c, n in report.class_counts(k).items()} for k in _SHOWN},
+        "findings": [_finding_doc(f) for f in report.findings],
+        "unread": [{"origin": str(u.origin), "reason": u.reason} for u in report.unread],
+        "unknown_labels": [
+            {"origin": str(u.origin), "label": u.label, "nearest": list(u.nearest)} for u in report.unknown_labels
+        ],
+        "assumptions": list(report.assumptions),
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def cell(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split()).replace("|", "\\|")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def count_table(report: PytestAuditReport) -> list[str]:
+    classes = sorted({c for k in _SHOWN for c in report.class_counts(k)}, key=lambda c: c.value)
+    head = ["| finding | total | " + " | ".join(c.value for c in classes) + " |", "|---|---:|" + "---:|" * len(classes)]
+    rows = []
+    for kind in _SHOWN:
+        counts = report.class_counts(kind)
+        total = len(report.of_kind(kind))
+        rows.append(f"| {kind.value} | {total} | " + " | ".join(str(counts.get(c, 0)) for c in classes) + " |")
+    return head + rows
+
+
+def findings_table(findings: Sequence[PytestFinding], *, files: bool) -> list[str]:
+    if files:
+        lines = ["| file | class | runners | why |", "|---|---|---|---|"]
+        lines += [
+            f"| `{cell(f.finding.path)}` | {f.guard_class.value} | {', '.join(f.finding.runners)} | {cell(f.finding.reason)} |"
+            for f in findings
+        ]
+        return lines
+    lines = ["| test | class | runners | guard |", "|---|---|---|---|"]
+    lines += [
+        f"| `{cell(f.finding.test, 160)}` | {f.guard_class.value} | {', '.join(f.finding.runners)} "
+        f"| `{cell(f.finding.guard, 160)}` |"
+        for f in findings
+    ]
+    return lines
+
+
+def to_markdown(report: PytestAuditReport) -> str:
+    lines = ["## pytest audit", "", *(f"- {line}" for line in summary_lines(report)), "", *count_table(report), ""]
+    for kind, files in (
+        (GuardFindingKind.NEVER_RUNS, True),
+        (GuardFindingKind.UNSCHEDULED, True),
+        (GuardFindingKind.SILENT_SKIP, False),
+    ):
+        found = report.of_kind(kind)
+        if found:
+            lines += [f"<details><summary>{kind.value}: {len(found)} {_TITLES[kind]}</summary>", ""]
+            lines += findings_table(found, files=files)
+            lines += ["", "</details>", ""]
+    if report.unread:
+        lines += ["Jobs not read (declare them):", ""]
+        lines += [f"- `{cell(str(u.origin))}`: {cell(u.reason)}" for u in report.unread]
+        lines.append("")
+    return "\n".join(lines)

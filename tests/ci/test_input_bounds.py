@@ -1,0 +1,131 @@
+"""The worst known hostile inputs stay within 2 s of CPU and 500 MB: each case runs in a fresh process that
+reports its own CPU time (`time.process_time`, so a loaded machine's waiting does not count) around the work and
+its peak resident size (`ru_maxrss`, interpreter included)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CPU_SECONDS = 2.0
+PEAK_MB = 500
+
+SETUP = """
+import contextlib, io, json, os, resource, sys, time
+from pathlib import Path
+from matrix.cli.main import main
+S = '''import unittest
+from ci_helpers import is_sm90_supported, register_cuda_ci
+register_cuda_ci(est_time=30, suite="base-b-test-4-gpu-b200")
+@unittest.skipIf(not is_sm90_supported(), "r")
+class TestKernel(unittest.TestCase):
+    def test_decode(self):
+        pass
+'''
+work = Path(sys.argv[1])
+def cli(*argv):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return main([str(a) for a in argv])
+"""
+# Each case prepares its input (not timed), then runs `work()` (timed); `work` returns the exit code or a value.
+CASES = {
+    # The audited file just under the size cap, made of the statement that costs most to parse per byte.
+    "audited-file-at-the-cap": """
+        from matrix.guards.tree import MAX_SOURCE_BYTES
+        root = work / "suite"; root.mkdir()
+        body = S + "X = 1\\n" * ((MAX_SOURCE_BYTES - len(S)) // 6)
+        (root / "test_big.py").write_text(body)
+        assert len(body) <= MAX_SOURCE_BYTES
+        def work():
+            return cli("guards", root, "--no-cache")
+    """,
+    # 56 MB of source: read up to the cap, then an unparsable finding.
+    "audited-file-of-56-mb": """
+        root = work / "suite"; root.mkdir()
+        (root / "test_huge.py").write_text(S + "X = 1\\n" * (56 * 1024 * 1024 // 6))
+        def work():
+            return cli("guards", root, "--no-cache")
+    """,
+    # A literal list at the cap: one node per two bytes.
+    "literal-at-the-cap": """
+        from matrix.guards.tree import MAX_SOURCE_BYTES
+        root = work / "suite"; root.mkdir()
+        (root / "test_lit.py").write_text(S + "X = [" + "1," * ((MAX_SOURCE_BYTES - len(S) - 10) // 2) + "]\\n")
+        def work():
+            return cli("guards", root, "--no-cache")
+    """,
+    # A results cache of 20,000 sealed but off-schema entries: each is checked, none is trusted.
+    "cache-of-bad-entries": """
+        from matrix.guards.cache import ResultCache, seal, SCHEMA
+        folder = work / "c"; folder.mkdir()
+        bad = {"findings": [{"kind": "never-runs", "path": 5, "line": "7"}] * 20, "registered": True, "runners": []}
+        files = {f"{i:064x}": {"seal": seal(f"{i:064x}", bad), "audit": bad} for i in range(20_000)}
+        (folder / "guards-k.json").write_text(json.dumps({"schema": SCHEMA, "files": files}))
+        def work():
+            cache = ResultCache(folder, "k")
+            return sum(cache.get(key, "t.py")[0] for key in files)
+    """,
+    # A ledger line of 64 MiB, between two good ones.
+    "ledger-line-of-64-mib": """
+        line = lambda **f: json.dumps({"ledger": 1, "runner": {"source": "x", "gpus": 4, "capability": [10, 0]}, "pid": 7, "time": 1.0, **f})
+        ledger = work / "l.jsonl"
+        with open(ledger, "w") as out:
+            out.write(line(kind="process", script="t.py", argv=[]) + "\\n")
+            out.write('{"x": "' + "y" * (64 * 1024 * 1024) + '"}\\n')
+            out.write(line(kind="exit", status=0, how="end", tests=0) + "\\n")
+        from matrix.ledger.records import read_ledger
+        def work():
+            return len(read_ledger(ledger).bad_lines)
+    """,
+    # The hook: a test id of 64 MiB and SPECMATRIX_DETECT nested 10 million deep.
+    "hook-giant-id-and-nested-detect": """
+        os.environ["SPECMATRIX_DETECT"] = "[" * 10_000_000
+        from matrix.ledger.hook import State, record_test
+        state = State(str(work / "l.jsonl"), str(work))
+        state.started = True
+        test = "t.py::T::" + "x" * (64 * 1024 * 1024)
+        def work():
+            record_test(state, "t.py", test, "skipped", "r")
+            return (work_dir := Path(state.path)).stat().st_size
+    """,
+    # Selectors whose brace expansions contradict: refused before any cell list is built.
+    "contradicting-selectors": """
+        from matrix.audit.selection import CellChooser
+        from matrix.core.loader import load_matrix
+        from matrix.core.errors import SelectorError
+        chooser = CellChooser(load_matrix().cells)
+        def work():
+            try:
+                chooser.chosen_all(("draft-*", "target-*"))
+            except SelectorError:
+                return 2
+            return 0
+    """,
+}
+MEASURE = """
+before = time.process_time()
+result = work()
+cpu = time.process_time() - before
+print(json.dumps({"cpu": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "result": result}))
+"""
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_worst_known_inputs_are_bounded(tmp_path: Path, case: str) -> None:
+    code = SETUP + textwrap.dedent(CASES[case]) + MEASURE
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECMATRIX_")}
+    env["PYTHONPATH"] = str(REPO)
+    env["SPECMATRIX_CACHE_DIR"] = str(tmp_path / "cache")
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    assert measured["cpu"] < CPU_SECONDS and measured["peak_mb"] < PEAK_MB, measured
