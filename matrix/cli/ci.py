@@ -210,10 +210,13 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     }
     heatmap = None
     if not args.no_heatmap and result.entries:
-        from matrix.coverage.heatmap import render_heatmap
+        from matrix.coverage.heatmap import PlottingUnavailable, render_heatmap
 
-        files.update(render_heatmap(result, ("png", "svg"), stem="heatmap"))
-        heatmap = "heatmap.png"
+        try:
+            files.update(render_heatmap(result, ("png", "svg"), stem="heatmap"))
+            heatmap = "heatmap.png"
+        except PlottingUnavailable as exc:  # the tables need no plotting library: write them, without the picture
+            print(f"specmatrix coverage: no heatmap: {exc} (--no-heatmap leaves it out quietly)", file=sys.stderr)
     files["coverage.md"] = coverage_markdown(result, heatmap=heatmap).encode("utf-8", errors="replace")
     files["summary.md"] = coverage_markdown(result).encode("utf-8", errors="replace")
     ensure_dir(out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from matrix.cli.tables import cells_table, runners_table
@@ -12,12 +13,13 @@ from matrix.core.detect import detect
 from matrix.core.errors import EXIT_OK, EXIT_USAGE, DetectionError, UsageError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.machine import AUTO, auto_runner, differences, nearest_profiles
-from matrix.core.model import Cell, Expectation, Outcome
+from matrix.core.model import Cell, Expectation, Outcome, RuleVerdict
 from matrix.core.options import Options, load
 from matrix.core.planning import plan_for
 from matrix.core.selectors import select
 
 CELLS_SCHEMA = "specmatrix.cells/1"
+EXPLAIN_SCHEMA = "specmatrix.explain/1"
 RUNNER_HELP = (
     "runner profile name, or 'auto' (default: auto, the profile this machine satisfies; "
     "or [tool.specmatrix] runner, $SPECMATRIX_RUNNER)"
@@ -40,6 +42,10 @@ def register(sub: Any) -> None:
     p = sub.add_parser("explain", help="the rule trail that decides one cell on a runner")
     p.add_argument("cell", help="cell id")
     p.add_argument("--runner", metavar="NAME", help=RUNNER_HELP)
+    p.add_argument(
+        "--format", choices=("text", "json"), default=None, help="output: text (default) or json (specmatrix.explain/1)"
+    )
+    p.add_argument("--json", action="store_true", help="deprecated: same as --format json")
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("runners", help="runner profiles and how many cells each must run")
@@ -83,6 +89,18 @@ def cmd_cells(args: argparse.Namespace, options: Options) -> int:
     return EXIT_OK
 
 
+def _rule_record(verdict: RuleVerdict) -> dict[str, Any]:
+    rule = verdict.rule
+    return {
+        "id": rule.id,
+        "kind": rule.kind.value,
+        "satisfied": verdict.satisfied,
+        "detail": verdict.detail,
+        "reason": rule.reason,
+        "source": rule.source,
+    }
+
+
 def _runner_line(gpus: int, sm: int | None) -> str:
     return "no GPU" if not gpus else f"{gpus} GPU(s), sm{sm}"
 
@@ -95,6 +113,24 @@ def cmd_explain(args: argparse.Namespace, options: Options) -> int:
     cell = cells[0]
     plan = plan_for(loaded, options.runner, os.environ)
     exp = plan.expectations[cell.id]
+    if args.json and args.format == "text":
+        raise UsageError("explain: --json and --format text contradict each other")
+    if args.json:
+        print("specmatrix explain: --json is deprecated; use --format json", file=sys.stderr)
+    if args.json or args.format == "json":
+        doc = {
+            "schema": EXPLAIN_SCHEMA,
+            "matrix": loaded.matrix.name,
+            "runner": plan.runner.name,
+            "gpus": plan.runner.gpus,
+            "sm": plan.runner.sm,
+            "versions": dict(plan.versions),
+            "detection_overridden": plan.facts.overridden,
+            "note": plan.detection_note or None,
+            "cell": expectation_record(cell, exp) | {"rules": [_rule_record(v) for v in exp.trail]},
+        }
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
     print(f"{cell.id} on {plan.runner.name} ({_runner_line(plan.runner.gpus, plan.runner.sm)}): {exp.outcome.value.upper()}")
     if plan.detection_note:
         print(f"note: {plan.detection_note}")

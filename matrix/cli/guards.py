@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -21,7 +22,8 @@ from matrix.guards.render import to_json, to_markdown, to_text
 from matrix.guards.sarif import to_sarif
 from matrix.guards.suites import load_suite_map, read_suite_list
 from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
-from matrix.guards.workflows import load_schedule
+from matrix.schedule.load import find_workflows, load_schedule
+from matrix.schedule.model import Schedule
 
 FORMATS = ("text", "json", "md", "github", "sarif")
 
@@ -59,14 +61,20 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="TOML [suite] table mapping suite names or globs to profiles (default: the built-in suite map)",
     )
-    p.add_argument(
+    wf = p.add_mutually_exclusive_group()
+    wf.add_argument(
         "--workflows",
         type=Path,
         metavar="DIR",
         help=(
             "repository root (or its .github/workflows): which job runs which suite, on which runner, with --nightly"
-            " or not (default: not read; registrations are matched by suite name only)"
+            " or not (default: the nearest .github/workflows at or above PATH; none found: suite names only)"
         ),
+    )
+    wf.add_argument(
+        "--no-workflows",
+        action="store_true",
+        help="do not read any workflows, even when PATH lies in a repository that has them (default: read them)",
     )
     p.add_argument(
         "--assume-installed",
@@ -133,16 +141,47 @@ def _repo_path(report: GuardReport, finding: GuardFinding) -> str:
         return full.as_posix()
 
 
-def render(report: GuardReport, result: Gate, fmt: str) -> str:
+def render(report: GuardReport, result: Gate, fmt: str, *, status: str | None = None, exit_code: int | None = None) -> str:
+    """The output in `fmt`; `status` and `exit_code` replace the audit's own when the command returns another."""
     if fmt == "json":
-        return to_json(report, result)
+        return to_json(report, result, exit_code=exit_code)
     if fmt == "md":
-        return to_markdown(report, result)
+        return to_markdown(report, result, exit_code=exit_code)
     if fmt == "github":
         return to_annotations((f, _repo_path(report, f)) for f in result.shown)
     if fmt == "sarif":
         return to_sarif((f, _repo_path(report, f)) for f in result.shown)
-    return to_text(report, result)
+    return to_text(report, result, status=status)
+
+
+def read_schedule(args: argparse.Namespace, runners: dict[str, Any]) -> Schedule | None:
+    """--workflows DIR, else the nearest .github/workflows above PATH (unless --no-workflows); says what it read."""
+    if args.no_workflows:
+        return None
+    root = args.workflows
+    if root is None:
+        if not args.path.exists():
+            return None  # audit_tree names the missing PATH
+        root = find_workflows(args.path)
+        if root is None:
+            return None
+    schedule = load_schedule(root, runners, cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ))
+    if args.workflows is None and not schedule.entries:
+        # Found by itself, and no workflow runs a command the readers know: the suites are started some other way.
+        print(
+            f"specmatrix guards: {len(schedule.sources)} CI files under {root} run no command the schedule readers know "
+            "(run_suite.py); registrations are matched by suite name only (--workflows DIR to use them anyway)",
+            file=sys.stderr,
+        )
+        return None
+    shown = ", ".join(schedule.sources[:3]) + (f" and {len(schedule.sources) - 3} more" if len(schedule.sources) > 3 else "")
+    print(
+        f"specmatrix guards: schedule read from {len(schedule.sources)} CI files under {root} ({shown}): "
+        f"{len(schedule.entries)} entries, {len(schedule.unread)} unread jobs, {len(schedule.unknown_labels)} unknown labels"
+        " (--no-workflows to leave them out)",
+        file=sys.stderr,
+    )
+    return schedule
 
 
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
@@ -152,7 +191,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     named = (args.baseline, args.suites, args.suite_map)
     refuse_input_targets((("--output", args.output),), [*(p for p in (*named, args.write_baseline) if p is not None)])
     refuse_input_targets(outputs, [*(p for p in named if p is not None), *tree_inputs(args.path, (t for _, t in outputs))])
-    runners = load_runners(options.runner_files)
+    runners = load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners)
     baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
     report = audit_tree(
         args.path,
@@ -161,18 +200,24 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         known_suites=read_suite_list(args.suites) if args.suites is not None else None,
         only_runners=_names(args.only_runners),
         installed=_names(args.assume_installed),
-        schedule=load_schedule(args.workflows) if args.workflows is not None else None,
+        schedule=read_schedule(args, runners),
         jobs=args.jobs or default_jobs(),
         cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
     )
+    wrote: str | None = None
     if args.write_baseline is not None:
         previous = read_baseline(args.write_baseline) if args.write_baseline.is_file() else None
         entries = updated_entries(error_keys(report.findings), previous)
         write_text_atomic(args.write_baseline, baseline_text(entries))
+        # Writing the baseline is the run's job: it succeeds whatever the findings, and says so.
+        wrote = f"exit 0: wrote {len(entries)} baseline entries to {args.write_baseline}"
     result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today)
-    text = render(report, result, _format(args))
+    fmt = _format(args)
+    text = render(report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None)
     if args.output is not None:
         write_text_atomic(args.output, text + "\n")
     else:
         print(text)
-    return 0 if args.write_baseline is not None else result.exit_code
+    if wrote is not None and (fmt != "text" or args.output is not None):
+        print(f"specmatrix guards: {wrote.removeprefix('exit 0: ')}", file=sys.stderr)
+    return 0 if wrote is not None else result.exit_code

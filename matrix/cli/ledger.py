@@ -86,7 +86,7 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
     inputs = [*args.ledgers, *(p for p in (args.baseline, args.allow, args.suite_map) if p is not None)]
     outputs = (("--md", args.md), ("--json", args.json))
     refuse_input_targets(outputs, [*inputs, *tree_inputs(args.root, (t for _, t in outputs))])
-    runners = load_runners(options.runner_files)
+    runners = load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners)
     suite_map = load_suite_map(args.suite_map)
     settings = JoinSettings(
         runners=runners,

@@ -19,6 +19,7 @@ from matrix.cli import guards as cmd_guards
 from matrix.cli import ledger as cmd_ledger
 from matrix.cli import pytest_audit as cmd_pytest_audit
 from matrix.cli import report as cmd_report
+from matrix.cli import schedule as cmd_schedule
 from matrix.cli.parsing import HelpFormatter, version_text
 from matrix.core.errors import EXIT_USAGE, SpecmatrixError, UsageError
 from matrix.core.options import CliOverrides, Options, resolve_options
@@ -28,12 +29,14 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     cmd_core,
     cmd_ci,
     cmd_guards,
+    cmd_schedule,
     cmd_audit,
     cmd_ledger,
     cmd_report,
     cmd_pytest_audit,
 )
 PROG = "specmatrix"
+EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE, what `yes | head -1` leaves for `yes`
 
 
 class _Parser(argparse.ArgumentParser):
@@ -171,7 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Readers and writers map their own errors; what reaches here is stdout (EPIPE, ENOSPC) or a stray path.
         _silence_stdout()
         if exc.errno == errno.EPIPE:
-            return _fail("output closed before it was complete (broken pipe)")
+            # The reader went away (`specmatrix cells | head -3`): quiet, with the status a Unix tool killed by
+            # SIGPIPE leaves (128 + 13), so only a shell with pipefail notices.
+            return EXIT_BROKEN_PIPE
         where = exc.filename if exc.filename is not None else "standard output"
         return _fail(f"{where}: {exc.strerror or exc}")
 

@@ -78,7 +78,7 @@ def _jobs(value: int | None) -> int:
 def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
     if not args.schedule_file and not args.buildkite:
         raise UsageError("pytest-audit: give at least one --schedule-file or --buildkite file (what CI runs)")
-    profiles = load_runners(options.runner_files, options.replace_runners)
+    profiles = load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners)
     inputs = AuditInput(
         root=args.root,
         schedule_files=tuple(args.schedule_file),

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from matrix.core.model import Cell, Matrix, Value
 
+NO_BACKEND = "default"  # a matrix without a `backend` axis: one implementation, keyed by the cost axes alone
+
 
 @dataclass(frozen=True, kw_only=True)
 class KernelConfig:
@@ -25,8 +27,7 @@ class KernelConfig:
 
 def kernel_config(matrix: Matrix, cell: Cell, impl: str | None) -> KernelConfig:
     """The cell's configuration under `impl` (the backend itself when None); axes from [cost.backend.B].config_axes."""
-    backend = str(cell.get("backend"))
-    cost = matrix.cost.backends.get(backend)
-    axes = cost.config_axes if cost is not None else ()
+    backend = str(cell.get("backend")) if cell.get("backend") is not None else NO_BACKEND
+    axes = matrix.cost.backends.get(backend, matrix.cost.default).config_axes
     values = tuple((name, value) for name in axes if (value := cell.get(name)) is not None)
     return KernelConfig(backend=backend, impl=impl or backend, values=values)

@@ -14,11 +14,13 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import (
+    DEFAULT_CELL_COST,
     Axis,
     BackendCost,
     Cell,
     Condition,
     CostModel,
+    CoverageLayout,
     ImplChoice,
     Matrix,
     Op,
@@ -64,7 +66,7 @@ def load_matrix(path: Path | None = None) -> Matrix:
 
 def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
     """Validate a parsed matrix document and expand its groups into cells."""
-    expect_keys(data, {"name", "pins", "axis", "group", "impl", "rule", "cost", "page_promotion"}, source)
+    expect_keys(data, {"name", "pins", "axis", "group", "impl", "rule", "cost", "page_promotion", "coverage"}, source)
     axes = tuple(_parse_axis(t, f"{source}: axis #{i + 1}") for i, t in enumerate(tables_field(data.get("axis", []), source)))
     if not axes:
         raise ConfigError(f"{source}: no [[axis]] defined")
@@ -112,6 +114,7 @@ def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
         cost=_parse_cost(table_field(data.get("cost", {}), f"{source}: [cost]"), by_name, source),
         source_path=source,
         page_promotions=promotions,
+        coverage=_parse_coverage(data.get("coverage"), axes, source),
     )
 
 
@@ -331,23 +334,66 @@ def _parse_page_promotion(t: Mapping[str, Any], axes: Mapping[str, Axis], where:
     )
 
 
+_COST_FIELDS = {"cell_seconds", "compile_seconds", "config_axes"}
+
+
+def _backend_cost(bt: Mapping[str, Any], axes: Mapping[str, Axis], where: str, fallback: BackendCost) -> BackendCost:
+    config_axes = strings_field(bt.get("config_axes", list(fallback.config_axes)), f"{where}: config_axes")
+    for a in config_axes:
+        if a not in axes:
+            raise ConfigError(f"{where}: config_axes names unknown axis {a!r}")
+    return BackendCost(
+        cell_seconds=number_field(bt.get("cell_seconds", fallback.cell_seconds), f"{where}: cell_seconds"),
+        compile_seconds=number_field(bt.get("compile_seconds", fallback.compile_seconds), f"{where}: compile_seconds"),
+        config_axes=config_axes,
+    )
+
+
 def _parse_cost(t: Mapping[str, Any], axes: Mapping[str, Axis], source: str) -> CostModel:
-    expect_keys(t, {"shard_seconds", "backend"}, f"{source}: [cost]")
+    """`[cost]` is optional: its own cell_seconds / compile_seconds / config_axes cost every cell; `[cost.backend.B]`
+    tables (a matrix with a `backend` axis) override them per backend."""
+    expect_keys(t, {"shard_seconds", "backend", *_COST_FIELDS}, f"{source}: [cost]")
+    default = _backend_cost(t, axes, f"{source}: [cost]", DEFAULT_CELL_COST)
     backends: dict[str, BackendCost] = {}
-    for name, raw in table_field(t.get("backend", {}), f"{source}: cost.backend").items():
+    tables = table_field(t.get("backend", {}), f"{source}: cost.backend")
+    if tables and "backend" not in axes:
+        raise ConfigError(f"{source}: [cost.backend.*] tables need an axis named 'backend'; use [cost] cell_seconds instead")
+    for name, raw in tables.items():
         where = f"{source}: cost.backend.{name}"
         bt = table_field(raw, where)
-        expect_keys(bt, {"cell_seconds", "compile_seconds", "config_axes"}, where)
-        config_axes = strings_field(bt.get("config_axes", []), f"{where}: config_axes")
-        for a in config_axes:
-            if a not in axes:
-                raise ConfigError(f"{where}: config_axes names unknown axis {a!r}")
-        backends[name] = BackendCost(
-            cell_seconds=number_field(bt.get("cell_seconds", 1.0), f"{where}: cell_seconds"),
-            compile_seconds=number_field(bt.get("compile_seconds", 0.0), f"{where}: compile_seconds"),
-            config_axes=config_axes,
+        expect_keys(bt, _COST_FIELDS, where)
+        if name not in axes["backend"].values:
+            raise ConfigError(f"{where}: unknown backend {name!r} (allowed: {list(axes['backend'].values)})")
+        backends[name] = _backend_cost(bt, axes, where, default)
+    return CostModel(
+        shard_seconds=number_field(t.get("shard_seconds", 60.0), f"{source}: cost.shard_seconds"),
+        backends=backends,
+        default=default,
+    )
+
+
+def _parse_coverage(raw: Any, axes: tuple[Axis, ...], source: str) -> CoverageLayout | None:
+    """`[coverage] rows = [...]`, `columns = [...]`: axis names; absent, `Matrix.layout` derives them."""
+    if raw is None:
+        return None
+    where = f"{source}: [coverage]"
+    t = table_field(raw, where)
+    expect_keys(t, {"rows", "columns"}, where)
+    names = [a.name for a in axes]
+    rows = strings_field(t.get("rows", names[:1]), f"{where}: rows")
+    columns = strings_field(t.get("columns", []), f"{where}: columns")
+    if not rows:
+        raise ConfigError(f"{where}: rows: name at least one axis")
+    for key, picked in (("rows", rows), ("columns", columns)):
+        for name in picked:
+            if name not in names:
+                raise ConfigError(f"{where}: {key}: no axis named {name!r} (axes: {', '.join(names)})")
+    both = sorted(set(rows) & set(columns))
+    if both or len(set(rows)) != len(rows) or len(set(columns)) != len(columns):
+        raise ConfigError(
+            f"{where}: axis {(both or [n for n in [*rows, *columns] if [*rows, *columns].count(n) > 1])[0]!r} named twice"
         )
-    return CostModel(shard_seconds=number_field(t.get("shard_seconds", 60.0), f"{source}: cost.shard_seconds"), backends=backends)
+    return CoverageLayout(rows=rows, columns=columns)
 
 
 __all__ = [

@@ -70,7 +70,8 @@ def differences(profile: RunnerProfile, facts: MachineFacts, *, exact_count: boo
             have = facts.capability
             out.append(f"needs sm{want[0]}{want[1]}, sees sm{have[0]}{have[1]}" if have else "capability unknown")
         if profile.device_name and facts.names and not all(name_matches(profile.device_name, n) for n in facts.names):
-            out.append(f"needs {profile.device_name} GPUs, sees {', '.join(sorted(set(facts.names)))}")
+            seen = ", ".join(repr(n) for n in sorted(set(facts.names)))
+            out.append(f"needs GPUs named {profile.device_name!r}, sees {seen}")
     return out
 
 
@@ -98,7 +99,8 @@ def nearest_profiles(runners: Mapping[str, RunnerProfile], facts: MachineFacts) 
 
 
 def auto_runner(runners: Mapping[str, RunnerProfile], facts: MachineFacts) -> RunnerProfile:
-    """The profile this machine satisfies exactly (GPU count, arch, device name); a named device wins a tie."""
+    """The profile this machine satisfies exactly (GPU count, arch, device name); a named device wins a tie, then
+    a profile that serves runner configs."""
     fitting = [p for p in runners.values() if not differences(p, facts)]
     if not fitting:
         near = "; ".join(f"{p.name}: {', '.join(gaps)}" for p, gaps in nearest_profiles(runners, facts))
@@ -106,8 +108,10 @@ def auto_runner(runners: Mapping[str, RunnerProfile], facts: MachineFacts) -> Ru
             f"no runner profile fits this machine ({facts.describe()}); nearest: {near}; add one with --runners FILE"
         )
 
-    def rank(p: RunnerProfile) -> tuple[int, str]:
-        return (int(bool(p.device_name)), p.name)
+    def rank(p: RunnerProfile) -> tuple[int, int, str]:
+        # Then a profile serving sglang runner configs: a B200 machine whose name was not read is the 4-gpu-b200
+        # runner, not the 4-gpu-gb200 one (the same sm100 GPUs on a Grace host, which no config serves yet).
+        return (int(bool(p.device_name)), int(bool(p.runner_configs)), p.name)
 
     return max(fitting, key=rank)
 

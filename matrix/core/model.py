@@ -76,6 +76,8 @@ class RunnerProfile:
     capability: tuple[int, int] | None
     device_name: str | None = None
     labels: tuple[str, ...] = ()
+    # Labels CI used for the same machines before a rename (sglang's `1-gpu-runner` is today's `1-gpu-h100`).
+    former_labels: tuple[str, ...] = ()
     runner_configs: tuple[str, ...] = ()
     skip_policy: SkipPolicy = SkipPolicy.LENIENT
     description: str = ""
@@ -83,6 +85,8 @@ class RunnerProfile:
     in_ci: bool | None = None
     amd_ci: bool | None = None
     cuda: str | None = None
+    # The host CPU architecture when it matters (a Grace host is aarch64); None: x86_64 or not stated.
+    host_arch: str | None = None
 
     @property
     def sm(self) -> int | None:
@@ -162,10 +166,22 @@ class BackendCost:
     config_axes: tuple[str, ...]
 
 
+DEFAULT_CELL_COST = BackendCost(cell_seconds=1.0, compile_seconds=0.0, config_axes=())
+
+
 @dataclass(frozen=True, kw_only=True)
 class CostModel:
     shard_seconds: float
     backends: Mapping[str, BackendCost] = field(default_factory=dict)
+    default: BackendCost = DEFAULT_CELL_COST  # cells of a matrix without [cost.backend.*] tables
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoverageLayout:
+    """Which axes form the coverage table's rows (after the runner's arch) and its columns."""
+
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,6 +195,15 @@ class Matrix:
     cost: CostModel
     source_path: str
     page_promotions: tuple[PagePromotion, ...] = ()
+    coverage: CoverageLayout | None = None  # None: the first axis as rows, the next two as columns
+
+    @property
+    def layout(self) -> CoverageLayout:
+        """The coverage layout `[coverage]` names, else the first axis as rows and the next two as columns."""
+        if self.coverage is not None:
+            return self.coverage
+        names = tuple(a.name for a in self.axes)
+        return CoverageLayout(rows=names[:1], columns=names[1:3])
 
     def axis(self, name: str) -> Axis:
         for axis in self.axes:

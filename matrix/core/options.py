@@ -15,8 +15,11 @@ ENV_MATRIX = "SPECMATRIX_MATRIX"
 ENV_RUNNERS = "SPECMATRIX_RUNNERS"
 ENV_RUNNER = "SPECMATRIX_RUNNER"
 ENV_REPLACE_RUNNERS = "SPECMATRIX_REPLACE_RUNNERS"
+ENV_BUILTIN_RUNNERS = "SPECMATRIX_BUILTIN_RUNNERS"  # "0" / "false": only the profiles of the runner files
 DEFAULT_RUNNER = "auto"
-_PYPROJECT_KEYS = {"matrix", "runners", "runner", "allowlist", "replace_runners"}
+_PYPROJECT_KEYS = {"matrix", "runners", "runner", "allowlist", "replace_runners", "builtin_runners"}
+_FALSE = ("0", "false", "no", "off")
+_TRUE = ("1", "true", "yes", "on")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +29,7 @@ class Options:
     runner: str = DEFAULT_RUNNER
     allowlist: Path | None = None
     replace_runners: tuple[str, ...] = ()  # built-in (or earlier) profile names a runner file may redefine
+    builtin_runners: bool = True  # False: the runner files' profiles only, none of the 13 built-in sglang ones
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +73,10 @@ def _pyproject_table(pyproject: Path | None) -> tuple[Mapping[str, Any], Path]:
         items = value if isinstance(value, list) else [value]
         if value is not None and not all(isinstance(v, str) and v for v in items):
             raise ConfigError(f"{pyproject}: [tool.specmatrix] {key}: expected a string or a list of strings, got {value!r}")
+    if "builtin_runners" in table and not isinstance(table["builtin_runners"], bool):
+        raise ConfigError(
+            f"{pyproject}: [tool.specmatrix] builtin_runners: expected true or false, got {table['builtin_runners']!r}"
+        )
     return table, pyproject.parent
 
 
@@ -100,6 +108,12 @@ def resolve_options(*, cli: CliOverrides, env: Mapping[str, str], cwd: Path) -> 
         runner = env[ENV_RUNNER]
     if env.get(ENV_REPLACE_RUNNERS):
         replace.extend(n for n in env[ENV_REPLACE_RUNNERS].split(",") if n)
+    builtin = bool(table.get("builtin_runners", True))
+    if env.get(ENV_BUILTIN_RUNNERS):
+        flag = env[ENV_BUILTIN_RUNNERS].strip().lower()
+        if flag not in (*_FALSE, *_TRUE):
+            raise ConfigError(f"{ENV_BUILTIN_RUNNERS}: expected 1 or 0 (true or false), got {env[ENV_BUILTIN_RUNNERS]!r}")
+        builtin = flag in _TRUE
     if cli.matrix_path is not None:
         matrix_path = cli.matrix_path
     runner_files.extend(cli.runner_files)
@@ -114,6 +128,7 @@ def resolve_options(*, cli: CliOverrides, env: Mapping[str, str], cwd: Path) -> 
         runner=runner,
         allowlist=allowlist,
         replace_runners=tuple(dict.fromkeys(replace)),
+        builtin_runners=builtin,
     )
 
 
@@ -129,5 +144,5 @@ def load(options: Options) -> Loaded:
     return Loaded(
         options=options,
         matrix=load_matrix(options.matrix_path),
-        runners=load_runners(options.runner_files, options.replace_runners),
+        runners=load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners),
     )

@@ -19,13 +19,18 @@ def default_runners_text() -> str:
     return resources.files("matrix").joinpath("data/runners.toml").read_text(encoding="utf-8")
 
 
-def load_runners(extra: Sequence[Path] = (), replace: Sequence[str] = ()) -> dict[str, RunnerProfile]:
-    """Built-in runner profiles extended by each file in `extra`.
+def load_runners(extra: Sequence[Path] = (), replace: Sequence[str] = (), *, builtin: bool = True) -> dict[str, RunnerProfile]:
+    """Built-in runner profiles (unless `builtin` is False) extended by each file in `extra`.
 
     A profile whose name is already defined (built in, or by an earlier file) is an error unless `replace`
     names it: silently swapping `4-gpu-b200` for a 2-GPU sm80 profile would change every verdict for it.
     """
-    runners = parse_runners(read_toml(default_runners_text(), "matrix/data/runners.toml"), "<default runners>")
+    if not builtin and not extra:
+        raise ConfigError(
+            "builtin_runners = false leaves no runner profile: name a runners file "
+            "([tool.specmatrix] runners, $SPECMATRIX_RUNNERS or --runners FILE)"
+        )
+    runners = parse_runners(read_toml(default_runners_text(), "matrix/data/runners.toml"), "<default runners>") if builtin else {}
     origin = dict.fromkeys(runners, "a built-in profile")
     wanted = set(replace)
     for path in extra:
@@ -51,7 +56,18 @@ def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfi
         t = table_field(raw, where)
         expect_keys(
             t,
-            {"gpus", "capability", "device_name", "labels", "runner_configs", "skip_policy", "description", *_CI_FACTS},
+            {
+                "gpus",
+                "capability",
+                "device_name",
+                "labels",
+                "former_labels",
+                "runner_configs",
+                "skip_policy",
+                "description",
+                "host_arch",
+                *_CI_FACTS,
+            },
             where,
         )
         gpus = t.get("gpus")
@@ -83,7 +99,9 @@ def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfi
             capability=capability,
             device_name=device_name,
             labels=strings_field(t.get("labels", [name]), f"{where}: labels"),
+            former_labels=strings_field(t.get("former_labels", []), f"{where}: former_labels"),
             runner_configs=strings_field(t.get("runner_configs", []), f"{where}: runner_configs"),
+            host_arch=_host_arch(t.get("host_arch"), where),
             skip_policy=policy,
             description=description,
             **_ci_facts(t, where),
@@ -94,6 +112,17 @@ def parse_runners(data: Mapping[str, Any], source: str) -> dict[str, RunnerProfi
 
 
 _CI_FACTS = ("in_ci", "amd_ci", "cuda")
+_HOST_ARCHES = ("x86_64", "aarch64")
+
+
+def _host_arch(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if value not in _HOST_ARCHES:
+        raise ConfigError(f"{where}: host_arch must be one of {', '.join(_HOST_ARCHES)}, got {value!r}")
+    return str(value)
+
+
 _CUDA_VERSION = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,4})?$")
 
 

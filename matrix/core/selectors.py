@@ -145,10 +145,31 @@ class Selector:
         return kept
 
 
+NEAREST_CUTOFF = 0.4
+
+
+def nearest(probe: str, candidates: Iterable[str], *, n: int = 3) -> list[str]:
+    """The `n` candidates closest to `probe`: most of its `-`-separated parts kept whole first, then similarity.
+
+    Plain similarity ranks `draft-fa3-topk8-page1` above the longer `draft-fa3-topk1-page1-...` for the probe
+    `draft-fa3-topk1`; an id part such as `topk1` is a value the user named, so it weighs first.
+    """
+    parts = [p for p in probe.split("-") if p]
+    scored: list[tuple[int, float, str]] = []
+    for candidate in candidates:
+        own = set(candidate.split("-"))
+        shared = sum(p in own for p in parts)
+        ratio = difflib.SequenceMatcher(None, probe, candidate).ratio()
+        if ratio >= NEAREST_CUTOFF or shared:
+            scored.append((shared, ratio, candidate))
+    scored.sort(key=lambda t: (-t[0], -t[1], t[2]))
+    return [c for _, _, c in scored[:n]]
+
+
 def nearest_hint(word: str, candidates: Iterable[str], *, noun: str = "ids", listing: str = "`specmatrix cells`") -> str:
     """`; nearest ids: a, b` for an error message, or where to look when nothing is close."""
     probe = word.replace("*", "").replace("?", "").replace("{", "").replace("}", "")
-    close = difflib.get_close_matches(probe, list(candidates), n=3, cutoff=0.4)
+    close = nearest(probe, candidates)
     return f"; nearest {noun}: {', '.join(close)}" if close else f"; {listing} lists the {noun}"
 
 

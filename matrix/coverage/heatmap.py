@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from matrix.core.atomic import figure_bytes
 from matrix.core.errors import UsageError
 from matrix.coverage.merge import Coverage, CoverageResult
-from matrix.coverage.views import Bucket, buckets
+from matrix.coverage.views import Bucket, buckets, numeric_key
 
 COLOURS = {
     Coverage.PASSED: "#4caf50",
@@ -38,8 +38,15 @@ def _label(bucket: Bucket) -> str:
     return f"{ran}/{must}\n{bucket.counts[worst]} {_WORST_WORD[worst]}"
 
 
+MIN_WIDTH_INCHES = 5.0
+
+
+class PlottingUnavailable(UsageError):
+    """matplotlib is not installed: the caller leaves the picture out and says so."""
+
+
 def render_heatmap(result: CoverageResult, formats: Sequence[str], *, stem: str) -> dict[str, bytes]:
-    """`{stem.fmt: image bytes}`: rows arch x backend, columns topk x page size; colour = the worst outcome.
+    """`{stem.fmt: image bytes}`: rows arch x the layout's row axes, columns its column axes; colour = the worst outcome.
 
     Rendered in memory, so the caller writes every output (or none) through the atomic writer.
     """
@@ -50,17 +57,19 @@ def render_heatmap(result: CoverageResult, formats: Sequence[str], *, stem: str)
         import matplotlib.pyplot as plt
         from matplotlib.patches import Patch, Rectangle
     except ImportError:
-        raise UsageError("the heatmap needs matplotlib: pip install 'specmatrix[plot]'") from None
+        raise PlottingUnavailable("the heatmap needs matplotlib: pip install 'specmatrix[plot]'") from None
     rows_data = buckets(result)
     if not rows_data:
         raise UsageError("nothing to draw: no runner counted")
-    rows = list(dict.fromkeys((b.arch, b.backend) for b in rows_data))
-    cols = sorted({(b.topk, b.page_size) for b in rows_data}, key=lambda c: (int(c[0]), int(c[1])))
-    at = {(b.arch, b.backend, b.topk, b.page_size): b for b in rows_data}
-    fig, ax = plt.subplots(figsize=(1.0 + 0.62 * len(cols), 1.4 + 0.42 * len(rows)), dpi=110)
-    for r, (arch, backend) in enumerate(rows):
-        for c, (topk, page) in enumerate(cols):
-            bucket = at.get((arch, backend, topk, page))
+    layout = result.layout
+    rows = list(dict.fromkeys((b.arch, b.row) for b in rows_data))
+    cols = list(dict.fromkeys(b.column for b in sorted(rows_data, key=lambda b: tuple(map(numeric_key, b.column)))))
+    at = {(b.arch, b.row, b.column): b for b in rows_data}
+    # At least as wide as the legend's three columns, so a matrix with few columns keeps it and its ticks readable.
+    fig, ax = plt.subplots(figsize=(max(MIN_WIDTH_INCHES, 1.0 + 0.62 * len(cols)), 1.4 + 0.42 * len(rows)), dpi=110)
+    for r, (arch, row) in enumerate(rows):
+        for c, column in enumerate(cols):
+            bucket = at.get((arch, row, column))
             colour = COLOURS[bucket.worst] if bucket else _ABSENT
             ax.add_patch(Rectangle((c, r), 1, 1, facecolor=colour, edgecolor="white", linewidth=1.5))
             if bucket:
@@ -70,8 +79,9 @@ def render_heatmap(result: CoverageResult, formats: Sequence[str], *, stem: str)
                 )
     ax.set_xlim(0, len(cols))
     ax.set_ylim(len(rows), 0)
-    ax.set_xticks([c + 0.5 for c in range(len(cols))], [f"topk {t}\npage {p}" for t, p in cols], fontsize=7)
-    ax.set_yticks([r + 0.5 for r in range(len(rows))], [f"{a} {b}" for a, b in rows], fontsize=8)
+    ticks = ["\n".join(f"{axis} {value}" for axis, value in zip(layout.columns, column, strict=True)) for column in cols]
+    ax.set_xticks([c + 0.5 for c in range(len(cols))], ticks, fontsize=7)
+    ax.set_yticks([r + 0.5 for r in range(len(rows))], [" ".join((a, *row)) for a, row in rows], fontsize=8)
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)

@@ -1,4 +1,7 @@
-"""Merge run reports into per-runner cell coverage and findings; pure (reports are already parsed)."""
+"""Merge run reports into per-runner cell coverage and findings; pure (reports are already parsed).
+
+Buckets follow the matrix's coverage layout (`[coverage]` rows and columns, `Matrix.layout`).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from matrix.core.expect import effective_versions, expectations
-from matrix.core.model import Expectation, Matrix, Outcome, RunnerProfile
+from matrix.core.model import CoverageLayout, Expectation, Matrix, Outcome, RunnerProfile
 from matrix.core.report import CellStatus, Finding, FindingKind, Report, Severity
 from matrix.shard.output import PlannedShards
 
@@ -50,9 +53,8 @@ class CellCoverage:
     runner: str
     arch: str
     cell: str
-    backend: str
-    topk: str
-    page_size: str
+    row: tuple[str, ...]  # the cell's values of the layout's row axes
+    column: tuple[str, ...]  # ... and of its column axes
     expected: Outcome
     status: Coverage
 
@@ -60,6 +62,7 @@ class CellCoverage:
 @dataclass(frozen=True, kw_only=True)
 class CoverageResult:
     runners: tuple[str, ...]  # the profiles that count, in order
+    layout: CoverageLayout
     entries: tuple[CellCoverage, ...]
     findings: tuple[Finding, ...]
     sources: tuple[ReportSource, ...]
@@ -92,39 +95,43 @@ def _cell_status(statuses: Sequence[CellStatus], expected: Outcome) -> Coverage:
     return min(mapped, key=SEVERITY_ORDER.index)
 
 
-def _bucket(entry: CellCoverage) -> str:
-    # A matrix of its own may lack these axes (their values read "None"): name only the ones it has.
-    parts = [(entry.backend, "{}"), (entry.topk, "topk {}"), (entry.page_size, "page {}")]
-    return " ".join(form.format(value) for value, form in parts if value != "None") or "cells"
+def bucket_label(layout: CoverageLayout, row: Sequence[str], column: Sequence[str]) -> str:
+    """`trtllm_mha topk 4 page_size 16`: the row values as they are, each column value after its axis name."""
+    return " ".join([*row, *(f"{axis} {value}" for axis, value in zip(layout.columns, column, strict=True))])
 
 
-def _summarised(kind: FindingKind, runner: str, entries: list[CellCoverage], what: str, elsewhere: str) -> Finding:
+def _summarised(
+    layout: CoverageLayout, kind: FindingKind, runner: str, entries: list[CellCoverage], *, what: str, elsewhere: str = ""
+) -> Finding:
+    bucket = bucket_label(layout, entries[0].row, entries[0].column)
     ids = [e.cell for e in entries]
     shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
     noun = "cell" if len(ids) == 1 else "cells"
     return Finding(
         kind=kind,
         severity=Severity.ERROR,
-        subject=f"{runner}: {_bucket(entries[0])}",
-        message=f"{_bucket(entries[0])} {what} on {runner}{elsewhere} ({len(ids)} {noun}: {shown})",
+        subject=f"{runner}: {bucket}",
+        message=f"{bucket} {what} on {runner}{elsewhere} ({len(ids)} {noun}: {shown})",
     )
 
 
-def _cell_findings(entries: Sequence[CellCoverage]) -> list[Finding]:
+def _cell_findings(layout: CoverageLayout, entries: Sequence[CellCoverage]) -> list[Finding]:
     ran_anywhere = {e.cell for e in entries if e.status in (Coverage.PASSED, Coverage.FAILED, Coverage.CRASHED)}
     grouped: defaultdict[tuple[Coverage, str, str], list[CellCoverage]] = defaultdict(list)
     for e in entries:
-        grouped[(e.status, e.runner, _bucket(e))].append(e)
+        grouped[(e.status, e.runner, bucket_label(layout, e.row, e.column))].append(e)
     findings: list[Finding] = []
     for (status, runner, _), group in sorted(grouped.items(), key=lambda kv: (SEVERITY_ORDER.index(kv[0][0]), kv[0][1:])):
         if status is Coverage.CRASHED:
-            findings.append(_summarised(FindingKind.CRASHED, runner, group, "crashed", ""))
+            findings.append(_summarised(layout, FindingKind.CRASHED, runner, group, what="crashed"))
         elif status is Coverage.SKIPPED_UNEXPECTED:
-            findings.append(_summarised(FindingKind.UNEXPECTED_SKIP, runner, group, "skipped unexpectedly", ""))
+            findings.append(_summarised(layout, FindingKind.UNEXPECTED_SKIP, runner, group, what="skipped unexpectedly"))
         elif status is Coverage.NEVER_RAN:
             nowhere = all(e.cell not in ran_anywhere for e in group)
             tail = " and on no other runner" if nowhere else " (some ran on other runners)"
-            findings.append(_summarised(FindingKind.NEVER_RAN, runner, group, "expected to RUN but never ran", tail))
+            findings.append(
+                _summarised(layout, FindingKind.NEVER_RAN, runner, group, what="expected to RUN but never ran", elsewhere=tail)
+            )
     return findings
 
 
@@ -182,6 +189,7 @@ def merge(
         profiles.setdefault(profile.name, profile)
         versions.setdefault(profile.name, effective_versions(matrix, {}))
     entries: list[CellCoverage] = []
+    layout = matrix.layout
     judged: dict[str, Mapping[str, Expectation]] = {}
     for name, profile in profiles.items():
         exps = judged[name] = expectations(matrix, profile, versions[name])
@@ -192,9 +200,8 @@ def merge(
                     runner=name,
                     arch=arch_of(profile),
                     cell=cell.id,
-                    backend=str(cell.get("backend")),
-                    topk=str(cell.get("topk")),
-                    page_size=str(cell.get("page_size")),
+                    row=tuple(str(cell.get(a)) for a in layout.rows),
+                    column=tuple(str(cell.get(a)) for a in layout.columns),
                     expected=exp.outcome,
                     status=_cell_status(statuses.get((name, cell.id), []), exp.outcome),
                 )
@@ -205,9 +212,10 @@ def merge(
         for f in s.report.findings
         if f.severity is Severity.ERROR and f.kind not in _RECOMPUTED
     ]
-    findings = _shard_findings(sources, planned, expect_shards) + _cell_findings(entries) + carried
+    findings = _shard_findings(sources, planned, expect_shards) + _cell_findings(layout, entries) + carried
     return CoverageResult(
         runners=tuple(profiles),
+        layout=layout,
         entries=tuple(entries),
         findings=tuple(findings),
         sources=tuple(sources),

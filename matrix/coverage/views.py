@@ -1,4 +1,4 @@
-"""Coverage as tables: arch x backend x topk x page-size buckets, Markdown and JSON; pure."""
+"""Coverage as tables: arch x the layout's row axes x its column axes, Markdown and JSON; pure."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ COVERAGE_SCHEMA = "specmatrix.coverage/1"
 @dataclass(frozen=True, kw_only=True)
 class Bucket:
     arch: str
-    backend: str
-    topk: str
-    page_size: str
+    row: tuple[str, ...]
+    column: tuple[str, ...]
     counts: dict[Coverage, int]
 
     @property
@@ -28,19 +27,20 @@ class Bucket:
         return sum(self.counts.values())
 
 
-def _num(text: str) -> tuple[int, str]:
+def numeric_key(text: str) -> tuple[int, str]:
     return (int(text), text) if text.isdigit() else (1 << 30, text)
 
 
 def buckets(result: CoverageResult) -> list[Bucket]:
-    """One bucket per arch, backend, topk and page size that the matrix has, sorted for reading."""
-    grouped: defaultdict[tuple[str, str, str, str], Counter[Coverage]] = defaultdict(Counter)
+    """One bucket per arch, row and column the matrix has, sorted for reading (numbers as numbers)."""
+    grouped: defaultdict[tuple[str, tuple[str, ...], tuple[str, ...]], Counter[Coverage]] = defaultdict(Counter)
     for e in result.entries:
-        grouped[(e.arch, e.backend, e.topk, e.page_size)][e.status] += 1
-    rows = [
-        Bucket(arch=a, backend=b, topk=t, page_size=p, counts={c: n[c] for c in Coverage}) for (a, b, t, p), n in grouped.items()
-    ]
-    return sorted(rows, key=lambda r: (_num(r.arch.removeprefix("sm")), r.backend, _num(r.topk), _num(r.page_size)))
+        grouped[(e.arch, e.row, e.column)][e.status] += 1
+    rows = [Bucket(arch=a, row=r, column=c, counts={k: n[k] for k in Coverage}) for (a, r, c), n in grouped.items()]
+    return sorted(
+        rows,
+        key=lambda b: (numeric_key(b.arch.removeprefix("sm")), tuple(map(numeric_key, b.row)), tuple(map(numeric_key, b.column))),
+    )
 
 
 def totals(result: CoverageResult) -> dict[str, int]:
@@ -64,9 +64,7 @@ def coverage_document(result: CoverageResult) -> dict[str, Any]:
         "buckets": [
             {
                 "arch": b.arch,
-                "backend": b.backend,
-                "topk": b.topk,
-                "page_size": b.page_size,
+                **dict(zip((*result.layout.rows, *result.layout.columns), (*b.row, *b.column), strict=True)),
                 "worst": b.worst.value,
                 "counts": {c.value: n for c, n in b.counts.items()},
             }
@@ -111,11 +109,12 @@ def coverage_markdown(result: CoverageResult, *, heatmap: str | None = None) -> 
     lines += ["| " + " | ".join(str(tot[c.value]) for c in _COLUMNS) + " |", ""]
     if heatmap:
         lines += [f"![coverage heatmap]({heatmap})", ""]
-    lines += ["| arch | backend | topk | page | " + " | ".join(_SHORT[c] for c in _COLUMNS) + " |"]
-    lines += ["|---|---|---:|---:|" + "---:|" * len(_COLUMNS)]
+    axes = (*result.layout.rows, *result.layout.columns)
+    lines += ["| arch | " + " | ".join(axes) + " | " + " | ".join(_SHORT[c] for c in _COLUMNS) + " |"]
+    lines += ["|---|" + "---|" * len(result.layout.rows) + "---:|" * len(result.layout.columns) + "---:|" * len(_COLUMNS)]
     for b in buckets(result):
         cells = " | ".join(str(b.counts[c]) if b.counts[c] else "" for c in _COLUMNS)
-        lines.append(f"| {b.arch} | {b.backend} | {b.topk} | {b.page_size} | {cells} |")
+        lines.append(f"| {b.arch} | {' | '.join((*b.row, *b.column))} | {cells} |")
     sources = ", ".join(f"`{s.label}` ({s.report.runner.name}, {len(s.report.cells)} results)" for s in result.sources)
     lines += ["", f"Reports: {sources or 'none'}.", ""]
     return "\n".join(lines)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from matrix.core.model import RunnerProfile
@@ -15,12 +15,13 @@ from matrix.guards.model import (
     Guard,
     GuardFinding,
     GuardFindingKind,
+    GuardKind,
     Platform,
     Registration,
 )
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
 from matrix.guards.suites import SuiteMap, SuiteTarget, target_of
-from matrix.guards.workflows import SuiteRun, WorkflowSchedule
+from matrix.schedule.model import Schedule, ScheduleEntry, SuiteSelection
 
 Kind = GuardFindingKind
 
@@ -35,8 +36,8 @@ class AuditSettings:
     only_runners: tuple[str, ...] = ()
     installed: frozenset[str] = frozenset()
     predicates: Mapping[str, Predicate] = field(default_factory=lambda: PREDICATES)
-    # Suite runs read from the workflows (--workflows): which runner, --nightly or not, which env.
-    schedule: WorkflowSchedule | None = None
+    # What CI runs, read from its files (matrix.schedule): which runner, --nightly or not, which env.
+    schedule: Schedule | None = None
     # Where each registration runs depends only on these settings: worked out once per distinct registration.
     targets: dict[tuple[str, str | None, str, bool], SuiteTarget] = field(default_factory=dict, compare=False, repr=False)
 
@@ -110,8 +111,12 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
         if unscheduled:
             findings.append(finding(Kind.UNSCHEDULED, "; ".join(unscheduled), target.profiles))
             continue
+        unknown = unknown_label_reason(reg, settings, target)
+        if unknown:
+            findings.append(finding(Kind.UNKNOWN_LABEL, unknown, target.profiles))
         if not target.profiles:
-            findings.append(finding(Kind.UNMAPPED, f"suite {suite}: {target.how}; its guards are not evaluated"))
+            if not unknown:
+                findings.append(finding(Kind.UNMAPPED, f"suite {suite}: {target.how}; its guards are not evaluated"))
             continue
         active.extend(p for p in target.profiles if p not in active)
     ordered = tuple(name for name in settings.runners if name in active)
@@ -122,13 +127,18 @@ def _hw(reg: Registration) -> str:
     return "cpu" if reg.platform is Platform.CPU else "cuda"
 
 
-def selecting_runs(reg: Registration, schedule: WorkflowSchedule) -> tuple[SuiteRun, ...]:
-    """The workflow runs that select this registration: same suite, same `--nightly` as its nightly flag."""
-    return tuple(r for r in schedule.runs_of(reg.suite or "", _hw(reg)) if r.nightly == reg.nightly)
+def selecting_runs(reg: Registration, schedule: Schedule) -> tuple[ScheduleEntry, ...]:
+    """The schedule entries that select this registration: same suite and hw, `--nightly` equal to its flag."""
+    return schedule.suite_entries(reg.suite or "", _hw(reg), reg.nightly)
+
+
+def suite_runs(schedule: Schedule, suite: str, hw: str) -> tuple[ScheduleEntry, ...]:
+    """Entries running `suite` on `hw`, with or without `--nightly`."""
+    return schedule.suite_entries(suite, hw, False) + schedule.suite_entries(suite, hw, True)
 
 
 def target_for(reg: Registration, settings: AuditSettings) -> SuiteTarget:
-    """Profiles from the workflows' runs-on labels when --workflows is given and they name one, else the suite map."""
+    """Profiles of the selecting schedule entries (their runs-on labels) when a schedule is read, else the suite map."""
     key = (reg.suite or "", reg.runner_config, reg.platform.value, reg.nightly)
     if key not in settings.targets:
         settings.targets[key] = _target_for(reg, settings)
@@ -137,12 +147,39 @@ def target_for(reg: Registration, settings: AuditSettings) -> SuiteTarget:
 
 def _target_for(reg: Registration, settings: AuditSettings) -> SuiteTarget:
     if settings.schedule is not None:
-        labels = {label for run in selecting_runs(reg, settings.schedule) for label in run.labels}
-        wants_gpu = reg.platform is Platform.CUDA
-        found = tuple(name for name, p in settings.runners.items() if labels & set(p.labels) and (p.gpus > 0) == wants_gpu)
+        entries = selecting_runs(reg, settings.schedule)
+        names = {name for e in entries for name in e.profiles}
+        # The machines the selecting jobs run on, as they are: `run_suite.py --hw cpu` in an H100 job runs the
+        # CPU registrations on that H100 host.
+        found = tuple(n for n in settings.runners if n in names)
         if found:
-            return SuiteTarget(profiles=found, how=f"runs-on {', '.join(sorted(labels))} in the workflows")
+            labels = sorted({label for e in entries if set(e.profiles) & set(found) for label in e.labels})
+            return SuiteTarget(profiles=found, how=f"runs-on {', '.join(labels)} in the workflows")
     return target_of(reg, settings.suite_map, settings.runners)
+
+
+def unknown_label_reason(reg: Registration, settings: AuditSettings, target: SuiteTarget) -> str:
+    """Why the selecting jobs' runners are not known: their labels name no profile (of this platform)."""
+    if settings.schedule is None:
+        return ""
+    entries = selecting_runs(reg, settings.schedule)
+    lost = [e for e in entries if not any(n in settings.runners for n in e.profiles)]
+    if not lost or (len(lost) < len(entries) and target.how.endswith("in the workflows")):
+        return ""
+    labels = list(dict.fromkeys(", ".join(e.labels) or "(none)" for e in lost))
+    unknown = {str(u.origin): u for u in settings.schedule.unknown_labels}
+    nearest = list(dict.fromkeys(n for e in lost for n in (unknown[str(e.origin)].nearest if str(e.origin) in unknown else ())))
+    origin = lost[0].origin
+    reason = (
+        f"suite {reg.suite} runs on runs-on {' | '.join(labels)} ({origin}), a label no runner profile knows"
+        + (f" (nearest profiles: {', '.join(nearest)})" if nearest else "")
+        + "; add it to a profile's labels or former_labels"
+    )
+    if target.profiles:
+        reason += f"; its guards are evaluated on {', '.join(target.profiles)} from the suite map instead"
+    else:
+        reason += "; its guards are not evaluated"
+    return reason
 
 
 def runner_env(analysis: FileAnalysis, runners: tuple[str, ...], settings: AuditSettings) -> dict[str, dict[str, str]]:
@@ -151,17 +188,21 @@ def runner_env(analysis: FileAnalysis, runners: tuple[str, ...], settings: Audit
         return {}
     out: dict[str, dict[str, str]] = {}
     for name in runners:
-        labels = set(settings.runners[name].labels)
         envs = [
-            dict(run.env)
+            dict(entry.env)
             for reg in analysis.registrations
             if reg.problem is None and reg.platform in IN_SCOPE_PLATFORMS
-            for run in selecting_runs(reg, settings.schedule)
-            if labels & set(run.labels)
+            for entry in selecting_runs(reg, settings.schedule)
+            if name in entry.profiles
         ]
         if envs:
             out[name] = {k: v for k, v in envs[0].items() if all(e.get(k) == v for e in envs[1:])}
+            for k in {k for e in envs for k in e} - set(out[name]):
+                out[name][k] = RUN_TIME  # set by some selecting jobs only, or differently: not known
     return out
+
+
+RUN_TIME = "${{ run time }}"
 
 
 def unscheduled_reasons(reg: Registration, settings: AuditSettings) -> list[str]:
@@ -170,15 +211,21 @@ def unscheduled_reasons(reg: Registration, settings: AuditSettings) -> list[str]
     reasons: list[str] = []
     schedule = settings.schedule
     if schedule is not None:
-        runs = schedule.runs_of(suite, _hw(reg))
+        runs = suite_runs(schedule, suite, _hw(reg))
         if not runs:
-            close = difflib.get_close_matches(suite, sorted(schedule.suites), n=1, cutoff=0.6)
+            suites = sorted({e.selection.suite for e in schedule.entries if isinstance(e.selection, SuiteSelection)})
+            close = difflib.get_close_matches(suite, suites, n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]}?)" if close else ""
             reasons.append(f"no workflow job runs suite {suite}{hint}")
         elif not selecting_runs(reg, schedule):
-            how = "with --nightly" if runs[0].nightly else "without --nightly"
+            first = runs[0]
+            how = (
+                "with --nightly"
+                if isinstance(first.selection, SuiteSelection) and first.selection.nightly
+                else "without --nightly"
+            )
             reasons.append(
-                f"registered with nightly={reg.nightly}, but suite {suite} only runs {how} ({runs[0].where}); "
+                f"registered with nightly={reg.nightly}, but suite {suite} only runs {how} ({first.origin}); "
                 "run_suite.py keeps a registration only when its nightly flag matches"
             )
     elif settings.suite_map.is_nightly_only(suite) and not reg.nightly:
@@ -241,10 +288,19 @@ def guard_findings(
     if not runners or not analysis.guards:
         return []
     env = env or {}
+    open_names = frozenset(settings.schedule.ci_names) if settings.schedule is not None else frozenset()
     facts = {
-        name: RunnerFacts(profile=settings.runners[name], installed=settings.installed, env=env.get(name, {})) for name in runners
+        name: RunnerFacts(
+            profile=settings.runners[name],
+            installed=settings.installed,
+            env=env.get(name, {}),
+            env_closed=name in env,
+            env_open=open_names,
+        )
+        for name in runners
     }
-    guards = analysis.guards
+    early = tuple(g for g in analysis.guards if g.kind is GuardKind.EARLY_RETURN)
+    guards = tuple(g for g in analysis.guards if g.kind is not GuardKind.EARLY_RETURN)
     verdict = {
         (index, name): evaluate_guard(guard, facts[name], analysis.names, settings.predicates)
         for index, guard in enumerate(guards)
@@ -292,6 +348,7 @@ def guard_findings(
                     facts=facts,
                     path=analysis.path,
                     elsewhere=elsewhere,
+                    platforms=frozenset(r.platform for r in analysis.registrations if r.problem is None and r.disabled is None),
                 )
             )
     for scope in analysis.scopes:
@@ -306,6 +363,24 @@ def guard_findings(
             reason = " | ".join(verdict[(hit, r)].explain(facts[r]) for r in skipped)
             hint = silent_skip_hint(verdict[(hit, skipped[0])], facts[skipped[0]], every=tuple(skipped))
             findings.append(replace(_finding(Kind.SILENT_SKIP, guards[hit], tuple(skipped), reason), hint=hint))
+    for guard in early:
+        if any(s in never for s in chain(guard.scope)):
+            continue
+        passing: list[str] = []
+        reasons: list[str] = []
+        for runner in runners:
+            if skipper(guard.scope, runner) is not None:
+                continue  # skipped before the body runs: already reported as a skip
+            result = evaluate_guard(guard, facts[runner], analysis.names, settings.predicates)
+            if result.skips is Tri.TRUE and not result.constant:
+                passing.append(runner)
+                reasons.append(result.explain(facts[runner]).replace("the guard is true, so it skips", "it returns early"))
+        if passing:
+            hint = (
+                "the test returns before testing anything and is counted as a pass: make it a visible skip "
+                "(self.skipTest(...) / pytest.skip(...)) so CI reports it, or drop the early return"
+            )
+            findings.append(replace(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons)), hint=hint))
     for index, guard in enumerate(guards):
         if any(s in never for s in chain(guard.scope)):
             continue
@@ -326,11 +401,27 @@ def _never_runs(
     facts: Mapping[str, RunnerFacts],
     path: str,
     elsewhere: tuple[str, ...] = (),
+    platforms: frozenset[Platform] = frozenset(),
 ) -> GuardFinding:
     used = [i for i in dict.fromkeys(deciders.values()) if i is not None]
     first = guards[used[0]]
     evaluations = {r: verdict[(i, r)] for r, i in deciders.items() if i is not None}
     guard = " | ".join(dict.fromkeys(guards[i].source for i in used))
+    twin = _platform_only(evaluations.values(), platforms)
+    if twin is not None:
+        # A ROCm/NPU/XPU-only test in a file that also registers that platform runs where it belongs.
+        return GuardFinding(
+            kind=Kind.OUT_OF_SCOPE,
+            path=path,
+            line=first.line,
+            test=nodeid,
+            runners=tuple(deciders),
+            guard=guard,
+            reason=(
+                f"a {_PLATFORM_NAMES[twin]}-only test: it skips on the CUDA/CPU runners ({', '.join(deciders)}) and "
+                f"runs through the file's register_{twin.value}_ci registration, which no runner profile describes"
+            ),
+        )
     if all(e.constant for e in evaluations.values()):
         # The same skip on every machine: a deliberate disable, not an arch mismatch.
         return GuardFinding(
@@ -361,6 +452,30 @@ def _never_runs(
         reason=f"{head}: " + " | ".join(reasons),
         hint=silent_skip_hint(evaluations[runner], facts[runner], every=tuple(deciders)),
     )
+
+
+# Predicates that say "this is a ROCm / NPU / XPU machine" (false on every CUDA and CPU profile).
+PLATFORM_FACTS = {
+    "is_hip": Platform.AMD,
+    "torch.version.hip": Platform.AMD,
+    "is_npu": Platform.NPU,
+    "is_xpu": Platform.XPU,
+}
+
+
+_PLATFORM_NAMES = {Platform.AMD: "ROCm", Platform.NPU: "NPU", Platform.XPU: "XPU"}
+
+
+def _platform_only(evaluations: Iterable[Evaluation], platforms: frozenset[Platform]) -> Platform | None:
+    """The platform a never-run test is written for, when only platform facts decided it and the file registers it."""
+    found: set[Platform] = set()
+    for evaluation in evaluations:
+        if not evaluation.facts or any(f not in PLATFORM_FACTS for f in evaluation.facts):
+            return None
+        found.update(PLATFORM_FACTS[f] for f in evaluation.facts)
+    if len(found) == 1 and found <= platforms:
+        return found.pop()
+    return None
 
 
 def _finding(kind: Kind, guard: Guard, runners: tuple[str, ...], reason: str) -> GuardFinding:

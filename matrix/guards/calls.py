@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from matrix.guards.budget import Budget
-from matrix.guards.predicates import Unknown
+from matrix.guards.predicates import PartialTuple, Unknown
 
 
 class _Flow(StrEnum):
@@ -131,6 +131,8 @@ class FunctionRunner:
             frame[stmt.target.id] = self.value(stmt.value)
         elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             frame[stmt.target.id] = self.value(ast.BinOp(left=ast.Name(id=stmt.target.id), op=stmt.op, right=stmt.value))
+        elif isinstance(stmt, ast.ImportFrom) and all(a.asname is None and a.name != "*" for a in stmt.names):
+            pass  # `from sglang.srt.utils import is_blackwell` inside the helper: the name means what it says
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             for alias in stmt.names:
                 frame[(alias.asname or alias.name).split(".")[0]] = Unknown(why="imported inside a helper")
@@ -147,7 +149,8 @@ class FunctionRunner:
             frame[target.id] = value
         elif isinstance(target, ast.Tuple | ast.List):
             names = target.elts
-            items = value if isinstance(value, tuple) and len(value) == len(names) else None
+            parts = value.items if isinstance(value, PartialTuple) else value
+            items = parts if isinstance(parts, tuple) and len(parts) == len(names) else None
             for i, element in enumerate(names):
                 if isinstance(element, ast.Name):
                     frame[element.id] = items[i] if items is not None else Unknown(why="unpacking an unknown value")

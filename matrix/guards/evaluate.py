@@ -17,7 +17,21 @@ from matrix.guards.budget import Budget, OverBudget, bounded_int, text_of
 from matrix.guards.calls import FunctionRunner
 from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, MissingModules, ModuleNames, OpaqueCondition, SkipCondition
 from matrix.guards.names import dotted, resolve
-from matrix.guards.predicates import ATTRIBUTES, BUILTINS, PREDICATES, Predicate, RunnerFacts, Unknown, environment, lookup
+from matrix.guards.predicates import (
+    ATTRIBUTES,
+    BUILTINS,
+    NOT_ENV,
+    PREDICATES,
+    STR_METHODS,
+    PartialTuple,
+    Predicate,
+    Record,
+    RunnerFacts,
+    Unknown,
+    environment,
+    lookup,
+    unset_variable,
+)
 
 
 class Tri(StrEnum):
@@ -127,7 +141,9 @@ class _Evaluator(FunctionRunner):
     def _Tuple(self, node: ast.Tuple | ast.List) -> object:
         items = [self.value(e) for e in node.elts]
         unknown = next((i for i in items if isinstance(i, Unknown)), None)
-        return unknown if unknown is not None else tuple(items)
+        if unknown is None:
+            return tuple(items)
+        return PartialTuple(why=unknown.why, items=tuple(items))
 
     _List = _Tuple
 
@@ -199,11 +215,16 @@ class _Evaluator(FunctionRunner):
             return result
         elif "." not in name and name in BUILTINS and not self._shadowed(name):
             return BUILTINS[name](self, node)
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS and self._callee(node.func) is None:
+            return self._str_method(node, node.func)
         else:
-            env = environment(resolve(name, self.imports), node, self.facts) if name else None
-            if env is not None:
+            env = environment(resolve(name, self.imports), node, self.facts) if name else NOT_ENV
+            if env is not NOT_ENV:
                 self.use("env")
                 result = env
+                unset = unset_variable(node, self.facts)
+                if unset is not None:
+                    self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
             else:
                 found = self._callee(node.func)
                 if found is not None:
@@ -215,11 +236,30 @@ class _Evaluator(FunctionRunner):
         self.note(text_of(node), result)
         return result
 
+    def _str_method(self, node: ast.Call, func: ast.Attribute) -> object:
+        base = self.value(func.value)
+        args = [self.value(a) for a in node.args]
+        if isinstance(base, Unknown):
+            return base
+        if not isinstance(base, str) or node.keywords or not all(isinstance(a, str) for a in args):
+            return Unknown(why=f".{func.attr}() on a value the audit does not model")
+        try:
+            return STR_METHODS[func.attr](base, *args)
+        except (TypeError, ValueError):
+            return Unknown(why=f".{func.attr}() with these arguments")
+
     def _shadowed(self, name: str) -> bool:
         return name in self.aliases or name in self.imports or name in self.defined or name in self.ambiguous
 
     def _Attribute(self, node: ast.Attribute) -> object:
         name = dotted(node)
+        if name is None:  # an attribute of a computed value: `get_jit_cuda_arch().major`
+            base = self.value(node.value)
+            result = base.get(node.attr) if isinstance(base, Record) else base if isinstance(base, Unknown) else None
+            if result is None:
+                result = Unknown(why=f"attribute {node.attr} of a value the audit does not model")
+            self.note(text_of(node), result)
+            return result
         resolved = resolve(name, self.imports) if name else ""
         getter = lookup(ATTRIBUTES, resolved) if name else None
         if getter is not None:
@@ -230,11 +270,21 @@ class _Evaluator(FunctionRunner):
 
     def _Subscript(self, node: ast.Subscript) -> object:
         env = environment(resolve(dotted(node.value) or "", self.imports) + "[]", node, self.facts)
-        if env is not None:
+        if env is not NOT_ENV:
             self.use("env")
             self.note(text_of(node), env)
+            unset = unset_variable(node, self.facts)
+            if unset is not None:
+                self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
             return env
         base, index = self.value(node.value), self.value(node.slice)
+        if (
+            isinstance(base, PartialTuple)
+            and isinstance(index, int)
+            and not isinstance(index, bool)
+            and -len(base.items) <= index < len(base.items)
+        ):
+            return base.items[index]
         if isinstance(base, Unknown):
             return base
         if (

@@ -13,8 +13,14 @@ MAX_FACTORY_DEPTH = 4
 
 
 def single_return(fn: ast.FunctionDef) -> ast.expr | None:
-    """The expression of a function whose body (docstring aside) is one `return`."""
-    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    """The expression of a function whose body (docstring and plain `from m import name` lines aside) is one
+    `return`; the imported names are predicates matched by their own name, as at module level."""
+    body = [
+        s
+        for s in fn.body
+        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        and not (isinstance(s, ast.ImportFrom) and all(a.asname is None and a.name != "*" for a in s.names))
+    ]
     if len(body) == 1 and isinstance(body[0], ast.Return):
         return body[0].value
     return None

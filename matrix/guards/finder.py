@@ -81,7 +81,8 @@ class _GuardFinder:
         # A body can only skip through a name that says "skip" (skipTest, SkipTest, pytest.skip,
         # importorskip) or an import alias of one; bodies without such a line need no walk.
         aliases = [local.lower() for local, target in names.imports if "skip" in target.rpartition(".")[2].lower()]
-        self.source.mark_lines(["skip", *aliases])
+        # A bare `return` line may end a test early (silent-pass), so those bodies are walked too.
+        self.source.mark_lines(["skip", *aliases], exact=("return\n", "return\r"))
         self.imports = dict(names.imports)
         self.aliases = dict(names.aliases)
         self.scopes: list[TestScope] = []
@@ -188,7 +189,7 @@ class _GuardFinder:
         collected: list[Guard] = []
         if not self.source.mentions(node):
             return collected
-        self.walk(node.body, (), nodeid, module_level=False, sink=collected)
+        self.walk(node.body, (), nodeid, module_level=False, sink=collected, test_body=node.name.startswith("test"))
         if not collected:
             return collected
         # Names the function binds (and its parameters) shadow module-level ones in its guards.
@@ -281,11 +282,14 @@ class _GuardFinder:
         *,
         module_level: bool,
         sink: list[Guard] | None = None,
+        test_body: bool = False,
     ) -> None:
-        """Collect skip statements with the `if` path that reaches them."""
+        """Collect skip statements with the `if` path that reaches them (and, in a test body, early returns)."""
         out = self.guards if sink is None else sink
         for stmt in body:
             found = self.skip_statement(stmt, module_level)
+            if found is None and test_body and conds and isinstance(stmt, ast.Return) and stmt.value is None:
+                found = (GuardKind.EARLY_RETURN, ())
             if found is not None:
                 kind, extra = found
                 out.append(
@@ -299,9 +303,16 @@ class _GuardFinder:
                 )
             if isinstance(stmt, ast.If):
                 test = stmt.test
-                self.walk(stmt.body, (*conds, ExprCondition(expr=test)), nodeid, module_level=module_level, sink=out)
+                self.walk(
+                    stmt.body,
+                    (*conds, ExprCondition(expr=test)),
+                    nodeid,
+                    module_level=module_level,
+                    sink=out,
+                    test_body=test_body,
+                )
                 negated = ExprCondition(expr=test, negate=True)
-                self.walk(stmt.orelse, (*conds, negated), nodeid, module_level=module_level, sink=out)
+                self.walk(stmt.orelse, (*conds, negated), nodeid, module_level=module_level, sink=out, test_body=test_body)
                 body_exits, else_exits = self.exits(stmt.body), self.exits(stmt.orelse)
                 if body_exits and else_exits:
                     return
@@ -315,7 +326,7 @@ class _GuardFinder:
                 self.walk(stmt.body, inside, nodeid, module_level=module_level, sink=out)
                 self.walk(stmt.orelse, inside, nodeid, module_level=module_level, sink=out)
             elif isinstance(stmt, ast.With | ast.AsyncWith):
-                self.walk(stmt.body, conds, nodeid, module_level=module_level, sink=out)
+                self.walk(stmt.body, conds, nodeid, module_level=module_level, sink=out, test_body=test_body)
             elif isinstance(stmt, ast.Try | ast.TryStar):
                 self.walk(stmt.body, conds, nodeid, module_level=module_level, sink=out)
                 for handler in stmt.handlers:

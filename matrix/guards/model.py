@@ -72,6 +72,8 @@ class GuardKind(StrEnum):
     RAISE_SKIPTEST = "raise SkipTest"
     IMPORTORSKIP = "pytest.importorskip"
     MAIN_EXIT = "sys.exit(0) in __main__"
+    # Not a skip: `if is_in_ci(): return` in a test body; the test passes having tested nothing (silent-pass).
+    EARLY_RETURN = "return in a test body"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,9 +163,11 @@ class FileAnalysis:
 
 class GuardFindingKind(StrEnum):
     SILENT_SKIP = "silent-skip"
+    SILENT_PASS = "silent-pass"
     NEVER_RUNS = "never-runs"
     DISABLED_BY_SKIP = "disabled-by-skip"
     UNSCHEDULED = "unscheduled"
+    UNKNOWN_LABEL = "unknown-label"
     UNPARSABLE = "unparsable"
     DISABLED = "disabled"
     UNDETERMINED = "undetermined"
@@ -173,7 +177,13 @@ class GuardFindingKind(StrEnum):
 
 
 FAILING_KINDS = frozenset(
-    {GuardFindingKind.SILENT_SKIP, GuardFindingKind.NEVER_RUNS, GuardFindingKind.UNSCHEDULED, GuardFindingKind.UNPARSABLE}
+    {
+        GuardFindingKind.SILENT_SKIP,
+        GuardFindingKind.SILENT_PASS,
+        GuardFindingKind.NEVER_RUNS,
+        GuardFindingKind.UNSCHEDULED,
+        GuardFindingKind.UNPARSABLE,
+    }
 )
 
 
@@ -192,6 +202,7 @@ class Severity(StrEnum):
 SEVERITY: dict[GuardFindingKind, Severity] = {
     **dict.fromkeys(FAILING_KINDS, Severity.ERROR),
     GuardFindingKind.DISABLED_BY_SKIP: Severity.WARNING,
+    GuardFindingKind.UNKNOWN_LABEL: Severity.WARNING,
     GuardFindingKind.DISABLED: Severity.INFO,
     GuardFindingKind.UNDETERMINED: Severity.INFO,
     GuardFindingKind.UNMAPPED: Severity.INFO,

@@ -27,7 +27,12 @@ class RunnerFacts:
     profile: RunnerProfile
     installed: frozenset[str] = frozenset()
     # Environment variables the workflow job sets for this runner (from --workflows); others are unknown.
+    # A value holding `${{` is set at run time to something not known statically.
     env: Mapping[str, str] = field(default_factory=dict)
+    # With a schedule the selecting jobs' env is known: a variable they do not set, and that no CI file
+    # mentions (`env_open` lists the names CI files do mention), is unset on this runner.
+    env_closed: bool = False
+    env_open: frozenset[str] = frozenset()
 
     def describe(self) -> str:
         p = self.profile
@@ -35,6 +40,28 @@ class RunnerFacts:
             return f"{p.name}: no GPU"
         name = f", {p.device_name}" if p.device_name else ""
         return f"{p.name}: sm{p.sm}, {p.gpus} GPU(s){name}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartialTuple(Unknown):
+    """A tuple with an unknown item (`return False, f"got {major}"`): unknown as a whole, its known items
+    can still be indexed or unpacked (`_OK, _WHY = _supported()` then `skipIf(not _OK, _WHY)`)."""
+
+    items: tuple[object, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """A value with attributes a guard reads (`get_jit_cuda_arch().major`)."""
+
+    kind: str
+    fields: tuple[tuple[str, object], ...]
+
+    def get(self, name: str) -> object:
+        return dict(self.fields).get(name, Unknown(why=f"{self.kind} has no attribute {name}"))
+
+    def __repr__(self) -> str:
+        return f"{self.kind}({', '.join(f'{k}={v!r}' for k, v in self.fields)})"
 
 
 Predicate = Callable[[RunnerFacts], object]
@@ -67,6 +94,23 @@ def _device_name(facts: RunnerFacts) -> object:
     return facts.profile.device_name or Unknown(why=f"profile {facts.profile.name} names no device")
 
 
+def _jit_arch(facts: RunnerFacts) -> object:
+    # sglang.jit_kernel.utils.arch.get_jit_cuda_arch(): ArchInfo(major, minor, suffix) from
+    # torch.cuda.get_device_capability(); (0, 0) when CUDA is not available.
+    cap = facts.profile.capability if facts.profile.gpus else None
+    major, minor = cap if cap is not None else (0, 0)
+    return Record(kind="ArchInfo", fields=(("major", major), ("minor", minor)))
+
+
+def _nvml_name(facts: RunnerFacts) -> object:
+    # pynvml.nvmlDeviceGetName(handle): "NVIDIA B200", "NVIDIA GB200" ...; raises without a GPU.
+    if not facts.profile.gpus:
+        return Unknown(why="pynvml raises without a GPU")
+    if not facts.profile.device_name:
+        return Unknown(why=f"profile {facts.profile.name} names no device")
+    return f"NVIDIA {facts.profile.device_name}"
+
+
 def _has_cuda(facts: RunnerFacts) -> object:
     return facts.profile.gpus > 0
 
@@ -89,10 +133,25 @@ def _truthy(text: str) -> bool:
     return text.strip().lower() in ("true", "1")
 
 
+def env_value(facts: RunnerFacts, variable: str) -> str | Unknown | None:
+    """The variable's value on the runner: a string, None when it is certainly unset, else Unknown."""
+    if variable in facts.env:
+        value = facts.env[variable]
+        if "${{" in value:
+            return Unknown(why=f"{variable} is set at run time on {facts.profile.name} (`{value}`)")
+        return value
+    if facts.env_closed and variable not in facts.env_open:
+        return None
+    return Unknown(why=f"whether {variable} is set on {facts.profile.name} (the workflows do not say)")
+
+
 def _in_ci(facts: RunnerFacts) -> object:
     # sglang.test.test_utils.is_in_ci() reads SGLANG_IS_IN_CI.
-    if "SGLANG_IS_IN_CI" in facts.env:
-        return _truthy(facts.env["SGLANG_IS_IN_CI"])
+    value = env_value(facts, "SGLANG_IS_IN_CI") if "SGLANG_IS_IN_CI" in facts.env else None
+    if isinstance(value, str):
+        return _truthy(value)
+    if isinstance(value, Unknown):
+        return value
     if facts.profile.in_ci is not None:
         return facts.profile.in_ci
     return Unknown(why=f"profile {facts.profile.name} does not say whether it is a CI runner (in_ci)")
@@ -100,8 +159,11 @@ def _in_ci(facts: RunnerFacts) -> object:
 
 def _in_amd_ci(facts: RunnerFacts) -> object:
     # sglang.test.test_utils.is_in_amd_ci() reads SGLANG_IS_IN_CI_AMD; profiles describe CUDA and GPU-less hosts.
-    if "SGLANG_IS_IN_CI_AMD" in facts.env:
-        return _truthy(facts.env["SGLANG_IS_IN_CI_AMD"])
+    value = env_value(facts, "SGLANG_IS_IN_CI_AMD") if "SGLANG_IS_IN_CI_AMD" in facts.env else None
+    if isinstance(value, str):
+        return _truthy(value)
+    if isinstance(value, Unknown):
+        return value
     return bool(facts.profile.amd_ci)
 
 
@@ -119,6 +181,14 @@ PREDICATES: Mapping[str, Predicate] = {
     "is_sm120_supported": _major_in(12),
     "is_blackwell": _major_in(10, 11, 12),
     "is_blackwell_supported": _major_in(10, 11, 12),
+    # sglang.test.test_utils.is_blackwell_system() returns is_blackwell() (main, 2026-07).
+    "is_blackwell_system": _major_in(10, 11, 12),
+    # sglang.test.test_utils.get_gpu_count(): 0 on a CPU device, else torch.accelerator.device_count().
+    "get_gpu_count": lambda facts: facts.profile.gpus,
+    "get_jit_cuda_arch": _jit_arch,
+    "pynvml.nvmlDeviceGetName": _nvml_name,
+    "pynvml.nvmlDeviceGetHandleByIndex": lambda facts: Record(kind="nvml handle", fields=()),
+    "pynvml.nvmlInit": lambda facts: None,
     "get_device_sm": _device_sm,
     "is_hip": _false,
     "is_npu": _false,
@@ -141,25 +211,56 @@ ATTRIBUTES: Mapping[str, Predicate] = {
 }
 
 
-def environment(name: str, node: ast.Call | ast.Subscript, facts: RunnerFacts) -> object | None:
-    """`os.environ.get("X", d)`, `os.getenv("X")`, `os.environ["X"]`, `get_bool_env_var("X")`; None if not one."""
+NOT_ENV = object()  # environment(): the expression is not an environment read (None is a value: unset)
+
+
+def environment(name: str, node: ast.Call | ast.Subscript, facts: RunnerFacts) -> object:
+    """`os.environ.get("X", d)`, `os.getenv("X")`, `os.environ["X"]`, `get_bool_env_var("X")`; NOT_ENV if not one."""
     if isinstance(node, ast.Subscript):
         key = node.slice
         if name != "os.environ[]" or not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-            return None
-        return facts.env.get(key.value, Unknown(why=f"whether {key.value} is set on {facts.profile.name}"))
+            return NOT_ENV
+        found = env_value(facts, key.value)
+        return Unknown(why=f"os.environ[{key.value!r}] raises KeyError, {unset_note(key.value)}") if found is None else found
     last = name.rpartition(".")[2]
     if name not in ("os.environ.get", "os.getenv") and last != "get_bool_env_var":
-        return None
+        return NOT_ENV
     if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
         return Unknown(why="an environment variable with a computed name")
     variable = node.args[0].value
-    if variable not in facts.env:
-        if variable == "SGLANG_IS_IN_CI" and facts.profile.in_ci is not None:
-            return facts.profile.in_ci if last == "get_bool_env_var" else ("true" if facts.profile.in_ci else None)
-        return Unknown(why=f"whether {variable} is set on {facts.profile.name} (the workflows do not say)")
-    value = facts.env[variable]
+    if variable not in facts.env and variable == "SGLANG_IS_IN_CI" and facts.profile.in_ci is not None:
+        return facts.profile.in_ci if last == "get_bool_env_var" else ("true" if facts.profile.in_ci else None)
+    value = env_value(facts, variable)
+    if value is None:
+        default = _default(node)
+        if isinstance(default, Unknown):
+            return default
+        return _truthy(str(default)) if last == "get_bool_env_var" else default
+    if isinstance(value, Unknown):
+        return value
     return _truthy(value) if last == "get_bool_env_var" else value
+
+
+def unset_variable(node: ast.Call | ast.Subscript, facts: RunnerFacts) -> str | None:
+    """The variable an environment read names, when the schedule says it is unset on this runner."""
+    key = node.slice if isinstance(node, ast.Subscript) else (node.args[0] if node.args else None)
+    if isinstance(key, ast.Constant) and isinstance(key.value, str) and env_value(facts, key.value) is None:
+        return key.value
+    return None
+
+
+def unset_note(variable: str) -> str:
+    return f"{variable} is unset: no scheduled job selecting the test sets it, and no CI file mentions it"
+
+
+def _default(node: ast.Call) -> object:
+    """The default of `os.environ.get("X", d)` / `get_bool_env_var("X", default="false")`: a literal, else unknown."""
+    given = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "default"), None)
+    if given is None:
+        return None
+    if isinstance(given, ast.Constant) and isinstance(given.value, str | int | bool | type(None)):
+        return given.value
+    return Unknown(why="a default that is not a literal")
 
 
 class ValueSource(Protocol):
@@ -198,12 +299,40 @@ def _truth(source: ValueSource, call: ast.Call) -> object:
     return value if isinstance(value, Unknown) else bool(value)
 
 
+def _int(source: ValueSource, call: ast.Call) -> object:
+    if len(call.args) != 1 or call.keywords:
+        return Unknown(why="int() form")
+    value = source.value(call.args[0])
+    if isinstance(value, Unknown):
+        return value
+    if isinstance(value, bool | int):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit() and len(value) < 20:
+        return int(value)
+    return Unknown(why=f"int({text_of_value(value)})")
+
+
+def text_of_value(value: object) -> str:
+    return repr(value)[:40]
+
+
 # Builtins a guard uses on known values (`min(4, torch.cuda.device_count())`), unless the module rebinds them.
 BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
     "min": _min_max(min),
     "max": _min_max(max),
     "len": _len,
     "bool": _truth,
+    "int": _int,
+}
+
+# String methods a guard calls on a known value (`int(torch.version.cuda.split(".")[0])`).
+STR_METHODS: Mapping[str, Callable[..., object]] = {
+    "split": lambda s, *a: tuple(s.split(*a)),
+    "startswith": lambda s, *a: s.startswith(*a),
+    "endswith": lambda s, *a: s.endswith(*a),
+    "lower": str.lower,
+    "upper": str.upper,
+    "strip": lambda s, *a: s.strip(*a),
 }
 
 

@@ -14,8 +14,10 @@ Kind = GuardFindingKind
 # Failing kinds first, then what is listed for information.
 ORDER = (
     Kind.SILENT_SKIP,
+    Kind.SILENT_PASS,
     Kind.NEVER_RUNS,
     Kind.UNSCHEDULED,
+    Kind.UNKNOWN_LABEL,
     Kind.UNPARSABLE,
     Kind.DISABLED_BY_SKIP,
     Kind.DISABLED,
@@ -27,7 +29,9 @@ ORDER = (
 TITLES = {
     Kind.SILENT_SKIP: "Silent skips (registered on a runner where the guard certainly skips)",
     Kind.NEVER_RUNS: "Never runs (skipped on every runner it is registered for)",
+    Kind.SILENT_PASS: "Silent passes (the test returns early when a CI fact is true, so it passes having tested nothing)",
     Kind.UNSCHEDULED: "Unscheduled registrations (no workflow picks them up)",
+    Kind.UNKNOWN_LABEL: "Unknown runner labels (a selecting job runs on a label no runner profile knows)",
     Kind.UNPARSABLE: "Unparsable files and registrations",
     Kind.DISABLED_BY_SKIP: "Disabled by an unconditional skip (use the registration's disabled= instead)",
     Kind.DISABLED: "Disabled registrations",
@@ -42,14 +46,15 @@ def shown_path(report: GuardReport, finding: GuardFinding) -> str:
     return str(PurePosixPath(report.root.replace("\\", "/")) / finding.path) if report.root not in ("", ".") else finding.path
 
 
-def summary_line(report: GuardReport) -> str:
+def summary_line(report: GuardReport, *, with_exit: bool = True) -> str:
+    """The counts; `with_exit` appends the report's own exit code (callers that print a status line of their own omit it)."""
     counts = report.counts()
     parts = ", ".join(f"{counts[k]} {k.value}" for k in ORDER if counts[k])
     head = (
         f"{report.files_scanned} files read, {report.test_files} test files, {report.registered_files} registered; "
         f"runners audited: {', '.join(report.runners) or 'none'}"
     )
-    return f"{head}\n{parts or 'no findings'}; exit {report.exit_code}"
+    return f"{head}\n{parts or 'no findings'}" + (f"; exit {report.exit_code}" if with_exit else "")
 
 
 def _gate_line(report: GuardReport, gate: Gate | None) -> str:
@@ -63,7 +68,19 @@ def _gate_line(report: GuardReport, gate: Gate | None) -> str:
             f"baseline: {len(gate.new_errors)} new error(s), {gate.baselined} acknowledged, "
             f"{len(gate.expired)} expired, {len(gate.stale)} stale"
         )
-    return "\n" + "; ".join(parts) + f"; exit {gate.exit_code}" if parts else ""
+    return "\n" + "; ".join(parts) if parts else ""
+
+
+def status_line(report: GuardReport, gate: Gate | None) -> str:
+    """The run's one final line: the exit code the command returns and why."""
+    if gate is None:
+        code = report.exit_code
+        return f"exit {code}: " + ("error findings" if code else "no error findings")
+    if gate.exit_code == 0:
+        return "exit 0: no new error findings" + (" (the rest are in the baseline)" if gate.baselined else "")
+    why = [f"{len(gate.new_errors)} new error finding(s)"] if gate.new_errors else []
+    why += [f"{len(gate.expired)} expired baseline entries"] if gate.expired else []
+    return f"exit {gate.exit_code}: {', '.join(why)}"
 
 
 def _entry_lines(gate: Gate | None) -> list[str]:
@@ -78,7 +95,8 @@ def _entry_lines(gate: Gate | None) -> list[str]:
     return lines
 
 
-def to_text(report: GuardReport, gate: Gate | None = None) -> str:
+def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None = None) -> str:
+    """Findings by kind, the counts, then one status line (`status` replaces the default one)."""
     lines: list[str] = []
     shown = gate.shown if gate is not None else report.findings
     for kind in ORDER:
@@ -97,11 +115,13 @@ def to_text(report: GuardReport, gate: Gate | None = None) -> str:
                 lines.append(f"    fix: {f.hint}")
         lines.append("")
     lines += _entry_lines(gate)
-    lines.append(summary_line(report) + _gate_line(report, gate))
+    lines.append(summary_line(report, with_exit=False) + _gate_line(report, gate))
+    lines.append(status or status_line(report, gate))
     return "\n".join(lines)
 
 
-def to_json_doc(report: GuardReport, gate: Gate | None = None) -> dict[str, Any]:
+def to_json_doc(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> dict[str, Any]:
+    """`exit_code` replaces the audit's own where the command returns another (`--write-baseline`: 0)."""
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "root": report.root,
@@ -110,7 +130,7 @@ def to_json_doc(report: GuardReport, gate: Gate | None = None) -> dict[str, Any]
         "registered_files": report.registered_files,
         "runners": list(report.runners),
         "counts": {k.value: v for k, v in report.counts().items()},
-        "exit_code": report.exit_code if gate is None else gate.exit_code,
+        "exit_code": exit_code if exit_code is not None else report.exit_code if gate is None else gate.exit_code,
         "findings": [{**f.fields(), "failing": f.failing, "severity": f.severity.value} for f in report.findings],
     }
     if gate is not None and gate.with_baseline:
@@ -123,8 +143,8 @@ def to_json_doc(report: GuardReport, gate: Gate | None = None) -> dict[str, Any]
     return doc
 
 
-def to_json(report: GuardReport, gate: Gate | None = None) -> str:
-    return json.dumps(to_json_doc(report, gate), indent=2)
+def to_json(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
+    return json.dumps(to_json_doc(report, gate, exit_code=exit_code), indent=2)
 
 
 def _cell(text: str, limit: int = 300) -> str:
@@ -137,11 +157,12 @@ MD_ROWS_PER_KIND = 12
 MD_MAX_LINES = 99
 
 
-def to_markdown(report: GuardReport, gate: Gate | None = None) -> str:
+def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY: a count table and one collapsed block per kind (under 100 lines)."""
     counts = report.counts()
     shown = gate.shown if gate is not None else report.findings
-    exit_code = report.exit_code if gate is None else gate.exit_code
+    if exit_code is None:
+        exit_code = report.exit_code if gate is None else gate.exit_code
     lines = [
         "## Guard audit",
         "",

@@ -19,17 +19,19 @@ class SourceText:
         self.lines = [m.group() for m in _LINE.finditer(text)]
         self._marked: list[int] = []
 
-    def mark_lines(self, words: Iterable[str]) -> None:
-        """Remember which lines mention any of `words` (lower case), for `mentions`."""
+    def mark_lines(self, words: Iterable[str], exact: Iterable[str] = ()) -> None:
+        """Remember which lines mention any of `words` (any case) or hold an `exact` text, for `mentions`."""
         pattern = "|".join(re.escape(w) for w in dict.fromkeys(words) if w)
-        if not pattern:
-            self._marked = []
-            return
+        text = "".join(self.lines)
         starts = list(itertools.accumulate((len(line) for line in self.lines), initial=0))
         # One scan of the text; each hit is mapped to its line by the line start offsets.
-        found = re.finditer(pattern, "".join(self.lines), re.IGNORECASE)
-        marked = {bisect.bisect_right(starts, m.start()) for m in found}
-        self._marked = sorted(marked)
+        hits = [m.start() for m in re.finditer(pattern, text, re.IGNORECASE)] if pattern else []
+        for literal in exact:  # str.find is much cheaper than another alternative in the pattern
+            at = text.find(literal)
+            while at >= 0:
+                hits.append(at)
+                at = text.find(literal, at + 1)
+        self._marked = sorted({bisect.bisect_right(starts, at) for at in hits})
 
     @property
     def any_marked(self) -> bool:

@@ -24,7 +24,7 @@ from matrix.guards.cache import ResultCache, file_key, settings_key
 from matrix.guards.finder import TEST_FILE, analyse_source
 from matrix.guards.model import FileAnalysis, GuardFinding, GuardFindingKind, GuardReport
 from matrix.guards.suites import SuiteMap, check_suite_map, load_suite_map
-from matrix.guards.workflows import WorkflowSchedule
+from matrix.schedule.model import Schedule
 
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 # Below this many files to parse, starting worker processes costs more than it saves.
@@ -205,7 +205,9 @@ def _run_parallel(jobs: list[tuple[str, str]], settings: AuditSettings, workers:
     methods = multiprocessing.get_all_start_methods()
     # fork starts workers without re-importing the package; elsewhere the platform default is used.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    chunk = max(1, len(jobs) // (workers * 4))
+    # Small chunks: a worker on a core that other work shares takes fewer of them, instead of holding a
+    # quarter of the tree while the other worker idles.
+    chunk = max(1, min(8, len(jobs) // (workers * 8)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(settings,)) as pool:
         return list(pool.map(_audit_in_worker, jobs, chunksize=chunk))
 
@@ -218,7 +220,7 @@ def audit_tree(
     known_suites: frozenset[str] | None = None,
     only_runners: Sequence[str] = (),
     installed: Iterable[str] = (),
-    schedule: WorkflowSchedule | None = None,
+    schedule: Schedule | None = None,
     jobs: int = 1,
     cache_dir: Path | None = None,
 ) -> GuardReport:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from matrix.core.errors import ConfigError
 from matrix.core.expect import effective_versions, expectations
-from matrix.core.levels import levels_for
+from matrix.core.levels import levels_for, uncovered
 from matrix.core.model import Matrix, RunnerProfile
 from matrix.shard.cost import Measured, workload_for
 from matrix.shard.planner import plan_setup_aware
@@ -104,6 +104,12 @@ def generate(
 
     `only` keeps those cell ids (a `--select` result); None keeps every cell expected to RUN.
     """
+    if matrix.cells and len(uncovered(matrix.cells)) == len(matrix.cells):
+        raise ConfigError(
+            f"register writes sglang-registered modules that run specmatrix's own GPU checks (matrix/core/levels.py), "
+            f"and none covers a cell of matrix {matrix.name!r} (e.g. {matrix.cells[0].id!r}); for a matrix of your own, "
+            "register your test files with sglang and run them under the plugin: pytest --matrix-runner auto"
+        )
     out: list[GeneratedModule] = []
     seen: dict[str, str] = {}
     for runner in runners:

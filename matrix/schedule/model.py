@@ -106,6 +106,9 @@ class Schedule:
     unread: tuple[UnreadJob, ...] = ()
     unknown_labels: tuple[UnknownLabel, ...] = ()
     sources: tuple[str, ...] = field(default=())
+    # Environment-variable-like names the CI files mention anywhere (workflows, the scripts they run): a name
+    # outside this set and outside an entry's env is unset in that job; a name inside it may be set at run time.
+    ci_names: tuple[str, ...] = ()
 
     def suite_entries(self, suite: str, hw: str, nightly: bool) -> tuple[ScheduleEntry, ...]:
         """Entries that run sglang registrations of `suite` on `hw` with this nightly flag (run_suite.py rules)."""
@@ -140,3 +143,12 @@ class CommandReader(Protocol):
     """
 
     def selections(self, words: Sequence[str], context: StepContext) -> Iterable[Selection]: ...
+
+
+class UnreadableCommand(Exception):
+    """Raised by a CommandReader that recognises a command it cannot read statically (a suite given by an
+    expression); the walker records it as an `UnreadJob` with this reason instead of dropping it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

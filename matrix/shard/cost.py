@@ -9,7 +9,7 @@ from statistics import fmean
 
 from matrix.core.errors import ConfigError
 from matrix.core.kernel_config import kernel_config
-from matrix.core.model import Cell, Expectation, Matrix, Outcome, RunnerProfile
+from matrix.core.model import BackendCost, Cell, Expectation, Matrix, Outcome, RunnerProfile
 from matrix.core.report import CellStatus, Report
 from matrix.shard.workload import WorkItem, Workload
 
@@ -50,11 +50,26 @@ def measured_from(reports: Sequence[Report]) -> Measured:
     )
 
 
+def cell_cost(matrix: Matrix, cell: Cell) -> BackendCost:
+    """`[cost.backend.B]` for the cell's backend, else `[cost]` itself (its defaults when absent).
+
+    Once a matrix prices some backends, a backend it forgot is an error: it would silently cost the default.
+    """
+    backend = cell.get("backend")
+    if not matrix.cost.backends:
+        return matrix.cost.default
+    found = matrix.cost.backends.get(str(backend))
+    if found is None:
+        raise ConfigError(
+            f"{matrix.source_path}: [cost.backend.{backend}] is missing (the other backends have one); add it, or drop "
+            "every [cost.backend.*] table to cost all cells by [cost] cell_seconds"
+        )
+    return found
+
+
 def config_key(matrix: Matrix, cell: Cell, impl: str | None) -> str:
     """Backend + implementation + the values of the backend's configuration axes."""
-    backend = str(cell.get("backend"))
-    if backend not in matrix.cost.backends:
-        raise ConfigError(f"{matrix.source_path}: [cost.backend.{backend}] is missing; the shard planner needs it")
+    cell_cost(matrix, cell)
     return kernel_config(matrix, cell, impl).key
 
 
@@ -73,11 +88,10 @@ def workload_for(
         exp = expectations[cell.id]
         if exp.outcome is not Outcome.RUN:
             continue
-        backend = str(cell.get("backend"))
         config = config_key(matrix, cell, exp.impl)
-        cost = matrix.cost.backends[backend]
+        cost = cell_cost(matrix, cell)
         seconds = measured.cell_seconds.get(cell.id, cost.cell_seconds)
-        items.append(WorkItem(id=cell.id, config=config, seconds=seconds, file=f"{cell.group}/{backend}"))
+        items.append(WorkItem(id=cell.id, config=config, seconds=seconds, file=f"{cell.group}/{config.split('/')[0]}"))
         setup.setdefault(config, cost.compile_seconds)
         if cell.id in measured.compile_seconds:
             observed_compile[config].append(measured.compile_seconds[cell.id])

@@ -68,7 +68,7 @@ def test_a_bad_cell_is_a_finding_naming_its_bucket(tmp_path, capsys, runners, re
     path = report_file("all.json", runners["4-gpu-b200"], statuses)
     code, out, _ = coverage(capsys, path, "--out", tmp_path / "cov", "--no-heatmap")
     assert code == 1
-    assert f"{kind.value}: trtllm_mha topk 4 page 16 {words}" in out
+    assert f"{kind.value}: trtllm_mha topk 4 page_size 16 {words}" in out
     assert bad in out
 
 

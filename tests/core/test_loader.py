@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from matrix.core.errors import ConfigError
@@ -180,3 +182,44 @@ def test_bad_runner_file_is_one_clear_error(text, message):
     with pytest.raises(ConfigError) as info:
         parse_runners(read_toml(text, "r.toml"), "r.toml")
     assert message in str(info.value)
+
+
+OWN = """
+name = "own"
+[[axis]]
+name = "model"
+values = ["a", "b"]
+[[axis]]
+name = "seqlen"
+values = [1, 2]
+id = "s{}"
+[[group]]
+name = "g"
+model = ["a", "b"]
+seqlen = [1, 2]
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('[coverage]\nrows = ["modle"]\n', "[coverage]: rows: no axis named 'modle' (axes: model, seqlen)"),
+        ('[coverage]\nrows = ["model"]\ncolumns = ["model"]\n', "[coverage]: axis 'model' named twice"),
+        ("[coverage]\nrows = []\n", "[coverage]: rows: name at least one axis"),
+        ("[cost.backend.x]\ncell_seconds = 1\n", "[cost.backend.*] tables need an axis named 'backend'"),
+        ("[cost]\nconfig_axes = ['gqa']\n", "config_axes names unknown axis 'gqa'"),
+    ],
+)
+def test_coverage_and_cost_tables_of_an_own_matrix_are_checked(extra, message):
+    import tomllib
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_matrix(tomllib.loads(OWN + extra), "own.toml")
+
+
+def test_an_own_matrix_without_coverage_or_cost_gets_the_defaults():
+    import tomllib
+
+    m = parse_matrix(tomllib.loads(OWN), "own.toml")
+    assert (m.layout.rows, m.layout.columns) == (("model",), ("seqlen",))
+    assert (m.cost.default.cell_seconds, m.cost.default.compile_seconds, m.cost.shard_seconds) == (1.0, 0.0, 60.0)

@@ -80,7 +80,11 @@ def test_auto_picks_the_most_exact_profile(runners, facts, profile):
     [
         ("4-gpu-b200", H200x4, "needs sm100, sees sm90"),
         ("4-gpu-b200", MachineFacts(gpus=3, capabilities=((10, 0),) * 3, names=("NVIDIA B200",) * 3), "needs 4 GPU(s), sees 3"),
-        ("1-gpu-h200", MachineFacts(gpus=1, capabilities=((9, 0),), names=("NVIDIA H100",)), "needs H200 GPUs"),
+        (
+            "1-gpu-h200",
+            MachineFacts(gpus=1, capabilities=((9, 0),), names=("NVIDIA H100",)),
+            "needs GPUs named 'H200', sees 'NVIDIA H100'",
+        ),
         ("1-gpu-h200", CPU, "needs 1 GPU(s), sees 0"),
     ],
 )
@@ -162,3 +166,30 @@ def test_core_imports_without_torch(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("table", "env", "builtin"),
+    [
+        ("", {}, True),
+        ("builtin_runners = false\n", {}, False),
+        ("builtin_runners = false\n", {"SPECMATRIX_BUILTIN_RUNNERS": "1"}, True),
+        ("", {"SPECMATRIX_BUILTIN_RUNNERS": "false"}, False),
+    ],
+)
+def test_builtin_runners_cascade(tmp_path, table, env, builtin):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.specmatrix]\n{table}", encoding="utf-8")
+    assert resolve_options(cli=CliOverrides(), env=env, cwd=tmp_path).builtin_runners is builtin
+
+
+@pytest.mark.parametrize(
+    ("table", "env", "message"),
+    [
+        ('builtin_runners = "no"\n', {}, "builtin_runners: expected true or false, got 'no'"),
+        ("", {"SPECMATRIX_BUILTIN_RUNNERS": "maybe"}, "SPECMATRIX_BUILTIN_RUNNERS: expected 1 or 0"),
+    ],
+)
+def test_builtin_runners_bad_values(tmp_path, table, env, message):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.specmatrix]\n{table}", encoding="utf-8")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        resolve_options(cli=CliOverrides(), env=env, cwd=tmp_path)

@@ -52,11 +52,10 @@ def _shim(folder: Path, name: str, body: str) -> None:
 def _github_env(tmp_path: Path, inputs: dict[str, str], step_env: dict[str, str]) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    # `specmatrix` runs this checkout; `python3` records what the install step would install.
+    # `specmatrix` runs this checkout.
     _shim(
         bin_dir, "specmatrix", f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom matrix.cli import main\nsys.exit(main())\n"
     )
-    _shim(bin_dir, "python3", f"import sys\nopen({str(tmp_path / 'pip.log')!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "SPECMATRIX_"))}
     env |= {
         "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}",
@@ -68,7 +67,10 @@ def _github_env(tmp_path: Path, inputs: dict[str, str], step_env: dict[str, str]
     }
     for key, value in step_env.items():
         found = re.fullmatch(r"\$\{\{ inputs\.([\w-]+) \}\}", value)
-        env[key] = inputs.get(found.group(1), action()["inputs"][found.group(1)]["default"]) if found else value
+        if value == "${{ steps.install.outputs.python }}":
+            env[key] = sys.executable  # what the install step hands on: an interpreter that imports specmatrix
+        else:
+            env[key] = inputs.get(found.group(1), action()["inputs"][found.group(1)]["default"]) if found else value
     return env
 
 
@@ -91,14 +93,79 @@ def repo(tmp_path: Path) -> Path:
     return target
 
 
-def test_install_step_installs_the_version_or_the_action_checkout(tmp_path, repo):
-    assert _run_step(tmp_path, "Install specmatrix", {"version": "0.1.0"}).returncode == 0
-    assert _run_step(tmp_path, "Install specmatrix", {}).returncode == 0
-    log = (tmp_path / "pip.log").read_text().splitlines()
-    assert log == [
-        "-m pip install --disable-pip-version-check specmatrix==0.1.0",
-        f"-m pip install --disable-pip-version-check {ROOT}",
-    ]
+def _action_copy(tmp_path: Path) -> Path:
+    """The action's checkout as `uses:` fetches it: the package and its constraints, nothing installed."""
+    action_path = tmp_path / "action"
+    shutil.copytree(ROOT / "matrix", action_path / "matrix", ignore=shutil.ignore_patterns("__pycache__"))
+    (action_path / "ci").mkdir()
+    shutil.copy(ROOT / "ci" / "constraints.txt", action_path / "ci")
+    return action_path
+
+
+def _deps_only(tmp_path: Path) -> str:
+    """A folder holding only specmatrix's two dependencies (links), for a PYTHONPATH that brings nothing else."""
+    import packaging
+
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    for module in (packaging, yaml):
+        (deps / module.__name__).symlink_to(Path(module.__file__).parent)
+    return str(deps)
+
+
+def test_install_step_imports_the_action_checkout_into_a_venv_of_its_own(tmp_path, repo):
+    action_path = _action_copy(tmp_path)
+    extra = {"GITHUB_ACTION_PATH": str(action_path), "PYTHONPATH": _deps_only(tmp_path)}
+    done = _run_step(tmp_path, "Install specmatrix", {"python": sys.executable}, extra)
+    assert done.returncode == 0, done.stderr
+    py = Path(_outputs(tmp_path)["python"])
+    assert py.parent.parent == tmp_path / "runner-temp" / "specmatrix-action-venv"
+    assert done.stdout.startswith("specmatrix ")
+    env = {**_github_env(tmp_path, {}, {}), **extra}
+    where = subprocess.run(
+        [str(py), "-c", "import matrix; print(matrix.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(where.stdout.strip()).is_relative_to(action_path)
+    # Its dependencies were there: no pip was brought into the venv, nothing was fetched.
+    assert not list(py.parent.glob("pip*"))
+
+
+def test_install_step_refuses_a_python_older_than_3_11(tmp_path, repo):
+    found = (shutil.which(name) for name in ("python3.10", "python3.9"))
+    old = next((p for p in found if p and subprocess.run([p, "-V"], capture_output=True, check=False).returncode == 0), None)
+    if old is None:
+        pytest.skip("no Python older than 3.11 on this machine")
+    done = _run_step(tmp_path, "Install specmatrix", {"python": old})
+    assert done.returncode == 2
+    assert "needs Python 3.11 or newer" in done.stderr
+
+
+def test_every_input_reaches_a_step():
+    """No input the steps ignore (the old `version` input installed from an index that has no such package)."""
+    text = ACTION.read_text(encoding="utf-8")
+    for name in action()["inputs"]:
+        assert f"inputs.{name} }}}}" in text, name
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not Path("/usr/bin/python3").is_file(), reason="no distribution Python at /usr/bin/python3")
+def test_install_step_works_with_the_distribution_python(tmp_path, repo):
+    """A PEP 668 interpreter (Debian's /usr/bin/python3): the venv is the action's own, so pip may install there."""
+    done = _run_step(
+        tmp_path, "Install specmatrix", {"python": "/usr/bin/python3"}, {"GITHUB_ACTION_PATH": str(_action_copy(tmp_path))}
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    py = _outputs(tmp_path)["python"]
+    audit = subprocess.run(
+        [py, "-m", "matrix", "guards", "test/registered"], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert audit.returncode == 1, audit.stderr
+    assert "silent-skip" in audit.stdout
 
 
 def test_audit_step_annotates_summarises_writes_sarif_and_the_last_step_fails(tmp_path, repo):
@@ -184,3 +251,133 @@ def test_pre_commit_try_repo_runs_the_hook(tmp_path):
     assert "silent-skip" in dirty.stdout
     # The hook never writes into the project.
     assert subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True, check=True).stdout == ""
+
+
+HOOK_FILES = re.compile(yaml.safe_load(HOOKS.read_text(encoding="utf-8"))[0]["files"])
+
+
+@pytest.mark.parametrize(
+    ("path", "runs"),
+    [
+        ("test/registered/attention/test_decode.py", True),
+        (".github/workflows/pr-test.yml", True),
+        (".github/workflows/nightly.yaml", True),
+        ("guards-baseline.json", True),
+        ("ci/suite-map.toml", True),
+        ("ci/runners.toml", True),
+        ("README.md", False),
+        ("docs/workflows/pr-test.yml", False),
+    ],
+)
+def test_hook_runs_when_what_decides_the_audit_changes(path, runs):
+    """`types: [python]` let a workflow-only commit (a suite renamed: its registrations unscheduled) through."""
+    assert bool(HOOK_FILES.search(path)) is runs
+
+
+def test_pre_commit_example_is_a_complete_config():
+    doc = yaml.safe_load((ROOT / "docs" / "examples" / "pre-commit-config.yaml").read_text(encoding="utf-8"))
+    (entry,) = doc["repos"]
+    assert set(entry) == {"repo", "rev", "hooks"}
+    assert entry["hooks"][0]["id"] == yaml.safe_load(HOOKS.read_text(encoding="utf-8"))[0]["id"]
+
+
+SCRATCH_TEST = """\
+import unittest
+
+from sglang.test.ci.ci_register import register_cuda_ci
+
+register_cuda_ci(est_time=60, suite="base-b-test-4-gpu-b200")
+
+
+class TestDecode(unittest.TestCase):
+    def test_decode(self):
+        self.assertTrue(True)
+"""
+SCRATCH_WORKFLOW = """\
+on: pull_request
+jobs:
+  stage-b:
+    runs-on: 4-gpu-b200
+    steps:
+      - run: python3 run_suite.py --suite {suite}
+"""
+
+
+def _hook_repo(tmp_path: Path, env: dict[str, str]) -> tuple[Path, str]:
+    """This checkout as a hook repository at one commit, the way `repo:` + `rev:` name it."""
+    hook_repo = tmp_path / "hook-repo"
+    ignore = shutil.ignore_patterns(".git", ".venv", ".nox", "__pycache__", "*.egg-info", "build", "dist", ".ci")
+    shutil.copytree(ROOT, hook_repo, ignore=ignore, symlinks=True)
+    _git(hook_repo, env, "init", "-q")
+    _git(hook_repo, env, "add", ".")
+    _git(hook_repo, env, "commit", "-qm", "hook repository")
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hook_repo, capture_output=True, text=True, check=True).stdout.strip()
+    return hook_repo, rev
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
+def test_a_workflow_only_commit_that_unschedules_a_suite_is_refused(tmp_path):
+    """The documented .pre-commit-config.yaml, installed as a git hook: renaming the suite a workflow runs fails the commit."""
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "SPECMATRIX_CACHE_DIR": str(tmp_path / "cache"),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    hook_repo, rev = _hook_repo(tmp_path, env)
+    project = tmp_path / "project"
+    (project / "test" / "registered").mkdir(parents=True)
+    (project / "test" / "registered" / "test_decode.py").write_text(SCRATCH_TEST, encoding="utf-8")
+    workflows = project / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "pr-test.yml").write_text(SCRATCH_WORKFLOW.format(suite="base-b-test-4-gpu-b200"), encoding="utf-8")
+    config = yaml.safe_load((ROOT / "docs" / "examples" / "pre-commit-config.yaml").read_text(encoding="utf-8"))
+    config["repos"][0] |= {"repo": str(hook_repo), "rev": rev}
+    (project / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (project / "guards-baseline.json").write_text(
+        json.dumps({"schema": "specmatrix.guards-baseline/1", "entries": []}, indent=2) + "\n", encoding="utf-8"
+    )
+    _git(project, env, "init", "-q")
+    subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=project, env=env, check=True, capture_output=True)
+    _git(project, env, "add", ".")
+    first = subprocess.run(
+        ["git", "commit", "-qm", "suite"], cwd=project, env=env, capture_output=True, text=True, check=False, timeout=600
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    (workflows / "pr-test.yml").write_text(SCRATCH_WORKFLOW.format(suite="stage-b-test-4-gpu-b200"), encoding="utf-8")
+    _git(project, env, "add", ".github/workflows/pr-test.yml")
+    refused = subprocess.run(
+        ["git", "commit", "-qm", "rename the suite"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert refused.returncode != 0, refused.stdout + refused.stderr
+    out = refused.stdout + refused.stderr
+    assert "unscheduled" in out
+    assert "(no files to check)" not in out
+    assert (
+        subprocess.run(["git", "log", "--oneline"], cwd=project, capture_output=True, text=True, check=True).stdout.count("\n")
+        == 1
+    )
+
+
+EXAMPLE_WORKFLOW = ROOT / "docs" / "examples" / "specmatrix-guards.yml"
+
+
+def test_example_workflow_passes_only_inputs_the_action_has_and_needs_no_setup_step():
+    doc = yaml.safe_load(EXAMPLE_WORKFLOW.read_text(encoding="utf-8"))
+    (job,) = doc["jobs"].values()
+    uses = [s for s in job["steps"] if "specmatrix@" in s.get("uses", "")]
+    assert len(uses) == 1
+    assert SHA_PIN.match(uses[0]["uses"]), uses[0]["uses"]
+    assert set(uses[0]["with"]) <= set(action()["inputs"])
+    assert not [s for s in job["steps"] if "setup-python" in s.get("uses", "")]
+    assert job["permissions"] == {"contents": "read", "security-events": "write"}

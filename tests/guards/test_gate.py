@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 import jsonschema
@@ -221,3 +222,39 @@ def test_output_file_is_written_atomically(capsys, shared_suite, tmp_path):
 
 def test_jobs_must_be_positive(capsys, shared_suite):
     assert run(capsys, "guards", str(shared_suite), "--jobs", "0")[0] == 2
+
+
+def _exit_mentions(out: str) -> list[str]:
+    return re.findall(r"\bexit \d\b", out)
+
+
+def test_write_baseline_says_what_it_wrote_and_where_in_one_status_line(capsys, suite_copy, tmp_path):
+    base = tmp_path / "baseline.json"
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--write-baseline", str(base))
+    entries = len(json.loads(base.read_text())["entries"])
+    assert code == 0
+    assert _exit_mentions(out) == ["exit 0"], out
+    assert out.rstrip().splitlines()[-1] == f"exit 0: wrote {entries} baseline entries to {base}"
+    # Another format keeps its output clean: the same sentence goes to stderr.
+    code, out, err = run(capsys, "guards", str(suite_copy), "--write-baseline", str(base), "--format", "json")
+    assert code == json.loads(out)["exit_code"] == 0
+    assert err == f"specmatrix guards: wrote {entries} baseline entries to {base}\n"
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--write-baseline", str(base), "--format", "md")
+    assert code == 0
+    assert "The audit passes (exit 0)." in out
+
+
+@pytest.mark.parametrize(
+    ("plant", "expected"),
+    [(False, "exit 0: no new error findings (the rest are in the baseline)"), (True, "exit 1: 1 new error finding(s)")],
+)
+def test_a_baseline_run_states_one_exit_code_the_one_it_returns(capsys, suite_copy, tmp_path, plant, expected):
+    base = tmp_path / "baseline.json"
+    run(capsys, "guards", str(suite_copy), "--write-baseline", str(base))
+    if plant:
+        fixed = suite_copy / "attention/test_trtllm_mha_guard_fixed.py"
+        fixed.write_text(fixed.read_text().replace(" or is_sm100_supported()", ""), encoding="utf-8")
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base))
+    assert code == int(plant)
+    assert _exit_mentions(out) == [f"exit {code}"], out
+    assert out.rstrip().splitlines()[-1] == expected

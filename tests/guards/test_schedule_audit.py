@@ -1,4 +1,4 @@
-"""--workflows: which suite runs on which runner label, with or without --nightly, with which env."""
+"""The audit on a schedule read from workflows: which suite runs on which runner label, --nightly or not, which env."""
 
 from __future__ import annotations
 
@@ -8,30 +8,45 @@ import pytest
 
 from matrix.cli.main import main
 from matrix.core.errors import ConfigError
+from matrix.core.loader import load_runners
 from matrix.guards import audit_tree
 from matrix.guards.model import GuardFindingKind
-from matrix.guards.workflows import load_schedule, parse_workflow
+from matrix.schedule.load import load_schedule as _load
 
 K = GuardFindingKind
 WORKFLOWS = Path(__file__).parent / "fixture_workflows"
+RUNNERS = load_runners()
+
+
+def load_schedule(root: Path):
+    return _load(root, RUNNERS)
+
+
+def parse_workflow(text: str, tmp: Path):
+    folder = tmp / ".github" / "workflows"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "w.yml").write_text(text, encoding="utf-8")
+    return load_schedule(tmp).entries
 
 
 def test_suites_runners_nightly_and_env_are_read():
     schedule = load_schedule(WORKFLOWS)
-    runs = {(r.suite, r.nightly, r.labels) for r in schedule.runs}
+    runs = {(r.selection.suite, r.selection.nightly, r.labels) for r in schedule.entries}
     assert runs == {
         ("base-b-test-1-gpu-large", False, ("1-gpu-h100",)),
         ("base-b-test-4-gpu-b200", False, ("4-gpu-b200",)),
         ("base-b-test-8-gpu-b200", False, ("8-gpu-b200",)),
         ("nightly-4-gpu-b200", True, ("4-gpu-b200",)),
     }
-    b200 = next(r for r in schedule.runs if r.suite == "base-b-test-4-gpu-b200")
+    b200 = next(r for r in schedule.entries if r.selection.suite == "base-b-test-4-gpu-b200")
     assert dict(b200.env) == {"SGLANG_IS_IN_CI": "true", "SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
-    assert b200.where == "pr-test.yml job stage-b-blackwell"
+    assert str(b200.origin).startswith(".github/workflows/pr-test.yml:")
+    assert str(b200.origin).endswith(" job stage-b-blackwell")
+    assert b200.profiles == ("4-gpu-b200",)
 
 
 def test_commented_out_and_if_false_jobs_do_not_count():
-    suites = load_schedule(WORKFLOWS).suites
+    suites = {e.selection.suite for e in load_schedule(WORKFLOWS).entries}
     assert "base-b-test-1-gpu-small" not in suites  # the job is commented out
     assert "base-b-test-4-gpu-h100" not in suites  # `if: false`
 
@@ -43,13 +58,14 @@ def test_commented_out_and_if_false_jobs_do_not_count():
         ("python3 test/run_suite.py --hw=cuda --suite=b --nightly", [("b", True, "cuda")]),
         ("cd test && python3 run_suite.py --suite c \\\n  --nightly --timeout-per-file 60", [("c", True, None)]),
         ("# python3 run_suite.py --suite d", []),
-        ("python3 run_suite.py --suite ${{ inputs.suite }}", []),
+        ("python3 run_suite.py --suite ${{ inputs.suite }}", []),  # unread, listed as such
         ("python3 other.py --suite e", []),
     ],
 )
-def test_run_suite_command_lines(script, expected):
-    text = f"jobs:\n  j:\n    runs-on: x\n    steps:\n      - run: {script!r}\n"
-    assert [(r.suite, r.nightly, r.hw) for r in parse_workflow(text, "w.yml")] == expected
+def test_run_suite_command_lines(script, expected, tmp_path):
+    text = f"on: push\njobs:\n  j:\n    runs-on: x\n    steps:\n      - run: {script!r}\n"
+    found = [(r.selection.suite, r.selection.nightly, r.selection.hw) for r in parse_workflow(text, tmp_path)]
+    assert found == expected
 
 
 def test_registrations_no_job_selects_in_both_nightly_directions(shared_suite, runners):
@@ -69,9 +85,9 @@ def test_registrations_no_job_selects_in_both_nightly_directions(shared_suite, r
 
 def test_workflow_env_decides_ci_guards(shared_suite, runners, tmp_path):
     folder = tmp_path / "wf"
-    folder.mkdir()
-    (folder / "ci.yml").write_text(
-        "jobs:\n  a:\n    runs-on: 1-gpu-h100\n    env:\n      SGLANG_IS_IN_CI: 'false'\n    steps:\n"
+    (folder / ".github" / "workflows").mkdir(parents=True)
+    (folder / ".github" / "workflows" / "ci.yml").write_text(
+        "on: push\njobs:\n  a:\n    runs-on: 1-gpu-h100\n    env:\n      SGLANG_IS_IN_CI: 'false'\n    steps:\n"
         "      - run: python3 run_suite.py --suite base-b-test-1-gpu-large\n",
         encoding="utf-8",
     )
@@ -85,7 +101,8 @@ def test_workflow_env_decides_ci_guards(shared_suite, runners, tmp_path):
     [("jobs: [unclosed", "malformed YAML"), ("- a\n- b\n", "must be a mapping"), ("jobs: 3\n", "jobs must be a mapping")],
 )
 def test_bad_workflow_is_exit_2_with_one_line(capsys, tmp_path, shared_suite, text, message):
-    (tmp_path / "bad.yml").write_text(text, encoding="utf-8")
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "bad.yml").write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
         load_schedule(tmp_path)
     code = main(["guards", str(shared_suite), "--workflows", str(tmp_path)])

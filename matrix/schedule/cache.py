@@ -1,0 +1,158 @@
+"""A schedule read once per content: keyed by every CI file it read, the runner profiles and this package's source.
+
+Walking sglang's 95 workflow files costs most of a second; a warm `specmatrix guards` should not pay it again.
+The cache is one JSON file per key in the results cache folder, sealed with a digest of the key and its body:
+a file edited by hand, moved to another key, or not matching the schema is a miss (the CI files are read
+again), never a schedule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from matrix.core.atomic import write_text_atomic
+from matrix.core.model import RunnerProfile
+from matrix.schedule.model import (
+    Gate,
+    Origin,
+    PytestSelection,
+    Schedule,
+    ScheduleEntry,
+    Selection,
+    SuiteSelection,
+    UnknownLabel,
+    UnreadJob,
+)
+
+SCHEMA = "specmatrix.schedule-cache/1"
+MAX_CACHE_BYTES = 64 * 1024 * 1024
+_PACKAGE = Path(__file__).parent
+
+
+def schedule_key(inputs: Iterable[Path], root: Path, runners: Mapping[str, RunnerProfile], readers: str) -> str:
+    digest = hashlib.sha256(SCHEMA.encode())
+    for path in sorted(_PACKAGE.glob("*.py")):
+        digest.update(path.read_bytes())
+    digest.update(repr(sorted((n, repr(p)) for n, p in runners.items())).encode())
+    digest.update(readers.encode())
+    for path in inputs:
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"\0unreadable")
+    return digest.hexdigest()[:32]
+
+
+def cached(folder: Path | None, key: str, compute: Callable[[], Schedule]) -> Schedule:
+    """The schedule stored under `key` in `folder`, else `compute()` (stored when `folder` is given)."""
+    if folder is None:
+        return compute()
+    path = folder / f"schedule-{key}.json"
+    try:
+        if path.is_file() and path.stat().st_size <= MAX_CACHE_BYTES:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(doc, dict) and doc.get("schema") == SCHEMA and doc.get("seal") == seal(key, doc.get("body")):
+                return from_doc(doc["body"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass  # unreadable or foreign: read the CI files again
+    schedule = compute()
+    body = to_doc(schedule)
+    sealed = {"schema": SCHEMA, "seal": seal(key, body), "body": body}
+    with contextlib.suppress(OSError):  # a read-only cache folder costs speed, not correctness
+        write_text_atomic(path, json.dumps(sealed, separators=(",", ":")))
+    return schedule
+
+
+def seal(key: str, body: Any) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(f"{SCHEMA}\0{key}\0{text}".encode()).hexdigest()
+
+
+def _origin(o: Origin) -> list[Any]:
+    return [o.file, o.line, o.job, list(o.via)]
+
+
+def _origin_of(raw: list[Any]) -> Origin:
+    file, line, job, via = raw
+    return Origin(file=str(file), line=int(line), job=str(job), via=tuple(str(v) for v in via))
+
+
+def _selection(s: Selection) -> dict[str, Any]:
+    if isinstance(s, SuiteSelection):
+        return {"suite": s.suite, "hw": s.hw, "nightly": s.nightly}
+    shard = list(s.shard) if s.shard else None
+    return {
+        "paths": list(s.paths),
+        "working_dir": s.working_dir,
+        "ignore": list(s.ignore),
+        "deselect": list(s.deselect),
+        "keyword": s.keyword,
+        "markexpr": s.markexpr,
+        "shard": shard,
+    }
+
+
+def _selection_of(raw: dict[str, Any]) -> Selection:
+    if "suite" in raw:
+        return SuiteSelection(suite=str(raw["suite"]), hw=raw["hw"], nightly=bool(raw["nightly"]))
+    shard = raw["shard"]
+    return PytestSelection(
+        paths=tuple(raw["paths"]),
+        working_dir=str(raw["working_dir"]),
+        ignore=tuple(raw["ignore"]),
+        deselect=tuple(raw["deselect"]),
+        keyword=raw["keyword"],
+        markexpr=raw["markexpr"],
+        shard=(int(shard[0]), int(shard[1])) if shard else None,
+    )
+
+
+def to_doc(schedule: Schedule) -> dict[str, Any]:
+    return {
+        "entries": [
+            [
+                _selection(e.selection),
+                list(e.labels),
+                list(e.profiles),
+                [list(kv) for kv in e.env],
+                [g.value for g in e.gates],
+                list(e.assumptions),
+                _origin(e.origin),
+            ]
+            for e in schedule.entries
+        ],
+        "unread": [[_origin(u.origin), u.reason] for u in schedule.unread],
+        "unknown": [[u.label, _origin(u.origin), list(u.nearest)] for u in schedule.unknown_labels],
+        "sources": list(schedule.sources),
+        "ci_names": list(schedule.ci_names),
+    }
+
+
+def from_doc(doc: dict[str, Any]) -> Schedule:
+    entries = tuple(
+        ScheduleEntry(
+            selection=_selection_of(sel),
+            labels=tuple(labels),
+            profiles=tuple(profiles),
+            env=tuple((str(k), str(v)) for k, v in env),
+            gates=tuple(Gate(g) for g in gates),
+            assumptions=tuple(assumptions),
+            origin=_origin_of(origin),
+        )
+        for sel, labels, profiles, env, gates, assumptions, origin in doc["entries"]
+    )
+    return Schedule(
+        entries=entries,
+        unread=tuple(UnreadJob(origin=_origin_of(o), reason=str(r)) for o, r in doc["unread"]),
+        unknown_labels=tuple(
+            UnknownLabel(label=str(label), origin=_origin_of(o), nearest=tuple(n)) for label, o, n in doc["unknown"]
+        ),
+        sources=tuple(doc["sources"]),
+        ci_names=tuple(doc["ci_names"]),
+    )

@@ -1,0 +1,329 @@
+"""GitHub Actions `${{ ... }}` expressions, evaluated statically where the contexts are known; pure.
+
+Contexts the walker knows: `inputs` (a reusable workflow's `with:` over its input defaults), `matrix` (one
+combination), `env`, and a table of values for run-time outputs (`needs.X.outputs.Y`, `steps.X.outputs.Y`) read from
+literal `echo "Y=..." >> $GITHUB_OUTPUT` lines. Functions: `fromJson`, `toJson`, `format`, `startsWith`,
+`endsWith`, `contains`, `join`. Anything else (`github.*`, `secrets.*`, `hashFiles`, `success()`) is `Unknown`.
+A value may have several possible values (`OneOf`); `||` / `&&` follow GitHub's truthiness.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_EXPRESSION = 4096  # characters of one `${{ }}` body
+MAX_NESTING = 32
+EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>-?\d+(?:\.\d+)?)|(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|<=|>=|&&|\|\||[!<>()\[\].,*])|(?P<name>[A-Za-z_][\w-]*))"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unknown:
+    """A value the static reading cannot know; `text` is the expression (shown in assumptions)."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OneOf:
+    """One of several values, each possible at run time (a runner label echoed two ways)."""
+
+    values: tuple[Any, ...]
+    why: str
+
+
+class ExpressionError(ValueError):
+    pass
+
+
+Resolver = Callable[[tuple[str, ...]], Any]  # a context path (`needs`, `check-changes`, `outputs`, `x`) -> value
+
+
+def truthy(value: Any) -> bool | None:
+    if isinstance(value, Unknown | OneOf):
+        return None
+    return value not in (None, False, 0, "", 0.0)
+
+
+class _Parser:
+    def __init__(self, text: str, lookup: Resolver) -> None:
+        if len(text) > MAX_EXPRESSION:
+            raise ExpressionError("expression too long")
+        self.text = text
+        self.tokens = self._tokens(text)  # shared, never mutated
+        self.pos = 0
+        self.lookup = lookup
+        self.depth = 0
+
+    @staticmethod
+    @functools.lru_cache(maxsize=8192)
+    def _tokens(text: str) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        pos = 0
+        while pos < len(text):
+            if text[pos:].strip() == "":
+                break
+            match = _TOKEN.match(text, pos)
+            if match is None:
+                raise ExpressionError(f"unexpected {text[pos : pos + 10]!r}")
+            kind = match.lastgroup or ""
+            out.append((kind, match.group(kind)))
+            pos = match.end()
+        return out
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> tuple[str, str]:
+        if self.pos >= len(self.tokens):
+            raise ExpressionError("unexpected end")
+        token = self.tokens[self.pos]
+        if expected is not None and token[1] != expected:
+            raise ExpressionError(f"expected {expected!r}")
+        self.pos += 1
+        return token
+
+    def parse(self) -> Any:
+        value = self.or_()
+        if self.pos != len(self.tokens):
+            raise ExpressionError("trailing tokens")
+        return value
+
+    def _nested(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise ExpressionError("nested too deeply")
+
+    def or_(self) -> Any:
+        left = self.and_()
+        while self.peek() == "||":
+            self.take()
+            right = self.and_()
+            t = truthy(left)
+            left = left if t is True else right if t is False else _either(left, right, "||")
+        return left
+
+    def and_(self) -> Any:
+        left = self.compare()
+        while self.peek() == "&&":
+            self.take()
+            right = self.compare()
+            t = truthy(left)
+            left = right if t is True else left if t is False else _either(left, right, "&&")
+        return left
+
+    def compare(self) -> Any:
+        left = self.unary()
+        while self.peek() in ("==", "!=", "<", ">", "<=", ">="):
+            op = self.take()[1]
+            right = self.unary()
+            left = _compare(op, left, right)
+        return left
+
+    def unary(self) -> Any:
+        if self.peek() == "!":
+            self.take()
+            value = self.unary()
+            t = truthy(value)
+            return Unknown(text=f"!{_show(value)}") if t is None else not t
+        return self.postfix()
+
+    def postfix(self) -> Any:
+        value, path = self.primary()
+        while self.peek() in (".", "["):
+            if self.take()[1] == ".":
+                kind, name = self.take()
+                if not (kind == "name" or name == "*"):
+                    raise ExpressionError("bad property")
+                key: Any = name
+            else:
+                self._nested()
+                key = self.or_()
+                self.depth -= 1
+                self.take("]")
+            if path is not None and not isinstance(key, Unknown | OneOf):
+                path = (*path, str(key))
+                value = self.lookup(path)
+            else:
+                path = None
+                value = _index(value, key)
+        return value
+
+    def primary(self) -> tuple[Any, tuple[str, ...] | None]:
+        kind, text = self.take()
+        if kind == "num":
+            return (float(text) if "." in text else int(text)), None
+        if kind == "str":
+            return text[1:-1].replace("''", "'"), None
+        if text == "(":
+            self._nested()
+            value = self.or_()
+            self.depth -= 1
+            self.take(")")
+            return value, None
+        if kind != "name":
+            raise ExpressionError(f"unexpected {text!r}")
+        if text in ("true", "false"):
+            return text == "true", None
+        if text == "null":
+            return None, None
+        if self.peek() == "(":
+            self.take()
+            args: list[Any] = []
+            self._nested()
+            while self.peek() != ")":
+                args.append(self.or_())
+                if self.peek() == ",":
+                    self.take()
+            self.take(")")
+            self.depth -= 1
+            return _call(text, args), None
+        return self.lookup((text,)), (text,)
+
+
+def _show(value: Any) -> str:
+    return value.text if isinstance(value, Unknown) else repr(value)
+
+
+def _either(a: Any, b: Any, op: str) -> Any:
+    if isinstance(a, Unknown) or isinstance(b, Unknown):
+        return Unknown(text=f"{_show(a)} {op} {_show(b)}")
+    values = tuple(dict.fromkeys([*(_alternatives(a)), *(_alternatives(b))]))
+    return OneOf(values=values, why=f"either side of {op}")
+
+
+def _alternatives(value: Any) -> tuple[Any, ...]:
+    return value.values if isinstance(value, OneOf) else (value,)
+
+
+def _compare(op: str, a: Any, b: Any) -> Any:
+    if isinstance(a, Unknown | OneOf) or isinstance(b, Unknown | OneOf):
+        return Unknown(text=f"{_show(a)} {op} {_show(b)}")
+    if isinstance(a, str) and isinstance(b, str):
+        a, b = a.lower(), b.lower()  # GitHub compares strings case-insensitively
+    try:
+        return {"==": a == b, "!=": a != b}[op] if op in ("==", "!=") else _order(op, a, b)
+    except TypeError:
+        return False
+
+
+def _order(op: str, a: Any, b: Any) -> bool:
+    return bool({"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op])
+
+
+def _index(value: Any, key: Any) -> Any:
+    if isinstance(value, OneOf):
+        return OneOf(values=tuple(_index(v, key) for v in value.values), why=value.why)
+    if isinstance(value, Unknown) or isinstance(key, Unknown | OneOf):
+        return Unknown(text=f"{_show(value)}[{_show(key)}]")
+    if isinstance(value, Mapping):
+        return value.get(key, value.get(str(key)))
+    if isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
+        return value[key]
+    return None
+
+
+# Job status functions, read as "everything before succeeded": the schedule is what runs when CI is green.
+_STATUS = {"always": True, "success": True, "failure": False, "cancelled": False}
+
+
+def _call(name: str, args: list[Any]) -> Any:
+    low = name.lower()
+    if low in _STATUS and not args:
+        return _STATUS[low]
+    if any(isinstance(a, Unknown | OneOf) for a in args):
+        return Unknown(text=f"{name}({', '.join(_show(a) for a in args)})")
+    if low == "fromjson" and len(args) == 1 and isinstance(args[0], str):
+        try:
+            return json.loads(args[0])
+        except ValueError:
+            return Unknown(text=f"fromJson({args[0]!r})")
+    if low == "fromjson" and len(args) == 1 and isinstance(args[0], Mapping | list):
+        return args[0]  # a table the walker already holds as a value (runs_on_map)
+    if low == "tojson" and len(args) == 1:
+        # Kept as a value: the callee's fromJson gives it back, and a table may hold OneOf values.
+        return args[0] if isinstance(args[0], Mapping | list) else json.dumps(args[0])
+    if low == "format" and args and isinstance(args[0], str):
+        out = args[0]
+        for i, arg in enumerate(args[1:]):
+            out = out.replace("{" + str(i) + "}", _text(arg))
+        return out
+    if low in ("startswith", "endswith") and len(args) == 2:
+        a, b = _text(args[0]).lower(), _text(args[1]).lower()
+        return a.startswith(b) if low == "startswith" else a.endswith(b)
+    if low == "contains" and len(args) == 2:
+        if isinstance(args[0], list):
+            return args[1] in args[0]
+        return _text(args[1]).lower() in _text(args[0]).lower()
+    if low == "join" and args and isinstance(args[0], list):
+        sep = _text(args[1]) if len(args) > 1 else ","
+        return sep.join(_text(a) for a in args[0])
+    return Unknown(text=f"{name}(...)")
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping | list):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def evaluate(body: str, lookup: Resolver) -> Any:
+    """The value of one expression body (without `${{ }}`); an unreadable expression is `Unknown`."""
+    try:
+        return _Parser(body, lookup).parse()
+    except (ExpressionError, RecursionError):
+        return Unknown(text=body.strip())
+
+
+def as_text(value: Any) -> str:
+    """A resolved value as GitHub puts it into a string."""
+    return _text(value)
+
+
+def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
+    """`text` with each `${{ }}` replaced: a whole-string expression keeps its value's type; in a longer string
+    each value is put in as text. Unknown parts come back as placeholders plus the list of what was unknown;
+    a OneOf inside a longer string is returned as a OneOf of strings."""
+    whole = EXPR.fullmatch(text.strip())
+    if whole is not None:
+        value = evaluate(whole.group(1), lookup)
+        return value, ((value,) if isinstance(value, Unknown) else ())
+    unknown: list[Unknown] = []
+    pieces: list[tuple[str, ...]] = [("",)]
+    last = 0
+    for match in EXPR.finditer(text):
+        pieces.append((text[last : match.start()],))
+        value = evaluate(match.group(1), lookup)
+        if isinstance(value, Unknown):
+            unknown.append(value)
+            pieces.append((placeholder(len(unknown) - 1),))
+        elif isinstance(value, OneOf):
+            pieces.append(tuple(_text(v) for v in value.values))
+        else:
+            pieces.append((_text(value),))
+        last = match.end()
+    pieces.append((text[last:],))
+    options = [""]
+    for choices in pieces:
+        options = [o + c for o in options for c in choices][:16]
+    if len(options) == 1:
+        return options[0], tuple(unknown)
+    return OneOf(values=tuple(dict.fromkeys(options)), why="a value known several ways"), tuple(unknown)
+
+
+def placeholder(index: int) -> str:
+    return f"__UNRESOLVED_{index}__"
+
+
+PLACEHOLDER = re.compile(r"__UNRESOLVED_(\d+)__")

@@ -1,0 +1,758 @@
+"""Walk a repository's GitHub Actions workflows into a `Schedule`: every command line of every `run:` step goes to
+the CommandReaders, with the job's runner labels, environment, gating and origin.
+
+Followed: reusable-workflow calls (`uses: ./.github/workflows/x.yml`, `with:` substituted into the callee's
+`${{ inputs.* }}` over the input defaults; the callee's own `env:`, never the caller's), the trigger events of the
+calling workflow (a workflow called from a scheduled one is gated SCHEDULE), job `if:` conditions evaluated per
+event, `strategy.matrix` with include/exclude, runner-config tables (`runs_on_map`), run-time outputs echoed as
+literals to `$GITHUB_OUTPUT`, `$GITHUB_ENV` writes. What cannot be resolved is assumed, and the assumption is kept on
+the entry.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from matrix.core.errors import ConfigError
+from matrix.core.model import RunnerProfile
+from matrix.core.textfiles import read_text
+from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate, expand, truthy
+from matrix.schedule.model import (
+    CommandReader,
+    Gate,
+    Origin,
+    Schedule,
+    ScheduleEntry,
+    StepContext,
+    UnknownLabel,
+    UnreadableCommand,
+    UnreadJob,
+)
+from matrix.schedule.runner_configs import RunnerConfigTable, find_table
+from matrix.schedule.shell import commands
+from matrix.schedule.yamldoc import load_yaml
+
+MAX_FILES = 512
+MAX_CALL_DEPTH = 8
+MAX_MATRIX_JOBS = 256  # GitHub's limit per matrix
+MAX_MATRIX_PRODUCT = 4096  # before exclude
+MAX_MATRIX_LIST = 256  # include / exclude entries
+EVENT_GATES = {
+    "schedule": Gate.SCHEDULE,
+    "pull_request": Gate.ALWAYS,
+    "pull_request_target": Gate.ALWAYS,
+    "push": Gate.ALWAYS,
+    "merge_group": Gate.ALWAYS,
+    "workflow_dispatch": Gate.MANUAL,
+    "repository_dispatch": Gate.MANUAL,
+}
+_OUTPUT_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_][\w-]*)=([^"'\s$`]*)["']?\s*>>\s*["']?\$\{?GITHUB_OUTPUT\b""")
+_ENV_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_]\w*)=([^"'\n]*?)["']?\s*>>\s*["']?\$\{?GITHUB_ENV\b""")
+_NAME = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
+CI_SCRIPT_DIRS = ("scripts/ci", ".github/actions", ".github/scripts", ".buildkite", "ci")
+MAX_SCRIPT_BYTES = 8 * 1024 * 1024
+_GENERIC_LABELS = frozenset({"self-hosted", "linux", "x64", "arm64", "gpu"})
+
+
+def workflow_files(root: Path) -> tuple[Path, list[Path]]:
+    """(repository root, `.github/workflows/*.yml|yaml`) under `root`, which may also be the workflows folder."""
+    folder = root / ".github" / "workflows"
+    repo = root
+    if not folder.is_dir() and root.name == "workflows" and root.parent.name == ".github":
+        folder, repo = root, root.parent.parent
+    if not folder.is_dir():
+        raise ConfigError(f"--workflows {root}: no .github/workflows folder there")
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".yml", ".yaml") and p.is_file())
+    if not files:
+        raise ConfigError(f"--workflows {root}: .github/workflows has no *.yml files")
+    if len(files) > MAX_FILES:
+        raise ConfigError(f"--workflows {root}: more than {MAX_FILES} workflow files")
+    return repo, files
+
+
+def ci_script_files(repo: Path) -> list[Path]:
+    """The scripts CI runs (`scripts/ci`, local actions), up to MAX_SCRIPT_BYTES in all."""
+    out: list[Path] = []
+    budget = MAX_SCRIPT_BYTES
+    for folder in CI_SCRIPT_DIRS:
+        base = repo / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if path.suffix not in (".sh", ".py", ".yml", ".yaml", ".bash", ".env") or not path.is_file():
+                continue
+            try:
+                budget -= path.stat().st_size
+            except OSError:
+                continue
+            if budget < 0:
+                return out
+            out.append(path)
+    return out
+
+
+def ci_script_names(repo: Path) -> set[str]:
+    """Upper-case names in the scripts CI runs: variables they may export."""
+    names: set[str] = set()
+    for path in ci_script_files(repo):
+        try:
+            names.update(_NAME.findall(path.read_bytes().decode("utf-8", "replace")))
+        except OSError:
+            continue
+    return names
+
+
+def find_workflows(start: Path) -> Path | None:
+    """The nearest folder at or above `start` that has `.github/workflows` (what `guards` reads by itself)."""
+    current = start.resolve()
+    if current.is_file():
+        current = current.parent
+    for folder in (current, *current.parents):
+        if (folder / ".github" / "workflows").is_dir():
+            return folder
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Workflow:
+    name: str  # repo-relative path
+    doc: Mapping[str, Any]
+    lines: tuple[str, ...]
+
+
+@dataclass(kw_only=True)
+class _Notes:
+    """Assumptions made while resolving one job's values (kept in order, once each)."""
+
+    items: list[str] = field(default_factory=list)
+
+    def add(self, text: str) -> None:
+        if text not in self.items:
+            self.items.append(text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Context:
+    workflow: _Workflow
+    events: tuple[str, ...]
+    inputs: Mapping[str, Any]
+    via: tuple[str, ...]
+
+
+def read_github(root: Path, readers: Sequence[CommandReader], runners: Mapping[str, RunnerProfile]) -> Schedule:
+    """The schedule of every workflow under `root` (see the module docstring); bad input is one ConfigError."""
+    repo, files = workflow_files(root)
+    workflows: dict[str, _Workflow] = {}
+    for path in files:
+        name = path.relative_to(repo).as_posix()
+        text = read_text(path, ConfigError)
+        doc = load_yaml(text, name)
+        if doc is None:
+            continue
+        if not isinstance(doc, Mapping):
+            raise ConfigError(f"{name}: a workflow must be a mapping with jobs")
+        _check_shape(doc, name)
+        workflows[name] = _Workflow(name=name, doc=doc, lines=tuple(text.splitlines()))
+    walker = _Walker(repo=repo, workflows=workflows, readers=tuple(readers), runners=runners)
+    return walker.run()
+
+
+def _check_shape(doc: Mapping[str, Any], name: str) -> None:
+    """Type errors a walker would trip over, as one line each (`steps: 5`, `include: 1.5`)."""
+    jobs = doc.get("jobs")
+    if jobs is None:
+        return
+    if not isinstance(jobs, Mapping):
+        raise ConfigError(f"{name}: jobs must be a mapping")
+    for job_id, job in jobs.items():
+        where = f"{name}: jobs.{job_id}"
+        if not isinstance(job, Mapping):
+            raise ConfigError(f"{where} must be a mapping")
+        steps = job.get("steps")
+        if steps is not None and not isinstance(steps, list):
+            raise ConfigError(f"{where}.steps must be a list")
+        for i, step in enumerate(steps or []):
+            if not isinstance(step, Mapping):
+                raise ConfigError(f"{where}.steps[{i}] must be a mapping")
+            if "run" in step and not isinstance(step["run"], str | int | float):
+                raise ConfigError(f"{where}.steps[{i}].run must be a string")
+        strategy = job.get("strategy")
+        if strategy is not None and not isinstance(strategy, Mapping | str):
+            raise ConfigError(f"{where}.strategy must be a mapping")
+        matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
+        if matrix is not None and not isinstance(matrix, Mapping | str):
+            raise ConfigError(f"{where}.strategy.matrix must be a mapping or an expression")
+        if isinstance(matrix, Mapping):
+            for key in ("include", "exclude"):
+                value = matrix.get(key)
+                if value is None or (isinstance(value, str) and "${{" in value):
+                    continue
+                if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+                    raise ConfigError(f"{where}.strategy.matrix.{key} must be a list of mappings, got {value!r:.40}")
+                if len(value) > MAX_MATRIX_LIST:
+                    raise ConfigError(
+                        f"{where}.strategy.matrix.{key} has {len(value)} entries; "
+                        f"GitHub runs at most {MAX_MATRIX_JOBS} jobs a matrix"
+                    )
+            for axis, values in matrix.items():
+                if axis in ("include", "exclude") or isinstance(values, list | str):
+                    continue
+                raise ConfigError(f"{where}.strategy.matrix.{axis} must be a list, got {values!r:.40}")
+        for key in ("env", "with"):
+            if job.get(key) is not None and not isinstance(job[key], Mapping | str):
+                raise ConfigError(f"{where}.{key} must be a mapping")
+
+
+def _on(doc: Mapping[Any, Any]) -> Any:
+    return doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on:` key as True
+
+
+def _triggers(doc: Mapping[Any, Any]) -> tuple[str, ...]:
+    raw = _on(doc)
+    if isinstance(raw, str):
+        return (raw,)
+    if isinstance(raw, list):
+        return tuple(str(x) for x in raw)
+    if isinstance(raw, Mapping):
+        return tuple(str(k) for k in raw)
+    return ()
+
+
+def _call_inputs(doc: Mapping[Any, Any]) -> dict[str, Any]:
+    raw = _on(doc)
+    call = raw.get("workflow_call") if isinstance(raw, Mapping) else None
+    inputs = call.get("inputs") if isinstance(call, Mapping) else None
+    out: dict[str, Any] = {}
+    for key, spec in (inputs or {}).items() if isinstance(inputs, Mapping) else ():
+        out[str(key)] = spec.get("default") if isinstance(spec, Mapping) else None
+    return out
+
+
+def _dispatch_inputs(doc: Mapping[Any, Any]) -> dict[str, Any]:
+    raw = _on(doc)
+    out: dict[str, Any] = {}
+    for trigger in ("workflow_dispatch", "workflow_call"):
+        spec = raw.get(trigger) if isinstance(raw, Mapping) else None
+        inputs = spec.get("inputs") if isinstance(spec, Mapping) else None
+        if isinstance(inputs, Mapping):
+            for key, item in inputs.items():
+                out.setdefault(str(key), item.get("default") if isinstance(item, Mapping) else None)
+    return out
+
+
+class _Walker:
+    def __init__(
+        self,
+        *,
+        repo: Path,
+        workflows: Mapping[str, _Workflow],
+        readers: tuple[CommandReader, ...],
+        runners: Mapping[str, RunnerProfile],
+    ) -> None:
+        self.repo = repo
+        self.workflows = workflows
+        self.readers = readers
+        self.runners = runners
+        self.table: RunnerConfigTable | None = find_table(repo)
+        self.outputs = self._echoed_outputs()
+        self.labels: dict[str, list[tuple[str, bool]]] = {}
+        for name, profile in runners.items():
+            for label in profile.labels:
+                self.labels.setdefault(label, []).append((name, False))
+            for label in profile.former_labels:
+                self.labels.setdefault(label, []).append((name, True))
+        self.entries: list[ScheduleEntry] = []
+        self.unread: list[UnreadJob] = []
+        self.unknown: dict[tuple[str, str], UnknownLabel] = {}
+        self._output_cache: dict[str, tuple[Any, tuple[str, ...]]] = {}
+        self._walked: dict[str, tuple[list[ScheduleEntry], list[UnreadJob], list[UnknownLabel]]] = {}
+        self._nearest: dict[str, tuple[str, ...]] = {}
+        self._lines: dict[tuple[str, str, int], int] = {}
+        self._stack: list[str] = []
+        self._notes_now = _Notes()
+        # Every reader names the text its commands hold: lines without any are not split.
+        found = [getattr(r, "keywords", None) for r in self.readers]
+        self.keywords = None if any(k is None for k in found) else tuple(k for ks in found if ks for k in ks)
+
+    def run(self) -> Schedule:
+        for wf in self.workflows.values():
+            events = tuple(e for e in _triggers(wf.doc) if e != "workflow_call")
+            if events:
+                self._stack = [wf.name]
+                self.walk(_Context(workflow=wf, events=events, inputs=_dispatch_inputs(wf.doc), via=()), depth=0)
+        sources = tuple(self.workflows) + ((self.table.source,) if self.table else ())
+        names: set[str] = set()
+        for wf in self.workflows.values():
+            for line in wf.lines:
+                names.update(_NAME.findall(line))
+        names.update(ci_script_names(self.repo))
+        return Schedule(
+            ci_names=tuple(sorted(names)),
+            entries=tuple(dict.fromkeys(self.entries)),
+            unread=tuple(dict.fromkeys(self.unread)),
+            unknown_labels=tuple(self.unknown.values()),
+            sources=sources,
+        )
+
+    # -- values known before run time -------------------------------------------------------------------------
+
+    def _echoed_outputs(self) -> dict[str, list[tuple[str, str]]]:
+        """Run-time output name -> [(literal value, file:line)] from `echo "NAME=value" >> $GITHUB_OUTPUT` lines."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for wf in self.workflows.values():
+            for number, line in enumerate(wf.lines, 1):
+                for match in _OUTPUT_ECHO.finditer(line):
+                    name, value = match.group(1), match.group(2)
+                    if value and (value, f"{wf.name}:{number}") not in out.get(name, []):
+                        out.setdefault(name, []).append((value, f"{wf.name}:{number}"))
+        return out
+
+    def output(self, name: str, notes: _Notes) -> Any:
+        if name not in self._output_cache:
+            local = _Notes()
+            self._output_cache[name] = (self._output(name, local), tuple(local.items))
+        value, said = self._output_cache[name]
+        for text in said:
+            notes.add(text)
+        return value
+
+    def _output(self, name: str, notes: _Notes) -> Any:
+        if self.table is not None and "runs_on" in name:
+            notes.add(f"{name} is the runs_on column of {self.table.source}")
+            return {key: self._label_value(label, notes) for key, label in self.table.runs_on}
+        found = self.outputs.get(name)
+        if not found:
+            return Unknown(text=f"outputs.{name}")
+        values = tuple(dict.fromkeys(v for v, _ in found))
+        where = ", ".join(w for _, w in found)
+        notes.add(f"{name} is {' or '.join(values)} (echoed to $GITHUB_OUTPUT at {where})")
+        return values[0] if len(values) == 1 else OneOf(values=values, why=f"{name} chosen at run time")
+
+    def _label_value(self, label: str, notes: _Notes) -> Any:
+        if label.startswith("$"):
+            return self.output(label[1:], notes)
+        return label
+
+    def lookup(self, ctx: _Context, event: str | None, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes) -> Any:
+        def resolve(path: tuple[str, ...]) -> Any:
+            self._notes_now = notes  # where a value passed on as a whole (`_Outputs`) records its assumptions
+            head = path[0]
+            if head == "matrix":
+                return _walk_path(matrix, path[1:], "matrix")
+            if head == "inputs":
+                return _walk_path(ctx.inputs, path[1:], "inputs")
+            if head == "env":
+                return _walk_path(env, path[1:], "env")
+            if head == "github" and path[1:] == ("event_name",) and event is not None:
+                return event
+            if head in ("needs", "steps", "jobs") and len(path) >= 3 and path[2] == "outputs":
+                if len(path) == 3:
+                    return _Outputs(lambda name: self.output(name, self._notes_now))
+                return self.output(path[3], notes) if len(path) == 4 else Unknown(text=".".join(path))
+            if head == "needs" and len(path) == 3 and path[2] == "result":
+                return "success"
+            return Unknown(text=".".join(path))
+
+        return resolve
+
+    # -- the walk ---------------------------------------------------------------------------------------------
+
+    def walk(self, ctx: _Context, depth: int) -> None:
+        """Walk one workflow; a workflow called again with the same inputs and events is not walked again, its
+        results are re-used under the new call chain."""
+        key = f"{ctx.workflow.name}|{ctx.events}|{sorted(ctx.inputs.items(), key=lambda kv: kv[0])!r}"
+        if key not in self._walked:
+            saved = (self.entries, self.unread, self.unknown)
+            self.entries, self.unread, self.unknown = [], [], {}
+            try:
+                self._walk(_Context(workflow=ctx.workflow, events=ctx.events, inputs=ctx.inputs, via=()), depth)
+                self._walked[key] = (self.entries, self.unread, list(self.unknown.values()))
+            finally:
+                self.entries, self.unread, self.unknown = saved
+        entries, unread, unknown = self._walked[key]
+        self.entries.extend(replace(e, origin=_under(e.origin, ctx.via)) for e in entries)
+        self.unread.extend(replace(u, origin=_under(u.origin, ctx.via)) for u in unread)
+        for label in unknown:
+            moved = replace(label, origin=_under(label.origin, ctx.via))
+            self.unknown.setdefault((moved.label, str(moved.origin)), moved)
+
+    def _walk(self, ctx: _Context, depth: int) -> None:
+        doc = ctx.workflow.doc
+        jobs = doc.get("jobs") or {}
+        for job_id, job in jobs.items():
+            origin = Origin(file=ctx.workflow.name, line=self._line_of(ctx.workflow, f"{job_id}:"), job=str(job_id), via=ctx.via)
+            uses = job.get("uses")
+            if not isinstance(uses, str) and not any(self._interesting(step.get("run")) for step in job.get("steps") or []):
+                continue
+            notes = _Notes()
+            events = self._events(ctx, job.get("if"), notes)
+            if not events:
+                continue
+            gates = self._gates(events, job.get("if"))
+            if isinstance(uses, str):
+                self._call(ctx, job, uses=uses, events=events, origin=origin, depth=depth, notes=notes)
+                continue
+            wf_env = self._env(ctx, doc.get("env"), event=events[0], matrix={}, env={}, notes=notes)
+            for matrix in self._matrices(ctx, job, origin, notes):
+                self._job(ctx, job, matrix=matrix, wf_env=wf_env, gates=gates, origin=origin, event=events[0], notes=notes)
+
+    def _events(self, ctx: _Context, condition: Any, notes: _Notes) -> tuple[str, ...]:
+        if condition is None:
+            return ctx.events
+        kept = []
+        for event in ctx.events:
+            value = self._condition(ctx, condition, event, notes)
+            if value is not False:
+                kept.append(event)
+        return tuple(kept)
+
+    def _condition(self, ctx: _Context, condition: Any, event: str, notes: _Notes) -> bool | None:
+        if isinstance(condition, bool):
+            return condition
+        text = str(condition).strip()
+        whole = re.fullmatch(r"\$\{\{(.*)\}\}", text, re.DOTALL)
+        body = whole.group(1) if whole else text
+        local = _Notes()
+        value = truthy(evaluate(body, self.lookup(ctx, event, {}, {}, local)))
+        if value is None:
+            short = " ".join(body.split())
+            notes.add(f"if: {short[:90]}{'...' if len(short) > 90 else ''} assumed true")
+        return value
+
+    @staticmethod
+    def _gates(events: tuple[str, ...], condition: Any) -> tuple[Gate, ...]:
+        labelled = isinstance(condition, str) and "labels" in condition
+        gates = []
+        for event in events:
+            gate = EVENT_GATES.get(event, Gate.UNKNOWN)
+            if labelled and event.startswith("pull_request"):
+                gate = Gate.LABEL
+            gates.append(gate)
+        return tuple(dict.fromkeys(gates))
+
+    def _call(
+        self,
+        ctx: _Context,
+        job: Mapping[str, Any],
+        *,
+        uses: str,
+        events: tuple[str, ...],
+        origin: Origin,
+        depth: int,
+        notes: _Notes,
+    ) -> None:
+        if not uses.startswith("./"):
+            if ".github/workflows/" in uses:
+                self.unread.append(UnreadJob(origin=origin, reason=f"calls {uses}, a workflow of another repository"))
+            return
+        target = uses[2:].split("@", 1)[0]
+        callee = self.workflows.get(target)
+        if callee is None:
+            self.unread.append(UnreadJob(origin=origin, reason=f"calls {uses}, which is not among the workflow files read"))
+            return
+        chain = (f"{ctx.workflow.name}:{origin.line} job {origin.job}",)
+        if depth >= MAX_CALL_DEPTH or callee.name in self._stack:
+            self.unread.append(UnreadJob(origin=origin, reason=f"calls {uses} again (a cycle, or deeper than {MAX_CALL_DEPTH})"))
+            return
+        for matrix in self._matrices(ctx, job, origin, notes):
+            inputs = _call_inputs(callee.doc)
+            with_ = job.get("with")
+            if isinstance(with_, Mapping):
+                resolve = self.lookup(ctx, events[0] if len(events) == 1 else None, matrix, {}, notes)
+                for key, raw in with_.items():
+                    value, _ = expand(raw, resolve) if isinstance(raw, str) else (raw, ())
+                    inputs[str(key)] = value
+            self._stack.append(callee.name)
+            try:
+                self.walk(_Context(workflow=callee, events=events, inputs=inputs, via=chain), depth + 1)
+            finally:
+                self._stack.pop()
+
+    def _matrices(self, ctx: _Context, job: Mapping[str, Any], origin: Origin, notes: _Notes) -> list[dict[str, Any]]:
+        strategy = job.get("strategy")
+        matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
+        resolve = self.lookup(ctx, None, {}, {}, notes)
+        if isinstance(matrix, str):
+            value, _ = expand(matrix, resolve)
+            if not isinstance(value, Mapping):
+                notes.add(f"strategy.matrix {' '.join(matrix.split())[:80]} is known only at run time: assumed one job")
+                return [{}]
+            matrix = value
+        if not isinstance(matrix, Mapping):
+            return [{}]
+        axes: dict[str, list[Any]] = {}
+        for key, raw in matrix.items():
+            if key in ("include", "exclude"):
+                continue
+            values = raw
+            if isinstance(raw, str):
+                value, _ = expand(raw, resolve)
+                if isinstance(value, list):
+                    values = value
+                else:
+                    notes.add(f"matrix.{key} is {' '.join(raw.split())[:80]}, known only at run time: assumed one job")
+                    values = [Unknown(text=f"matrix.{key}")]
+            axes[str(key)] = list(values)
+        if math.prod(len(v) for v in axes.values()) > MAX_MATRIX_PRODUCT:
+            raise ConfigError(
+                f"{origin.file}: jobs.{origin.job}: strategy.matrix has more than {MAX_MATRIX_PRODUCT} combinations"
+            )
+        combos = [dict(zip(axes, c, strict=True)) for c in itertools.product(*axes.values())] if axes else []
+        excludes = _entries(matrix.get("exclude"), resolve, notes, "exclude")
+        combos = [c for c in combos if not any(all(c.get(k) == v for k, v in e.items()) for e in excludes)]
+        for extra in _entries(matrix.get("include"), resolve, notes, "include"):
+            fitting = [c for c in combos if all(c.get(k, v) == v for k, v in extra.items() if k in axes)]
+            if fitting and any(k in axes for k in extra):
+                for c in fitting:
+                    c.update(extra)
+            else:
+                combos.append(dict(extra))
+        if len(combos) > MAX_MATRIX_JOBS:
+            raise ConfigError(
+                f"{origin.file}: jobs.{origin.job}: strategy.matrix makes {len(combos)} jobs; GitHub allows {MAX_MATRIX_JOBS}"
+            )
+        return combos or [{}]
+
+    def _env(
+        self, ctx: _Context, raw: Any, *, event: str, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
+    ) -> dict[str, str]:
+        """Literal values as text; a value only known at run time keeps its expression text (`${{ ... }}`)."""
+        if not isinstance(raw, Mapping):
+            return {}
+        resolve = self.lookup(ctx, event, matrix, env, notes)
+        out: dict[str, str] = {}
+        for key, value in raw.items():
+            if isinstance(value, str) and "${{" in value:
+                resolved, unknown = expand(value, resolve)
+                out[str(key)] = value if unknown or isinstance(resolved, OneOf) else as_text(resolved)
+            elif isinstance(value, bool | int | float | str):
+                out[str(key)] = as_text(value)
+        return out
+
+    def _job(
+        self,
+        ctx: _Context,
+        job: Mapping[str, Any],
+        *,
+        matrix: Mapping[str, Any],
+        wf_env: Mapping[str, str],
+        gates: tuple[Gate, ...],
+        origin: Origin,
+        event: str,
+        notes: _Notes,
+    ) -> None:
+        job_notes = _Notes(items=list(notes.items))
+        env = {**wf_env, **self._env(ctx, job.get("env"), event=event, matrix=matrix, env=wf_env, notes=job_notes)}
+        label_sets = self._labels(ctx, job.get("runs-on"), matrix, event, job_notes)
+        for step in job.get("steps") or []:
+            run = step.get("run")
+            if run is None:
+                continue
+            if not self._interesting(run):
+                for match in _ENV_ECHO.finditer(str(run)):
+                    env[match.group(1)] = match.group(2) if "$" not in match.group(2) else "${{ run time }}"
+                continue
+            if step.get("if") is not None and self._condition(ctx, step["if"], event, _Notes()) is False:
+                continue
+            step_env = {**env, **self._env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=job_notes)}
+            script, unknown = expand(str(run), self.lookup(ctx, event, matrix, step_env, job_notes))
+            scripts = script.values if isinstance(script, OneOf) else (script,)
+            line = self._line_of(
+                ctx.workflow, str(run).strip().splitlines()[0] if str(run).strip() else "run:", after=origin.line
+            )
+            step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
+            for text in scripts:
+                self._commands(
+                    str(text),
+                    unknown=unknown,
+                    step=step,
+                    env=step_env,
+                    label_sets=label_sets,
+                    gates=gates,
+                    origin=step_origin,
+                    notes=job_notes,
+                )
+            for match in _ENV_ECHO.finditer(str(run)):
+                env[match.group(1)] = match.group(2) if "$" not in match.group(2) else "${{ run time }}"
+
+    def _commands(
+        self,
+        script: str,
+        *,
+        unknown: tuple[Unknown, ...],
+        step: Mapping[str, Any],
+        env: Mapping[str, str],
+        label_sets: list[tuple[tuple[str, ...], tuple[str, ...]]],
+        gates: tuple[Gate, ...],
+        origin: Origin,
+        notes: _Notes,
+    ) -> None:
+        working = str(step.get("working-directory", "."))
+        for command in commands(script, working, self.keywords):
+            context_env = {**env, **dict(command.env)}
+            context = StepContext(working_dir=command.working_dir, env=context_env, origin=origin)
+            for reader in self.readers:
+                try:
+                    selections = list(reader.selections(command.words, context))
+                except UnreadableCommand as exc:
+                    self.unread.append(UnreadJob(origin=origin, reason=_shown(exc.reason, unknown)))
+                    continue
+                used = [
+                    f"{unknown[int(m.group(1))].text} is known only at run time"
+                    for w in command.words
+                    for m in PLACEHOLDER.finditer(w)
+                    if int(m.group(1)) < len(unknown)
+                ]
+                for selection in selections:
+                    for labels, label_notes in label_sets:
+                        profiles, former = self._profiles(labels)
+                        assumptions = [*notes.items, *label_notes, *former, *dict.fromkeys(used)]
+                        entry = ScheduleEntry(
+                            selection=selection,
+                            labels=labels,
+                            profiles=profiles,
+                            env=tuple(sorted(context_env.items())),
+                            gates=gates,
+                            assumptions=tuple(dict.fromkeys(assumptions)),
+                            origin=origin,
+                        )
+                        self.entries.append(entry)
+                        if not profiles:
+                            self._unknown_label(labels, origin)
+
+    def _labels(
+        self, ctx: _Context, runs_on: Any, matrix: Mapping[str, Any], event: str, notes: _Notes
+    ) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """Each possible label set of `runs-on`, with the assumptions behind it."""
+        local = _Notes()
+        resolve = self.lookup(ctx, event, matrix, {}, local)
+        value: Any = runs_on
+        if isinstance(runs_on, str):
+            value, _ = expand(runs_on, resolve)
+        elif isinstance(runs_on, Mapping):
+            value = runs_on.get("labels", runs_on.get("group"))
+            if isinstance(value, str):
+                value, _ = expand(value, resolve)
+        options = value.values if isinstance(value, OneOf) else (value,)
+        out: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+        for option in options:
+            if isinstance(option, Unknown) or option is None:
+                text = " ".join(str(runs_on).split())
+                out.append(
+                    (
+                        (text,),
+                        (*local.items, f"runs-on {text[:90]} is known only at run time"),
+                    )
+                )
+            elif isinstance(option, list):
+                out.append((tuple(as_text(x) for x in option if not isinstance(x, Unknown | OneOf)), tuple(local.items)))
+            else:
+                out.append(((as_text(option),), tuple(local.items)))
+        return out
+
+    def _profiles(self, labels: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+        names: list[str] = []
+        former: list[str] = []
+        for label in labels:
+            for name, is_former in self.labels.get(label, ()):
+                if name not in names:
+                    names.append(name)
+                if is_former:
+                    former.append(f"{label} is a former label of {name}")
+        return tuple(names), former
+
+    def _unknown_label(self, labels: tuple[str, ...], origin: Origin) -> None:
+        label = ", ".join(x for x in labels if x not in _GENERIC_LABELS) or ", ".join(labels) or "(no runs-on)"
+        key = (label, str(origin))
+        if key in self.unknown:
+            return
+        if label not in self._nearest:
+            known = sorted(set(self.labels) | set(self.runners))
+            self._nearest[label] = tuple(difflib.get_close_matches(label, known, n=3, cutoff=0.5))
+        self.unknown[key] = UnknownLabel(label=label, origin=origin, nearest=self._nearest[label])
+
+    def _interesting(self, run: Any) -> bool:
+        """Whether a `run:` text may hold a command a reader reads: one of their keywords, or an expression that
+        could put one in (`${{ inputs.command }}`). Readers without keywords see every step."""
+        if run is None:
+            return False
+        text = str(run)
+        if self.keywords is None or any(k in text for k in self.keywords):
+            return True
+        return "${{" in text and ("inputs." in text or "matrix." in text)
+
+    def _line_of(self, wf: _Workflow, needle: str, after: int = 0) -> int:
+        key = (wf.name, needle, after)
+        if key not in self._lines:
+            self._lines[key] = _find_line(wf.lines, needle.strip(), after)
+        return self._lines[key]
+
+
+def _find_line(lines: tuple[str, ...], needle: str, after: int) -> int:
+    for number in range(after, len(lines)):
+        line = lines[number]
+        if needle in line and (after or line.strip().startswith(needle)):
+            return number + 1
+    return max(after, 1)
+
+
+def _under(origin: Origin, via: tuple[str, ...]) -> Origin:
+    return replace(origin, via=(*origin.via, *via)) if via else origin
+
+
+class _Outputs(Mapping[str, Any]):
+    """`needs.X.outputs` as a whole (passed on as `toJson(needs.X.outputs)`): each name is looked up when read,
+    and a name no workflow echoes is Unknown, never missing."""
+
+    def __init__(self, read: Any) -> None:
+        self._read = read
+
+    def __getitem__(self, key: str) -> Any:
+        return self._read(str(key))
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "<run-time outputs>"
+
+
+def _walk_path(value: Any, path: tuple[str, ...], head: str) -> Any:
+    for key in path:
+        if isinstance(value, Unknown | OneOf):
+            return value if isinstance(value, Unknown) else Unknown(text=f"{head}.{'.'.join(path)}")
+        if isinstance(value, Mapping):
+            if key not in value:
+                return None if head != "matrix" else Unknown(text=f"{head}.{'.'.join(path)}")
+            value = value[key]
+        else:
+            return Unknown(text=f"{head}.{'.'.join(path)}")
+    return value
+
+
+def _entries(raw: Any, resolve: Any, notes: _Notes, key: str) -> list[Mapping[str, Any]]:
+    if isinstance(raw, str):
+        value, _ = expand(raw, resolve)
+        if isinstance(value, list) and all(isinstance(v, Mapping) for v in value):
+            return value[:MAX_MATRIX_LIST]
+        notes.add(f"strategy.matrix.{key} is known only at run time: left out")
+        return []
+    return list(raw or [])
+
+
+def _shown(reason: str, unknown: tuple[Unknown, ...]) -> str:
+    def put(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        return "${{ " + unknown[index].text + " }}" if index < len(unknown) else match.group(0)
+
+    return PLACEHOLDER.sub(put, reason)
