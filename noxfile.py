@@ -119,11 +119,12 @@ PLUGIN_INSTALLED = (
 )
 GPU_THIRD_PARTY_WARNINGS = ("-W", "ignore::DeprecationWarning", "-W", "ignore::FutureWarning")
 GPU_COUNT = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
-# tests/gpu/*_cpu.py need neither torch nor a GPU and run in `nox -s tests` on every CI run; on the H200 host they
-# took 8 worker-seconds (a nested pytest, child processes): the gpu session leaves them out. *_torch.py stay.
-CPU_ONLY_TESTS = "--ignore-glob=tests/gpu/*_cpu.py"
-# tests/gpu/*_torch.py need CPU torch (and sglang) but no GPU: `nox -s sglang` runs them on every CI run.
-TORCH_CPU_TESTS = "--ignore-glob=tests/gpu/*_torch.py"
+# Registered markers ([tool.pytest.ini_options] markers) say what a test in tests/gpu needs. Unmarked ones need
+# neither torch nor a GPU and run in `nox -s tests` on every CI run (on the H200 host they took 8 worker-seconds: a
+# nested pytest, child processes), so the gpu session selects only `gpu`. `requires_torch` ones need CPU torch (and
+# some sglang) but no GPU: `nox -s sglang` runs them on every CI run.
+GPU_TESTS = ("-m", "gpu")
+TORCH_CPU_TESTS = ("-m", "requires_torch")
 
 
 def _python(session: nox.Session) -> str:
@@ -164,8 +165,7 @@ def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
         "-m",
         "pytest",
         "tests/gpu",
-        CPU_ONLY_TESTS,
-        TORCH_CPU_TESTS,
+        *GPU_TESTS,
         "--matrix-runner",
         "auto",
         "--matrix-report",
@@ -276,6 +276,6 @@ def sglang(session: nox.Session) -> None:
     # ci/pytest_then_exit.py keeps pytest's own exit status).
     exit_runner = str(ROOT / "ci" / "pytest_then_exit.py")
     session.run(_python(session), exit_runner, "tests/sglang", "-p", "no:cacheprovider", *session.posargs)
-    # tests/gpu/*_torch.py need torch but no GPU: this session has CPU torch, so they run here on every CI run.
-    torch_tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "gpu").glob("test_*_torch.py"))
-    session.run(_python(session), exit_runner, *torch_tests, "-p", "no:cacheprovider", *session.posargs)
+    # The requires_torch tests of tests/gpu need torch but no GPU: this session has CPU torch, so they run here on
+    # every CI run.
+    session.run(_python(session), exit_runner, "tests/gpu", *TORCH_CPU_TESTS, "-p", "no:cacheprovider", *session.posargs)

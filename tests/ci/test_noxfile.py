@@ -54,10 +54,10 @@ def test_one_worker_per_gpu_grouped_by_configuration() -> None:
 
 
 @pytest.mark.parametrize(("posargs", "gpus"), [([], 2), (["-n", "1"], 2), ([], None), (["-k", "sglang"], 0)])
-def test_the_cpu_only_tests_stay_out_of_every_gpu_run(posargs: list[str], gpus: int | None) -> None:
+def test_every_gpu_run_selects_the_gpu_marker(posargs: list[str], gpus: int | None) -> None:
     args = _args(posargs, gpus)
-    assert "--ignore-glob=tests/gpu/*_cpu.py" in args
-    assert args[:3] == ["-m", "pytest", "tests/gpu"]
+    assert args[:5] == ["-m", "pytest", "tests/gpu", "-m", "gpu"]
+    assert not any(a.startswith("--ignore") for a in args)
     assert args[len(args) - len(posargs) :] == posargs  # the user's arguments come last, unchanged
 
 
@@ -84,46 +84,54 @@ def test_no_gpu_no_workers() -> None:
     assert "-n" not in _args([], gpus=None) and "--dist" not in _args([], gpus=0)
 
 
-def test_the_ignore_glob_matches_exactly_the_torch_free_files_that_nox_tests_runs() -> None:
-    """What the gpu session leaves out is what `nox -s tests` collects and runs without torch."""
+def unmarked_needs(folder: Path) -> list[str]:
+    """Test files that import torch or sglang (or touch a GPU) without the marker that says so."""
+    needs = {'importorskip("torch")': "requires_torch", 'importorskip("sglang")': "requires_sglang"}
+    missing = []
+    for path in sorted(folder.glob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        missing += [
+            f"{path.name}: {marker}" for needle, marker in needs.items() if needle in text and f"mark.{marker}" not in text
+        ]
+    return missing
+
+
+def test_every_gpu_test_file_carries_the_markers_of_what_it_needs() -> None:
+    """What `nox -s tests` runs without torch is exactly the unmarked files; the others say what they need."""
     gpu_dir = ROOT / "tests" / "gpu"
-    ignored = sorted(p.name for p in gpu_dir.glob("*_cpu.py"))
-    assert {"test_cases_cpu.py", "test_contract_cpu.py", "test_isolation_cpu.py", "test_mutations_cpu.py"} <= set(ignored)
-    for name in ignored:
-        assert 'importorskip("torch")' not in (gpu_dir / name).read_text(encoding="utf-8")
-    kept = sorted(p.name for p in gpu_dir.glob("test_*.py") if not p.name.endswith("_cpu.py"))
-    torch_tests = sorted(p.name for p in gpu_dir.glob("test_*_torch.py"))
-    assert kept == sorted(["test_draft_decode.py", *torch_tests])
-    assert {"test_reference_torch.py", "test_verify_torch.py"} <= set(torch_tests)
+    assert unmarked_needs(gpu_dir) == []
+    assert not [p.name for p in gpu_dir.glob("test_*_cpu.py")] + [p.name for p in gpu_dir.glob("test_*_torch.py")]
+    marked = sorted(p.name for p in gpu_dir.glob("test_*.py") if "mark.requires_torch" in p.read_text(encoding="utf-8"))
+    assert {"test_reference.py", "test_verify.py", "test_runner.py", "test_verify_prefix.py"} <= set(marked)
+
+
+def test_a_torch_test_without_its_marker_is_caught(tmp_path: Path) -> None:
+    (tmp_path / "test_planted.py").write_text('import pytest\n\ntorch = pytest.importorskip("torch")\n', encoding="utf-8")
+    (tmp_path / "test_fine.py").write_text(
+        'import pytest\n\npytestmark = pytest.mark.requires_torch\ntorch = pytest.importorskip("torch")\n', encoding="utf-8"
+    )
+    assert unmarked_needs(tmp_path) == ["test_planted.py: requires_torch"]
 
 
 def test_the_sglang_session_runs_every_torch_test() -> None:
-    """The sglang session has CPU torch: the *_torch.py tests run there, so CI covers them."""
+    """The sglang session has CPU torch: the requires_torch tests of tests/gpu run there, so CI covers them."""
     source = (ROOT / "noxfile.py").read_text(encoding="utf-8")
     body = source.split("def sglang(", 1)[1].split("\n@nox.session", 1)[0]
-    assert 'glob("test_*_torch.py")' in body and "*torch_tests" in body
+    assert '"tests/gpu", *TORCH_CPU_TESTS' in body
+    assert NOXFILE.TORCH_CPU_TESTS == ("-m", "requires_torch")
 
 
-def test_collection_under_the_ignore_leaves_no_cpu_test() -> None:
+def test_the_gpu_marker_selects_only_the_gpu_cells() -> None:
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "tests/gpu",
-            "--ignore-glob=tests/gpu/*_cpu.py",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:randomly",
-        ],
+        [sys.executable, "-m", "pytest", "tests/gpu", "-m", "gpu", "--collect-only", "-q", "-p", "no:randomly"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,
     ).stdout
-    assert "test_draft_decode.py::test_kernel_draft_decode[" in out
-    assert "_cpu.py::" not in out
+    items = [line for line in out.splitlines() if "::" in line]
+    assert any(line.startswith("tests/gpu/test_draft_decode.py::test_kernel_draft_decode[") for line in items)
+    assert all(line.startswith("tests/gpu/test_draft_decode.py::") for line in items)
 
 
 class CacheSession:

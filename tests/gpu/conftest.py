@@ -19,7 +19,7 @@ from matrix.gpu.config_scheduler import pytest_xdist_make_scheduler  # noqa: F40
 from matrix.gpu.isolation import ChildOutcome, cuda_error_line, run_child
 from matrix.plugin import CRASHED_PROPERTY
 
-# Warnings sglang itself raises on a CPU-only import (the *_torch.py tests here and tests/sglang); all else errors.
+# Warnings sglang itself raises on a CPU-only import (the requires_sglang tests here and tests/sglang); all else errors.
 SGLANG_CPU_IMPORT_WARNINGS = (
     "ignore:Only CUDA, MUSA and NPU support GGUF quantization currently:UserWarning",
     "ignore:Only CUDA, HIP and XPU support AWQ currently:UserWarning",

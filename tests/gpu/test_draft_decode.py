@@ -9,6 +9,8 @@ import pytest
 from matrix.core.levels import LEVEL_CELLS, Level
 from matrix.core.model import Cell
 
+pytestmark = pytest.mark.gpu
+
 DraftCheck = Callable[[str, Cell], None]
 
 

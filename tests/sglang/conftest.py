@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -63,3 +64,13 @@ def rule_table(data: dict[str, Any], rule_id: str) -> dict[str, Any]:
 @pytest.fixture
 def rule_of() -> Callable[[dict[str, Any], str], dict[str, Any]]:
     return rule_table
+
+
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here needs sglang: marked `requires_sglang`, so a session can select or leave them with -m."""
+    for item in items:
+        if _HERE in item.path.resolve().parents:
+            item.add_marker(pytest.mark.requires_sglang)

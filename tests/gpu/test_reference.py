@@ -9,6 +9,8 @@ import pytest
 from matrix.core.loader import load_matrix
 from matrix.gpu.cases import draft_case
 
+pytestmark = pytest.mark.requires_torch
+
 torch = pytest.importorskip("torch")
 
 CELLS = (

@@ -15,7 +15,11 @@ import pytest
 
 from .conftest import SGLANG_CPU_IMPORT_WARNINGS
 
-pytestmark = [pytest.mark.filterwarnings(w) for w in SGLANG_CPU_IMPORT_WARNINGS]
+pytestmark = [
+    pytest.mark.requires_torch,
+    pytest.mark.requires_sglang,
+    *(pytest.mark.filterwarnings(w) for w in SGLANG_CPU_IMPORT_WARNINGS),
+]
 torch = pytest.importorskip("torch")
 pytest.importorskip("sglang")
 

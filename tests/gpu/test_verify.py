@@ -7,6 +7,8 @@ import pytest
 from matrix.core.loader import load_matrix
 from matrix.gpu.cases import draft_case
 
+pytestmark = pytest.mark.requires_torch
+
 torch = pytest.importorskip("torch")
 
 CELL = "target-trtllm_mha-topk1-page64-hd128-dt5-gqa4-bf16-graph"
