@@ -106,9 +106,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     owner = COMMANDS.get(command) if command is not None else None
     for name in (owner,) if owner is not None else COMMAND_MODULES:
         importlib.import_module(name).register(sub)
-    for command in sub.choices.values():
-        command.formatter_class = HelpFormatter
-        _add_global_options(command, suffix="_after")
+    for subparser in sub.choices.values():
+        subparser.formatter_class = HelpFormatter
+        _add_global_options(subparser, suffix="_after")
     return parser
 
 

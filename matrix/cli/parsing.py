@@ -25,7 +25,9 @@ def version_text() -> str:
 class VersionAction(argparse._VersionAction):
     """`--version`, with the version line worked out only when the option is given."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
         self.version = version_text()
         super().__call__(parser, namespace, values, option)
 

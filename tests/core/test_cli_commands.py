@@ -38,7 +38,10 @@ def test_the_command_table_matches_what_each_module_registers():
 @pytest.mark.parametrize(
     ("planted", "expected"),
     [
-        ({k: v for k, v in COMMANDS.items() if k != "timeline"}, "timeline is registered by matrix.cli.audit but not in COMMANDS"),
+        (
+            {k: v for k, v in COMMANDS.items() if k != "timeline"},
+            "timeline is registered by matrix.cli.audit but not in COMMANDS",
+        ),
         ({**COMMANDS, "guards": "matrix.cli.core"}, "guards is in COMMANDS under matrix.cli.core, which does not register it"),
     ],
 )
