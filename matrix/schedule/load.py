@@ -6,17 +6,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from matrix.core.model import RunnerProfile
-from matrix.schedule.cache import cached, schedule_key
-from matrix.schedule.github import ci_script_files, find_workflows, read_github, workflow_files
 from matrix.schedule.model import CommandReader, Schedule
-from matrix.schedule.run_suite import RunSuiteReader
-from matrix.schedule.runner_configs import CANDIDATES
+
+# The walker and readers are imported when a schedule is read: `guards --no-workflows` never loads them.
 
 __all__ = ["default_readers", "find_workflows", "load_schedule"]
 
 
+def find_workflows(start: Path) -> Path | None:
+    """The nearest folder at or above `start` that has `.github/workflows` (what `guards` reads by itself)."""
+    from matrix.schedule import github
+
+    return github.find_workflows(start)
+
+
 def default_readers() -> tuple[CommandReader, ...]:
     """The command readers every schedule is read with (sglang's run_suite.py)."""
+    from matrix.schedule.run_suite import RunSuiteReader
+
     return (RunSuiteReader(),)
 
 
@@ -29,6 +36,10 @@ def load_schedule(
 ) -> Schedule:
     """The schedule of the GitHub workflows under `root` (a repository root or its `.github/workflows`); with
     `cache_dir` (and the default readers) a schedule read before from the same files is reused."""
+    from matrix.schedule.cache import cached, schedule_key
+    from matrix.schedule.github import ci_script_files, read_github, workflow_files
+    from matrix.schedule.runner_configs import CANDIDATES
+
     chosen = default_readers() if readers is None else tuple(readers)
     if cache_dir is None or readers is not None:
         return read_github(root, chosen, runners)
