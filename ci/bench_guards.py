@@ -201,7 +201,18 @@ def main() -> int:
         root = Path(tmp) / "tree"
         lines = generate(root, args.files)
         cache = Path(tmp) / "cache"
-        command = [sys.executable, "-m", "matrix", "guards", str(root), "--json", "--cache-dir", str(cache), "--no-workflows"]
+        command = [
+            sys.executable,
+            "-m",
+            "matrix",
+            "guards",
+            str(root),
+            "--format",
+            "json",
+            "--cache-dir",
+            str(cache),
+            "--no-workflows",
+        ]
         if args.jobs is not None:
             command += ["--jobs", str(args.jobs)]
         parse = [sys.executable, "-c", PARSE, str(root)]

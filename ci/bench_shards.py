@@ -17,9 +17,9 @@ from typing import Any
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.loader import load_matrix, load_runners
 from matrix.core.report import read_report
-from matrix.shard.baselines import Planner, longest_first_files, longest_first_items
 from matrix.shard.cost import measured_from, workload_for
 from matrix.shard.planner import plan_setup_aware
+from matrix.shard.reference_planners import Planner, longest_first_files, longest_first_items
 from matrix.shard.workload import WorkItem, Workload, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Plan job: `specmatrix shard --format gha` into $GITHUB_OUTPUT (matrix, shards) plus a step summary."""
+"""Plan job: `specmatrix shard --format github` into $GITHUB_OUTPUT (matrix, shards) plus a step summary."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ DURATIONS_DIR = Path(__file__).resolve().parent / "data" / "durations"
 
 
 def shard_command(args: argparse.Namespace) -> list[str]:
-    command = ["shard", "--runner", args.runner, "--format", "gha", "--plan-dir", args.plan_dir]
+    command = ["shard", "--runner", args.runner, "--format", "github", "--plan-dir", args.plan_dir]
     command += ["--shards", str(args.shards)] if args.shards else ["--budget", str(args.budget)]
     durations = list(args.durations)
     if not durations and args.durations_dir.is_dir():

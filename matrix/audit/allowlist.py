@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from matrix.core.errors import UsageError
-from matrix.core.report import Finding, FindingKind, OutsideResult, Severity
+from matrix.core.finding import Severity
+from matrix.core.report import FindingKind, OutsideResult, StoredFinding
 
 _KEYS = {"test", "reason", "expires", "link"}
 
@@ -86,7 +87,7 @@ def parse_allowlist(doc: Mapping[str, Any], source: str) -> tuple[AllowEntry, ..
 @dataclass(frozen=True, kw_only=True)
 class AllowVerdict:
     outside: tuple[OutsideResult, ...]  # with allowed_by filled where a live entry matched
-    findings: tuple[Finding, ...]  # expired and unused entries
+    findings: tuple[StoredFinding, ...]  # expired and unused entries
 
 
 def judge(outside: Sequence[OutsideResult], entries: Sequence[AllowEntry], today: dt.date) -> AllowVerdict:
@@ -105,7 +106,7 @@ def judge(outside: Sequence[OutsideResult], entries: Sequence[AllowEntry], today
         used.add(entry.label)
         judged.append(replace(result, allowed_by=f"{entry.label} until {entry.expires.isoformat()}: {entry.link}"))
     findings = [
-        Finding(
+        StoredFinding(
             kind=FindingKind.EXPIRED_ALLOW,
             severity=Severity.ERROR,
             subject=e.label,
@@ -115,7 +116,7 @@ def judge(outside: Sequence[OutsideResult], entries: Sequence[AllowEntry], today
         if e.expires < today
     ]
     findings += [
-        Finding(
+        StoredFinding(
             kind=FindingKind.UNUSED_ALLOW,
             severity=Severity.WARNING,
             subject=e.label,

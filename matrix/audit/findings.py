@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from matrix.core.finding import Severity
 from matrix.core.model import Outcome, SkipPolicy
-from matrix.core.report import CellResult, CellStatus, Finding, FindingKind, OutsideResult, Report, Severity
+from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, StoredFinding
 
 # Findings about the allowlist file itself: a saved report cannot re-derive them, so they are carried over.
 CARRIED_KINDS = frozenset({FindingKind.EXPIRED_ALLOW, FindingKind.UNUSED_ALLOW})
 
 
-def _cell_finding(cell: CellResult) -> Finding | None:
+def _cell_finding(cell: CellResult) -> StoredFinding | None:
     skipped = cell.skip_reason or "no reason given"
     if cell.status is CellStatus.SKIPPED_UNEXPECTED:
-        return Finding(
+        return StoredFinding(
             kind=FindingKind.UNEXPECTED_SKIP,
             severity=Severity.ERROR,
             subject=cell.nodeid,
@@ -22,27 +23,31 @@ def _cell_finding(cell: CellResult) -> Finding | None:
         )
     if cell.status is CellStatus.SKIPPED_EXPECTED and cell.expected != Outcome.SKIP.value:
         # The status contradicts the recorded expectation (an edited or mis-merged report): a must-run cell skipped.
-        return Finding(
+        return StoredFinding(
             kind=FindingKind.UNEXPECTED_SKIP,
             severity=Severity.ERROR,
             subject=cell.nodeid,
             message=f"recorded as an expected skip ({skipped}) but its expected outcome is {cell.expected!r}: it must run",
         )
     if cell.status is CellStatus.CRASHED:
-        return Finding(kind=FindingKind.CRASHED, severity=Severity.ERROR, subject=cell.nodeid, message=cell.message or "crashed")
+        return StoredFinding(
+            kind=FindingKind.CRASHED, severity=Severity.ERROR, subject=cell.nodeid, message=cell.message or "crashed"
+        )
     if cell.status is CellStatus.NOT_RUN:
-        return Finding(kind=FindingKind.NOT_RUN, severity=Severity.ERROR, subject=cell.nodeid, message=cell.message or "not run")
+        return StoredFinding(
+            kind=FindingKind.NOT_RUN, severity=Severity.ERROR, subject=cell.nodeid, message=cell.message or "not run"
+        )
     if cell.expected != Outcome.SKIP.value:
         return None
     if cell.status is CellStatus.PASSED:
-        return Finding(
+        return StoredFinding(
             kind=FindingKind.RULE_TOO_STRICT,
             severity=Severity.WARNING,
             subject=cell.nodeid,
             message=f"expected to skip ({cell.reason}) but ran and passed: rule {cell.rule} may be too strict",
         )
     if cell.status in (CellStatus.FAILED, CellStatus.ERROR):
-        return Finding(
+        return StoredFinding(
             kind=FindingKind.GUARD_MISSING,
             severity=Severity.ERROR,
             subject=cell.nodeid,
@@ -52,16 +57,16 @@ def _cell_finding(cell: CellResult) -> Finding | None:
     return None
 
 
-def cell_findings(cells: Iterable[CellResult]) -> list[Finding]:
+def cell_findings(cells: Iterable[CellResult]) -> list[StoredFinding]:
     return [f for c in cells if (f := _cell_finding(c)) is not None]
 
 
-def outside_findings(outside: Iterable[OutsideResult], policy: SkipPolicy) -> list[Finding]:
+def outside_findings(outside: Iterable[OutsideResult], policy: SkipPolicy) -> list[StoredFinding]:
     """On a strict runner every skip outside the matrix needs a live allowlist entry."""
     if policy is not SkipPolicy.STRICT:
         return []
     return [
-        Finding(
+        StoredFinding(
             kind=FindingKind.UNALLOWED_SKIP,
             severity=Severity.ERROR,
             subject=o.nodeid,
@@ -73,13 +78,13 @@ def outside_findings(outside: Iterable[OutsideResult], policy: SkipPolicy) -> li
 
 
 def evaluate(
-    cells: Sequence[CellResult], outside: Sequence[OutsideResult], policy: SkipPolicy, carried: Iterable[Finding] = ()
-) -> tuple[Finding, ...]:
+    cells: Sequence[CellResult], outside: Sequence[OutsideResult], policy: SkipPolicy, carried: Iterable[StoredFinding] = ()
+) -> tuple[StoredFinding, ...]:
     """Every finding, errors first, from statuses alone (plus the allowlist findings carried in)."""
     found = cell_findings(cells) + outside_findings(outside, policy) + [f for f in carried if f.kind in CARRIED_KINDS]
     return tuple(sorted(found, key=lambda f: (f.severity is not Severity.ERROR, f.kind is not FindingKind.UNEXPECTED_SKIP)))
 
 
-def recheck(report: Report) -> tuple[Finding, ...]:
+def recheck(report: Report) -> tuple[StoredFinding, ...]:
     """Re-derive a saved report's findings from its recorded statuses."""
     return evaluate(report.cells, report.outside, SkipPolicy(report.runner.skip_policy), report.findings)

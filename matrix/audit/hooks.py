@@ -88,7 +88,7 @@ class AuditHooks:
             except SpecmatrixError as exc:
                 self.audit.planning_error = str(exc)
         if not planned:
-            self.audit.ledger.record(report.nodeid, "setup", report.outcome, skip_reason=reason, message=error)
+            self.audit.accounts.record(report.nodeid, "setup", report.outcome, skip_reason=reason, message=error)
 
     @pytest.hookimpl(tryfirst=True)  # on a worker: before xdist serializes the report for the controller
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -116,7 +116,7 @@ class AuditHooks:
         # Recorded even before the audit engages: a test that ran before the first matrix item still counts.
         when: str = report.when
         if outcome == "passed" and when != "call" and not report.user_properties:
-            audit.ledger.phase_passed(report.nodeid, when, report.duration, getattr(report, "start", None))
+            audit.accounts.phase_passed(report.nodeid, when, report.duration, getattr(report, "start", None))
             return
         xfail = getattr(report, "wasxfail", None)
         skip_reason = message = None
@@ -133,7 +133,7 @@ class AuditHooks:
         if outcome == "failed" and crash is not None:
             when = "crashed"  # the test ran its cell in a child process that died: any non-phase counts as a crash
             message = f"{message}; {crash}" if message else crash
-        audit.ledger.record(
+        audit.accounts.record(
             report.nodeid,
             when,
             outcome,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from matrix.core.report import CellResult, CellStatus, Finding, FindingKind, OutsideResult, Report, Severity
+from matrix.core.finding import Severity
+from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, StoredFinding
 
 _SUITE = "specmatrix"
 _MESSAGE_LIMIT = 1000
@@ -72,7 +73,7 @@ def _skipped(message: str) -> str:
     return f'<skipped type="pytest.skip" message={quoteattr(message[:_MESSAGE_LIMIT])} />'
 
 
-def _cell_body(cell: CellResult, finding: Finding | None) -> tuple[str, str | None]:
+def _cell_body(cell: CellResult, finding: StoredFinding | None) -> tuple[str, str | None]:
     status = cell.status
     if status is CellStatus.SKIPPED_UNEXPECTED:
         text = f"unexpected skip: {cell.skip_reason or 'no reason given'} ({cell.reason})"
@@ -88,7 +89,7 @@ def _cell_body(cell: CellResult, finding: Finding | None) -> tuple[str, str | No
     return "", None
 
 
-def _outside_body(result: OutsideResult, finding: Finding | None) -> tuple[str, str | None]:
+def _outside_body(result: OutsideResult, finding: StoredFinding | None) -> tuple[str, str | None]:
     if finding is not None:
         return _outcome("failure", finding.kind.value, finding.message), "failures"
     if result.status in ("skipped", "xfailed"):
@@ -99,7 +100,7 @@ def _outside_body(result: OutsideResult, finding: Finding | None) -> tuple[str, 
     return "", None
 
 
-def _allowlist_body(finding: Finding) -> tuple[str, str | None]:
+def _allowlist_body(finding: StoredFinding) -> tuple[str, str | None]:
     if finding.severity is Severity.ERROR:
         return _outcome("failure", finding.kind.value, finding.message), "failures"
     return f"<system-out>{escape('warning: ' + finding.message)}</system-out>", None

@@ -21,7 +21,15 @@ CRASHED_PROPERTY = "specmatrix_crashed"
 PAYLOAD_KEY = "specmatrix"  # the controller's plan, handed to each xdist worker
 
 # Options that, when given, turn the audit on from the start (otherwise it waits for a matrix_cell test).
-ENGAGING = ("matrix_runner", "matrix_report", "matrix_allow", "matrix_select", "matrix_run_expected_skips", "matrix_shard")
+ENGAGING = (
+    "matrix_runner",
+    "matrix_report",
+    "matrix_allowlist",
+    "matrix_allow",
+    "matrix_select",
+    "matrix_run_expected_skips",
+    "matrix_shard",
+)
 ENV_PREFIX = "SPECMATRIX_"
 # Environment that configures the audit: any of these set means "plan now", as the options above do.
 ENGAGING_ENV = ("SPECMATRIX_RUNNER",)
@@ -42,7 +50,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--matrix-report", metavar="PATH", help="write the audit report: JSON at PATH, JUnit XML and Markdown beside it"
     )
-    group.addoption("--matrix-allow", metavar="FILE", help="allowlist TOML for skips outside the matrix on strict runners")
+    group.addoption("--matrix-allowlist", metavar="FILE", help="allowlist TOML for skips outside the matrix on strict runners")
+    group.addoption("--matrix-allow", metavar="FILE", help="deprecated spelling of --matrix-allowlist")
     group.addoption(
         "--matrix-select",
         metavar="S",

@@ -9,9 +9,9 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from matrix.audit.accounting import Accounts, PlannedItem
 from matrix.audit.allowlist import AllowEntry, judge, parse_allowlist
 from matrix.audit.findings import evaluate
-from matrix.audit.ledger import Ledger, PlannedItem
 from matrix.audit.nodeids import CellIdIndex, strip_params
 from matrix.audit.parametrize import CellParameters
 from matrix.audit.selection import CellChooser
@@ -24,7 +24,7 @@ from matrix.core.machine import MachineFacts
 from matrix.core.model import Cell, SkipPolicy
 from matrix.core.options import Loaded, load
 from matrix.core.planning import Plan, plan_for
-from matrix.core.report import Finding, Report, RunnerInfo
+from matrix.core.report import Report, RunnerInfo, StoredFinding
 
 LARGE_MATRIX = 2000  # cells; below this, freezing the plan for the garbage collector is not worth a full collection
 
@@ -59,7 +59,7 @@ class AuditSession:
         self.env = env
         self.payload = payload
         self.active = settings.engaged
-        self.ledger = Ledger()
+        self.accounts = Accounts()
         self.plan: Plan | None = None
         self.allow: tuple[AllowEntry, ...] = ()
         self.planning_error: str | None = None
@@ -140,7 +140,7 @@ class AuditSession:
     # --- items ------------------------------------------------------------------
 
     def plan_item(self, nodeid: str, cell_id: str) -> None:
-        self.ledger.plan(PlannedItem(nodeid=nodeid, test=strip_params(nodeid), cell_id=cell_id))
+        self.accounts.plan(PlannedItem(nodeid=nodeid, test=strip_params(nodeid), cell_id=cell_id))
 
     def plan_from_ids(self, nodeids: Sequence[str]) -> None:
         """xdist controller: the matrix items among the ids the workers collected (every worker collects the same).
@@ -165,8 +165,8 @@ class AuditSession:
     def confirm(self, nodeid: str, cell_id: str | None) -> None:
         """The worker knows for sure: an id that only looked like a matrix item is an ordinary test."""
         if cell_id is None:
-            self.ledger.unplan(nodeid)
-        elif not self.ledger.is_planned(nodeid):
+            self.accounts.unplan(nodeid)
+        elif not self.accounts.is_planned(nodeid):
             self.plan_item(nodeid, cell_id)
 
     def plan_uncollected_module(self, nodeid: str, source: str, *, skip_reason: str | None, error: str | None) -> bool:
@@ -188,9 +188,9 @@ class AuditSession:
                 item = f"{nodeid}::{test.name}[{cell.id}]"
                 self.plan_item(item, cell.id)
                 if error is not None:
-                    self.ledger.record(item, "setup", "failed", message=f"module failed to import: {error}")
+                    self.accounts.record(item, "setup", "failed", message=f"module failed to import: {error}")
                 else:
-                    self.ledger.record(item, "setup", "skipped", skip_reason=f"module skipped at import: {skip_reason}")
+                    self.accounts.record(item, "setup", "skipped", skip_reason=f"module skipped at import: {skip_reason}")
         return True
 
     # --- the end ----------------------------------------------------------------
@@ -198,9 +198,9 @@ class AuditSession:
     def finish(self, today: dt.date) -> Report:
         """The report: every planned item's status, outside results judged by the allowlist, and the findings."""
         plan = self.ensure_plan()
-        cells, outside = self.ledger.results(plan.expectations, self.started, collected=self.collected_ids)
+        cells, outside = self.accounts.results(plan.expectations, self.started, collected=self.collected_ids)
         policy = plan.runner.skip_policy
-        allow_findings: tuple[Finding, ...] = ()
+        allow_findings: tuple[StoredFinding, ...] = ()
         if policy is SkipPolicy.STRICT:
             verdict = judge(outside, self.allow, today)
             outside, allow_findings = verdict.outside, verdict.findings

@@ -12,7 +12,7 @@ import pytest
 from matrix.audit.pytest_options import ENGAGING, Role, role_of, worker_count
 from matrix.audit.selection import expand_select_args
 from matrix.core.errors import SelectorError, UsageError
-from matrix.core.options import CliOverrides, Options, resolve_options
+from matrix.core.options import CliOverrides, Options, resolve_options, warn_deprecated
 from matrix.core.textfiles import read_text
 
 
@@ -47,6 +47,13 @@ def _workers_per_gpu(value: Any) -> int:
     return value
 
 
+def _allowlist(opt: Any, role: Role) -> Path | None:
+    if opt.matrix_allow and not opt.matrix_allowlist and role is not Role.WORKER:  # one line per run, not per worker
+        warn_deprecated("--matrix-allow")
+    chosen = opt.matrix_allowlist or opt.matrix_allow
+    return Path(chosen) if chosen else None
+
+
 def settings_from(config: pytest.Config, env: Mapping[str, str]) -> AuditSettings:
     """Resolve the cascade (defaults, pyproject [tool.specmatrix], SPECMATRIX_* env, these options) once."""
     opt: Any = config.option
@@ -56,7 +63,7 @@ def settings_from(config: pytest.Config, env: Mapping[str, str]) -> AuditSetting
             matrix_path=Path(opt.matrix_file) if opt.matrix_file else None,
             runner_files=tuple(Path(p) for p in opt.matrix_runners),
             runner=opt.matrix_runner,
-            allowlist=Path(opt.matrix_allow) if opt.matrix_allow else None,
+            allowlist=_allowlist(opt, role_of(config)),
             replace_runners=tuple(opt.matrix_replace_runner),
         ),
         env=env,

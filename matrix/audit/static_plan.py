@@ -25,7 +25,7 @@ class StaticTest:
     literal: bool  # False when some select was not a string literal (it is then ignored: over-report, never hide)
 
 
-def name_matches(name: str, patterns: Sequence[str]) -> bool:
+def pytest_collects(name: str, patterns: Sequence[str]) -> bool:
     """pytest's rule for python_functions / python_classes: a prefix, or a glob when it has glob characters."""
     return any(name.startswith(p) or (any(ch in p for ch in "*?[") and fnmatch.fnmatch(name, p)) for p in patterns)
 
@@ -108,12 +108,12 @@ def matrix_tests(source: str, *, functions: Sequence[str] = ("test",), classes: 
 
     def visit(body: Sequence[ast.stmt], prefix: str, selects: list[str], literal: bool) -> None:
         for node in body:
-            if isinstance(node, ast.ClassDef) and name_matches(node.name, classes):
+            if isinstance(node, ast.ClassDef) and pytest_collects(node.name, classes):
                 own, own_literal = _mark_selects([*node.decorator_list, *_pytestmark(node.body)])
                 visit(node.body, f"{prefix}{node.name}::", selects + own, literal and own_literal)
             elif (
                 isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                and name_matches(node.name, functions)
+                and pytest_collects(node.name, functions)
                 and _fixture_name(node) is None
                 and _arg_names(node) & needs
             ):

@@ -5,19 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from matrix.core.report import FindingKind, Report, Severity
+from matrix.core.finding import Severity
+from matrix.core.output import text_line
+from matrix.core.report import Report
 
 FINDING_LIMIT = 50
-_TITLES = {
-    FindingKind.UNEXPECTED_SKIP: "UNEXPECTED SKIP",
-    FindingKind.GUARD_MISSING: "GUARD MISSING",
-    FindingKind.RULE_TOO_STRICT: "rule too strict",
-    FindingKind.CRASHED: "CRASHED",
-    FindingKind.NOT_RUN: "NOT RUN",
-    FindingKind.UNALLOWED_SKIP: "UNALLOWED SKIP",
-    FindingKind.EXPIRED_ALLOW: "EXPIRED ALLOW",
-    FindingKind.UNUSED_ALLOW: "unused allow",
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,8 +34,8 @@ def summary_lines(report: Report, written: list[str]) -> list[Line]:
         lines.append(Line(text=f"outside the matrix: {len(report.outside)} test(s) ({shown}); {allowed} skip(s) allowlisted"))
     for finding in report.findings[:FINDING_LIMIT]:
         error = finding.severity is Severity.ERROR
-        title = _TITLES.get(finding.kind, finding.kind.value)
-        lines.append(Line(text=f"{title} {finding.subject}: {finding.message}", red=error, yellow=not error))
+        label = finding.finding().spec.shown_label
+        lines.append(Line(text=f"{label} {finding.subject}: {finding.message}", red=error, yellow=not error))
     if len(report.findings) > FINDING_LIMIT:
         lines.append(Line(text=f"... and {len(report.findings) - FINDING_LIMIT} more finding(s) in the report"))
     lines += [Line(text=f"report: {p}") for p in written]
@@ -55,4 +47,5 @@ def summary_lines(report: Report, written: list[str]) -> list[Line]:
                 red=True,
             )
         )
-    return lines
+    # Skip reasons and node ids come from the tests: one visible line each, never a workflow command.
+    return [Line(text=text_line(line.text), red=line.red, yellow=line.yellow) for line in lines]

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
-from matrix.audit.ledger import TIMING_KEYS
+from matrix.audit.accounting import TIMING_KEYS
 
 
 class MatrixTiming:

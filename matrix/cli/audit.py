@@ -9,9 +9,12 @@ from typing import Any
 
 from matrix.audit.findings import recheck
 from matrix.audit.timeline import Scaling, render_scaling, render_timeline, timeline
+from matrix.cli.options import add_deprecated_path, add_output_options
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
+from matrix.core.finding import Severity
 from matrix.core.options import Options
-from matrix.core.report import Finding, Report, Severity, read_report
+from matrix.core.output import text_lines
+from matrix.core.report import Report, StoredFinding, read_report
 
 AUDIT_SCHEMA = "specmatrix.audit/1"
 
@@ -22,24 +25,26 @@ def register(sub: Any) -> None:
         help="re-check saved skip-audit reports (exit 1 on findings, 2 on a corrupt or truncated report)",
     )
     p.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
-    p.add_argument("--json", action="store_true", help="print the re-derived findings as JSON")
+    add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_audit)
-    p = sub.add_parser("timeline", help="per-worker start-up, busy time and finish spread of a run; --baseline: speedup")
+    p = sub.add_parser("timeline", help="per-worker start-up, busy time and finish spread of a run; --reference: speedup")
     p.add_argument("report", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
     p.add_argument(
-        "--baseline",
+        "--reference",
         type=Path,
         metavar="REPORT",
         help="the same work on fewer workers: print speedup and efficiency (default: none)",
     )
+    add_deprecated_path(p, "--baseline", "reference", key="--baseline REPORT")
+    add_output_options(p, ("text",))
     p.set_defaults(func=cmd_timeline)
 
 
-def _key(f: Finding) -> tuple[str, str]:
+def _key(f: StoredFinding) -> tuple[str, str]:
     return (f.kind.value, f.subject)
 
 
-def _summary(path: Path, report: Report, findings: tuple[Finding, ...]) -> dict[str, Any]:
+def _summary(path: Path, report: Report, findings: tuple[StoredFinding, ...]) -> dict[str, Any]:
     return {
         "path": str(path),
         "runner": report.runner.name,
@@ -62,27 +67,29 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
             raise ReportError(f"{path}: planned 0 matrix items, so it audits nothing (wrong selector, shard or runner?)")
     summaries = [_summary(path, report, recheck(report)) for path, report in loaded]
     failed = any(f["severity"] == Severity.ERROR.value for s in summaries for f in s["findings"])
-    if args.json:
+    if args.format == "json":
         print(json.dumps({"schema": AUDIT_SCHEMA, "ok": not failed, "reports": summaries}, indent=2))
         return EXIT_FINDINGS if failed else EXIT_OK
+    lines: list[str] = []
     for s in summaries:
         counts = " + ".join(f"{n} {status}" for status, n in s["counts"].items() if n) or "0"
         errors = sum(f["severity"] == Severity.ERROR.value for f in s["findings"])
         shard = f" shard {s['shard']}" if s["shard"] else ""
-        print(f"{s['path']}: runner {s['runner']}{shard}: planned {s['planned']} = {counts}")
-        for f in s["findings"]:
-            print(f"  {f['severity']}: {f['kind']} {f['subject']}: {f['message']}")
+        lines.append(f"{s['path']}: runner {s['runner']}{shard}: planned {s['planned']} = {counts}")
+        lines += [f"  {f['severity']}: {f['kind']} {f['subject']}: {f['message']}" for f in s["findings"]]
         if not s["consistent"]:
-            print("  note: the findings recorded in this report differ from its statuses; judged from the statuses")
-        print(f"  {'FAILED' if errors else 'ok'}: {errors} error(s), {len(s['findings']) - errors} warning(s)")
+            lines.append("  note: the findings recorded in this report differ from its statuses; judged from the statuses")
+        lines.append(f"  {'FAILED' if errors else 'ok'}: {errors} error(s), {len(s['findings']) - errors} warning(s)")
+    # Node ids and skip reasons come from the tests: escaped so no line forges a workflow command.
+    print(text_lines(lines))
     return EXIT_FINDINGS if failed else EXIT_OK
 
 
 def cmd_timeline(args: argparse.Namespace, options: Options) -> int:
     scaled = timeline(read_report(args.report), str(args.report))
-    base = timeline(read_report(args.baseline), str(args.baseline)) if args.baseline is not None else None
+    base = timeline(read_report(args.reference), str(args.reference)) if args.reference is not None else None
     if base is not None:
-        for line in render_timeline(str(args.baseline), base):
+        for line in render_timeline(str(args.reference), base):
             print(line)
     for line in render_timeline(str(args.report), scaled):
         print(line)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from matrix.cli.options import add_output_options
 from matrix.core.atomic import ensure_dir, refuse_input_targets, same_file, write_bytes_atomic, write_text_atomic
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError, UsageError
 from matrix.core.expect import effective_versions, expectations
@@ -16,6 +17,7 @@ from matrix.core.jsonio import dumps_strict
 from matrix.core.machine import AUTO, find_runner
 from matrix.core.model import Outcome, RunnerProfile
 from matrix.core.options import Options, load
+from matrix.core.output import text_line
 from matrix.core.planning import Plan, plan_for
 from matrix.core.report import read_report
 from matrix.core.selectors import select
@@ -45,7 +47,7 @@ def register(sub: Any) -> None:
         help="fewest jobs whose estimated makespan fits (no default: give --shards or --budget)",
     )
     p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
-    p.add_argument("--format", choices=["gha", "json"], default="json", help="gha: one-line {include: [...]} for a job matrix")
+    add_output_options(p, ("json", "github"), default="json", renamed={"gha": "github"})
     p.add_argument(
         "--plan-dir",
         metavar="DIR",
@@ -74,6 +76,7 @@ def register(sub: Any) -> None:
         help="the shard plan (plan.json or its folder): a shard without a report is a finding (default: none)",
     )
     p.add_argument("--no-heatmap", action="store_true", help="skip the PNG/SVG picture")
+    add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_coverage)
 
     p = sub.add_parser("register", help="write sglang registered test modules, one per runner config")
@@ -96,6 +99,7 @@ def register(sub: Any) -> None:
         help="only cells this selector keeps, e.g. 'draft-*', repeatable (default: every cell expected to RUN)",
     )
     p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
+    add_output_options(p, ("text",))
     p.set_defaults(func=cmd_register)
 
 
@@ -153,8 +157,8 @@ def cmd_shard(args: argparse.Namespace, options: Options) -> int:
         file=sys.stderr,
     )
     # allow_nan=False: `Infinity` is not JSON, and GitHub's fromJSON rejects the whole matrix.
-    if args.format == "gha":
-        print(dumps_strict(gha_matrix(plan_ctx.runner, plan, selects), where="--format gha", separators=(",", ":")))
+    if args.format == "github":  # one-line {include: [...]} for a job matrix
+        print(dumps_strict(gha_matrix(plan_ctx.runner, plan, selects), where="--format github", separators=(",", ":")))
     else:
         print(dumps_strict(doc, where="shard plan", indent=2))
     return EXIT_OK
@@ -222,8 +226,11 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     ensure_dir(out)
     for name, data in files.items():
         write_bytes_atomic(out / name, data)
+    if args.format == "json":
+        print(files["coverage.json"].decode().rstrip("\n"))
+        return EXIT_FINDINGS if result.errors else EXIT_OK
     for finding in result.errors:
-        print(f"{finding.kind.value}: {finding.message}")
+        print(text_line(f"{finding.kind.value}: {finding.message}"))
     print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")
     return EXIT_FINDINGS if result.errors else EXIT_OK
 

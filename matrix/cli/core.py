@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import Any
 
+from matrix.cli.options import add_output_options
 from matrix.cli.tables import cells_table, runners_table
 from matrix.core.detect import detect
 from matrix.core.errors import EXIT_OK, EXIT_USAGE, DetectionError, UsageError
@@ -15,6 +15,7 @@ from matrix.core.expect import effective_versions, expectations
 from matrix.core.machine import AUTO, auto_runner, differences, nearest_profiles
 from matrix.core.model import Cell, Expectation, Outcome, RuleVerdict
 from matrix.core.options import Options, load
+from matrix.core.output import text_line, text_lines
 from matrix.core.planning import plan_for
 from matrix.core.selectors import select
 
@@ -36,24 +37,21 @@ def register(sub: Any) -> None:
         metavar="SELECTOR",
         help="cell selector, e.g. 'draft-trtllm_mha-topk{2,4}-*', repeatable (default: every cell)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_cells)
 
     p = sub.add_parser("explain", help="the rule trail that decides one cell on a runner")
     p.add_argument("cell", help="cell id")
     p.add_argument("--runner", metavar="NAME", help=RUNNER_HELP)
-    p.add_argument(
-        "--format", choices=("text", "json"), default=None, help="output: text (default) or json (specmatrix.explain/1)"
-    )
-    p.add_argument("--json", action="store_true", help="deprecated: same as --format json")
+    add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("runners", help="runner profiles and how many cells each must run")
-    p.add_argument("--json", action="store_true")
+    add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_runners)
 
     p = sub.add_parser("detect", help="what this machine is and which profile it satisfies")
-    p.add_argument("--json", action="store_true")
+    add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_detect)
 
 
@@ -73,7 +71,7 @@ def cmd_cells(args: argparse.Namespace, options: Options) -> int:
     loaded = load(options)
     plan = plan_for(loaded, options.runner, os.environ)
     cells = select(loaded.matrix.cells, args.select)
-    if args.json:
+    if args.format == "json":
         doc = {
             "schema": CELLS_SCHEMA,
             "matrix": loaded.matrix.name,
@@ -85,7 +83,7 @@ def cmd_cells(args: argparse.Namespace, options: Options) -> int:
         print(json.dumps(doc, indent=2))
         return EXIT_OK
     for line in cells_table(loaded.matrix.name, plan, cells, auto=options.runner == AUTO):
-        print(line)
+        print(text_line(line))
     return EXIT_OK
 
 
@@ -113,11 +111,7 @@ def cmd_explain(args: argparse.Namespace, options: Options) -> int:
     cell = cells[0]
     plan = plan_for(loaded, options.runner, os.environ)
     exp = plan.expectations[cell.id]
-    if args.json and args.format == "text":
-        raise UsageError("explain: --json and --format text contradict each other")
-    if args.json:
-        print("specmatrix explain: --json is deprecated; use --format json", file=sys.stderr)
-    if args.json or args.format == "json":
+    if args.format == "json":  # schema specmatrix.explain/1
         doc = {
             "schema": EXPLAIN_SCHEMA,
             "matrix": loaded.matrix.name,
@@ -131,18 +125,20 @@ def cmd_explain(args: argparse.Namespace, options: Options) -> int:
         }
         print(json.dumps(doc, indent=2))
         return EXIT_OK
-    print(f"{cell.id} on {plan.runner.name} ({_runner_line(plan.runner.gpus, plan.runner.sm)}): {exp.outcome.value.upper()}")
+    lines = [f"{cell.id} on {plan.runner.name} ({_runner_line(plan.runner.gpus, plan.runner.sm)}): {exp.outcome.value.upper()}"]
     if plan.detection_note:
-        print(f"note: {plan.detection_note}")
-    print(f"  implementation: {exp.impl or '-'}")
-    print("  versions: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.versions.items())))
+        lines.append(f"note: {plan.detection_note}")
+    lines.append(f"  implementation: {exp.impl or '-'}")
+    lines.append("  versions: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.versions.items())))
     if not exp.trail:
-        print("  no rule applies to this cell")
+        lines.append("  no rule applies to this cell")
     for verdict in exp.trail:
         mark = "ok  " if verdict.satisfied else "SKIP"
-        print(f"  {mark} {verdict.rule.id} ({verdict.rule.kind.value}): {verdict.rule.reason}")
-        print(f"       {verdict.detail}")
-        print(f"       source: {verdict.rule.source}")
+        lines.append(f"  {mark} {verdict.rule.id} ({verdict.rule.kind.value}): {verdict.rule.reason}")
+        lines.append(f"       {verdict.detail}")
+        lines.append(f"       source: {verdict.rule.source}")
+    # Reasons and sources come from the matrix file: shown escaped, never as a workflow command.
+    print(text_lines(lines))
     return EXIT_OK
 
 
@@ -166,11 +162,11 @@ def cmd_runners(args: argparse.Namespace, options: Options) -> int:
                 "skip": len(exps) - run,
             }
         )
-    if args.json:
+    if args.format == "json":
         print(json.dumps({"schema": "specmatrix.runners/1", "runners": rows}, indent=2))
         return EXIT_OK
     for line in runners_table(rows, len(loaded.matrix.cells)):
-        print(line)
+        print(text_line(line))
     return EXIT_OK
 
 
@@ -195,7 +191,7 @@ def cmd_detect(args: argparse.Namespace, options: Options) -> int:
         "nearest": [{"runner": p.name, "gaps": gaps} for p, gaps in nearest],
     }
     code = EXIT_OK if profile_name is not None else EXIT_USAGE
-    if args.json:
+    if args.format == "json":
         print(json.dumps(doc, indent=2))
         return code
     print(f"machine: {facts.describe()}")

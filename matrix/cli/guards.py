@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from matrix.core.atomic import refuse_input_targets, write_text_atomic
+from matrix.cli.options import add_output_options, add_summary_option
+from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
 from matrix.core.errors import UsageError
-from matrix.core.loader import load_runners
-from matrix.core.options import Options
-from matrix.guards.annotations import to_annotations
+from matrix.core.finding import Severity, Tool
+from matrix.core.options import Options, load_runner_profiles
+from matrix.core.output import finding_annotation, sarif_document, tool_version
 from matrix.guards.baseline import Baseline, baseline_text, read_baseline, updated_entries
 from matrix.guards.cache import ENV_VAR, cache_folder
 from matrix.guards.gate import Gate, error_keys, gate
-from matrix.guards.model import GuardFinding, GuardReport, Severity
+from matrix.guards.model import GuardFinding, GuardReport
 from matrix.guards.render import to_json, to_markdown, to_text
-from matrix.guards.sarif import to_sarif
 from matrix.guards.suites import load_suite_map, read_suite_list
 from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
 from matrix.schedule.load import find_workflows, load_schedule
@@ -88,12 +90,12 @@ def register(sub: Any) -> None:
         default=Severity.WARNING.value,
         help="lowest severity listed: error, warning (default) or info (also undetermined, disabled, unmapped, ...)",
     )
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--format", choices=FORMATS, default=None, help="output: text (default), json, md, github, sarif")
-    out.add_argument("--json", action="store_true", help="same as --format json (schema specmatrix.guards/1)")
-    out.add_argument("--md", action="store_true", help="same as --format md (a job summary under 100 lines)")
+    add_output_options(p, FORMATS, legacy_flags=("json", "md"))
+    add_summary_option(p)
     p.add_argument(
-        "--output", type=Path, metavar="FILE", help="write the output to FILE (atomically) instead of stdout (default: stdout)"
+        "--help-uri",
+        metavar="URL",
+        help="SARIF: the page each rule's helpUri points at (default: none; the help text is inline)",
     )
     base = p.add_mutually_exclusive_group()
     base.add_argument(
@@ -124,14 +126,6 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
 
 
-def _format(args: argparse.Namespace) -> str:
-    if args.json:
-        return "json"
-    if args.md:
-        return "md"
-    return str(args.format or "text")
-
-
 def _repo_path(report: GuardReport, finding: GuardFinding) -> str:
     """The finding's file relative to the current directory (the repository root in CI), POSIX style."""
     full = Path(report.root) / finding.path
@@ -141,20 +135,35 @@ def _repo_path(report: GuardReport, finding: GuardFinding) -> str:
         return full.as_posix()
 
 
-def render(report: GuardReport, result: Gate, fmt: str, *, status: str | None = None, exit_code: int | None = None) -> str:
+def render(
+    report: GuardReport,
+    result: Gate,
+    fmt: str,
+    *,
+    status: str | None = None,
+    exit_code: int | None = None,
+    help_uri: str | None = None,
+) -> str:
     """The output in `fmt`; `status` and `exit_code` replace the audit's own when the command returns another."""
     if fmt == "json":
         return to_json(report, result, exit_code=exit_code)
     if fmt == "md":
         return to_markdown(report, result, exit_code=exit_code)
     if fmt == "github":
-        return to_annotations((f, _repo_path(report, f)) for f in result.shown)
+        return "\n".join(finding_annotation(f.finding(), _repo_path(report, f)) for f in result.shown)
     if fmt == "sarif":
-        return to_sarif((f, _repo_path(report, f)) for f in result.shown)
+        doc = sarif_document(
+            (f.finding() for f in result.shown),
+            tool=Tool.GUARDS,
+            root=Path(report.root),
+            version=tool_version(),
+            help_uri=help_uri,
+        )
+        return json.dumps(doc, indent=2)
     return to_text(report, result, status=status)
 
 
-def read_schedule(args: argparse.Namespace, runners: dict[str, Any]) -> Schedule | None:
+def read_schedule(args: argparse.Namespace, runners: Mapping[str, Any]) -> Schedule | None:
     """--workflows DIR, else the nearest .github/workflows above PATH (unless --no-workflows); says what it read."""
     if args.no_workflows:
         return None
@@ -187,11 +196,11 @@ def read_schedule(args: argparse.Namespace, runners: dict[str, Any]) -> Schedule
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    outputs = (("--output", args.output), ("--write-baseline", args.write_baseline))
+    outputs = (("--output", args.output), ("--write-baseline", args.write_baseline), ("--summary", args.summary))
     named = (args.baseline, args.suites, args.suite_map)
     refuse_input_targets((("--output", args.output),), [*(p for p in (*named, args.write_baseline) if p is not None)])
     refuse_input_targets(outputs, [*(p for p in named if p is not None), *tree_inputs(args.path, (t for _, t in outputs))])
-    runners = load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners)
+    runners = load_runner_profiles(options)
     baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
     report = audit_tree(
         args.path,
@@ -212,12 +221,10 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         # Writing the baseline is the run's job: it succeeds whatever the findings, and says so.
         wrote = f"exit 0: wrote {len(entries)} baseline entries to {args.write_baseline}"
     result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today)
-    fmt = _format(args)
-    text = render(report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None)
-    if args.output is not None:
-        write_text_atomic(args.output, text + "\n")
-    else:
-        print(text)
+    if args.summary is not None:
+        append_text(args.summary, to_markdown(report, result, exit_code=0 if wrote is not None else None) + "\n")
+    fmt = args.format
+    print(render(report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None, help_uri=args.help_uri))
     if wrote is not None and (fmt != "text" or args.output is not None):
         print(f"specmatrix guards: {wrote.removeprefix('exit 0: ')}", file=sys.stderr)
     return 0 if wrote is not None else result.exit_code

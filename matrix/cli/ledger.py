@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from matrix.audit.allowlist import parse_allowlist
-from matrix.core.atomic import refuse_input_targets, write_text_atomic
+from matrix.cli.options import add_allowlist_option, add_deprecated_path, add_output_options, add_summary_option
+from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
 from matrix.core.errors import UsageError
-from matrix.core.loader import load_runners, read_toml_file
+from matrix.core.loader import read_toml_file
 from matrix.core.machine import AUTO
-from matrix.core.options import Options
+from matrix.core.options import Options, load_runner_profiles
 from matrix.guards.baseline import Baseline, read_baseline
 from matrix.guards.suites import load_suite_map
 from matrix.guards.tree import check_root, tree_inputs
@@ -21,7 +22,7 @@ from matrix.ledger.records import BadLine, Process, read_ledger
 from matrix.ledger.registered import read_suite
 from matrix.ledger.render import to_github, to_json, to_markdown, to_text
 
-FORMATS = {"text": to_text, "json": to_json, "github": to_github}
+FORMATS = {"text": to_text, "json": to_json, "github": to_github, "md": to_markdown}
 
 
 def register(sub: Any) -> None:
@@ -47,9 +48,7 @@ def register(sub: Any) -> None:
         "--runner", help="runner profile the ledgers come from, or 'auto' (from each process's recorded machine; default: auto)"
     )
     p.add_argument("--baseline", type=Path, metavar="FILE", help="guard baseline (specmatrix.guards-baseline/1; default: none)")
-    p.add_argument(
-        "--allow", type=Path, metavar="FILE", help="allowlist TOML ([[allow]] test, reason, expires, link; default: none)"
-    )
+    add_allowlist_option(p, old="--allow")
     p.add_argument(
         "--suite-map",
         type=Path,
@@ -57,9 +56,10 @@ def register(sub: Any) -> None:
         help="TOML [suite] table mapping suites to profiles (default: the built-in sglang suite conventions)",
     )
     p.add_argument("--partial", action="store_true", help="the ledgers cover one shard: a file without record is no finding")
-    p.add_argument("--format", choices=sorted(FORMATS), default="text", help="what to print (default: text)")
-    p.add_argument("--md", type=Path, metavar="FILE", help="also write Markdown for a job summary (default: none)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report (default: none)")
+    add_output_options(p, tuple(FORMATS))
+    add_summary_option(p)
+    add_deprecated_path(p, "--md", "summary")
+    add_deprecated_path(p, "--json", "json_file")
     hook = p.add_mutually_exclusive_group()
     hook.add_argument("--install-hook", action="store_true", help="write the start-up .pth into this environment")
     hook.add_argument("--uninstall-hook", action="store_true", help="remove the start-up .pth from this environment")
@@ -83,15 +83,15 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
     if args.root is None:
         raise UsageError("ledger: --root DIR is required (the folder whose registrations the ledgers are checked against)")
     check_root(args.root, "ledger: --root ")
-    inputs = [*args.ledgers, *(p for p in (args.baseline, args.allow, args.suite_map) if p is not None)]
-    outputs = (("--md", args.md), ("--json", args.json))
+    inputs = [*args.ledgers, *(p for p in (args.baseline, options.allowlist, args.suite_map) if p is not None)]
+    outputs = (("--output", args.output), ("--summary", args.summary), ("--json", getattr(args, "json_file", None)))
     refuse_input_targets(outputs, [*inputs, *tree_inputs(args.root, (t for _, t in outputs))])
-    runners = load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners)
+    runners = load_runner_profiles(options)
     suite_map = load_suite_map(args.suite_map)
     settings = JoinSettings(
         runners=runners,
         forced_runner=None if options.runner == AUTO else options.runner,
-        allow=parse_allowlist(read_toml_file(args.allow), str(args.allow)) if args.allow else (),
+        allow=parse_allowlist(read_toml_file(options.allowlist), str(options.allowlist)) if options.allowlist else (),
         baseline=read_baseline(args.baseline) if args.baseline else Baseline(entries=()),
         partial=args.partial,
     )
@@ -103,9 +103,9 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         bad.extend(read.bad_lines)
     suite = read_suite(args.root, runners, suite_map)
     report = join(suite, processes, bad, settings, ledgers=[str(p) for p in args.ledgers])
-    if args.md is not None:
-        write_text_atomic(args.md, to_markdown(report))
-    if args.json is not None:
-        write_text_atomic(args.json, to_json(report) + "\n")
-    print(FORMATS[args.format](report))
+    if args.summary is not None:
+        append_text(args.summary, to_markdown(report))
+    if getattr(args, "json_file", None) is not None:
+        write_text_atomic(args.json_file, to_json(report) + "\n")
+    print(FORMATS[args.format](report).rstrip("\n"))
     return report.exit_code

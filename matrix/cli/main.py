@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import errno
 import importlib
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.parsing import HelpFormatter, VersionAction
+from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_USAGE, SpecmatrixError, UsageError
 from matrix.core.options import CliOverrides, Options, resolve_options
 
@@ -157,6 +159,20 @@ def _tolerant_streams() -> None:
                 reconfigure(errors="backslashreplace")
 
 
+def _run(args: argparse.Namespace) -> int:
+    """Run the command; with `--output FILE` what it prints goes to FILE through the atomic writer instead."""
+    options = options_from(args)
+    output: Path | None = getattr(args, "output", None)
+    if output is None:
+        code: int = args.func(args, options)
+        return code
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = args.func(args, options)
+    write_text_atomic(output, buffer.getvalue())
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every failure from bad input or a broken output is one line on stderr and exit 2."""
     _tolerant_streams()
@@ -171,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_usage(sys.stderr)
             raise UsageError(f"a command is required; see '{PROG} --help'")
-        code: int = args.func(args, options_from(args))
+        code = _run(args)
         sys.stdout.flush()  # a full disk or closed pipe shows up here, inside the boundary
         return code
     except SpecmatrixError as exc:

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from matrix.core.atomic import write_text_atomic
+from matrix.cli.options import add_deprecated_path, add_output_options, add_summary_option
+from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import UsageError
-from matrix.core.options import Options
-from matrix.core.runner_files import load_runners
+from matrix.core.options import Options, load_runner_profiles
 from matrix.pytest_suites.render import to_json, to_markdown, to_text
 from matrix.pytest_suites.run import AuditInput, run_audit
 
@@ -54,9 +54,10 @@ def register(sub: Any) -> None:
         metavar="MODULE",
         help="treat this module as importable on every runner (importorskip guards), repeatable (default: none)",
     )
-    p.add_argument("--format", choices=sorted(FORMATS), default="text", help="what to print (default: text)")
-    p.add_argument("--md", type=Path, metavar="FILE", help="also write the Markdown report (default: none)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report (default: none)")
+    add_output_options(p, tuple(FORMATS))
+    add_summary_option(p)
+    add_deprecated_path(p, "--md", "summary")
+    add_deprecated_path(p, "--json", "json_file")
     p.add_argument(
         "--jobs",
         type=int,
@@ -78,7 +79,7 @@ def _jobs(value: int | None) -> int:
 def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
     if not args.schedule_file and not args.buildkite:
         raise UsageError("pytest-audit: give at least one --schedule-file or --buildkite file (what CI runs)")
-    profiles = load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners)
+    profiles = load_runner_profiles(options)
     inputs = AuditInput(
         root=args.root,
         schedule_files=tuple(args.schedule_file),
@@ -86,9 +87,9 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
         installed=frozenset(args.assume_installed),
     )
     report = run_audit(inputs, profiles, jobs=_jobs(args.jobs))
-    if args.md is not None:
-        write_text_atomic(args.md, to_markdown(report))
-    if args.json is not None:
-        write_text_atomic(args.json, to_json(report))
+    if args.summary is not None:
+        append_text(args.summary, to_markdown(report))
+    if getattr(args, "json_file", None) is not None:
+        write_text_atomic(args.json_file, to_json(report))
     sys.stdout.write(FORMATS[args.format](report))
     return report.exit_code

@@ -7,6 +7,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from matrix.cli.options import add_output_options
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_OK, ReportError, UsageError
 from matrix.core.jsonio import loads_untrusted
@@ -62,6 +63,7 @@ def register(sub: Any) -> None:
         help="the shard plan (plan.json or its folder): its runner counts and a shard without a report is a finding "
         "(default: none)",
     )
+    add_output_options(p, ("text",))
     p.set_defaults(func=cmd_report)
 
 

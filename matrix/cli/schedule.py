@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from matrix.cli.options import add_output_options
 from matrix.core.errors import ConfigError
-from matrix.core.loader import load_runners
-from matrix.core.options import Options
+from matrix.core.options import Options, load_runner_profiles
+from matrix.core.output import text_lines
 from matrix.schedule.load import find_workflows, load_schedule
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, SuiteSelection
 
@@ -27,7 +28,7 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("path", type=Path, nargs="?", default=Path("."), help="repository root or a folder inside it (default: .)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_schedule)
 
 
@@ -35,8 +36,9 @@ def cmd_schedule(args: argparse.Namespace, options: Options) -> int:
     root = find_workflows(args.path) if args.path.exists() else None
     if root is None:
         raise ConfigError(f"{args.path}: no .github/workflows folder at or above it")
-    schedule = load_schedule(root, load_runners(options.runner_files, options.replace_runners))
-    print(to_json(schedule) if args.format == "json" else to_text(schedule, root))
+    schedule = load_schedule(root, load_runner_profiles(options))
+    # Job names, labels and commands come from the repository's CI files: text is escaped like every audit's.
+    print(to_json(schedule) if args.format == "json" else text_lines(to_text(schedule, root).split("\n")))
     return 0
 
 

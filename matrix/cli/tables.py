@@ -1,6 +1,6 @@
 """Text tables of `cells` and `runners` for a terminal: a header, the summary first, a legend, rows of at most 100 columns.
 
-The JSON forms (`--json`) carry every detail; these tables point to `specmatrix explain` for the rest.
+The JSON forms (`--format json`) carry every detail; these tables point to `specmatrix explain` for the rest.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def _cells_legend(runner: str) -> list[str]:
             ("RUN / SKIP", "the outcome the matrix expects on this runner; a RUN cell that skips fails the audit"),
             ("[impl]", "the kernel implementation, shown where it differs from the backend name"),
             ("+N more", "further rules that would also skip the cell"),
-            ("details", f"specmatrix explain CELL --runner {runner} (every rule with its source); --json: all cells"),
+            ("details", f"specmatrix explain CELL --runner {runner} (every rule with its source); --format json: all cells"),
         ]
     )
 

@@ -62,6 +62,7 @@ def append_text(path: Path, text: str) -> None:
     path = Path(path)
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, flags, NEW_FILE_MODE)
     except OSError as exc:
         raise OutputError(f"{path}: cannot append: {exc.strerror or exc}") from None

@@ -40,7 +40,7 @@ class MachineFacts:
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
 
 
-def name_matches(wanted: str, seen: str) -> bool:
+def device_name_matches(wanted: str, seen: str) -> bool:
     """`wanted`'s tokens appear as consecutive whole tokens of `seen`, ignoring case.
 
     "H200" matches "NVIDIA H200" but "H20" does not (a substring test once detected 8 x H200 as 8-gpu-h20).
@@ -69,7 +69,7 @@ def differences(profile: RunnerProfile, facts: MachineFacts, *, exact_count: boo
         elif want is not None and facts.capability != want:
             have = facts.capability
             out.append(f"needs sm{want[0]}{want[1]}, sees sm{have[0]}{have[1]}" if have else "capability unknown")
-        if profile.device_name and facts.names and not all(name_matches(profile.device_name, n) for n in facts.names):
+        if profile.device_name and facts.names and not all(device_name_matches(profile.device_name, n) for n in facts.names):
             seen = ", ".join(repr(n) for n in sorted(set(facts.names)))
             out.append(f"needs GPUs named {profile.device_name!r}, sees {seen}")
     return out

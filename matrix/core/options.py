@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,47 @@ ENV_RUNNER = "SPECMATRIX_RUNNER"
 ENV_REPLACE_RUNNERS = "SPECMATRIX_REPLACE_RUNNERS"
 ENV_BUILTIN_RUNNERS = "SPECMATRIX_BUILTIN_RUNNERS"  # "0" / "false": only the profiles of the runner files
 DEFAULT_RUNNER = "auto"
-_PYPROJECT_KEYS = {"matrix", "runners", "runner", "allowlist", "replace_runners", "builtin_runners"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptionName:
+    """One option under each of its names: the pyproject key, the environment variable, the command-line flag."""
+
+    key: str
+    env: str
+    flag: str
+
+
+# Every option of the cascade, once. Later sources win: defaults, [tool.specmatrix], environment, command line.
+OPTION_NAMES: tuple[OptionName, ...] = (
+    OptionName(key="matrix", env=ENV_MATRIX, flag="--matrix FILE"),
+    OptionName(key="runners", env=ENV_RUNNERS, flag="--runners FILE"),
+    OptionName(key="runner", env=ENV_RUNNER, flag="--runner NAME"),
+    OptionName(key="allowlist", env="", flag="--allowlist FILE"),
+    OptionName(key="replace_runners", env=ENV_REPLACE_RUNNERS, flag="--replace-runner NAME"),
+    OptionName(key="builtin_runners", env=ENV_BUILTIN_RUNNERS, flag=""),
+)
+_PYPROJECT_KEYS = {o.key for o in OPTION_NAMES}
 _FALSE = ("0", "false", "no", "off")
 _TRUE = ("1", "true", "yes", "on")
+
+
+# old spelling -> what to write instead; each still works and prints one warning line.
+DEPRECATED: dict[str, str] = {
+    "--json": "--format json",
+    "--md": "--format md",
+    "--allow": "--allowlist FILE",
+    "--matrix-allow": "--matrix-allowlist FILE",
+    "--format gha": "--format github",
+    "--json FILE": "--format json --output FILE",
+    "--md FILE": "--summary FILE",
+    "--baseline REPORT": "--reference REPORT",
+}
+
+
+def warn_deprecated(old: str, stream: Any = None) -> None:
+    """The one line a deprecated spelling prints."""
+    print(f"specmatrix: warning: {old} is deprecated; use {DEPRECATED[old]}", file=stream or sys.stderr)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,6 +171,11 @@ def resolve_options(*, cli: CliOverrides, env: Mapping[str, str], cwd: Path) -> 
     )
 
 
+def load_runner_profiles(options: Options) -> Mapping[str, RunnerProfile]:
+    """The built-in profiles plus the option's runner files, with the redefinitions it allows."""
+    return load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Loaded:
     options: Options
@@ -144,5 +188,5 @@ def load(options: Options) -> Loaded:
     return Loaded(
         options=options,
         matrix=load_matrix(options.matrix_path),
-        runners=load_runners(options.runner_files, options.replace_runners, builtin=options.builtin_runners),
+        runners=load_runner_profiles(options),
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import ReportError
+from matrix.core.finding import Finding, Severity, Tool
 from matrix.core.jsonio import MAX_DEPTH, depth_of, dumps_strict, loads_untrusted
 from matrix.core.textfiles import read_text
 from matrix.core.versions import checked_versions
@@ -49,11 +50,6 @@ class FindingKind(StrEnum):
     NEVER_RAN = "never-ran"
 
 
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
-
-
 @dataclass(frozen=True, kw_only=True)
 class CellResult:
     """One planned item: a test function over one matrix cell."""
@@ -88,11 +84,21 @@ class OutsideResult:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Finding:
+class StoredFinding:
+    """A skip-audit or coverage finding as the report stores it; `finding()` is the record writers read."""
+
     kind: FindingKind
     severity: Severity
     subject: str  # nodeid, cell id, allowlist entry or file
     message: str
+
+    def finding(self) -> Finding:
+        tool = Tool.COVERAGE if self.kind in COVERAGE_KINDS else Tool.AUDIT
+        return Finding(tool=tool, kind=self.kind.value, severity=self.severity, subject=self.subject, message=self.message)
+
+
+# The kinds only the coverage merge produces; the rest come from the skip audit (matrix/core/kinds.py).
+COVERAGE_KINDS = frozenset({FindingKind.MISSING_REPORT, FindingKind.NEVER_RAN})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,7 +119,7 @@ class Report:
     created: str
     cells: tuple[CellResult, ...]
     outside: tuple[OutsideResult, ...] = ()
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[StoredFinding, ...] = ()
     shard: str | None = None
     selectors: tuple[str, ...] = ()
     wall_seconds: float | None = None
@@ -129,7 +135,7 @@ class Report:
         return len(self.cells)
 
     @property
-    def errors(self) -> tuple[Finding, ...]:
+    def errors(self) -> tuple[StoredFinding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.ERROR)
 
 
@@ -285,7 +291,7 @@ def from_json(doc: Any, where: str) -> Report:
     findings = []
     for f, fw in _objects(_list_field(doc, "findings", where), f"{where}: findings"):
         findings.append(
-            Finding(
+            StoredFinding(
                 kind=_enum(FindingKind, _need(f, "kind", str, fw), f"{fw}: kind"),
                 severity=_enum(Severity, _need(f, "severity", str, fw), f"{fw}: severity"),
                 subject=_need(f, "subject", str, fw),

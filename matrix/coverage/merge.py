@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from matrix.core.expect import effective_versions, expectations
+from matrix.core.finding import Severity
 from matrix.core.model import CoverageLayout, Expectation, Matrix, Outcome, RunnerProfile
-from matrix.core.report import CellStatus, Finding, FindingKind, Report, Severity
+from matrix.core.report import CellStatus, FindingKind, Report, StoredFinding
 from matrix.shard.output import PlannedShards
 
 
@@ -64,14 +65,14 @@ class CoverageResult:
     runners: tuple[str, ...]  # the profiles that count, in order
     layout: CoverageLayout
     entries: tuple[CellCoverage, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[StoredFinding, ...]
     sources: tuple[ReportSource, ...]
     # What each counted runner was judged against: its profile and matrix.core.expect's verdict per cell id.
     profiles: Mapping[str, RunnerProfile] = field(default_factory=dict)
     expectations: Mapping[str, Mapping[str, Expectation]] = field(default_factory=dict)
 
     @property
-    def errors(self) -> tuple[Finding, ...]:
+    def errors(self) -> tuple[StoredFinding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.ERROR)
 
 
@@ -102,12 +103,12 @@ def bucket_label(layout: CoverageLayout, row: Sequence[str], column: Sequence[st
 
 def _summarised(
     layout: CoverageLayout, kind: FindingKind, runner: str, entries: list[CellCoverage], *, what: str, elsewhere: str = ""
-) -> Finding:
+) -> StoredFinding:
     bucket = bucket_label(layout, entries[0].row, entries[0].column)
     ids = [e.cell for e in entries]
     shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
     noun = "cell" if len(ids) == 1 else "cells"
-    return Finding(
+    return StoredFinding(
         kind=kind,
         severity=Severity.ERROR,
         subject=f"{runner}: {bucket}",
@@ -115,12 +116,12 @@ def _summarised(
     )
 
 
-def _cell_findings(layout: CoverageLayout, entries: Sequence[CellCoverage]) -> list[Finding]:
+def _cell_findings(layout: CoverageLayout, entries: Sequence[CellCoverage]) -> list[StoredFinding]:
     ran_anywhere = {e.cell for e in entries if e.status in (Coverage.PASSED, Coverage.FAILED, Coverage.CRASHED)}
     grouped: defaultdict[tuple[Coverage, str, str], list[CellCoverage]] = defaultdict(list)
     for e in entries:
         grouped[(e.status, e.runner, bucket_label(layout, e.row, e.column))].append(e)
-    findings: list[Finding] = []
+    findings: list[StoredFinding] = []
     for (status, runner, _), group in sorted(grouped.items(), key=lambda kv: (SEVERITY_ORDER.index(kv[0][0]), kv[0][1:])):
         if status is Coverage.CRASHED:
             findings.append(_summarised(layout, FindingKind.CRASHED, runner, group, what="crashed"))
@@ -135,14 +136,16 @@ def _cell_findings(layout: CoverageLayout, entries: Sequence[CellCoverage]) -> l
     return findings
 
 
-def _shard_findings(sources: Sequence[ReportSource], planned: PlannedShards | None, expect_shards: int | None) -> list[Finding]:
-    findings: list[Finding] = []
+def _shard_findings(
+    sources: Sequence[ReportSource], planned: PlannedShards | None, expect_shards: int | None
+) -> list[StoredFinding]:
+    findings: list[StoredFinding] = []
     if planned is not None:
         reported = {c.cell for s in sources if s.report.runner.name == planned.runner for c in s.report.cells}
         for index, cells in sorted(planned.shards.items()):
             if cells and not reported.intersection(cells):
                 findings.append(
-                    Finding(
+                    StoredFinding(
                         kind=FindingKind.MISSING_REPORT,
                         severity=Severity.ERROR,
                         subject=f"shard {index}",
@@ -153,7 +156,7 @@ def _shard_findings(sources: Sequence[ReportSource], planned: PlannedShards | No
         labels = {s.report.shard or s.label for s in sources}
         if len(labels) < expect_shards:
             findings.append(
-                Finding(
+                StoredFinding(
                     kind=FindingKind.MISSING_REPORT,
                     severity=Severity.ERROR,
                     subject="shards",
@@ -207,7 +210,7 @@ def merge(
                 )
             )
     carried = [
-        Finding(kind=f.kind, severity=f.severity, subject=f"{s.label}: {f.subject}", message=f.message)
+        StoredFinding(kind=f.kind, severity=f.severity, subject=f"{s.label}: {f.subject}", message=f.message)
         for s in sources
         for f in s.report.findings
         if f.severity is Severity.ERROR and f.kind not in _RECOMPUTED

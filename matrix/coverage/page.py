@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from matrix.core.finding import Severity
 from matrix.core.model import Expectation, Matrix, Value
-from matrix.core.report import CellStatus, Severity
+from matrix.core.report import CellStatus
 from matrix.coverage.inputs import FindingRow, InputFile, InputKind, RowSeverity
 from matrix.coverage.merge import Coverage, CoverageResult
 

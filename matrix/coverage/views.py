@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from matrix.core.output import bounded_markdown, md_code, md_text
 from matrix.coverage.merge import SEVERITY_ORDER, Coverage, CoverageResult
 
 COVERAGE_SCHEMA = "specmatrix.coverage/1"
@@ -100,10 +101,11 @@ def coverage_markdown(result: CoverageResult, *, heatmap: str | None = None) -> 
     errors = result.errors
     lines = ["## specmatrix coverage", ""]
     verdict = f"**{len(errors)} finding(s)**" if errors else "**no findings**"
-    lines.append(f"{verdict} over {len(result.sources)} report(s); runners counted: {', '.join(result.runners) or 'none'}.")
+    runners = md_text(", ".join(result.runners) or "none")
+    lines.append(f"{verdict} over {len(result.sources)} report(s); runners counted: {runners}.")
     lines.append("")
     if errors:
-        lines += [f"- `{f.kind.value}` {f.message}" for f in errors] + [""]
+        lines += [f"- <code>{f.kind.value}</code> {md_text(f.message)}" for f in errors] + [""]
     tot = totals(result)
     lines += ["| " + " | ".join(_SHORT[c] for c in _COLUMNS) + " |", "|" + "---:|" * len(_COLUMNS)]
     lines += ["| " + " | ".join(str(tot[c.value]) for c in _COLUMNS) + " |", ""]
@@ -114,7 +116,9 @@ def coverage_markdown(result: CoverageResult, *, heatmap: str | None = None) -> 
     lines += ["|---|" + "---|" * len(result.layout.rows) + "---:|" * len(result.layout.columns) + "---:|" * len(_COLUMNS)]
     for b in buckets(result):
         cells = " | ".join(str(b.counts[c]) if b.counts[c] else "" for c in _COLUMNS)
-        lines.append(f"| {b.arch} | {' | '.join((*b.row, *b.column))} | {cells} |")
-    sources = ", ".join(f"`{s.label}` ({s.report.runner.name}, {len(s.report.cells)} results)" for s in result.sources)
+        lines.append(f"| {md_text(b.arch)} | {' | '.join(md_text(v) for v in (*b.row, *b.column))} | {cells} |")
+    sources = ", ".join(
+        f"{md_code(s.label)} ({md_text(s.report.runner.name)}, {len(s.report.cells)} results)" for s in result.sources
+    )
     lines += ["", f"Reports: {sources or 'none'}.", ""]
-    return "\n".join(lines)
+    return bounded_markdown(lines)

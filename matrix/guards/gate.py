@@ -6,8 +6,9 @@ import datetime as dt
 from dataclasses import dataclass
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
+from matrix.core.finding import Severity
 from matrix.guards.baseline import Baseline, BaselineEntry, compare_keys, finding_keys, fingerprint
-from matrix.guards.model import GuardFinding, GuardReport, Severity
+from matrix.guards.model import GuardFinding, GuardReport
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,8 +7,10 @@ import functools
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import PurePosixPath
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
+from matrix.core.finding import Finding, Severity, Tool, spec_of
 
 
 class Platform(StrEnum):
@@ -176,39 +178,8 @@ class GuardFindingKind(StrEnum):
     UNREGISTERED = "unregistered"
 
 
-FAILING_KINDS = frozenset(
-    {
-        GuardFindingKind.SILENT_SKIP,
-        GuardFindingKind.SILENT_PASS,
-        GuardFindingKind.NEVER_RUNS,
-        GuardFindingKind.UNSCHEDULED,
-        GuardFindingKind.UNPARSABLE,
-    }
-)
-
-
-class Severity(StrEnum):
-    """How loud a kind is: errors fail the run, warnings are shown, info only with `--show info`."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-    @property
-    def rank(self) -> int:
-        return {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}[self]
-
-
-SEVERITY: dict[GuardFindingKind, Severity] = {
-    **dict.fromkeys(FAILING_KINDS, Severity.ERROR),
-    GuardFindingKind.DISABLED_BY_SKIP: Severity.WARNING,
-    GuardFindingKind.UNKNOWN_LABEL: Severity.WARNING,
-    GuardFindingKind.DISABLED: Severity.INFO,
-    GuardFindingKind.UNDETERMINED: Severity.INFO,
-    GuardFindingKind.UNMAPPED: Severity.INFO,
-    GuardFindingKind.OUT_OF_SCOPE: Severity.INFO,
-    GuardFindingKind.UNREGISTERED: Severity.INFO,
-}
+# What each kind means, how loud it is and whether it fails: matrix/core/kinds.py (one entry per kind).
+FAILING_KINDS = frozenset(k for k in GuardFindingKind if spec_of(Tool.GUARDS, k.value).fails)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,7 +200,21 @@ class GuardFinding:
 
     @property
     def severity(self) -> Severity:
-        return SEVERITY[self.kind]
+        return spec_of(Tool.GUARDS, self.kind.value).severity
+
+    def finding(self, root: str = "") -> Finding:
+        """The record every writer reads; `root` is prefixed to the path (relative to the audited root) when set."""
+        return Finding(
+            tool=Tool.GUARDS,
+            kind=self.kind.value,
+            severity=self.severity,
+            subject=self.test if self.test != self.path else "",
+            message=self.reason,
+            path=str(PurePosixPath(root) / self.path) if root else self.path,
+            line=self.line,
+            runners=self.runners,
+            hint=self.hint,
+        )
 
     def fields(self) -> dict[str, object]:
         """The record as plain JSON values (dataclasses.asdict, without its deep copies)."""

@@ -6,40 +6,19 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
+from matrix.core.finding import Tool, kinds_of, spec_of
+from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
 from matrix.guards.gate import Gate
 from matrix.guards.model import GuardFinding, GuardFindingKind, GuardReport
 
 SCHEMA = "specmatrix.guards/1"
 Kind = GuardFindingKind
-# Failing kinds first, then what is listed for information.
-ORDER = (
-    Kind.SILENT_SKIP,
-    Kind.SILENT_PASS,
-    Kind.NEVER_RUNS,
-    Kind.UNSCHEDULED,
-    Kind.UNKNOWN_LABEL,
-    Kind.UNPARSABLE,
-    Kind.DISABLED_BY_SKIP,
-    Kind.DISABLED,
-    Kind.UNDETERMINED,
-    Kind.UNMAPPED,
-    Kind.OUT_OF_SCOPE,
-    Kind.UNREGISTERED,
-)
-TITLES = {
-    Kind.SILENT_SKIP: "Silent skips (registered on a runner where the guard certainly skips)",
-    Kind.NEVER_RUNS: "Never runs (skipped on every runner it is registered for)",
-    Kind.SILENT_PASS: "Silent passes (the test returns early when a CI fact is true, so it passes having tested nothing)",
-    Kind.UNSCHEDULED: "Unscheduled registrations (no workflow picks them up)",
-    Kind.UNKNOWN_LABEL: "Unknown runner labels (a selecting job runs on a label no runner profile knows)",
-    Kind.UNPARSABLE: "Unparsable files and registrations",
-    Kind.DISABLED_BY_SKIP: "Disabled by an unconditional skip (use the registration's disabled= instead)",
-    Kind.DISABLED: "Disabled registrations",
-    Kind.UNDETERMINED: "Undetermined guards (not evaluated: a fact the profiles do not give)",
-    Kind.UNMAPPED: "Unmapped suites (no runner profile; guards not evaluated)",
-    Kind.OUT_OF_SCOPE: "Out of scope (not CUDA or CPU)",
-    Kind.UNREGISTERED: "Test files without a registration",
-}
+# The order groups are listed in: the registry's (matrix/core/kinds.py).
+ORDER = tuple(Kind(spec.name) for spec in kinds_of(Tool.GUARDS))
+
+
+def title(kind: GuardFindingKind) -> str:
+    return spec_of(Tool.GUARDS, kind.value).title
 
 
 def shown_path(report: GuardReport, finding: GuardFinding) -> str:
@@ -87,9 +66,9 @@ def _entry_lines(gate: Gate | None) -> list[str]:
     lines: list[str] = []
     if gate is None:
         return lines
-    for title, entries in (("Expired baseline entries (fail)", gate.expired), ("Stale baseline entries", gate.stale)):
+    for heading, entries in (("Expired baseline entries (fail)", gate.expired), ("Stale baseline entries", gate.stale)):
         if entries:
-            lines.append(f"== {title}: {len(entries)}")
+            lines.append(f"== {heading}: {len(entries)}")
             lines += [f"{e.path}: {e.kind}: {e.test} on {e.runner} ({e.fingerprint})" for e in entries]
             lines.append("")
     return lines
@@ -103,7 +82,7 @@ def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None
         found = [f for f in shown if f.kind is kind]
         if not found:
             continue
-        lines.append(f"== {TITLES[kind]}: {len(found)}")
+        lines.append(f"== {title(kind)}: {len(found)}")
         for f in found:
             on = f" on {', '.join(f.runners)}" if f.runners else ""
             test = f.test if f.test != f.path else "module"
@@ -115,9 +94,9 @@ def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None
                 lines.append(f"    fix: {f.hint}")
         lines.append("")
     lines += _entry_lines(gate)
-    lines.append(summary_line(report, with_exit=False) + _gate_line(report, gate))
+    lines += (summary_line(report, with_exit=False) + _gate_line(report, gate)).split("\n")
     lines.append(status or status_line(report, gate))
-    return "\n".join(lines)
+    return text_lines(lines)
 
 
 def to_json_doc(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> dict[str, Any]:
@@ -147,11 +126,6 @@ def to_json(report: GuardReport, gate: Gate | None = None, *, exit_code: int | N
     return json.dumps(to_json_doc(report, gate, exit_code=exit_code), indent=2)
 
 
-def _cell(text: str, limit: int = 300) -> str:
-    flat = text.replace("|", "\\|").replace("\n", " ")
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
 # A job summary is read in a browser: keep the page short, put each kind's rows in a collapsed block.
 MD_ROWS_PER_KIND = 12
 MD_MAX_LINES = 99
@@ -166,8 +140,8 @@ def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int
     lines = [
         "## Guard audit",
         "",
-        f"`{report.root}`: {report.files_scanned} files read, {report.test_files} test files, "
-        f"{report.registered_files} registered; runners audited: {', '.join(report.runners) or 'none'}.",
+        f"{md_code(report.root)}: {report.files_scanned} files read, {report.test_files} test files, "
+        f"{report.registered_files} registered; runners audited: {md_text(', '.join(report.runners) or 'none')}.",
         "",
         "Findings: " + (", ".join(f"**{counts[k]}** {k.value}" for k in ORDER if counts[k]) or "none") + ".",
         "",
@@ -179,7 +153,7 @@ def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int
     for kind in kinds:
         found = [f for f in shown if f.kind is kind]
         lines += [
-            f"<details><summary>{TITLES[kind]}: {len(found)}</summary>",
+            f"<details><summary>{md_text(title(kind))}: {len(found)}</summary>",
             "",
             "| where | test | runners | why |",
             "|---|---|---|---|",
@@ -187,15 +161,16 @@ def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int
         for f in found[:per_kind]:
             why = f.hint or f.reason
             lines.append(
-                f"| `{shown_path(report, f)}:{f.line}` | `{_cell(f.test, 120)}` | {', '.join(f.runners)} | {_cell(why)} |"
+                f"| {md_code(f'{shown_path(report, f)}:{f.line}')} | {md_code(f.test, 120)} | "
+                f"{md_text(', '.join(f.runners))} | {md_text(why, 300)} |"
             )
         if len(found) > per_kind:
             lines.append(f"| ... | {len(found) - per_kind} more (see the annotations or --format text) | | |")
         lines += ["", "</details>"]
     lines.append("")
     if gate is not None and (gate.with_baseline or gate.hidden):
-        lines.append(_gate_line(report, gate).strip())
+        lines.append(md_text(_gate_line(report, gate).strip()))
         lines.append("")
     verdict = "**fails**" if exit_code else "passes"
     lines.append(f"The audit {verdict} (exit {exit_code}).")
-    return "\n".join(lines)
+    return bounded_markdown(lines)

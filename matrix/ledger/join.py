@@ -10,6 +10,7 @@ from enum import StrEnum
 
 from matrix.audit.allowlist import AllowEntry
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, DetectionError, SpecmatrixError
+from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.machine import MachineFacts, auto_runner, differences, find_runner
 from matrix.core.model import RunnerProfile
 from matrix.guards.baseline import Baseline, BaselineEntry, fingerprint
@@ -33,16 +34,8 @@ class LedgerFindingKind(StrEnum):
     BAD_LINE = "bad-line"
 
 
-FAILING = frozenset(
-    {
-        LedgerFindingKind.SILENT_SKIP,
-        LedgerFindingKind.NEVER_EXECUTED,
-        LedgerFindingKind.RAN_NOTHING,
-        LedgerFindingKind.NO_EXIT,
-        LedgerFindingKind.LOST_RECORDS,
-        LedgerFindingKind.NOT_SERVED,
-    }
-)
+# What each kind means and whether it fails: matrix/core/kinds.py.
+FAILING = frozenset(k for k in LedgerFindingKind if spec_of(Tool.LEDGER, k.value).fails)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +53,23 @@ class LedgerFinding:
     @property
     def failing(self) -> bool:
         return self.kind in FAILING and not self.accepted_by
+
+    def finding(self, root: str = "") -> Finding:
+        """The record every writer reads; `root` is prefixed to the path when set."""
+        settled = self.kind is LedgerFindingKind.SETTLED
+        path = f"{root.rstrip('/')}/{self.path}" if self.path and root not in ("", ".") else self.path
+        return Finding(
+            tool=Tool.LEDGER,
+            kind=self.kind.value,
+            severity=spec_of(Tool.LEDGER, self.kind.value).severity,
+            subject=self.test if self.test != self.path else "",
+            message=self.message,
+            path=path,
+            line=self.line,
+            runners=(self.runner,) if self.runner else (),
+            detail=f"static reason: {self.static}" if settled and self.static else self.static,
+            accepted_by=self.accepted_by,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

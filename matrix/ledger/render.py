@@ -6,23 +6,17 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from matrix.core.finding import Tool, spec_of
+from matrix.core.output import bounded_markdown, finding_annotation, md_code, md_text, text_lines
 from matrix.ledger.join import LedgerFinding, LedgerFindingKind, LedgerReport
 
 SCHEMA = "specmatrix.ledger-report/1"
 Kind = LedgerFindingKind
-TITLES = {
-    Kind.SILENT_SKIP: "Runtime silent skips (registered here, skipped here)",
-    Kind.NEVER_EXECUTED: "Never executed (registered here, no record)",
-    Kind.RAN_NOTHING: "Ran nothing (exited 0 without a test)",
-    Kind.NO_EXIT: "No exit record (killed or crashed)",
-    Kind.LOST_RECORDS: "Outcomes counted at exit but missing from the ledger",
-    Kind.SETTLED: "Static undetermined guards, settled by the run",
-    Kind.NOT_SERVED: "Ran on a runner that serves none of their suites",
-    Kind.NO_RUNNER: "Processes without runner facts",
-    Kind.BAD_LINE: "Unreadable ledger lines",
-}
 MD_ROWS = 40
-ANNOTATION_LIMIT = 4096
+
+
+def title(kind: LedgerFindingKind) -> str:
+    return spec_of(Tool.LEDGER, kind.value).title
 
 
 def _shown(report: LedgerReport, path: str) -> str:
@@ -57,7 +51,7 @@ def to_text(report: LedgerReport) -> str:
         found = report.of_kind(kind)
         if not found:
             continue
-        lines.append(f"== {TITLES[kind]}: {len(found)}")
+        lines.append(f"== {title(kind)}: {len(found)}")
         for f in found:
             where = f"{_shown(report, f.path)}:{f.line}: " if f.path else ""
             test = "" if f.test in ("", f.path) else f" {f.test}"
@@ -68,8 +62,8 @@ def to_text(report: LedgerReport) -> str:
             if f.accepted_by:
                 lines.append(f"    accepted by {f.accepted_by}")
         lines.append("")
-    lines.append(summary_line(report))
-    return "\n".join(lines)
+    lines += summary_line(report).split("\n")
+    return text_lines(lines)
 
 
 def to_json_doc(report: LedgerReport) -> dict[str, Any]:
@@ -90,17 +84,13 @@ def to_json(report: LedgerReport) -> str:
     return json.dumps(to_json_doc(report), indent=2)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
-
-
 def to_markdown(report: LedgerReport) -> str:
     """At most ~100 lines: counts per runner, then the findings (failing first) in a collapsed block."""
     verdict = "**fails**" if report.exit_code else "passes"
     lines = [
         "## Runtime skip ledger",
         "",
-        f"{len(report.ledgers)} ledger(s), {report.processes} process(es), suite `{report.root}`. The ledger {verdict} "
+        f"{len(report.ledgers)} ledger(s), {report.processes} process(es), suite {md_code(report.root)}. The ledger {verdict} "
         f"(exit {report.exit_code}).",
         "",
         "| runner | registered files | ran | passed | failed | error | skipped |",
@@ -109,7 +99,7 @@ def to_markdown(report: LedgerReport) -> str:
     for s in report.runners:
         st = s.statuses
         lines.append(
-            f"| {s.runner} | {s.registered} | {s.executed} | {st.get('passed', 0)} | {st.get('failed', 0)} | "
+            f"| {md_text(s.runner)} | {s.registered} | {s.executed} | {st.get('passed', 0)} | {st.get('failed', 0)} | "
             f"{st.get('error', 0)} | {st.get('skipped', 0)} |"
         )
     lines += ["", "| finding | count |", "|---|---:|", *(f"| {k.value} | {len(report.of_kind(k))} |" for k in Kind), ""]
@@ -122,38 +112,17 @@ def to_markdown(report: LedgerReport) -> str:
             "|---|---|---|---|---|---|",
         ]
         for f in shown:
-            where = f"`{_cell(_shown(report, f.path))}:{f.line}`" if f.path else ""
-            what = _cell(f.message + (f"; {f.static}" if f.static and f.kind is not Kind.SETTLED else ""))
-            test = f"`{_cell(f.test)}`" if f.test and f.test != f.path else ""
-            lines.append(f"| {_label(f)} | {f.kind.value} | {where} | {test} | {f.runner} | {what} |")
+            where = md_code(f"{_shown(report, f.path)}:{f.line}") if f.path else ""
+            what = md_text(f.message + (f"; {f.static}" if f.static and f.kind is not Kind.SETTLED else ""))
+            test = md_code(f.test) if f.test and f.test != f.path else ""
+            lines.append(f"| {_label(f)} | {f.kind.value} | {where} | {test} | {md_text(f.runner)} | {what} |")
         if len(report.findings) > MD_ROWS:
             lines.append(f"\n{len(report.findings) - MD_ROWS} more in the JSON report.")
         lines += ["", "</details>"]
-    return "\n".join(lines) + "\n"
-
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    return bounded_markdown(lines) + "\n"
 
 
 def to_github(report: LedgerReport) -> str:
     """Workflow commands, worst first (the runner shows only the first few of each severity)."""
-    lines: list[str] = []
-    for f in report.findings:
-        level = "notice" if f.kind is Kind.SETTLED or f.accepted_by else ("error" if f.failing else "warning")
-        props = []
-        if f.path:
-            props += [f"file={_escape_property(_shown(report, f.path))}", f"line={max(f.line, 1)}"]
-        props.append(f"title={_escape_property(f'specmatrix ledger ({f.kind.value})')}")
-        message = f.message + (f"; {f.static}" if f.static and f.kind is not Kind.SETTLED else "")
-        if f.test and f.test != f.path:
-            message = f"{f.test}: {message}"
-        if f.accepted_by:
-            message += f" (accepted by {f.accepted_by})"
-        lines.append(f"::{level} {','.join(props)}::{_escape_data(message[:ANNOTATION_LIMIT])}")
-    lines.append(_escape_data(summary_line(report)).replace("%0A", "\n"))
-    return "\n".join(lines)
+    lines = [finding_annotation(f.finding(), _shown(report, f.path) if f.path else "") for f in report.findings]
+    return "\n".join([*lines, text_lines(summary_line(report).split("\n"))])

@@ -6,17 +6,18 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from matrix.core.finding import Tool, spec_of
+from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
 from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import PytestAuditReport, PytestFinding
 
 SCHEMA = "specmatrix.pytest-audit/1"
 _SHOWN = (GuardFindingKind.SILENT_SKIP, GuardFindingKind.NEVER_RUNS, GuardFindingKind.UNSCHEDULED, GuardFindingKind.UNPARSABLE)
-_TITLES = {
-    GuardFindingKind.SILENT_SKIP: "tests that skip on every runner CI sends them to",
-    GuardFindingKind.NEVER_RUNS: "files that never run in this CI (every scheduled test skips)",
-    GuardFindingKind.UNSCHEDULED: "test files no CI entry selects",
-    GuardFindingKind.UNPARSABLE: "test files that do not parse",
-}
+
+
+def _title(kind: GuardFindingKind) -> str:
+    """How the pytest audit names a guard-audit kind (matrix/core/kinds.py, tool `pytest-audit`)."""
+    return spec_of(Tool.PYTEST_AUDIT, kind.value).title
 
 
 def summary_lines(report: PytestAuditReport) -> list[str]:
@@ -28,7 +29,7 @@ def summary_lines(report: PytestAuditReport) -> list[str]:
         found = report.of_kind(kind)
         if found:
             classes = ", ".join(f"{c.value} {n}" for c, n in report.class_counts(kind).items())
-            lines.append(f"{kind.value}: {len(found)} {_TITLES[kind]} ({classes})")
+            lines.append(f"{kind.value}: {len(found)} {_title(kind)} ({classes})")
     lines.append(f"jobs not read: {len(report.unread)}; unknown runner labels: {len(report.unknown_labels)}")
     return lines
 
@@ -44,7 +45,7 @@ def to_text(report: PytestAuditReport) -> str:
     lines.extend(f"{u.origin}: not read: {u.reason}" for u in report.unread)
     lines.extend(f"{u.origin}: unknown runner label {u.label!r}" for u in report.unknown_labels)
     lines.extend(summary_lines(report))
-    return "\n".join(lines) + "\n"
+    return text_lines(lines) + "\n"
 
 
 def _finding_doc(f: PytestFinding) -> dict[str, Any]:
@@ -71,11 +72,6 @@ def to_json(report: PytestAuditReport) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def cell(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split()).replace("|", "\\|")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def count_table(report: PytestAuditReport) -> list[str]:
     classes = sorted({c for k in _SHOWN for c in report.class_counts(k)}, key=lambda c: c.value)
     head = ["| finding | total | " + " | ".join(c.value for c in classes) + " |", "|---|---:|" + "---:|" * len(classes)]
@@ -91,21 +87,22 @@ def findings_table(findings: Sequence[PytestFinding], *, files: bool) -> list[st
     if files:
         lines = ["| file | class | runners | why |", "|---|---|---|---|"]
         lines += [
-            f"| `{cell(f.finding.path)}` | {f.guard_class.value} | {', '.join(f.finding.runners)} | {cell(f.finding.reason)} |"
+            f"| {md_code(f.finding.path, 200)} | {f.guard_class.value} | {md_text(', '.join(f.finding.runners))} "
+            f"| {md_text(f.finding.reason, 200)} |"
             for f in findings
         ]
         return lines
     lines = ["| test | class | runners | guard |", "|---|---|---|---|"]
     lines += [
-        f"| `{cell(f.finding.test, 160)}` | {f.guard_class.value} | {', '.join(f.finding.runners)} "
-        f"| `{cell(f.finding.guard, 160)}` |"
+        f"| {md_code(f.finding.test, 160)} | {f.guard_class.value} | {md_text(', '.join(f.finding.runners))} "
+        f"| {md_code(f.finding.guard, 160)} |"
         for f in findings
     ]
     return lines
 
 
 def to_markdown(report: PytestAuditReport) -> str:
-    lines = ["## pytest audit", "", *(f"- {line}" for line in summary_lines(report)), "", *count_table(report), ""]
+    lines = ["## pytest audit", "", *(f"- {md_text(line)}" for line in summary_lines(report)), "", *count_table(report), ""]
     for kind, files in (
         (GuardFindingKind.NEVER_RUNS, True),
         (GuardFindingKind.UNSCHEDULED, True),
@@ -113,11 +110,11 @@ def to_markdown(report: PytestAuditReport) -> str:
     ):
         found = report.of_kind(kind)
         if found:
-            lines += [f"<details><summary>{kind.value}: {len(found)} {_TITLES[kind]}</summary>", ""]
+            lines += [f"<details><summary>{kind.value}: {len(found)} {md_text(_title(kind))}</summary>", ""]
             lines += findings_table(found, files=files)
             lines += ["", "</details>", ""]
     if report.unread:
         lines += ["Jobs not read (declare them):", ""]
-        lines += [f"- `{cell(str(u.origin))}`: {cell(u.reason)}" for u in report.unread]
+        lines += [f"- {md_code(str(u.origin), 200)}: {md_text(u.reason, 200)}" for u in report.unread]
         lines.append("")
-    return "\n".join(lines)
+    return bounded_markdown(lines)

@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass
 
 from matrix.core.errors import UsageError
-from matrix.shard.baselines import Planner
 from matrix.shard.planner import plan_setup_aware
+from matrix.shard.reference_planners import Planner
 from matrix.shard.workload import Assignment, Workload, evaluate, work_seconds
 
 GITHUB_MATRIX_LIMIT = 256  # GitHub Actions runs at most 256 jobs per matrix

@@ -357,7 +357,7 @@ def test_stdout_on_a_full_disk_is_one_line(tmp_path):
 
 def test_stdout_closed_early_is_quiet_like_a_unix_tool(tmp_path):
     proc = subprocess.Popen(  # --json: far more than a pipe buffer holds, so the writer is still writing
-        [sys.executable, "-m", "matrix", "cells", "--runner", "4-gpu-b200", "--json"],
+        [sys.executable, "-m", "matrix", "cells", "--runner", "4-gpu-b200", "--format", "json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "SPECMATRIX_DETECT": B200},
@@ -456,7 +456,7 @@ def test_detect_without_a_fitting_profile_lists_the_nearest(capsys, monkeypatch,
     out, err = capsys.readouterr()
     assert "runner profile: none fits; nearest:" in out and nearest in out
     assert err.count("\n") == 1 and "no runner profile fits this machine" in err and "nearest:" in err
-    assert main(["detect", "--json"]) == 2
+    assert main(["detect", "--format", "json"]) == 2
     doc = json.loads(capsys.readouterr().out)
     assert doc["runner"] is None and len(doc["nearest"]) == 3
 
@@ -473,6 +473,6 @@ def test_a_runner_file_reusing_a_builtin_name_needs_replace_runner(capsys, tmp_p
     mine.write_text("[runner.4-gpu-b200]\ngpus = 2\ncapability = [8, 0]\n", encoding="utf-8")
     err = one_line_exit_2(capsys, "--runners", str(mine), "runners")
     assert "runner '4-gpu-b200' is already a built-in profile" in err and "--replace-runner 4-gpu-b200" in err
-    assert main(["--runners", str(mine), "--replace-runner", "4-gpu-b200", "runners", "--json"]) == 0
+    assert main(["--runners", str(mine), "--replace-runner", "4-gpu-b200", "runners", "--format", "json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["runners"]}
     assert (rows["4-gpu-b200"]["gpus"], rows["4-gpu-b200"]["capability"]) == (2, [8, 0])

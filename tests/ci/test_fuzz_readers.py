@@ -161,10 +161,10 @@ def _write(path: Path, content: str | bytes) -> Path:
 
 REPORT_COMMANDS = [
     ["audit", "{f}"],
-    ["audit", "--json", "{f}"],
+    ["audit", "--format", "json", "{f}"],
     ["timeline", "{f}"],
     ["coverage", "--out", "out", "--no-heatmap", "{f}"],
-    ["shard", "--runner", "4-gpu-b200", "--shards", "2", "--format", "gha", "--durations", "{f}"],
+    ["shard", "--runner", "4-gpu-b200", "--shards", "2", "--format", "github", "--durations", "{f}"],
 ]
 
 
@@ -331,7 +331,7 @@ detect_docs = st.fixed_dictionaries(
 @SETTINGS
 @given(
     detect=st.one_of(detect_docs.map(json.dumps), junk_text),
-    command=st.sampled_from([["detect"], ["detect", "--json"], ["cells", "--select", "draft-*"], ["runners"]]),
+    command=st.sampled_from([["detect"], ["detect", "--format", "json"], ["cells", "--select", "draft-*"], ["runners"]]),
 )
 def test_detection_override_survives_junk(detect: str, command: list[str]) -> None:
     # An environment variable holds neither NUL nor a lone surrogate.
@@ -355,11 +355,12 @@ def test_detection_override_survives_junk(detect: str, command: list[str]) -> No
                     "--budget",
                     "nan",
                     "-1",
-                    "--json",
+                    "--format",
+                    "json",
                     "--select",
                     "audit",
                     "--format",
-                    "gha",
+                    "github",
                     "detect",
                     "runners",
                     "explain",

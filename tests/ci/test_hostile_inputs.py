@@ -313,7 +313,7 @@ def test_guards_output_onto_an_audited_file_is_refused(tmp_path: Path) -> None:
     assert (root / "test_s.py").read_text() == S
 
 
-@pytest.mark.parametrize("option", ["--json", "--md"])
+@pytest.mark.parametrize("option", ["--output", "--summary"])
 def test_ledger_output_onto_the_ledger_is_refused(tmp_path: Path, option: str) -> None:
     root = suite(tmp_path)
     ledger = tmp_path / "l.jsonl"

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from matrix.core.errors import UsageError
-from matrix.shard.baselines import longest_first_files, longest_first_items
 from matrix.shard.plan import plan_budget, plan_shards
 from matrix.shard.planner import plan_setup_aware
+from matrix.shard.reference_planners import longest_first_files, longest_first_items
 from matrix.shard.workload import Assignment, WorkItem, Workload, check_assignment, evaluate, moved_items, work_seconds
 
 

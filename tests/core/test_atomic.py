@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from matrix.core.atomic import save_figure, write_bytes_atomic, write_text_atomic
+from matrix.core.atomic import append_text, save_figure, write_bytes_atomic, write_text_atomic
 from matrix.core.errors import OutputError
 
 
@@ -129,3 +129,17 @@ def test_figures_go_through_the_writer(tmp_path):
     plt.close(fig)
     assert target.read_bytes().startswith(b"\x89PNG")
     assert not (tmp_path / "victim").exists()
+
+
+def test_append_keeps_what_the_file_held_and_creates_its_folder(tmp_path):
+    summary = tmp_path / "step" / "summary.md"
+    append_text(summary, "## first\n")
+    append_text(summary, "## second \ud800\n")
+    assert summary.read_text(encoding="utf-8") == "## first\n## second ?\n"  # as write_text_atomic encodes it
+
+
+def test_append_refuses_a_fifo(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OutputError, match=r"cannot append|not a regular file"):
+        append_text(fifo, "x")

@@ -29,7 +29,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("runner", ["4-gpu-b200", "1-gpu-h200"])
 def test_cells_json_lists_every_cell_with_outcome_and_reason(capsys, default_matrix, runner):
-    code, out, _ = run(capsys, "cells", "--runner", runner, "--json")
+    code, out, _ = run(capsys, "cells", "--runner", runner, "--format", "json")
     assert code == 0
     doc = json.loads(out)
     assert doc["schema"] == "specmatrix.cells/1"
@@ -42,8 +42,8 @@ def test_cells_json_lists_every_cell_with_outcome_and_reason(capsys, default_mat
 
 
 def test_cells_b200_vs_h200_differ_on_fa3(capsys):
-    _, b200, _ = run(capsys, "cells", "--runner", "4-gpu-b200", "--json")
-    _, h200, _ = run(capsys, "cells", "--runner", "1-gpu-h200", "--json")
+    _, b200, _ = run(capsys, "cells", "--runner", "4-gpu-b200", "--format", "json")
+    _, h200, _ = run(capsys, "cells", "--runner", "1-gpu-h200", "--format", "json")
     b = {c["id"]: c["outcome"] for c in json.loads(b200)["cells"]}
     h = {c["id"]: c["outcome"] for c in json.loads(h200)["cells"]}
     fa3 = "draft-fa3-topk1-page16-hd128-gqa4-bf16-graph"
@@ -134,7 +134,7 @@ def test_explain_prints_rule_trail(capsys):
 
 
 def test_runners_counts(capsys):
-    code, out, _ = run(capsys, "runners", "--json")
+    code, out, _ = run(capsys, "runners", "--format", "json")
     assert code == 0
     rows = {r["name"]: r for r in json.loads(out)["runners"]}
     assert rows["cpu"]["run"] == 0
@@ -158,7 +158,7 @@ def test_auto_runner_output_says_detection_overridden(capsys, monkeypatch):
         "specmatrix cells: matrix frozen-kv-mtp-draft-attention on runner 1-gpu-h200 (auto-detected; 1 GPU(s), sm90)"
     )
     assert "note: detection overridden by SPECMATRIX_DETECT" in out
-    _, js, _ = run(capsys, "cells", "--json", "--select", "draft-fa3-topk1-page16-*")
+    _, js, _ = run(capsys, "cells", "--format", "json", "--select", "draft-fa3-topk1-page16-*")
     assert json.loads(js)["detection_overridden"] is True
 
 
@@ -267,9 +267,9 @@ def write_profile(path: Path, name: str) -> Path:
 @pytest.mark.parametrize(
     "argv",
     [
-        ["--runners", "{a}", "--runners", "{b}", "runners", "--json"],
-        ["runners", "--json", "--runners", "{a}", "--runners", "{b}"],
-        ["--runners", "{a}", "runners", "--runners", "{b}", "--json"],
+        ["--runners", "{a}", "--runners", "{b}", "runners", "--format", "json"],
+        ["runners", "--format", "json", "--runners", "{a}", "--runners", "{b}"],
+        ["--runners", "{a}", "runners", "--runners", "{b}", "--format", "json"],
     ],
     ids=["before", "after", "both"],
 )
@@ -309,7 +309,7 @@ def help_problems(parser) -> list[str]:
     for name, command in commands:
         formatter = HelpFormatter(prog=command.prog)
         for action in command._actions:
-            if not action.option_strings or isinstance(action, valueless):
+            if not action.option_strings or isinstance(action, valueless) or action.help == argparse.SUPPRESS:
                 continue
             option = f"specmatrix{name} {action.option_strings[-1]}"
             if not action.required and "default" not in formatter._get_help_string(action) % {"default": action.default}:

@@ -11,7 +11,7 @@ import pytest
 
 from matrix.core.detect import facts_from_override
 from matrix.core.errors import ConfigError, DetectionError, UnknownRunnerError
-from matrix.core.machine import MachineFacts, auto_runner, claim_runner, differences, name_matches
+from matrix.core.machine import MachineFacts, auto_runner, claim_runner, device_name_matches, differences
 from matrix.core.options import CliOverrides, resolve_options
 
 
@@ -128,7 +128,7 @@ def test_auto_needs_an_exact_fit_and_names_the_nearest_profiles(runners, facts, 
     ],
 )
 def test_device_names_match_on_whole_tokens(wanted, seen, matches):
-    assert name_matches(wanted, seen) is matches
+    assert device_name_matches(wanted, seen) is matches
 
 
 def test_claim_satisfied_and_unknown(runners):

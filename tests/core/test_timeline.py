@@ -90,10 +90,14 @@ def test_cli_prints_both_runs_and_the_speedup(tmp_path: Path, capsys: pytest.Cap
     for name, report in (("one.json", ONE), ("two.json", TWO)):
         (tmp_path / name).write_text(json.dumps(to_json(report)), encoding="utf-8")
     assert read_report(tmp_path / "two.json").cells[0].started == 11.0
-    assert main(["timeline", str(tmp_path / "two.json"), "--baseline", str(tmp_path / "one.json")]) == 0
+    assert main(["timeline", str(tmp_path / "two.json"), "--reference", str(tmp_path / "one.json")]) == 0
     out = capsys.readouterr().out
     assert "start-up to first item 11.0 s; workers finish 6.0 s apart; after the last item 3.0 s" in out
     assert "speedup 1.67x on 2x the workers (100.0 s -> 60.0 s), efficiency 0.83" in out
+    # The old spelling (before "baseline" meant only the guard audit's acknowledged findings) still works.
+    assert main(["timeline", str(tmp_path / "two.json"), "--baseline", str(tmp_path / "one.json")]) == 0
+    old = capsys.readouterr()
+    assert old.out == out and old.err == "specmatrix: warning: --baseline REPORT is deprecated; use --reference REPORT\n"
 
 
 @pytest.mark.parametrize(

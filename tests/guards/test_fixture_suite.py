@@ -163,7 +163,10 @@ def test_the_audit_never_imports_or_runs_the_suite(suite_copy, runners):
     marker = suite_copy / "execution" / "IMPORTED.marker"
     audit_tree(suite_copy, runners)
     done = subprocess.run(
-        [sys.executable, "-m", "matrix", "guards", str(suite_copy), "--json"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "matrix", "guards", str(suite_copy), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 1, done.stderr
     assert not marker.exists()

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from matrix.cli.main import main
-from matrix.guards.annotations import annotation, escape_data, escape_property
+from matrix.core.output import escape_data, escape_property, finding_annotation
 from matrix.guards.baseline import read_baseline
 from matrix.guards.model import GuardFinding, GuardFindingKind
 
@@ -118,7 +118,7 @@ def test_annotation_shape():
     finding = GuardFinding(
         kind=K.SILENT_SKIP, path="t.py", line=7, test="t.py::A", runners=("4-gpu-b200",), reason="r: x,y", hint="add it"
     )
-    line = annotation(finding, "test/t,1.py")
+    line = finding_annotation(finding.finding(), "test/t,1.py")
     assert (
         line
         == "::error file=test/t%2C1.py,line=7,title=specmatrix guards (silent-skip)::t.py::A on 4-gpu-b200: r: x,y%0Afix: add it"
@@ -170,7 +170,7 @@ def test_the_schema_check_catches_a_planted_defect(capsys, suite_copy, monkeypat
 
 
 def test_a_warm_run_reads_the_cache_and_a_change_invalidates_it(capsys, suite_copy, private_cache, monkeypatch):
-    code, cold, _ = run(capsys, "guards", str(suite_copy), "--json")
+    code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
     (cache_file,) = private_cache.glob("guards-*.json")
     from matrix.guards import tree
 
@@ -178,13 +178,13 @@ def test_a_warm_run_reads_the_cache_and_a_change_invalidates_it(capsys, suite_co
         raise AssertionError("parsed although cached")
 
     monkeypatch.setattr(tree, "analyse_source", refuse)
-    code2, warm, _ = run(capsys, "guards", str(suite_copy), "--json")
+    code2, warm, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
     assert (code2, warm) == (code, cold)
     monkeypatch.undo()
     monkeypatch.setenv("SPECMATRIX_CACHE_DIR", str(private_cache))
     fixed = suite_copy / "attention/test_trtllm_mha_guard_fixed.py"
     fixed.write_text(fixed.read_text().replace(" or is_sm100_supported()", ""), encoding="utf-8")
-    _, changed, _ = run(capsys, "guards", str(suite_copy), "--json")
+    _, changed, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
     assert json.loads(changed)["counts"]["silent-skip"] == json.loads(cold)["counts"]["silent-skip"] + 1
     assert cache_file.exists()
 
@@ -207,14 +207,14 @@ def test_parallel_and_serial_runs_agree(capsys, shared_suite, monkeypatch):
     from matrix.guards import tree
 
     monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 1)
-    _, serial, _ = run(capsys, "guards", str(shared_suite), "--json", "--no-cache", "--jobs", "1")
-    _, parallel, _ = run(capsys, "guards", str(shared_suite), "--json", "--no-cache", "--jobs", "2")
+    _, serial, _ = run(capsys, "guards", str(shared_suite), "--format", "json", "--no-cache", "--jobs", "1")
+    _, parallel, _ = run(capsys, "guards", str(shared_suite), "--format", "json", "--no-cache", "--jobs", "2")
     assert serial == parallel
 
 
 def test_output_file_is_written_atomically(capsys, shared_suite, tmp_path):
     target = tmp_path / "out" / "report.md"
-    code, out, _ = run(capsys, "guards", str(shared_suite), "--md", "--output", str(target))
+    code, out, _ = run(capsys, "guards", str(shared_suite), "--format", "md", "--output", str(target))
     assert code == 1
     assert out == ""
     assert target.read_text().startswith("## Guard audit")

@@ -37,8 +37,10 @@ def judge(
     capsys: pytest.CaptureFixture[str], suite: Path, ledger: Path, *extra: str | Path
 ) -> tuple[int, dict[str, object], str]:
     report = suite.parent / "report.json"
-    code, out, err = ledger_cli(capsys, ledger, "--root", suite / "registered", "--json", report, *extra)
+    code, _, err = ledger_cli(capsys, ledger, "--root", suite / "registered", "--format", "json", "--output", report, *extra)
     assert err == ""
+    text_code, out, err = ledger_cli(capsys, ledger, "--root", suite / "registered", *extra)
+    assert err == "" and text_code == code
     return code, json.loads(report.read_text(encoding="utf-8")), out
 
 

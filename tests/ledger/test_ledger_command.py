@@ -113,6 +113,35 @@ def test_baseline_and_allowlist_accept_a_runtime_skip(tmp_path: Path, capsys: py
     assert ledger_cli(capsys, ledger, "--root", ROOT, "--allow", expired)[0] == 1
 
 
+def test_the_allowlist_comes_from_the_option_cascade(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[tool.specmatrix] allowlist` applies to `ledger` as to the plugin; `--allowlist` (and the old `--allow`) too."""
+    skipped = clean_ledger().replace(
+        '"test": "registered/attention/test_dense_backend_guard.py::TestDenseBackend::test_decode", "status": "passed"',
+        '"test": "registered/attention/test_dense_backend_guard.py::TestDenseBackend::test_decode", "status": "skipped", '
+        '"reason": "needs sm90"',
+    )
+    ledger = write(tmp_path, "l.jsonl", skipped)
+    write(
+        tmp_path,
+        "allow.toml",
+        '[[allow]]\ntest = "attention/test_dense_backend_guard.py::*"\nreason = "sm90"\nexpires = 2999-01-01\nlink = "https://x/1"\n',
+    )
+    monkeypatch.chdir(tmp_path)
+    assert ledger_cli(capsys, ledger, "--root", ROOT)[0] == 1
+    write(tmp_path, "pyproject.toml", '[tool.specmatrix]\nallowlist = "allow.toml"\n')
+    assert ledger_cli(capsys, ledger, "--root", ROOT)[0] == 0
+    (tmp_path / "pyproject.toml").unlink()
+    assert ledger_cli(capsys, ledger, "--root", ROOT, "--allowlist", tmp_path / "allow.toml") == (
+        0,
+        ledger_cli(capsys, ledger, "--root", ROOT, "--allowlist", tmp_path / "allow.toml")[1],
+        "",
+    )
+    code, _, err = ledger_cli(capsys, ledger, "--root", ROOT, "--allow", tmp_path / "allow.toml")
+    assert code == 0 and err == "specmatrix: warning: --allow is deprecated; use --allowlist FILE\n"
+
+
 def test_a_claimed_runner_must_match_what_the_processes_saw(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ledger = write(tmp_path, "l.jsonl", clean_ledger(H100))
     code, out, err = ledger_cli(capsys, ledger, "--root", ROOT, "--runner", "4-gpu-b200")
@@ -186,10 +215,33 @@ def test_missing_root_and_missing_ledger_arguments(tmp_path: Path, capsys: pytes
 def test_outputs_are_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ledger = write(tmp_path, "l.jsonl", clean_ledger())
     md, js = tmp_path / "out" / "summary.md", tmp_path / "out" / "report.json"
-    code, out, _ = ledger_cli(capsys, ledger, "--root", ROOT, "--md", md, "--json", js, "--format", "json")
+    code, out, err = ledger_cli(capsys, ledger, "--root", ROOT, "--md", md, "--json", js, "--format", "json")
     assert code == 0
     assert json.loads(out) == json.loads(js.read_text()) and json.loads(out)["schema"] == "specmatrix.ledger-report/1"
     assert md.read_text().startswith("## Runtime skip ledger")
+    # The old spellings keep working, each with one deprecation line naming its replacement.
+    assert err.splitlines() == [
+        "specmatrix: warning: --md FILE is deprecated; use --summary FILE",
+        "specmatrix: warning: --json FILE is deprecated; use --format json --output FILE",
+    ]
+
+
+def test_new_spellings_write_the_same_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = write(tmp_path, "l.jsonl", clean_ledger())
+    js = tmp_path / "report.json"
+    code, out, err = ledger_cli(capsys, ledger, "--root", ROOT, "--format", "json", "--output", js)
+    assert (code, out, err) == (0, "", "")
+    assert json.loads(js.read_text())["schema"] == "specmatrix.ledger-report/1"
+
+
+def test_the_step_summary_is_appended_not_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = write(tmp_path, "l.jsonl", clean_ledger())
+    summary = write(tmp_path, "step_summary.md", "## an earlier step\n")
+    for flag in ("--summary", "--md"):
+        assert ledger_cli(capsys, ledger, "--root", ROOT, flag, summary)[0] == 0
+    text = summary.read_text()
+    assert text.startswith("## an earlier step\n")
+    assert text.count("## Runtime skip ledger") == 2
 
 
 def many_findings(count: int) -> LedgerReport:
@@ -217,8 +269,11 @@ def test_github_annotations_escape_per_the_toolkit() -> None:
     first = to_github(many_findings(1)).splitlines()[0]
     assert first == (
         "::error file=test/registered/a/test_0.py,line=3,title=specmatrix ledger (silent-skip)::"
-        "a/test_0.py::T::test: skipped: 100%25 of it, a:b,c%0Asecond line"
+        "a/test_0.py::T::test on 4-gpu-b200: skipped: 100%25 of it, a:b,c%0Asecond line"
     )
     odd = LedgerFinding(kind=LedgerFindingKind.SILENT_SKIP, path="a,b:c%.py", line=1, test="t", runner="r", message="m")
     report = LedgerReport(root=".", ledgers=(), runners=(), findings=(odd,), processes=0, records=0)
-    assert to_github(report).splitlines()[0] == "::error file=a%2Cb%3Ac%25.py,line=1,title=specmatrix ledger (silent-skip)::t: m"
+    assert (
+        to_github(report).splitlines()[0]
+        == "::error file=a%2Cb%3Ac%25.py,line=1,title=specmatrix ledger (silent-skip)::t on r: m"
+    )

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
+from matrix.audit.accounting import Accounts, PlannedItem
 from matrix.audit.findings import evaluate
-from matrix.audit.ledger import Ledger, PlannedItem
 from matrix.audit.nodeids import CellIdIndex, strip_params
 from matrix.audit.outcome import Observed, cell_status, observed_phase
 from matrix.audit.selection import CellChooser, expand_select_args
@@ -179,21 +179,21 @@ def _exps() -> dict[str, Expectation]:
     return expectations(MATRIX, load_runners()["4-gpu-b200"], MATRIX.pins)
 
 
-def test_ledger_worst_attempt_wins_and_every_planned_item_has_one_status() -> None:
-    ledger = Ledger()
+def test_accounts_worst_attempt_wins_and_every_planned_item_has_one_status() -> None:
+    accounts = Accounts()
     exps = _exps()  # once: judging all 242 cells per comprehension step cost 2 s
     ids = [c.id for c in MATRIX.cells if exps[c.id].outcome is Outcome.RUN][:3]
     for cell in ids:
-        ledger.plan(PlannedItem(nodeid=f"t.py::test[{cell}]", test="t.py::test", cell_id=cell))
+        accounts.plan(PlannedItem(nodeid=f"t.py::test[{cell}]", test="t.py::test", cell_id=cell))
     first, second, _ = (f"t.py::test[{c}]" for c in ids)
-    ledger.record(first, "???", "failed", message="worker 'gw0' crashed")  # crashed, then re-run and passed
+    accounts.record(first, "???", "failed", message="worker 'gw0' crashed")  # crashed, then re-run and passed
     for i, when in enumerate(("setup", "call", "teardown")):
-        ledger.record(first, when, "passed", duration=0.5, start=1005.0 + i / 2, worker="gw2")
-    ledger.phase_passed(second, "setup", 0.25, 1007.5)
-    ledger.record(second, "call", "passed")
-    ledger.record(second, "teardown", "failed", message="leaked")
-    ledger.record("t.py::test_other", "setup", "skipped", skip_reason="outside")
-    cells, outside = ledger.results(exps, origin=1000.0)
+        accounts.record(first, when, "passed", duration=0.5, start=1005.0 + i / 2, worker="gw2")
+    accounts.phase_passed(second, "setup", 0.25, 1007.5)
+    accounts.record(second, "call", "passed")
+    accounts.record(second, "teardown", "failed", message="leaked")
+    accounts.record("t.py::test_other", "setup", "skipped", skip_reason="outside")
+    cells, outside = accounts.results(exps, origin=1000.0)
     assert [c.status for c in cells] == [CellStatus.CRASHED, CellStatus.ERROR, CellStatus.NOT_RUN]
     assert cells[0].message == "2 attempts; worst counted: worker 'gw0' crashed"
     assert (cells[0].duration, cells[0].worker) == (1.5, "gw2")
@@ -202,15 +202,15 @@ def test_ledger_worst_attempt_wins_and_every_planned_item_has_one_status() -> No
 
 
 def test_findings_put_unexpected_skips_first_and_warnings_last() -> None:
-    ledger = Ledger()
+    accounts = Accounts()
     exps = _exps()
     run = next(c.id for c in MATRIX.cells if exps[c.id].outcome is Outcome.RUN)
     skip = next(c.id for c in MATRIX.cells if exps[c.id].outcome is Outcome.SKIP)
     for cell, outcome in ((skip, "passed"), (run, "skipped")):
-        ledger.plan(PlannedItem(nodeid=f"t.py::test[{cell}]", test="t.py::test", cell_id=cell))
-        ledger.record(f"t.py::test[{cell}]", "call", outcome, skip_reason="gone")
-    ledger.record("t.py::test_plain", "call", "skipped", skip_reason="x")
-    cells, outside = ledger.results(exps, origin=0.0)
+        accounts.plan(PlannedItem(nodeid=f"t.py::test[{cell}]", test="t.py::test", cell_id=cell))
+        accounts.record(f"t.py::test[{cell}]", "call", outcome, skip_reason="gone")
+    accounts.record("t.py::test_plain", "call", "skipped", skip_reason="x")
+    cells, outside = accounts.results(exps, origin=0.0)
     findings = evaluate(cells, outside, SkipPolicy.STRICT)
     assert [(f.kind, f.severity) for f in findings] == [
         (FindingKind.UNEXPECTED_SKIP, Severity.ERROR),

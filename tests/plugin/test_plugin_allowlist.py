@@ -72,7 +72,7 @@ def test_strict_runner_needs_an_allowlist_entry_for_every_outside_skip(
     args = [*STRICT, "--matrix-report", "out/report.json"]
     if allow is not None:
         write(pytester, "allow.toml", allow)
-        args += ["--matrix-allow", "allow.toml"]
+        args += ["--matrix-allowlist", "allow.toml"]
     result = pytester.runpytest(*args)
     result.assert_outcomes(passed=1, skipped=2)
     assert result.ret == ret
@@ -85,7 +85,7 @@ def test_strict_runner_needs_an_allowlist_entry_for_every_outside_skip(
 def test_allowed_skips_name_their_entry(pytester: pytest.Pytester) -> None:
     write(pytester, "test_outside.py", OUTSIDE)
     write(pytester, "allow.toml", ALLOW_BOTH.format(expires="2999-12-31"))
-    pytester.runpytest(*STRICT, "--matrix-allow", "allow.toml", "--matrix-report", "out/report.json")
+    pytester.runpytest(*STRICT, "--matrix-allowlist", "allow.toml", "--matrix-report", "out/report.json")
     outside = {o["nodeid"]: o for o in report_of(pytester)["outside"]}
     assert outside["test_outside.py::test_fp8"]["allowed_by"].endswith("until 2999-12-31: https://example.org/issues/1")
     assert outside["test_outside.py::TestLegacy::test_decode"]["skip_reason"] == "sm90 only"
@@ -137,7 +137,7 @@ def test_a_module_level_skip_outside_the_matrix_is_audited(pytester: pytest.Pyte
 def test_a_bad_allowlist_is_a_one_line_usage_error(pytester: pytest.Pytester, text: str, message: str) -> None:
     write(pytester, "allow.toml", text)
     write(pytester, "test_any.py", "def test_a():\n    pass\n")
-    result = pytester.runpytest(*STRICT, "--matrix-allow", "allow.toml")
+    result = pytester.runpytest(*STRICT, "--matrix-allowlist", "allow.toml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: specmatrix: {message}"])
     assert "Traceback" not in result.stderr.str()
@@ -166,3 +166,23 @@ def test_parse_accepts_dates_as_text() -> None:
     assert entry.expires == dt.date(2030, 2, 3)
     with pytest.raises(UsageError, match=r"f.toml: \[\[allow\]\] #1: 'link'"):
         parse_allowlist({"allow": [{"test": "a", "reason": "b", "expires": "2030-02-03"}]}, "f.toml")
+
+
+@pytest.mark.usefixtures("b200")
+@pytest.mark.parametrize("how", ["pyproject", "old-flag"])
+def test_the_allowlist_from_pyproject_or_the_old_flag(pytester: pytest.Pytester, how: str) -> None:
+    """`[tool.specmatrix] allowlist` reaches the plugin; `--matrix-allow` still works and says it is deprecated."""
+    write(pytester, "test_outside.py", OUTSIDE)
+    write(pytester, "allow.toml", ALLOW_BOTH.format(expires="2999-12-31"))
+    args = [*STRICT, "--matrix-report", "out/report.json"]
+    if how == "pyproject":
+        pytester.makepyprojecttoml('[tool.specmatrix]\nallowlist = "allow.toml"\n')
+    else:
+        args += ["--matrix-allow", "allow.toml"]
+    result = pytester.runpytest(*args)
+    outside = {o["nodeid"]: o for o in report_of(pytester)["outside"]}
+    assert outside["test_outside.py::test_fp8"]["allowed_by"] is not None
+    warnings = [line for line in result.stderr.lines if "deprecated" in line]
+    assert warnings == (
+        [] if how == "pyproject" else ["specmatrix: warning: --matrix-allow is deprecated; use --matrix-allowlist FILE"]
+    )

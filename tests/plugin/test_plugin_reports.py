@@ -83,7 +83,7 @@ def test_junit_has_one_testcase_per_item_and_unexpected_skips_fail(finished_run:
 def test_markdown_lists_unexpected_skips_first_and_appends_to_the_step_summary(finished_run: Path) -> None:
     md = (finished_run / "out/report.md").read_text(encoding="utf-8")
     assert md.index("### Unexpected skips (1)") < md.index("### Other findings (1)") < md.index("### Counts")
-    assert "| `test_run.py::test_cell[alpha-s2]` | flaky on this host | no rule restricts this cell |" in md
+    assert "| <code>test_run.py::test_cell\\[alpha-s2\\]</code> | flaky on this host | no rule restricts this cell |" in md
     assert "| **planned** | **4** |" in md
     summary = (finished_run / "summary.md").read_text(encoding="utf-8")
     assert summary == "earlier step\n" + md
@@ -199,7 +199,7 @@ def test_audit_exits_2_on_a_truncated_file(tmp_path: Path, capsys: pytest.Captur
 def test_audit_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "r.json"
     write_report(_report(CellStatus.SKIPPED_UNEXPECTED), path)
-    assert main(["audit", "--json", str(path)]) == 1
+    assert main(["audit", "--format", "json", str(path)]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "specmatrix.audit/1" and doc["ok"] is False
     (entry,) = doc["reports"]

@@ -47,7 +47,7 @@ def test_items_carry_their_start_and_two_workers_halve_the_wall(
     assert one.busy >= 1.2 and two.busy >= 1.2 and one.other_busy >= 0.2 and two.other_busy >= 0.2
     scaling = Scaling(base=one, scaled=two)
     assert scaling.worker_ratio == 2
-    assert main(["timeline", str(pytester.path / "two/report.json"), "--baseline", str(pytester.path / "one/report.json")]) == 0
+    assert main(["timeline", str(pytester.path / "two/report.json"), "--reference", str(pytester.path / "one/report.json")]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^  gw0: \d items, ", out, re.MULTILINE) and re.search(r"^  main: 4 items, ", out, re.MULTILINE)
     assert f"speedup {scaling.speedup:.2f}x on 2x the workers" in out

@@ -39,7 +39,7 @@ class _Tally:
         self.timings: dict[str, float] | None = None
 
 
-class Ledger:
+class Accounts:
     """Planned items and the observations for them (and for tests outside the matrix)."""
 
     def __init__(self) -> None:

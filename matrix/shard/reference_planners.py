@@ -1,4 +1,4 @@
-"""Baseline planners the setup-aware one is measured against; pure."""
+"""Reference planners the setup-aware one is measured against (longest-first over items or files); pure."""
 
 from __future__ import annotations
 

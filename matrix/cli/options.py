@@ -1,0 +1,117 @@
+"""The command-line names every command shares, declared once: `--format`, `--output`, `--allowlist`.
+
+`--format json` prints JSON on stdout and `--output FILE` writes what would be printed to FILE (atomically), in
+every command that prints a result. Older spellings keep working and say once, on stderr, what replaces them
+(`DEPRECATED`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from matrix.core.options import warn_deprecated
+
+ALLOWLIST_HELP = "allowlist TOML ([[allow]] test, reason, expires, link) (default: [tool.specmatrix] allowlist, else none)"
+
+
+def _set_format(parser: argparse.ArgumentParser, ns: argparse.Namespace, dest: str, value: str, option: str) -> None:
+    """Two spellings asking for different formats (`--json --md`) are a usage error, as the old exclusive group was."""
+    previous = getattr(ns, "_format_option", None)
+    # `--format a --format b` keeps argparse's last-one-wins; only two different spellings conflict.
+    if previous is not None and previous != option and getattr(ns, dest) != value:
+        parser.error(f"argument {option}: not allowed with argument {previous}")
+    ns._format_option = option
+    setattr(ns, dest, value)
+
+
+class _DeprecatedFlag(argparse.Action):
+    """A flag kept for compatibility: sets `dest` to `const` and warns."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        warn_deprecated(self.option_strings[0])
+        _set_format(parser, ns, self.dest, self.const, self.option_strings[0])
+
+
+class _DeprecatedValue(argparse.Action):
+    """An option with a value kept for compatibility under its old name: stores the value and warns."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, key: str = "", **kwargs: Any) -> None:
+        self.key = key or option_strings[0]
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        warn_deprecated(self.key)
+        setattr(ns, self.dest, values)
+
+
+class _Format(argparse.Action):
+    """`--format NAME`; an old name in `renamed` is accepted with a warning and stored under its new name."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, renamed: dict[str, str] | None = None, **kwargs: Any):
+        self.renamed = renamed or {}
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        if values in self.renamed:
+            warn_deprecated(f"--format {values}")
+            values = self.renamed[values]
+        _set_format(parser, ns, self.dest, values, "--format")
+
+
+def add_output_options(
+    p: argparse.ArgumentParser,
+    formats: Sequence[str],
+    *,
+    default: str = "text",
+    legacy_flags: Sequence[str] = (),
+    renamed: dict[str, str] | None = None,
+) -> None:
+    """`--format` (one of `formats`) and `--output FILE`; `legacy_flags` ("json", "md") keep `--json` / `--md`."""
+    renamed = renamed or {}
+    shown = ", ".join(formats)
+    p.add_argument(
+        "--format",
+        action=_Format,
+        renamed=renamed,
+        choices=[*formats, *renamed],
+        default=default,
+        metavar="FORMAT",
+        help=f"what to print: {shown} (default: {default})",
+    )
+    for name in legacy_flags:
+        p.add_argument(f"--{name}", dest="format", action=_DeprecatedFlag, const=name, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write what would be printed to FILE (atomically) instead of stdout (default: stdout)",
+    )
+
+
+def add_allowlist_option(p: argparse.ArgumentParser, *, old: str = "") -> None:
+    """`--allowlist FILE` (the cascade's `allowlist`); `old` keeps an earlier spelling working."""
+    p.add_argument("--allowlist", type=Path, metavar="FILE", help=ALLOWLIST_HELP)
+    if old:
+        p.add_argument(old, dest="allowlist", type=Path, action=_DeprecatedValue, help=argparse.SUPPRESS)
+
+
+def add_deprecated_path(p: argparse.ArgumentParser, old: str, dest: str, *, key: str = "") -> None:
+    """A file option kept under its old name and meaning (`ledger --json FILE`), with a warning."""
+    action = _DeprecatedValue
+    p.add_argument(old, dest=dest, type=Path, action=action, key=key or f"{old} FILE", metavar="FILE", help=argparse.SUPPRESS)
+
+
+def add_summary_option(p: argparse.ArgumentParser) -> None:
+    """`--summary FILE`: append a Markdown job summary (GitHub's `$GITHUB_STEP_SUMMARY` keeps earlier steps')."""
+    p.add_argument(
+        "--summary",
+        type=Path,
+        metavar="FILE",
+        help='append a Markdown job summary to FILE, e.g. "$GITHUB_STEP_SUMMARY" (default: none)',
+    )
