@@ -4,8 +4,9 @@ Usage:
     python ci/pytest_audit_flashinfer.py --checkout ~/src/flashinfer
     python ci/pytest_audit_flashinfer.py --git-dir /path/to/flashinfer.git     # a bare clone: HEAD is extracted
 Options: --schedule FILE (default ci/schedules/flashinfer-pr-test.toml), --out FILE (default docs/pytest-audit.md),
---jobs N (default 2). What CI runs comes from the declared schedule (the workflow builds its GPU matrix at run
-time); the page records the commit, the command and every count, so anyone can rerun it on their checkout.
+--jobs N (default 2). What CI runs comes from the checkout's workflows and the scripts they run, merged with the
+declared schedule (PR Test builds its GPU matrix at run time); the page records the commit, the command and every
+count, so anyone can rerun it on their checkout.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from matrix.pytest_suites.audit import PytestAuditReport  # noqa: E402
 from matrix.pytest_suites.render import count_table, findings_table, summary_lines  # noqa: E402
 from matrix.pytest_suites.run import AuditInput, run_audit  # noqa: E402
 
-PATHS = ("tests", "scripts", "pytest.ini", "pyproject.toml", ".github/workflows/pr-test.yml")
+# The workflows and the container wrapper (`ci/bash.sh`) the jobs hand their scripts to: the walker reads them.
+PATHS = ("tests", "scripts", "pytest.ini", "pyproject.toml", ".github/workflows", "ci/bash.sh")
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -56,14 +58,19 @@ def page(report: PytestAuditReport, commit: str, command: str, seconds: float) -
     lines = [
         "# pytest audit of flashinfer's CI",
         "",
-        "Tests of [flashinfer](https://github.com/flashinfer-ai/flashinfer) that its PR Test workflow",
-        "(`.github/workflows/pr-test.yml`) sends only to runners where they skip, found statically by",
-        "`specmatrix pytest-audit` (nothing is imported or run). What CI runs is declared in",
-        "`ci/schedules/flashinfer-pr-test.toml`: the workflow builds its GPU matrix with `jq` at run time",
-        "(A10G `sm86` runs `scripts/task_jit_run_tests_part{1..5}.sh`, T4 `sm75` part 3, H100 `h100`",
-        "`scripts/task_run_unit_tests.sh`, which collects all of `tests/`); the scripts are read for their",
-        "`pytest` lines. Runner profiles: `matrix/data/runners.toml` (t4 sm75, a10g sm86, h100 sm90, CUDA 12.9 of",
-        "the cu129 image). Predicates: `matrix/data/predicates/` (torch, flashinfer `flashinfer/utils.py`).",
+        "Tests of [flashinfer](https://github.com/flashinfer-ai/flashinfer) that its CI sends only to runners where",
+        "they skip, found statically by `specmatrix pytest-audit` (nothing is imported or run). What CI runs comes",
+        "from two places. The audit walks the checkout's `.github/workflows` and the shell scripts their steps run",
+        "(also a script handed to the container wrapper `ci/bash.sh`): that reads the Nightly Release job",
+        "`test-nightly-build` (sm86, five shards, `scripts/task_test_nightly_build.sh` ->",
+        "`scripts/task_jit_run_tests_part${TEST_SHARD}.sh`, `FLASHINFER_DISABLE_JIT=1`). PR Test",
+        "(`.github/workflows/pr-test.yml`) builds its GPU matrix with `jq` at run time and runs",
+        "`./scripts/${TEST_SCRIPT}` from `matrix.script`, so the walker lists that job as not read, and",
+        "`ci/schedules/flashinfer-pr-test.toml` declares it (A10G `sm86` runs",
+        "`scripts/task_jit_run_tests_part{1..5}.sh`, T4 `sm75` part 3, H100 `h100` `scripts/task_run_unit_tests.sh`,",
+        "which collects all of `tests/`); the declared scripts are read for their `pytest` lines the same way.",
+        "Runner profiles: `matrix/data/runners.toml` (t4 sm75, a10g sm86, h100 sm90, CUDA 12.9 of the cu129",
+        "image). Predicates: `matrix/data/predicates/` (torch, flashinfer `flashinfer/utils.py`).",
         "",
         f"- flashinfer commit: `{commit}`",
         f"- command: `{command}`",
@@ -97,8 +104,9 @@ def page(report: PytestAuditReport, commit: str, command: str, seconds: float) -
         "",
         *(f"- `{u.origin}`: {u.reason}" for u in report.unread),
         "",
-        "The moe_ep unit run (`tests/moe_ep/run_tests.sh unit`, its `run_unit()`) is declared in the schedule file",
-        "instead. Assumptions taken:",
+        "The PR Test matrix job is declared in the schedule file; so is the moe_ep unit run",
+        "(`tests/moe_ep/run_tests.sh unit`, its `run_unit()`) of the PR jobs. The nightly shard 1 calls the same",
+        "`run_unit()`, which is listed above and not declared. Assumptions taken:",
         "",
         *(f"- {a}" for a in report.assumptions),
         "",

@@ -13,7 +13,7 @@ from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import UsageError
 from matrix.core.options import Options, load_runner_profiles
 from matrix.pytest_suites.render import to_json, to_markdown, to_text
-from matrix.pytest_suites.run import AuditInput, run_audit
+from matrix.pytest_suites.run import AuditInput, has_workflows, run_audit
 
 FORMATS = {"text": to_text, "json": to_json, "md": to_markdown}
 
@@ -23,8 +23,9 @@ def register(sub: Any) -> None:
         "pytest-audit",
         help="find tests that skip on every runner a pytest suite's CI sends them to",
         description=(
-            "Collect ROOT's pytest tests statically (nothing is imported), read what CI runs from declared schedule "
-            "files (TOML) and Buildkite test-area files, and evaluate every skip guard on the runner profiles each "
+            "Collect ROOT's pytest tests statically (nothing is imported), read what CI runs from ROOT's GitHub "
+            "workflows (and the shell scripts their steps run), declared schedule files (TOML) for what those cannot "
+            "say and Buildkite test-area files, and evaluate every skip guard on the runner profiles each "
             "test is scheduled on. Exit 1 when a scheduled test skips on every runner, a file never runs, a test file "
             "is scheduled nowhere or does not parse; 0 when clean; 2 on bad input."
         ),
@@ -77,8 +78,10 @@ def _jobs(value: int | None) -> int:
 
 
 def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
-    if not args.schedule_file and not args.buildkite:
-        raise UsageError("pytest-audit: give at least one --schedule-file or --buildkite file (what CI runs)")
+    if not args.schedule_file and not args.buildkite and not has_workflows(args.root):
+        raise UsageError(
+            f"pytest-audit: {args.root} has no .github/workflows; give a --schedule-file or --buildkite file (what CI runs)"
+        )
     profiles = load_runner_profiles(options)
     inputs = AuditInput(
         root=args.root,

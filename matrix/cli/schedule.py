@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from matrix.cli.options import add_output_options
 from matrix.core.errors import ConfigError
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import text_lines
-from matrix.schedule.load import find_workflows, load_schedule
+from matrix.schedule.load import all_readers, find_workflows, load_declared, load_schedule
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, SuiteSelection
 
 SCHEMA = "specmatrix.schedule/1"
@@ -23,12 +24,21 @@ def register(sub: Any) -> None:
         help="print the CI schedule read from a repository's workflows (what runs where, and why it is believed)",
         description=(
             "Walk the GitHub workflows of the repository at or above PATH (reusable workflows, matrices, runner-config "
-            "tables) and print every entry: what it selects, its runs-on labels and the runner profiles they name, its "
+            "tables; the shell scripts steps run) and print every entry, sglang run_suite.py and pytest alike: what it "
+            "selects, its runs-on labels and the runner profiles they name, its "
             "gating, its origin file:line and every assumption made to read it. Exit 0; 2 when no workflow is found."
         ),
     )
     p.add_argument("path", type=Path, nargs="?", default=Path("."), help="repository root or a folder inside it (default: .)")
     add_output_options(p, ("text", "json"))
+    p.add_argument(
+        "--schedule-file",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a declared schedule TOML for what the workflows cannot say, shown in its own section; repeatable (default: none)",
+    )
     p.set_defaults(func=cmd_schedule)
 
 
@@ -36,9 +46,15 @@ def cmd_schedule(args: argparse.Namespace, options: Options) -> int:
     root = find_workflows(args.path) if args.path.exists() else None
     if root is None:
         raise ConfigError(f"{args.path}: no .github/workflows folder at or above it")
-    schedule = load_schedule(root, load_runner_profiles(options))
-    # Job names, labels and commands come from the repository's CI files: text is escaped like every audit's.
-    print(to_json(schedule) if args.format == "json" else text_lines(to_text(schedule, root).split("\n")))
+    runners = load_runner_profiles(options)
+    # Every reader, and the scripts steps run, so pytest entries show beside sglang's run_suite.py ones.
+    schedule = load_schedule(root, runners, all_readers(), follow_scripts=True)
+    declared = [(str(path), load_declared(path, root, runners, all_readers())[0]) for path in args.schedule_file]
+    if args.format == "json":
+        print(to_json(schedule, declared))
+    else:
+        # Job names, labels and commands come from the repository's CI files: text is escaped like every audit's.
+        print(text_lines(to_text(schedule, root, declared).split("\n")))
     return 0
 
 
@@ -47,11 +63,37 @@ def _selection(entry: ScheduleEntry) -> str:
     if isinstance(s, SuiteSelection):
         return f"run_suite.py --suite {s.suite}" + (f" --hw {s.hw}" if s.hw else "") + (" --nightly" if s.nightly else "")
     assert isinstance(s, PytestSelection)
-    return f"pytest {' '.join(s.paths)} (in {s.working_dir})"
+    parts = [*s.paths, *(f"--ignore={x}" for x in s.ignore), *(f"--deselect {x}" for x in s.deselect)]
+    parts += [f"-k {s.keyword!r}"] if s.keyword else []
+    parts += [f"-m {s.markexpr!r}"] if s.markexpr else []
+    parts += [f"shard {s.shard[0]}/{s.shard[1]}"] if s.shard else []
+    shown = " ".join(parts)
+    return f"pytest {shown[:300]}{'...' if len(shown) > 300 else ''} (in {s.working_dir})"
 
 
-def to_text(schedule: Schedule, root: Path) -> str:
+def to_text(schedule: Schedule, root: Path, declared: Sequence[tuple[str, Schedule]] = ()) -> str:
+    """The workflows' entries, then each declared file's, then every job not read and every unknown label."""
     lines = [f"schedule of {root}: {len(schedule.entries)} entries from {len(schedule.sources)} CI files"]
+    lines += _entries(schedule)
+    for name, extra in declared:
+        lines.append(f"declared in {name}: {len(extra.entries)} entries")
+        lines += _entries(extra)
+    unread = [*schedule.unread, *(u for _, d in declared for u in d.unread)]
+    unknown = [*schedule.unknown_labels, *(u for _, d in declared for u in d.unknown_labels)]
+    if unread:
+        lines.append(f"unread ({len(unread)}):")
+        lines += [f"  {u.origin}: {u.reason}" for u in unread]
+    if unknown:
+        lines.append(f"labels no runner profile knows ({len(unknown)}):")
+        for u in unknown:
+            near = f" (nearest: {', '.join(u.nearest)})" if u.nearest else ""
+            lines.append(f"  {u.label}{near}: {u.origin}")
+    lines.append("files read: " + ", ".join(schedule.sources))
+    return "\n".join(lines)
+
+
+def _entries(schedule: Schedule) -> list[str]:
+    lines: list[str] = []
     for entry in schedule.entries:
         profiles = ", ".join(entry.profiles) or "NO PROFILE"
         gates = "/".join(g.value for g in entry.gates)
@@ -59,30 +101,38 @@ def to_text(schedule: Schedule, root: Path) -> str:
         lines.append(f"    from {entry.origin}")
         for assumption in entry.assumptions:
             lines.append(f"    assumed: {assumption}")
-    if schedule.unread:
-        lines.append(f"unread ({len(schedule.unread)}):")
-        lines += [f"  {u.origin}: {u.reason}" for u in schedule.unread]
-    if schedule.unknown_labels:
-        lines.append(f"labels no runner profile knows ({len(schedule.unknown_labels)}):")
-        for u in schedule.unknown_labels:
-            near = f" (nearest: {', '.join(u.nearest)})" if u.nearest else ""
-            lines.append(f"  {u.label}{near}: {u.origin}")
-    lines.append("files read: " + ", ".join(schedule.sources))
-    return "\n".join(lines)
+    return lines
 
 
 def _origin(o: Any) -> dict[str, Any]:
     return {"file": o.file, "line": o.line, "job": o.job, "via": list(o.via)}
 
 
-def to_json(schedule: Schedule) -> str:
-    def selection(entry: ScheduleEntry) -> dict[str, Any]:
-        s = entry.selection
-        if isinstance(s, SuiteSelection):
-            return {"type": "run_suite", "suite": s.suite, "hw": s.hw, "nightly": s.nightly}
-        return {"type": "pytest", "paths": list(s.paths), "working_dir": s.working_dir}
+def _json_selection(entry: ScheduleEntry) -> dict[str, Any]:
+    s = entry.selection
+    if isinstance(s, SuiteSelection):
+        return {"type": "run_suite", "suite": s.suite, "hw": s.hw, "nightly": s.nightly}
+    return {
+        "type": "pytest",
+        "paths": list(s.paths),
+        "working_dir": s.working_dir,
+        "ignore": list(s.ignore),
+        "deselect": list(s.deselect),
+        "keyword": s.keyword,
+        "markexpr": s.markexpr,
+        "shard": list(s.shard) if s.shard else None,
+    }
 
-    doc = {
+
+def to_json(schedule: Schedule, declared: Sequence[tuple[str, Schedule]] = ()) -> str:
+    doc = _json_doc(schedule)
+    doc["declared"] = [{"file": name, **_json_doc(extra)} for name, extra in declared]
+    return json.dumps(doc, indent=2)
+
+
+def _json_doc(schedule: Schedule) -> dict[str, Any]:
+    selection = _json_selection
+    return {
         "schema": SCHEMA,
         "sources": list(schedule.sources),
         "entries": [
@@ -102,4 +152,3 @@ def to_json(schedule: Schedule) -> str:
             {"label": u.label, "nearest": list(u.nearest), "origin": _origin(u.origin)} for u in schedule.unknown_labels
         ],
     }
-    return json.dumps(doc, indent=2)

@@ -13,36 +13,17 @@ import yaml
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import read_text
-from matrix.core.tomlfields import read_toml_file
 from matrix.pytest_suites.audit import FileAudit, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.collect import Collector
 from matrix.pytest_suites.config import discover, read_pytest_config
 from matrix.pytest_suites.packs import builtin_packs
 from matrix.schedule.buildkite import read_test_area
-from matrix.schedule.declared import declared_schedule, parse_declared
+from matrix.schedule.github import read_github
+from matrix.schedule.load import TreeLoader, load_declared
 from matrix.schedule.model import Schedule
 from matrix.schedule.pytest_command import PytestCommandReader
 
-MAX_SOURCE_BYTES = 4 * 1024 * 1024
 MAX_YAML_BYTES = 2 * 1024 * 1024
-
-
-class TreeLoader:
-    """Repository-relative path -> text, or None: outside the root, missing, oversized or not UTF-8."""
-
-    def __init__(self, root: Path):
-        self.root = root.resolve()
-
-    def __call__(self, path: str) -> str | None:
-        if path.startswith("/") or ".." in path.split("/"):
-            return None
-        target = self.root / path
-        try:
-            if not target.is_file() or target.stat().st_size > MAX_SOURCE_BYTES:
-                return None
-            return target.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +32,11 @@ class AuditInput:
     schedule_files: tuple[Path, ...] = ()
     buildkite_files: tuple[Path, ...] = ()
     installed: frozenset[str] = frozenset()
+    workflows: bool = True  # read ROOT's .github/workflows (and the scripts their steps run) when it has them
+
+
+def has_workflows(root: Path) -> bool:
+    return (root / ".github" / "workflows").is_dir()
 
 
 def _merge(schedules: Sequence[Schedule]) -> Schedule:
@@ -58,7 +44,8 @@ def _merge(schedules: Sequence[Schedule]) -> Schedule:
         entries=tuple(e for s in schedules for e in s.entries),
         unread=tuple(u for s in schedules for u in s.unread),
         unknown_labels=tuple(u for s in schedules for u in s.unknown_labels),
-        sources=tuple(x for s in schedules for x in s.sources),
+        sources=tuple(dict.fromkeys(x for s in schedules for x in s.sources)),
+        ci_names=tuple(sorted({n for s in schedules for n in s.ci_names})),
     )
 
 
@@ -74,15 +61,18 @@ def _step_lines(text: str) -> dict[str, int]:
 
 
 def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> tuple[Schedule, dict[str, str]]:
-    """Every schedule the inputs name, and the declared marker conditions."""
+    """Every schedule the inputs name (the checkout's GitHub workflows, declared files, Buildkite test areas),
+    and the declared marker conditions."""
     load = TreeLoader(inputs.root)
     readers = (PytestCommandReader(),)
     schedules: list[Schedule] = []
     markers: dict[str, str] = {}
+    if inputs.workflows and has_workflows(inputs.root):
+        schedules.append(read_github(inputs.root, readers, profiles, scripts=load))
     for path in inputs.schedule_files:
-        declared = parse_declared(read_toml_file(path), str(path))
-        markers.update(dict(declared.markers))
-        schedules.append(declared_schedule(declared, profiles, load, readers))
+        declared, declared_markers = load_declared(path, inputs.root, profiles, readers)
+        markers.update(declared_markers)
+        schedules.append(declared)
     for path in inputs.buildkite_files:
         text = read_text(path, ConfigError, limit=MAX_YAML_BYTES)
         try:

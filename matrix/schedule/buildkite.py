@@ -22,9 +22,10 @@ from matrix.schedule.model import (
     Selection,
     StepContext,
     UnknownLabel,
+    UnreadableCommand,
     UnreadJob,
 )
-from matrix.schedule.pytest_command import UnexpandedVariable, commands_of, logical_lines
+from matrix.schedule.pytest_command import commands_of, logical_lines
 
 CONTAINER_ROOT = "/vllm-workspace"
 DEFAULT_WORKING_DIR = "/vllm-workspace/tests"
@@ -131,8 +132,8 @@ def _step_commands(commands: Any, context: StepContext, readers: Sequence[Comman
                 try:
                     for reader in readers:
                         found.extend(reader.selections(words, context))
-                except UnexpandedVariable as exc:
-                    problems.append(f"${exc.args[0]} has no value in the step")
+                except UnreadableCommand as exc:
+                    problems.append(exc.reason)
     return found, problems
 
 

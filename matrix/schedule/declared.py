@@ -27,6 +27,7 @@ from typing import Any
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.tomlfields import expect_keys, str_field, strings_field, table_field, tables_field
+from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import (
     CommandReader,
     Gate,
@@ -35,9 +36,10 @@ from matrix.schedule.model import (
     ScheduleEntry,
     StepContext,
     UnknownLabel,
+    UnreadableCommand,
     UnreadJob,
 )
-from matrix.schedule.pytest_command import ScriptLoader, UnexpandedVariable, read_script
+from matrix.schedule.pytest_command import ScriptLoader, read_script
 
 MAX_ENTRIES = 1_000
 
@@ -124,14 +126,6 @@ def _entry(t: Mapping[str, Any], where: str) -> DeclaredEntry:
     )
 
 
-def profiles_for_labels(labels: Sequence[str], profiles: Mapping[str, RunnerProfile]) -> tuple[str, ...]:
-    """Profiles one of whose labels the job's `runs-on` names; several: the one with fewest GPUs first."""
-    wanted = set(labels)
-    found = [p for p in profiles.values() if wanted & set(p.labels)]
-    found.sort(key=lambda p: (p.gpus, p.name))
-    return tuple(p.name for p in found[:1])
-
-
 def declared_schedule(
     declared: Declared, profiles: Mapping[str, RunnerProfile], load: ScriptLoader, readers: Sequence[CommandReader]
 ) -> Schedule:
@@ -141,17 +135,20 @@ def declared_schedule(
         UnreadJob(origin=Origin(file=declared.source, line=line, job=job), reason=why) for job, line, why in declared.unread
     ]
     unknown: list[UnknownLabel] = []
+    labels = LabelIndex(profiles)
     for d in declared.entries:
         origin = Origin(file=declared.source, line=d.line, job=d.job)
-        names = d.profiles or profiles_for_labels(d.labels, profiles)
+        resolution = Resolution(profiles=d.profiles) if d.profiles else labels.resolve(d.labels)
+        names = resolution.profiles
         missing = [n for n in names if n not in profiles]
         if missing:
             raise ConfigError(f"{declared.source}: job {d.job!r}: unknown profile {missing[0]!r}")
         if not names:
-            unknown.append(UnknownLabel(label=",".join(d.labels), origin=origin, nearest=()))
+            unknown.append(labels.unknown(d.labels, origin))
             continue
         context = StepContext(working_dir=d.working_dir, env=dict(d.env), origin=origin)
-        assumption = (f"declared: {d.note}",) if d.note else ("declared, not read from the workflow",)
+        said = (f"declared: {d.note}",) if d.note else ("declared, not read from the workflow",)
+        assumption = (*said, *resolution.assumptions)
         found: list[tuple[Any, Origin]] = []
         if d.script is not None:
             result = read_script(d.script, load, readers, context)
@@ -166,8 +163,8 @@ def declared_schedule(
             for reader in readers:
                 try:
                     found.extend((s, origin) for s in reader.selections(words, context))
-                except UnexpandedVariable as exc:
-                    unread.append(UnreadJob(origin=origin, reason=f"${exc.args[0]} has no value"))
+                except UnreadableCommand as exc:
+                    unread.append(UnreadJob(origin=origin, reason=exc.reason))
         if not found:
             unread.append(UnreadJob(origin=origin, reason="no pytest invocation found in what the job runs"))
         entries.extend(

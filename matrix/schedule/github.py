@@ -11,7 +11,7 @@ the entry.
 
 from __future__ import annotations
 
-import difflib
+import functools
 import itertools
 import math
 import re
@@ -24,17 +24,20 @@ from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import read_text
 from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate, expand, truthy
+from matrix.schedule.labels import LabelIndex
 from matrix.schedule.model import (
     CommandReader,
     Gate,
     Origin,
     Schedule,
     ScheduleEntry,
+    Selection,
     StepContext,
     UnknownLabel,
     UnreadableCommand,
     UnreadJob,
 )
+from matrix.schedule.pytest_command import ScriptLoader, ScriptResult, called_scripts, read_script
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
 from matrix.schedule.shell import commands
 from matrix.schedule.yamldoc import load_yaml
@@ -58,7 +61,6 @@ _ENV_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_]\w*)=([^"'\n]*?)["']?\s*>>\s*["
 _NAME = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
 CI_SCRIPT_DIRS = ("scripts/ci", ".github/actions", ".github/scripts", ".buildkite", "ci")
 MAX_SCRIPT_BYTES = 8 * 1024 * 1024
-_GENERIC_LABELS = frozenset({"self-hosted", "linux", "x64", "arm64", "gpu"})
 
 
 def workflow_files(root: Path) -> tuple[Path, list[Path]]:
@@ -146,8 +148,15 @@ class _Context:
     via: tuple[str, ...]
 
 
-def read_github(root: Path, readers: Sequence[CommandReader], runners: Mapping[str, RunnerProfile]) -> Schedule:
-    """The schedule of every workflow under `root` (see the module docstring); bad input is one ConfigError."""
+def read_github(
+    root: Path,
+    readers: Sequence[CommandReader],
+    runners: Mapping[str, RunnerProfile],
+    *,
+    scripts: ScriptLoader | None = None,
+) -> Schedule:
+    """The schedule of every workflow under `root` (see the module docstring); bad input is one ConfigError.
+    With `scripts` (repo-relative path -> text or None), the shell scripts a step runs are read too."""
     repo, files = workflow_files(root)
     workflows: dict[str, _Workflow] = {}
     for path in files:
@@ -160,7 +169,7 @@ def read_github(root: Path, readers: Sequence[CommandReader], runners: Mapping[s
             raise ConfigError(f"{name}: a workflow must be a mapping with jobs")
         _check_shape(doc, name)
         workflows[name] = _Workflow(name=name, doc=doc, lines=tuple(text.splitlines()))
-    walker = _Walker(repo=repo, workflows=workflows, readers=tuple(readers), runners=runners)
+    walker = _Walker(repo=repo, workflows=workflows, readers=tuple(readers), runners=runners, scripts=scripts)
     return walker.run()
 
 
@@ -255,31 +264,31 @@ class _Walker:
         workflows: Mapping[str, _Workflow],
         readers: tuple[CommandReader, ...],
         runners: Mapping[str, RunnerProfile],
+        scripts: ScriptLoader | None = None,
     ) -> None:
         self.repo = repo
+        # A script called from many matrix jobs is read from disk once.
+        self.scripts = functools.lru_cache(maxsize=512)(scripts) if scripts is not None else None
         self.workflows = workflows
         self.readers = readers
         self.runners = runners
         self.table: RunnerConfigTable | None = find_table(repo)
         self.outputs = self._echoed_outputs()
-        self.labels: dict[str, list[tuple[str, bool]]] = {}
-        for name, profile in runners.items():
-            for label in profile.labels:
-                self.labels.setdefault(label, []).append((name, False))
-            for label in profile.former_labels:
-                self.labels.setdefault(label, []).append((name, True))
+        self.labels = LabelIndex(runners)
         self.entries: list[ScheduleEntry] = []
         self.unread: list[UnreadJob] = []
         self.unknown: dict[tuple[str, str], UnknownLabel] = {}
         self._output_cache: dict[str, tuple[Any, tuple[str, ...]]] = {}
         self._walked: dict[str, tuple[list[ScheduleEntry], list[UnreadJob], list[UnknownLabel]]] = {}
-        self._nearest: dict[str, tuple[str, ...]] = {}
         self._lines: dict[tuple[str, str, int], int] = {}
         self._stack: list[str] = []
+        self._script_results: dict[tuple[str, str, tuple[tuple[str, str], ...], Origin], ScriptResult] = {}
         self._notes_now = _Notes()
         # Every reader names the text its commands hold: lines without any are not split.
         found = [getattr(r, "keywords", None) for r in self.readers]
         self.keywords = None if any(k is None for k in found) else tuple(k for ks in found if ks for k in ks)
+        if self.keywords is not None and scripts is not None:
+            self.keywords = (*self.keywords, ".sh")  # a line that runs a script may lead to one
 
     def run(self) -> Schedule:
         for wf in self.workflows.values():
@@ -598,34 +607,56 @@ class _Walker:
         for command in commands(script, working, self.keywords):
             context_env = {**env, **dict(command.env)}
             context = StepContext(working_dir=command.working_dir, env=context_env, origin=origin)
+            used = [
+                f"{unknown[int(m.group(1))].text} is known only at run time"
+                for w in command.words
+                for m in PLACEHOLDER.finditer(w)
+                if int(m.group(1)) < len(unknown)
+            ]
+            found: list[tuple[Selection, Origin]] = []
             for reader in self.readers:
                 try:
-                    selections = list(reader.selections(command.words, context))
+                    found.extend((selection, origin) for selection in reader.selections(command.words, context))
                 except UnreadableCommand as exc:
                     self.unread.append(UnreadJob(origin=origin, reason=_shown(exc.reason, unknown)))
-                    continue
-                used = [
-                    f"{unknown[int(m.group(1))].text} is known only at run time"
-                    for w in command.words
-                    for m in PLACEHOLDER.finditer(w)
-                    if int(m.group(1)) < len(unknown)
-                ]
-                for selection in selections:
-                    for labels, label_notes in label_sets:
-                        profiles, former = self._profiles(labels)
-                        assumptions = [*notes.items, *label_notes, *former, *dict.fromkeys(used)]
-                        entry = ScheduleEntry(
-                            selection=selection,
-                            labels=labels,
-                            profiles=profiles,
-                            env=tuple(sorted(context_env.items())),
-                            gates=gates,
-                            assumptions=tuple(dict.fromkeys(assumptions)),
-                            origin=origin,
-                        )
-                        self.entries.append(entry)
-                        if not profiles:
-                            self._unknown_label(labels, origin)
+            if self.scripts is not None:
+                found.extend(self._scripts(command.words, context, unknown))
+            for selection, where in found:
+                for labels, label_notes in label_sets:
+                    resolution = self.labels.resolve(labels)
+                    profiles = resolution.profiles
+                    assumptions = [*notes.items, *label_notes, *resolution.assumptions, *dict.fromkeys(used)]
+                    entry = ScheduleEntry(
+                        selection=selection,
+                        labels=labels,
+                        profiles=profiles,
+                        env=tuple(sorted(context_env.items())),
+                        gates=gates,
+                        assumptions=tuple(dict.fromkeys(assumptions)),
+                        origin=where,
+                    )
+                    self.entries.append(entry)
+                    if not profiles:
+                        self._unknown_label(labels, origin)
+
+    def _scripts(
+        self, words: Sequence[str], context: StepContext, unknown: tuple[Unknown, ...]
+    ) -> list[tuple[Selection, Origin]]:
+        """What the shell scripts a command runs select (each at its own file:line, called from the step); a
+        script that is missing, nested too deep or named only at run time is listed as unread."""
+        assert self.scripts is not None
+        found: list[tuple[Selection, Origin]] = []
+        for path, why in called_scripts(words, context):
+            if path is None:
+                self.unread.append(UnreadJob(origin=context.origin, reason=_shown(why, unknown)))
+                continue
+            key = (path, context.working_dir, tuple(sorted(context.env.items())), context.origin)
+            if key not in self._script_results:  # the same step in every matrix job reads the same script
+                self._script_results[key] = read_script(path, self.scripts, self.readers, context)
+            result = self._script_results[key]
+            found.extend(result.selections)
+            self.unread.extend(UnreadJob(origin=where, reason=_shown(reason, unknown)) for where, reason in result.unread)
+        return found
 
     def _labels(
         self, ctx: _Context, runs_on: Any, matrix: Mapping[str, Any], event: str, notes: _Notes
@@ -657,26 +688,9 @@ class _Walker:
                 out.append(((as_text(option),), tuple(local.items)))
         return out
 
-    def _profiles(self, labels: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
-        names: list[str] = []
-        former: list[str] = []
-        for label in labels:
-            for name, is_former in self.labels.get(label, ()):
-                if name not in names:
-                    names.append(name)
-                if is_former:
-                    former.append(f"{label} is a former label of {name}")
-        return tuple(names), former
-
     def _unknown_label(self, labels: tuple[str, ...], origin: Origin) -> None:
-        label = ", ".join(x for x in labels if x not in _GENERIC_LABELS) or ", ".join(labels) or "(no runs-on)"
-        key = (label, str(origin))
-        if key in self.unknown:
-            return
-        if label not in self._nearest:
-            known = sorted(set(self.labels) | set(self.runners))
-            self._nearest[label] = tuple(difflib.get_close_matches(label, known, n=3, cutoff=0.5))
-        self.unknown[key] = UnknownLabel(label=label, origin=origin, nearest=self._nearest[label])
+        found = self.labels.unknown(labels, origin)
+        self.unknown.setdefault((found.label, str(origin)), found)
 
     def _interesting(self, run: Any) -> bool:
         """Whether a `run:` text may hold a command a reader reads: one of their keywords, or an expression that

@@ -8,13 +8,14 @@ into further scripts up to a fixed depth.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from matrix.schedule.model import CommandReader, Origin, PytestSelection, Selection, StepContext
+from matrix.schedule.model import CommandReader, Origin, PytestSelection, Selection, StepContext, UnreadableCommand
 
 MAX_SCRIPT_DEPTH = 4
 MAX_SCRIPT_LINES = 20_000
@@ -73,13 +74,20 @@ _VALUED = frozenset(
 _SHORT_VALUED = frozenset({"-c", "-p", "-o", "-n", "-W", "-k", "-m", "-r"})
 _PYTEST_PROGRAMS = frozenset({"pytest", "py.test"})
 _PYTHONS = re.compile(r"^(python|python3(\.\d+)?)$")
+_RUN_TIME = "__UNRESOLVED_"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # ${NAME:-default}, ${NAME-default}, ${NAME}, $NAME, $$NAME (Buildkite's escaped dollar)
 _VARIABLE = re.compile(r"\$\$?(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
-class UnexpandedVariable(ValueError):
-    """A word holds a variable whose value neither the step's env nor a literal default gives."""
+class UnexpandedVariable(UnreadableCommand):
+    """A word holds a variable whose value neither the step's env nor a literal default gives, or whose value is
+    a workflow expression known only at run time (`TEST_SCRIPT: ${{ matrix.script }}`)."""
+
+    def __init__(self, name: str, value: str | None = None) -> None:
+        known = f"is {value[:80]}, known only at run time" if value is not None else "has no value the step or a default gives"
+        super().__init__(f"${name} {known}")
+        self.name = name
 
 
 def expand(word: str, env: Mapping[str, str]) -> str:
@@ -88,6 +96,8 @@ def expand(word: str, env: Mapping[str, str]) -> str:
     def one(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(4)
         if name in env and (env[name] or match.group(2) != ":-"):
+            if "${{" in env[name]:
+                raise UnexpandedVariable(name, env[name])
             return env[name]
         if match.group(2) is not None:
             return match.group(3)
@@ -134,10 +144,16 @@ def _relative(path: str, working_dir: str) -> str:
 class PytestCommandReader:
     """Reads `pytest` and `python -m pytest` command lines; `--shard-id`/`--num-shards` become the shard."""
 
+    # Lines without one of these cannot hold a pytest command: the GitHub walker does not split them.
+    keywords = ("pytest", "py.test")
+
     def selections(self, words: Sequence[str], context: StepContext) -> Iterable[Selection]:
         args = _pytest_arguments(strip_prefixes(words))
         if args is None:
             return ()
+        late = next((a for a in args if _RUN_TIME in a), None)
+        if late is not None:  # the GitHub walker's stand-in for a `${{ ... }}` it could not resolve
+            raise UnreadableCommand(f"pytest argument {late[:80]} is known only at run time")
         return (parse_pytest_arguments([expand(a, context.env) for a in args], context.working_dir),)
 
 
@@ -231,8 +247,15 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
 
 def commands_of(line: str) -> list[list[str]] | None:
     """The simple commands of one line, split at list operators; None when the line does not tokenise."""
+    found = _split_line(line)
+    return None if found is None else [list(c) for c in found]
+
+
+@functools.lru_cache(maxsize=8192)
+def _split_line(line: str) -> tuple[tuple[str, ...], ...] | None:
+    # The same script is read once per job that calls it: its lines are split once.
     try:
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
         lexer.whitespace_split = True
         lexer.commenters = "#"
         words = list(lexer)
@@ -240,11 +263,11 @@ def commands_of(line: str) -> list[list[str]] | None:
         return None
     out: list[list[str]] = [[]]
     for word in words[:MAX_WORDS]:
-        if word in _LIST_OPERATORS or set(word) <= set(";&|"):
+        if word in _LIST_OPERATORS or set(word) <= set(";&|()"):
             out.append([])
         else:
             out[-1].append(word)
-    return [c for c in out if c]
+    return tuple(tuple(c) for c in out if c)
 
 
 ScriptLoader = Callable[[str], str | None]
@@ -277,6 +300,11 @@ def top_level(lines: Sequence[tuple[int, str]]) -> tuple[list[tuple[int, str]], 
     return out, functions
 
 
+@functools.lru_cache(maxsize=256)
+def _script_lines(text: str) -> tuple[list[tuple[int, str]], list[tuple[str, int]]]:
+    return top_level(logical_lines(text))
+
+
 def read_script(
     path: str,
     load: ScriptLoader,
@@ -296,13 +324,17 @@ def read_script(
     selections: list[tuple[Selection, Origin]] = []
     unread: list[tuple[Origin, str]] = []
     env = dict(context.env)
-    lines, functions = top_level(logical_lines(text))
+    lines, functions = _script_lines(text)
     unread.extend(
         (replace(here, line=line), f"pytest inside the shell function {name}() is not followed; declare what it runs")
         for name, line in functions
     )
-    for number, line in lines:
+    wanted = _keywords(readers)
+    for number, written in lines:
+        if wanted is not None and not any(k in written for k in wanted) and not _SETS.match(written):
+            continue  # no reader's text, no script call, no assignment: nothing to read on this line
         origin = replace(here, line=number)
+        line = own_folder(written, path)
         commands = commands_of(line)
         if commands is None:
             if "pytest" in line:
@@ -315,12 +347,25 @@ def read_script(
             selections.extend((s, origin) for s in found)
             if problem is not None:
                 unread.append((origin, problem))
-            called = _called_script(strip_prefixes(words), context.working_dir)
-            if called is not None:
+            for called, why in called_scripts(words, step):
+                if called is None:
+                    unread.append((origin, why))
+                    continue
                 inner = read_script(called, load, readers, step, depth + 1)
                 selections.extend(inner.selections)
                 unread.extend(inner.unread)
     return ScriptResult(selections=tuple(selections), unread=tuple(unread))
+
+
+_SETS = re.compile(r"^(export\s+)?[A-Za-z_][A-Za-z0-9_]*=|^:\s+\$\{")
+
+
+def _keywords(readers: Sequence[CommandReader]) -> tuple[str, ...] | None:
+    """The text a line must hold for a reader (or a script call) to find something; None: every line."""
+    found = [getattr(r, "keywords", None) for r in readers]
+    if any(k is None for k in found):
+        return None
+    return (*(k for ks in found if ks for k in ks), ".sh")
 
 
 def _note_assignment(words: Sequence[str], env: dict[str, str]) -> None:
@@ -344,19 +389,68 @@ def _command(words: Sequence[str], context: StepContext, readers: Sequence[Comma
     for reader in readers:
         try:
             found.extend(reader.selections(words, context))
-        except UnexpandedVariable as exc:
-            return [], f"${exc.args[0]} has no value the step or a default gives"
+        except UnreadableCommand as exc:
+            return [], exc.reason
     return found, None
 
 
+def called_scripts(words: Sequence[str], context: StepContext) -> list[tuple[str | None, str]]:
+    """The shell scripts a command runs, repo-relative: `bash x.sh`, `./x.sh`, and the scripts handed to a wrapper
+    script as arguments (`bash ci/docker.sh IMAGE ./scripts/task.sh`). A script path known only at run time
+    comes back as (None, why), so the caller lists it instead of dropping it."""
+    stripped = strip_prefixes(words)
+    first = _called_script(stripped, context.working_dir)
+    if first is None:
+        raw = _script_word(stripped)
+        if raw is None or "$" not in raw:
+            return []
+        try:
+            value = expand(raw, context.env)
+        except UnexpandedVariable as exc:
+            return [(None, f"runs the script {raw}: {exc.reason}")]
+        if "$" in value:
+            return [(None, f"runs the script {raw}, known only at run time")]
+        first = _relative(value, context.working_dir)
+    out: list[tuple[str | None, str]] = [(first, "")]
+    start = 2 if stripped[0] in _SHELLS else 1
+    for word in stripped[start:]:
+        if word.startswith("-") or ("/" not in word and not word.endswith(".sh")):
+            continue
+        try:
+            value = expand(word, context.env)
+        except UnexpandedVariable as exc:
+            if "$" in word.split("/")[-1]:  # the script's own name is the run-time part
+                out.append((None, f"{first} runs the script {word}: {exc.reason}"))
+            continue
+        if value.endswith(".sh") and "$" not in value:
+            out.append((_relative(value, context.working_dir), ""))
+    return out
+
+
+def _script_word(words: Sequence[str]) -> str | None:
+    if words and words[0] in _SHELLS and len(words) > 1 and words[1].endswith(".sh"):
+        return words[1]
+    if words and words[0].endswith(".sh") and ("/" in words[0]):
+        return words[0]
+    return None
+
+
 def _called_script(words: Sequence[str], working_dir: str) -> str | None:
-    if not words:
-        return None
-    target: str | None = None
-    if words[0] in _SHELLS and len(words) > 1 and words[1].endswith(".sh"):
-        target = words[1]
-    elif words[0].endswith(".sh") and ("/" in words[0]):
-        target = words[0]
+    target = _script_word(words)
     if target is None or "$" in target:
         return None
     return _relative(target, working_dir)
+
+
+# `$(dirname "${BASH_SOURCE[0]}")`, `$(dirname "$0")` and `$(cd "$(dirname ...)"/.. && pwd)`: the script's own
+# folder (or the folders above it).
+_DIRNAME = r"""\$\(dirname\s+"?\$\{?(?:BASH_SOURCE(?:\[0\])?|0)\}?"?\)"""
+_OWN_FOLDER = re.compile(rf"""\$\(\s*cd\s+"?{_DIRNAME}"?((?:/\.\.)*)/?"?\s*&&\s*pwd\s*\)|{_DIRNAME}""")
+
+
+def own_folder(line: str, path: str) -> str:
+    """`line` with the idioms naming the running script's folder replaced by that folder (repo-relative)."""
+    if "$(" not in line:
+        return line
+    here = posixpath.dirname(path) or "."
+    return _OWN_FOLDER.sub(lambda m: posixpath.normpath(here + (m.group(1) or "")), line)
