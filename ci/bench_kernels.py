@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from matrix.gpu.bench import main
+from tools.gpu.bench import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,12 +6,13 @@
 #   bash ci/gpu_host_runs.sh one-warm  # GPU 0 only: warm re-run over one's caches, then an import-time profile
 #   bash ci/gpu_host_runs.sh probe     # small runs with and without the CPU tests and xdist, then the matrix without them
 #   bash ci/gpu_host_runs.sh checks    # the contract mutation and the planted crash (every GPU)
-#   bash ci/gpu_host_runs.sh smoke     # one check per level (python -m matrix.gpu.smoke), then two sglang mutations small
+#   bash ci/gpu_host_runs.sh smoke     # one check per level (python -m tools.gpu.smoke), then two sglang mutations small
 #   bash ci/gpu_host_runs.sh full      # cold run, warm re-run, the mutation table (gpu-mutations), the no-contract run
 #   bash ci/gpu_host_runs.sh verify-probe  # ci/probe_target_verify.py: target verify per request against the kit
 #   bash ci/gpu_host_runs.sh one-shared    # GPU 0 shared by four workers: cold run, then the warm re-run
 #   bash ci/gpu_host_runs.sh mutations-shared  # baseline and every sglang mutation, four workers on GPU 0
 #   bash ci/gpu_host_runs.sh isolate       # one cell of each level, each in its own child process (after one-shared)
+#   bash ci/gpu_host_runs.sh cold-mutations  # GPU 0 shared by four workers: the matrix cold, then the mutation table
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -63,13 +64,13 @@ case "$MODE" in
     step warm1n 90 CUDA_VISIBLE_DEVICES=0 $G "$NOCPU" --matrix-report "$R/warm1n.json" ;;
   checks)
     caches x2
-    step mutation 60 SPECMATRIX_GPU_MUTATION=unexpanded-max-bs $G --matrix-select 'draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/mutation.json"
+    step mutation 60 SPECMATRIX_GPU_SIZING_PLANT=unexpanded-max-bs $G --matrix-select 'draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/mutation.json"
     step plant 60 SPECMATRIX_GPU_PLANT=illegal-address $G --matrix-select 'draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph' --matrix-report "$R/plant.json" ;;
   smoke)
     rm -rf /tmp/jit-x2; caches x2
-    step smoke 300 python3 -m matrix.gpu.smoke
+    step smoke 300 python3 -m tools.gpu.smoke
     SMALL="--matrix-select=draft-{triton,trtllm_mha}-topk{1,4}-page16-hd128-gqa4-bf16-graph"
-    step mutations 240 python3 -m matrix.gpu.mutate --baseline --mutation runner-unexpanded-max-bs --mutation expand-tiles-seq-lens \
+    step mutations 240 python3 -m tools.gpu.mutate --baseline --mutation runner-unexpanded-max-bs --mutation expand-tiles-seq-lens \
       --out "$R/mutations" -- tests/gpu --ignore-glob='tests/gpu/*_cpu.py' -p no:cacheprovider -p no:benchmark \
       -p matrix.plugin -W ignore::DeprecationWarning -W ignore::FutureWarning --matrix-runner auto "$SMALL" -k runner -n 2 ;;
   full)  # cold first (the main result), then the mutation table and the warm re-run over its caches
@@ -79,7 +80,7 @@ case "$MODE" in
       "${MUTATION_CELLS[@]}"
     cp -r gpu-mutations "$R/" 2>/dev/null
     step warm2 75 $G --matrix-report "$R/warm2.json"
-    step nocontract 25 python3 -m matrix.gpu.cellrun draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph --level sglang --mutation unexpanded-max-bs --no-contract ;;
+    step nocontract 25 python3 -m matrix.gpu.cellrun draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph --level sglang --sizing-plant unexpanded-max-bs --no-contract ;;
   verify-probe)  # sglang's target verify against the kit's reference, per request, over a grid (own caches)
     rm -rf /tmp/jit-probe; caches probe
     step probe 170 python3 ci/probe_target_verify.py --out "$R/probe.json" ;;
@@ -92,11 +93,17 @@ case "$MODE" in
     step mutations 330 CUDA_VISIBLE_DEVICES=0 python3 -m nox -s gpu-mutations --force-venv-backend none -- --matrix-workers-per-gpu 4 \
       "${MUTATION_CELLS[@]}"
     cp -r gpu-mutations "$R/" 2>/dev/null ;;
+  cold-mutations)  # one GPU, four workers: the whole matrix over empty JIT caches, then baseline and every mutation
+    rm -rf /tmp/jit-one; caches one
+    step cold1s 290 CUDA_VISIBLE_DEVICES=0 $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold1s.json"
+    step mutations 330 CUDA_VISIBLE_DEVICES=0 python3 -m nox -s gpu-mutations --force-venv-backend none -- --matrix-workers-per-gpu 4 \
+      "${MUTATION_CELLS[@]}"
+    cp -r gpu-mutations "$R/" 2>/dev/null ;;
   isolate)  # every level's cell in its own child process on the GPU (SPECMATRIX_GPU_ISOLATE=1), over one's caches
     caches one
     ONE_OF_EACH="--matrix-select=draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-dt4-gqa4-bf16-graph"
     step isolate 150 CUDA_VISIBLE_DEVICES=0 SPECMATRIX_GPU_ISOLATE=1 $G -n 1 "$ONE_OF_EACH" --matrix-report "$R/isolate.json" ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate)"; exit 2 ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"

@@ -17,6 +17,13 @@ class KernelConfig:
     impl: str
     values: tuple[tuple[str, Value], ...]
 
+    @property
+    def key(self) -> str:
+        """The one spelling of a configuration, e.g. `trtllm_mha/xqa/page_size=16,head_dim=128` (shard plans, measured
+        compile times and the GPU session's xdist groups all use it)."""
+        parts = [f"{axis}={value}" for axis, value in self.values]
+        return f"{self.backend}/{self.impl}" + ("/" + ",".join(parts) if parts else "")
+
 
 def kernel_config(matrix: Matrix, cell: Cell, impl: str | None) -> KernelConfig:
     """The cell's configuration under `impl` (the backend itself when None); axes from [cost.backend.B].config_axes."""

@@ -22,12 +22,14 @@ def expanded_graph_rows(max_bs: int, topk: int) -> int:
 
 
 def unexpanded_graph_rows(max_bs: int, topk: int) -> int:
-    """The old bug: the request count, not the branch count (test-only mutation)."""
+    """The old bug: the request count, not the branch count (a plant in the harness's own sizing)."""
     del topk
     return max_bs
 
 
-MUTATIONS: dict[str, GraphRows] = {"unexpanded-max-bs": unexpanded_graph_rows}
+# Plants in the harness's own sizing of the `sglang` and `kernel` levels; sglang's source mutations are
+# matrix/gpu/mutations.py:MUTATIONS.
+SIZING_PLANTS: dict[str, GraphRows] = {"unexpanded-max-bs": unexpanded_graph_rows}
 
 
 @dataclass(frozen=True, kw_only=True)

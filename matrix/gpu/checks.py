@@ -144,10 +144,10 @@ def check_kernel(
     plant: str | None = None,
 ) -> CheckReport:
     """flashinfer trtllm_batch_decode_with_kv_cache on the expanded rows, eager and graph."""
-    from matrix.gpu.kernels import KERNEL_DRAFT_BUFFERS, FlashinferTrtllmDecode, KernelDraftGraph
+    from matrix.gpu.kernels import KERNEL_DRAFT_BUFFERS, FlashinferTrtllmDecode, KernelDraftGraph, device_impl
 
     cell = begin("kernel", case, device=device, plant=plant)
-    kernel = FlashinferTrtllmDecode(cell.paged, max_rows=case.max_bs * case.topk)
+    kernel = FlashinferTrtllmDecode(cell.paged, max_rows=case.max_bs * case.topk, family=device_impl(case.backend, device))
     cell.ready()
 
     def eager(sub: DraftRows, bs: int) -> Any:
@@ -248,13 +248,13 @@ def check_runner(
 
 def check_target_contract(case: DraftCase, *, device: str) -> None:
     """sglang's TRTLLMHAAttnBackend sized as the target's graph runner sizes it must hold max_bs verify requests."""
-    from matrix.sglang_check.buffers import TRTLLM_MHA_TARGET_VERIFY, tensor_shapes
-    from matrix.sglang_check.edge import trtllm_mha_without_init
+    from matrix.sglang_check.buffers import TRTLLM_MHA_TARGET_VERIFY
+    from matrix.sglang_check.edge import target_verify_shapes
 
-    backend = trtllm_mha_without_init(num_draft_tokens=case.q_len, max_num_pages=case.pages_per_seq + 1, device=device)
-    backend.init_cuda_graph_state(case.max_bs, case.max_bs * case.q_len)
+    pages = case.pages_per_seq + 1
+    shapes = target_verify_shapes(max_bs=case.max_bs, num_draft_tokens=case.q_len, max_num_pages=pages, device=device)
     what = f"max_bs = {case.max_bs} verify requests of {case.q_len} tokens"
-    check_contract(tensor_shapes(backend.target_verify_metadata), TRTLLM_MHA_TARGET_VERIFY, rows=case.max_bs, what=what)
+    check_contract(shapes, TRTLLM_MHA_TARGET_VERIFY, rows=case.max_bs, what=what)
 
 
 def check_target(
@@ -268,7 +268,7 @@ def check_target(
     """Chain target verify: flashinfer's trtllm decode with q_len_per_req = num_draft_tokens, eager and graph."""
     import torch
 
-    from matrix.gpu.kernels import FlashinferTrtllmDecode
+    from matrix.gpu.kernels import FlashinferTrtllmDecode, device_impl
     from matrix.gpu.verify import VerifyRows, causal_spec_mask, kernel_needs_mask, verify_rows
 
     del graph_rows  # topk is 1 here: the expanded and unexpanded row counts agree
@@ -278,7 +278,7 @@ def check_target(
     paged = cell.paged
     rows = verify_rows(paged)
     q_len = case.q_len
-    kernel = FlashinferTrtllmDecode(paged, max_rows=case.max_bs * q_len)
+    kernel = FlashinferTrtllmDecode(paged, max_rows=case.max_bs * q_len, family=device_impl(case.backend, device))
     mask = causal_spec_mask(case.max_bs, q_len, device) if q_len > 1 and kernel_needs_mask(device) else None
     cell.ready()
     report = cell.report
@@ -343,12 +343,15 @@ def check_target_sglang(
 ) -> CheckReport:
     """Target verify (chain or tree) through sglang's backend, captured and replayed by sglang's test kit."""
     from matrix.gpu.sglang_verify import run_verify
+    from matrix.sglang_check.identity import BackendMismatch
 
     del graph_rows, enforce_contract, plant  # the kit sizes and fills its own buffers
     report = CheckReport(level="target-sglang")
     start = time.perf_counter()
     try:
         run_verify(case, device=device)
+    except BackendMismatch:
+        raise
     except AssertionError as exc:  # the kit's comparison with its masked float32 reference
         report.problems.append(f"differs from the masked reference: {str(exc).strip()[:600]}")
     report.setup_seconds = time.perf_counter() - start

@@ -13,12 +13,26 @@ from typing import TYPE_CHECKING, Any, Protocol
 from matrix.gpu.cases import DraftCase, GraphRows, expanded_graph_rows, padded_bucket
 from matrix.gpu.graphs import capture_graph
 from matrix.gpu.paged import DraftRows, PagedRequests
+from matrix.sglang_check.identity import KERNEL_FAMILIES
 
 if TYPE_CHECKING:
     import torch
 
 XQA_SEMAPHORE_BYTES = 8 << 20
 WORKSPACE_BYTES = 128 << 20
+
+
+def device_impl(backend: str, device: str) -> str | None:
+    """The matrix's implementation of `backend` on this device's arch (`None` on CPU: no kernel family claimed)."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    from matrix.core.expect import resolve_impl
+    from matrix.core.loader import load_matrix
+
+    major, minor = torch.cuda.get_device_capability(device)
+    return resolve_impl(load_matrix(), backend, major * 10 + minor)
 
 
 class DraftDecodeKernel(Protocol):
@@ -34,11 +48,14 @@ class FlashinferTrtllmDecode:
 
     name = "trtllm_mha"
 
-    def __init__(self, paged: PagedRequests, *, max_rows: int) -> None:
+    def __init__(self, paged: PagedRequests, *, max_rows: int, family: str | None = None) -> None:
+        """`family` (xqa or trtllm-gen, the matrix's impl on this arch) is passed as flashinfer's `backend`, so the
+        kernel family that runs is the one the cell claims (flashinfer refuses one the arch lacks); None: "auto"."""
         import torch
 
         case = paged.case
         device = paged.seq_lens.device
+        self._backend = family if family in KERNEL_FAMILIES else "auto"
         self._kv = paged.paged_kv()
         # XQA takes its semaphores from the first 8 MiB, which must start zeroed.
         self._workspace = torch.zeros(XQA_SEMAPHORE_BYTES + WORKSPACE_BYTES, dtype=torch.uint8, device=device)
@@ -83,6 +100,7 @@ class FlashinferTrtllmDecode:
             bmm2_scale=1.0,
             kv_layout="NHD",
             out=out,
+            backend=self._backend,
             **extra,
         )
 

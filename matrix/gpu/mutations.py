@@ -63,6 +63,14 @@ MUTATIONS: tuple[SourceMutation, ...] = (
         red="target-trtllm_mha-topk1-*-dt*-graph",
         why="TRTLLMHAAttnBackend's target-verify cu_seqlens_q preset holds too few requests once num_draft_tokens > 1",
     ),
+    SourceMutation(
+        name="worker-builds-triton-for-trtllm-mha",
+        module="sglang.srt.speculative.frozen_kv_mtp_worker_v2",
+        old='if backend_type == "trtllm_mha":\n            return self._init_trtllm_mha_draft_attn_backend()',
+        new='if backend_type == "trtllm_mha":\n            return self._init_triton_draft_attn_backend()',
+        red="draft-trtllm_mha-topk{2,4,8}-*",
+        why="FrozenKVMTPDraftWorker builds another backend (triton) than the one requested (trtllm_mha) for a topk > 1 draft",
+    ),
 )
 
 

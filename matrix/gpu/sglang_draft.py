@@ -1,13 +1,13 @@
 """sglang's Frozen-KV MTP draft attention path, driven the way its graph runner drives it.
 
-Real pieces: ReqToTokenPool, MHATokenToKVPool, TRTLLMHAAttnBackend / TritonAttnBackend
-built as FrozenKVMTPDraftWorker._init_draft_attn_backend builds them, RadixAttention,
-expand_for_topk_draft, and the worker's own metadata methods (target view, eager init,
-capture init, replay init) bound onto a stand-in worker. The runner's model runner is
-the test kit's MockModelRunner. Not driven: the draft model, token sampling and
-FrozenKVMTPCudaGraphRunner itself; its sizing call and capture/replay order are
-reproduced here (init_cuda_graph_state(max_bs * topk, max_bs * topk), out_graph with
-in_capture before capture, in_graph inside it, out_graph before each replay).
+Real pieces: ReqToTokenPool, MHATokenToKVPool, the runner's backend from sglang's attention registry, the draft
+backend built by FrozenKVMTPDraftWorker._init_draft_attn_backend itself (called on a worker stand-in carrying only
+what it reads) and checked to be the backend the cell names, RadixAttention, expand_for_topk_draft, and the
+worker's own metadata methods (target view, eager init, capture init, replay init). The runner's model runner is
+the test kit's MockModelRunner. Not driven here: the draft model, token sampling and FrozenKVMTPCudaGraphRunner
+(the `runner` level drives it); SglangDraftGraph stands in for its sizing call and capture/replay order
+(init_cuda_graph_state(max_bs * topk, max_bs * topk), out_graph with in_capture before capture, in_graph inside
+it, out_graph before each replay), with a drift check on the runner's sizing call (docs/gpu.md, "Stand-ins").
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from matrix.gpu.cases import DraftCase, GraphRows, expanded_graph_rows, padded_bucket
+from matrix.gpu.cases import DraftCase, GraphRows, expanded_graph_rows
 from matrix.gpu.graphs import capture_graph
+from matrix.gpu.kernels import device_impl
 from matrix.gpu.paged import DraftRows, PagedRequests, torch_dtype
 
 if TYPE_CHECKING:
     import torch
 
-WORKER_METHODS = (
+METADATA_METHODS = (
     "_frozen_kv_target_view",
     "_target_kv_pool_view",
     "_expand_for_topk_draft",
@@ -87,38 +88,44 @@ def _model_runner(case: DraftCase, device: str) -> Any:
     return runner
 
 
-def _draft_backend(case: DraftCase, runner: Any) -> Any:
-    """Build the draft backend the way FrozenKVMTPDraftWorker._init_draft_attn_backend does."""
-    import torch
-
-    if case.topk == 1:
-        from sglang.srt.layers.attention.attention_registry import ATTENTION_BACKENDS
-
-        return ATTENTION_BACKENDS[case.backend](runner)
-    if case.backend == "triton":
-        from sglang.srt.layers.attention.triton_backend import TritonAttnBackend
-
-        max_bs = runner.req_to_token_pool.size * case.topk
-        kv_indptr_buf = torch.zeros((max_bs + 1,), dtype=torch.int32, device=runner.device)
-        return TritonAttnBackend(runner, skip_prefill=True, kv_indptr_buf=kv_indptr_buf)
-    if case.backend == "trtllm_mha":
-        from sglang.srt.layers.attention.trtllm_mha_backend import TRTLLMHAAttnBackend
-
-        return TRTLLMHAAttnBackend(runner, skip_prefill=True)
-    raise ValueError(f"Frozen-KV MTP topk > 1 has no {case.backend} draft backend")
+# What FrozenKVMTPDraftWorker's methods bound below read from `self` beyond each other (sglang 0.5.23); the drift
+# check (matrix/sglang_check/drift.py, `nox -s sglang`) fails when the installed sglang's methods read more.
+WORKER_ATTRIBUTES = ("topk", "draft_model_runner", "req_to_token_pool", "draft_attn_backend", "kv_context")
+WORKER_METHODS = (
+    *METADATA_METHODS,
+    "_resolve_draft_backend_type",
+    "_init_draft_attn_backend",
+    "_init_triton_draft_attn_backend",
+    "_init_trtllm_mha_draft_attn_backend",
+)
 
 
-def _worker_stand_in(backend: Any, pool: Any, topk: int) -> Any:
-    """An object carrying what the worker's metadata methods read, with those methods bound."""
+def draft_worker(runner: Any, topk: int) -> Any:
+    """A FrozenKVMTPDraftWorker stand-in carrying only WORKER_ATTRIBUTES, with the worker's own methods bound; its
+    draft backend is built by the worker's `_init_draft_attn_backend` (topk 1: the runner's own backend)."""
     from sglang.srt.speculative.frozen_kv_mtp_info import FrozenKVMTPContext
     from sglang.srt.speculative.frozen_kv_mtp_worker_v2 import FrozenKVMTPDraftWorker
 
     cls = type("DraftWorkerStandIn", (), {name: getattr(FrozenKVMTPDraftWorker, name) for name in WORKER_METHODS})
     worker = cls()
-    worker.draft_attn_backend = backend
-    worker.kv_context = FrozenKVMTPContext(target_token_to_kv_pool=pool, physical_layer_ids={0: 0})
     worker.topk = topk
+    worker.draft_model_runner = runner
+    worker.req_to_token_pool = runner.req_to_token_pool
+    worker.draft_attn_backend = worker._init_draft_attn_backend()
+    worker.kv_context = FrozenKVMTPContext(target_token_to_kv_pool=runner.token_to_kv_pool, physical_layer_ids={0: 0})
     return worker
+
+
+def check_draft_identity(case: DraftCase, runner: Any, backend: Any) -> None:
+    """The worker built the backend the cell names: the registry's class for it, the matrix's kernel family where the
+    backend shows one, and decode-only (`skip_prefill`) for a topk > 1 tree (topk 1 reuses the runner's backend)."""
+    from matrix.sglang_check.identity import check_identity, expected_identity, identity_of
+
+    registry = runner.attn_backend
+    skip = True if case.topk > 1 else identity_of(registry).skip_prefill
+    impl = device_impl(case.backend, str(runner.device))
+    expected = expected_identity(registry_backend=registry, skip_prefill=skip, impl=impl)
+    check_identity(expected, identity_of(backend), what=f"{case.cell_id} draft backend")
 
 
 @dataclass(kw_only=True)
@@ -180,6 +187,7 @@ def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable
     `configure(model_runner)` runs before the draft backend is built (backends read the server arguments then).
     """
     import torch
+    from sglang.srt.layers.attention.attention_registry import ATTENTION_BACKENDS
     from sglang.srt.layers.radix_attention import RadixAttention
 
     case = paged.case
@@ -193,7 +201,11 @@ def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable
     slots = int(paged.k_slots.shape[0])
     k_dst.view(torch.uint8)[:slots].copy_(paged.k_slots.view(torch.uint8))
     v_dst.view(torch.uint8)[:slots].copy_(paged.v_slots.view(torch.uint8))
-    backend = _draft_backend(case, runner)
+    # ModelRunner.init_attention_backend: the runner's own backend, from sglang's registry.
+    runner.attn_backend = ATTENTION_BACKENDS[case.backend](runner)
+    worker = draft_worker(runner, case.topk)
+    backend = worker.draft_attn_backend
+    check_draft_identity(case, runner, backend)
     layer = RadixAttention(
         num_heads=case.num_q_heads,
         head_dim=case.head_dim,
@@ -201,7 +213,6 @@ def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable
         num_kv_heads=case.num_kv_heads,
         layer_id=0,
     )
-    worker = _worker_stand_in(backend, runner.token_to_kv_pool, case.topk)
     return SglangDraft(case=case, runner=runner, backend=backend, layer=layer, worker=worker, paged=paged)
 
 
@@ -259,10 +270,13 @@ class SglangDraftGraph:
             self.graphs[bs] = capture_graph(body)
 
     def replay(self, rows: DraftRows, bs: int) -> torch.Tensor:
-        """Pad to the bucket like the runner's execute(): fill lengths, zero positions and pool rows."""
+        """Pad to the bucket the runner's execute() picks (its own _pad_to_bucket): fill lengths, zero positions and
+        pool rows."""
+        from sglang.srt.speculative.frozen_kv_mtp_cuda_graph_runner import FrozenKVMTPCudaGraphRunner
+
         d = self.draft
         topk = d.case.topk
-        bucket = padded_bucket(bs, d.case.capture_bs)
+        bucket = int(FrozenKVMTPCudaGraphRunner._pad_to_bucket(bs, sorted(d.case.capture_bs)))
         n_raw, n = bs * topk, bucket * topk
         eager_fb = d.forward_batch(bs)
         if bucket != bs:

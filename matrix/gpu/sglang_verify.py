@@ -103,13 +103,49 @@ def verify_case(case: DraftCase) -> Any:
     )
 
 
+def check_target_identity(case: DraftCase, built: list[Any], fixtures: list[Any], *, impl: str | None) -> None:
+    """Every fixture the kit ran used the backend sglang's registry built for the cell's name, prefill-capable (a
+    target verify extends over the draft tokens), of the matrix's kernel family where the backend shows one."""
+    from matrix.sglang_check.identity import BackendMismatch, check_identity, expected_identity, identity_of
+
+    if not fixtures:
+        raise BackendMismatch(f"{case.cell_id} target backend: the kit built no fixture")
+    for fixture in fixtures:
+        backend = fixture.backend
+        if not any(backend is b for b in built):
+            raise BackendMismatch(
+                f"{case.cell_id} target backend: the kit ran a backend sglang's registry did not build for {case.backend!r}"
+            )
+        expected = expected_identity(registry_backend=backend, skip_prefill=False, impl=impl)
+        check_identity(expected, identity_of(backend), what=f"{case.cell_id} target backend")
+
+
 def run_verify(case: DraftCase, *, device: str) -> None:
-    """sglang's target verify captured and replayed; raises AssertionError when it differs from the reference."""
+    """sglang's target verify captured and replayed; raises AssertionError when it differs from the reference, and
+    BackendMismatch when the backend that ran is not the one sglang's registry builds for the cell's name."""
+    from sglang.srt.layers.attention.attention_registry import ATTENTION_BACKENDS
     from sglang.test.kits.attention_unittest.runner_modes import speculative_target_verify_runner as kit
+
+    from matrix.gpu.kernels import device_impl
 
     dense = verify_case(case)
     context = verify_context_len(max(dense.prefix_lens) + case.q_len)
+    factory = ATTENTION_BACKENDS[case.backend]
+    build_fixture = kit.build_dense_attention_fixture
+    built: list[Any] = []
+    fixtures: list[Any] = []
+
+    def registry_entry(runner: Any) -> Any:
+        built.append(factory(runner))
+        return built[-1]
+
+    def recorded_fixture(*args: Any, **kwargs: Any) -> Any:
+        fixtures.append(build_fixture(*args, **kwargs))
+        return fixtures[-1]
+
     with (
+        mock.patch.dict(ATTENTION_BACKENDS, {case.backend: registry_entry}),
+        mock.patch.object(kit, "build_dense_attention_fixture", recorded_fixture),
         mock.patch.object(kit, "_draft_tree_mask", tree_mask),
         mock.patch.object(kit, "prepare_dense_runner_inputs", prefix_where_the_batch_reads),
     ):
@@ -124,3 +160,4 @@ def run_verify(case: DraftCase, *, device: str) -> None:
             device=device,
             cuda_graph_capture_batch_size=CAPTURE_REQUESTS,
         )
+    check_target_identity(case, built, fixtures, impl=device_impl(case.backend, device))

@@ -64,9 +64,12 @@ class ServerConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class SglangVerdict:
+    """Whether sglang accepted a configuration; `backend` names the backend it built, where the check saw one."""
+
     accepted: bool
     stage: str
     message: str = ""
+    backend: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +80,11 @@ class Disagreement:
 
     @property
     def message(self) -> str:
+        if not self.rules and self.verdict.accepted and self.verdict.backend not in (None, self.config.backend):
+            return (
+                f"{self.config.id}: the matrix expects sglang to build {self.config.backend}; "
+                f"sglang built {self.verdict.backend} in {self.verdict.stage}"
+            )
         if self.rules:
             claim = "expects sglang to reject it: " + "; ".join(f"[{r.id}] {r.reason}" for r in self.rules)
         else:
@@ -115,8 +123,10 @@ def rejecting_rules(expectation: Expectation) -> tuple[Rule, ...]:
 
 
 def compare_outcome(config: ServerConfig, expectation: Expectation, verdict: SglangVerdict) -> Disagreement | None:
-    """A disagreement when the matrix and sglang differ on whether the configuration is refused."""
+    """A disagreement when the matrix and sglang differ on whether the configuration is refused, or sglang accepted
+    it but built another backend than the one the configuration names."""
     rules = rejecting_rules(expectation)
-    if bool(rules) == (not verdict.accepted):
+    other_backend = verdict.accepted and verdict.backend not in (None, config.backend)
+    if bool(rules) == (not verdict.accepted) and not other_backend:
         return None
     return Disagreement(config=config, rules=rules, verdict=verdict)

@@ -97,24 +97,45 @@ def published(fields: Mapping[str, object]) -> Iterator[Any]:
         override.restore()
 
 
-def draft_backend_verdict(fields: Mapping[str, object], topk: int) -> SglangVerdict:
-    """FrozenKVMTPDraftWorker._init_draft_attn_backend's decision; the backend constructors (GPU) are not run."""
+# What the CPU stand-in of the draft worker carries for `_init_draft_attn_backend`: the backend builders answer the
+# name of the backend they build (their constructors need a GPU). The drift check compares it with what the
+# installed sglang's method reads (matrix/sglang_check/drift.py).
+DECISION_WORKER_ATTRIBUTES = (
+    "topk",
+    "draft_model_runner",
+    "_resolve_draft_backend_type",
+    "_init_triton_draft_attn_backend",
+    "_init_trtllm_mha_draft_attn_backend",
+)
+
+
+def decision_worker(topk: int, runner_backend: str) -> SimpleNamespace:
+    """A FrozenKVMTPDraftWorker stand-in for `_init_draft_attn_backend` on CPU: every builder returns its backend name."""
     from sglang.srt.speculative.frozen_kv_mtp_worker_v2 import FrozenKVMTPDraftWorker
 
-    stage = "FrozenKVMTPDraftWorker._init_draft_attn_backend"
     worker = SimpleNamespace(
         topk=topk,
-        draft_model_runner=SimpleNamespace(attn_backend="draft model runner's own backend"),
+        draft_model_runner=SimpleNamespace(attn_backend=runner_backend),
         _init_triton_draft_attn_backend=lambda: "triton",
         _init_trtllm_mha_draft_attn_backend=lambda: "trtllm_mha",
     )
     worker._resolve_draft_backend_type = partial(FrozenKVMTPDraftWorker._resolve_draft_backend_type, worker)
+    return worker
+
+
+def draft_backend_verdict(fields: Mapping[str, object], topk: int) -> SglangVerdict:
+    """FrozenKVMTPDraftWorker._init_draft_attn_backend's decision and the backend it built (by name: the backend
+    constructors need a GPU; topk 1 reuses the draft runner's own backend, the configured attention backend)."""
+    from sglang.srt.speculative.frozen_kv_mtp_worker_v2 import FrozenKVMTPDraftWorker
+
+    stage = "FrozenKVMTPDraftWorker._init_draft_attn_backend"
+    worker = decision_worker(topk, str(fields.get("attention_backend")))
     with published(fields):
         try:
             chosen = FrozenKVMTPDraftWorker._init_draft_attn_backend(worker)
         except ValueError as exc:
             return SglangVerdict(accepted=False, stage=stage, message=str(exc))
-    return SglangVerdict(accepted=True, stage=stage, message=f"uses {chosen}")
+    return SglangVerdict(accepted=True, stage=stage, message=f"uses {chosen}", backend=str(chosen))
 
 
 def resolved_draft_backend(fields: Mapping[str, str | None]) -> str | None:
@@ -165,6 +186,11 @@ class _SizingProbe:
         raise _SizedBackend
 
 
+def sizing_worker(model_runner: Any, backend: Any, hidden_size: int) -> SimpleNamespace:
+    """The worker FrozenKVMTPCudaGraphRunner.__init__ is handed: only what it reads of its worker."""
+    return SimpleNamespace(draft_model_runner=model_runner, draft_attn_backend=backend, _recurrent_hidden_size=hidden_size)
+
+
 def frozen_runner_sizing(
     backend: Any, *, topk: int, capture_bs: list[int], hidden_size: int = 64
 ) -> tuple[int, list[tuple[int, int]]]:
@@ -190,7 +216,7 @@ def frozen_runner_sizing(
             req_to_token_pool=SimpleNamespace(size=max(capture_bs)),
             server_args=server_args,
         )
-        worker = SimpleNamespace(draft_model_runner=model_runner, draft_attn_backend=probe, _recurrent_hidden_size=hidden_size)
+        worker = sizing_worker(model_runner, probe, hidden_size)
         runner = FrozenKVMTPCudaGraphRunner.__new__(FrozenKVMTPCudaGraphRunner)
         with suppress(_SizedBackend):
             runner.__init__(worker)
@@ -219,10 +245,13 @@ def expanded_rows(seq_lens: list[int], topk: int) -> tuple[list[int], list[int]]
     return [int(i) for i in batch.req_pool_indices], [int(n) for n in batch.seq_lens]
 
 
-def target_verify_shapes(*, max_bs: int, num_draft_tokens: int, max_num_pages: int) -> dict[str, tuple[int, ...]]:
-    """TRTLLMHAAttnBackend's target-verify graph buffers, sized as the target's graph runner sizes them."""
+def target_verify_shapes(
+    *, max_bs: int, num_draft_tokens: int, max_num_pages: int, device: str = "cpu"
+) -> dict[str, tuple[int, ...]]:
+    """TRTLLMHAAttnBackend's target-verify graph buffers, sized as the target's graph runner sizes them
+    (DecodeCudaGraphRunner.__init__: init_cuda_graph_state(max_bs, max_num_token), max_bs * num_draft_tokens tokens)."""
     from matrix.sglang_check.buffers import tensor_shapes
 
-    backend = trtllm_mha_without_init(num_draft_tokens=num_draft_tokens, max_num_pages=max_num_pages)
+    backend = trtllm_mha_without_init(num_draft_tokens=num_draft_tokens, max_num_pages=max_num_pages, device=device)
     backend.init_cuda_graph_state(max_bs, max_bs * num_draft_tokens)
     return tensor_shapes(backend.target_verify_metadata)

@@ -70,9 +70,7 @@ def cell_cost(matrix: Matrix, cell: Cell) -> BackendCost:
 def config_key(matrix: Matrix, cell: Cell, impl: str | None) -> str:
     """Backend + implementation + the values of the backend's configuration axes."""
     cell_cost(matrix, cell)
-    config = kernel_config(matrix, cell, impl)
-    parts = [f"{axis}={value}" for axis, value in config.values]
-    return f"{config.backend}/{config.impl}" + ("/" + ",".join(parts) if parts else "")
+    return kernel_config(matrix, cell, impl).key
 
 
 def workload_for(

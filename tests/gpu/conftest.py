@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from matrix.core.model import Cell
-from matrix.gpu.cases import MUTATIONS, draft_case, expanded_graph_rows
+from matrix.gpu.cases import SIZING_PLANTS, draft_case, expanded_graph_rows
 from matrix.gpu.config_scheduler import pytest_xdist_make_scheduler  # noqa: F401 (a hook: --dist loadgroup by config)
 from matrix.gpu.isolation import ChildOutcome, cuda_error_line, run_child
 from matrix.plugin import CRASHED_PROPERTY
@@ -27,7 +27,7 @@ SGLANG_CPU_IMPORT_WARNINGS = (
 )
 
 # Test-only switches, read here and nowhere else (the mutation run of docs/gpu.md).
-MUTATION_ENV = "SPECMATRIX_GPU_MUTATION"  # e.g. unexpanded-max-bs: the runner passes max_bs, not max_bs*topk
+SIZING_PLANT_ENV = "SPECMATRIX_GPU_SIZING_PLANT"  # e.g. unexpanded-max-bs: the harness sizes for max_bs, not max_bs*topk
 PLANT_ENV = "SPECMATRIX_GPU_PLANT"  # illegal-address: a page id far past the cache, a real CUDA error
 ISOLATE_ENV = "SPECMATRIX_GPU_ISOLATE"  # 1: every cell in its own process
 
@@ -55,9 +55,9 @@ def _record(timing: Any, report: dict[str, Any]) -> None:
 
 def _isolated(level: str, cell: Cell, request: pytest.FixtureRequest, timing: Any) -> None:
     args = [cell.id, "--level", level]
-    mutation = os.environ.get(MUTATION_ENV)
-    if mutation:
-        args += ["--mutation", mutation]
+    plant = os.environ.get(SIZING_PLANT_ENV)
+    if plant:
+        args += ["--sizing-plant", plant]
     if os.environ.get(PLANT_ENV):
         args += ["--plant", os.environ[PLANT_ENV]]
     result = run_child(args)
@@ -72,8 +72,8 @@ def _in_process(level: str, cell: Cell, request: pytest.FixtureRequest, timing: 
     from matrix.gpu.checks import CHECKS, raise_on_problems
 
     case = draft_case(cell)
-    mutation = os.environ.get(MUTATION_ENV)
-    graph_rows = MUTATIONS[mutation] if mutation else expanded_graph_rows
+    plant = os.environ.get(SIZING_PLANT_ENV)
+    graph_rows = SIZING_PLANTS[plant] if plant else expanded_graph_rows
     try:
         report = CHECKS[level](case, graph_rows=graph_rows)
     except RuntimeError as exc:
@@ -92,10 +92,10 @@ def draft_check(request: pytest.FixtureRequest, matrix_timing: Any) -> Callable[
     """`draft_check(level, matrix_cell)` (a level of matrix/core/levels.py): run the check; fail or crash the test."""
 
     def run(level: str, cell: Cell) -> None:
-        # The mutation stays in-process: the contract check turns it red before any capture can crash.
+        # The sizing plant stays in-process: the contract check turns it red before any capture can crash.
         crash_prone = bool(os.environ.get(PLANT_ENV) or os.environ.get(ISOLATE_ENV))
-        if os.environ.get(MUTATION_ENV, "") not in ("", *MUTATIONS):
-            raise pytest.UsageError(f"{MUTATION_ENV} must be one of {sorted(MUTATIONS)}")
+        if os.environ.get(SIZING_PLANT_ENV, "") not in ("", *SIZING_PLANTS):
+            raise pytest.UsageError(f"{SIZING_PLANT_ENV} must be one of {sorted(SIZING_PLANTS)}")
         if crash_prone or _STATE.poisoned:
             _isolated(level, cell, request, matrix_timing)
         else:

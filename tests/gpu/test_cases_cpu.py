@@ -12,7 +12,6 @@ from matrix.core.expect import effective_versions, expectations
 from matrix.core.levels import LEVEL_CELLS, Level, uncovered
 from matrix.core.loader import load_matrix, load_runners
 from matrix.core.model import Cell, Matrix, Outcome
-from matrix.gpu.benchtable import BenchRow, markdown_table, ratio_groups, ratios
 from matrix.gpu.cases import (
     CAPTURE_BS,
     branch_requests,
@@ -25,6 +24,7 @@ from matrix.gpu.cases import (
 )
 from matrix.gpu.grouping import config_key
 from matrix.gpu.sglang_verify import tree_parents, tree_visibility
+from tools.gpu.benchtable import BenchRow, markdown_table, ratio_groups, ratios
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +125,16 @@ def test_config_key_groups_cells_that_share_a_compile(matrix: Matrix, a: str, b:
 
 def test_config_key_names_the_impl_on_the_arch(matrix: Matrix) -> None:
     cell = matrix.cell("draft-trtllm_mha-topk1-page16-hd128-gqa4-bf16-graph")
-    assert config_key(matrix, cell, 90).startswith("trtllm_mha-xqa-page16-hd128")
-    assert config_key(matrix, cell, 100).startswith("trtllm_mha-trtllm-gen-")
+    assert config_key(matrix, cell, 90).startswith("trtllm_mha/xqa/page_size=16,head_dim=128")
+    assert config_key(matrix, cell, 100).startswith("trtllm_mha/trtllm-gen/")
+
+
+def test_the_gpu_groups_and_the_shard_planner_spell_a_configuration_alike(matrix: Matrix) -> None:
+    from matrix.core.expect import resolve_impl
+    from matrix.shard.cost import config_key as shard_config_key
+
+    for cell in matrix.cells[:40]:
+        assert config_key(matrix, cell, 90) == shard_config_key(matrix, cell, resolve_impl(matrix, str(cell.backend), 90))
 
 
 def _row(impl: str, topk: int, us: float) -> BenchRow:
@@ -146,7 +154,7 @@ def test_headline_ratio_pairs_the_same_shape() -> None:
 
 def test_replot_rebuilds_table_and_pictures_from_saved_timings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
-    from matrix.gpu.bench import main
+    from tools.gpu.bench import main
 
     rows = [_row("sglang-trtllm_mha", 4, 30.0), _row("sglang-triton", 4, 40.0), _row("sglang-triton", 1, 20.0)]
     saved = tmp_path / "bench.json"
@@ -179,7 +187,7 @@ def test_replot_of_bad_json_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
 ) -> None:
     """--replot reads through the core's bounded reader (matrix.core.jsonio), before anything is plotted."""
-    from matrix.gpu.bench import main
+    from tools.gpu.bench import main
 
     saved = tmp_path / "bench.json"
     saved.write_text(text, encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The mutation machinery on CPU: text replacement, the overlay, the verdict table, and `python -m matrix.gpu.mutate`
+"""The mutation machinery on CPU: text replacement, the overlay, the verdict table, and `python -m tools.gpu.mutate`
 end to end over a stand-in package (no sglang, no GPU; tests/sglang runs the same against the real sglang)."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 from matrix.core.loader import load_matrix
 from matrix.core.report import CellResult, CellStatus
 from matrix.core.selectors import Selector
-from matrix.gpu.mutation_table import markdown, mutation_row
 from matrix.gpu.mutations import MUTATIONS, MutationError, SourceMutation, build_overlay, mutate_text, overlay_env
+from tools.gpu.mutation_table import markdown, mutation_row
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = SourceMutation(
@@ -121,7 +121,7 @@ def test_mutate_command_end_to_end(tmp_path: Path, red: str, code: int) -> None:
     (tmp_path / "tests" / "test_fake.py").write_text(SUITE)
     mutations = tmp_path / "mutations.py"
     driver = (
-        f"import sys\nfrom matrix.gpu import mutate, mutations\nmutations.MUTATIONS = mutate.MUTATIONS = ({FAKE!r},)\n".replace(
+        f"import sys\nfrom matrix.gpu import mutations\nfrom tools.gpu import mutate\nmutations.MUTATIONS = mutate.MUTATIONS = ({FAKE!r},)\n".replace(
             "red=" + repr(FAKE.red), "red=" + repr(red)
         )
         + "sys.exit(mutate.main())\n"

@@ -102,3 +102,18 @@ def test_runner_check_drives_sglangs_runner(cell_id: str) -> None:
     assert report.problems == []
     assert {k.split("-bs")[0] for k in report.errors} == {"eager", "graph", "graph-vs-eager"}
     assert len(report.errors) == 4 * (2 + 2 + 1)  # replay sizes 1, 3, 6, 8: two steps each vs reference, eager and graph
+
+
+@pytest.mark.usefixtures("on_cpu")
+def test_a_worker_that_builds_another_backend_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker handing back the runner's own (prefill-capable) backend for a topk 4 tree: the identity check fails
+    before any graph is captured."""
+    from sglang.srt.speculative.frozen_kv_mtp_worker_v2 import FrozenKVMTPDraftWorker
+
+    from matrix.sglang_check.identity import BackendMismatch
+
+    monkeypatch.setattr(
+        FrozenKVMTPDraftWorker, "_init_triton_draft_attn_backend", lambda self: self.draft_model_runner.attn_backend
+    )
+    with pytest.raises(BackendMismatch, match="draft backend: sglang built another backend: skip_prefill False, expected True"):
+        check_runner(draft_case(load_matrix().cell(CELLS[1])), device="cpu")

@@ -1,4 +1,4 @@
-"""`python -m matrix.gpu.smoke` and `nox -s bench` report failures in their text and their exit status."""
+"""`python -m tools.gpu.smoke` and `nox -s bench` report failures in their text and their exit status."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from matrix.gpu import checks, smoke
-from matrix.gpu.bench import bench_verdict
+from matrix.gpu import checks
+from tools.gpu import smoke
+from tools.gpu.bench import bench_verdict
 
 CELL = "draft-triton-topk4-page16-hd128-gqa4-bf16-graph"
 PROBLEM = "graph-bs8: max error 0.9 > 0.03; graph-vs-eager-bs8: max error 0.9 > 0.03"

@@ -75,3 +75,13 @@ def test_target_verify_buffers_hold_every_request(num_draft_tokens: int) -> None
 def test_target_verify_contract_catches_a_short_buffer() -> None:
     shapes = edge.target_verify_shapes(max_bs=8, num_draft_tokens=4, max_num_pages=MAX_NUM_PAGES)
     assert [s.buffer for s in row_shortfalls(shapes, 16, TRTLLM_MHA_TARGET_VERIFY)] == list(TRTLLM_MHA_TARGET_VERIFY)
+
+
+@pytest.mark.parametrize("topk", [1, 2, 4, 8])
+@pytest.mark.parametrize("backend", ["triton", "trtllm_mha"])
+def test_the_worker_builds_the_requested_draft_backend(backend: str, topk: int) -> None:
+    """sglang's own FrozenKVMTPDraftWorker._init_draft_attn_backend builds the backend the cell names (by name)."""
+    fields = {"attention_backend": backend, "speculative_algorithm": "FROZEN_KV_MTP", "speculative_eagle_topk": topk}
+    verdict = edge.draft_backend_verdict(fields, topk)
+    assert verdict.accepted, verdict.message
+    assert verdict.backend == backend

@@ -37,6 +37,11 @@ CPU_REACH: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {
         ("1", "2", "4", "16"),
         frozenset({"2", "4", "16"}),
     ),
+    "worker-builds-triton-for-trtllm-mha": (
+        "test_the_worker_builds_the_requested_draft_backend",
+        tuple(f"{b}-{k}" for b in ("triton", "trtllm_mha") for k in (1, 2, 4, 8)),
+        frozenset({"trtllm_mha-2", "trtllm_mha-4", "trtllm_mha-8"}),
+    ),
 }
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from matrix.core.atomic import save_figure, write_text_atomic
 from matrix.core.selectors import select
-from matrix.gpu.benchtable import BenchRow, markdown_table, plot_series, ratio_groups, ratios, row_from_dict
 from matrix.gpu.cases import DraftCase, draft_case
+from tools.gpu.benchtable import BenchRow, markdown_table, plot_series, ratio_groups, ratios, row_from_dict
 
 # Long enough that the kernels, not launch overhead, dominate (kept on page boundaries).
 BENCH_PREFIX_TOKENS = 2048

@@ -1,4 +1,4 @@
-"""`python -m matrix.gpu.smoke [CELL:LEVEL ...]`: run a few cell checks in one process, no pytest.
+"""`python -m tools.gpu.smoke [CELL:LEVEL ...]`: run a few cell checks in one process, no pytest.
 
 For bringing up a new GPU host: each check prints its errors and timings or its traceback.
 """

@@ -1,4 +1,4 @@
-"""`python -m matrix.gpu.mutate [--mutation NAME ...] --out DIR -- PYTEST_ARGS`: run a selection under each mutation.
+"""`python -m tools.gpu.mutate [--mutation NAME ...] --out DIR -- PYTEST_ARGS`: run a selection under each mutation.
 
 Each mutation is applied to a fresh overlay of the installed sglang (matrix/gpu/mutations.py), pytest runs in a
 child process with the overlay first on PYTHONPATH and writes its specmatrix report, and the cells that went red
@@ -23,8 +23,8 @@ from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, SpecmatrixError
 from matrix.core.loader import load_matrix
 from matrix.core.report import read_report
-from matrix.gpu.mutation_table import MutationRow, markdown, mutation_row
 from matrix.gpu.mutations import MUTATIONS, SourceMutation, build_overlay, mutation_named, overlay_env
+from tools.gpu.mutation_table import MutationRow, markdown, mutation_row
 
 BASELINE = "none"
 
@@ -56,7 +56,7 @@ def write_table(rows: Sequence[MutationRow], out: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m matrix.gpu.mutate", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.gpu.mutate", description=__doc__)
     parser.add_argument("--mutation", action="append", default=[], help="a mutation name (repeatable; default: all)")
     parser.add_argument("--baseline", action="store_true", help="also run once without any mutation")
     parser.add_argument("--list", action="store_true", help="print the mutations and exit")
