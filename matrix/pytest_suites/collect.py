@@ -256,11 +256,17 @@ class Collector:
         notes: list[str],
     ) -> list[TestItem]:
         """One item per parametrized case when the cases skip per value and are literal; else the item."""
-        reading = {id(g) for g in item.guards if g.guard.scope == item.nodeid and _reads(g.guard, param.argnames)}
+        # An early return on a parameter is the test's own branching (a silent-pass check), not a per-case skip.
+        reading = {
+            id(g)
+            for g in item.guards
+            if g.guard.scope == item.nodeid and g.guard.kind is not GuardKind.EARLY_RETURN and _reads(g.guard, param.argnames)
+        }
         if not reading and not param.marked:
             return [item]
         if not param.cases:
-            notes.append(f"{item.nodeid}: {param.note}; audited as one item")
+            if param.note is not None:
+                notes.append(f"{item.nodeid}: {param.note}; audited as one item")
             return [item]
         memo: dict[tuple[int, str], AppliedGuard] = {}
         names = parsed.analysis.names

@@ -37,7 +37,7 @@ class Parametrized:
     cases: tuple[Case, ...] = ()
     # Some `pytest.param(..., marks=...)` is written, literal or not.
     marked: bool = False
-    # Why the test stays one item although it is parametrized (over the cap, not literal).
+    # Why a literal parametrize stays one item (over the cap, ids that repeat); None when not literal.
     note: str | None = None
 
 
@@ -72,7 +72,7 @@ def read_parametrize(decorators: list[ast.expr], names: ModuleNames, cap: int = 
         argnames.update(found[0])
         layers.append(found)
     if not literal:
-        return Parametrized(argnames=frozenset(argnames), marked=marked, note="parametrized with values that are not literal")
+        return Parametrized(argnames=frozenset(argnames), marked=marked)  # one item, as pytest's ids are unknown
     total = math.prod(len(sets) for _, sets in layers)
     if total > cap:
         return Parametrized(argnames=frozenset(argnames), marked=marked, note=f"{total} parametrized cases, over the cap of {cap}")
