@@ -27,7 +27,7 @@ from matrix.guards.names import dotted, resolve
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
-from matrix.pytest_suites.params import Parametrized, read_parametrize
+from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
 from matrix.pytest_suites.skipmarks import ImportTarget, from_imports, mark_guard
 
 MAX_FIXTURE_DEPTH = 4
@@ -187,7 +187,7 @@ class Collector:
             guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
             item = TestItem(nodeid=nodeid, path=path, line=node.lineno, markers=frozenset(marks), guards=tuple(guards))
             param = read_parametrize(node.decorator_list, names)
-            tests.extend(self._cases(path, parsed, item, param, rules, notes) if param is not None else (item,))
+            tests.extend(self._cases(path, parsed, item, param, rules=rules, notes=notes) if param is not None else (item,))
         return TestFile(path=path, tests=tuple(tests), notes=tuple(notes))
 
     # --- marks from elsewhere, parametrized cases ------------------------------------------------------------
@@ -252,6 +252,7 @@ class Collector:
         parsed: _Parsed,
         item: TestItem,
         param: Parametrized,
+        *,
         rules: Mapping[str, MarkerRule],
         notes: list[str],
     ) -> list[TestItem]:
@@ -260,7 +261,9 @@ class Collector:
         reading = {
             id(g)
             for g in item.guards
-            if g.guard.scope == item.nodeid and g.guard.kind is not GuardKind.EARLY_RETURN and _reads(g.guard, param.argnames)
+            if g.guard.scope == item.nodeid
+            and g.guard.kind is not GuardKind.EARLY_RETURN
+            and reads_parameters(g.guard, param.argnames)
         }
         if not reading and not param.marked:
             return [item]
@@ -268,13 +271,13 @@ class Collector:
             if param.note is not None:
                 notes.append(f"{item.nodeid}: {param.note}; audited as one item")
             return [item]
-        memo: dict[tuple[int, str], AppliedGuard] = {}
+        memo: dict[tuple[int, str], Guard] = {}
         names = parsed.analysis.names
         out: list[TestItem] = []
         for case in param.cases:
             nodeid = f"{item.nodeid}[{case.id}]"
             values = dict(case.values)
-            guards = [_bind(g, values, memo) if id(g) in reading else g for g in item.guards]
+            guards = [replace(g, guard=bind_case(g.guard, values, memo)) if id(g) in reading else g for g in item.guards]
             marks = set(item.markers)
             for mark in case.marks:
                 guards.extend(self._mark_guards(path, parsed, mark, nodeid, marks, local=True))
@@ -403,30 +406,6 @@ def _marker_guard(rule: MarkerRule | None, marker: str, nodeid: str, line: int, 
         local_names=rule.bindings,
     )
     return AppliedGuard(guard=guard, names=rule.names or names, via=f"marker {marker}")
-
-
-def _reads(guard: Guard, argnames: frozenset[str]) -> bool:
-    """The guard's conditions read a parameter the test body does not rebind."""
-    bound = [n for n, _ in guard.local_names]
-    params = {n for n in argnames if bound.count(n) == 1}
-    exprs = [c.expr for c in guard.conditions if isinstance(c, ExprCondition)]
-    exprs += [e for n, e in guard.local_names if e is not None]
-    return any(isinstance(n, ast.Name) and n.id in params for e in exprs for n in ast.walk(e))
-
-
-def _bind(applied: AppliedGuard, values: Mapping[str, ast.expr], memo: dict[tuple[int, str], AppliedGuard]) -> AppliedGuard:
-    """The guard with the case's literal values in for the parameters it reads (shared by equal cases)."""
-    counts: dict[str, int] = {}
-    for n, _ in applied.guard.local_names:
-        counts[n] = counts.get(n, 0) + 1
-    chosen = {n: v for n, v in values.items() if counts.get(n) == 1}
-    key = (id(applied), repr(sorted((n, ast.dump(v)) for n, v in chosen.items())))
-    found = memo.get(key)
-    if found is None:
-        local = tuple((n, chosen.get(n, e)) for n, e in applied.guard.local_names)
-        found = replace(applied, guard=replace(applied.guard, local_names=local))
-        memo[key] = found
-    return found
 
 
 def _is_fixture(node: _Function, names: ModuleNames) -> bool:

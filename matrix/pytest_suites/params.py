@@ -12,9 +12,10 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
-from matrix.guards.model import ModuleNames
+from matrix.guards.model import ExprCondition, Guard, ModuleNames
 from matrix.guards.names import dotted, resolve
 
 MAX_CASES = 64
@@ -75,16 +76,44 @@ def read_parametrize(decorators: list[ast.expr], names: ModuleNames, cap: int = 
         return Parametrized(argnames=frozenset(argnames), marked=marked)  # one item, as pytest's ids are unknown
     total = math.prod(len(sets) for _, sets in layers)
     if total > cap:
-        return Parametrized(argnames=frozenset(argnames), marked=marked, note=f"{total} parametrized cases, over the cap of {cap}")
+        return Parametrized(
+            argnames=frozenset(argnames), marked=marked, note=f"{total} parametrized cases, over the cap of {cap}"
+        )
     cases: list[Case] = []
     for combination in itertools.product(*(sets for _, sets in layers)):
-        values = tuple((n, v) for (names_, _), s in zip(layers, combination, strict=True) for n, v in zip(names_, s.values, strict=True))
+        values = tuple(
+            (n, v) for (names_, _), s in zip(layers, combination, strict=True) for n, v in zip(names_, s.values, strict=True)
+        )
         marks = tuple(m for s in combination for m in s.marks)
         cases.append(Case(id="-".join(s.id for s in combination), values=values, marks=marks))
     ids = [c.id for c in cases]
     if len(set(ids)) != len(ids) or not all(i.isascii() for i in ids):
         return Parametrized(argnames=frozenset(argnames), marked=marked, note="parametrized ids repeat or are not ASCII")
     return Parametrized(argnames=frozenset(argnames), marked=marked, cases=tuple(cases))
+
+
+def reads_parameters(guard: Guard, argnames: frozenset[str]) -> bool:
+    """The guard's conditions read a parameter that the test body does not rebind."""
+    bound = [n for n, _ in guard.local_names]
+    params = {n for n in argnames if bound.count(n) == 1}
+    exprs = [c.expr for c in guard.conditions if isinstance(c, ExprCondition)]
+    exprs += [e for n, e in guard.local_names if e is not None]
+    return any(isinstance(n, ast.Name) and n.id in params for e in exprs for n in ast.walk(e))
+
+
+def bind_case(guard: Guard, values: Mapping[str, ast.expr], memo: dict[tuple[int, str], Guard]) -> Guard:
+    """The guard with a case's literal values in for the parameters it reads; cases with equal values share
+    one guard object, so its evaluation on a runner is done once."""
+    counts: dict[str, int] = {}
+    for n, _ in guard.local_names:
+        counts[n] = counts.get(n, 0) + 1
+    chosen = {n: v for n, v in values.items() if counts.get(n) == 1}
+    key = (id(guard), repr(sorted((n, ast.dump(v)) for n, v in chosen.items())))
+    found = memo.get(key)
+    if found is None:
+        found = replace(guard, local_names=tuple((n, chosen.get(n, e)) for n, e in guard.local_names))
+        memo[key] = found
+    return found
 
 
 def _is_parametrize(call: ast.Call, names: ModuleNames) -> bool:
@@ -96,7 +125,9 @@ def _argnames(call: ast.Call) -> tuple[str, ...]:
     node = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "argnames"), None)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return tuple(n.strip() for n in node.value.split(",") if n.strip())
-    if isinstance(node, ast.List | ast.Tuple) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+    if isinstance(node, ast.List | ast.Tuple) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
         return tuple(str(e.value) for e in node.elts)  # type: ignore[attr-defined]
     return ()
 
@@ -116,8 +147,9 @@ def _layer(call: ast.Call, names: ModuleNames) -> tuple[tuple[str, ...], list[_S
     explicit = _ids(keywords.get("ids"), len(values.elts))
     sets: list[_Set] = []
     for index, element in enumerate(values.elts):
-        given, marks = None, ()
-        if isinstance(element, ast.Call) and (dotted(element.func) or "").endswith("param"):
+        given: str | None = None
+        marks: tuple[ast.expr, ...] = ()
+        if isinstance(element, ast.Call) and (dotted(element.func) or "").rpartition(".")[2] == "param":
             given, marks = _param_extras(element)
             parts: list[ast.expr] = list(element.args)
         elif len(argnames) == 1:

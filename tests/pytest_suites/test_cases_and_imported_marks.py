@@ -110,7 +110,10 @@ def _off_imports(monkeypatch: pytest.MonkeyPatch) -> None:
 CASES = {
     "param-marks": (
         PARAM_MARKS,
-        {"tests/test_decode.py::test_decode[trtllm-gen]": "compute capability", "tests/test_decode.py::test_decode[cute]": "compute capability"},
+        {
+            "tests/test_decode.py::test_decode[trtllm-gen]": "compute capability",
+            "tests/test_decode.py::test_decode[cute]": "compute capability",
+        },
         _off_cases,
     ),
     "body-guard": (
@@ -123,7 +126,10 @@ CASES = {
     ),
     "relative-import": (
         RELATIVE_IMPORT,
-        {"tests/attention/test_mla.py::test_mla": "compute capability", "tests/attention/test_mla.py::test_paged[1]": "compute capability"},
+        {
+            "tests/attention/test_mla.py::test_mla": "compute capability",
+            "tests/attention/test_mla.py::test_paged[1]": "compute capability",
+        },
         _off_imports,
     ),
     "absolute-reexport": (
@@ -152,7 +158,10 @@ def test_per_case_and_imported_skips_need_their_support(
 def test_tuple_argnames_ids_and_module_list(audit: Audit, skipping: Skipping, schedule: Callable[..., str]) -> None:
     # sm86 only: fp8 cases skip there (8, 6) < (8, 9); the explicit ids and the pytest.param id name them.
     report = audit(TUPLE_IDS, schedule(("sm86", "pytest tests/")))
-    assert skipping(report) == {"tests/test_gemm.py::test_gemm[small]": "compute capability", "tests/test_gemm.py::test_gemm[odd]": "compute capability"}
+    assert skipping(report) == {
+        "tests/test_gemm.py::test_gemm[small]": "compute capability",
+        "tests/test_gemm.py::test_gemm[odd]": "compute capability",
+    }
     assert report.tests == 3
     assert skipping(audit(TUPLE_IDS, schedule(("h100", "pytest tests/")))) == {}
 
@@ -173,7 +182,10 @@ def test_cases_follow_deselect_and_node_ids(audit: Audit, skipping: Skipping, sc
         ('@pytest.mark.parametrize("n", [1, 2], ids=str)', "not literal"),
         ('@pytest.mark.parametrize("n", [1, 2], indirect=True)', "not literal"),
         ('@pytest.mark.parametrize("n", [1, 1])', "repeat"),
-        ('@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])\n@pytest.mark.parametrize("m", list("abcdefgh"))', "not literal"),
+        (
+            '@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])\n@pytest.mark.parametrize("m", list("abcdefgh"))',
+            "not literal",
+        ),
         ('@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])\n@pytest.mark.parametrize("m", "abcdefgh")', "not literal"),
         (
             '@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])\n'
@@ -210,7 +222,9 @@ def test_the_cap_is_a_parameter() -> None:
     fn = tree.body[1]
     assert isinstance(fn, ast.FunctionDef)
     names = collect_module_names(tree)
-    assert [c.id for c in (params.read_parametrize(fn.decorator_list, names) or params.Parametrized(argnames=frozenset())).cases] == ["1", "2", "3"]
+    assert [
+        c.id for c in (params.read_parametrize(fn.decorator_list, names) or params.Parametrized(argnames=frozenset())).cases
+    ] == ["1", "2", "3"]
     capped = params.read_parametrize(fn.decorator_list, names, cap=2)
     assert capped is not None and capped.cases == () and capped.note == "3 parametrized cases, over the cap of 2"
 
