@@ -1,6 +1,6 @@
 """Time `specmatrix guards` on a generated tree of registered test files, cold (empty cache) and warm.
 
-    python ci/bench_guards.py [--files 1500] [--repeat 3] [--jobs N] [--cold-budget 2.5] [--warm-budget 0.5]
+    python ci/bench_guards.py [--files 1500] [--repeat 3] [--jobs N] [--cold-budget 2.5] [--warm-budget 0.3]
     python ci/bench_guards.py --keep DIR [--no-hostile]     # write the tree to DIR and stop
     python ci/bench_guards.py --workflows REPO               # also time reading REPO's workflows (cold and warm)
 
@@ -188,7 +188,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="cold and warm runs each")
     parser.add_argument("--jobs", type=int, default=None, help="--jobs passed to specmatrix guards (default: its own)")
     parser.add_argument("--cold-budget", type=float, default=2.5, help="seconds allowed for a cold run (median)")
-    parser.add_argument("--warm-budget", type=float, default=0.5, help="seconds allowed for a warm run (median)")
+    parser.add_argument("--warm-budget", type=float, default=0.3, help="seconds allowed for a warm run (median)")
     parser.add_argument("--keep", type=Path, help="write the tree here and stop (no timing)")
     parser.add_argument("--no-hostile", action="store_true", help="leave the hostile guards out of the tree")
     parser.add_argument("--workflows", type=Path, help="a repository whose workflows the audit also reads (timed apart)")

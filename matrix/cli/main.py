@@ -5,38 +5,49 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import importlib
 import io
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from matrix.cli import audit as cmd_audit
-from matrix.cli import ci as cmd_ci
-from matrix.cli import core as cmd_core
-from matrix.cli import guards as cmd_guards
-from matrix.cli import ledger as cmd_ledger
-from matrix.cli import pytest_audit as cmd_pytest_audit
-from matrix.cli import report as cmd_report
-from matrix.cli import schedule as cmd_schedule
-from matrix.cli.parsing import HelpFormatter, version_text
+from matrix.cli.parsing import HelpFormatter, VersionAction
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_USAGE, SpecmatrixError, UsageError
 from matrix.core.options import CliOverrides, Options, resolve_options
 
-# Each command module has `register(subparsers)`; the parser's `func` runs it.
-COMMAND_MODULES: tuple[ModuleType, ...] = (
-    cmd_core,
-    cmd_ci,
-    cmd_guards,
-    cmd_schedule,
-    cmd_audit,
-    cmd_ledger,
-    cmd_report,
-    cmd_pytest_audit,
+# Each command module has `register(subparsers)`; the parser's `func` runs it. A module is imported only when
+# the parser needs it: a run of one command (`specmatrix guards ...`) imports the one module that owns it, so
+# its start-up does not pay for every other command's imports.
+COMMAND_MODULES: tuple[str, ...] = (
+    "matrix.cli.core",
+    "matrix.cli.ci",
+    "matrix.cli.guards",
+    "matrix.cli.schedule",
+    "matrix.cli.audit",
+    "matrix.cli.ledger",
+    "matrix.cli.report",
+    "matrix.cli.pytest_audit",
 )
+# The commands each module registers (tests/core/test_cli_commands.py checks this against the modules).
+COMMANDS: dict[str, str] = {
+    "cells": "matrix.cli.core",
+    "explain": "matrix.cli.core",
+    "runners": "matrix.cli.core",
+    "detect": "matrix.cli.core",
+    "shard": "matrix.cli.ci",
+    "coverage": "matrix.cli.ci",
+    "register": "matrix.cli.ci",
+    "guards": "matrix.cli.guards",
+    "schedule": "matrix.cli.schedule",
+    "audit": "matrix.cli.audit",
+    "timeline": "matrix.cli.audit",
+    "ledger": "matrix.cli.ledger",
+    "report": "matrix.cli.report",
+    "pytest-audit": "matrix.cli.pytest_audit",
+}
 PROG = "specmatrix"
 EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE, what `yes | head -1` leaves for `yes`
 
@@ -82,21 +93,24 @@ def _add_global_options(parser: argparse.ArgumentParser, *, suffix: str) -> None
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with the name of a `command`, one with only the module that owns it registered
+    (the same subparser, so that command parses and helps exactly alike)."""
     parser = _Parser(
         prog=PROG,
         description="CI test-matrix orchestrator for GPU attention backends.",
         formatter_class=HelpFormatter,
         epilog="Exit status: 0 ok, 1 findings, 2 usage or configuration error.",
     )
-    parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument("--version", action=VersionAction)
     _add_global_options(parser, suffix="")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in COMMAND_MODULES:
-        module.register(sub)
-    for command in sub.choices.values():
-        command.formatter_class = HelpFormatter
-        _add_global_options(command, suffix="_after")
+    owner = COMMANDS.get(command) if command is not None else None
+    for name in (owner,) if owner is not None else COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    for subparser in sub.choices.values():
+        subparser.formatter_class = HelpFormatter
+        _add_global_options(subparser, suffix="_after")
     return parser
 
 
@@ -163,9 +177,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every failure from bad input or a broken output is one line on stderr and exit 2."""
     _tolerant_streams()
     try:
-        parser = build_parser()
+        words = list(sys.argv[1:] if argv is None else argv)
+        # The first word names the command (anything else, such as a global option first, gets every command).
+        parser = build_parser(words[0] if words else None)
         try:
-            args = parser.parse_args(argv)
+            args = parser.parse_args(words)
         except SystemExit as exc:  # --help and --version print and stop here; usage errors raise UsageError
             return exc.code if isinstance(exc.code, int) else EXIT_USAGE
         if args.command is None:

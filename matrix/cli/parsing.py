@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from importlib import metadata
+from typing import Any
 
 import matrix
 
@@ -13,11 +13,23 @@ _VALUELESS = (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._H
 
 def version_text() -> str:
     """`specmatrix X.Y.Z`: the installed distribution's version, else the package's own (a plain checkout)."""
+    from importlib import metadata  # only --version needs it; every other run's start-up stays without
+
     try:
         version = metadata.version("specmatrix")
     except metadata.PackageNotFoundError:
         version = matrix.__version__
     return f"specmatrix {version}"
+
+
+class VersionAction(argparse._VersionAction):
+    """`--version`, with the version line worked out only when the option is given."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        self.version = version_text()
+        super().__call__(parser, namespace, values, option)
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

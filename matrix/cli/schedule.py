@@ -13,7 +13,7 @@ from matrix.core.errors import ConfigError
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import text_lines
 from matrix.schedule.load import all_readers, find_workflows, load_declared, load_schedule
-from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, SuiteSelection
+from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, SuiteSelection, selection_fields
 
 SCHEMA = "specmatrix.schedule/1"
 
@@ -109,19 +109,8 @@ def _origin(o: Any) -> dict[str, Any]:
 
 
 def _json_selection(entry: ScheduleEntry) -> dict[str, Any]:
-    s = entry.selection
-    if isinstance(s, SuiteSelection):
-        return {"type": "run_suite", "suite": s.suite, "hw": s.hw, "nightly": s.nightly}
-    return {
-        "type": "pytest",
-        "paths": list(s.paths),
-        "working_dir": s.working_dir,
-        "ignore": list(s.ignore),
-        "deselect": list(s.deselect),
-        "keyword": s.keyword,
-        "markexpr": s.markexpr,
-        "shard": list(s.shard) if s.shard else None,
-    }
+    kind = "run_suite" if isinstance(entry.selection, SuiteSelection) else "pytest"
+    return {"type": kind, **selection_fields(entry.selection)}
 
 
 def to_json(schedule: Schedule, declared: Sequence[tuple[str, Schedule]] = ()) -> str:

@@ -287,7 +287,7 @@ class _GuardFinder:
         """Collect skip statements with the `if` path that reaches them (and, in a test body, early returns)."""
         out = self.guards if sink is None else sink
         for stmt in body:
-            found = self.skip_statement(stmt, module_level)
+            found = self.marked_skip(stmt, module_level)
             if found is None and test_body and conds and isinstance(stmt, ast.Return) and stmt.value is None:
                 found = (GuardKind.EARLY_RETURN, ())
             if found is not None:
@@ -340,6 +340,16 @@ class _GuardFinder:
             if self.exits([stmt]):
                 return
 
+    def marked_skip(self, stmt: ast.stmt, module_level: bool) -> tuple[GuardKind, tuple[SkipCondition, ...]] | None:
+        """`skip_statement`, answered None at once for a statement on no marked line.
+
+        A skip statement names its skip (`skipTest`, `SkipTest`, `pytest.skip`, `importorskip`) in its own
+        text, or calls a local name imported as one, and those names are all marked: an unmarked
+        statement cannot be one, so the detailed look is spared."""
+        if not self.source.mentions(stmt):
+            return None
+        return self.skip_statement(stmt, module_level)
+
     def skip_statement(self, stmt: ast.stmt, module_level: bool) -> tuple[GuardKind, tuple[SkipCondition, ...]] | None:
         call: ast.Call | None = None
         if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) and isinstance(stmt.value, ast.Call):
@@ -374,7 +384,7 @@ class _GuardFinder:
         last = body[-1]
         if isinstance(last, ast.Return | ast.Raise | ast.Continue | ast.Break):
             return True
-        found = self.skip_statement(last, module_level=True)
+        found = self.marked_skip(last, module_level=True)
         return found is not None and found[0] is not GuardKind.IMPORTORSKIP
 
     def handler_condition(self, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> SkipCondition:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import multiprocessing
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,6 +200,10 @@ def default_jobs() -> int:
 
 
 def _run_parallel(jobs: list[tuple[str, str]], settings: AuditSettings, workers: int) -> list[FileAudit]:
+    # Imported here: a warm run (every file cached) starts no worker and need not load them.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     methods = multiprocessing.get_all_start_methods()
     # fork starts workers without re-importing the package; elsewhere the platform default is used.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)

@@ -27,6 +27,7 @@ from matrix.schedule.model import (
     SuiteSelection,
     UnknownLabel,
     UnreadJob,
+    selection_fields,
 )
 
 SCHEMA = "specmatrix.schedule-cache/1"
@@ -83,21 +84,6 @@ def _origin_of(raw: list[Any]) -> Origin:
     return Origin(file=str(file), line=int(line), job=str(job), via=tuple(str(v) for v in via))
 
 
-def _selection(s: Selection) -> dict[str, Any]:
-    if isinstance(s, SuiteSelection):
-        return {"suite": s.suite, "hw": s.hw, "nightly": s.nightly}
-    shard = list(s.shard) if s.shard else None
-    return {
-        "paths": list(s.paths),
-        "working_dir": s.working_dir,
-        "ignore": list(s.ignore),
-        "deselect": list(s.deselect),
-        "keyword": s.keyword,
-        "markexpr": s.markexpr,
-        "shard": shard,
-    }
-
-
 def _selection_of(raw: dict[str, Any]) -> Selection:
     if "suite" in raw:
         return SuiteSelection(suite=str(raw["suite"]), hw=raw["hw"], nightly=bool(raw["nightly"]))
@@ -117,7 +103,7 @@ def to_doc(schedule: Schedule) -> dict[str, Any]:
     return {
         "entries": [
             [
-                _selection(e.selection),
+                selection_fields(e.selection),
                 list(e.labels),
                 list(e.profiles),
                 [list(kv) for kv in e.env],

@@ -6,27 +6,35 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from matrix.core.model import RunnerProfile
-from matrix.core.tomlfields import read_toml_file
-from matrix.schedule.cache import cached, schedule_key
-from matrix.schedule.declared import declared_schedule, parse_declared
-from matrix.schedule.github import ci_script_files, find_workflows, read_github, workflow_files
 from matrix.schedule.model import CommandReader, Schedule
-from matrix.schedule.pytest_command import PytestCommandReader
-from matrix.schedule.run_suite import RunSuiteReader
-from matrix.schedule.runner_configs import CANDIDATES
+
+# The walker, the readers and the declared-file reader are imported when a schedule is read: a
+# `guards --no-workflows` run never loads them.
 
 __all__ = ["TreeLoader", "all_readers", "default_readers", "find_workflows", "load_declared", "load_schedule"]
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 
+def find_workflows(start: Path) -> Path | None:
+    """The nearest folder at or above `start` that has `.github/workflows` (what `guards` reads by itself)."""
+    from matrix.schedule import github
+
+    return github.find_workflows(start)
+
+
 def default_readers() -> tuple[CommandReader, ...]:
     """The command readers the guard audit's schedule is read with (sglang's run_suite.py)."""
+    from matrix.schedule.run_suite import RunSuiteReader
+
     return (RunSuiteReader(),)
 
 
 def all_readers() -> tuple[CommandReader, ...]:
     """Every command reader: sglang's run_suite.py and pytest (what `specmatrix schedule` shows)."""
+    from matrix.schedule.pytest_command import PytestCommandReader
+    from matrix.schedule.run_suite import RunSuiteReader
+
     return (RunSuiteReader(), PytestCommandReader())
 
 
@@ -59,6 +67,10 @@ def load_schedule(
     """The schedule of the GitHub workflows under `root` (a repository root or its `.github/workflows`); with
     `cache_dir` (and the default readers) a schedule read before from the same files is reused; with
     `follow_scripts` the shell scripts steps run (inside the repository) are read too."""
+    from matrix.schedule.cache import cached, schedule_key
+    from matrix.schedule.github import ci_script_files, read_github, workflow_files
+    from matrix.schedule.runner_configs import CANDIDATES
+
     chosen = default_readers() if readers is None else tuple(readers)
     if cache_dir is None or readers is not None or follow_scripts:
         scripts = TreeLoader(workflow_files(root)[0]) if follow_scripts else None
@@ -73,5 +85,8 @@ def load_declared(
     path: Path, root: Path, runners: Mapping[str, RunnerProfile], readers: Sequence[CommandReader]
 ) -> tuple[Schedule, dict[str, str]]:
     """A declared schedule file (scripts it names read from the checkout at `root`) and its marker conditions."""
+    from matrix.core.tomlfields import read_toml_file
+    from matrix.schedule.declared import declared_schedule, parse_declared
+
     declared = parse_declared(read_toml_file(path), str(path))
     return declared_schedule(declared, runners, TreeLoader(root), readers), dict(declared.markers)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Gate(StrEnum):
@@ -60,6 +60,21 @@ class PytestSelection:
 
 
 Selection = SuiteSelection | PytestSelection
+
+
+def selection_fields(selection: Selection) -> dict[str, Any]:
+    """A selection's fields as plain JSON values (the schedule cache and `specmatrix schedule --format json`)."""
+    if isinstance(selection, SuiteSelection):
+        return {"suite": selection.suite, "hw": selection.hw, "nightly": selection.nightly}
+    return {
+        "paths": list(selection.paths),
+        "working_dir": selection.working_dir,
+        "ignore": list(selection.ignore),
+        "deselect": list(selection.deselect),
+        "keyword": selection.keyword,
+        "markexpr": selection.markexpr,
+        "shard": list(selection.shard) if selection.shard else None,
+    }
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,73 @@
+"""The command table of `specmatrix`: each command is owned by the module the table names, and a run of one
+command imports only that module (its start-up is part of the warm guard audit's time)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from matrix.cli.main import COMMAND_MODULES, COMMANDS, build_parser
+
+
+def registered_by(module_name: str) -> set[str]:
+    sub = argparse.ArgumentParser().add_subparsers()
+    importlib.import_module(module_name).register(sub)
+    return set(sub.choices)
+
+
+def table_problems(table: dict[str, str], modules: tuple[str, ...]) -> list[str]:
+    """Where the table and what the modules register disagree."""
+    problems = []
+    for module in modules:
+        names = registered_by(module)
+        listed = {c for c, m in table.items() if m == module}
+        problems += [f"{c} is registered by {module} but not in COMMANDS" for c in sorted(names - listed)]
+        problems += [f"{c} is in COMMANDS under {module}, which does not register it" for c in sorted(listed - names)]
+    problems += [f"{c}: {m} is not a command module" for c, m in table.items() if m not in modules]
+    return problems
+
+
+def test_the_command_table_matches_what_each_module_registers():
+    assert table_problems(COMMANDS, COMMAND_MODULES) == []
+
+
+@pytest.mark.parametrize(
+    ("planted", "expected"),
+    [
+        (
+            {k: v for k, v in COMMANDS.items() if k != "timeline"},
+            "timeline is registered by matrix.cli.audit but not in COMMANDS",
+        ),
+        ({**COMMANDS, "guards": "matrix.cli.core"}, "guards is in COMMANDS under matrix.cli.core, which does not register it"),
+    ],
+)
+def test_the_table_check_catches_a_missing_or_misplaced_command(planted, expected):
+    assert expected in table_problems(planted, COMMAND_MODULES)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_one_command_parser_helps_exactly_as_the_whole_one(command):
+    def help_of(parser: argparse.ArgumentParser) -> str:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return sub.choices[command].format_help()
+
+    assert help_of(build_parser(command)) == help_of(build_parser())
+
+
+def test_a_guards_run_imports_no_other_command_module(tmp_path):
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n", encoding="utf-8")
+    code = (
+        "import sys\n"
+        "from matrix.cli.main import main\n"
+        f"main(['guards', {str(tmp_path)!r}, '--no-cache', '--no-workflows', '--json'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('matrix.cli.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    loaded = done.stdout.strip().splitlines()[-1]
+    assert "matrix.cli.guards" in loaded
+    others = [m for m in COMMAND_MODULES if m != "matrix.cli.guards" and f"'{m}'" in loaded]
+    assert others == [], done.stderr

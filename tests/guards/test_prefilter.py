@@ -1,0 +1,111 @@
+"""The finder's shortcuts change no result: line marks found by str.find equal the regex scan's, the lines
+split by splitlines equal the parser's, and sparing the skip look at unmarked statements leaves every finding
+of the fixture suite and of the benchmark's tree as the full look gives it."""
+
+from __future__ import annotations
+
+import bisect
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from matrix.guards import audit_tree
+from matrix.guards import finder as finder_module
+from matrix.guards.model import GuardReport
+from matrix.guards.source import _LINE, SourceText
+
+from .conftest import FIXTURE_SUITE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench_module():
+    spec = importlib.util.spec_from_file_location("specmatrix_ci_bench_guards", ROOT / "ci" / "bench_guards.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def regex_marks(text: str, words: list[str], exact: tuple[str, ...]) -> list[int]:
+    """The scan as it was before the str.find shortcut: one case-blind regex, then the exact texts."""
+    lines = [m.group() for m in _LINE.finditer(text)]
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    pattern = "|".join(re.escape(w) for w in dict.fromkeys(words) if w)
+    hits = [m.start() for m in re.finditer(pattern, text, re.IGNORECASE)] if pattern else []
+    for literal in exact:
+        hits += [m.start() for m in re.finditer(re.escape(literal), text)]
+    return sorted({bisect.bisect_right(starts, at) for at in hits})
+
+
+TEXTS = [
+    "",
+    "x = 1",
+    "def test_a(self):\n    self.skipTest('no')\n    return\n",
+    "a\r\nb\rSKIP\r\n\r\nreturn\r",
+    "if x:\n    return\nreturn  # after\n",
+    "skipskip\nSkIpTest\nnothing\n",
+    "s = 'form\x0cfeed' \n # skip\x0b here\nreturn\n",  # breaks splitlines() knows but the parser does not
+    "name = '\u212aelvin'\nsKip = 1\nreturn\n",  # non-ASCII text: the regex path
+    "x = '\u2028'\nskip\n",
+    "\u017fkip = 1\nskip\n",  # the long s folds to s only case-blind in a regex
+]
+WORDS = [["skip"], ["skip", "st", "imp"], ["skip", "k"], ["skip", "\u017fkip"]]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("words", WORDS)
+def test_line_marks_and_lines_equal_the_regex_scan(text, words):
+    source = SourceText(text)
+    source.mark_lines(words, exact=("return\n", "return\r"))
+    assert source.lines == [m.group() for m in _LINE.finditer(text)]
+    assert source._marked == regex_marks(text, words, ("return\n", "return\r"))
+
+
+def test_the_marks_check_sees_a_planted_difference(monkeypatch):
+    from matrix.guards import source as source_module
+
+    # Plant a scan that finds only the first occurrence of each word: a later marked line is lost.
+    def first_only(text: str, word: str, into: list[int]) -> None:
+        at = text.find(word)
+        if at >= 0:
+            into.append(at)
+
+    monkeypatch.setattr(source_module, "_find_all", first_only)
+    text = TEXTS[5]
+    planted = SourceText(text)
+    planted.mark_lines(["skip"])
+    assert planted._marked != regex_marks(text, ["skip"], ())
+
+
+def findings(report: GuardReport) -> list[tuple[str, ...]]:
+    return [(f.kind.value, f.path, str(f.line), f.test, ",".join(f.runners), f.guard, f.reason, f.hint) for f in report.findings]
+
+
+@pytest.fixture(scope="module")
+def bench_tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bench-tree")
+    bench_module().generate(root, 330)  # includes the hostile files (every 300th from the 7th)
+    return root
+
+
+@pytest.mark.parametrize("tree", ["fixture", "bench"])
+def test_sparing_unmarked_statements_changes_no_finding(tree, bench_tree, runners, monkeypatch):
+    root = FIXTURE_SUITE if tree == "fixture" else bench_tree
+    spared = audit_tree(root, runners)
+    monkeypatch.setattr(finder_module._GuardFinder, "marked_skip", finder_module._GuardFinder.skip_statement)
+    full = audit_tree(root, runners)
+    assert findings(spared) == findings(full)
+    assert spared.findings, "a tree with no findings would compare nothing"
+
+
+def test_the_equality_check_sees_a_prefilter_that_drops_a_skip(runners, monkeypatch):
+    full = audit_tree(FIXTURE_SUITE, runners)
+    # Plant the bug the marks guard against: a prefilter that also spares marked statements.
+    monkeypatch.setattr(finder_module._GuardFinder, "marked_skip", lambda self, stmt, module_level: None)
+    broken = audit_tree(FIXTURE_SUITE, runners)
+    assert findings(broken) != findings(full)
