@@ -200,7 +200,7 @@ class SuiteAuditor:
         ]
         skips: list[PytestFinding] = []
         scheduled = undetermined = 0
-        assumptions: list[str] = []
+        assumptions: list[str] = list(test_file.notes)
         for item in test_file.tests:
             chosen = [s for s in (selects(e, item.nodeid, item.markers) for e in entries) if s is not None]
             if not chosen:

@@ -6,7 +6,12 @@ the body, autouse fixtures, importorskip, module-level skips); the skips of the 
 first, then the conftest files above it, and the fixtures those request, bounded); the skips of helpers its
 body calls at top level (module functions, or functions imported from another file of the tree); marker
 conditions (a conftest hook that turns `@pytest.mark.NAME` into a skip, read from the hook when simple,
-otherwise declared); and decorator factories of the predicate packs (`multi_gpu_test(num_gpus=2)`).
+otherwise declared); decorator factories of the predicate packs (`multi_gpu_test(num_gpus=2)`); and skip marks
+imported from another file of the tree (`from .utils import requires_sm100`), followed through re-exports, bounded.
+
+A parametrized test whose cases skip per value (a `pytest.param(..., marks=...)` skip, or a body guard reading a
+parameter) becomes one item per case (`test_f[case-id]`) when its values are literal (see params.py); otherwise,
+or past the cap, it stays one item, with a note when the cases would have differed.
 """
 
 from __future__ import annotations
@@ -22,8 +27,12 @@ from matrix.guards.names import dotted, resolve
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
+from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
+from matrix.pytest_suites.skipmarks import ImportTarget, from_imports, mark_guard
 
 MAX_FIXTURE_DEPTH = 4
+# Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
+MAX_IMPORT_DEPTH = 4
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -52,6 +61,7 @@ class TestFile:
     path: str
     tests: tuple[TestItem, ...]
     error: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -61,6 +71,7 @@ class _Parsed:
     fixtures: dict[str, _Function] = field(default_factory=dict)
     helpers: dict[str, tuple[Guard, ...]] = field(default_factory=dict)
     calls: bool = False
+    imports: dict[str, ImportTarget] | None = None
 
 
 Loader = Callable[[str], str | None]
@@ -151,35 +162,130 @@ class Collector:
                 AppliedGuard(guard=g, names=c.analysis.names, via=conftest) for g in c.analysis.guards if g.scope == conftest
             )
         rules = self.markers_for(path)
-        module_marks = _marks_of_pytestmark(parsed.tree.body, names)
+        module_exprs = _pytestmark(parsed.tree.body)
+        module_marks = _marks_of(module_exprs, names)
         tests: list[TestItem] = []
+        notes: list[str] = []
         for node, cls in self._test_functions(parsed.tree, names):
             nodeid = f"{path}::{cls.name}::{node.name}" if cls is not None else f"{path}::{node.name}"
             scopes = [path] + ([f"{path}::{cls.name}"] if cls is not None else []) + [nodeid]
             guards = [AppliedGuard(guard=g, names=names) for s in scopes for g in by_scope.get(s, ())]
             guards.extend(inherited)
             marks = set(module_marks)
+            exprs = list(module_exprs)
             if cls is not None:
-                marks |= _marks_of(cls.decorator_list, names) | _marks_of_pytestmark(cls.body, names)
+                marks |= _marks_of(cls.decorator_list, names) | _marks_of(_pytestmark(cls.body), names)
+                exprs += [*cls.decorator_list, *_pytestmark(cls.body)]
             marks |= _marks_of(node.decorator_list, names)
-            for marker in sorted(marks):
-                rule = rules.get(marker)
-                if rule is not None:
-                    guard = Guard(
-                        scope=nodeid,
-                        kind=GuardKind.MARK_SKIP,
-                        line=node.lineno,
-                        source=rule.source,
-                        conditions=(ExprCondition(expr=rule.condition),),
-                        local_names=rule.bindings,
-                    )
-                    guards.append(AppliedGuard(guard=guard, names=rule.names or names, via=f"marker {marker}"))
+            exprs += node.decorator_list
+            for expr in exprs:
+                guards.extend(self._mark_guards(path, parsed, expr, nodeid, marks, local=False))
+            guards.extend(_marker_guard(rules.get(m), m, nodeid, node.lineno, names) for m in sorted(marks) if m in rules)
             guards.extend(self._decorator_rules(node, nodeid, names))
             guards.extend(self._fixture_guards(path, parsed, node, set(), 0))
             guards.extend(self._helper_guards(path, parsed, node))
             guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
-            tests.append(TestItem(nodeid=nodeid, path=path, line=node.lineno, markers=frozenset(marks), guards=tuple(guards)))
-        return TestFile(path=path, tests=tuple(tests))
+            item = TestItem(nodeid=nodeid, path=path, line=node.lineno, markers=frozenset(marks), guards=tuple(guards))
+            param = read_parametrize(node.decorator_list, names)
+            tests.extend(self._cases(path, parsed, item, param, rules=rules, notes=notes) if param is not None else (item,))
+        return TestFile(path=path, tests=tuple(tests), notes=tuple(notes))
+
+    # --- marks from elsewhere, parametrized cases ------------------------------------------------------------
+
+    def _imports(self, path: str, parsed: _Parsed) -> dict[str, ImportTarget]:
+        if parsed.imports is None:
+            parsed.imports = from_imports(parsed.tree, path) if parsed.tree is not None else {}
+        return parsed.imports
+
+    def _resolve_mark(
+        self, path: str, parsed: _Parsed, expr: ast.expr, depth: int, *, local: bool
+    ) -> tuple[ast.expr, _Parsed] | None:
+        """The mark expression a name stands for and the file binding it; a name imported from another file
+        of the tree is followed there (re-exports too, bounded). Not local: only marks from other files."""
+        names = parsed.analysis.names
+        target: ImportTarget | None = None
+        if isinstance(expr, ast.Name):
+            bound = names.alias_map.get(expr.id)
+            if bound is not None:
+                if not (local or depth):
+                    return None  # the guard finder reads the file's own aliases
+                if isinstance(bound, ast.Name | ast.Attribute) and depth < MAX_IMPORT_DEPTH:
+                    return self._resolve_mark(path, parsed, bound, depth + 1, local=True)
+                return bound, parsed
+            target = self._imports(path, parsed).get(expr.id)
+        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            module = self._imports(path, parsed).get(expr.value.id + ".")
+            target = (module[0], expr.attr) if module is not None else None
+        if target is None:
+            return (expr, parsed) if local or depth else None
+        if depth >= MAX_IMPORT_DEPTH:
+            return None
+        files, name = target
+        for where in files:
+            other = self.parsed(where)
+            if other is not None and other.tree is not None and name:
+                return self._resolve_mark(where, other, ast.Name(id=name, ctx=ast.Load()), depth + 1, local=True)
+        return None
+
+    def _mark_guards(
+        self, path: str, parsed: _Parsed, expr: ast.expr, scope: str, marks: set[str], *, local: bool
+    ) -> list[AppliedGuard]:
+        """The skip a mark expression makes (its marker name added to `marks` when it is not a skip)."""
+        found = self._resolve_mark(path, parsed, expr, 0, local=local)
+        if found is None:
+            return []
+        mark, owner = found
+        names = owner.analysis.names
+        shown = ast.unparse(expr) if mark is expr else f"{ast.unparse(expr)} = {ast.unparse(mark)}"
+        guard = mark_guard(mark, names, scope, shown)
+        if guard is None:
+            marker = _mark_name(mark, names)
+            if marker is not None:
+                marks.add(marker)
+            return []
+        via = "" if owner is parsed else f"mark imported from {owner.analysis.path}"
+        return [AppliedGuard(guard=replace(guard, line=getattr(expr, "lineno", 1)), names=names, via=via, calls=owner.calls)]
+
+    def _cases(
+        self,
+        path: str,
+        parsed: _Parsed,
+        item: TestItem,
+        param: Parametrized,
+        *,
+        rules: Mapping[str, MarkerRule],
+        notes: list[str],
+    ) -> list[TestItem]:
+        """One item per parametrized case when the cases skip per value and are literal; else the item."""
+        # An early return on a parameter is the test's own branching (a silent-pass check), not a per-case skip.
+        reading = {
+            id(g)
+            for g in item.guards
+            if g.guard.scope == item.nodeid
+            and g.guard.kind is not GuardKind.EARLY_RETURN
+            and reads_parameters(g.guard, param.argnames)
+        }
+        if not reading and not param.marked:
+            return [item]
+        if not param.cases:
+            if param.note is not None:
+                notes.append(f"{item.nodeid}: {param.note}; audited as one item")
+            return [item]
+        memo: dict[tuple[int, str], Guard] = {}
+        names = parsed.analysis.names
+        out: list[TestItem] = []
+        for case in param.cases:
+            nodeid = f"{item.nodeid}[{case.id}]"
+            values = dict(case.values)
+            guards = [replace(g, guard=bind_case(g.guard, values, memo)) if id(g) in reading else g for g in item.guards]
+            marks = set(item.markers)
+            for mark in case.marks:
+                guards.extend(self._mark_guards(path, parsed, mark, nodeid, marks, local=True))
+            guards.extend(
+                _marker_guard(rules.get(m), m, nodeid, item.line, names) for m in sorted(marks - item.markers) if m in rules
+            )
+            out.append(replace(item, nodeid=nodeid, markers=frozenset(marks), guards=tuple(guards)))
+        return out
 
     def _mentions_calls(self, applied: AppliedGuard) -> bool:
         if not self.packs.calls:
@@ -289,6 +395,19 @@ class _Substitute(ast.NodeTransformer):
         return self.values.get(node.id, node)
 
 
+def _marker_guard(rule: MarkerRule | None, marker: str, nodeid: str, line: int, names: ModuleNames) -> AppliedGuard:
+    assert rule is not None
+    guard = Guard(
+        scope=nodeid,
+        kind=GuardKind.MARK_SKIP,
+        line=line,
+        source=rule.source,
+        conditions=(ExprCondition(expr=rule.condition),),
+        local_names=rule.bindings,
+    )
+    return AppliedGuard(guard=guard, names=rule.names or names, via=f"marker {marker}")
+
+
 def _is_fixture(node: _Function, names: ModuleNames) -> bool:
     for deco in node.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
@@ -308,10 +427,9 @@ def _marks_of(decorators: Sequence[ast.expr], names: ModuleNames) -> set[str]:
     return {m for m in (_mark_name(d, names) for d in decorators) if m is not None}
 
 
-def _marks_of_pytestmark(body: Sequence[ast.stmt], names: ModuleNames) -> set[str]:
+def _pytestmark(body: Sequence[ast.stmt]) -> list[ast.expr]:
     for stmt in body:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
             value = stmt.value
-            marks = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
-            return _marks_of(marks, names)
-    return set()
+            return list(value.elts) if isinstance(value, ast.List | ast.Tuple) else [value]
+    return []

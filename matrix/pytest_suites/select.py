@@ -110,6 +110,11 @@ def file_selected(path: str, selection: PytestSelection) -> bool:
     return not any(_under(path, i) for i in selection.ignore)
 
 
+def _within(nodeid: str, prefix: str) -> bool:
+    """The node is `prefix` or under it: a class's test, or a case of a parametrized test (`test_f[x]`)."""
+    return nodeid == prefix or nodeid.startswith((prefix + "::", prefix + "["))
+
+
 def selects(entry: ScheduleEntry, nodeid: str, markers: Iterable[str]) -> Selected | None:
     """Whether an entry's pytest selection runs this test; None when it does not."""
     selection = entry.selection
@@ -120,9 +125,9 @@ def selects(entry: ScheduleEntry, nodeid: str, markers: Iterable[str]) -> Select
         return None
     node_args = [p for p in selection.paths if "::" in p]
     whole_file = any(_under(path, p) for p in selection.paths if "::" not in p)
-    if node_args and not whole_file and not any(nodeid == p or nodeid.startswith(p + "::") for p in node_args):
+    if node_args and not whole_file and not any(_within(nodeid, p) for p in node_args):
         return None
-    if any(nodeid == d or nodeid.startswith(d + "::") for d in selection.deselect):
+    if any(_within(nodeid, d) for d in selection.deselect):
         return None
     assumptions: list[str] = []
     marks = list(markers)
