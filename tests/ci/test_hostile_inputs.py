@@ -156,30 +156,8 @@ def test_an_edited_cache_entry_is_a_miss(tmp_path: Path, edit: str) -> None:
 
 
 def test_audit_flags_a_must_run_cell_recorded_as_an_expected_skip(tmp_path: Path) -> None:
-    cell = "draft-triton-topk1-page1-hd128-gqa4-bf16-graph"
-    report = {
-        "schema": "specmatrix.report/1",
-        "matrix": "frozen-kv-mtp-draft-attention",
-        "runner": {"name": "4-gpu-b200", "gpus": 4, "capability": [10, 0], "labels": ["4-gpu-b200"], "skip_policy": "strict"},
-        "versions": {},
-        "detection_overridden": True,
-        "created": "2026-11-30T00:00:00+00:00",
-        "cells": [
-            {
-                "nodeid": f"t.py::t[{cell}]",
-                "cell": cell,
-                "test": "t.py::t",
-                "expected": "run",
-                "rule": None,
-                "reason": "no rule applies",
-                "status": "skipped-expected",
-                "skip_reason": "x",
-            }
-        ],
-        "outside": [],
-        "findings": [],
-        "planned": 1,
-    }
+    report = _one_cell_report()
+    report["cells"][0].update(status="skipped-expected", skip_reason="x")
     path = tmp_path / "r.json"
     path.write_text(json.dumps(report))
     code, out, _ = run("audit", path)
@@ -333,7 +311,8 @@ def test_the_atomic_writer_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.read_text() == "[]"
 
 
-def _coverage_report(matrix: str = "frozen-kv-mtp-draft-attention") -> dict[str, Any]:
+def _one_cell_report(matrix: str = "frozen-kv-mtp-draft-attention") -> dict[str, Any]:
+    """A plugin report of one must-run cell that passed on 4-gpu-b200."""
     cell = "draft-triton-topk1-page1-hd128-gqa4-bf16-graph"
     return {
         "schema": "specmatrix.report/1",
@@ -361,14 +340,14 @@ def _coverage_report(matrix: str = "frozen-kv-mtp-draft-attention") -> dict[str,
 
 def test_coverage_refuses_a_report_of_another_matrix(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
-    path.write_text(json.dumps(_coverage_report("another-matrix")))
+    path.write_text(json.dumps(_one_cell_report("another-matrix")))
     assert "another-matrix" in refused("coverage", path, "--out", tmp_path / "out", "--no-heatmap")
 
 
 def test_coverage_into_its_own_report_folder_runs_twice(tmp_path: Path) -> None:
     folder = tmp_path / "reports"
     folder.mkdir()
-    (folder / "r.json").write_text(json.dumps(_coverage_report()))
+    (folder / "r.json").write_text(json.dumps(_one_cell_report()))
     first = run("coverage", folder, "--out", folder, "--no-heatmap")
     second = run("coverage", folder, "--out", folder, "--no-heatmap")
     assert first[0] == second[0] and "1 report(s)" in second[1], second
@@ -434,6 +413,6 @@ def test_the_step_summary_on_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> 
     from matrix.core.report import read_report
 
     report = tmp_path / "r.json"
-    report.write_text(json.dumps(_coverage_report()))
+    report.write_text(json.dumps(_one_cell_report()))
     with fifo(tmp_path / "summary") as path, pytest.raises(OutputError, match=r"cannot append|not a regular file"):
         append_step_summary(read_report(report), {"GITHUB_STEP_SUMMARY": str(path)})
