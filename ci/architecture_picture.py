@@ -66,9 +66,9 @@ def draw(rows: list[list[str]], edges: set[tuple[str, str]]) -> bytes:
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch
 
-    width, box_w, box_h, gap, ext_x = 11.0, 2.6, 0.55, 1.45, 14.4
+    width, box_w, box_h, gap, ext_x = 12.6, 2.3, 0.55, 1.45, 15.4
     pos: dict[str, tuple[float, float]] = {}
-    fig, ax = plt.subplots(figsize=(13.5, 7.4))
+    fig, ax = plt.subplots(figsize=(14.5, 7.4))
     ax.set_xlim(-2.0, ext_x + 1.4)
     ax.set_ylim(-gap * (len(rows) - 1) - 1.0, 0.7)
     ax.axis("off")
