@@ -8,6 +8,7 @@ interpreter's int_max_str_digits guard). Every reader of a user-named JSON file 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from typing import Any
@@ -79,3 +80,10 @@ def dumps_strict(doc: Any, *, where: str, **kwargs: Any) -> str:
         return json.dumps(doc, allow_nan=False, **kwargs)
     except ValueError as exc:
         raise OutputError(f"{where}: cannot write a number that is not finite ({exc})") from None
+
+
+def seal(schema: str, key: str, body: Any) -> str:
+    """A digest binding a cached body to its schema and key: an entry edited by hand, or moved to another key, no
+    longer matches (the guard results cache and the schedule cache)."""
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(f"{schema}\0{key}\0{text}".encode()).hexdigest()

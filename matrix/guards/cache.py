@@ -20,6 +20,7 @@ from typing import Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError
+from matrix.core.jsonio import seal as sealed_digest
 from matrix.core.textfiles import read_limited
 from matrix.guards.audit import AuditSettings, FileAudit
 from matrix.guards.model import GuardFinding, GuardFindingKind
@@ -70,8 +71,7 @@ def encode(audit: FileAudit | None) -> Any:
 
 def seal(key: str, value: Any) -> str:
     """A digest of an entry bound to its file key: an entry edited by hand, or moved to another key, no longer matches."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(f"{SCHEMA}\0{key}\0{text}".encode()).hexdigest()
+    return sealed_digest(SCHEMA, key, value)
 
 
 class BadEntry(Exception):

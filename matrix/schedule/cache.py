@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.atomic import write_text_atomic
+from matrix.core.errors import OutputError
+from matrix.core.jsonio import seal as sealed_digest
 from matrix.core.model import RunnerProfile
+from matrix.core.textfiles import read_limited
 from matrix.schedule.model import (
     Gate,
     Origin,
@@ -56,23 +59,23 @@ def cached(folder: Path | None, key: str, compute: Callable[[], Schedule]) -> Sc
         return compute()
     path = folder / f"schedule-{key}.json"
     try:
-        if path.is_file() and path.stat().st_size <= MAX_CACHE_BYTES:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+        data = read_limited(path, MAX_CACHE_BYTES) if path.exists() else b""
+        if data and len(data) <= MAX_CACHE_BYTES:
+            doc = json.loads(data)
             if isinstance(doc, dict) and doc.get("schema") == SCHEMA and doc.get("seal") == seal(key, doc.get("body")):
                 return from_doc(doc["body"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass  # unreadable or foreign: read the CI files again
     schedule = compute()
     body = to_doc(schedule)
     sealed = {"schema": SCHEMA, "seal": seal(key, body), "body": body}
-    with contextlib.suppress(OSError):  # a read-only cache folder costs speed, not correctness
+    with contextlib.suppress(OutputError):  # a read-only cache folder costs speed, not correctness
         write_text_atomic(path, json.dumps(sealed, separators=(",", ":")))
     return schedule
 
 
 def seal(key: str, body: Any) -> str:
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(f"{SCHEMA}\0{key}\0{text}".encode()).hexdigest()
+    return sealed_digest(SCHEMA, key, body)
 
 
 def _origin(o: Origin) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -310,3 +311,16 @@ def test_the_schedule_cache_gives_back_the_same_schedule_and_ignores_an_edited_f
     (stages / ".github" / "workflows" / "_stage.yml").write_text(STAGE.replace("--hw cuda", "--hw cpu"))
     changed = load_schedule(stages, RUNNERS, cache_dir=cache)
     assert {e.selection.hw for e in changed.entries} == {"cpu"}
+
+
+@pytest.mark.parametrize("plant", ["deep", "fifo"])
+def test_a_hostile_schedule_cache_file_is_a_miss(stages, tmp_path, plant):
+    cache = tmp_path / "cache"
+    first = load_schedule(stages, RUNNERS, cache_dir=cache)
+    (stored,) = cache.glob("schedule-*.json")
+    stored.unlink()
+    if plant == "deep":  # json.loads recurses once per level: RecursionError, not ValueError
+        stored.write_text("[" * 200_000 + "]" * 200_000)
+    else:  # a reader-less FIFO must not block the audit, and the refused rewrite over it costs only the cache
+        os.mkfifo(stored)
+    assert load_schedule(stages, RUNNERS, cache_dir=cache) == first
