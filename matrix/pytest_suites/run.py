@@ -8,8 +8,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import read_text
@@ -22,8 +20,7 @@ from matrix.schedule.github import read_github
 from matrix.schedule.load import TreeLoader, load_declared
 from matrix.schedule.model import Schedule
 from matrix.schedule.pytest_command import PytestCommandReader
-
-MAX_YAML_BYTES = 2 * 1024 * 1024
+from matrix.schedule.yamldoc import MAX_BYTES, load_yaml
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,11 +71,8 @@ def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
         markers.update(declared_markers)
         schedules.append(declared)
     for path in inputs.buildkite_files:
-        text = read_text(path, ConfigError, limit=MAX_YAML_BYTES)
-        try:
-            data = yaml.safe_load(text)
-        except (yaml.YAMLError, RecursionError) as exc:
-            raise ConfigError(f"{path}: malformed YAML: {str(exc).splitlines()[0]}") from None
+        text = read_text(path, ConfigError, limit=MAX_BYTES)
+        data = load_yaml(text, str(path))  # the workflows' bounded reader: aliases, nesting and size
         try:
             name = path.resolve().relative_to(inputs.root.resolve()).as_posix()
         except ValueError:

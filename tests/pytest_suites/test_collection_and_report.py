@@ -146,3 +146,18 @@ def test_hostile_trees_are_findings_not_tracebacks(
     unparsable = {f.finding.path for f in report.of_kind(GuardFindingKind.UNPARSABLE)}
     assert {"tests/test_nul.py", "tests/test_latin1.py"} <= unparsable
     assert all("outside" not in f.finding.path and "loop" not in f.finding.path for f in report.findings)
+
+
+def test_a_buildkite_alias_bomb_is_one_line_not_a_blow_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from matrix.cli.main import main
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_a.py").write_text("def test_a():\n    pass\n", encoding="utf-8")
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    bomb = tmp_path / "area.yaml"
+    bomb.write_text("\n".join(levels) + "\nsteps:\n  - label: s\n    commands: *a8\n", encoding="utf-8")
+    assert main(["pytest-audit", str(repo), "--buildkite", str(bomb)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "YAML aliases expand" in err[0]
