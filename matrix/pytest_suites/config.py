@@ -13,13 +13,14 @@ import configparser
 import fnmatch
 import os
 import shlex
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
+from matrix.core.textfiles import read_text
+from matrix.core.tomlfields import read_toml
 
 DEFAULT_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 MAX_FILES = 50_000
@@ -82,15 +83,9 @@ def read_pytest_config(root: Path) -> PytestConfig:
         path = root / name
         if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
             continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read: {exc}") from None
+        text = read_text(path, ConfigError, limit=MAX_FILE_BYTES)
         if section is None:
-            try:
-                data = tomllib.loads(text)
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+            data = read_toml(text, str(path))  # bounded, and nesting too deep is one line
             options = data.get("tool", {}).get("pytest", {}).get("ini_options")
             if isinstance(options, dict):
                 return _from_table(options, name)

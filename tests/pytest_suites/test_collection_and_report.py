@@ -161,3 +161,18 @@ def test_a_buildkite_alias_bomb_is_one_line_not_a_blow_up(tmp_path: Path, capsys
     assert main(["pytest-audit", str(repo), "--buildkite", str(bomb)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "YAML aliases expand" in err[0]
+
+
+def test_a_deeply_nested_pyproject_in_the_audited_checkout_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from matrix.cli.main import main
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n", encoding="utf-8")
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[[entry]]\njob = "j"\nlabels = ["h100"]\npytest = "pytest tests"\n', encoding="utf-8")
+    assert main(["pytest-audit", str(repo), "--schedule-file", str(plan)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nested too deeply" in err[0]
