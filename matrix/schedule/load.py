@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from matrix.core.model import RunnerProfile
+from matrix.core.textfiles import read_limited
 from matrix.schedule.model import CommandReader, Schedule
 
 # The walker, the readers and the declared-file reader are imported when a schedule is read: a
@@ -49,9 +50,8 @@ class TreeLoader:
             return None
         target = self.root / path
         try:
-            if not target.is_file() or target.stat().st_size > MAX_SOURCE_BYTES:
-                return None
-            return target.read_text(encoding="utf-8")
+            data = read_limited(target, MAX_SOURCE_BYTES)  # a FIFO or device is refused, never waited on
+            return data.decode("utf-8") if len(data) <= MAX_SOURCE_BYTES else None
         except (OSError, UnicodeDecodeError):
             return None
 
