@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
-from matrix.core.atomic import write_text_atomic
+from matrix.core.atomic import refuse_input_targets, write_text_atomic
 from matrix.core.errors import EXIT_OK, ReportError, UsageError
 from matrix.core.jsonio import loads_untrusted
 from matrix.core.options import Options, load
@@ -95,7 +95,9 @@ def read_input(path: Path) -> Adapted:
 def cmd_report(args: argparse.Namespace, options: Options) -> int:
     loaded = load(options)
     planned = read_plan(args.plan) if args.plan else None
-    adapted = [read_input(p) for p in _paths(args.inputs, planned=planned is not None)]
+    inputs = _paths(args.inputs, planned=planned is not None)
+    refuse_input_targets((("--html", args.html),), [*inputs, *([args.plan] if args.plan else [])])
+    adapted = [read_input(p) for p in inputs]
     files = [a.file for a in adapted]
     one_matrix(loaded.matrix.name, files)
     sources = [a.report for a in adapted if a.report is not None]

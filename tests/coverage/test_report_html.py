@@ -256,6 +256,14 @@ def test_refuses_two_matrices(tmp_path, capsys, default_matrix, runners):
     assert code == 2 and "is from matrix 'other' but the matrix given is 'frozen-kv-mtp-draft-attention'" in err
 
 
+def test_refuses_to_write_the_page_over_one_of_its_inputs(tmp_path, capsys, default_matrix, runners):
+    write_report(make_report(default_matrix, runners["4-gpu-b200"], {}), tmp_path / "a.json")
+    before = (tmp_path / "a.json").read_bytes()
+    code, _, err = report(capsys, tmp_path / "a.json", tmp_path)
+    assert code == 2 and err.count("\n") == 1 and "is one of this command's inputs" in err
+    assert (tmp_path / "a.json").read_bytes() == before
+
+
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
