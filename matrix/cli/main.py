@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.parsing import HelpFormatter, VersionAction
-from matrix.core.atomic import write_text_atomic
+from matrix.core.atomic import refuse_input_targets, write_text_atomic
 from matrix.core.errors import EXIT_USAGE, SpecmatrixError, UsageError
 from matrix.core.options import CliOverrides, Options, resolve_options
 
@@ -166,11 +166,24 @@ def _run(args: argparse.Namespace) -> int:
     if output is None:
         code: int = args.func(args, options)
         return code
+    refuse_input_targets((("--output", output),), _named_paths(args))
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         code = args.func(args, options)
     write_text_atomic(output, buffer.getvalue())
     return code
+
+
+def _named_paths(args: argparse.Namespace) -> list[Path]:
+    """Every file the command line names besides `--output` (inputs, folders, other outputs)."""
+    found: list[Path] = []
+    for name, value in vars(args).items():
+        if name == "output":
+            continue
+        for item in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(item, Path):
+                found.append(item)
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -148,6 +148,18 @@ def test_output_writes_what_would_be_printed(project: Path, capsys: pytest.Captu
     assert out == "" and (project / "out.txt").read_text(encoding="utf-8") == printed
 
 
+@pytest.mark.parametrize("target", ["mine.toml", "resolved"])
+def test_output_is_never_one_of_the_files_the_command_line_names(
+    project: Path, capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    before = (project / "mine.toml").read_bytes()
+    # As written, and the same file spelt another way.
+    output = "mine.toml" if target == "mine.toml" else str((project / "mine.toml").resolve())
+    code, _, err = _run(capsys, ["--runners", "mine.toml", "cells", "--output", output])
+    assert code == 2 and err.count("\n") == 1 and "is one of this command's inputs" in err
+    assert (project / "mine.toml").read_bytes() == before
+
+
 def test_every_command_takes_format_and_output() -> None:
     """The shared names exist everywhere: `--format` and `--output` in every command that prints a result."""
     import argparse
