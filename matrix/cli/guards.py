@@ -198,7 +198,6 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         raise UsageError("--jobs must be at least 1")
     outputs = (("--output", args.output), ("--write-baseline", args.write_baseline), ("--summary", args.summary))
     named = (args.baseline, args.suites, args.suite_map)
-    refuse_input_targets((("--output", args.output),), [*(p for p in (*named, args.write_baseline) if p is not None)])
     refuse_input_targets(outputs, [*(p for p in named if p is not None), *tree_inputs(args.path, (t for _, t in outputs))])
     runners = load_runner_profiles(options)
     baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
