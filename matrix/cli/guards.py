@@ -14,13 +14,13 @@ from typing import Any
 from matrix.cli.options import add_output_options, add_summary_option
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
 from matrix.core.errors import UsageError
-from matrix.core.finding import Severity, Tool
+from matrix.core.finding import Finding, Severity, Tool
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import finding_annotation, sarif_document, tool_version
 from matrix.guards.baseline import Baseline, baseline_text, read_baseline, updated_entries
 from matrix.guards.cache import ENV_VAR, cache_folder
 from matrix.guards.gate import Gate, error_keys, gate
-from matrix.guards.model import GuardFinding, GuardReport
+from matrix.guards.model import GuardReport
 from matrix.guards.render import to_json, to_markdown, to_text
 from matrix.guards.suites import load_suite_map, read_suite_list
 from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
@@ -126,7 +126,7 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
 
 
-def _repo_path(report: GuardReport, finding: GuardFinding) -> str:
+def _repo_path(report: GuardReport, finding: Finding) -> str:
     """The finding's file relative to the current directory (the repository root in CI), POSIX style."""
     full = Path(report.root) / finding.path
     try:
@@ -150,10 +150,10 @@ def render(
     if fmt == "md":
         return to_markdown(report, result, exit_code=exit_code)
     if fmt == "github":
-        return "\n".join(finding_annotation(f.finding(), _repo_path(report, f)) for f in result.shown)
+        return "\n".join(finding_annotation(f, _repo_path(report, f)) for f in result.shown)
     if fmt == "sarif":
         doc = sarif_document(
-            (f.finding() for f in result.shown),
+            result.shown,
             tool=Tool.GUARDS,
             root=Path(report.root),
             version=tool_version(),

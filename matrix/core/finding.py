@@ -77,7 +77,8 @@ class Finding:
     line: int = 0
     runners: tuple[str, ...] = ()
     hint: str = ""  # what to change so the finding goes away
-    detail: str = ""  # supporting evidence (the guard's source, the static reason)
+    detail: str = ""  # supporting evidence shown with the message (the static reason)
+    source: str = ""  # the source text the finding points at (a skip guard, a registration call), shown apart
     accepted_by: str = ""  # a baseline or allowlist entry that acknowledges it
     fingerprint: str = ""
 
@@ -92,6 +93,11 @@ class Finding:
     @property
     def location(self) -> str:
         return f"{self.path}:{self.line}" if self.path and self.line else self.path
+
+    @property
+    def scope(self) -> str:
+        """What the finding is about: its subject, or its file when it concerns the whole file (an empty subject)."""
+        return self.subject or self.path
 
 
 def fingerprint(*parts: str) -> str:

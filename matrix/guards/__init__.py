@@ -8,7 +8,7 @@ from __future__ import annotations
 from matrix.guards.audit import AuditSettings, audit_file
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard, evaluate_text
 from matrix.guards.finder import analyse_source
-from matrix.guards.model import FAILING_KINDS, FileAnalysis, Guard, GuardFinding, GuardFindingKind, GuardReport
+from matrix.guards.model import FAILING_KINDS, FileAnalysis, Guard, GuardFindingKind, GuardReport, finding_fields, guard_finding
 from matrix.guards.predicates import PREDICATES, RunnerFacts
 from matrix.guards.suites import SuiteMap, load_suite_map, read_suite_list
 from matrix.guards.tree import audit_tree
@@ -20,7 +20,6 @@ __all__ = [
     "Evaluation",
     "FileAnalysis",
     "Guard",
-    "GuardFinding",
     "GuardFindingKind",
     "GuardReport",
     "RunnerFacts",
@@ -31,6 +30,8 @@ __all__ = [
     "audit_tree",
     "evaluate_guard",
     "evaluate_text",
+    "finding_fields",
+    "guard_finding",
     "load_suite_map",
     "read_suite_list",
 ]

@@ -6,6 +6,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from matrix.core.finding import Finding
 from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, GuardEvaluator, Tri
 from matrix.guards.hints import silent_skip_hint
@@ -13,11 +14,11 @@ from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
     FileAnalysis,
     Guard,
-    GuardFinding,
     GuardFindingKind,
     GuardKind,
     Platform,
     Registration,
+    guard_finding,
 )
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
 from matrix.guards.suites import SuiteMap, SuiteTarget, target_of
@@ -44,7 +45,7 @@ class AuditSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class FileAudit:
-    findings: tuple[GuardFinding, ...]
+    findings: tuple[Finding, ...]
     registered: bool
     runners: tuple[str, ...]
 
@@ -52,8 +53,8 @@ class FileAudit:
 def audit_file(analysis: FileAnalysis, settings: AuditSettings) -> FileAudit:
     """Findings for one analysed file; `--only-runners` keeps those that concern a named runner."""
     if analysis.syntax_error is not None:
-        finding = GuardFinding(
-            kind=Kind.UNPARSABLE,
+        finding = guard_finding(
+            Kind.UNPARSABLE,
             path=analysis.path,
             line=analysis.error_line,
             test=analysis.path,
@@ -64,8 +65,8 @@ def audit_file(analysis: FileAnalysis, settings: AuditSettings) -> FileAudit:
     env = runner_env(analysis, runners, settings)
     if not analysis.registrations and analysis.is_test_file:
         findings.append(
-            GuardFinding(
-                kind=Kind.UNREGISTERED,
+            guard_finding(
+                Kind.UNREGISTERED,
                 path=analysis.path,
                 line=1,
                 test=analysis.path,
@@ -76,20 +77,20 @@ def audit_file(analysis: FileAnalysis, settings: AuditSettings) -> FileAudit:
     findings = merge_findings(findings)
     if settings.only_runners:
         chosen = set(settings.only_runners)
-        findings = [f for f in findings if chosen & set(f.runners) or f.kind is Kind.UNPARSABLE]
+        findings = [f for f in findings if chosen & set(f.runners) or f.kind == Kind.UNPARSABLE]
         runners = tuple(r for r in runners if r in chosen)
     return FileAudit(findings=tuple(findings), registered=bool(analysis.registrations), runners=runners)
 
 
-def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tuple[list[GuardFinding], tuple[str, ...]]:
+def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tuple[list[Finding], tuple[str, ...]]:
     """Findings about the registrations, and the runners the file really runs on."""
-    findings: list[GuardFinding] = []
+    findings: list[Finding] = []
     active: list[str] = []
     for reg in analysis.registrations:
 
-        def finding(kind: Kind, reason: str, runners: tuple[str, ...] = (), reg: Registration = reg) -> GuardFinding:
-            return GuardFinding(
-                kind=kind, path=analysis.path, line=reg.line, test=analysis.path, runners=runners, guard=reg.source, reason=reason
+        def finding(kind: Kind, reason: str, runners: tuple[str, ...] = (), reg: Registration = reg) -> Finding:
+            return guard_finding(
+                kind, path=analysis.path, line=reg.line, test=analysis.path, runners=runners, guard=reg.source, reason=reason
             )
 
         if reg.problem is not None:
@@ -253,11 +254,11 @@ def elsewhere_of(analysis: FileAnalysis, settings: AuditSettings) -> tuple[str, 
     return tuple(dict.fromkeys(out))
 
 
-def merge_findings(findings: list[GuardFinding]) -> list[GuardFinding]:
+def merge_findings(findings: list[Finding]) -> list[Finding]:
     """One finding per test and kind: runners, guards and reasons of the same (path, test, kind) are joined."""
-    merged: dict[tuple[Kind, str, str], GuardFinding] = {}
+    merged: dict[tuple[str, str, str], Finding] = {}
     for f in findings:
-        key = (f.kind, f.path, f.test)
+        key = (f.kind, f.path, f.subject)
         seen = merged.get(key)
         if seen is None:
             merged[key] = f
@@ -265,8 +266,8 @@ def merge_findings(findings: list[GuardFinding]) -> list[GuardFinding]:
         merged[key] = replace(
             seen,
             runners=tuple(dict.fromkeys((*seen.runners, *f.runners))),
-            guard=_join(seen.guard, f.guard),
-            reason=_join(seen.reason, f.reason),
+            source=_join(seen.source, f.source),
+            message=_join(seen.message, f.message),
             hint=seen.hint or f.hint,
         )
     return list(merged.values())
@@ -283,7 +284,7 @@ def guard_findings(
     settings: AuditSettings,
     elsewhere: tuple[str, ...] = (),
     env: Mapping[str, Mapping[str, str]] | None = None,
-) -> list[GuardFinding]:
+) -> list[Finding]:
     """Silent skips, tests that never run, deliberate disables and undetermined guards, over the file's runners."""
     if not runners or not analysis.guards:
         return []
@@ -328,7 +329,7 @@ def guard_findings(
                     return index
         return None
 
-    findings: list[GuardFinding] = []
+    findings: list[Finding] = []
     never: set[str] = set()
     for scope in analysis.scopes:
         if any(s in never for s in chain(scope.nodeid)[:-1]):
@@ -399,7 +400,7 @@ def _never_runs(
     path: str,
     elsewhere: tuple[str, ...] = (),
     platforms: frozenset[Platform] = frozenset(),
-) -> GuardFinding:
+) -> Finding:
     used = [i for i in dict.fromkeys(deciders.values()) if i is not None]
     first = guards[used[0]]
     evaluations = {r: verdict[(i, r)] for r, i in deciders.items() if i is not None}
@@ -407,8 +408,8 @@ def _never_runs(
     twin = _platform_only(evaluations.values(), platforms)
     if twin is not None:
         # A ROCm/NPU/XPU-only test in a file that also registers that platform runs where it belongs.
-        return GuardFinding(
-            kind=Kind.OUT_OF_SCOPE,
+        return guard_finding(
+            Kind.OUT_OF_SCOPE,
             path=path,
             line=first.line,
             test=nodeid,
@@ -421,8 +422,8 @@ def _never_runs(
         )
     if all(e.constant for e in evaluations.values()):
         # The same skip on every machine: a deliberate disable, not an arch mismatch.
-        return GuardFinding(
-            kind=Kind.DISABLED_BY_SKIP,
+        return guard_finding(
+            Kind.DISABLED_BY_SKIP,
             path=path,
             line=first.line,
             test=nodeid,
@@ -439,8 +440,8 @@ def _never_runs(
     else:
         head = f"skipped on every runner it is registered for ({where})"
     runner = next(iter(evaluations))
-    return GuardFinding(
-        kind=Kind.NEVER_RUNS,
+    return guard_finding(
+        Kind.NEVER_RUNS,
         path=path,
         line=first.line,
         test=nodeid,
@@ -475,8 +476,8 @@ def _platform_only(evaluations: Iterable[Evaluation], platforms: frozenset[Platf
     return None
 
 
-def _finding(kind: Kind, guard: Guard, runners: tuple[str, ...], reason: str) -> GuardFinding:
+def _finding(kind: Kind, guard: Guard, runners: tuple[str, ...], reason: str) -> Finding:
     path = guard.scope.split("::", 1)[0]
-    return GuardFinding(
-        kind=kind, path=path, line=guard.line, test=guard.scope, runners=runners, guard=guard.source, reason=reason
+    return guard_finding(
+        kind, path=path, line=guard.line, test=guard.scope, runners=runners, guard=guard.source, reason=reason
     )

@@ -20,13 +20,15 @@ from typing import Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError
+from matrix.core.finding import Finding
 from matrix.core.jsonio import seal as sealed_digest
 from matrix.core.textfiles import read_limited
 from matrix.guards.audit import AuditSettings, FileAudit
-from matrix.guards.model import GuardFinding, GuardFindingKind
+from matrix.guards.model import GuardFindingKind, guard_finding
 from matrix.guards.predicates import PREDICATES
 
-SCHEMA = "specmatrix.guards-cache/2"
+# /3: entries hold core `Finding` fields (subject, source, message); a /2 file is a clean miss.
+SCHEMA = "specmatrix.guards-cache/3"
 ENV_VAR = "SPECMATRIX_CACHE_DIR"
 MAX_CACHE_BYTES = 32 * 1024 * 1024  # one entry per audited file, about 1 KB each: sglang's tree is a few MB
 _PACKAGE = Path(__file__).parent
@@ -66,7 +68,21 @@ def file_key(display: str, data: bytes) -> str:
 def encode(audit: FileAudit | None) -> Any:
     if audit is None:
         return None
-    return {"findings": [f.fields() for f in audit.findings], "registered": audit.registered, "runners": list(audit.runners)}
+    return {"findings": [_fields(f) for f in audit.findings], "registered": audit.registered, "runners": list(audit.runners)}
+
+
+def _fields(finding: Finding) -> dict[str, Any]:
+    # Tool and severity follow from the kind; a guard finding has no detail, acceptance or fingerprint of its own.
+    return {
+        "kind": finding.kind,
+        "path": finding.path,
+        "line": finding.line,
+        "subject": finding.subject,
+        "runners": list(finding.runners),
+        "source": finding.source,
+        "message": finding.message,
+        "hint": finding.hint,
+    }
 
 
 def seal(key: str, value: Any) -> str:
@@ -78,7 +94,7 @@ class BadEntry(Exception):
     """A cache entry that does not match the schema; the file is audited again."""
 
 
-_FINDING_TEXT = ("path", "test", "guard", "reason", "hint")
+_FINDING_TEXT = ("path", "subject", "source", "message", "hint")
 _FINDING_KEYS = frozenset({"kind", "line", "runners", *_FINDING_TEXT})
 _AUDIT_KEYS = frozenset({"findings", "registered", "runners"})
 MAX_ENTRY_FINDINGS = 100_000
@@ -90,7 +106,7 @@ def _names(raw: Any, where: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def _finding(raw: Any, display: str) -> GuardFinding:
+def _finding(raw: Any, display: str) -> Finding:
     if not isinstance(raw, dict) or set(raw) != _FINDING_KEYS:
         raise BadEntry("a finding must be an object with exactly " + ", ".join(sorted(_FINDING_KEYS)))
     for name in _FINDING_TEXT:
@@ -105,14 +121,14 @@ def _finding(raw: Any, display: str) -> GuardFinding:
         kind = GuardFindingKind(raw["kind"])
     except ValueError:
         raise BadEntry(f"unknown finding kind {raw['kind']!r}") from None
-    return GuardFinding(
-        kind=kind,
+    return guard_finding(
+        kind,
         path=raw["path"],
         line=line,
-        test=raw["test"],
+        test=raw["subject"] or raw["path"],
         runners=_names(raw["runners"], "finding 'runners'"),
-        guard=raw["guard"],
-        reason=raw["reason"],
+        guard=raw["source"],
+        reason=raw["message"],
         hint=raw["hint"],
     )
 

@@ -6,17 +6,17 @@ import datetime as dt
 from dataclasses import dataclass
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
-from matrix.core.finding import Severity
+from matrix.core.finding import Finding, Severity
 from matrix.guards.baseline import Baseline, BaselineEntry, compare_keys, finding_keys, fingerprint
-from matrix.guards.model import GuardFinding, GuardReport
+from matrix.guards.model import GuardReport
 
 
 @dataclass(frozen=True, kw_only=True)
 class Gate:
     """The findings to show (worst first), which of them are new errors, and the baseline's leftovers."""
 
-    shown: tuple[GuardFinding, ...]
-    new_errors: tuple[GuardFinding, ...]
+    shown: tuple[Finding, ...]
+    new_errors: tuple[Finding, ...]
     baselined: int
     stale: tuple[BaselineEntry, ...] = ()
     expired: tuple[BaselineEntry, ...] = ()
@@ -28,12 +28,12 @@ class Gate:
         return EXIT_FINDINGS if self.new_errors or self.expired else EXIT_OK
 
 
-def error_keys(findings: tuple[GuardFinding, ...]) -> list[tuple[str, str, str, str]]:
-    return [k for f in findings if f.failing for k in finding_keys(f.path, f.test, f.kind.value, f.runners)]
+def error_keys(findings: tuple[Finding, ...]) -> list[tuple[str, str, str, str]]:
+    return [k for f in findings if f.failing for k in finding_keys(f.path, f.scope, f.kind, f.runners)]
 
 
-def worst_first(findings: tuple[GuardFinding, ...] | list[GuardFinding]) -> tuple[GuardFinding, ...]:
-    return tuple(sorted(findings, key=lambda f: (f.severity.rank, f.path, f.line, f.test)))
+def worst_first(findings: tuple[Finding, ...] | list[Finding]) -> tuple[Finding, ...]:
+    return tuple(sorted(findings, key=lambda f: (f.severity.rank, f.path, f.line, f.scope)))
 
 
 def gate(report: GuardReport, *, show: Severity, baseline: Baseline | None = None, today: dt.date | None = None) -> Gate:
@@ -45,7 +45,7 @@ def gate(report: GuardReport, *, show: Severity, baseline: Baseline | None = Non
     if baseline is not None:
         comparison = compare_keys(baseline, error_keys(findings), today or dt.date.today())
         for index, f in enumerate(findings):
-            keys = finding_keys(f.path, f.test, f.kind.value, f.runners)
+            keys = finding_keys(f.path, f.scope, f.kind, f.runners)
             if f.failing and all(fingerprint(*k) in comparison.known for k in keys):
                 baselined.add(index)
         stale, expired = comparison.stale, comparison.expired

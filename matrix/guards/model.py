@@ -1,4 +1,4 @@
-"""Frozen records of the static guard audit: registrations, test scopes, guards, findings."""
+"""Frozen records of the static guard audit: registrations, test scopes, guards; its findings are core `Finding`s."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import functools
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import PurePosixPath
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
-from matrix.core.finding import Finding, Severity, Tool, spec_of
+from matrix.core.finding import Finding, Tool, spec_of
 
 
 class Platform(StrEnum):
@@ -182,56 +181,50 @@ class GuardFindingKind(StrEnum):
 FAILING_KINDS = frozenset(k for k in GuardFindingKind if spec_of(Tool.GUARDS, k.value).fails)
 
 
-@dataclass(frozen=True, kw_only=True)
-class GuardFinding:
-    kind: GuardFindingKind
-    path: str
-    line: int
-    test: str
-    runners: tuple[str, ...] = ()
-    guard: str = ""
-    reason: str = ""
-    # What to change so the finding goes away (a predicate to add, a registration to drop).
-    hint: str = ""
+_SEVERITY = {k: spec_of(Tool.GUARDS, k.value).severity for k in GuardFindingKind}
 
-    @property
-    def failing(self) -> bool:
-        return self.kind in FAILING_KINDS
 
-    @property
-    def severity(self) -> Severity:
-        return spec_of(Tool.GUARDS, self.kind.value).severity
+def guard_finding(
+    kind: GuardFindingKind,
+    *,
+    path: str,
+    line: int,
+    test: str,
+    runners: tuple[str, ...] = (),
+    guard: str = "",
+    reason: str = "",
+    hint: str = "",
+) -> Finding:
+    """A guard audit finding: `test` is the node id, or the file's path when it concerns the whole file.
 
-    def finding(self, root: str = "") -> Finding:
-        """The record every writer reads; `root` is prefixed to the path (relative to the audited root) when set."""
-        return Finding(
-            tool=Tool.GUARDS,
-            kind=self.kind.value,
-            severity=self.severity,
-            subject=self.test if self.test != self.path else "",
-            message=self.reason,
-            path=str(PurePosixPath(root) / self.path) if root else self.path,
-            line=self.line,
-            runners=self.runners,
-            hint=self.hint,
-        )
+    The test becomes the subject (empty for the whole file), the guard's source text the source, the reason the message.
+    """
+    return Finding(
+        tool=Tool.GUARDS,
+        kind=kind.value,
+        severity=_SEVERITY[kind],
+        subject="" if test == path else test,
+        message=reason,
+        path=path,
+        line=line,
+        runners=runners,
+        hint=hint,
+        source=guard,
+    )
 
-    def fields(self) -> dict[str, object]:
-        """The record as plain JSON values (dataclasses.asdict, without its deep copies)."""
-        return {
-            "kind": self.kind.value,
-            "path": self.path,
-            "line": self.line,
-            "test": self.test,
-            "runners": list(self.runners),
-            "guard": self.guard,
-            "reason": self.reason,
-            "hint": self.hint,
-        }
 
-    @property
-    def location(self) -> str:
-        return f"{self.path}:{self.line}"
+def finding_fields(finding: Finding) -> dict[str, object]:
+    """A guard finding as the plain JSON values of `specmatrix.guards/1` (test, guard and reason by their own names)."""
+    return {
+        "kind": finding.kind,
+        "path": finding.path,
+        "line": finding.line,
+        "test": finding.scope,
+        "runners": list(finding.runners),
+        "guard": finding.source,
+        "reason": finding.message,
+        "hint": finding.hint,
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,10 +236,10 @@ class GuardReport:
     test_files: int
     registered_files: int
     runners: tuple[str, ...]
-    findings: tuple[GuardFinding, ...]
+    findings: tuple[Finding, ...]
 
     @property
-    def failing(self) -> tuple[GuardFinding, ...]:
+    def failing(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.failing)
 
     @property
@@ -255,7 +248,7 @@ class GuardReport:
 
     def counts(self) -> dict[GuardFindingKind, int]:
         found = Counter(f.kind for f in self.findings)
-        return {kind: found[kind] for kind in GuardFindingKind}
+        return {kind: found[kind.value] for kind in GuardFindingKind}
 
-    def of_kind(self, kind: GuardFindingKind) -> tuple[GuardFinding, ...]:
-        return tuple(f for f in self.findings if f.kind is kind)
+    def of_kind(self, kind: GuardFindingKind) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.kind == kind)

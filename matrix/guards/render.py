@@ -6,10 +6,10 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
-from matrix.core.finding import Tool, kinds_of, spec_of
+from matrix.core.finding import Finding, Tool, kinds_of, spec_of
 from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
 from matrix.guards.gate import Gate
-from matrix.guards.model import GuardFinding, GuardFindingKind, GuardReport
+from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields
 
 SCHEMA = "specmatrix.guards/1"
 Kind = GuardFindingKind
@@ -21,7 +21,7 @@ def title(kind: GuardFindingKind) -> str:
     return spec_of(Tool.GUARDS, kind.value).title
 
 
-def shown_path(report: GuardReport, finding: GuardFinding) -> str:
+def shown_path(report: GuardReport, finding: Finding) -> str:
     return str(PurePosixPath(report.root.replace("\\", "/")) / finding.path) if report.root not in ("", ".") else finding.path
 
 
@@ -79,17 +79,17 @@ def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None
     lines: list[str] = []
     shown = gate.shown if gate is not None else report.findings
     for kind in ORDER:
-        found = [f for f in shown if f.kind is kind]
+        found = [f for f in shown if f.kind == kind]
         if not found:
             continue
         lines.append(f"== {title(kind)}: {len(found)}")
         for f in found:
             on = f" on {', '.join(f.runners)}" if f.runners else ""
-            test = f.test if f.test != f.path else "module"
+            test = f.subject or "module"
             lines.append(f"{shown_path(report, f)}:{f.line}: {kind.value}: {test}{on}")
-            if f.guard:
-                lines.append(f"    guard: {f.guard}")
-            lines.append(f"    why: {f.reason}")
+            if f.source:
+                lines.append(f"    guard: {f.source}")
+            lines.append(f"    why: {f.message}")
             if f.hint:
                 lines.append(f"    fix: {f.hint}")
         lines.append("")
@@ -110,7 +110,7 @@ def to_json_doc(report: GuardReport, gate: Gate | None = None, *, exit_code: int
         "runners": list(report.runners),
         "counts": {k.value: v for k, v in report.counts().items()},
         "exit_code": exit_code if exit_code is not None else report.exit_code if gate is None else gate.exit_code,
-        "findings": [{**f.fields(), "failing": f.failing, "severity": f.severity.value} for f in report.findings],
+        "findings": [{**finding_fields(f), "failing": f.failing, "severity": f.severity.value} for f in report.findings],
     }
     if gate is not None and gate.with_baseline:
         doc["baseline"] = {
@@ -146,12 +146,12 @@ def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int
         "Findings: " + (", ".join(f"**{counts[k]}** {k.value}" for k in ORDER if counts[k]) or "none") + ".",
         "",
     ]
-    kinds = [k for k in ORDER if any(f.kind is k for f in shown)]
+    kinds = [k for k in ORDER if any(f.kind == k for f in shown)]
     # Stay under MD_MAX_LINES whatever the tree: each kind's block costs 7 lines plus its rows.
     room = MD_MAX_LINES - len(lines) - 4 - 8 * len(kinds)
     per_kind = max(1, min(MD_ROWS_PER_KIND, room // max(1, len(kinds))))
     for kind in kinds:
-        found = [f for f in shown if f.kind is kind]
+        found = [f for f in shown if f.kind == kind]
         lines += [
             f"<details><summary>{md_text(title(kind))}: {len(found)}</summary>",
             "",
@@ -159,9 +159,9 @@ def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int
             "|---|---|---|---|",
         ]
         for f in found[:per_kind]:
-            why = f.hint or f.reason
+            why = f.hint or f.message
             lines.append(
-                f"| {md_code(f'{shown_path(report, f)}:{f.line}')} | {md_code(f.test, 120)} | "
+                f"| {md_code(f'{shown_path(report, f)}:{f.line}')} | {md_code(f.scope, 120)} | "
                 f"{md_text(', '.join(f.runners))} | {md_text(why, 300)} |"
             )
         if len(found) > per_kind:

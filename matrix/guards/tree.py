@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from matrix.core.errors import UsageError
+from matrix.core.finding import Finding
 from matrix.core.machine import find_runner
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import decode_python, read_limited, special_kind
 from matrix.guards.audit import AuditSettings, FileAudit, audit_file
 from matrix.guards.cache import ResultCache, file_key, settings_key
 from matrix.guards.finder import TEST_FILE, analyse_source
-from matrix.guards.model import FileAnalysis, GuardFinding, GuardFindingKind, GuardReport
+from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, guard_finding
 from matrix.guards.suites import SuiteMap, check_suite_map, load_suite_map
 from matrix.schedule.model import Schedule
 
@@ -153,8 +154,8 @@ def audit_source(display: str, data: bytes, settings: AuditSettings) -> FileAudi
         analysis = analyse_source(display, source) if isinstance(source, str) else source
         return audit_file(analysis, settings)
     except RecursionError:
-        finding = GuardFinding(
-            kind=GuardFindingKind.UNDETERMINED,
+        finding = guard_finding(
+            GuardFindingKind.UNDETERMINED,
             path=display,
             line=1,
             test=display,
@@ -281,7 +282,7 @@ def audit_tree(
 def _report(
     base: Path, scanned: int, results: Mapping[str, FileAudit | None], runners: Mapping[str, RunnerProfile]
 ) -> GuardReport:
-    findings: list[GuardFinding] = []
+    findings: list[Finding] = []
     audited: set[str] = set()
     tests = registered = 0
     for display in sorted(results):

@@ -14,7 +14,7 @@ from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.machine import MachineFacts, auto_runner, differences, find_runner
 from matrix.core.model import RunnerProfile
 from matrix.guards.baseline import Baseline, BaselineEntry, fingerprint
-from matrix.guards.model import GuardFinding, GuardFindingKind
+from matrix.guards.model import GuardFindingKind
 from matrix.ledger.records import BadLine, Process, RunnerSeen, TestRecord, TestStatus
 from matrix.ledger.registered import RegisteredFile, SuiteView
 
@@ -221,10 +221,10 @@ def join(
             )
         )
     findings.extend(_not_served(file, runner, settings) for (runner, _), file in sorted(unserved.items()))
-    static_by_scope: dict[tuple[str, str], list[GuardFinding]] = {}
+    static_by_scope: dict[tuple[str, str], list[Finding]] = {}
     for finding in suite.static:
         for runner in finding.runners:
-            static_by_scope.setdefault((runner, finding.test), []).append(finding)
+            static_by_scope.setdefault((runner, finding.scope), []).append(finding)
     summaries: list[RunnerSummary] = []
     ordered = [name for name in settings.runners if name in in_play]
     for runner in ordered:
@@ -296,10 +296,10 @@ def _never_executed(file: RegisteredFile, runner: str) -> LedgerFinding:
     )
 
 
-def _static_note(runner: str, test: str, static_by_scope: Mapping[tuple[str, str], list[GuardFinding]]) -> tuple[str, int]:
+def _static_note(runner: str, test: str, static_by_scope: Mapping[tuple[str, str], list[Finding]]) -> tuple[str, int]:
     for scope in reversed(_chain(test)):
         for finding in static_by_scope.get((runner, scope), []):
-            return f"static: {finding.kind.value} ({finding.guard or finding.reason})", finding.line
+            return f"static: {finding.kind} ({finding.source or finding.message})", finding.line
     return "", 0
 
 
@@ -307,7 +307,7 @@ def _file_findings(
     file: RegisteredFile,
     runner: str,
     run: _FileRun,
-    static_by_scope: Mapping[tuple[str, str], list[GuardFinding]],
+    static_by_scope: Mapping[tuple[str, str], list[Finding]],
     settings: JoinSettings,
 ) -> list[LedgerFinding]:
     out: list[LedgerFinding] = []
@@ -393,7 +393,7 @@ def _accepted(
 
 
 def _settled(
-    runner: str, runs: Mapping[tuple[str, str], _FileRun], static_by_scope: Mapping[tuple[str, str], list[GuardFinding]]
+    runner: str, runs: Mapping[tuple[str, str], _FileRun], static_by_scope: Mapping[tuple[str, str], list[Finding]]
 ) -> list[LedgerFinding]:
     """Each static `undetermined` guard on this runner, with what the tests under its scope did at runtime."""
     out: list[LedgerFinding] = []
@@ -401,7 +401,7 @@ def _settled(
         if name != runner:
             continue
         for finding in static:
-            if finding.kind is not GuardFindingKind.UNDETERMINED:
+            if finding.kind != GuardFindingKind.UNDETERMINED:
                 continue
             run = runs.get((runner, finding.path))
             under = {t: r for t, r in (run.tests.items() if run else ()) if t == scope or t.startswith(scope + "::")}
@@ -420,8 +420,8 @@ def _settled(
                     line=finding.line,
                     test=scope,
                     runner=runner,
-                    message=f"static: undetermined ({finding.guard}); runtime on {runner}: {what}",
-                    static=finding.reason,
+                    message=f"static: undetermined ({finding.source}); runtime on {runner}: {what}",
+                    static=finding.message,
                 )
             )
     return out

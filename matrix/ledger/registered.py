@@ -10,7 +10,8 @@ from pathlib import Path
 from matrix.core.model import RunnerProfile
 from matrix.guards.audit import AuditSettings, registration_findings
 from matrix.guards.finder import TEST_FILE
-from matrix.guards.model import FileAnalysis, GuardFinding
+from matrix.core.finding import Finding
+from matrix.guards.model import FileAnalysis
 from matrix.guards.registrations import read_registrations
 from matrix.guards.suites import SuiteMap
 from matrix.guards.tree import audit_tree, python_files, read_source
@@ -30,7 +31,7 @@ class RegisteredFile:
 class SuiteView:
     root: str
     files: tuple[RegisteredFile, ...]
-    static: tuple[GuardFinding, ...]
+    static: tuple[Finding, ...]
 
 
 def registered_files(root: Path, runners: Mapping[str, RunnerProfile], suite_map: SuiteMap) -> tuple[RegisteredFile, ...]:

@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
+from matrix.core.finding import Finding
 from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
-from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardFinding, GuardFindingKind, ModuleNames
+from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardFindingKind, ModuleNames, guard_finding
 from matrix.guards.names import dotted
 from matrix.guards.predicates import Predicate, RunnerFacts
 from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
@@ -31,7 +32,7 @@ _PRECEDENCE = (GuardClass.CAPABILITY, GuardClass.GPU_COUNT, GuardClass.PLATFORM,
 
 @dataclass(frozen=True, kw_only=True)
 class PytestFinding:
-    finding: GuardFinding
+    finding: Finding
     guard_class: GuardClass
 
 
@@ -53,7 +54,7 @@ class PytestAuditReport:
         return EXIT_FINDINGS if any(f.finding.failing for f in self.findings) else EXIT_OK
 
     def of_kind(self, kind: GuardFindingKind) -> tuple[PytestFinding, ...]:
-        return tuple(f for f in self.findings if f.finding.kind is kind)
+        return tuple(f for f in self.findings if f.finding.kind == kind)
 
     def class_counts(self, kind: GuardFindingKind) -> dict[GuardClass, int]:
         found = Counter(f.guard_class for f in self.of_kind(kind))
@@ -275,8 +276,8 @@ def _test_finding(item: TestItem, verdicts: Sequence[_RunnerVerdict], evaluator:
     guard_class = min(classes, key=list(GuardClass).index)
     via = f" (through {first.guard.via})" if first.guard.via else ""
     steps = "; ".join(first.evaluation.steps[:4])
-    finding = GuardFinding(
-        kind=GuardFindingKind.SILENT_SKIP,
+    finding = guard_finding(
+        GuardFindingKind.SILENT_SKIP,
         path=item.path,
         line=item.line,
         test=item.nodeid,
@@ -292,5 +293,5 @@ def _file_finding(
     kind: GuardFindingKind, path: str, reason: str, guard_class: GuardClass, runners: tuple[str, ...] = ()
 ) -> PytestFinding:
     return PytestFinding(
-        finding=GuardFinding(kind=kind, path=path, line=1, test=path, runners=runners, reason=reason), guard_class=guard_class
+        finding=guard_finding(kind, path=path, line=1, test=path, runners=runners, reason=reason), guard_class=guard_class
     )

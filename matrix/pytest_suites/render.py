@@ -8,7 +8,7 @@ from typing import Any
 
 from matrix.core.finding import Tool, spec_of
 from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
-from matrix.guards.model import GuardFindingKind
+from matrix.guards.model import GuardFindingKind, finding_fields
 from matrix.pytest_suites.audit import PytestAuditReport, PytestFinding
 
 SCHEMA = "specmatrix.pytest-audit/1"
@@ -40,8 +40,8 @@ def to_text(report: PytestAuditReport) -> str:
         g = f.finding
         if g.kind in _SHOWN:
             runners = f" on {', '.join(g.runners)}" if g.runners else ""
-            guard = f" [{g.guard}]" if g.guard else ""
-            lines.append(f"{g.location}: {g.kind.value}: {g.test}{runners}: {g.reason}{guard}")
+            guard = f" [{g.source}]" if g.source else ""
+            lines.append(f"{g.path}:{g.line}: {g.kind}: {g.scope}{runners}: {g.message}{guard}")
     lines.extend(f"{u.origin}: not read: {u.reason}" for u in report.unread)
     lines.extend(f"{u.origin}: unknown runner label {u.label!r}" for u in report.unknown_labels)
     lines.extend(summary_lines(report))
@@ -49,7 +49,7 @@ def to_text(report: PytestAuditReport) -> str:
 
 
 def _finding_doc(f: PytestFinding) -> dict[str, Any]:
-    return {**f.finding.fields(), "guard_class": f.guard_class.value}
+    return {**finding_fields(f.finding), "guard_class": f.guard_class.value}
 
 
 def to_json(report: PytestAuditReport) -> str:
@@ -88,14 +88,14 @@ def findings_table(findings: Sequence[PytestFinding], *, files: bool) -> list[st
         lines = ["| file | class | runners | why |", "|---|---|---|---|"]
         lines += [
             f"| {md_code(f.finding.path, 200)} | {f.guard_class.value} | {md_text(', '.join(f.finding.runners))} "
-            f"| {md_text(f.finding.reason, 200)} |"
+            f"| {md_text(f.finding.message, 200)} |"
             for f in findings
         ]
         return lines
     lines = ["| test | class | runners | guard |", "|---|---|---|---|"]
     lines += [
-        f"| {md_code(f.finding.test, 160)} | {f.guard_class.value} | {md_text(', '.join(f.finding.runners))} "
-        f"| {md_code(f.finding.guard, 160)} |"
+        f"| {md_code(f.finding.scope, 160)} | {f.guard_class.value} | {md_text(', '.join(f.finding.runners))} "
+        f"| {md_code(f.finding.source, 160)} |"
         for f in findings
     ]
     return lines

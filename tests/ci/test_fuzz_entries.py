@@ -36,10 +36,10 @@ VALID_ENTRY: dict[str, Any] = {
             "kind": "never-runs",
             "path": "test_s.py",
             "line": 8,
-            "test": "test_s.py::TestKernel",
+            "subject": "test_s.py::TestKernel",
             "runners": ["4-gpu-b200"],
-            "guard": "unittest.skipIf(not is_sm90_supported())",
-            "reason": "r",
+            "source": "unittest.skipIf(not is_sm90_supported())",
+            "message": "r",
             "hint": "",
         }
     ],

@@ -16,7 +16,7 @@ import pytest
 from matrix.audit.reports import render_markdown, summary_lines
 from matrix.cli.main import main
 from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, write_report
-from matrix.guards.model import GuardFinding, GuardFindingKind, GuardReport
+from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
 from matrix.guards.render import to_markdown as guards_markdown
 from matrix.guards.render import to_text as guards_text
 from matrix.ledger.join import LedgerFinding, LedgerFindingKind, LedgerReport
@@ -34,8 +34,8 @@ def forged_lines(text: str) -> list[str]:
 
 
 def guard_report(**fields: str) -> GuardReport:
-    finding = GuardFinding(
-        kind=GuardFindingKind.SILENT_SKIP,
+    finding = guard_finding(
+        GuardFindingKind.SILENT_SKIP,
         path=fields.get("path", "t.py"),
         line=3,
         test=fields.get("test", "t.py::T"),

@@ -28,7 +28,7 @@ from matrix.core.output import (
 )
 from matrix.core.report import CellResult, CellStatus, FindingKind, Report, RunnerInfo
 from matrix.guards.gate import gate
-from matrix.guards.model import GuardFinding, GuardFindingKind, GuardReport
+from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
 from matrix.ledger import render as ledger_render
 from matrix.ledger.join import LedgerFinding, LedgerFindingKind, LedgerReport
 from matrix.pytest_suites import render as pytest_audit_render
@@ -51,8 +51,8 @@ RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\
 
 
 def guard_report(s: str) -> GuardReport:
-    finding = GuardFinding(
-        kind=GuardFindingKind.SILENT_SKIP, path=f"{s}.py", line=2, test=f"{s}.py::T{s}", runners=("4-gpu-b200",),
+    finding = guard_finding(
+        GuardFindingKind.SILENT_SKIP, path=f"{s}.py", line=2, test=f"{s}.py::T{s}", runners=("4-gpu-b200",),
         guard=s, reason=s, hint=s,
     )  # fmt: skip
     return GuardReport(root=".", files_scanned=1, test_files=1, registered_files=1, runners=("4-gpu-b200",), findings=(finding,))

@@ -15,7 +15,7 @@ from matrix.guards import elide as elide_module
 from matrix.guards.audit import AuditSettings, audit_file
 from matrix.guards.elide import clean_region, elide, proven
 from matrix.guards.finder import _EXACT_MARKS, analyse_source, analyse_tree
-from matrix.guards.model import FileAnalysis
+from matrix.guards.model import FileAnalysis, finding_fields
 from matrix.guards.source import SourceText
 from matrix.guards.suites import load_suite_map
 
@@ -151,7 +151,7 @@ def _summary(analysis: FileAnalysis, settings: AuditSettings) -> object:
     guards = [(g.scope, g.kind, g.line, g.source) for g in analysis.guards]
     scopes = [(s.kind, s.nodeid, s.line, s.parent) for s in analysis.scopes]
     registrations = [(r.function, r.suite, r.line) for r in analysis.registrations]
-    findings = [f.fields() for f in audit_file(analysis, settings).findings]
+    findings = [finding_fields(f) for f in audit_file(analysis, settings).findings]
     return analysis.syntax_error, guards, scopes, registrations, findings
 
 

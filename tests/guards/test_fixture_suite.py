@@ -90,7 +90,7 @@ CLEAN_FILES = (
 
 
 def found(report: GuardReport) -> set[tuple[K, str, tuple[str, ...]]]:
-    return {(f.kind, f.test, f.runners) for f in report.findings}
+    return {(f.kind, f.scope, f.runners) for f in report.findings}
 
 
 @pytest.fixture(scope="module")
@@ -113,11 +113,11 @@ def test_no_finding_on_clean_files(report, path):
 
 def test_domain_case_two_buggy_guard_is_found_and_the_fix_is_clean(report):
     (bug,) = [f for f in report.findings if f.path == BUG]
-    assert bug.kind is K.SILENT_SKIP
+    assert bug.kind == K.SILENT_SKIP
     assert bug.runners == (B200,)
     assert bug.location == f"{BUG}:13"
-    assert bug.guard.startswith("unittest.skipIf(not (is_sm90_supported() or is_sm120_supported())")
-    assert "is_sm90_supported() is False; is_sm120_supported() is False" in bug.reason
+    assert bug.source.startswith("unittest.skipIf(not (is_sm90_supported() or is_sm120_supported())")
+    assert "is_sm90_supported() is False; is_sm120_supported() is False" in bug.message
     assert not [f for f in report.findings if f.path == FIXED]
 
 
@@ -145,7 +145,7 @@ def test_assumed_installed_flashinfer_settles_those_guards(shared_suite, runners
 def test_suite_list_makes_unknown_suites_unscheduled(shared_suite, runners, tmp_path):
     known = frozenset({"base-b-test-4-gpu-b200", "stage-b-test-1-gpu-large", "nightly-4-gpu-b200"})
     report = audit_tree(shared_suite, runners, known_suites=known)
-    unscheduled = {f.path: f.reason for f in report.of_kind(K.UNSCHEDULED)}
+    unscheduled = {f.path: f.message for f in report.of_kind(K.UNSCHEDULED)}
     assert "did you mean base-b-test-4-gpu-b200?" in unscheduled["scheduling/test_suite_typo.py"]
     assert "not in the --suites list" in unscheduled["marks/test_pytestmark_single.py"]
     assert "nightly=False" in unscheduled["scheduling/test_nightly_without_flag.py"]
@@ -183,4 +183,4 @@ def test_the_marker_probe_works_when_the_file_is_executed(suite_copy):
 
 def test_a_single_file_can_be_audited(shared_suite, runners):
     report = audit_tree(shared_suite / BUG, runners, suite_map=load_suite_map())
-    assert {(f.kind, f.test) for f in report.findings} == {(K.SILENT_SKIP, "test_trtllm_mha_guard_bug.py::TestTRTLLMMHADecode")}
+    assert {(f.kind, f.scope) for f in report.findings} == {(K.SILENT_SKIP, "test_trtllm_mha_guard_bug.py::TestTRTLLMMHADecode")}

@@ -12,7 +12,7 @@ import pytest
 from matrix.cli.main import main
 from matrix.core.output import escape_data, escape_property, finding_annotation
 from matrix.guards.baseline import read_baseline
-from matrix.guards.model import GuardFinding, GuardFindingKind
+from matrix.guards.model import GuardFindingKind, guard_finding
 
 K = GuardFindingKind
 BUG = "attention/test_trtllm_mha_guard_bug.py"
@@ -45,6 +45,43 @@ def test_baseline_round_trip(capsys, suite_copy, tmp_path):
     first = base.read_bytes()
     run(capsys, "guards", str(suite_copy), "--write-baseline", str(base))
     assert base.read_bytes() == first
+
+
+# A baseline as `--write-baseline` writes it today (`specmatrix.guards-baseline/1`), as users commit it: a per-test
+# entry with the maintainer's reason and expiry, a finding on two runners, a whole-file finding (its test is its
+# path) and a finding that names no runner (`*`). It must keep loading and matching the same findings.
+COMMITTED_BASELINE = """\
+{
+  "schema": "specmatrix.guards-baseline/1",
+  "entries": [
+    {"fingerprint": "92f03f419b901399", "path": "attention/test_trtllm_mha_guard_bug.py",
+     "test": "attention/test_trtllm_mha_guard_bug.py::TestTRTLLMMHADecode", "kind": "silent-skip",
+     "runner": "4-gpu-b200", "reason": "XQA port pending", "expires": "2027-06-30"},
+    {"fingerprint": "814bf46fa657c1ee", "path": "broken/test_syntax_error.py", "test": "broken/test_syntax_error.py",
+     "kind": "unparsable", "runner": "*", "reason": "", "expires": null},
+    {"fingerprint": "3ea456710527b4be", "path": "kinds/test_one_row_per_test.py",
+     "test": "kinds/test_one_row_per_test.py::TestWgmmaDecode", "kind": "silent-skip", "runner": "4-gpu-b200",
+     "reason": "", "expires": null},
+    {"fingerprint": "19940ba2fc0ceef9", "path": "kinds/test_one_row_per_test.py",
+     "test": "kinds/test_one_row_per_test.py::TestWgmmaDecode", "kind": "silent-skip", "runner": "8-gpu-b200",
+     "reason": "", "expires": null},
+    {"fingerprint": "1bc17ae7e01e3d26", "path": "marks/test_pytestmark_list.py", "test": "marks/test_pytestmark_list.py",
+     "kind": "silent-skip", "runner": "1-gpu-h100", "reason": "", "expires": null}
+  ]
+}
+"""
+
+
+def test_a_committed_baseline_of_todays_format_still_matches(capsys, suite_copy, tmp_path):
+    base = tmp_path / "baseline.json"
+    base.write_text(COMMITTED_BASELINE, encoding="utf-8")
+    assert len(read_baseline(base).entries) == 5
+    code, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base), "--format", "json", "--today", "2027-01-01")
+    doc = json.loads(out)
+    assert doc["baseline"] == {"new_errors": doc["baseline"]["new_errors"], "acknowledged": 4, "expired": [], "stale": []}
+    _, text, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base), "--today", "2027-01-01")
+    for acknowledged in ("TestTRTLLMMHADecode", "TestWgmmaDecode", "test_pytestmark_list.py:", "test_syntax_error.py:"):
+        assert acknowledged not in text
 
 
 def test_a_new_finding_fails_and_edits_above_it_do_not(capsys, suite_copy, tmp_path):
@@ -115,10 +152,10 @@ def test_escaping_follows_the_toolkit():
 
 
 def test_annotation_shape():
-    finding = GuardFinding(
-        kind=K.SILENT_SKIP, path="t.py", line=7, test="t.py::A", runners=("4-gpu-b200",), reason="r: x,y", hint="add it"
+    finding = guard_finding(
+        K.SILENT_SKIP, path="t.py", line=7, test="t.py::A", runners=("4-gpu-b200",), reason="r: x,y", hint="add it"
     )
-    line = finding_annotation(finding.finding(), "test/t,1.py")
+    line = finding_annotation(finding, "test/t,1.py")
     assert (
         line
         == "::error file=test/t%2C1.py,line=7,title=specmatrix guards (silent-skip)::t.py::A on 4-gpu-b200: r: x,y%0Afix: add it"
@@ -187,6 +224,27 @@ def test_a_warm_run_reads_the_cache_and_a_change_invalidates_it(capsys, suite_co
     _, changed, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
     assert json.loads(changed)["counts"]["silent-skip"] == json.loads(cold)["counts"]["silent-skip"] + 1
     assert cache_file.exists()
+
+
+def test_a_cache_file_of_the_older_schema_is_a_clean_miss(capsys, suite_copy, private_cache):
+    """Entries of `specmatrix.guards-cache/2` (the findings' former fields), sealed as that schema sealed them, are not read."""
+    from matrix.core.jsonio import seal
+
+    old_schema = "specmatrix.guards-cache/2"
+    code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
+    (cache_file,) = private_cache.glob("guards-*.json")
+    doc = json.loads(cache_file.read_text())
+    files = {}
+    for key, entry in doc["files"].items():
+        audit = entry["audit"]
+        if audit is not None:
+            # What the older schema stored: no findings, or the former field names; both must stay unread.
+            audit = {**audit, "findings": []}
+        files[key] = {"seal": seal(old_schema, key, audit), "audit": audit}
+    cache_file.write_text(json.dumps({"schema": old_schema, "files": files}))
+    code2, warm, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
+    assert (code2, warm) == (code, cold)
+    assert json.loads(cache_file.read_text())["schema"] != old_schema
 
 
 def test_cache_can_be_moved_disabled_and_survives_corruption(capsys, suite_copy, private_cache, tmp_path):

@@ -40,7 +40,7 @@ def audit(tmp_path: Path, body: str, *, workflow: str = WORKFLOW):
 
 
 def kinds(report) -> dict[str, GuardFindingKind]:
-    return {f.test.split("::", 1)[-1]: f.kind for f in report.findings}
+    return {f.scope.split("::", 1)[-1]: f.kind for f in report.findings}
 
 
 TUPLE_HELPER = """
@@ -66,7 +66,7 @@ class TestArch(unittest.TestCase):
 @pytest.mark.parametrize(("major", "expected"), [(9, K.NEVER_RUNS), (10, None)], ids=["sm90-only", "sm100"])
 def test_tuple_returning_helper_unpacked_at_module_level(tmp_path, major, expected):
     found = kinds(audit(tmp_path, TUPLE_HELPER.format(major=major)))
-    assert found.get("TestArch") is expected
+    assert found.get("TestArch") == expected
 
 
 def test_decorator_applying_the_skip_with_a_local_import(tmp_path):
@@ -112,11 +112,11 @@ class TestLong(unittest.TestCase):
         self.assertTrue(True)
 """
     report = audit(tmp_path, body)
-    assert kinds(report).get("TestLong::test_sweep") is expected
+    assert kinds(report).get("TestLong::test_sweep") == expected
     if expected is not None:
         (finding,) = report.of_kind(expected)
         assert finding.runners == ("4-gpu-b200",)
-        assert "returns early" in finding.reason and finding.failing
+        assert "returns early" in finding.message and finding.failing
 
 
 @pytest.mark.parametrize(
@@ -155,7 +155,7 @@ class TestPredicate(unittest.TestCase):
         pass
 """
     found = kinds(audit(tmp_path, body))
-    assert found.get("TestPredicate::test_it") is expected, found
+    assert found.get("TestPredicate::test_it") == expected, found
 
 
 def test_grace_blackwell_name_is_read_on_the_gb200_profile():
@@ -185,9 +185,9 @@ class TestOptIn(unittest.TestCase):
         pass
 '''
     report = audit(tmp_path, body, workflow=workflow)
-    assert kinds(report).get("TestOptIn") is expected
+    assert kinds(report).get("TestOptIn") == expected
     if said:
-        assert said in next(f for f in report.findings if f.test.endswith("TestOptIn")).reason
+        assert said in next(f for f in report.findings if f.scope.endswith("TestOptIn")).message
 
 
 @pytest.mark.parametrize(
@@ -201,7 +201,7 @@ class TestOptIn(unittest.TestCase):
     def test_a(self):
         pass
 """
-    assert kinds(audit(tmp_path, body, workflow=workflow)).get("TestOptIn") is expected
+    assert kinds(audit(tmp_path, body, workflow=workflow)).get("TestOptIn") == expected
 
 
 @pytest.mark.parametrize(
@@ -224,7 +224,7 @@ class TestCommon(unittest.TestCase):
 """
     )
     report = audit(tmp_path, body)
-    finding = next(f for f in report.findings if f.test.endswith("test_rocm_path"))
-    assert finding.kind is expected
+    finding = next(f for f in report.findings if f.scope.endswith("test_rocm_path"))
+    assert finding.kind == expected
     if registers_amd:
-        assert "ROCm-only test" in finding.reason and not finding.failing
+        assert "ROCm-only test" in finding.message and not finding.failing

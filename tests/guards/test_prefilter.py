@@ -83,7 +83,7 @@ def test_the_marks_check_sees_a_planted_difference(monkeypatch):
 
 
 def findings(report: GuardReport) -> list[tuple[str, ...]]:
-    return [(f.kind.value, f.path, str(f.line), f.test, ",".join(f.runners), f.guard, f.reason, f.hint) for f in report.findings]
+    return [(f.kind, f.path, str(f.line), f.scope, ",".join(f.runners), f.source, f.message, f.hint) for f in report.findings]
 
 
 @pytest.fixture(scope="module")

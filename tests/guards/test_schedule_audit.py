@@ -70,7 +70,7 @@ def test_run_suite_command_lines(script, expected, tmp_path):
 
 def test_registrations_no_job_selects_in_both_nightly_directions(shared_suite, runners):
     report = audit_tree(shared_suite, runners, schedule=load_schedule(WORKFLOWS))
-    reasons = {f.path: f.reason for f in report.of_kind(K.UNSCHEDULED)}
+    reasons = {f.path: f.message for f in report.of_kind(K.UNSCHEDULED)}
     assert (
         "nightly=True, but suite base-b-test-4-gpu-b200 only runs without --nightly"
         in reasons["scheduling/test_nightly_flag_on_pr_suite.py"]
@@ -93,7 +93,7 @@ def test_workflow_env_decides_ci_guards(shared_suite, runners, tmp_path):
     )
     report = audit_tree(shared_suite / "ci_facts", runners, schedule=load_schedule(folder))
     # is_in_ci() is false where the job says so: the class runs on the H100 job.
-    assert not [f for f in report.findings if f.test.endswith("TestLongContextSweep")]
+    assert not [f for f in report.findings if f.scope.endswith("TestLongContextSweep")]
 
 
 @pytest.mark.parametrize(

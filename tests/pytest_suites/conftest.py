@@ -99,7 +99,7 @@ def audit(tmp_path: Path) -> Audit:
 
 
 def _skipping(report: PytestAuditReport) -> dict[str, str]:
-    return {f.finding.test: f.guard_class.value for f in report.of_kind(GuardFindingKind.SILENT_SKIP)}
+    return {f.finding.scope: f.guard_class.value for f in report.of_kind(GuardFindingKind.SILENT_SKIP)}
 
 
 @pytest.fixture

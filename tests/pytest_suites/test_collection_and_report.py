@@ -18,7 +18,7 @@ SKIP_ALWAYS = 'import pytest\npytestmark = pytest.mark.skip(reason="off")\n'
 
 
 def _kinds(report: PytestAuditReport, kind: GuardFindingKind) -> set[str]:
-    return {f.finding.test for f in report.of_kind(kind)}
+    return {f.finding.scope for f in report.of_kind(kind)}
 
 
 def test_collection_rules(audit: Callable[..., PytestAuditReport], schedule: Callable[..., str]) -> None:

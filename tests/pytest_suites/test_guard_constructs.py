@@ -101,10 +101,10 @@ def test_planted_skip_is_found_and_the_fix_clears_it(
 def test_finding_names_runners_and_guard(audit: Callable[..., PytestAuditReport], schedule: Callable[..., str]) -> None:
     text, nodeid, _ = CASES["pytestmark-skipif"]
     report = audit({"tests/test_case.py": text}, schedule(("sm86", "pytest tests/"), ("h100", "pytest tests/test_case.py")))
-    (finding,) = [f.finding for f in report.findings if f.finding.test == nodeid]
+    (finding,) = [f.finding for f in report.findings if f.finding.scope == nodeid]
     assert finding.runners == ("a10g", "h100")
-    assert "is_sm100a_supported" in finding.guard
-    assert "skips on every runner CI sends it to (a10g, h100)" in finding.reason
+    assert "is_sm100a_supported" in finding.source
+    assert "skips on every runner CI sends it to (a10g, h100)" in finding.message
     assert report.exit_code == 1
 
 
