@@ -1,7 +1,7 @@
 """Write the CI registrations of an sglang checkout as the JSON that ci/bench_shards.py reads.
 
 Every `register_<platform>_ci(...)` call under `test/registered` is read from the syntax tree with the guard
-audit's own parser (matrix.guards.registrations); nothing is imported or run. A call that parser cannot read
+audit's own parser (matrix.guards.source); nothing is imported or run. A call that parser cannot read
 statically (a computed suite, `**kwargs`, a missing est_time) is left out and counted on stderr.
 Usage: python ci/extract_registrations.py SGLANG_CHECKOUT [--out ci/data/sglang-registrations-2026-07.json]
        [--platform cuda ...] [--taken "upstream main as of YYYY-MM-DD"]
@@ -20,7 +20,7 @@ from typing import Any
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import SpecmatrixError, UsageError
 from matrix.guards.model import Platform
-from matrix.guards.registrations import read_registrations
+from matrix.guards.source import read_registrations
 from matrix.guards.tree import python_files
 
 ROOT = Path(__file__).resolve().parent.parent

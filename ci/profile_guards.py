@@ -3,7 +3,7 @@
     python ci/profile_guards.py TREE          # e.g. a tree written by `python ci/bench_guards.py --keep TREE`
 
 Prints the CPU seconds of each stage of `analyse_source` and `audit_file` summed over the tree's files: reading
-the file, marking its skip-related lines and blanking the bodies that have none (`matrix.guards.elide`), `ast.parse`
+the file, marking its skip-related lines and blanking the bodies that have none (`matrix.guards.source`), `ast.parse`
 of what is left (and proving the blanking), the module's names (imports, aliases, functions), the guard walk, the
 registrations, and the audit of every guard on every profile. It also times a whole-file `ast.parse`, the
 yardstick of `ci/bench_guards.py`. The garbage collector is paused, as in the audit.
@@ -18,14 +18,10 @@ import time
 from pathlib import Path
 
 from matrix.core.loader import load_runners
-from matrix.guards.audit import AuditSettings, audit_file
-from matrix.guards.elide import elide, proven
+from matrix.guards.audit import AuditSettings, audit_file, load_suite_map
 from matrix.guards.finder import _EXACT_MARKS, _SKIP_ALIAS, TEST_FILE, _GuardFinder
 from matrix.guards.model import FileAnalysis
-from matrix.guards.names import collect_module_names
-from matrix.guards.registrations import read_registrations
-from matrix.guards.source import SourceText
-from matrix.guards.suites import load_suite_map
+from matrix.guards.source import SourceText, collect_module_names, elide, proven, read_registrations
 
 STAGES = ("read, mark, blank", "parse", "names", "walk", "registrations", "audit")
 

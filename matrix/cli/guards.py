@@ -17,13 +17,21 @@ from matrix.core.errors import UsageError
 from matrix.core.finding import Finding, Severity, Tool
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import finding_annotation, sarif_document, tool_version
-from matrix.guards.baseline import Baseline, baseline_text, read_baseline, updated_entries
-from matrix.guards.cache import ENV_VAR, cache_folder
-from matrix.guards.gate import Gate, error_keys, gate
+from matrix.guards.audit import load_suite_map, read_suite_list
+from matrix.guards.gate import (
+    Baseline,
+    Gate,
+    baseline_text,
+    error_keys,
+    gate,
+    read_baseline,
+    to_json,
+    to_markdown,
+    to_text,
+    updated_entries,
+)
 from matrix.guards.model import GuardReport
-from matrix.guards.render import to_json, to_markdown, to_text
-from matrix.guards.suites import load_suite_map, read_suite_list
-from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
+from matrix.guards.tree import ENV_VAR, audit_tree, cache_folder, default_jobs, tree_inputs
 from matrix.schedule.load import find_workflows, load_schedule
 from matrix.schedule.model import Schedule
 

@@ -13,8 +13,8 @@ from matrix.core.errors import UsageError
 from matrix.core.loader import read_toml_file
 from matrix.core.machine import AUTO
 from matrix.core.options import Options, load_runner_profiles
-from matrix.guards.baseline import Baseline, read_baseline
-from matrix.guards.suites import load_suite_map
+from matrix.guards.audit import load_suite_map
+from matrix.guards.gate import Baseline, read_baseline
 from matrix.guards.tree import check_root, tree_inputs
 from matrix.ledger.join import JoinSettings, join
 from matrix.ledger.pth import install_hook, uninstall_hook

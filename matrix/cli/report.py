@@ -30,7 +30,7 @@ from matrix.coverage.inputs import (
 )
 from matrix.coverage.merge import merge
 from matrix.coverage.page import page_data
-from matrix.guards.render import SCHEMA as GUARDS_SCHEMA
+from matrix.guards.gate import REPORT_SCHEMA as GUARDS_SCHEMA
 from matrix.ledger.render import SCHEMA as LEDGER_SCHEMA
 from matrix.shard.output import read_plan
 

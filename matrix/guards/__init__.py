@@ -5,12 +5,11 @@
 
 from __future__ import annotations
 
-from matrix.guards.audit import AuditSettings, audit_file
+from matrix.guards.audit import AuditSettings, SuiteMap, audit_file, load_suite_map, read_suite_list
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard, evaluate_text
 from matrix.guards.finder import analyse_source
 from matrix.guards.model import FAILING_KINDS, FileAnalysis, Guard, GuardFindingKind, GuardReport, finding_fields, guard_finding
 from matrix.guards.predicates import PREDICATES, RunnerFacts
-from matrix.guards.suites import SuiteMap, load_suite_map, read_suite_list
 from matrix.guards.tree import audit_tree
 
 __all__ = [

@@ -1,14 +1,17 @@
-"""Find skip guards at module, class and test level in a parsed test file."""
+"""Find the skip guards of a parsed test file: module, class and test level, `__main__` blocks, decorator factories.
+
+`analyse_source(path, text)` is the entry point: it reads the file (`matrix.guards.source`) and walks its tree
+into a `FileAnalysis`.
+"""
 
 from __future__ import annotations
 
 import ast
+import copy
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from matrix.guards.elide import blanked_lines, elide, proven
-from matrix.guards.factories import MAX_FACTORY_DEPTH, single_return, substitute
 from matrix.guards.model import (
     AlwaysSkips,
     Bindings,
@@ -23,10 +26,150 @@ from matrix.guards.model import (
     SkipCondition,
     TestScope,
 )
-from matrix.guards.names import collect_bindings, collect_module_names, dotted, resolve, straight_line
-from matrix.guards.registrations import read_registrations
-from matrix.guards.scripts import is_main_block, main_exit_guards
-from matrix.guards.source import SourceText
+from matrix.guards.source import (
+    SourceText,
+    blanked_lines,
+    collect_bindings,
+    collect_module_names,
+    dotted,
+    elide,
+    proven,
+    read_registrations,
+    resolve,
+    straight_line,
+)
+
+# --- decorator factories ----------------------------------------------------------------------------------------------
+# Decorator factories of the audited file: a module function whose single `return` is a skip decorator.
+#
+# `@requires_major(9)` with `def requires_major(major): return unittest.skipUnless(... == major, ...)` is
+# read as that skip with the call's arguments put in for the parameters (a copy; the file's tree is untouched).
+
+MAX_FACTORY_DEPTH = 4
+
+
+def single_return(fn: ast.FunctionDef) -> ast.expr | None:
+    """The expression of a function whose body (docstring and plain `from m import name` lines aside) is one
+    `return`; the imported names are predicates matched by their own name, as at module level."""
+    body = [
+        s
+        for s in fn.body
+        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        and not (isinstance(s, ast.ImportFrom) and all(a.asname is None and a.name != "*" for a in s.names))
+    ]
+    if len(body) == 1 and isinstance(body[0], ast.Return):
+        return body[0].value
+    return None
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, values: dict[str, ast.expr]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.values.get(node.id, node)
+
+
+def substitute(expr: ast.expr, fn: ast.FunctionDef, call: ast.Call | None) -> ast.expr | None:
+    """`expr` with the factory's parameters replaced by the call's argument expressions; None if they do not fit."""
+    params = [a.arg for a in fn.args.args]
+    if call is None:
+        values: dict[str, ast.expr] = {}
+    else:
+        if fn.args.vararg or fn.args.kwarg or len(call.args) > len(params):
+            return None
+        values = dict(zip(params, call.args, strict=False))
+        for kw in call.keywords:
+            if kw.arg is None or kw.arg not in params:
+                return None
+            values[kw.arg] = kw.value
+        defaults = dict(zip(params[len(params) - len(fn.args.defaults) :], fn.args.defaults, strict=True))
+        for name in params:
+            if name not in values:
+                if name not in defaults:
+                    return None
+                values[name] = defaults[name]
+    try:
+        copied = copy.deepcopy(expr)  # a fresh tree; the factory's own stays untouched
+    except RecursionError:
+        return None
+    out = _Substitute(values).visit(copied)
+    for node in ast.walk(out):
+        # Point every copied node at the factory's return, the text a finding shows.
+        if isinstance(node, ast.expr) and node not in values.values():
+            ast.copy_location(node, expr)
+    return out if isinstance(out, ast.expr) else None
+
+
+# --- __main__ blocks --------------------------------------------------------------------------------------------------
+# A registered file run as a script: `if __name__ == "__main__":` blocks that print a skip and exit 0.
+#
+# sglang's CI runs each registered file as a script (`run_unittest_files` in python/sglang/test/ci/ci_utils.py
+# starts `python3 FILE -f`), so such a block decides whether anything runs on a runner.
+
+
+def is_main_block(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare) or len(stmt.test.ops) != 1:
+        return False
+    sides = [stmt.test.left, *stmt.test.comparators]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    mains = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return isinstance(stmt.test.ops[0], ast.Eq) and len(names) == 1 and len(mains) == 1
+
+
+def exit_zero_call(stmt: ast.stmt) -> bool:
+    """`sys.exit(0)`, `sys.exit()`, `exit(0)`, `os._exit(0)`: the script ends with success."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    call = stmt.value
+    name = dotted(call.func) or ""
+    if name not in ("sys.exit", "exit", "quit", "os._exit"):
+        return False
+    if not call.args:
+        return name != "os._exit"
+    arg = call.args[0]
+    return isinstance(arg, ast.Constant) and (arg.value == 0 or arg.value is None) and not isinstance(arg.value, bool)
+
+
+def exits_zero(body: Sequence[ast.stmt]) -> bool:
+    return bool(body) and exit_zero_call(body[-1])
+
+
+def prints_skip(body: Sequence[ast.stmt]) -> bool:
+    """A `print(...)` or logging call mentioning a skip, the message CI shows for a skipped script."""
+    for stmt in body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            name = (dotted(stmt.value.func) or "").rpartition(".")[2]
+            if name in ("print", "info", "warning", "warn") and "skip" in ast.dump(stmt.value).lower():
+                return True
+    return False
+
+
+def main_exit_guards(
+    body: Sequence[ast.stmt], conds: tuple[SkipCondition, ...], path: str, segment: Callable[[ast.AST], str]
+) -> list[Guard]:
+    """Guards for the skips-and-exits of a `__main__` block: an `if` whose body prints a skip and exits 0,
+    or such an exit after a printed skip; code after an exiting `if` runs only when its test is false."""
+    out: list[Guard] = []
+    for index, stmt in enumerate(body):
+        if isinstance(stmt, ast.If):
+            test = ExprCondition(expr=stmt.test)
+            if exits_zero(stmt.body) and prints_skip(stmt.body):
+                source = f"if {segment(stmt.test)}: ... sys.exit(0)"
+                found = Guard(scope=path, kind=GuardKind.MAIN_EXIT, line=stmt.lineno, source=source, conditions=(*conds, test))
+                out.append(found)
+                conds = (*conds, ExprCondition(expr=stmt.test, negate=True))
+                continue
+            out.extend(main_exit_guards(stmt.body, (*conds, test), path, segment))
+        elif exit_zero_call(stmt) and prints_skip(body[:index]):
+            kind = GuardKind.MAIN_EXIT
+            out.append(Guard(scope=path, kind=kind, line=stmt.lineno, source=segment(stmt), conditions=conds or (AlwaysSkips(),)))
+            break
+    return out
+
+
+# --- the guard finder -------------------------------------------------------------------------------------------------
+# Find skip guards at module, class and test level in a parsed test file.
 
 TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
 # Methods whose skips apply to every test of the class.
@@ -45,7 +188,7 @@ _EXACT_MARKS = ("return\n", "return\r")
 def analyse_source(path: str, text: str) -> FileAnalysis:
     """Parse one file (never import it) and read its registrations, scopes and guards.
 
-    Function bodies that cannot hold a skip are left out of the parse (`matrix.guards.elide`)."""
+    Function bodies that cannot hold a skip are left out of the parse (`matrix.guards.source`)."""
     is_test = TEST_FILE.match(path.rpartition("/")[2]) is not None
     source = SourceText(text)
     words = ["skip", *_SKIP_ALIAS.findall(text.lower())]

@@ -1,4 +1,9 @@
-"""Source text of a node, as `ast.get_source_segment` gives it, without re-splitting the file per call."""
+"""What a test file says at module level, read without importing it: its text, its names, its registrations.
+
+A file's lines are split once (`SourceText`); the bodies that cannot hold a skip are blanked before the parse
+(`elide`, proven by the parse, else the file is parsed whole); module-level names are resolved once
+(`collect_module_names`); `register_*_ci(...)` calls are read from the tree (`read_registrations`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,15 @@ import ast
 import bisect
 import itertools
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from matrix.guards.model import Bindings, ModuleNames, Platform, Registration
+
+# --- source text ------------------------------------------------------------------------------------------------------
+# Source text of a node, as `ast.get_source_segment` gives it, without re-splitting the file per call.
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 # Breaks str.splitlines() honours but the parser does not; without them splitlines() gives the parser's lines.
@@ -84,3 +97,495 @@ def _find_all(text: str, word: str, into: list[int]) -> None:
     while at >= 0:
         into.append(at)
         at = text.find(word, at + 1)
+
+
+# --- blanking the bodies that cannot hold a skip ----------------------------------------------------------------------
+# Parse a test file without the function bodies that cannot hold a skip: the audit's biggest saving.
+#
+# Most of a test file is test bodies, and a body with no skip-related line (no "skip", no import alias of a skip,
+# no bare `return`) yields no guard: the audit reads it only to throw it away. Such a body is blanked before the
+# parse, one placeholder `...` on its first line and empty lines after, so every other line keeps its number and
+# columns, and the parser builds perhaps half the nodes.
+#
+# Blanking is done on text, so it is only trusted when the parse proves it:
+#
+# - a body is only blanked when its text ends outside any string, comment or backslash continuation (the whole
+#   region is matched by one tokenising pattern; tabs and form feeds, which change indentation rules, refuse it);
+#   a bracket left open would leave unmatched closers after the region, which the parser rejects;
+# - after the parse, every blanked `def` must be a function whose body is exactly the placeholder (a `def` line
+#   inside a string is not), else the file is parsed whole.
+#
+# Module-level functions not named `test*` keep their bodies (guards call such helpers and factories); so does
+# every function with a marked line. What is lost: a syntax error inside a blanked body is not reported as
+# `unparsable` (the file's own run fails loudly on it; the audit's verdicts on guards are unchanged).
+
+# A one-line `def` header (no comment after it); the line's indentation is checked apart.
+_DEF = re.compile(r"def[ ]+(\w+)[^\n#]*:[ ]*\r?\n")
+# The whole region, token by token: plain text, comments, backslash continuations and complete string literals.
+_CLEAN = re.compile(
+    r"(?:[^\"'#\\]++"
+    r"|#[^\r\n]*+"
+    r"|\\\r?\n(?!\Z)"  # a continuation whose next line is still in the region
+    r'|"""(?:[^"\\]++|\\[\s\S]|"(?!""))*+"""'
+    r"|'''(?:[^'\\]++|\\[\s\S]|'(?!''))*+'''"
+    r'|"(?:[^"\\\r\n]++|\\[\s\S])*+"'
+    r"|'(?:[^'\\\r\n]++|\\[\s\S])*+'"
+    r")*+"
+)
+# Since Python 3.12 an f-string may nest its own quotes (PEP 701), which the pattern above does not model.
+_FSTRING = re.compile(r"(?<!\w)(?:[rRbB]?[fF]|[fF][rRbB])[\"']")
+_NESTED_QUOTES = sys.version_info >= (3, 12)
+_STATEMENT = re.compile(r"^[ ]*[^ \r\n#]", re.M)
+_ENDS: dict[int, re.Pattern[str]] = {}
+PLACEHOLDER = "..."
+
+
+@dataclass(frozen=True)
+class Elision:
+    """The text the parser sees, and the line of each `def` whose body it blanked."""
+
+    text: str
+    defs: tuple[int, ...]
+    # The 1-based line spans (def line, last blanked line) of each blanked function.
+    spans: tuple[tuple[int, int], ...]
+
+
+def _end_of_body(indent: int) -> re.Pattern[str]:
+    """The first line that starts a statement at `indent` columns or fewer (blank and comment lines do not)."""
+    found = _ENDS.get(indent)
+    if found is None:
+        found = _ENDS[indent] = re.compile(rf"^[ ]{{0,{indent}}}[^ \r\n#]", re.M)
+    return found
+
+
+def clean_region(text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether `text[start:end]` (a body) ends outside any string and continuation, so the next line starts a
+    statement. Tabs and form feeds need no check: a line they indent either stays in the body or ends the
+    region early, and then the parse or the proof fails."""
+    stop = len(text) if end is None else end
+    if _NESTED_QUOTES and _FSTRING.search(text, start, stop) is not None:
+        return False
+    return _CLEAN.fullmatch(text, start, stop) is not None
+
+
+def elide(text: str, marked: Sequence[int]) -> Elision | None:
+    """`text` with the unmarked function bodies blanked, or None when there is none to blank.
+
+    `marked` is the sorted list of 1-based lines that mention a skip (see `SourceText.mark_lines`)."""
+    pieces: list[str] = []
+    defs: list[int] = []
+    spans: list[tuple[int, int]] = []
+    copied = 0  # text[:copied] is in pieces already
+    line, counted = 1, 0  # line number of offset `counted`
+    for match in _DEF.finditer(text):
+        start = match.start()
+        if start < copied:
+            continue  # inside a body blanked already
+        line_start = text.rfind("\n", 0, start) + 1
+        indent = start - line_start
+        if indent and text[line_start:start].strip(" "):
+            rest = text[line_start:start].lstrip(" ")
+            if not (rest.startswith("async ") and not rest[6:].strip(" ")):
+                continue  # `def` not at the start of a statement line
+            indent -= len(rest)
+        if indent == 0 and not match.group(1).startswith("test"):
+            continue  # a module-level helper: guards may call it
+        body_start = match.end()
+        found = _end_of_body(indent).search(text, body_start)
+        body_end = found.start() if found is not None else len(text)
+        line += text.count("\n", counted, start)
+        counted = start
+        newlines = text.count("\n", body_start, body_end)
+        last = line + newlines  # the region's last line
+        at = bisect.bisect_left(marked, line)
+        if at < len(marked) and marked[at] <= last:
+            continue
+        if _STATEMENT.search(text, body_start, body_end) is None or not clean_region(text, body_start, body_end):
+            continue
+        pieces.append(text[copied:body_start])
+        pieces.append(" " * (indent + 1) + PLACEHOLDER + "\n" * max(newlines, 1))
+        copied = body_end
+        defs.append(line)
+        spans.append((line, last))
+    if not defs:
+        return None
+    pieces.append(text[copied:])
+    return Elision(text="".join(pieces), defs=tuple(defs), spans=tuple(spans))
+
+
+_Def = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _find_def(body: Sequence[ast.stmt], line: int) -> _Def | None:
+    """The function defined on `line`, descending through the statements that contain it."""
+    for _ in range(200):  # nesting is bounded by the parser; this bounds the loop too
+        starts = [s.lineno for s in body]
+        index = bisect.bisect_right(starts, line) - 1
+        if index < 0:
+            return None
+        stmt = body[index]
+        if isinstance(stmt, _Def) and stmt.lineno == line:
+            return stmt
+        if (stmt.end_lineno or stmt.lineno) < line:
+            return None
+        inner = _inner_body(stmt, line)
+        if inner is None:
+            return None
+        body = inner
+    return None
+
+
+def _inner_body(stmt: ast.stmt, line: int) -> Sequence[ast.stmt] | None:
+    blocks: list[Sequence[ast.stmt]] = []
+    if isinstance(stmt, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef | ast.With | ast.AsyncWith):
+        blocks = [stmt.body]
+    elif isinstance(stmt, ast.If | ast.For | ast.AsyncFor | ast.While):
+        blocks = [stmt.body, stmt.orelse]
+    elif isinstance(stmt, ast.Try | ast.TryStar):
+        blocks = [stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody]
+    elif isinstance(stmt, ast.Match):
+        blocks = [case.body for case in stmt.cases]
+    for block in blocks:
+        if block and block[0].lineno <= line <= (block[-1].end_lineno or block[-1].lineno):
+            return block
+    return None
+
+
+def proven(tree: ast.Module, elision: Elision) -> bool:
+    """Whether every blanked `def` parsed as a function whose whole body is the placeholder."""
+    for line in elision.defs:
+        node = _find_def(tree.body, line)
+        if node is None or len(node.body) != 1:
+            return False
+        only = node.body[0]
+        if not (
+            isinstance(only, ast.Expr)
+            and isinstance(only.value, ast.Constant)
+            and only.value.value is Ellipsis
+            and only.lineno == line + 1
+        ):
+            return False
+    return True
+
+
+def blanked_lines(elision: Elision, lines: Sequence[int]) -> bool:
+    """Whether any of `lines` (sorted) falls inside a blanked function."""
+    for first, last in elision.spans:
+        at = bisect.bisect_left(lines, first)
+        if at < len(lines) and lines[at] <= last:
+            return True
+    return False
+
+
+# --- module names -----------------------------------------------------------------------------------------------------
+# What a name in a test module stands for: imports, aliases bound once, local definitions.
+
+
+def dotted(node: ast.expr) -> str | None:
+    """`torch.cuda.is_available` for an attribute chain over a name, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def resolve(name: str, imports: dict[str, str]) -> str:
+    """Rewrite the first component through the module's imports (`tc.x` -> `torch.cuda.x`)."""
+    head, _, rest = name.partition(".")
+    target = imports.get(head)
+    if target is None:
+        return name
+    return f"{target}.{rest}" if rest else target
+
+
+def collect_imports(tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted import target, for the imports at module level."""
+    out: dict[str, str] = {}
+    # Module-level imports (also inside if/try) bind the names guards read; imports inside defs do not.
+    for node in straight_line(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    out.setdefault(head, head)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name != "*":
+                    out[alias.asname or alias.name] = alias.name
+    return out
+
+
+_LAST: list[tuple[Sequence[ast.stmt], list[ast.stmt]]] = []
+
+
+def straight_line(body: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """Statements of a block and of the if/try/with blocks inside it (not of nested defs), in source order.
+
+    A module body is walked by several readers (imports, bindings, registrations, marks); the last result
+    is kept, keyed by the body object itself, so it is walked once. Callers only read the list."""
+    if _LAST and _LAST[0][0] is body:
+        return _LAST[0][1]
+    out = _straight_line(body)
+    _LAST[:] = [(body, out)]
+    return out
+
+
+def _straight_line(body: Sequence[ast.stmt]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    # An explicit stack: audited files are untrusted, so deep nesting must not exhaust Python's recursion.
+    stack: list[Iterator[ast.stmt]] = [iter(body)]
+    while stack:
+        stmt = next(stack[-1], None)
+        if stmt is None:
+            stack.pop()
+            continue
+        out.append(stmt)
+        inner: list[ast.stmt] = []
+        if isinstance(stmt, ast.If | ast.For | ast.While | ast.AsyncFor):
+            inner = [*stmt.body, *stmt.orelse]
+        elif isinstance(stmt, ast.With | ast.AsyncWith):
+            inner = stmt.body
+        elif isinstance(stmt, ast.Try | ast.TryStar):
+            inner = [*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse, *stmt.finalbody]
+        if inner:
+            stack.append(iter(inner))
+    return out
+
+
+def collect_bindings(body: Sequence[ast.stmt]) -> Bindings:
+    """Names assigned in a block; a name bound more than once (an import counts) maps to None (ambiguous).
+
+    Names bound only by imports are left to the import table; `try: from m import X` / `except ImportError:
+    X = None` binds X twice, so X is unknown rather than always None.
+    """
+    seen: dict[str, ast.expr | None] = {}
+    imported: set[str] = set()
+
+    def bind(name: str, value: ast.expr | None) -> None:
+        seen[name] = None if name in seen or name in imported else value
+
+    for stmt in straight_line(body):
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                _bind_target(target, stmt.value, bind)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            bind(stmt.target.id, stmt.value)
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            seen[stmt.target.id] = None
+        elif isinstance(stmt, ast.For | ast.AsyncFor):
+            for node in ast.walk(stmt.target):
+                if isinstance(node, ast.Name):
+                    seen[node.id] = None
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            for name in _imported_names(stmt):
+                if name in seen:
+                    seen[name] = None
+                imported.add(name)
+    return tuple(seen.items())
+
+
+def _imported_names(stmt: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(stmt, ast.Import):
+        return [a.asname or a.name.split(".")[0] for a in stmt.names]
+    return [a.asname or a.name for a in stmt.names if a.name != "*"]
+
+
+def _import_targets(tree: ast.Module) -> dict[str, set[str]]:
+    """Every last component each name is imported as, to spot `try: from a import X` / `except: from b import Y as X`."""
+    out: dict[str, set[str]] = {}
+    for stmt in straight_line(tree.body):
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            for alias in stmt.names:
+                if alias.name != "*":
+                    local = alias.asname or (alias.name.split(".")[0] if isinstance(stmt, ast.Import) else alias.name)
+                    out.setdefault(local, set()).add(alias.name.rpartition(".")[2])
+    return out
+
+
+def module_functions(
+    tree: ast.Module, blanked: frozenset[int] = frozenset()
+) -> tuple[dict[str, ast.FunctionDef], set[str], set[str]]:
+    """Module-level functions that decide their name, and names whose meaning depends on the path taken.
+
+    A `def` in the module's own body after every import of that name shadows the import (a local
+    redefinition of `is_sm100_supported`); an import after it wins back; a def inside `if`/`try`, or
+    a name also assigned, is ambiguous. A function whose body was not parsed (its def line in `blanked`) is
+    bound, but never stepped into.
+    """
+    functions: dict[str, ast.FunctionDef] = {}
+    ambiguous: set[str] = set()
+    top = set(map(id, tree.body))
+    last_import: dict[str, int] = {}
+    last_def: dict[str, int] = {}
+    for index, stmt in enumerate(straight_line(tree.body)):
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            for name in _imported_names(stmt):
+                last_import[name] = index
+                if id(stmt) not in top and name in last_def:
+                    ambiguous.add(name)
+        elif isinstance(stmt, ast.FunctionDef):
+            if id(stmt) not in top or stmt.name in last_def:
+                ambiguous.add(stmt.name)
+            last_def[stmt.name] = index
+            if stmt.lineno in blanked:
+                functions.pop(stmt.name, None)
+            else:
+                functions[stmt.name] = stmt
+        elif isinstance(stmt, ast.AsyncFunctionDef | ast.ClassDef):
+            ambiguous.add(stmt.name)
+    reimported = {name for name, index in last_def.items() if last_import.get(name, -1) > index}
+    for name in reimported | ambiguous:
+        functions.pop(name, None)  # imported again after the def: the import is what guards see
+    return functions, ambiguous, reimported - ambiguous
+
+
+def _bind_target(target: ast.expr, value: ast.expr, bind: Callable[[str, ast.expr | None], None]) -> None:
+    if isinstance(target, ast.Name):
+        bind(target.id, value)
+    elif isinstance(target, ast.Tuple | ast.List):
+        # `major, minor = torch.cuda.get_device_capability()` binds each name to an item.
+        for index, element in enumerate(target.elts):
+            if isinstance(element, ast.Name):
+                item = ast.Subscript(value=value, slice=ast.Constant(value=index), ctx=ast.Load())
+                bind(element.id, item)
+            elif isinstance(element, ast.Starred) and isinstance(element.value, ast.Name):
+                bind(element.value.id, None)
+
+
+def collect_module_names(tree: ast.Module, blanked: frozenset[int] = frozenset()) -> ModuleNames:
+    """Imports, module-level aliases, functions and ambiguous names of a parsed file (`blanked`: see module_functions)."""
+    functions, ambiguous, reimported = module_functions(tree, blanked)
+    defined = frozenset(
+        stmt.name
+        for stmt in straight_line(tree.body)
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and stmt.name not in reimported
+    )
+    aliases = collect_bindings(tree.body)
+    assigned = {name for name, _ in aliases}
+    ambiguous |= {name for name in functions if name in assigned}
+    ambiguous |= {name for name, targets in _import_targets(tree).items() if len(targets) > 1}
+    return ModuleNames(
+        imports=tuple(collect_imports(tree).items()),
+        aliases=aliases,
+        defined=defined,
+        functions=tuple((n, f) for n, f in functions.items() if n not in ambiguous),
+        ambiguous=frozenset(ambiguous),
+    )
+
+
+# --- registrations ----------------------------------------------------------------------------------------------------
+# Read sglang CI registrations (`register_cuda_ci(...)` and siblings) from a syntax tree.
+
+# register_cuda_ci(est_time, suite=None, nightly=False, disabled=None, *, stage=None, runner_config=None)
+POSITIONAL = ("est_time", "suite", "nightly", "disabled")
+KEYWORDS = frozenset((*POSITIONAL, "stage", "runner_config"))
+_REGISTER = re.compile(r"^register_([a-z0-9]+)_ci$")
+_PLATFORM_ALIASES = {"rocm": Platform.AMD}
+
+
+def platform_of(function: str) -> Platform | None:
+    """The platform a registration function targets; None when the name is not one."""
+    match = _REGISTER.match(function)
+    if match is None:
+        return None
+    word = match.group(1)
+    if word in _PLATFORM_ALIASES:
+        return _PLATFORM_ALIASES[word]
+    try:
+        return Platform(word)
+    except ValueError:
+        return Platform.OTHER
+
+
+def read_registrations(tree: ast.Module, text: str | SourceText) -> tuple[Registration, ...]:
+    """Every module-level `register_*_ci(...)` statement, in file order."""
+    source = text if isinstance(text, SourceText) else SourceText(text)
+    out: list[Registration] = []
+    for stmt in straight_line(tree.body):
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            continue
+        name = dotted(stmt.value.func)
+        function = name.rpartition(".")[2] if name else ""
+        platform = platform_of(function)
+        if platform is not None:
+            out.append(_registration(stmt.value, function, platform, source))
+    return tuple(out)
+
+
+def _registration(call: ast.Call, function: str, platform: Platform, source: SourceText) -> Registration:
+    text = source.segment(call) or ast.unparse(call)
+    base = Registration(function=function, platform=platform, line=call.lineno, source=text)
+    values, problem = _arguments(call, function)
+    if problem is None:
+        problem = _check_types(values, function)
+    if problem is not None:
+        return replace(base, problem=problem)
+    suite, stage, runner_config = values.get("suite"), values.get("stage"), values.get("runner_config")
+    if stage is not None or runner_config is not None:
+        if suite is not None:
+            problem = f"{function}: give either suite= or stage=/runner_config=, not both"
+        elif stage is None or runner_config is None:
+            problem = f"{function}: stage= and runner_config= go together"
+        else:
+            suite = f"{stage}-test-{runner_config}"
+    elif suite is None and values.get("disabled") is None:
+        problem = f"{function}: no suite (give suite= or stage= and runner_config=)"
+    if "est_time" not in values and problem is None:
+        problem = f"{function}: est_time is missing"
+    return replace(
+        base,
+        suite=suite,
+        stage=stage,
+        runner_config=runner_config,
+        nightly=bool(values.get("nightly", False)),
+        disabled=values.get("disabled"),
+        est_time=values.get("est_time"),
+        problem=problem,
+    )
+
+
+def _arguments(call: ast.Call, function: str) -> tuple[dict[str, Any], str | None]:
+    values: dict[str, Any] = {}
+    if len(call.args) > len(POSITIONAL):
+        return values, f"{function}: too many positional arguments"
+    pairs: list[tuple[str | None, ast.expr]] = list(zip(POSITIONAL, call.args, strict=False))
+    pairs.extend((kw.arg, kw.value) for kw in call.keywords)
+    for key, node in pairs:
+        if key is None or isinstance(node, ast.Starred):
+            return values, f"{function}: *args/**kwargs cannot be read statically"
+        if key not in KEYWORDS:
+            return values, f"{function}: unknown argument {key!r}"
+        if key in values:
+            return values, f"{function}: argument {key!r} given twice"
+        if not isinstance(node, ast.Constant):
+            return values, f"{function}: {key} must be a literal, got `{ast.unparse(node)}`"
+        values[key] = node.value
+    return values, None
+
+
+def _check_types(values: dict[str, Any], function: str) -> str | None:
+    # sglang's own collector accepts `suite=""` together with `disabled=` (a registration kept for the record,
+    # e.g. register_npu_ci(est_time=..., suite="", nightly=True, disabled="...")), so only then may it be empty.
+    if values.get("suite") == "" and isinstance(values.get("disabled"), str):
+        values = {k: v for k, v in values.items() if k != "suite"}
+    for key in ("suite", "stage", "runner_config"):
+        if values.get(key) is not None and not (isinstance(values[key], str) and values[key]):
+            return f"{function}: {key} must be a non-empty string, got {values[key]!r}"
+    est = values.get("est_time")
+    if est is not None and (isinstance(est, bool) or not isinstance(est, int | float)):
+        return f"{function}: est_time must be a number, got {est!r}"
+    if not isinstance(values.get("nightly", False), bool):
+        return f"{function}: nightly must be True or False, got {values['nightly']!r}"
+    if values.get("disabled") is not None and not isinstance(values["disabled"], str):
+        return f"{function}: disabled must be a reason string or None, got {values['disabled']!r}"
+    return None

@@ -7,13 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from matrix.core.model import RunnerProfile
-from matrix.guards.audit import AuditSettings, registration_findings
-from matrix.guards.finder import TEST_FILE
 from matrix.core.finding import Finding
+from matrix.core.model import RunnerProfile
+from matrix.guards.audit import AuditSettings, SuiteMap, registration_findings
+from matrix.guards.finder import TEST_FILE
 from matrix.guards.model import FileAnalysis
-from matrix.guards.registrations import read_registrations
-from matrix.guards.suites import SuiteMap
+from matrix.guards.source import read_registrations
 from matrix.guards.tree import audit_tree, python_files, read_source
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from matrix.guards.model import Bindings, ModuleNames
-from matrix.guards.names import collect_bindings, collect_module_names, dotted
+from matrix.guards.source import collect_bindings, collect_module_names, dotted
 
 HOOKS = frozenset({"pytest_collection_modifyitems", "pytest_runtest_setup"})
 MAX_NODES = 20_000

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from matrix.guards.model import ExprCondition, Guard, ModuleNames
-from matrix.guards.names import dotted, resolve
+from matrix.guards.source import dotted, resolve
 
 MAX_CASES = 64
 

@@ -12,7 +12,7 @@ import ast
 import posixpath
 
 from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardKind, ModuleNames, OpaqueCondition, SkipCondition
-from matrix.guards.names import dotted, resolve, straight_line
+from matrix.guards.source import dotted, resolve, straight_line
 
 # An imported name: the files that may define it (module.py, then module/__init__.py) and its name there.
 ImportTarget = tuple[tuple[str, ...], str]

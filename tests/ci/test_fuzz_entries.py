@@ -68,7 +68,7 @@ entry_value = st.one_of(mangled(VALID_ENTRY).map(_loaded), json_value)
 @example(raw={**VALID_ENTRY, "findings": [{**VALID_ENTRY["findings"][0], "line": "7"}]})
 @example(raw={**VALID_ENTRY, "findings": [{**VALID_ENTRY["findings"][0], "path": 5}]})
 def test_a_cache_entry_decodes_to_typed_records_or_is_refused(raw: Any) -> None:
-    from matrix.guards.cache import BadEntry, decode
+    from matrix.guards.tree import BadEntry, decode
 
     try:
         audit = decode(raw, "test_s.py")

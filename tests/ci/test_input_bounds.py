@@ -63,7 +63,7 @@ CASES = {
     """,
     # A results cache of 20,000 sealed but off-schema entries: each is checked, none is trusted.
     "cache-of-bad-entries": """
-        from matrix.guards.cache import ResultCache, seal, SCHEMA
+        from matrix.guards.tree import CACHE_SCHEMA as SCHEMA, ResultCache, seal
         folder = work / "c"; folder.mkdir()
         bad = {"findings": [{"kind": "never-runs", "path": 5, "line": "7"}] * 20, "registered": True, "runners": []}
         files = {f"{i:064x}": {"seal": seal(f"{i:064x}", bad), "audit": bad} for i in range(20_000)}

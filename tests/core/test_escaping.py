@@ -16,9 +16,9 @@ import pytest
 from matrix.audit.reports import render_markdown, summary_lines
 from matrix.cli.main import main
 from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, write_report
+from matrix.guards.gate import to_markdown as guards_markdown
+from matrix.guards.gate import to_text as guards_text
 from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
-from matrix.guards.render import to_markdown as guards_markdown
-from matrix.guards.render import to_text as guards_text
 from matrix.ledger.join import LedgerFinding, LedgerFindingKind, LedgerReport
 from matrix.ledger.render import to_markdown as ledger_markdown
 from matrix.ledger.render import to_text as ledger_text

@@ -89,6 +89,12 @@ PLANTS = {
         contract="Layers",
         chain="matrix.guards.planted -> matrix.audit",
     ),
+    "guard-records-import-the-gate": Plant(
+        module="matrix/guards/model.py",
+        source="from matrix.guards.gate import gate\n",
+        contract="Guard audit modules",
+        chain="matrix.guards.model -> matrix.guards.gate",
+    ),
     "new-package-in-no-layer": Plant(
         module="matrix/planted.py",
         source="VALUE = 1\n",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from matrix.cli.main import main
-from matrix.guards.render import SCHEMA
+from matrix.guards.gate import REPORT_SCHEMA
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +39,7 @@ def test_json_output_follows_the_schema(capsys, shared_suite):
     code, out, _ = run(capsys, "guards", str(shared_suite), "--format", "json")
     doc = json.loads(out)
     assert code == doc["exit_code"] == 1
-    assert doc["schema"] == SCHEMA
+    assert doc["schema"] == REPORT_SCHEMA
     assert doc["counts"]["silent-skip"] == 10
     assert sum(doc["counts"].values()) == len(doc["findings"])
     first = doc["findings"][0]

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from matrix.guards import audit_tree
+from matrix.guards.audit import load_suite_map
 from matrix.guards.model import GuardFindingKind, GuardReport
-from matrix.guards.suites import load_suite_map
 
 from .conftest import FIXTURE_SUITE
 

@@ -11,7 +11,7 @@ import pytest
 
 from matrix.cli.main import main
 from matrix.core.output import escape_data, escape_property, finding_annotation
-from matrix.guards.baseline import read_baseline
+from matrix.guards.gate import read_baseline
 from matrix.guards.model import GuardFindingKind, guard_finding
 
 K = GuardFindingKind
@@ -76,7 +76,7 @@ def test_a_committed_baseline_of_todays_format_still_matches(capsys, suite_copy,
     base = tmp_path / "baseline.json"
     base.write_text(COMMITTED_BASELINE, encoding="utf-8")
     assert len(read_baseline(base).entries) == 5
-    code, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base), "--format", "json", "--today", "2027-01-01")
+    _, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base), "--format", "json", "--today", "2027-01-01")
     doc = json.loads(out)
     assert doc["baseline"] == {"new_errors": doc["baseline"]["new_errors"], "acknowledged": 4, "expired": [], "stale": []}
     _, text, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base), "--today", "2027-01-01")

@@ -6,9 +6,9 @@ import ast
 
 import pytest
 
-from matrix.guards import registrations
+from matrix.guards import source as registrations
 from matrix.guards.model import Platform
-from matrix.guards.registrations import platform_of, read_registrations
+from matrix.guards.source import platform_of, read_registrations
 
 # call -> (platform, suite, nightly, disabled, est_time, problem substring or None)
 CASES: dict[str, tuple[Platform, str | None, bool, str | None, float | None, str | None]] = {

@@ -216,7 +216,7 @@ def test_cases_only_where_they_differ(audit: Audit, schedule: Callable[..., str]
 def test_the_cap_is_a_parameter() -> None:
     import ast
 
-    from matrix.guards.names import collect_module_names
+    from matrix.guards.source import collect_module_names
 
     tree = ast.parse('import pytest\n@pytest.mark.parametrize("n", [1, 2, 3])\ndef test_n(n):\n    pass\n')
     fn = tree.body[1]

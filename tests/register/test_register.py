@@ -19,7 +19,7 @@ from matrix.core.expect import effective_versions, expectations
 from matrix.core.levels import levels_for
 from matrix.core.model import RunnerProfile
 from matrix.guards.model import GuardFindingKind
-from matrix.guards.registrations import read_registrations
+from matrix.guards.source import read_registrations
 from matrix.guards.tree import audit_tree
 from matrix.register.modules import ALLOWED_IMPORTS, CELL_MODULE, cell_cases, generate, render_module
 from matrix.shard.cost import workload_for
