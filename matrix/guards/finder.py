@@ -7,6 +7,7 @@ into a `FileAnalysis`.
 from __future__ import annotations
 
 import ast
+import bisect
 import copy
 import re
 from collections.abc import Callable, Sequence
@@ -465,9 +466,33 @@ class _GuardFinder:
         sink: list[Guard] | None = None,
         test_body: bool = False,
     ) -> None:
-        """Collect skip statements with the `if` path that reaches them (and, in a test body, early returns)."""
+        """Collect skip statements with the `if` path that reaches them (and, in a test body, early returns).
+
+        A statement on no marked line holds no skip statement (see `marked_skip`), so it is only read for how
+        it changes the path (an `if` whose branch exits, an exit), unless it is a test body's `if`, `with` or
+        `return`, where an early return may hide; outside a test body, once no marked line is left in the
+        block, nothing after is read."""
         out = self.guards if sink is None else sink
+        marks = self.source.marked
+        block_end = (body[-1].end_lineno or body[-1].lineno) if body else 0
         for stmt in body:
+            at = bisect.bisect_left(marks, stmt.lineno)
+            if not (at < len(marks) and marks[at] <= (stmt.end_lineno or stmt.lineno)) and not (
+                test_body and isinstance(stmt, ast.If | ast.With | ast.AsyncWith | ast.Return)
+            ):
+                if not test_body and (at == len(marks) or marks[at] > block_end):
+                    return
+                if isinstance(stmt, ast.If):
+                    body_exits, else_exits = self.exits(stmt.body), self.exits(stmt.orelse)
+                    if body_exits and else_exits:
+                        return
+                    if body_exits:
+                        conds = (*conds, ExprCondition(expr=stmt.test, negate=True))
+                    elif else_exits:
+                        conds = (*conds, ExprCondition(expr=stmt.test))
+                elif isinstance(stmt, ast.Return | ast.Raise | ast.Continue | ast.Break):
+                    return
+                continue
             found = self.marked_skip(stmt, module_level)
             if found is None and test_body and conds and isinstance(stmt, ast.Return) and stmt.value is None:
                 found = (GuardKind.EARLY_RETURN, ())
