@@ -12,6 +12,7 @@ import copy
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from matrix.guards.model import (
     AlwaysSkips,
@@ -257,6 +258,9 @@ class _ClassGuards:
 
 
 class _GuardFinder:
+    # Read unmarked statements only for how they change the path (see `walk`); tests turn it off to compare.
+    spare_unmarked: ClassVar[bool] = True
+
     def __init__(self, path: str, text: str, names: ModuleNames, source: SourceText | None = None):
         self.path = path
         if source is None:
@@ -477,8 +481,10 @@ class _GuardFinder:
         block_end = (body[-1].end_lineno or body[-1].lineno) if body else 0
         for stmt in body:
             at = bisect.bisect_left(marks, stmt.lineno)
-            if not (at < len(marks) and marks[at] <= (stmt.end_lineno or stmt.lineno)) and not (
-                test_body and isinstance(stmt, ast.If | ast.With | ast.AsyncWith | ast.Return)
+            if (
+                self.spare_unmarked
+                and not (at < len(marks) and marks[at] <= (stmt.end_lineno or stmt.lineno))
+                and not (test_body and isinstance(stmt, ast.If | ast.With | ast.AsyncWith | ast.Return))
             ):
                 if not test_body and (at == len(marks) or marks[at] > block_end):
                     return

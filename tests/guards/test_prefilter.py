@@ -98,9 +98,40 @@ def test_sparing_unmarked_statements_changes_no_finding(tree, bench_tree, runner
     root = FIXTURE_SUITE if tree == "fixture" else bench_tree
     spared = audit_tree(root, runners)
     monkeypatch.setattr(finder_module._GuardFinder, "marked_skip", finder_module._GuardFinder.skip_statement)
+    monkeypatch.setattr(finder_module._GuardFinder, "spare_unmarked", False)
     full = audit_tree(root, runners)
     assert findings(spared) == findings(full)
     assert spared.findings, "a tree with no findings would compare nothing"
+
+
+SPARED_EXIT = """
+import unittest
+from sglang.srt.utils import is_sm100_supported
+
+
+class TestExit(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if cls.__name__ == "TestExit":
+            raise ValueError("an unmarked exit: what follows runs only when it is false")
+        with open("x") as f:
+            data = f.read()
+        if not is_sm100_supported():
+            raise unittest.SkipTest("sm100")
+
+    def test_a(self):
+        pass
+"""
+
+
+@pytest.mark.parametrize("spare", [True, False])
+def test_an_unmarked_exit_still_narrows_the_path_of_a_later_skip(spare, monkeypatch):
+    """The spared statements still change the path: the skip after `if ...: raise` is reached only when the
+    test is false (planted: a walk that skips unmarked statements outright drops that condition)."""
+    monkeypatch.setattr(finder_module._GuardFinder, "spare_unmarked", spare)
+    analysis = finder_module.analyse_source("t/test_exit.py", SPARED_EXIT)
+    (guard,) = [g for g in analysis.guards if "SkipTest" in g.source]
+    assert guard.source.startswith('if not (cls.__name__ == "TestExit") and not is_sm100_supported():')
 
 
 def test_the_equality_check_sees_a_prefilter_that_drops_a_skip(runners, monkeypatch):
