@@ -65,7 +65,8 @@ class KindSpec:
 class Finding:
     """One thing an audit found, in the shape every writer reads.
 
-    `path` is relative to the audited root (empty when the finding has no file); `line` 0 means none.
+    `path` is relative to the audited root (empty when the finding has no file); `line` 0 means none. `subject`
+    may be the file itself (a finding about a whole file): writers then show the path only.
     """
 
     tool: Tool
@@ -80,6 +81,7 @@ class Finding:
     detail: str = ""  # supporting evidence (the guard's source, the static reason)
     accepted_by: str = ""  # a baseline or allowlist entry that acknowledges it
     fingerprint: str = ""
+    evidence: str = ""  # where the audit read what it judged (a ledger line `FILE:LINE`, an input file)
 
     @property
     def spec(self) -> KindSpec:

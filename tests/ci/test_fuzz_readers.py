@@ -192,11 +192,21 @@ VALID_GUARDS: dict[str, Any] = {
     ],
 }
 VALID_LEDGER: dict[str, Any] = {
-    "schema": "specmatrix.ledger-report/1",
+    "schema": "specmatrix.ledger-report/2",
     "root": "test/registered",
     "ledgers": ["l.jsonl"],
     "processes": 1,
     "exit_code": 1,
+    "findings": [
+        {"tool": "ledger", "kind": "never-executed", "severity": "error", "failing": True, "subject": "b.py"}
+        | {"message": "no record", "path": "b.py", "line": 1, "runners": ["4-gpu-b200"], "hint": "", "detail": ""}
+        | {"accepted_by": "", "evidence": "", "fingerprint": ""}
+    ],
+}
+# The shape written before the ledger's findings were core records; `report` still reads it.
+VALID_LEDGER_V1: dict[str, Any] = {
+    **VALID_LEDGER,
+    "schema": "specmatrix.ledger-report/1",
     "findings": [
         {"kind": "never-executed", "path": "b.py", "line": 1, "test": "b.py", "runner": "4-gpu-b200", "message": "no record"}
         | {"static": "", "accepted_by": "", "evidence": "", "failing": True}
@@ -205,7 +215,9 @@ VALID_LEDGER: dict[str, Any] = {
 
 
 @settings(SETTINGS, max_examples=15)  # each example draws a whole page (a merge over every cell): keep it short
-@given(content=st.one_of(mangled(VALID_REPORT), mangled(VALID_GUARDS), mangled(VALID_LEDGER), junk_text))
+@given(
+    content=st.one_of(mangled(VALID_REPORT), mangled(VALID_GUARDS), mangled(VALID_LEDGER), mangled(VALID_LEDGER_V1), junk_text)
+)
 def test_report_page_inputs_survive_junk(content: str) -> None:
     """`specmatrix report --html` reads all three input kinds: junk in any of them is exit 2, never a traceback."""
     with workspace() as folder:
