@@ -3,6 +3,7 @@
     python ci/bench_guards.py [--files 1500] [--repeat 3] [--jobs N] [--cold-budget 2.5] [--warm-budget 0.3]
     python ci/bench_guards.py --keep DIR [--no-hostile]     # write the tree to DIR and stop
     python ci/bench_guards.py --workflows REPO               # also time reading REPO's workflows (cold and warm)
+    python ci/bench_guards.py --tree DIR                     # time an existing tree instead (sglang's test/registered)
 
 The tree mixes every idiom the audit reads: module, class and method guards; helpers of the file itself
 (tuple-unpacked capability, early returns), local redefinitions of imported predicates, decorator
@@ -192,14 +193,19 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="write the tree here and stop (no timing)")
     parser.add_argument("--no-hostile", action="store_true", help="leave the hostile guards out of the tree")
     parser.add_argument("--workflows", type=Path, help="a repository whose workflows the audit also reads (timed apart)")
+    parser.add_argument("--tree", type=Path, help="audit this existing tree instead of writing one (its .py files)")
     args = parser.parse_args()
     if args.keep is not None:
         lines = generate(args.keep, args.files, hostile=not args.no_hostile)
         print(f"{args.files} files ({lines} lines) written to {args.keep}")
         return 0
     with tempfile.TemporaryDirectory(prefix="bench-guards-") as tmp:
-        root = Path(tmp) / "tree"
-        lines = generate(root, args.files)
+        if args.tree is not None:
+            root = args.tree.resolve()
+            lines = sum(p.read_bytes().count(b"\n") for p in root.rglob("*.py"))
+        else:
+            root = Path(tmp) / "tree"
+            lines = generate(root, args.files)
         cache = Path(tmp) / "cache"
         command = [
             sys.executable,

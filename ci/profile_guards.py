@@ -2,10 +2,11 @@
 
     python ci/profile_guards.py TREE          # e.g. a tree written by `python ci/bench_guards.py --keep TREE`
 
-Prints the CPU seconds of each stage of `analyse_source` and `audit_file` summed over the tree's files:
-`ast.parse` (with reading the file), the module's names (imports, aliases, functions), the line marks, the guard walk, the
-registrations, and the audit of every guard on every profile. Each file is parsed once; the later stages
-read that tree, as the audit does. The garbage collector is paused, as in the audit.
+Prints the CPU seconds of each stage of `analyse_source` and `audit_file` summed over the tree's files: reading
+the file, marking its skip-related lines and blanking the bodies that have none (`matrix.guards.elide`), `ast.parse`
+of what is left (and proving the blanking), the module's names (imports, aliases, functions), the guard walk, the
+registrations, and the audit of every guard on every profile. It also times a whole-file `ast.parse`, the
+yardstick of `ci/bench_guards.py`. The garbage collector is paused, as in the audit.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from pathlib import Path
 
 from matrix.core.loader import load_runners
 from matrix.guards.audit import AuditSettings, audit_file
-from matrix.guards.finder import TEST_FILE, _GuardFinder
+from matrix.guards.elide import elide, proven
+from matrix.guards.finder import _EXACT_MARKS, _SKIP_ALIAS, TEST_FILE, _GuardFinder
 from matrix.guards.model import FileAnalysis
 from matrix.guards.names import collect_module_names
 from matrix.guards.registrations import read_registrations
+from matrix.guards.source import SourceText
 from matrix.guards.suites import load_suite_map
 
-STAGES = ("parse", "names", "marks", "walk", "registrations", "audit")
+STAGES = ("read, mark, blank", "parse", "names", "walk", "registrations", "audit")
 
 
 def main() -> int:
@@ -38,20 +41,30 @@ def main() -> int:
     files = sorted(root.rglob("*.py"))
     skipped = 0
     gc.disable()
+    whole = 0.0
     for file in files:
         path = file.relative_to(root).as_posix()
-        t0 = clock()
         try:
             text = file.read_text(encoding="utf-8")
-            tree = ast.parse(text, filename=path)
+            t = clock()
+            ast.parse(text, filename=path)
+            whole += clock() - t
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
             skipped += 1  # the audit reports such a file as unparsable; it has no later stages to time
             continue
+        t0 = clock()
+        text = file.read_text(encoding="utf-8")
+        source = SourceText(text)
+        source.mark_lines(["skip", *_SKIP_ALIAS.findall(text.lower())], exact=_EXACT_MARKS)
+        elision = elide(text, source.marked)
         t1 = clock()
-        names = collect_module_names(tree)
+        tree = ast.parse(elision.text if elision is not None else text, filename=path)
+        if elision is not None and not proven(tree, elision):
+            tree, elision = ast.parse(text, filename=path), None
         t2 = clock()
-        finder = _GuardFinder(path, text, names)  # splits the lines and marks the skip-related ones
+        names = collect_module_names(tree, blanked=frozenset(elision.defs) if elision is not None else frozenset())
         t3 = clock()
+        finder = _GuardFinder(path, text, names, source=source)
         finder.module(tree)
         t4 = clock()
         registrations = read_registrations(tree, finder.source)
@@ -73,7 +86,7 @@ def main() -> int:
     shown = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in spent.items())
     print(
         f"{len(files) - skipped} files ({skipped} unreadable or unparsable left out), CPU seconds: {shown}; "
-        f"all {total:.2f}, beyond the parse {total - spent['parse']:.2f}"
+        f"all {total:.2f}, beyond the parse {total - spent['parse']:.2f}; a whole-file parse of the same files {whole:.2f}"
     )
     return 0
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from matrix.core.model import RunnerProfile
-from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
+from matrix.guards.evaluate import Evaluation, GuardEvaluator, Tri
 from matrix.guards.hints import silent_skip_hint
 from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
@@ -301,11 +301,8 @@ def guard_findings(
     }
     early = tuple(g for g in analysis.guards if g.kind is GuardKind.EARLY_RETURN)
     guards = tuple(g for g in analysis.guards if g.kind is not GuardKind.EARLY_RETURN)
-    verdict = {
-        (index, name): evaluate_guard(guard, facts[name], analysis.names, settings.predicates)
-        for index, guard in enumerate(guards)
-        for name in runners
-    }
+    evaluate = GuardEvaluator(analysis.names, settings.predicates)
+    verdict = {(index, name): evaluate(guard, facts[name]) for index, guard in enumerate(guards) for name in runners}
     by_scope: dict[str, list[int]] = {}
     for index, guard in enumerate(guards):
         by_scope.setdefault(guard.scope, []).append(index)
@@ -371,7 +368,7 @@ def guard_findings(
         for runner in runners:
             if skipper(guard.scope, runner) is not None:
                 continue  # skipped before the body runs: already reported as a skip
-            result = evaluate_guard(guard, facts[runner], analysis.names, settings.predicates)
+            result = evaluate(guard, facts[runner])
             if result.skips is Tri.TRUE and not result.constant:
                 passing.append(runner)
                 reasons.append(result.explain(facts[runner]).replace("the guard is true, so it skips", "it returns early"))

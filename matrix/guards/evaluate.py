@@ -7,6 +7,7 @@ expression past it is unknown with the reason (never an exception, never unbound
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -106,6 +107,14 @@ class _Evaluator(FunctionRunner):
         self.memo: dict[int, object] = {}
         self.frames: list[dict[str, object]] = []
         self.budget = Budget()
+        # Every read of a runner fact and what it gave: another runner giving the same answers to all of them
+        # evaluates the guard the same way, step for step (see GuardEvaluator).
+        self.probes: list[tuple[Callable[[RunnerFacts], object], object]] = []
+
+    def probe(self, read: Callable[[RunnerFacts], object]) -> object:
+        value = read(self.facts)
+        self.probes.append((read, value))
+        return value
 
     def note(self, text: str, value: object) -> None:
         shown = f"unknown ({value.why})" if isinstance(value, Unknown) else text_of(value)
@@ -218,18 +227,20 @@ class _Evaluator(FunctionRunner):
         elif isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS and self._callee(node.func) is None:
             return self._str_method(node, node.func)
         else:
-            env = environment(resolve(name, self.imports), node, self.facts) if name else NOT_ENV
+            resolved = resolve(name, self.imports) if name else ""
+            env = environment(resolved, node, self.facts) if name else NOT_ENV
             if env is not NOT_ENV:
+                self.probes.append((functools.partial(environment, resolved, node), env))
                 self.use("env")
                 result = env
-                unset = unset_variable(node, self.facts)
+                unset = self.probe(functools.partial(_unset, node))
                 if unset is not None:
                     self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
             else:
                 found = self._callee(node.func)
                 if found is not None:
                     self.use(found[0])
-                    result = found[1](self.facts)
+                    result = self.probe(found[1])
                 else:
                     why = "a name this module binds itself" if head in self.defined or head in self.ambiguous else None
                     result = Unknown(why=why or "not a known guard helper")
@@ -264,16 +275,18 @@ class _Evaluator(FunctionRunner):
         getter = lookup(ATTRIBUTES, resolved) if name else None
         if getter is not None:
             self.use(resolved)
-        result = getter(self.facts) if getter else Unknown(why="not a known attribute")
+        result = self.probe(getter) if getter else Unknown(why="not a known attribute")
         self.note(text_of(node), result)
         return result
 
     def _Subscript(self, node: ast.Subscript) -> object:
-        env = environment(resolve(dotted(node.value) or "", self.imports) + "[]", node, self.facts)
+        resolved = resolve(dotted(node.value) or "", self.imports) + "[]"
+        env = environment(resolved, node, self.facts)
         if env is not NOT_ENV:
+            self.probes.append((functools.partial(environment, resolved, node), env))
             self.use("env")
             self.note(text_of(node), env)
-            unset = unset_variable(node, self.facts)
+            unset = self.probe(functools.partial(_unset, node))
             if unset is not None:
                 self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
             return env
@@ -389,19 +402,28 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
         return Unknown(why="ordering of unlike values")
 
 
+Probes = list[tuple[Callable[[RunnerFacts], object], object]]
+
+
 def evaluate_condition(
     condition: SkipCondition,
     facts: RunnerFacts,
     names: ModuleNames,
     local: Mapping[str, ast.expr | None] | None = None,
     table: Mapping[str, Predicate] = PREDICATES,
+    *,
+    probes: Probes | None = None,
 ) -> Evaluation:
-    """Whether one condition holds on a runner; past the evaluation budget it is unknown, with the reason."""
+    """Whether one condition holds on a runner; past the evaluation budget it is unknown, with the reason.
+
+    The runner facts read are appended to `probes` when given."""
     if isinstance(condition, AlwaysSkips):
         return Evaluation(skips=Tri.TRUE, steps=("unconditional skip",))
     if isinstance(condition, OpaqueCondition):
         return Evaluation(skips=Tri.UNKNOWN, steps=(condition.why,), facts=("opaque",))
     if isinstance(condition, MissingModules):
+        if probes is not None:
+            probes.append((_installed, facts.installed))
         missing = [m for m in condition.modules if m.split(".")[0] not in facts.installed]
         if not missing:
             return Evaluation(skips=Tri.FALSE, steps=(f"{', '.join(condition.modules)} assumed installed",), facts=("install",))
@@ -417,11 +439,27 @@ def evaluate_condition(
         return Evaluation(skips=Tri.UNKNOWN, steps=(f"evaluation budget exceeded: {exc.why}",), facts=("budget",))
     except RecursionError:
         return Evaluation(skips=Tri.UNKNOWN, steps=("evaluation budget exceeded: Python recursion limit",), facts=("budget",))
+    finally:
+        if probes is not None:
+            probes.extend(evaluator.probes)
     return Evaluation(skips=t.negated() if condition.negate else t, steps=tuple(evaluator.steps), facts=tuple(evaluator.used))
 
 
+def _installed(facts: RunnerFacts) -> object:
+    return facts.installed
+
+
+def _unset(node: ast.Call | ast.Subscript, facts: RunnerFacts) -> object:
+    return unset_variable(node, facts)
+
+
 def evaluate_guard(
-    guard: Guard, facts: RunnerFacts, names: ModuleNames, table: Mapping[str, Predicate] = PREDICATES
+    guard: Guard,
+    facts: RunnerFacts,
+    names: ModuleNames,
+    table: Mapping[str, Predicate] = PREDICATES,
+    *,
+    probes: Probes | None = None,
 ) -> Evaluation:
     """Whether a guard skips on a runner: every condition on its path must hold (Kleene AND)."""
     local = dict(guard.local_names)
@@ -429,13 +467,39 @@ def evaluate_guard(
     used: list[str] = []
     unknown = False
     for condition in guard.conditions:
-        result = evaluate_condition(condition, facts, names, local, table)
+        result = evaluate_condition(condition, facts, names, local, table, probes=probes)
         steps.extend(s for s in result.steps if s not in steps)
         used.extend(f for f in result.facts if f not in used)
         if result.skips is Tri.FALSE:
             return Evaluation(skips=Tri.FALSE, steps=tuple(steps), facts=tuple(used))
         unknown = unknown or result.skips is Tri.UNKNOWN
     return Evaluation(skips=Tri.UNKNOWN if unknown else Tri.TRUE, steps=tuple(steps), facts=tuple(used))
+
+
+def _same(a: object, b: object) -> bool:
+    return type(a) is type(b) and a == b
+
+
+class GuardEvaluator:
+    """`evaluate_guard` over many runners, evaluating once per distinct answer to the facts a guard reads.
+
+    Evaluation is deterministic in the facts it reads: a runner that answers every read of an earlier
+    evaluation the same way (same type, equal value) walks the same path and gets the same Evaluation."""
+
+    def __init__(self, names: ModuleNames, table: Mapping[str, Predicate] = PREDICATES):
+        self.names = names
+        self.table = table
+        self.seen: dict[int, list[tuple[Probes, Evaluation]]] = {}
+
+    def __call__(self, guard: Guard, facts: RunnerFacts) -> Evaluation:
+        earlier = self.seen.setdefault(id(guard), [])
+        for reads, seen in earlier:
+            if all(_same(read(facts), value) for read, value in reads):
+                return seen
+        probes: Probes = []
+        evaluation = evaluate_guard(guard, facts, self.names, self.table, probes=probes)
+        earlier.append((probes, evaluation))
+        return evaluation
 
 
 def evaluate_text(

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from matrix.guards.elide import blanked_lines, elide, proven
 from matrix.guards.factories import MAX_FACTORY_DEPTH, single_return, substitute
 from matrix.guards.model import (
     AlwaysSkips,
@@ -34,9 +35,36 @@ MODULE_SETUP = frozenset({"setUpModule", "setup_module"})
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 
+# `from m import skip as bail`: a local name that calls a skip without saying so (a superset of the imports').
+# Matched on the lowered text: a case-blind pattern costs ten times more.
+_SKIP_ALIAS = re.compile(r"skip\w*[\s\\]+as[\s\\]+(\w+)")
+# A bare `return` line may end a test early (silent-pass), so those bodies are walked too.
+_EXACT_MARKS = ("return\n", "return\r")
+
+
 def analyse_source(path: str, text: str) -> FileAnalysis:
-    """Parse one file (never import it) and read its registrations, scopes and guards."""
+    """Parse one file (never import it) and read its registrations, scopes and guards.
+
+    Function bodies that cannot hold a skip are left out of the parse (`matrix.guards.elide`)."""
     is_test = TEST_FILE.match(path.rpartition("/")[2]) is not None
+    source = SourceText(text)
+    words = ["skip", *_SKIP_ALIAS.findall(text.lower())]
+    source.mark_lines(words, exact=_EXACT_MARKS)
+    elision = elide(text, source.marked)
+    if elision is not None:
+        try:
+            tree = ast.parse(elision.text, filename=path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass  # the whole text decides: parsed below, with its own error if it has one
+        else:
+            if proven(tree, elision):
+                names = collect_module_names(tree, blanked=frozenset(elision.defs))
+                missing = [a for a in skip_aliases(names) if a not in words]
+                if missing:
+                    # An alias the pattern missed marks more lines; a blanked body among them needs the whole parse.
+                    source.mark_lines([*words, *missing], exact=_EXACT_MARKS)
+                if not (missing and blanked_lines(elision, source.marked)):
+                    return _analysis(path, is_test, tree, source, names)
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
@@ -49,10 +77,20 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
 
 
 def analyse_tree(path: str, text: str, tree: ast.Module) -> FileAnalysis:
-    """`analyse_source` for a file the caller has already parsed (the tree is only read)."""
+    """`analyse_source` for a file the caller has already parsed whole (the tree is only read)."""
     is_test = TEST_FILE.match(path.rpartition("/")[2]) is not None
-    names = collect_module_names(tree)
-    finder = _GuardFinder(path, text, names)
+    return _analysis(path, is_test, tree, None, collect_module_names(tree), text=text)
+
+
+def skip_aliases(names: ModuleNames) -> list[str]:
+    """Local names imported as a skip (`skipTest`, `SkipTest`, `pytest.skip`, `importorskip`), lowercased."""
+    return [local.lower() for local, target in names.imports if "skip" in target.rpartition(".")[2].lower()]
+
+
+def _analysis(
+    path: str, is_test: bool, tree: ast.Module, source: SourceText | None, names: ModuleNames, *, text: str = ""
+) -> FileAnalysis:
+    finder = _GuardFinder(path, text, names, source=source)
     finder.module(tree)
     return FileAnalysis(
         path=path,
@@ -75,14 +113,14 @@ class _ClassGuards:
 
 
 class _GuardFinder:
-    def __init__(self, path: str, text: str, names: ModuleNames):
+    def __init__(self, path: str, text: str, names: ModuleNames, source: SourceText | None = None):
         self.path = path
-        self.source = SourceText(text)
-        # A body can only skip through a name that says "skip" (skipTest, SkipTest, pytest.skip,
-        # importorskip) or an import alias of one; bodies without such a line need no walk.
-        aliases = [local.lower() for local, target in names.imports if "skip" in target.rpartition(".")[2].lower()]
-        # A bare `return` line may end a test early (silent-pass), so those bodies are walked too.
-        self.source.mark_lines(["skip", *aliases], exact=("return\n", "return\r"))
+        if source is None:
+            # A body can only skip through a name that says "skip" (skipTest, SkipTest, pytest.skip,
+            # importorskip) or an import alias of one; bodies without such a line need no walk.
+            source = SourceText(text)
+            source.mark_lines(["skip", *skip_aliases(names)], exact=_EXACT_MARKS)
+        self.source = source
         self.imports = dict(names.imports)
         self.aliases = dict(names.aliases)
         self.scopes: list[TestScope] = []

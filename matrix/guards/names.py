@@ -139,12 +139,15 @@ def _import_targets(tree: ast.Module) -> dict[str, set[str]]:
     return out
 
 
-def module_functions(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], set[str], set[str]]:
+def module_functions(
+    tree: ast.Module, blanked: frozenset[int] = frozenset()
+) -> tuple[dict[str, ast.FunctionDef], set[str], set[str]]:
     """Module-level functions that decide their name, and names whose meaning depends on the path taken.
 
     A `def` in the module's own body after every import of that name shadows the import (a local
     redefinition of `is_sm100_supported`); an import after it wins back; a def inside `if`/`try`, or
-    a name also assigned, is ambiguous.
+    a name also assigned, is ambiguous. A function whose body was not parsed (its def line in `blanked`) is
+    bound, but never stepped into.
     """
     functions: dict[str, ast.FunctionDef] = {}
     ambiguous: set[str] = set()
@@ -161,7 +164,10 @@ def module_functions(tree: ast.Module) -> tuple[dict[str, ast.FunctionDef], set[
             if id(stmt) not in top or stmt.name in last_def:
                 ambiguous.add(stmt.name)
             last_def[stmt.name] = index
-            functions[stmt.name] = stmt
+            if stmt.lineno in blanked:
+                functions.pop(stmt.name, None)
+            else:
+                functions[stmt.name] = stmt
         elif isinstance(stmt, ast.AsyncFunctionDef | ast.ClassDef):
             ambiguous.add(stmt.name)
     reimported = {name for name, index in last_def.items() if last_import.get(name, -1) > index}
@@ -183,9 +189,9 @@ def _bind_target(target: ast.expr, value: ast.expr, bind: Callable[[str, ast.exp
                 bind(element.value.id, None)
 
 
-def collect_module_names(tree: ast.Module) -> ModuleNames:
-    """Imports, module-level aliases, functions and ambiguous names of a parsed file."""
-    functions, ambiguous, reimported = module_functions(tree)
+def collect_module_names(tree: ast.Module, blanked: frozenset[int] = frozenset()) -> ModuleNames:
+    """Imports, module-level aliases, functions and ambiguous names of a parsed file (`blanked`: see module_functions)."""
+    functions, ambiguous, reimported = module_functions(tree, blanked)
     defined = frozenset(
         stmt.name
         for stmt in straight_line(tree.body)

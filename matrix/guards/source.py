@@ -48,6 +48,11 @@ class SourceText:
         self._marked = sorted({bisect.bisect_right(starts, at) for at in hits})
 
     @property
+    def marked(self) -> list[int]:
+        """The marked lines (1-based, sorted)."""
+        return self._marked
+
+    @property
     def any_marked(self) -> bool:
         return bool(self._marked)
 

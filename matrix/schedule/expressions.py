@@ -52,31 +52,20 @@ def truthy(value: Any) -> bool | None:
     return value not in (None, False, 0, "", 0.0)
 
 
+# A parsed expression: nested tuples, read by `_value`. Parsing depends only on the text, so each distinct text
+# is parsed once (`_compiled`); the contexts are looked up afresh on every evaluation.
+Node = tuple[Any, ...]
+
+
 class _Parser:
-    def __init__(self, text: str, lookup: Resolver) -> None:
+    """Recursive descent over the tokens into a `Node` tree; looks nothing up."""
+
+    def __init__(self, text: str) -> None:
         if len(text) > MAX_EXPRESSION:
             raise ExpressionError("expression too long")
-        self.text = text
-        self.tokens = self._tokens(text)  # shared, never mutated
+        self.tokens = _tokens(text)
         self.pos = 0
-        self.lookup = lookup
         self.depth = 0
-
-    @staticmethod
-    @functools.lru_cache(maxsize=8192)
-    def _tokens(text: str) -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
-        pos = 0
-        while pos < len(text):
-            if text[pos:].strip() == "":
-                break
-            match = _TOKEN.match(text, pos)
-            if match is None:
-                raise ExpressionError(f"unexpected {text[pos : pos + 10]!r}")
-            kind = match.lastgroup or ""
-            out.append((kind, match.group(kind)))
-            pos = match.end()
-        return out
 
     def peek(self) -> str | None:
         return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
@@ -90,93 +79,81 @@ class _Parser:
         self.pos += 1
         return token
 
-    def parse(self) -> Any:
-        value = self.or_()
+    def parse(self) -> Node:
+        node = self.or_()
         if self.pos != len(self.tokens):
             raise ExpressionError("trailing tokens")
-        return value
+        return node
 
     def _nested(self) -> None:
         self.depth += 1
         if self.depth > MAX_NESTING:
             raise ExpressionError("nested too deeply")
 
-    def or_(self) -> Any:
-        left = self.and_()
+    def or_(self) -> Node:
+        node = self.and_()
         while self.peek() == "||":
             self.take()
-            right = self.and_()
-            t = truthy(left)
-            left = left if t is True else right if t is False else _either(left, right, "||")
-        return left
+            node = ("||", node, self.and_())
+        return node
 
-    def and_(self) -> Any:
-        left = self.compare()
+    def and_(self) -> Node:
+        node = self.compare()
         while self.peek() == "&&":
             self.take()
-            right = self.compare()
-            t = truthy(left)
-            left = right if t is True else left if t is False else _either(left, right, "&&")
-        return left
+            node = ("&&", node, self.compare())
+        return node
 
-    def compare(self) -> Any:
-        left = self.unary()
+    def compare(self) -> Node:
+        node = self.unary()
         while self.peek() in ("==", "!=", "<", ">", "<=", ">="):
             op = self.take()[1]
-            right = self.unary()
-            left = _compare(op, left, right)
-        return left
+            node = ("cmp", op, node, self.unary())
+        return node
 
-    def unary(self) -> Any:
+    def unary(self) -> Node:
         if self.peek() == "!":
             self.take()
-            value = self.unary()
-            t = truthy(value)
-            return Unknown(text=f"!{_show(value)}") if t is None else not t
+            return ("!", self.unary())
         return self.postfix()
 
-    def postfix(self) -> Any:
-        value, path = self.primary()
+    def postfix(self) -> Node:
+        base = self.primary()
+        steps: list[tuple[bool, Any]] = []  # (a computed key, the property name or the key's node)
         while self.peek() in (".", "["):
             if self.take()[1] == ".":
                 kind, name = self.take()
                 if not (kind == "name" or name == "*"):
                     raise ExpressionError("bad property")
-                key: Any = name
+                steps.append((False, name))
             else:
                 self._nested()
-                key = self.or_()
+                steps.append((True, self.or_()))
                 self.depth -= 1
                 self.take("]")
-            if path is not None and not isinstance(key, Unknown | OneOf):
-                path = (*path, str(key))
-                value = self.lookup(path)
-            else:
-                path = None
-                value = _index(value, key)
-        return value
+        return ("postfix", base, tuple(steps)) if steps else base
 
-    def primary(self) -> tuple[Any, tuple[str, ...] | None]:
+    def primary(self) -> Node:
         kind, text = self.take()
         if kind == "num":
-            return (float(text) if "." in text else int(text)), None
+            return ("const", float(text) if "." in text else int(text))
         if kind == "str":
-            return text[1:-1].replace("''", "'"), None
+            return ("const", text[1:-1].replace("''", "'"))
         if text == "(":
             self._nested()
-            value = self.or_()
+            node = self.or_()
             self.depth -= 1
             self.take(")")
-            return value, None
+            return ("group", node)
         if kind != "name":
             raise ExpressionError(f"unexpected {text!r}")
         if text in ("true", "false"):
-            return text == "true", None
+            return ("const", text == "true")
         if text == "null":
-            return None, None
+            return ("const", None)
         if self.peek() == "(":
             self.take()
-            args: list[Any] = []
+            args: list[Node] = []
             self._nested()
             while self.peek() != ")":
                 args.append(self.or_())
@@ -184,8 +161,82 @@ class _Parser:
                     self.take()
             self.take(")")
             self.depth -= 1
-            return _call(text, args), None
-        return self.lookup((text,)), (text,)
+            return ("call", text, tuple(args))
+        return ("name", text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _tokens(text: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text):
+        if text[pos:].strip() == "":
+            break
+        match = _TOKEN.match(text, pos)
+        if match is None:
+            raise ExpressionError(f"unexpected {text[pos : pos + 10]!r}")
+        kind = match.lastgroup or ""
+        out.append((kind, match.group(kind)))
+        pos = match.end()
+    return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _compiled(text: str) -> Node | ExpressionError:
+    """The parsed text, or the error that makes it unreadable (cached too: a bad text is refused once)."""
+    try:
+        return _Parser(text).parse()
+    except ExpressionError as exc:
+        return exc
+    except RecursionError:
+        return ExpressionError("nested too deeply")
+
+
+def _value(node: Node, lookup: Resolver) -> Any:
+    """A parsed expression's value; both sides of `||`/`&&` are read, as GitHub's static reading needs."""
+    kind = node[0]
+    if kind == "const":
+        return node[1]
+    if kind == "name":
+        return lookup((node[1],))
+    if kind == "postfix":
+        return _postfix(node, lookup)
+    if kind == "||":
+        left, right = _value(node[1], lookup), _value(node[2], lookup)
+        t = truthy(left)
+        return left if t is True else right if t is False else _either(left, right, "||")
+    if kind == "&&":
+        left, right = _value(node[1], lookup), _value(node[2], lookup)
+        t = truthy(left)
+        return right if t is True else left if t is False else _either(left, right, "&&")
+    if kind == "cmp":
+        return _compare(node[1], _value(node[2], lookup), _value(node[3], lookup))
+    if kind == "!":
+        value = _value(node[1], lookup)
+        t = truthy(value)
+        return Unknown(text=f"!{_show(value)}") if t is None else not t
+    if kind == "group":
+        return _value(node[1], lookup)
+    return _call(node[1], [_value(a, lookup) for a in node[2]])
+
+
+def _postfix(node: Node, lookup: Resolver) -> Any:
+    base = node[1]
+    path: tuple[str, ...] | None
+    if base[0] == "name":
+        path = (base[1],)
+        value = lookup(path)
+    else:
+        path, value = None, _value(base, lookup)
+    for computed, step in node[2]:
+        key = _value(step, lookup) if computed else step
+        if path is not None and not isinstance(key, Unknown | OneOf):
+            path = (*path, str(key))
+            value = lookup(path)
+        else:
+            path = None
+            value = _index(value, key)
+    return value
 
 
 def _show(value: Any) -> str:
@@ -280,9 +331,12 @@ def _text(value: Any) -> str:
 
 def evaluate(body: str, lookup: Resolver) -> Any:
     """The value of one expression body (without `${{ }}`); an unreadable expression is `Unknown`."""
+    node = _compiled(body)
+    if isinstance(node, ExpressionError):
+        return Unknown(text=body.strip())
     try:
-        return _Parser(body, lookup).parse()
-    except (ExpressionError, RecursionError):
+        return _value(node, lookup)
+    except RecursionError:
         return Unknown(text=body.strip())
 
 

@@ -299,8 +299,7 @@ class _Walker:
         sources = tuple(self.workflows) + ((self.table.source,) if self.table else ())
         names: set[str] = set()
         for wf in self.workflows.values():
-            for line in wf.lines:
-                names.update(_NAME.findall(line))
+            names.update(_NAME.findall("\n".join(wf.lines)))  # one scan per file: \b stops at a line break
         names.update(ci_script_names(self.repo))
         return Schedule(
             ci_names=tuple(sorted(names)),
@@ -317,6 +316,8 @@ class _Walker:
         out: dict[str, list[tuple[str, str]]] = {}
         for wf in self.workflows.values():
             for number, line in enumerate(wf.lines, 1):
+                if "GITHUB_OUTPUT" not in line:
+                    continue  # the pattern needs it; `in` is far cheaper than a regex scan of every line
                 for match in _OUTPUT_ECHO.finditer(line):
                     name, value = match.group(1), match.group(2)
                     if value and (value, f"{wf.name}:{number}") not in out.get(name, []):
@@ -610,6 +611,7 @@ class _Walker:
             used = [
                 f"{unknown[int(m.group(1))].text} is known only at run time"
                 for w in command.words
+                if "__UNRESOLVED_" in w
                 for m in PLACEHOLDER.finditer(w)
                 if int(m.group(1)) < len(unknown)
             ]
