@@ -24,6 +24,7 @@ from matrix.coverage.inputs import (
     guard_audit,
     iso_utc,
     ledger_join,
+    ledger_join_v1,
     one_matrix,
     run_report,
     unfinished_run,
@@ -32,6 +33,7 @@ from matrix.coverage.merge import merge
 from matrix.coverage.page import page_data
 from matrix.guards.gate import REPORT_SCHEMA as GUARDS_SCHEMA
 from matrix.ledger.render import SCHEMA as LEDGER_SCHEMA
+from matrix.ledger.render import SCHEMA_V1 as LEDGER_SCHEMA_V1
 from matrix.shard.output import read_plan
 
 # The one place that says which document kind each adapter reads.
@@ -40,6 +42,7 @@ ADAPTERS: dict[str, Adapter] = {
     IN_PROGRESS_SCHEMA: unfinished_run,
     GUARDS_SCHEMA: guard_audit,
     LEDGER_SCHEMA: ledger_join,
+    LEDGER_SCHEMA_V1: ledger_join_v1,  # written before the ledger stored core findings
 }
 
 

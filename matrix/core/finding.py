@@ -65,7 +65,8 @@ class KindSpec:
 class Finding:
     """One thing an audit found, in the shape every writer reads.
 
-    `path` is relative to the audited root (empty when the finding has no file); `line` 0 means none.
+    `path` is relative to the audited root (empty when the finding has no file); `line` 0 means none. `subject`
+    may be the file itself (a finding about a whole file): writers then show the path only.
     """
 
     tool: Tool
@@ -81,6 +82,7 @@ class Finding:
     source: str = ""  # the source text the finding points at (a skip guard, a registration call), shown apart
     accepted_by: str = ""  # a baseline or allowlist entry that acknowledges it
     fingerprint: str = ""
+    evidence: str = ""  # where the audit read what it judged (a ledger line `FILE:LINE`, an input file)
 
     @property
     def spec(self) -> KindSpec:

@@ -6,7 +6,8 @@ Each format has one escaping function and every interpolated value goes through 
   (no line starts a GitHub workflow command, `::` after optional spaces, as the runner reads them);
 - Markdown: `md_text` (HTML and table metacharacters) and `md_code` (a code span that cannot be broken out of);
 - GitHub annotations: `escape_data` / `escape_property` (actions/toolkit `packages/core/src/command.ts`);
-- SARIF: `sarif_uri` (percent-encoded, relative to the audited root named in `originalUriBaseIds`).
+- SARIF: `sarif_uri` (percent-encoded, relative to the audited root named in `originalUriBaseIds`);
+- JSON: `finding_doc` (the encoder escapes; every field is kept as it is).
 """
 
 from __future__ import annotations
@@ -86,6 +87,29 @@ def bounded_markdown(lines: Sequence[str], max_bytes: int = MAX_SUMMARY_BYTES) -
             break
         out.append(line)
     return "\n".join(out)
+
+
+# JSON ----------------------------------------------------------------------------------------------------------
+
+
+def finding_doc(finding: Finding) -> dict[str, Any]:
+    """One finding as a JSON object: every field of the record, plus whether it fails the run (JSON escapes itself)."""
+    return {
+        "tool": finding.tool.value,
+        "kind": finding.kind,
+        "severity": finding.severity.value,
+        "failing": finding.failing,
+        "subject": finding.subject,
+        "message": finding.message,
+        "path": finding.path,
+        "line": finding.line,
+        "runners": list(finding.runners),
+        "hint": finding.hint,
+        "detail": finding.detail,
+        "accepted_by": finding.accepted_by,
+        "evidence": finding.evidence,
+        "fingerprint": finding.fingerprint,
+    }
 
 
 # GitHub annotations --------------------------------------------------------------------------------------------

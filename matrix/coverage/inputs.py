@@ -167,6 +167,13 @@ def unfinished_run(source: Document) -> Adapted:
     )
 
 
+def _strings(f: Mapping[str, Any], key: str, fw: str) -> list[str]:
+    value: list[Any] = _field(f, key, list, fw, [])
+    if not all(isinstance(v, str) for v in value):
+        raise ReportError(f"{fw}: field {key!r} must be a list of strings")
+    return [str(v) for v in value]
+
+
 def guard_audit(source: Document) -> Adapted:
     """`specmatrix guards --format json` (`specmatrix.guards/1`): static findings, each at a file and line."""
     where = source.label
@@ -177,9 +184,7 @@ def guard_audit(source: Document) -> Adapted:
         severity = _field(f, "severity", str, fw)
         if severity not in tuple(RowSeverity):
             raise ReportError(f"{fw}: unknown severity {severity[:40]!r}")
-        runners = _field(f, "runners", list, fw, [])
-        if not all(isinstance(r, str) for r in runners):
-            raise ReportError(f"{fw}: field 'runners' must be a list of strings")
+        runners = _strings(f, "runners", fw)
         reason, hint = _field(f, "reason", str, fw, ""), _field(f, "hint", str, fw, "")
         guard = _field(f, "guard", str, fw, "")
         message = "; ".join(part for part in (reason, f"guard: {guard}" if guard else "", f"fix: {hint}" if hint else "") if part)
@@ -218,27 +223,50 @@ def _ledger_severity(f: Mapping[str, Any], fw: str) -> RowSeverity:
     return RowSeverity.WARNING
 
 
+def _ledger_v2_fields(f: Mapping[str, Any], fw: str) -> tuple[str, str, str]:
+    return _field(f, "subject", str, fw, ""), ", ".join(_strings(f, "runners", fw)), _field(f, "detail", str, fw, "")
+
+
+def _ledger_v1_fields(f: Mapping[str, Any], fw: str) -> tuple[str, str, str]:
+    static = _field(f, "static", str, fw, "")
+    detail = f"static reason: {static}" if static and f.get("kind") == "settled" else static
+    return _field(f, "test", str, fw, ""), _field(f, "runner", str, fw, ""), detail
+
+
 def ledger_join(source: Document) -> Adapted:
-    """`specmatrix ledger --json` (`specmatrix.ledger-report/1`): what registered files really did on a runner."""
+    """`specmatrix ledger --format json` (`specmatrix.ledger-report/2`, core findings): what registered files really
+    did on a runner."""
+    return _ledger_join(source, _ledger_v2_fields)
+
+
+def ledger_join_v1(source: Document) -> Adapted:
+    """The same from `specmatrix.ledger-report/1`, which stored `test`, `runner` and `static` (a settled finding's
+    reason without its "static reason: " prefix) in place of `subject`, `runners` and `detail`."""
+    return _ledger_join(source, _ledger_v1_fields)
+
+
+def _ledger_join(source: Document, fields: Callable[[Mapping[str, Any], str], tuple[str, str, str]]) -> Adapted:
     where = source.label
     doc = _document(where, source.doc)
     root = _field(doc, "root", str, where, "")
     rows = []
     for f, fw in _findings(doc, where):
+        kind = _field(f, "kind", str, fw)
+        subject, runner, detail = fields(f, fw)
         parts = [
             _field(f, "message", str, fw, ""),
-            _field(f, "static", str, fw, ""),
+            detail,
             f"accepted by {f['accepted_by']}" if _field(f, "accepted_by", str, fw, "") else "",
         ]
         rows.append(
             FindingRow(
                 origin=InputKind.LEDGER_JOIN,
-                kind=_field(f, "kind", str, fw),
+                kind=kind,
                 severity=_ledger_severity(f, fw),
                 path=_joined(root, _field(f, "path", str, fw, "")),
                 line=_line(f, fw),
-                subject=_field(f, "test", str, fw, ""),
-                runner=_field(f, "runner", str, fw, ""),
+                subject=subject,
+                runner=runner,
                 message="; ".join(p for p in parts if p),
             )
         )

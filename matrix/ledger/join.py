@@ -34,42 +34,37 @@ class LedgerFindingKind(StrEnum):
     BAD_LINE = "bad-line"
 
 
-# What each kind means and whether it fails: matrix/core/kinds.py.
-FAILING = frozenset(k for k in LedgerFindingKind if spec_of(Tool.LEDGER, k.value).fails)
+# What each kind means and whether it fails: matrix/core/kinds.py. Reports list the kinds in this order.
+ORDER = {kind.value: i for i, kind in enumerate(LedgerFindingKind)}
 
 
-@dataclass(frozen=True, kw_only=True)
-class LedgerFinding:
-    kind: LedgerFindingKind
-    path: str
-    line: int
-    test: str
-    runner: str
-    message: str
-    static: str = ""
-    accepted_by: str = ""
-    evidence: str = ""
-
-    @property
-    def failing(self) -> bool:
-        return self.kind in FAILING and not self.accepted_by
-
-    def finding(self, root: str = "") -> Finding:
-        """The record every writer reads; `root` is prefixed to the path when set."""
-        settled = self.kind is LedgerFindingKind.SETTLED
-        path = f"{root.rstrip('/')}/{self.path}" if self.path and root not in ("", ".") else self.path
-        return Finding(
-            tool=Tool.LEDGER,
-            kind=self.kind.value,
-            severity=spec_of(Tool.LEDGER, self.kind.value).severity,
-            subject=self.test if self.test != self.path else "",
-            message=self.message,
-            path=path,
-            line=self.line,
-            runners=(self.runner,) if self.runner else (),
-            detail=f"static reason: {self.static}" if settled and self.static else self.static,
-            accepted_by=self.accepted_by,
-        )
+def ledger_finding(
+    *,
+    kind: LedgerFindingKind,
+    message: str,
+    path: str = "",
+    line: int = 0,
+    test: str = "",
+    runner: str = "",
+    detail: str = "",
+    accepted_by: str = "",
+    evidence: str = "",
+) -> Finding:
+    """A ledger finding in the core record: `test` is its subject (the file itself for a whole-file finding), `runner`
+    its one runner, `detail` the static audit's word on it, `evidence` the ledger line it was read from."""
+    return Finding(
+        tool=Tool.LEDGER,
+        kind=kind.value,
+        severity=spec_of(Tool.LEDGER, kind.value).severity,
+        subject=test,
+        message=message,
+        path=path,
+        line=line,
+        runners=(runner,) if runner else (),
+        detail=detail,
+        accepted_by=accepted_by,
+        evidence=evidence,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,20 +80,20 @@ class LedgerReport:
     root: str
     ledgers: tuple[str, ...]
     runners: tuple[RunnerSummary, ...]
-    findings: tuple[LedgerFinding, ...]
+    findings: tuple[Finding, ...]
     processes: int
     records: int
 
     @property
-    def failing(self) -> tuple[LedgerFinding, ...]:
+    def failing(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.failing)
 
     @property
     def exit_code(self) -> int:
         return EXIT_FINDINGS if self.failing else EXIT_OK
 
-    def of_kind(self, kind: LedgerFindingKind) -> tuple[LedgerFinding, ...]:
-        return tuple(f for f in self.findings if f.kind is kind)
+    def of_kind(self, kind: LedgerFindingKind) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.kind == kind.value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,7 +178,7 @@ def join(
 ) -> LedgerReport:
     """Findings for every registered file on every runner the ledgers (or --runner) name."""
     index = _PathIndex(suite.files)
-    findings: list[LedgerFinding] = []
+    findings: list[Finding] = []
     runs: dict[tuple[str, str], _FileRun] = {}
     in_play: list[str] = [settings.forced_runner] if settings.forced_runner else []
     unattributed: Counter[str] = Counter()
@@ -210,12 +205,8 @@ def join(
             runs.setdefault((runner, file.path), _FileRun()).tests.setdefault(test, []).append(record)
     for described, count in unattributed.items():
         findings.append(
-            LedgerFinding(
+            ledger_finding(
                 kind=LedgerFindingKind.NO_RUNNER,
-                path="",
-                line=0,
-                test="",
-                runner="",
                 message=f"{count} process(es) recorded no runner facts ({described}); their records are not judged. "
                 "Set SPECMATRIX_DETECT on the test step or pass --runner",
             )
@@ -243,12 +234,8 @@ def join(
             findings.extend(_file_findings(file, runner, run, static_by_scope, settings))
         findings.extend(_settled(runner, runs, static_by_scope))
         summaries.append(RunnerSummary(runner=runner, registered=len(mine), executed=executed, statuses=dict(statuses)))
-    findings.extend(
-        LedgerFinding(kind=LedgerFindingKind.BAD_LINE, path="", line=0, test="", runner="", message=f"{b.where}: {b.problem}")
-        for b in bad_lines
-    )
-    order = {kind: i for i, kind in enumerate(LedgerFindingKind)}
-    findings.sort(key=lambda f: (not f.failing, order[f.kind], f.runner, f.path, f.test))
+    findings.extend(ledger_finding(kind=LedgerFindingKind.BAD_LINE, message=f"{b.where}: {b.problem}") for b in bad_lines)
+    findings.sort(key=lambda f: (not f.failing, ORDER[f.kind], f.runners, f.path, f.subject))
     return LedgerReport(
         root=suite.root,
         ledgers=tuple(ledgers),
@@ -259,10 +246,10 @@ def join(
     )
 
 
-def _not_served(file: RegisteredFile, runner: str, settings: JoinSettings) -> LedgerFinding:
+def _not_served(file: RegisteredFile, runner: str, settings: JoinSettings) -> Finding:
     """A registered file that ran on a runner whose profile serves none of its suites: its outcomes there judge
     nothing about the suite it is registered for (wrong --runner, wrong job, or a suite map that misses the job)."""
-    return LedgerFinding(
+    return ledger_finding(
         kind=LedgerFindingKind.NOT_SERVED,
         path=file.path,
         line=file.line,
@@ -285,8 +272,8 @@ def _final(records: Sequence[TestRecord]) -> TestStatus:
     return TestStatus.PASSED
 
 
-def _never_executed(file: RegisteredFile, runner: str) -> LedgerFinding:
-    return LedgerFinding(
+def _never_executed(file: RegisteredFile, runner: str) -> Finding:
+    return ledger_finding(
         kind=LedgerFindingKind.NEVER_EXECUTED,
         path=file.path,
         line=file.line,
@@ -309,8 +296,8 @@ def _file_findings(
     run: _FileRun,
     static_by_scope: Mapping[tuple[str, str], list[Finding]],
     settings: JoinSettings,
-) -> list[LedgerFinding]:
-    out: list[LedgerFinding] = []
+) -> list[Finding]:
+    out: list[Finding] = []
     baseline = {e.fingerprint: e for e in settings.baseline.entries if e.kind == SILENT_SKIP_KIND and e.runner == runner}
     for test, records in sorted(run.tests.items()):
         if _final(records) is not TestStatus.SKIPPED:
@@ -318,14 +305,14 @@ def _file_findings(
         reason = records[-1].reason
         static, line = _static_note(runner, test, static_by_scope)
         out.append(
-            LedgerFinding(
+            ledger_finding(
                 kind=LedgerFindingKind.SILENT_SKIP,
                 path=file.path,
                 line=line or file.line,
                 test=test,
                 runner=runner,
                 message=f"skipped at runtime on {runner}: {reason!r}" if reason else f"skipped at runtime on {runner}",
-                static=static,
+                detail=static,
                 accepted_by=_accepted(
                     path=file.path, test=test, runner=runner, reason=reason, baseline=baseline, settings=settings
                 ),
@@ -336,7 +323,7 @@ def _file_findings(
     for process in run.processes:
         if process.exit is None:
             out.append(
-                LedgerFinding(
+                ledger_finding(
                     kind=LedgerFindingKind.NO_EXIT,
                     path=file.path,
                     line=file.line,
@@ -351,7 +338,7 @@ def _file_findings(
             # The process counted more outcomes than the ledger holds: lines were cut, edited or unreadable, and a
             # skip among them would otherwise vanish from the verdict.
             out.append(
-                LedgerFinding(
+                ledger_finding(
                     kind=LedgerFindingKind.LOST_RECORDS,
                     path=file.path,
                     line=file.line,
@@ -366,7 +353,7 @@ def _file_findings(
     if run.processes and not ran_tests and all(e is not None and e.status == 0 and e.tests == 0 for e in exits):
         last = run.processes[-1]
         out.append(
-            LedgerFinding(
+            ledger_finding(
                 kind=LedgerFindingKind.RAN_NOTHING,
                 path=file.path,
                 line=file.line,
@@ -394,9 +381,9 @@ def _accepted(
 
 def _settled(
     runner: str, runs: Mapping[tuple[str, str], _FileRun], static_by_scope: Mapping[tuple[str, str], list[Finding]]
-) -> list[LedgerFinding]:
+) -> list[Finding]:
     """Each static `undetermined` guard on this runner, with what the tests under its scope did at runtime."""
-    out: list[LedgerFinding] = []
+    out: list[Finding] = []
     for (name, scope), static in sorted(static_by_scope.items()):
         if name != runner:
             continue
@@ -414,14 +401,14 @@ def _settled(
             else:
                 what = "ran (" + ", ".join(f"{n} {s}" for s, n in sorted(outcome.items())) + ")"
             out.append(
-                LedgerFinding(
+                ledger_finding(
                     kind=LedgerFindingKind.SETTLED,
                     path=finding.path,
                     line=finding.line,
                     test=scope,
                     runner=runner,
                     message=f"static: undetermined ({finding.source}); runtime on {runner}: {what}",
-                    static=finding.message,
+                    detail=f"static reason: {finding.message}" if finding.message else "",
                 )
             )
     return out

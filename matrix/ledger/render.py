@@ -1,4 +1,8 @@
-"""Text, JSON (`specmatrix.ledger-report/1`), Markdown (job summary) and GitHub annotations of a ledger report."""
+"""Text, JSON (`specmatrix.ledger-report/2`), Markdown (job summary) and GitHub annotations of a ledger report.
+
+The findings are core `Finding`s: the test is the subject, the runner the one entry of `runners`, the static
+audit's word the detail, the ledger line the evidence.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,14 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from matrix.core.finding import Tool, spec_of
-from matrix.core.output import bounded_markdown, finding_annotation, md_code, md_text, text_lines
-from matrix.ledger.join import LedgerFinding, LedgerFindingKind, LedgerReport
+from matrix.core.finding import Finding, Tool, spec_of
+from matrix.core.output import bounded_markdown, finding_annotation, finding_doc, md_code, md_text, text_lines
+from matrix.ledger.join import LedgerFindingKind, LedgerReport
 
-SCHEMA = "specmatrix.ledger-report/1"
+# /2: findings in the core record's shape (`finding_doc`). /1 had `test`, `runner` and `static` in their place
+# (the settled reason without its "static reason: " prefix); `specmatrix report` still reads it.
+SCHEMA = "specmatrix.ledger-report/2"
+SCHEMA_V1 = "specmatrix.ledger-report/1"
 Kind = LedgerFindingKind
 MD_ROWS = 40
 
@@ -24,8 +31,17 @@ def _shown(report: LedgerReport, path: str) -> str:
     return f"{root}/{path}" if path and root not in ("", ".") else path
 
 
-def _label(f: LedgerFinding) -> str:
-    if f.kind is Kind.SETTLED:
+def _runner(f: Finding) -> str:
+    return ", ".join(f.runners)
+
+
+def _about(f: Finding) -> str:
+    """The test a finding names, or nothing when it is about its whole file (its path says it)."""
+    return "" if f.subject == f.path else f.subject
+
+
+def _label(f: Finding) -> str:
+    if f.kind == Kind.SETTLED:
         return "info"
     if f.accepted_by:
         return "accepted"
@@ -54,11 +70,11 @@ def to_text(report: LedgerReport) -> str:
         lines.append(f"== {title(kind)}: {len(found)}")
         for f in found:
             where = f"{_shown(report, f.path)}:{f.line}: " if f.path else ""
-            test = "" if f.test in ("", f.path) else f" {f.test}"
-            lines.append(f"{where}{_label(f)}: {kind.value}{test}" + (f" on {f.runner}" if f.runner else ""))
+            test = f" {_about(f)}" if _about(f) else ""
+            lines.append(f"{where}{_label(f)}: {kind.value}{test}" + (f" on {_runner(f)}" if f.runners else ""))
             lines.append(f"    {f.message}")
-            if f.static:
-                lines.append(f"    {f.static}" if kind is not Kind.SETTLED else f"    static reason: {f.static}")
+            if f.detail:
+                lines.append(f"    {f.detail}")
             if f.accepted_by:
                 lines.append(f"    accepted by {f.accepted_by}")
         lines.append("")
@@ -76,7 +92,7 @@ def to_json_doc(report: LedgerReport) -> dict[str, Any]:
         "runners": [{**asdict(s), "statuses": dict(s.statuses)} for s in report.runners],
         "counts": {k.value: len(report.of_kind(k)) for k in Kind},
         "exit_code": report.exit_code,
-        "findings": [{**asdict(f), "kind": f.kind.value, "failing": f.failing} for f in report.findings],
+        "findings": [finding_doc(f) for f in report.findings],
     }
 
 
@@ -113,9 +129,9 @@ def to_markdown(report: LedgerReport) -> str:
         ]
         for f in shown:
             where = md_code(f"{_shown(report, f.path)}:{f.line}") if f.path else ""
-            what = md_text(f.message + (f"; {f.static}" if f.static and f.kind is not Kind.SETTLED else ""))
-            test = md_code(f.test) if f.test and f.test != f.path else ""
-            lines.append(f"| {_label(f)} | {f.kind.value} | {where} | {test} | {md_text(f.runner)} | {what} |")
+            what = md_text(f.message + (f"; {f.detail}" if f.detail and f.kind != Kind.SETTLED else ""))
+            test = md_code(_about(f)) if _about(f) else ""
+            lines.append(f"| {_label(f)} | {f.kind} | {where} | {test} | {md_text(_runner(f))} | {what} |")
         if len(report.findings) > MD_ROWS:
             lines.append(f"\n{len(report.findings) - MD_ROWS} more in the JSON report.")
         lines += ["", "</details>"]
@@ -124,5 +140,5 @@ def to_markdown(report: LedgerReport) -> str:
 
 def to_github(report: LedgerReport) -> str:
     """Workflow commands, worst first (the runner shows only the first few of each severity)."""
-    lines = [finding_annotation(f.finding(), _shown(report, f.path) if f.path else "") for f in report.findings]
+    lines = [finding_annotation(f, _shown(report, f.path) if f.path else "") for f in report.findings]
     return "\n".join([*lines, text_lines(summary_line(report).split("\n"))])

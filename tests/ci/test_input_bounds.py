@@ -61,12 +61,14 @@ CASES = {
         def work():
             return cli("guards", root, "--no-cache")
     """,
-    # A results cache of 20,000 sealed but off-schema entries: each is checked, none is trusted.
+    # A results cache of 5,000 sealed but off-schema entries: each is checked, none is trusted. The cost is linear in
+    # the entries, so the case is held to a quarter of the budget (SHARE): 20,000 entries against the whole budget
+    # cost four times the CPU to show the same per-entry bound.
     "cache-of-bad-entries": """
         from matrix.guards.tree import CACHE_SCHEMA as SCHEMA, ResultCache, seal
         folder = work / "c"; folder.mkdir()
         bad = {"findings": [{"kind": "never-runs", "path": 5, "line": "7"}] * 20, "registered": True, "runners": []}
-        files = {f"{i:064x}": {"seal": seal(f"{i:064x}", bad), "audit": bad} for i in range(20_000)}
+        files = {f"{i:064x}": {"seal": seal(f"{i:064x}", bad), "audit": bad} for i in range(5_000)}
         (folder / "guards-k.json").write_text(json.dumps({"schema": SCHEMA, "files": files}))
         def work():
             cache = ResultCache(folder, "k")
@@ -109,6 +111,8 @@ CASES = {
             return 0
     """,
 }
+# The share of CPU_SECONDS and PEAK_MB a case is held to when it runs a fraction of the size it stands for.
+SHARE = {"cache-of-bad-entries": 0.25}
 MEASURE = """
 before = time.process_time()
 result = work()
@@ -128,4 +132,5 @@ def test_the_worst_known_inputs_are_bounded(tmp_path: Path, case: str) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     measured = json.loads(done.stdout.strip().splitlines()[-1])
-    assert measured["cpu"] < CPU_SECONDS and measured["peak_mb"] < PEAK_MB, measured
+    share = SHARE.get(case, 1.0)
+    assert measured["cpu"] < CPU_SECONDS * share and measured["peak_mb"] < PEAK_MB * share, measured

@@ -218,11 +218,19 @@ def test_bad_detection_override(capsys, monkeypatch, detect, message):
 
 
 def test_console_script_and_module_entry_points(tmp_path):
+    """Both entry points run from a foreign folder with a bare environment, reading the packaged matrix and runners.
+
+    `cells --runner` reads both data files as `runners` does, without judging every cell on all 24 profiles (about
+    0.3 s of CPU per process); `runners` itself is tested in-process above.
+    """
     env_free = {"PATH": str(Path(sys.executable).parent)}
-    for argv in (["specmatrix", "runners"], [sys.executable, "-m", "matrix", "runners"]):
+    for argv in (
+        ["specmatrix", "cells", "--runner", "4-gpu-b200"],
+        [sys.executable, "-m", "matrix", "cells", "--runner", "4-gpu-b200"],
+    ):
         proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env_free, check=False)
         assert proc.returncode == 0, proc.stderr
-        assert "4-gpu-b200" in proc.stdout
+        assert "matrix frozen-kv-mtp-draft-attention on runner 4-gpu-b200 (4 GPU(s), sm100)" in proc.stdout
 
 
 def test_no_traceback_for_bad_input_via_console_script(tmp_path):

@@ -19,7 +19,7 @@ from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, write
 from matrix.guards.gate import to_markdown as guards_markdown
 from matrix.guards.gate import to_text as guards_text
 from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
-from matrix.ledger.join import LedgerFinding, LedgerFindingKind, LedgerReport
+from matrix.ledger.join import LedgerFindingKind, LedgerReport, ledger_finding
 from matrix.ledger.render import to_markdown as ledger_markdown
 from matrix.ledger.render import to_text as ledger_text
 
@@ -48,7 +48,7 @@ def guard_report(**fields: str) -> GuardReport:
 
 
 def ledger_report(message: str, path: str = "t.py") -> LedgerReport:
-    finding = LedgerFinding(
+    finding = ledger_finding(
         kind=LedgerFindingKind.SILENT_SKIP, path=path, line=1, test=f"{path}::T::t", runner="4-gpu-b200", message=message
     )
     return LedgerReport(root=".", ledgers=("l.jsonl",), runners=(), findings=(finding,), processes=1, records=1)

@@ -30,7 +30,7 @@ from matrix.core.report import CellResult, CellStatus, FindingKind, Report, Runn
 from matrix.guards.gate import gate
 from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
 from matrix.ledger import render as ledger_render
-from matrix.ledger.join import LedgerFinding, LedgerFindingKind, LedgerReport
+from matrix.ledger.join import LedgerFindingKind, LedgerReport, ledger_finding
 from matrix.pytest_suites import render as pytest_audit_render
 
 HOSTILE = {
@@ -59,8 +59,8 @@ def guard_report(s: str) -> GuardReport:
 
 
 def ledger_report(s: str) -> LedgerReport:
-    finding = LedgerFinding(
-        kind=LedgerFindingKind.SILENT_SKIP, path=f"{s}.py", line=1, test=f"{s}.py::T", runner=s, message=s, static=s
+    finding = ledger_finding(
+        kind=LedgerFindingKind.SILENT_SKIP, path=f"{s}.py", line=1, test=f"{s}.py::T", runner=s, message=s, detail=s
     )
     return LedgerReport(root=".", ledgers=("l",), runners=(), findings=(finding,), processes=1, records=1)
 

@@ -82,10 +82,11 @@ def guards_doc(text: str) -> dict[str, object]:
 
 
 def ledger_doc(text: str) -> dict[str, object]:
-    finding = {"kind": "silent-skip", "path": "a.py", "line": 3, "test": text, "runner": "4-gpu-b200", "message": text}
-    finding |= {"static": "", "accepted_by": "", "evidence": "", "failing": True}
+    finding = {"tool": "ledger", "kind": "silent-skip", "severity": "error", "failing": True, "subject": text}
+    finding |= {"message": text, "path": "a.py", "line": 3, "runners": ["4-gpu-b200"], "hint": "", "detail": text}
+    finding |= {"accepted_by": "", "evidence": text, "fingerprint": ""}
     return {
-        "schema": "specmatrix.ledger-report/1",
+        "schema": "specmatrix.ledger-report/2",
         "root": ".",
         "ledgers": ["l"],
         "processes": 1,
@@ -306,6 +307,49 @@ def test_adapter_severities():
     adapted = guard_audit(Document(label="g.json", doc=guards_doc("t"), modified="2026-01-01T00:00:00+00:00"))
     assert adapted.file.created_from == "file modified" and adapted.file.created == "2026-01-01T00:00:00+00:00"
     assert adapted.findings[0].message == "t; guard: t; fix: t"
+
+
+# One silent skip with the static audit's note and one settled guard, as `specmatrix ledger --format json` wrote them
+# before its findings were core records (/1) and as it writes them now (/2).
+LEDGER_V1_FINDINGS = [
+    {"kind": "silent-skip", "path": "attn/test_a.py", "line": 9, "test": "attn/test_a.py::TestA::test_x"}
+    | {"runner": "4-gpu-b200", "message": "skipped at runtime on 4-gpu-b200: 'sm90 only'", "static": "static: never-runs (g)"}
+    | {"accepted_by": "", "evidence": "l.jsonl:4", "failing": True},
+    {"kind": "settled", "path": "k/test_k.py", "line": 2, "test": "k/test_k.py::TestK", "runner": "4-gpu-b200"}
+    | {"message": "static: undetermined (g); runtime on 4-gpu-b200: ran (1 passed)", "static": "HAVE is unknown"}
+    | {"accepted_by": "", "evidence": "", "failing": False},
+]
+LEDGER_V2_FINDINGS = [
+    {"tool": "ledger", "kind": "silent-skip", "severity": "error", "failing": True, "subject": "attn/test_a.py::TestA::test_x"}
+    | {"message": "skipped at runtime on 4-gpu-b200: 'sm90 only'", "path": "attn/test_a.py", "line": 9}
+    | {"runners": ["4-gpu-b200"], "hint": "", "detail": "static: never-runs (g)", "accepted_by": "", "evidence": "l.jsonl:4"}
+    | {"fingerprint": ""},
+    {"tool": "ledger", "kind": "settled", "severity": "info", "failing": False, "subject": "k/test_k.py::TestK"}
+    | {"message": "static: undetermined (g); runtime on 4-gpu-b200: ran (1 passed)", "path": "k/test_k.py", "line": 2}
+    | {"runners": ["4-gpu-b200"], "hint": "", "detail": "static reason: HAVE is unknown", "accepted_by": "", "evidence": ""}
+    | {"fingerprint": ""},
+]
+
+
+def test_a_ledger_report_in_the_old_shape_reads_as_the_new_one(tmp_path, capsys):
+    """A `specmatrix.ledger-report/1` file (test, runner, static) still reads, to the same rows as its /2 twin."""
+    from matrix.cli.report import ADAPTERS
+
+    head = {"root": "test/registered", "ledgers": ["l.jsonl"], "processes": 1, "exit_code": 1}
+    old = {"schema": "specmatrix.ledger-report/1", **head, "findings": LEDGER_V1_FINDINGS}
+    new = {"schema": "specmatrix.ledger-report/2", **head, "findings": LEDGER_V2_FINDINGS}
+    rows = {}
+    for name, doc in (("old", old), ("new", new)):
+        rows[name] = ADAPTERS[doc["schema"]](Document(label=name, doc=doc, modified="2026-01-01T00:00:00+00:00")).findings
+    assert rows["old"] == rows["new"]
+    assert [(r.subject, r.runner) for r in rows["new"]] == [
+        ("attn/test_a.py::TestA::test_x", "4-gpu-b200"),
+        ("k/test_k.py::TestK", "4-gpu-b200"),
+    ]
+    assert rows["new"][1].message.endswith("; static reason: HAVE is unknown")
+    (tmp_path / "old.json").write_text(json.dumps(old), encoding="utf-8")
+    code, _, err = report(capsys, tmp_path / "p.html", tmp_path / "old.json")
+    assert (code, err) == (0, "")
 
 
 def test_unknown_cells_are_listed_not_dropped(default_matrix, runners):

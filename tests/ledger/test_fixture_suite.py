@@ -30,7 +30,7 @@ ALL_PLANTED = set().union(*PLANTED.values())
 def failing(doc: dict[str, object]) -> set[tuple[str, str]]:
     findings = doc["findings"]
     assert isinstance(findings, list)
-    return {(f["kind"], f["test"]) for f in findings if f["failing"]}
+    return {(f["kind"], f["subject"]) for f in findings if f["failing"]}
 
 
 def judge(
@@ -68,7 +68,7 @@ def test_each_planted_case_is_found_and_nothing_else(
     assert code == 1
     assert failing(doc) == ALL_PLANTED
     # Each static `undetermined` guard is shown settled by what happened.
-    settled = {f["test"]: f["message"] for f in doc["findings"] if f["kind"] == "settled"}  # type: ignore[attr-defined,index]
+    settled = {f["subject"]: f["message"] for f in doc["findings"] if f["kind"] == "settled"}  # type: ignore[attr-defined,index]
     # The optional import is the one guard the static audit cannot decide (is_in_ci() comes from the profile's
     # `in_ci` fact, so the static audit already calls that one never-runs).
     assert set(settled) == {"kernels/test_optional_kernel.py::TestFusedAdd"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from matrix.ledger.join import LedgerFinding, LedgerFindingKind, LedgerReport
+from matrix.ledger.join import LedgerFindingKind, LedgerReport, ledger_finding
 from matrix.ledger.render import to_github, to_markdown
 from tests.ledger.conftest import FIXTURE_SUITE, ledger_cli
 
@@ -217,7 +217,7 @@ def test_outputs_are_written(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     md, js = tmp_path / "out" / "summary.md", tmp_path / "out" / "report.json"
     code, out, err = ledger_cli(capsys, ledger, "--root", ROOT, "--md", md, "--json", js, "--format", "json")
     assert code == 0
-    assert json.loads(out) == json.loads(js.read_text()) and json.loads(out)["schema"] == "specmatrix.ledger-report/1"
+    assert json.loads(out) == json.loads(js.read_text()) and json.loads(out)["schema"] == "specmatrix.ledger-report/2"
     assert md.read_text().startswith("## Runtime skip ledger")
     # The old spellings keep working, each with one deprecation line naming its replacement.
     assert err.splitlines() == [
@@ -231,7 +231,7 @@ def test_new_spellings_write_the_same_outputs(tmp_path: Path, capsys: pytest.Cap
     js = tmp_path / "report.json"
     code, out, err = ledger_cli(capsys, ledger, "--root", ROOT, "--format", "json", "--output", js)
     assert (code, out, err) == (0, "", "")
-    assert json.loads(js.read_text())["schema"] == "specmatrix.ledger-report/1"
+    assert json.loads(js.read_text())["schema"] == "specmatrix.ledger-report/2"
 
 
 def test_the_step_summary_is_appended_not_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -246,7 +246,7 @@ def test_the_step_summary_is_appended_not_replaced(tmp_path: Path, capsys: pytes
 
 def many_findings(count: int) -> LedgerReport:
     findings = tuple(
-        LedgerFinding(
+        ledger_finding(
             kind=LedgerFindingKind.SILENT_SKIP,
             path=f"a/test_{i}.py",
             line=3,
@@ -271,7 +271,7 @@ def test_github_annotations_escape_per_the_toolkit() -> None:
         "::error file=test/registered/a/test_0.py,line=3,title=specmatrix ledger (silent-skip)::"
         "a/test_0.py::T::test on 4-gpu-b200: skipped: 100%25 of it, a:b,c%0Asecond line"
     )
-    odd = LedgerFinding(kind=LedgerFindingKind.SILENT_SKIP, path="a,b:c%.py", line=1, test="t", runner="r", message="m")
+    odd = ledger_finding(kind=LedgerFindingKind.SILENT_SKIP, path="a,b:c%.py", line=1, test="t", runner="r", message="m")
     report = LedgerReport(root=".", ledgers=(), runners=(), findings=(odd,), processes=0, records=0)
     assert (
         to_github(report).splitlines()[0]
