@@ -25,6 +25,7 @@ def test_plain_skip():
 """
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_xdist_and_local_runs_account_identically(pytester: pytest.Pytester) -> None:
     write(pytester, "test_mixed.py", MIXED)
@@ -63,6 +64,7 @@ def test_cell(matrix_cell):
 """
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_a_dead_worker_leaves_crashed_and_not_run_items(pytester: pytest.Pytester) -> None:
     write(pytester, "test_crash.py", CRASHY)
@@ -77,6 +79,7 @@ def test_a_dead_worker_leaves_crashed_and_not_run_items(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines([f"CRASHED {literal('test_crash.py::test_cell[alpha-s1]')}: *", "NOT RUN *"])
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_a_restarted_worker_runs_the_rest(pytester: pytest.Pytester) -> None:
     write(pytester, "test_crash.py", CRASHY)
@@ -129,6 +132,7 @@ def test_running_expected_skips_checks_the_rules(
     assert all("beta-hopper" in f["message"] for f in doc["findings"])
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.parametrize("xdist", [False, True], ids=["local", "xdist"])
 @pytest.mark.usefixtures("tiny", "b200")
 def test_compile_and_setup_seconds_reach_the_report(pytester: pytest.Pytester, xdist: bool) -> None:
@@ -179,6 +183,7 @@ def test_lookalike(name):
 """
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.parametrize("named", [False, True], ids=["lazy", "runner-named"])
 @pytest.mark.usefixtures("tiny", "b200")
 def test_an_ordinary_test_whose_id_looks_like_a_cell_is_not_planned(pytester: pytest.Pytester, named: bool) -> None:
@@ -198,6 +203,7 @@ def test_an_ordinary_test_whose_id_looks_like_a_cell_is_not_planned(pytester: py
     ]
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny")
 def test_a_controller_with_no_runner_named_engages_on_the_first_matrix_report(pytester: pytest.Pytester) -> None:
     write(pytester, "test_lazy.py", MIXED)
@@ -214,6 +220,7 @@ def test_a_ordinary(name):
 """
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_ordinary_ids_that_spell_cells_reported_before_the_audit_engages_are_not_planned(pytester: pytest.Pytester) -> None:
     """No runner named: the audit engages at the first matrix item, after the look-alikes already reported."""

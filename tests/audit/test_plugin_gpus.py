@@ -23,6 +23,7 @@ def test_cell(matrix_cell):
 
 
 # GPU UUIDs ("GPU-aa,GPU-bb") take the same path as "4,5,6,7" once split: test_gpu_slots reads them.
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.parametrize("visible", [None, "4,5,6,7"])
 @pytest.mark.usefixtures("tiny", "b200")
 def test_each_worker_pins_its_own_gpu(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, visible: str | None) -> None:
@@ -36,6 +37,7 @@ def test_each_worker_pins_its_own_gpu(pytester: pytest.Pytester, monkeypatch: py
     result.assert_outcomes(passed=4)
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_a_restarted_worker_takes_over_the_dead_workers_gpu(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OUTER_VISIBLE", "0,1,2,3")
@@ -67,6 +69,7 @@ def test_a_restarted_worker_takes_over_the_dead_workers_gpu(pytester: pytest.Pyt
     assert {c["worker"] for c in doc["cells"] if c["status"] == "passed"} <= {"gw1", "gw2"}
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_a_pinned_worker_plans_with_the_controllers_detection(pytester: pytest.Pytester) -> None:
     # A worker that detected for itself would see one GPU and refuse the 4-GPU claim.
@@ -83,6 +86,7 @@ def test_a_pinned_worker_plans_with_the_controllers_detection(pytester: pytest.P
     pytester.runpytest(*STRICT, "-n", "1").assert_outcomes(passed=2, skipped=2)  # one pinned worker shows it
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny")
 def test_cpu_runner_does_not_pin(pytester: pytest.Pytester) -> None:
     write(
@@ -93,6 +97,7 @@ def test_cpu_runner_does_not_pin(pytester: pytest.Pytester) -> None:
     pytester.runpytest("--matrix-runner", "cpu", "-n", "1").assert_outcomes(passed=2, skipped=2)  # the worker runs the cells
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_more_workers_than_gpus_is_refused(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")

@@ -47,6 +47,7 @@ def _collected(result: pytest.RunResult) -> int:
     return int(match.group(1))
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.parametrize(
     "extra",
     [pytest.param((), id="local"), pytest.param(("-n", "2"), id="xdist"), pytest.param(("-x",), id="stop-first")],
@@ -82,6 +83,7 @@ def test_pytest_and_the_audit_count_the_same_tests(pytester: pytest.Pytester, ex
     }
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_an_unengaged_run_counts_tests_before_the_first_matrix_item_under_xdist(pytester: pytest.Pytester) -> None:
     """No option engages the audit: it wakes at the first matrix report and still counts what ran before."""

@@ -41,6 +41,7 @@ def test_check_workers_counts_shared_slots(workers: int, per_gpu: int, ok: bool)
     assert "has 2 GPU(s) (0,1)" in str(info.value)
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_two_workers_share_one_gpu_when_asked(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")

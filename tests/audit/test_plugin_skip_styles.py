@@ -197,6 +197,7 @@ def test_skip_of_a_must_run_cell_fails_the_session(pytester: pytest.Pytester, st
     assert {f["subject"] for f in doc["findings"] if f["kind"] == "unexpected-skip"} == {_node(style, c) for c in ALPHA}
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_every_skip_style_fails_the_session_under_xdist(pytester: pytest.Pytester) -> None:
     """All styles side by side in one `-n 2` run (one nested xdist session instead of one per style): each is
@@ -229,6 +230,7 @@ def test_the_same_test_without_the_skip_passes(pytester: pytest.Pytester, style:
     assert by_cell(report_of(pytester)) == dict.fromkeys(ALPHA, "passed")
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.parametrize("xdist", [False, True], ids=["local", "xdist"])
 @pytest.mark.usefixtures("tiny", "b200")
 def test_a_module_skip_accounts_expected_skips_too(pytester: pytest.Pytester, xdist: bool) -> None:

@@ -25,6 +25,7 @@ def test_helper():
 """
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.usefixtures("tiny", "b200")
 def test_items_carry_their_start_and_two_workers_halve_the_wall(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]

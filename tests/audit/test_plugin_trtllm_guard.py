@@ -74,6 +74,7 @@ def _must_run_on_b200() -> int:
     return sum(exps[c.id].outcome is Outcome.RUN for c in cells)
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 @pytest.mark.parametrize("xdist", [False, True], ids=["local", "xdist"])
 @pytest.mark.parametrize(("guard", "broken"), [(BUGGY, True), (FIXED, False)], ids=["old-guard", "fixed-guard"])
 def test_the_old_trtllm_mha_guard_fails_on_b200(

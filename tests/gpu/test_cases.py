@@ -207,6 +207,7 @@ def test_cell(matrix_cell):
 """
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 def test_loadgroup_puts_each_kernel_configuration_on_one_worker(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

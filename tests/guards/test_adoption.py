@@ -113,6 +113,7 @@ def _deps_only(tmp_path: Path) -> str:
     return str(deps)
 
 
+@pytest.mark.integration  # builds a venv: slow, run by `nox -s integration`
 def test_install_step_imports_the_action_checkout_into_a_venv_of_its_own(tmp_path, repo):
     action_path = _action_copy(tmp_path)
     extra = {"GITHUB_ACTION_PATH": str(action_path), "PYTHONPATH": _deps_only(tmp_path)}

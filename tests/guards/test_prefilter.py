@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import importlib.util
+import random
 import re
 from pathlib import Path
 
@@ -88,8 +89,12 @@ def findings(report: GuardReport) -> list[tuple[str, ...]]:
 
 @pytest.fixture(scope="module")
 def bench_tree(tmp_path_factory):
+    """120 files of the benchmark's tree and each of its hostile files (every 300th from the 7th)."""
     root = tmp_path_factory.mktemp("bench-tree")
-    bench_module().generate(root, 330)  # includes the hostile files (every 300th from the 7th)
+    bench = bench_module()
+    rng = random.Random(7)
+    for index in [*range(120), *(7 + 300 * k for k in range(1, len(bench.HOSTILE)))]:
+        (root / f"test_synthetic_{index:04d}.py").write_text(bench.test_file(rng, index), encoding="utf-8")
     return root
 
 

@@ -295,6 +295,7 @@ def test_the_pth_line_swallows_a_hook_that_cannot_load(tmp_path: Path) -> None:
     assert not (tmp_path / "l.jsonl").exists()
 
 
+@pytest.mark.integration  # a nested xdist session: slow, run by `nox -s integration`
 def test_pytest_xdist_records_each_test_once(hook_venv: Path, tmp_path: Path) -> None:
     (tmp_path / "test_x.py").write_text(
         "import pytest\n\n@pytest.mark.parametrize('i', range(6))\ndef test_i(i):\n    if i % 2:\n        pytest.skip('odd')\n",
