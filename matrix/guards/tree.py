@@ -25,7 +25,7 @@ from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import decode_python, read_limited, special_kind
 from matrix.guards.audit import AuditSettings, FileAudit, SuiteMap, audit_file, check_suite_map, load_suite_map
 from matrix.guards.finder import TEST_FILE, analyse_source
-from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, guard_finding
+from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, finding_fields, guard_finding
 from matrix.guards.predicates import PREDICATES
 from matrix.schedule.model import Schedule
 
@@ -78,22 +78,13 @@ def file_key(display: str, data: bytes) -> str:
 
 
 def encode(audit: FileAudit | None) -> Any:
+    """An entry: the findings as the report writes them (`finding_fields`; tool and severity follow from the kind)."""
     if audit is None:
         return None
-    return {"findings": [_fields(f) for f in audit.findings], "registered": audit.registered, "runners": list(audit.runners)}
-
-
-def _fields(finding: Finding) -> dict[str, Any]:
-    # Tool and severity follow from the kind; a guard finding has no detail, acceptance or fingerprint of its own.
     return {
-        "kind": finding.kind,
-        "path": finding.path,
-        "line": finding.line,
-        "subject": finding.subject,
-        "runners": list(finding.runners),
-        "source": finding.source,
-        "message": finding.message,
-        "hint": finding.hint,
+        "findings": [finding_fields(f) for f in audit.findings],
+        "registered": audit.registered,
+        "runners": list(audit.runners),
     }
 
 
@@ -106,7 +97,7 @@ class BadEntry(Exception):
     """A cache entry that does not match the schema; the file is audited again."""
 
 
-_FINDING_TEXT = ("path", "subject", "source", "message", "hint")
+_FINDING_TEXT = ("path", "test", "guard", "reason", "hint")
 _FINDING_KEYS = frozenset({"kind", "line", "runners", *_FINDING_TEXT})
 _AUDIT_KEYS = frozenset({"findings", "registered", "runners"})
 MAX_ENTRY_FINDINGS = 100_000
@@ -137,10 +128,10 @@ def _finding(raw: Any, display: str) -> Finding:
         kind,
         path=raw["path"],
         line=line,
-        test=raw["subject"] or raw["path"],
+        test=raw["test"],
         runners=_names(raw["runners"], "finding 'runners'"),
-        guard=raw["source"],
-        reason=raw["message"],
+        guard=raw["guard"],
+        reason=raw["reason"],
         hint=raw["hint"],
     )
 

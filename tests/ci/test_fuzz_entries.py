@@ -36,10 +36,10 @@ VALID_ENTRY: dict[str, Any] = {
             "kind": "never-runs",
             "path": "test_s.py",
             "line": 8,
-            "subject": "test_s.py::TestKernel",
+            "test": "test_s.py::TestKernel",
             "runners": ["4-gpu-b200"],
-            "source": "unittest.skipIf(not is_sm90_supported())",
-            "message": "r",
+            "guard": "unittest.skipIf(not is_sm90_supported())",
+            "reason": "r",
             "hint": "",
         }
     ],
