@@ -10,7 +10,7 @@ import ast
 import bisect
 import copy
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -64,8 +64,10 @@ def single_return(fn: ast.FunctionDef) -> ast.expr | None:
     return None
 
 
-class _Substitute(ast.NodeTransformer):
-    def __init__(self, values: dict[str, ast.expr]):
+class Substitute(ast.NodeTransformer):
+    """Put expressions in for names (a factory's parameters, a decorator call's keyword values)."""
+
+    def __init__(self, values: Mapping[str, ast.expr]):
         self.values = values
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
@@ -95,7 +97,7 @@ def substitute(expr: ast.expr, fn: ast.FunctionDef, call: ast.Call | None) -> as
         copied = copy.deepcopy(expr)  # a fresh tree; the factory's own stays untouched
     except RecursionError:
         return None
-    out = _Substitute(values).visit(copied)
+    out = Substitute(values).visit(copied)
     for node in ast.walk(out):
         # Point every copied node at the factory's return, the text a finding shows.
         if isinstance(node, ast.expr) and node not in values.values():

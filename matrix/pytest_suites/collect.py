@@ -21,7 +21,7 @@ import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from matrix.guards.finder import analyse_source, analyse_tree
+from matrix.guards.finder import Substitute, analyse_source, analyse_tree
 from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames
 from matrix.guards.source import dotted, resolve
 from matrix.pytest_suites.config import PytestConfig
@@ -323,7 +323,7 @@ class Collector:
                 continue
             expr = ast.parse(rule.skips_when, mode="eval").body
             values = {kw.arg: kw.value for kw in deco.keywords if kw.arg is not None}
-            bound = _Substitute(values).visit(expr)
+            bound = Substitute(values).visit(expr)  # a decorator call's literal keyword values for the pack's names
             guard = Guard(
                 scope=nodeid,
                 kind=GuardKind.MARK_SKIPIF,
@@ -383,16 +383,6 @@ class Collector:
                     AppliedGuard(guard=g, names=other.analysis.names, via=f"helper {target}") for g in other.helpers[function]
                 )
         return out
-
-
-class _Substitute(ast.NodeTransformer):
-    """Put a decorator call's literal keyword values in for the names of a pack's condition."""
-
-    def __init__(self, values: Mapping[str, ast.expr]):
-        self.values = values
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        return self.values.get(node.id, node)
 
 
 def _marker_guard(rule: MarkerRule | None, marker: str, nodeid: str, line: int, names: ModuleNames) -> AppliedGuard:
