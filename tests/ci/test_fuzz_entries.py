@@ -16,20 +16,8 @@ from hypothesis import strategies as st
 
 from matrix.ledger.records import read_ledger
 from tests.ci.test_fuzz_readers import SETTINGS, VALID_REPORT, json_hazard, json_value, junk_bytes, mangled, run_cli, workspace
+from tests.ci.test_hostile_inputs import S
 
-S = """\
-import unittest
-
-from ci_helpers import is_sm90_supported, register_cuda_ci
-
-register_cuda_ci(est_time=30, suite="base-b-test-4-gpu-b200")
-
-
-@unittest.skipIf(not is_sm90_supported(), "r")
-class TestKernel(unittest.TestCase):
-    def test_decode(self):
-        self.assertTrue(True)
-"""
 VALID_ENTRY: dict[str, Any] = {
     "findings": [
         {

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from matrix.cli.main import main
 from matrix.core.machine import MachineFacts, auto_runner
 from matrix.core.model import RunnerProfile
 from matrix.core.selectors import nearest
+from tests.cli.test_cli import run
 
 B200 = '{"gpus": 4, "capability": [10, 0], "name": "NVIDIA B200", "versions": {"flashinfer": "0.7.2"}}'
 CELL = "draft-trtllm_mha-topk2-page16-hd128-gqa4-bf16-graph"
@@ -23,12 +23,6 @@ def clean_env(monkeypatch, tmp_path):
     for var in ("SPECMATRIX_DETECT", "SPECMATRIX_MATRIX", "SPECMATRIX_RUNNERS", "SPECMATRIX_RUNNER"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("flag", [["--format", "json"], ["--json"]])

@@ -22,6 +22,7 @@ from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
 from matrix.ledger.join import LedgerFindingKind, LedgerReport, ledger_finding
 from matrix.ledger.render import to_markdown as ledger_markdown
 from matrix.ledger.render import to_text as ledger_text
+from tests.core.test_option_cascade import SM90_ONLY
 
 FORGED = "x\n::error file=fake.py,line=1::INJECTED"
 HTML = "</details><h1>x</h1><img src=y>"
@@ -148,17 +149,7 @@ def sarif_of(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
 
 def write_silent_skip(folder: Path, name: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text(
-        "import unittest\n"
-        "from sglang.test.ci.ci_register import register_cuda_ci\n"
-        "from sglang.srt.utils import is_sm90_supported\n\n"
-        'register_cuda_ci(est_time=60, suite="stage-c-test-4-gpu-b200")\n\n\n'
-        '@unittest.skipIf(not is_sm90_supported(), "needs sm90")\n'
-        "class TestA(unittest.TestCase):\n"
-        "    def test_a(self):\n"
-        "        pass\n",
-        encoding="utf-8",
-    )
+    (folder / name).write_text(SM90_ONLY, encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", ["test_%41.py", "test_#1.py", "test_?q.py", "test_ a.py"])

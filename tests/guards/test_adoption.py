@@ -221,14 +221,9 @@ def _git(cwd: Path, env: dict[str, str], *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
-@pytest.mark.integration
-@pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
-def test_pre_commit_try_repo_runs_the_hook(tmp_path):
-    """pre-commit installs this checkout into its own environment (pip, from the package index) and runs the hook."""
-    project = tmp_path / "project"
-    shutil.copytree(FIXTURES / "attention", project / "attention")
-    (project / "attention" / "test_trtllm_mha_guard_bug.py").unlink()
-    env = {
+def _pre_commit_env(tmp_path: Path) -> dict[str, str]:
+    """pre-commit and git in a sandbox: their own home and cache, a committer git accepts."""
+    return {
         **os.environ,
         "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
         "SPECMATRIX_CACHE_DIR": str(tmp_path / "cache"),
@@ -237,6 +232,16 @@ def test_pre_commit_try_repo_runs_the_hook(tmp_path):
         "GIT_COMMITTER_NAME": "t",
         "GIT_COMMITTER_EMAIL": "t@example.invalid",
     }
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
+def test_pre_commit_try_repo_runs_the_hook(tmp_path):
+    """pre-commit installs this checkout into its own environment (pip, from the package index) and runs the hook."""
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "attention", project / "attention")
+    (project / "attention" / "test_trtllm_mha_guard_bug.py").unlink()
+    env = _pre_commit_env(tmp_path)
     _git(project, env, "init", "-q")
     _git(project, env, "add", ".")
     _git(project, env, "commit", "-qm", "suite")
@@ -320,15 +325,7 @@ def _hook_repo(tmp_path: Path, env: dict[str, str]) -> tuple[Path, str]:
 @pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
 def test_a_workflow_only_commit_that_unschedules_a_suite_is_refused(tmp_path):
     """The documented .pre-commit-config.yaml, installed as a git hook: renaming the suite a workflow runs fails the commit."""
-    env = {
-        **os.environ,
-        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
-        "SPECMATRIX_CACHE_DIR": str(tmp_path / "cache"),
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }
+    env = _pre_commit_env(tmp_path)
     hook_repo, rev = _hook_repo(tmp_path, env)
     project = tmp_path / "project"
     (project / "test" / "registered").mkdir(parents=True)

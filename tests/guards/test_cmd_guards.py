@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from matrix.cli.main import main
 from matrix.guards.gate import REPORT_SCHEMA
+from tests.cli.test_cli import run
 
 
 @pytest.fixture(autouse=True)
@@ -16,12 +16,6 @@ def clean_env(monkeypatch, tmp_path):
     for var in ("SPECMATRIX_MATRIX", "SPECMATRIX_RUNNERS", "SPECMATRIX_RUNNER"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_text_output_lists_findings_with_location_guard_and_reason(capsys, shared_suite):
