@@ -192,10 +192,11 @@ class ResultCache:
         self.new[key] = entry
         return True, audit
 
-    def put(self, key: str, audit: FileAudit | None) -> None:
+    def put(self, key: str, audit: FileAudit | None, sealed: str | None = None) -> None:
+        """Store an entry; `sealed` is its seal when a worker already computed it (`seal(key, encode(audit))`)."""
         if self.path is not None:
             value = encode(audit)
-            self.new[key] = {"seal": seal(key, value), "audit": value}
+            self.new[key] = {"seal": sealed or seal(key, value), "audit": value}
 
     def save(self) -> None:
         if self.path is None or self.new == self.old:
@@ -378,21 +379,80 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _audit_in_worker(job: tuple[str, str]) -> FileAudit:
-    display, path = job
+# One file to audit: its display path, its bytes (as hashed for the cache key) and that key, or "" when the
+# results are not cached (nothing to seal).
+_Job = tuple[str, bytes, str]
+
+
+def _audit_in_worker(chunk: list[_Job]) -> list[tuple[FileAudit, str]]:
+    """Audit a chunk of files; each result comes with its cache seal, so the main process only stores it."""
     assert _WORKER_SETTINGS is not None
-    try:
-        data = read_file(Path(path))
-    except OSError as exc:
-        return audit_file(unreadable(display, exc), _WORKER_SETTINGS)
-    return audit_source(display, data, _WORKER_SETTINGS)
+    out: list[tuple[FileAudit, str]] = []
+    for display, data, key in chunk:
+        audit = audit_source(display, data, _WORKER_SETTINGS)
+        out.append((audit, seal(key, encode(audit)) if key else ""))
+    return out
 
 
 def default_jobs() -> int:
     return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-def _run_parallel(jobs: list[tuple[str, str]], settings: AuditSettings, workers: int) -> list[FileAudit]:
+class _Misses:
+    """The files the cache does not answer, audited as they are found.
+
+    Once `PARALLEL_THRESHOLD` files miss (and `workers` > 1), worker processes start and take the misses in
+    small chunks while the main process is still reading and hashing the rest of the tree; below that, the
+    files are audited in this process when the listing ends. Results come back in the order files were added."""
+
+    def __init__(self, settings: AuditSettings, workers: int, sealed: bool):
+        self.settings = settings
+        self.workers = workers
+        self.sealed = sealed
+        # Small chunks: a worker on a core that other work shares takes fewer of them, instead of holding a
+        # quarter of the tree while the other worker idles.
+        self.chunk = max(1, min(8, PARALLEL_THRESHOLD // max(1, workers)))
+        self.pending: list[_Job] = []
+        self.keys: list[tuple[str, str]] = []  # (display, key) of every miss, in order
+        self.futures: list[Any] = []
+        self.pool: Any = None
+
+    def add(self, display: str, data: bytes, key: str) -> None:
+        self.pending.append((display, data, key if self.sealed else ""))
+        self.keys.append((display, key))
+        if self.pool is None and (self.workers < 2 or len(self.pending) < PARALLEL_THRESHOLD):
+            return
+        if self.pool is None:
+            self.pool = _start_pool(self.settings, self.workers)
+        while len(self.pending) >= self.chunk:
+            self._submit(self.pending[: self.chunk])
+            del self.pending[: self.chunk]
+
+    def __enter__(self) -> _Misses:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            # On an error or an interrupt the chunks not started are dropped, not audited.
+            self.pool.shutdown(cancel_futures=exc[0] is not None)
+
+    def _submit(self, chunk: list[_Job]) -> None:
+        self.futures.append(self.pool.submit(_audit_in_worker, chunk))
+
+    def results(self) -> Iterator[tuple[str, str, FileAudit, str | None]]:
+        """(display, key, audit, seal) of every miss; the seal is None when this process audited the file."""
+        if self.pool is None:
+            audits = [(audit_source(display, data, self.settings), None) for display, data, _ in self.pending]
+        else:
+            if self.pending:
+                self._submit(self.pending)
+            audits = [(audit, sealed or None) for future in self.futures for audit, sealed in future.result()]
+        self.pending = []
+        for (display, key), (audit, sealed) in zip(self.keys, audits, strict=True):
+            yield display, key, audit, sealed
+
+
+def _start_pool(settings: AuditSettings, workers: int) -> Any:
     # Imported here: a warm run (every file cached) starts no worker and need not load them.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -400,11 +460,7 @@ def _run_parallel(jobs: list[tuple[str, str]], settings: AuditSettings, workers:
     methods = multiprocessing.get_all_start_methods()
     # fork starts workers without re-importing the package; elsewhere the platform default is used.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    # Small chunks: a worker on a core that other work shares takes fewer of them, instead of holding a
-    # quarter of the tree while the other worker idles.
-    chunk = max(1, min(8, len(jobs) // (workers * 8)))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(settings,)) as pool:
-        return list(pool.map(_audit_in_worker, jobs, chunksize=chunk))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(settings,))
 
 
 def audit_tree(
@@ -438,35 +494,31 @@ def audit_tree(
     base = path if path.is_dir() else path.parent
     cache = ResultCache(cache_dir, settings_key(settings) if cache_dir is not None else None)
     results: dict[str, FileAudit | None] = {}
-    misses: list[tuple[str, str, str, bytes]] = []
     listing = list_tree(path)
     files = listing.files
     if not files:
         raise nothing_read(path, listing)
-    for file in files:
-        display = file.relative_to(base).as_posix()
-        try:
-            data = read_file(file)
-        except OSError as exc:
-            results[display] = audit_file(unreadable(display, exc), settings)
-            continue
-        if not wanted(file.name, data):
-            results[display] = None
-            continue
-        key = file_key(display, data)
-        hit, audit = cache.get(key, display)
-        if hit:
-            results[display] = audit
-        else:
-            misses.append((display, str(file), key, data))
-    with _collector_paused():
-        if jobs > 1 and len(misses) >= PARALLEL_THRESHOLD:
-            done = _run_parallel([(display, name) for display, name, _, _ in misses], settings, jobs)
-        else:
-            done = [audit_source(display, data, settings) for display, _, _, data in misses]
-    for (display, _, key, _), audit in zip(misses, done, strict=True):
-        results[display] = audit
-        cache.put(key, audit)
+    with _collector_paused(), _Misses(settings, jobs, sealed=cache.path is not None) as misses:
+        for file in files:
+            display = file.relative_to(base).as_posix()
+            try:
+                data = read_file(file)
+            except OSError as exc:
+                results[display] = audit_file(unreadable(display, exc), settings)
+                continue
+            if not wanted(file.name, data):
+                results[display] = None
+                continue
+            key = file_key(display, data)
+            hit, audit = cache.get(key, display)
+            if hit:
+                results[display] = audit
+            else:
+                results[display] = None  # keeps the listing's order; the audit lands below
+                misses.add(display, data, key)
+        for display, key, fresh, sealed in misses.results():
+            results[display] = fresh
+            cache.put(key, fresh, sealed)
     cache.save()
     return _report(base, len(files), results, runners)
 

@@ -270,6 +270,47 @@ def test_parallel_and_serial_runs_agree(capsys, shared_suite, monkeypatch):
     assert serial == parallel
 
 
+def test_entries_sealed_by_workers_are_warm_hits(capsys, suite_copy, private_cache, monkeypatch):
+    """Workers seal the entries they audit; a serial run then reads every one of them, parsing nothing."""
+    from matrix.guards import tree
+
+    monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 1)
+    code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json", "--jobs", "2")
+    entries = json.loads(next(private_cache.glob("guards-*.json")).read_text())["files"]
+    assert any(entry["audit"] is not None for entry in entries.values())
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed although cached")
+
+    monkeypatch.setattr(tree, "analyse_source", refuse)
+    assert run(capsys, "guards", str(suite_copy), "--format", "json", "--jobs", "1")[:2] == (code, cold)
+
+
+def test_misses_come_back_in_the_order_they_were_added(monkeypatch):
+    """Chunks go to workers while files are still being added; the results keep the order of the listing."""
+    from matrix.core.loader import load_runners
+    from matrix.guards import tree
+    from matrix.guards.audit import AuditSettings
+
+    monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 3)
+    settings = AuditSettings(runners=load_runners(), suite_map=tree.load_suite_map())
+    names = [f"test_{i:02d}.py" for i in range(11)]
+    with tree._Misses(settings, 2, sealed=True) as misses:
+        for name in names:
+            data = (
+                "import unittest\nfrom sglang.test.ci.ci_register import register_cuda_ci\n"
+                f"register_cuda_ci(est_time=5, suite='stage-b-test-1-gpu-large')\n@unittest.skip({name!r})\n"
+                "class TestX(unittest.TestCase):\n    pass\n"
+            ).encode()
+            misses.add(name, data, tree.file_key(name, data))
+        assert misses.pool is not None
+        back = list(misses.results())
+    assert [display for display, *_ in back] == names
+    for display, key, audit, sealed in back:
+        assert sealed == tree.seal(key, tree.encode(audit))
+        assert [(f.path, f.source) for f in audit.findings] == [(display, f"unittest.skip({display!r})")]
+
+
 def test_output_file_is_written_atomically(capsys, shared_suite, tmp_path):
     target = tmp_path / "out" / "report.md"
     code, out, _ = run(capsys, "guards", str(shared_suite), "--format", "md", "--output", str(target))
