@@ -423,8 +423,27 @@ def _node_text(node: ast.AST) -> str:
     # evaluation of the same guard shares the text.
     if isinstance(node, ast.FunctionDef):
         return f"<function {node.name}>"
+    called = _bare_call(node)
+    if called is not None:
+        return called if len(called) <= _MAX_TEXT else called[: _MAX_TEXT - 3] + "..."
     try:
         text = ast.unparse(node)
     except (RecursionError, ValueError):
         return "<too large to show>"
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+
+
+def _bare_call(node: ast.AST) -> str | None:
+    """`a.b.c()` for a call of a dotted name with no arguments, the node most guards note, as `ast.unparse`
+    writes it (a dotted name and empty parentheses); None for any other node."""
+    if not isinstance(node, ast.Call) or node.args or node.keywords:
+        return None
+    parts: list[str] = []
+    func: ast.expr = node.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    parts.append(func.id)
+    return ".".join(reversed(parts)) + "()"
