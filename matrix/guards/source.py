@@ -53,9 +53,20 @@ class SourceText:
             lowered = text.lower()
             for word in unique:
                 _find_all(lowered, word.lower(), hits)
+        elif unique and all(w.isascii() for w in unique):
+            # Non-ASCII text: an ASCII-only match is found as above in a copy with each non-ASCII character
+            # replaced by "?" (offsets kept); a match through a non-ASCII case fold (the long s, the Kelvin
+            # sign) holds a non-ASCII character, so only the lines that have one need the case-blind regex.
+            lowered = text.encode("ascii", "replace").decode("ascii").lower()
+            for word in unique:
+                _find_all(lowered, word.lower(), hits)
+            pattern = re.compile("|".join(re.escape(w) for w in unique), re.IGNORECASE)
+            for start, line in zip(starts, self.lines, strict=False):
+                if not line.isascii():
+                    hits.extend(start + m.start() for m in pattern.finditer(line))
         elif unique:
-            pattern = "|".join(re.escape(w) for w in unique)
-            hits = [m.start() for m in re.finditer(pattern, text, re.IGNORECASE)]
+            pattern = re.compile("|".join(re.escape(w) for w in unique), re.IGNORECASE)
+            hits = [m.start() for m in pattern.finditer(text)]
         for literal in exact:  # str.find is much cheaper than another alternative in the pattern
             _find_all(text, literal, hits)
         self._marked = sorted({bisect.bisect_right(starts, at) for at in hits})
