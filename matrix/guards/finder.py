@@ -195,8 +195,9 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
     Function bodies that cannot hold a skip are left out of the parse (`matrix.guards.source`)."""
     is_test = TEST_FILE.match(path.rpartition("/")[2]) is not None
     source = SourceText(text)
-    words = ["skip", *_SKIP_ALIAS.findall(text.lower())]
-    source.mark_lines(words, exact=_EXACT_MARKS)
+    lowered = text.lower()
+    words = ["skip", *_SKIP_ALIAS.findall(lowered)]
+    source.mark_lines(words, exact=_EXACT_MARKS, lowered=lowered)
     elision = elide(text, source.marked)
     if elision is not None:
         try:

@@ -26,21 +26,33 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
+_ASCII_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
+def _other_breaks(text: str) -> bool:
+    """Whether `text` holds a break only str.splitlines() honours (ASCII text can hold only the ASCII ones)."""
+    if text.isascii():
+        return any(b in text for b in _ASCII_BREAKS)
+    return _OTHER_BREAKS.search(text) is not None
+
+
 class SourceText:
     """A file's lines, split once; `segment(node)` slices them by the node's byte offsets."""
 
     def __init__(self, text: str):
         # The same line breaks the parser counts (\r\n, \r, \n), not str.splitlines()'s extra ones; the
         # regex's last (empty) match is kept, so both ways give the same list.
-        if _OTHER_BREAKS.search(text) is None:
+        if not _other_breaks(text):
             self.lines = [*text.splitlines(keepends=True), ""]
         else:
             self.lines = [m.group() for m in _LINE.finditer(text)]
         self.text = text
         self._marked: list[int] = []
 
-    def mark_lines(self, words: Iterable[str], exact: Iterable[str] = ()) -> None:
-        """Remember which lines mention any of `words` (any case) or hold an `exact` text, for `mentions`."""
+    def mark_lines(self, words: Iterable[str], exact: Iterable[str] = (), lowered: str | None = None) -> None:
+        """Remember which lines mention any of `words` (any case) or hold an `exact` text, for `mentions`.
+
+        `lowered` is `text.lower()` when the caller has it already."""
         unique = [w for w in dict.fromkeys(words) if w]
         text = self.text
         starts = list(itertools.accumulate((len(line) for line in self.lines), initial=0))
@@ -50,7 +62,7 @@ class SourceText:
             # ASCII text keeps its offsets when lowered, and ASCII words match it case-blind exactly as
             # re.IGNORECASE would (the non-ASCII folds, such as the Kelvin sign, need non-ASCII text): str.find
             # over the lowered text is several times cheaper than the regex.
-            lowered = text.lower()
+            lowered = text.lower() if lowered is None else lowered
             for word in unique:
                 _find_all(lowered, word.lower(), hits)
         elif unique and all(w.isascii() for w in unique):
@@ -162,10 +174,12 @@ class Elision:
 
 
 def _end_of_body(indent: int) -> re.Pattern[str]:
-    """The first line that starts a statement at `indent` columns or fewer (blank and comment lines do not)."""
+    """The newline before the first line that starts a statement at `indent` columns or fewer (blank and comment
+    lines do not). Led by a literal newline, the search skips ahead to each one, where `^` in multiline mode
+    would be tried at every character."""
     found = _ENDS.get(indent)
     if found is None:
-        found = _ENDS[indent] = re.compile(rf"^[ ]{{0,{indent}}}[^ \r\n#]", re.M)
+        found = _ENDS[indent] = re.compile(rf"\n[ ]{{0,{indent}}}[^ \r\n#]")
     return found
 
 
@@ -202,8 +216,9 @@ def elide(text: str, marked: Sequence[int]) -> Elision | None:
         if indent == 0 and not match.group(1).startswith("test"):
             continue  # a module-level helper: guards may call it
         body_start = match.end()
-        found = _end_of_body(indent).search(text, body_start)
-        body_end = found.start() if found is not None else len(text)
+        # body_start follows the header's newline, so the search starts on that newline.
+        found = _end_of_body(indent).search(text, body_start - 1)
+        body_end = found.start() + 1 if found is not None else len(text)
         line += text.count("\n", counted, start)
         counted = start
         newlines = text.count("\n", body_start, body_end)
