@@ -19,7 +19,7 @@ from typing import Any
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError, UsageError
 from matrix.core.finding import Finding
-from matrix.core.jsonio import seal as sealed_digest
+from matrix.core.jsonio import canonical, seal_text
 from matrix.core.machine import find_runner
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import decode_python, read_limited, special_kind
@@ -40,7 +40,9 @@ from matrix.schedule.model import Schedule
 # missing, unreadable or malformed cache file is ignored, and a failed write never fails the audit.
 
 # /3: entries hold core `Finding` fields (subject, source, message); a /2 file is a clean miss.
-CACHE_SCHEMA = "specmatrix.guards-cache/3"
+# /4: an entry holds its audit as the canonical JSON text the seal is taken over, so a warm run checks a seal by
+# hashing that text rather than writing the audit out again; a /3 file is a clean miss.
+CACHE_SCHEMA = "specmatrix.guards-cache/4"
 ENV_VAR = "SPECMATRIX_CACHE_DIR"
 MAX_CACHE_BYTES = 32 * 1024 * 1024  # one entry per audited file, about 1 KB each: sglang's tree is a few MB
 _PACKAGE = Path(__file__).parent
@@ -88,9 +90,14 @@ def encode(audit: FileAudit | None) -> Any:
     }
 
 
-def seal(key: str, value: Any) -> str:
-    """A digest of an entry bound to its file key: an entry edited by hand, or moved to another key, no longer matches."""
-    return sealed_digest(CACHE_SCHEMA, key, value)
+def entry_text(audit: FileAudit | None) -> str:
+    """The text an entry stores: `encode(audit)` as canonical JSON."""
+    return canonical(encode(audit))
+
+
+def seal(key: str, text: str) -> str:
+    """A digest of an entry's text bound to its file key: an entry edited by hand, or moved to another key, no longer matches."""
+    return seal_text(CACHE_SCHEMA, key, text)
 
 
 class BadEntry(Exception):
@@ -157,8 +164,9 @@ def decode(raw: Any, display: str) -> FileAudit | None:
 class ResultCache:
     """Load once, look up by file key, save the entries of this run.
 
-    Each entry is `{"seal": ..., "audit": ...}`; an entry whose seal does not match its key and content, or whose
-    content does not match the schema, is a miss: the file is audited again and the entry rewritten.
+    Each entry is `{"seal": ..., "audit": TEXT}`, TEXT being the audit as canonical JSON (`entry_text`); an entry
+    whose seal does not match its key and text, whose text is not JSON, or whose content does not match the schema,
+    is a miss: the file is audited again and the entry rewritten.
     """
 
     def __init__(self, folder: Path | None, key: str | None):
@@ -183,20 +191,25 @@ class ResultCache:
     def get(self, key: str, display: str) -> tuple[bool, FileAudit | None]:
         """(hit, audit); an entry that is unsealed, edited or off-schema is a miss."""
         entry = self.old.get(key)
-        if not isinstance(entry, dict) or set(entry) != {"seal", "audit"} or entry["seal"] != seal(key, entry["audit"]):
+        if not isinstance(entry, dict) or set(entry) != {"seal", "audit"}:
+            return False, None
+        text = entry["audit"]
+        if not isinstance(text, str) or entry["seal"] != seal(key, text):
             return False, None
         try:
-            audit = decode(entry["audit"], display)
-        except (BadEntry, RecursionError):
+            audit = decode(json.loads(text), display)
+        except (BadEntry, ValueError, RecursionError):
             return False, None
         self.new[key] = entry
         return True, audit
 
-    def put(self, key: str, audit: FileAudit | None, sealed: str | None = None) -> None:
-        """Store an entry; `sealed` is its seal when a worker already computed it (`seal(key, encode(audit))`)."""
+    def put(self, key: str, audit: FileAudit | None, sealed: tuple[str, str] | None = None) -> None:
+        """Store an entry; `sealed` is (text, seal) when a worker already wrote them (`entry_text`, `seal`)."""
         if self.path is not None:
-            value = encode(audit)
-            self.new[key] = {"seal": sealed or seal(key, value), "audit": value}
+            if sealed is None:
+                text = entry_text(audit)
+                sealed = (text, seal(key, text))
+            self.new[key] = {"seal": sealed[1], "audit": sealed[0]}
 
     def save(self) -> None:
         if self.path is None or self.new == self.old:
@@ -231,10 +244,13 @@ MAX_JOBS = 64  # worker processes; more only cost memory
 
 @dataclass(frozen=True, kw_only=True)
 class TreeListing:
-    """The .py files under a root, and the symlinked folders the walk did not enter (a loop or an escape)."""
+    """The .py files under a root, and the symlinked folders the walk did not enter (a loop or an escape).
+
+    `relative` holds each file's path below the root, `/`-separated (the file's own name for a file root)."""
 
     files: tuple[Path, ...]
     linked_dirs: tuple[str, ...] = ()
+    relative: tuple[str, ...] = ()
 
 
 def check_root(path: Path, what: str = "") -> None:
@@ -252,24 +268,44 @@ def check_root(path: Path, what: str = "") -> None:
 
 
 def list_tree(root: Path) -> TreeListing:
-    """Every .py file under `root` (or `root` itself), skipping hidden and cache folders, sorted."""
+    """Every .py file under `root` (or `root` itself), skipping hidden and cache folders, sorted.
+
+    The walk keeps a stack of folders (no recursion, however deep the tree) and reads each one with one
+    `os.scandir`, whose entries know their type without a `stat` per file. A folder it cannot read is left out,
+    as `os.walk` leaves it; a symlinked folder is not entered but named in `linked_dirs`."""
     if root.is_file():
-        return TreeListing(files=(root,))
-    found: list[Path] = []
+        return TreeListing(files=(root,), relative=(root.name,))
+    found: list[tuple[tuple[str, ...], str]] = []
     linked: list[str] = []
-    for folder, dirs, names in os.walk(root):
-        here = Path(folder)
-        keep = []
-        for d in sorted(dirs):
-            if d.startswith(".") or d in _SKIPPED_DIRS:
-                continue
-            if (here / d).is_symlink():
-                linked.append((here / d).relative_to(root).as_posix())
-                continue
-            keep.append(d)
-        dirs[:] = keep
-        found.extend(here / n for n in names if n.endswith(".py") and (here / n).is_file())
-    return TreeListing(files=tuple(sorted(found)), linked_dirs=tuple(sorted(linked)))
+    stack: list[tuple[str, tuple[str, ...]]] = [(os.fspath(root), ())]
+    while stack:
+        folder, parts = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False  # as os.walk counts it
+            if is_dir:
+                if name.startswith(".") or name in _SKIPPED_DIRS:
+                    continue
+                if entry.is_symlink():
+                    linked.append("/".join((*parts, name)))
+                else:
+                    stack.append((entry.path, (*parts, name)))
+            elif name.endswith(".py") and entry.is_file():
+                found.append(((*parts, name), entry.path))
+    found.sort()  # by path components, as Path sorts
+    return TreeListing(
+        files=tuple(Path(path) for _, path in found),
+        linked_dirs=tuple(sorted(linked)),
+        relative=tuple("/".join(parts) for parts, _ in found),
+    )
 
 
 def python_files(root: Path) -> list[Path]:
@@ -384,13 +420,18 @@ def _collector_paused() -> Iterator[None]:
 _Job = tuple[str, bytes, str]
 
 
-def _audit_in_worker(chunk: list[_Job]) -> list[tuple[FileAudit, str]]:
-    """Audit a chunk of files; each result comes with its cache seal, so the main process only stores it."""
+def _audit_in_worker(chunk: list[_Job]) -> list[tuple[FileAudit, tuple[str, str] | None]]:
+    """Audit a chunk of files; each result comes with its cache entry's text and seal, so the main process only
+    stores them."""
     assert _WORKER_SETTINGS is not None
-    out: list[tuple[FileAudit, str]] = []
+    out: list[tuple[FileAudit, tuple[str, str] | None]] = []
     for display, data, key in chunk:
         audit = audit_source(display, data, _WORKER_SETTINGS)
-        out.append((audit, seal(key, encode(audit)) if key else ""))
+        if key:
+            text = entry_text(audit)
+            out.append((audit, (text, seal(key, text))))
+        else:
+            out.append((audit, None))
     return out
 
 
@@ -439,14 +480,15 @@ class _Misses:
     def _submit(self, chunk: list[_Job]) -> None:
         self.futures.append(self.pool.submit(_audit_in_worker, chunk))
 
-    def results(self) -> Iterator[tuple[str, str, FileAudit, str | None]]:
-        """(display, key, audit, seal) of every miss; the seal is None when this process audited the file."""
+    def results(self) -> Iterator[tuple[str, str, FileAudit, tuple[str, str] | None]]:
+        """(display, key, audit, (entry text, seal)) of every miss; the last is None when this process audited the
+        file (or nothing is cached)."""
         if self.pool is None:
             audits = [(audit_source(display, data, self.settings), None) for display, data, _ in self.pending]
         else:
             if self.pending:
                 self._submit(self.pending)
-            audits = [(audit, sealed or None) for future in self.futures for audit, sealed in future.result()]
+            audits = [result for future in self.futures for result in future.result()]
         self.pending = []
         for (display, key), (audit, sealed) in zip(self.keys, audits, strict=True):
             yield display, key, audit, sealed
@@ -499,8 +541,7 @@ def audit_tree(
     if not files:
         raise nothing_read(path, listing)
     with _collector_paused(), _Misses(settings, jobs, sealed=cache.path is not None) as misses:
-        for file in files:
-            display = file.relative_to(base).as_posix()
+        for file, display in zip(files, listing.relative, strict=True):
             try:
                 data = read_file(file)
             except OSError as exc:

@@ -68,7 +68,8 @@ CASES = {
         from matrix.guards.tree import CACHE_SCHEMA as SCHEMA, ResultCache, seal
         folder = work / "c"; folder.mkdir()
         bad = {"findings": [{"kind": "never-runs", "path": 5, "line": "7"}] * 20, "registered": True, "runners": []}
-        files = {f"{i:064x}": {"seal": seal(f"{i:064x}", bad), "audit": bad} for i in range(5_000)}
+        text = json.dumps(bad, sort_keys=True, separators=(",", ":"))
+        files = {f"{i:064x}": {"seal": seal(f"{i:064x}", text), "audit": text} for i in range(5_000)}
         (folder / "guards-k.json").write_text(json.dumps({"schema": SCHEMA, "files": files}))
         def work():
             cache = ResultCache(folder, "k")

@@ -226,17 +226,18 @@ def test_a_warm_run_reads_the_cache_and_a_change_invalidates_it(capsys, suite_co
     assert cache_file.exists()
 
 
-def test_a_cache_file_of_the_older_schema_is_a_clean_miss(capsys, suite_copy, private_cache):
-    """Entries of `specmatrix.guards-cache/2` (the findings' former fields), sealed as that schema sealed them, are not read."""
+@pytest.mark.parametrize("old_schema", ["specmatrix.guards-cache/2", "specmatrix.guards-cache/3"])
+def test_a_cache_file_of_an_older_schema_is_a_clean_miss(capsys, suite_copy, private_cache, old_schema):
+    """Entries of `/2` (the findings' former fields) and `/3` (the audit as an object, not as its text), sealed as
+    those schemas sealed them, are not read."""
     from matrix.core.jsonio import seal
 
-    old_schema = "specmatrix.guards-cache/2"
     code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
     (cache_file,) = private_cache.glob("guards-*.json")
     doc = json.loads(cache_file.read_text())
     files = {}
     for key, entry in doc["files"].items():
-        audit = entry["audit"]
+        audit = json.loads(entry["audit"])
         if audit is not None:
             # What the older schema stored: no findings, or the former field names; both must stay unread.
             audit = {**audit, "findings": []}
@@ -277,7 +278,7 @@ def test_entries_sealed_by_workers_are_warm_hits(capsys, suite_copy, private_cac
     monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 1)
     code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json", "--jobs", "2")
     entries = json.loads(next(private_cache.glob("guards-*.json")).read_text())["files"]
-    assert any(entry["audit"] is not None for entry in entries.values())
+    assert any(json.loads(entry["audit"]) is not None for entry in entries.values())
 
     def refuse(*args, **kwargs):
         raise AssertionError("parsed although cached")
@@ -307,7 +308,7 @@ def test_misses_come_back_in_the_order_they_were_added(monkeypatch):
         back = list(misses.results())
     assert [display for display, *_ in back] == names
     for display, key, audit, sealed in back:
-        assert sealed == tree.seal(key, tree.encode(audit))
+        assert sealed == (tree.entry_text(audit), tree.seal(key, tree.entry_text(audit)))
         assert [(f.path, f.source) for f in audit.findings] == [(display, f"unittest.skip({display!r})")]
 
 
