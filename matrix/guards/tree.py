@@ -108,6 +108,7 @@ _FINDING_TEXT = ("path", "test", "guard", "reason", "hint")
 _FINDING_KEYS = frozenset({"kind", "line", "runners", *_FINDING_TEXT})
 _AUDIT_KEYS = frozenset({"findings", "registered", "runners"})
 MAX_ENTRY_FINDINGS = 100_000
+_KINDS = {kind.value: kind for kind in GuardFindingKind}
 
 
 def _names(raw: Any, where: str) -> tuple[str, ...]:
@@ -117,7 +118,7 @@ def _names(raw: Any, where: str) -> tuple[str, ...]:
 
 
 def _finding(raw: Any, display: str) -> Finding:
-    if not isinstance(raw, dict) or set(raw) != _FINDING_KEYS:
+    if not isinstance(raw, dict) or raw.keys() != _FINDING_KEYS:
         raise BadEntry("a finding must be an object with exactly " + ", ".join(sorted(_FINDING_KEYS)))
     for name in _FINDING_TEXT:
         if not isinstance(raw[name], str):
@@ -127,10 +128,9 @@ def _finding(raw: Any, display: str) -> Finding:
         raise BadEntry("finding 'line' must be a non-negative integer")
     if raw["path"] != display:
         raise BadEntry("a finding of another file")
-    try:
-        kind = GuardFindingKind(raw["kind"])
-    except ValueError:
-        raise BadEntry(f"unknown finding kind {raw['kind']!r}") from None
+    kind = _KINDS.get(raw["kind"])
+    if kind is None:
+        raise BadEntry(f"unknown finding kind {raw['kind']!r}")
     return guard_finding(
         kind,
         path=raw["path"],
@@ -147,7 +147,7 @@ def decode(raw: Any, display: str) -> FileAudit | None:
     """An entry checked against the schema field by field; anything else raises `BadEntry`."""
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) != _AUDIT_KEYS:
+    if not isinstance(raw, dict) or raw.keys() != _AUDIT_KEYS:
         raise BadEntry("an entry must be null or an object with findings, registered and runners")
     findings = raw["findings"]
     if not isinstance(findings, list) or len(findings) > MAX_ENTRY_FINDINGS:
