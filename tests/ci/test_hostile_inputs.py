@@ -133,7 +133,7 @@ def test_an_edited_cache_entry_is_a_miss(tmp_path: Path, edit: str) -> None:
     cache = tmp_path / "c"
     assert run("guards", root, "--cache-dir", cache)[0] == 1
     path, doc = _cache_entries(cache)
-    for key, entry in doc["files"].items():
+    for entry in doc["files"].values():
         audit = json.loads(entry["audit"])  # the entry's text; its seal is kept, as an edit by hand keeps it
         if edit == "empty":
             audit["findings"] = []
