@@ -577,7 +577,7 @@ def guard_findings(
         for hit, skipped in by_guard.items():
             reason = " | ".join(verdict[(hit, r)].explain(facts[r]) for r in skipped)
             hint = silent_skip_hint(verdict[(hit, skipped[0])], facts[skipped[0]], every=tuple(skipped))
-            findings.append(replace(_finding(Kind.SILENT_SKIP, guards[hit], tuple(skipped), reason), hint=hint))
+            findings.append(_finding(Kind.SILENT_SKIP, guards[hit], tuple(skipped), reason, hint))
     for guard in early:
         if any(s in never for s in chain(guard.scope)):
             continue
@@ -595,7 +595,7 @@ def guard_findings(
                 "the test returns before testing anything and is counted as a pass: make it a visible skip "
                 "(self.skipTest(...) / pytest.skip(...)) so CI reports it, or drop the early return"
             )
-            findings.append(replace(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons)), hint=hint))
+            findings.append(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons), hint))
     for index, guard in enumerate(guards):
         if any(s in never for s in chain(guard.scope)):
             continue
@@ -693,6 +693,8 @@ def _platform_only(evaluations: Iterable[Evaluation], platforms: frozenset[Platf
     return None
 
 
-def _finding(kind: Kind, guard: Guard, runners: tuple[str, ...], reason: str) -> Finding:
+def _finding(kind: Kind, guard: Guard, runners: tuple[str, ...], reason: str, hint: str = "") -> Finding:
     path = guard.scope.split("::", 1)[0]
-    return guard_finding(kind, path=path, line=guard.line, test=guard.scope, runners=runners, guard=guard.source, reason=reason)
+    return guard_finding(
+        kind, path=path, line=guard.line, test=guard.scope, runners=runners, guard=guard.source, reason=reason, hint=hint
+    )
