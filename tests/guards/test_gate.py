@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from importlib import resources
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -358,3 +361,15 @@ def test_a_baseline_run_states_one_exit_code_the_one_it_returns(capsys, suite_co
     assert code == int(plant)
     assert _exit_mentions(out) == [f"exit {code}"], out
     assert out.rstrip().splitlines()[-1] == expected
+
+
+def test_the_phases_script_times_a_real_cold_run(shared_suite):
+    """`ci/phases_guards.py` hooks the tree's phases by name: a rename there shows here, not as a silent skip."""
+    script = Path(__file__).resolve().parents[2] / "ci" / "phases_guards.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(shared_suite), "--jobs", "2"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    phases = ("imports", "tree read and hashed", "last worker result", "cache written", "report rendered and written")
+    assert all(f"{name} " in done.stdout for name in phases)
+    assert done.stdout.startswith("exit 1;")
