@@ -138,9 +138,11 @@ def _find_all(text: str, word: str, into: list[int]) -> None:
 # - after the parse, every blanked `def` must be a function whose body is exactly the placeholder (a `def` line
 #   inside a string is not), else the file is parsed whole.
 #
-# Module-level functions not named `test*` keep their bodies (guards call such helpers and factories); so does
-# every function with a marked line. What is lost: a syntax error inside a blanked body is not reported as
-# `unparsable` (the file's own run fails loudly on it; the audit's verdicts on guards are unchanged).
+# Module-level functions not named `test*` keep their bodies while anything left in the parse names them (guards
+# call such helpers and factories, and helpers call each other); one that only blanked test bodies call is
+# blanked too (in ASCII files; see `_unnamed_helpers`). Every function with a marked line keeps its body. What is
+# lost: a syntax error inside a blanked body is not reported as `unparsable` (the file's own run fails loudly on
+# it; the audit's verdicts on guards are unchanged).
 
 # A one-line `def` header (no comment after it); the line's indentation is checked apart.
 _DEF = re.compile(r"def[ ]+(\w+)[^\n#]*:[ ]*\r?\n")
@@ -193,19 +195,32 @@ def clean_region(text: str, start: int = 0, end: int | None = None) -> bool:
     return _CLEAN.fullmatch(text, start, stop) is not None
 
 
+@dataclass(frozen=True)
+class _Body:
+    """A function body that holds no marked line and may be blanked: offsets, lines, indentation."""
+
+    start: int
+    end: int
+    line: int  # the def line
+    last: int  # the body's last line
+    indent: int
+    newlines: int
+    name: str = ""  # a module-level helper's name, and the offset of that name on its def line
+    name_at: int = -1
+
+
 def elide(text: str, marked: Sequence[int]) -> Elision | None:
     """`text` with the unmarked function bodies blanked, or None when there is none to blank.
 
     `marked` is the sorted list of 1-based lines that mention a skip (see `SourceText.mark_lines`)."""
-    pieces: list[str] = []
-    defs: list[int] = []
-    spans: list[tuple[int, int]] = []
-    copied = 0  # text[:copied] is in pieces already
+    bodies: list[_Body] = []
+    helpers: list[_Body] = []
+    blanked_until = 0  # a def before this offset is inside a body blanked already
     line, counted = 1, 0  # line number of offset `counted`
     for match in _DEF.finditer(text):
         start = match.start()
-        if start < copied:
-            continue  # inside a body blanked already
+        if start < blanked_until:
+            continue
         line_start = text.rfind("\n", 0, start) + 1
         indent = start - line_start
         if indent and text[line_start:start].strip(" "):
@@ -213,8 +228,6 @@ def elide(text: str, marked: Sequence[int]) -> Elision | None:
             if not (rest.startswith("async ") and not rest[6:].strip(" ")):
                 continue  # `def` not at the start of a statement line
             indent -= len(rest)
-        if indent == 0 and not match.group(1).startswith("test"):
-            continue  # a module-level helper: guards may call it
         body_start = match.end()
         # body_start follows the header's newline, so the search starts on that newline.
         found = _end_of_body(indent).search(text, body_start - 1)
@@ -228,15 +241,84 @@ def elide(text: str, marked: Sequence[int]) -> Elision | None:
             continue
         if _STATEMENT.search(text, body_start, body_end) is None or not clean_region(text, body_start, body_end):
             continue
-        pieces.append(text[copied:body_start])
-        pieces.append(" " * (indent + 1) + PLACEHOLDER + "\n" * max(newlines, 1))
-        copied = body_end
-        defs.append(line)
-        spans.append((line, last))
-    if not defs:
+        body = _Body(start=body_start, end=body_end, line=line, last=last, indent=indent, newlines=newlines)
+        if indent == 0 and not match.group(1).startswith("test"):
+            # A module-level helper: guards may call it, so it is blanked only if nothing left names it; the defs
+            # inside it are still looked at, in case it stays.
+            helpers.append(replace(body, name=match.group(1), name_at=match.start(1)))
+            continue
+        bodies.append(body)
+        blanked_until = body_end
+    if helpers:
+        unnamed = _unnamed_helpers(text, bodies, helpers)
+        bodies = [b for b in bodies if not any(h.start <= b.start < h.end for h in unnamed)]
+        bodies = sorted([*bodies, *unnamed], key=lambda b: b.start)
+    if not bodies:
         return None
+    pieces: list[str] = []
+    copied = 0  # text[:copied] is in pieces already
+    for body in bodies:
+        pieces.append(text[copied : body.start])
+        pieces.append(" " * (body.indent + 1) + PLACEHOLDER + "\n" * max(body.newlines, 1))
+        copied = body.end
     pieces.append(text[copied:])
-    return Elision(text="".join(pieces), defs=tuple(defs), spans=tuple(spans))
+    return Elision(text="".join(pieces), defs=tuple(b.line for b in bodies), spans=tuple((b.line, b.last) for b in bodies))
+
+
+# Past these, a file's helpers all keep their bodies: the judgement stays linear in the file, whatever it holds.
+MAX_JUDGED_HELPERS = 64
+MAX_HITS = 1024
+
+
+def _unnamed_helpers(text: str, bodies: Sequence[_Body], helpers: Sequence[_Body]) -> list[_Body]:
+    """The module-level helpers whose names nothing that stays in the parse mentions (none in a non-ASCII file).
+
+    What stays is the text less the blanked test bodies and the helpers' own bodies; a helper named there
+    (anywhere: code, strings, comments, other than on its own def line) stays, and what its body names stays
+    in turn. The rest cannot be reached by any guard, so their bodies are blanked too. Only ASCII text is
+    judged: Python folds non-ASCII identifiers (NFKC), which a text search would not."""
+    if not text.isascii() or len(helpers) > MAX_JUDGED_HELPERS:
+        return []
+    blank_starts = [b.start for b in bodies]
+    helper_starts = [h.start for h in helpers]
+    own = {h.name_at for h in helpers}
+    # Each mention of a helper's name: whether it lies in a blanked body, and in which helper's body (if any).
+    mentions: dict[str, list[tuple[bool, int]]] = {}
+    for h in helpers:
+        if h.name in mentions:
+            continue
+        found: list[tuple[bool, int]] = []
+        at = text.find(h.name)
+        hits = 0
+        while at >= 0:
+            after = at + len(h.name)
+            hits += 1
+            if hits > MAX_HITS:
+                found = [(False, -1)]  # found that often (perhaps inside other words): kept, without judging each
+                break
+            if not (_word(text, at - 1) or _word(text, after) or at in own):
+                i = bisect.bisect_right(blank_starts, at) - 1
+                j = bisect.bisect_right(helper_starts, at) - 1
+                found.append((i >= 0 and at < bodies[i].end, j if j >= 0 and at < helpers[j].end else -1))
+            at = text.find(h.name, after)
+        mentions[h.name] = found
+    kept: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for k, h in enumerate(helpers):
+            if k in kept:
+                continue
+            if any(not blanked and (inside < 0 or inside in kept) for blanked, inside in mentions[h.name]):
+                kept.add(k)
+                changed = True
+    named = {helpers[k].name for k in kept}
+    return [h for h in helpers if h.name not in named]
+
+
+def _word(text: str, at: int) -> bool:
+    """Whether text[at] is an identifier character (False off either end)."""
+    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
 
 
 _Def = ast.FunctionDef | ast.AsyncFunctionDef
