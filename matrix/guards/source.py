@@ -14,7 +14,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from matrix.guards.model import Bindings, ModuleNames, Platform, Registration
 
@@ -195,9 +195,9 @@ def clean_region(text: str, start: int = 0, end: int | None = None) -> bool:
     return _CLEAN.fullmatch(text, start, stop) is not None
 
 
-@dataclass(frozen=True)
-class _Body:
-    """A function body that holds no marked line and may be blanked: offsets, lines, indentation."""
+class _Body(NamedTuple):
+    """A function body that holds no marked line and may be blanked: offsets, lines, indentation (a tuple: a
+    file has one per def, and a frozen dataclass costs several times more to build)."""
 
     start: int
     end: int
@@ -245,7 +245,7 @@ def elide(text: str, marked: Sequence[int]) -> Elision | None:
         if indent == 0 and not match.group(1).startswith("test"):
             # A module-level helper: guards may call it, so it is blanked only if nothing left names it; the defs
             # inside it are still looked at, in case it stays.
-            helpers.append(replace(body, name=match.group(1), name_at=match.start(1)))
+            helpers.append(body._replace(name=match.group(1), name_at=match.start(1)))
             continue
         bodies.append(body)
         blanked_until = body_end
@@ -324,10 +324,15 @@ def _word(text: str, at: int) -> bool:
 _Def = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def _find_def(body: Sequence[ast.stmt], line: int) -> _Def | None:
-    """The function defined on `line`, descending through the statements that contain it."""
+def _find_def(body: Sequence[ast.stmt], line: int, starts_of: dict[int, list[int]] | None = None) -> _Def | None:
+    """The function defined on `line`, descending through the statements that contain it.
+
+    `starts_of` keeps each block's statement lines (by the block's identity) across calls on one tree."""
     for _ in range(200):  # nesting is bounded by the parser; this bounds the loop too
-        starts = [s.lineno for s in body]
+        if starts_of is None:
+            starts = [s.lineno for s in body]
+        else:
+            starts = starts_of.get(id(body)) or starts_of.setdefault(id(body), [s.lineno for s in body])
         index = bisect.bisect_right(starts, line) - 1
         if index < 0:
             return None
@@ -361,8 +366,9 @@ def _inner_body(stmt: ast.stmt, line: int) -> Sequence[ast.stmt] | None:
 
 def proven(tree: ast.Module, elision: Elision) -> bool:
     """Whether every blanked `def` parsed as a function whose whole body is the placeholder."""
+    starts_of: dict[int, list[int]] = {}  # the tree is alive throughout, so block identities are not reused
     for line in elision.defs:
-        node = _find_def(tree.body, line)
+        node = _find_def(tree.body, line, starts_of)
         if node is None or len(node.body) != 1:
             return False
         only = node.body[0]
