@@ -241,18 +241,21 @@ def elide(text: str, marked: Sequence[int]) -> Elision | None:
             continue
         if _STATEMENT.search(text, body_start, body_end) is None or not clean_region(text, body_start, body_end):
             continue
-        body = _Body(start=body_start, end=body_end, line=line, last=last, indent=indent, newlines=newlines)
         if indent == 0 and not match.group(1).startswith("test"):
             # A module-level helper: guards may call it, so it is blanked only if nothing left names it; the defs
             # inside it are still looked at, in case it stays.
-            helpers.append(body._replace(name=match.group(1), name_at=match.start(1)))
+            helpers.append(_Body._make((body_start, body_end, line, last, 0, newlines, match.group(1), match.start(1))))
             continue
-        bodies.append(body)
+        # _make builds the tuple in C (the keyword constructor is a Python function): one per def of the file.
+        bodies.append(_Body._make((body_start, body_end, line, last, indent, newlines, "", -1)))
         blanked_until = body_end
-    if helpers:
-        unnamed = _unnamed_helpers(text, bodies, helpers)
-        bodies = [b for b in bodies if not any(h.start <= b.start < h.end for h in unnamed)]
-        bodies = sorted([*bodies, *unnamed], key=lambda b: b.start)
+    unnamed = _unnamed_helpers(text, bodies, helpers) if helpers else []
+    if unnamed:
+        # The bodies blanked inside a blanked helper go with it.
+        starts = [h.start for h in unnamed]
+        inside = [bisect.bisect_right(starts, b.start) - 1 for b in bodies]
+        bodies = [b for b, i in zip(bodies, inside, strict=True) if i < 0 or b.start >= unnamed[i].end]
+        bodies = sorted([*bodies, *unnamed])  # by start offset, the tuples' first field
     if not bodies:
         return None
     pieces: list[str] = []
@@ -282,37 +285,39 @@ def _unnamed_helpers(text: str, bodies: Sequence[_Body], helpers: Sequence[_Body
     blank_starts = [b.start for b in bodies]
     helper_starts = [h.start for h in helpers]
     own = {h.name_at for h in helpers}
-    # Each mention of a helper's name: whether it lies in a blanked body, and in which helper's body (if any).
-    mentions: dict[str, list[tuple[bool, int]]] = {}
+    named: set[str] = set()  # names mentioned where the parse keeps the text: outside every body
+    within: dict[str, set[int]] = {}  # names mentioned (unblanked) only inside helpers' bodies: which helpers
     for h in helpers:
-        if h.name in mentions:
+        if h.name in named or h.name in within:
             continue
-        found: list[tuple[bool, int]] = []
+        callers: set[int] = set()
         at = text.find(h.name)
         hits = 0
         while at >= 0:
             after = at + len(h.name)
             hits += 1
             if hits > MAX_HITS:
-                found = [(False, -1)]  # found that often (perhaps inside other words): kept, without judging each
+                named.add(h.name)  # found that often (perhaps inside other words): kept, without judging each
                 break
             if not (_word(text, at - 1) or _word(text, after) or at in own):
                 i = bisect.bisect_right(blank_starts, at) - 1
-                j = bisect.bisect_right(helper_starts, at) - 1
-                found.append((i >= 0 and at < bodies[i].end, j if j >= 0 and at < helpers[j].end else -1))
+                if i < 0 or at >= bodies[i].end:  # not in a blanked body
+                    j = bisect.bisect_right(helper_starts, at) - 1
+                    if j < 0 or at >= helpers[j].end:
+                        named.add(h.name)  # the first mention that stays decides
+                        break
+                    callers.add(j)
             at = text.find(h.name, after)
-        mentions[h.name] = found
-    kept: set[int] = set()
+        if h.name not in named:
+            within[h.name] = callers
+    # A helper named inside a helper that stays, stays too.
     changed = True
     while changed:
         changed = False
-        for k, h in enumerate(helpers):
-            if k in kept:
-                continue
-            if any(not blanked and (inside < 0 or inside in kept) for blanked, inside in mentions[h.name]):
-                kept.add(k)
+        for name, callers in within.items():
+            if name not in named and any(helpers[j].name in named for j in callers):
+                named.add(name)
                 changed = True
-    named = {helpers[k].name for k in kept}
     return [h for h in helpers if h.name not in named]
 
 
