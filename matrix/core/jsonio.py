@@ -78,6 +78,8 @@ def depth_of(value: Any, limit: int = MAX_DEPTH) -> int:
 def dumps_strict(doc: Any, *, where: str, **kwargs: Any) -> str:
     """`json.dumps` that refuses NaN and Infinity (not JSON; GitHub's `fromJSON` rejects them)."""
     try:
+        if set(kwargs) == {"indent"} and isinstance(kwargs["indent"], int):
+            return dumps_indented(doc, indent=kwargs["indent"], allow_nan=False)
         return json.dumps(doc, allow_nan=False, **kwargs)
     except ValueError as exc:
         raise OutputError(f"{where}: cannot write a number that is not finite ({exc})") from None
@@ -126,7 +128,7 @@ def dumps_indented(doc: Any, *, indent: int = 2, allow_nan: bool = True) -> str:
     on_path: set[int] = set()  # containers being written: meeting one again is a cycle
 
     def float_text(o: float) -> str:
-        if o != o:
+        if o != o:  # noqa: PLR0124  (the test `floatstr` makes, for a float subclass too)
             text = "NaN"
         elif o == _INFINITY:
             text = "Infinity"
