@@ -32,7 +32,6 @@ from matrix.guards.gate import (
 )
 from matrix.guards.model import GuardReport
 from matrix.guards.tree import ENV_VAR, audit_tree, cache_folder, default_jobs, tree_inputs
-from matrix.schedule.load import find_workflows, load_schedule
 from matrix.schedule.model import Schedule
 
 FORMATS = ("text", "json", "md", "github", "sarif")
@@ -188,6 +187,8 @@ def read_schedule(args: argparse.Namespace, runners: Mapping[str, Any]) -> Sched
     """--workflows DIR, else the nearest .github/workflows above PATH (unless --no-workflows); says what it read."""
     if args.no_workflows:
         return None
+    from matrix.schedule.load import find_workflows, load_schedule  # the workflow readers: only a run that reads them
+
     root = args.workflows
     if root is None:
         if not args.path.exists():
