@@ -228,7 +228,7 @@ def test_an_own_matrix_without_coverage_or_cost_gets_the_defaults():
 def test_package_data_is_read_from_the_package_folder_or_through_importlib_resources(monkeypatch):
     from importlib import resources
 
-    import matrix.core.textfiles as textfiles
+    from matrix.core import textfiles
 
     shipped = resources.files("matrix").joinpath("data/runners.toml").read_text(encoding="utf-8")
     assert textfiles.package_text("data/runners.toml") == shipped
