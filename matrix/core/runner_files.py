@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.model import RunnerProfile, SkipPolicy
+from matrix.core.profile import RunnerProfile, SkipPolicy
 from matrix.core.textfiles import package_text
 from matrix.core.tomlfields import expect_keys, read_toml, read_toml_file, str_field, strings_field, table_field
 
