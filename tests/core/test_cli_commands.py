@@ -85,3 +85,22 @@ def test_a_guards_run_imports_no_other_command_module_and_nothing_it_does_not_us
 @pytest.mark.parametrize("planted", ["matrix.cli.core", "packaging.specifiers", "matrix.schedule.load"])
 def test_the_import_check_sees_a_planted_import(planted):
     assert needless_imports(["matrix.cli.guards", "matrix.core.model", planted]) == [planted]
+
+
+def test_a_command_runs_with_the_collector_tuned_and_main_restores_it(monkeypatch, tmp_path):
+    import gc
+
+    import matrix.cli.guards as guards_cli
+    from matrix.cli.main import COLLECT_EVERY, main
+
+    seen: list[tuple[int, ...]] = []
+
+    def fake(args, options):
+        seen.append(gc.get_threshold())
+        raise KeyboardInterrupt  # a command that fails: the threshold is restored all the same
+
+    monkeypatch.setattr(guards_cli, "cmd_guards", fake)
+    before = gc.get_threshold()
+    assert main(["guards", str(tmp_path)]) == 2
+    assert seen == [(max(before[0], COLLECT_EVERY), *before[1:])]
+    assert gc.get_threshold() == before

@@ -1,0 +1,80 @@
+"""Time the two parts of a warm `specmatrix guards` run that do not depend on the tree's cache: writing the report in
+each format, and the imports of a fresh interpreter.
+
+    python ci/bench_guards_output.py TREE [--repeat 9]     # TREE e.g. from `python ci/bench_guards.py --keep TREE`
+
+Writers: the tree is audited once (warm, through a private cache), then `render` of `matrix/cli/guards.py` writes
+each format `--repeat` times in this process; the figure is the least CPU time (the machine is shared: the least
+is the run the other jobs disturbed least). Imports: `python -X importtime -m matrix guards TREE --format json
+--no-workflows` in a fresh interpreter `--repeat` times; the figures are the least and the median of the summed
+self times, and the module count. Run it with `PYTHONPATH` set to another checkout to time that code instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from matrix.cli.guards import FORMATS, render
+from matrix.core.finding import Severity
+from matrix.core.loader import load_runners
+from matrix.guards.audit import load_suite_map
+from matrix.guards.gate import gate
+from matrix.guards.tree import audit_tree
+
+
+def least_cpu(work: object, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        work()  # type: ignore[operator]
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def import_totals(tree: Path, cache: Path, repeat: int) -> tuple[list[float], int]:
+    command = [sys.executable, "-X", "importtime", "-m", "matrix", "guards", str(tree), "--format", "json"]
+    command += ["--no-workflows", "--cache-dir", str(cache)]
+    totals, modules = [], 0
+    for _ in range(repeat):
+        done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=tempfile.gettempdir())
+        lines = [line for line in done.stderr.splitlines() if line.startswith("import time:") and "|" in line]
+        selfs = [line.split(":", 1)[1].split("|")[0].strip() for line in lines]
+        totals.append(sum(int(s) for s in selfs if s.isdigit()) / 1000)
+        modules = sum(1 for s in selfs if s.isdigit())
+    return totals, modules
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tree", type=Path)
+    parser.add_argument("--repeat", type=int, default=9)
+    args = parser.parse_args()
+    print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory(prefix="bench-output-") as tmp:
+        cache = Path(tmp)
+        kwargs = {"suite_map": load_suite_map(None), "jobs": 2, "cache_dir": cache}
+        audit_tree(args.tree, load_runners(), **kwargs)  # fill the cache
+        report = audit_tree(args.tree, load_runners(), **kwargs)
+        result = gate(report, show=Severity.WARNING)
+        print(f"{len(report.findings)} findings, {len(result.shown)} shown")
+        for fmt in FORMATS:
+            seconds = least_cpu(lambda fmt=fmt: render(report, result, fmt), args.repeat)
+            print(f"write --format {fmt}: {1000 * seconds:.1f} ms CPU (least of {args.repeat})")
+        totals, modules = import_totals(args.tree, cache, args.repeat)
+    print(
+        f"imports of a warm run: {min(totals):.1f} ms least, {statistics.median(totals):.1f} ms median "
+        f"({modules} modules, {args.repeat} runs)"
+    )
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
