@@ -144,12 +144,13 @@ def _repo_path(root: str, path: str, cwd: Path) -> str:
 
 def _annotations(report: GuardReport, findings: tuple[Finding, ...]) -> str:
     """One workflow command per finding; each file's repository path is resolved once (it stats every parent)."""
-    cwd = Path.cwd().resolve()
+    cwd: Path | None = None  # asked for once, and only when there is a finding (as before)
     known: dict[str, str] = {}
     lines = []
     for f in findings:
         file = known.get(f.path)
         if file is None:
+            cwd = cwd or Path.cwd().resolve()
             file = known[f.path] = _repo_path(report.root, f.path, cwd)
         lines.append(finding_annotation(f, file))
     return "\n".join(lines)
