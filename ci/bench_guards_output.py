@@ -13,6 +13,7 @@ self times, and the module count. Run it with `PYTHONPATH` set to another checko
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import subprocess
@@ -60,13 +61,13 @@ def main() -> int:
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="bench-output-") as tmp:
         cache = Path(tmp)
-        kwargs = {"suite_map": load_suite_map(None), "jobs": 2, "cache_dir": cache}
-        audit_tree(args.tree, load_runners(), **kwargs)  # fill the cache
-        report = audit_tree(args.tree, load_runners(), **kwargs)
+        suite_map = load_suite_map(None)
+        audit_tree(args.tree, load_runners(), suite_map=suite_map, jobs=2, cache_dir=cache)  # fill the cache
+        report = audit_tree(args.tree, load_runners(), suite_map=suite_map, jobs=2, cache_dir=cache)
         result = gate(report, show=Severity.WARNING)
         print(f"{len(report.findings)} findings, {len(result.shown)} shown")
         for fmt in FORMATS:
-            seconds = least_cpu(lambda fmt=fmt: render(report, result, fmt), args.repeat)
+            seconds = least_cpu(functools.partial(render, report, result, fmt), args.repeat)
             print(f"write --format {fmt}: {1000 * seconds:.1f} ms CPU (least of {args.repeat})")
         totals, modules = import_totals(args.tree, cache, args.repeat)
     print(
