@@ -2,12 +2,15 @@
 each format, and the imports of a fresh interpreter.
 
     python ci/bench_guards_output.py TREE [--repeat 9]     # TREE e.g. from `python ci/bench_guards.py --keep TREE`
+    python ci/bench_guards_output.py TREE --against OTHER  # also: warm runs of OTHER's code and this code, interleaved
 
 Writers: the tree is audited once (warm, through a private cache), then `render` of `matrix/cli/guards.py` writes
 each format `--repeat` times in this process; the figure is the least CPU time (the machine is shared: the least
 is the run the other jobs disturbed least). Imports: `python -X importtime -m matrix guards TREE --format json
 --no-workflows` in a fresh interpreter `--repeat` times; the figures are the least and the median of the summed
 self times, and the module count. Run it with `PYTHONPATH` set to another checkout to time that code instead.
+`--against OTHER` then times `--repeat` warm runs of the whole command (CPU of the child, and wall) with
+`PYTHONPATH=OTHER` and with this checkout, alternately, so both see the same load.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -53,10 +57,40 @@ def import_totals(tree: Path, cache: Path, repeat: int) -> tuple[list[float], in
     return totals, modules
 
 
+def warm_runs(tree: Path, cache: Path, code: Path) -> tuple[float, float]:
+    """(CPU, wall) seconds of one warm run of `code`'s package in a fresh interpreter."""
+    command = [sys.executable, "-m", "matrix", "guards", str(tree), "--format", "json", "--no-workflows"]
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([*command, "--cache-dir", str(cache)], env=env, capture_output=True, check=False, cwd=tempfile.gettempdir())
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+
+
+def compare(tree: Path, other: Path, repeat: int) -> None:
+    sides = {f"{other}": other.resolve(), "this checkout": Path(__file__).resolve().parents[1]}
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
+    with tempfile.TemporaryDirectory(prefix="bench-warm-") as tmp:
+        for name, code in sides.items():  # fill each side's own cache
+            warm_runs(tree, Path(tmp) / name.replace("/", "_"), code)
+        for _ in range(repeat):
+            for name, code in sides.items():
+                runs[name].append(warm_runs(tree, Path(tmp) / name.replace("/", "_"), code))
+    for name, pairs in runs.items():
+        cpu, wall = [c for c, _ in pairs], [w for _, w in pairs]
+        print(
+            f"warm, {name}: CPU median {statistics.median(cpu):.3f} s (least {min(cpu):.3f}), "
+            f"wall median {statistics.median(wall):.3f} s ({repeat} runs, interleaved)"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tree", type=Path)
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--against", type=Path, help="another checkout whose warm runs are timed against this one's")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="bench-output-") as tmp:
@@ -74,6 +108,8 @@ def main() -> int:
         f"imports of a warm run: {min(totals):.1f} ms least, {statistics.median(totals):.1f} ms median "
         f"({modules} modules, {args.repeat} runs)"
     )
+    if args.against is not None:
+        compare(args.tree, args.against, args.repeat)
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 
