@@ -11,16 +11,15 @@ import fnmatch
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError, UsageError
 from matrix.core.finding import Finding
 from matrix.core.jsonio import loads_untrusted
-from matrix.core.loader import read_toml, read_toml_file
-from matrix.core.model import RunnerProfile
-from matrix.core.textfiles import read_text
+from matrix.core.profile import RunnerProfile
+from matrix.core.textfiles import package_text, read_text
+from matrix.core.tomlfields import read_toml, read_toml_file
 from matrix.guards.evaluate import Evaluation, GuardEvaluator, Tri
 from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
@@ -100,7 +99,7 @@ def parse_suite_map(data: Mapping[str, Any], source: str, base: SuiteMap | None 
 
 def load_suite_map(extra: Path | None = None) -> SuiteMap:
     """The built-in suite map, overlaid by `extra` when given."""
-    text = resources.files("matrix").joinpath("data/suites.toml").read_text(encoding="utf-8")
+    text = package_text("data/suites.toml")
     built_in = parse_suite_map(read_toml(text, DEFAULT_SOURCE), DEFAULT_SOURCE)
     if extra is None:
         return built_in

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 
 # --- predicates -------------------------------------------------------------------------------------------------------
 # What the guard helpers of sglang and torch return on a runner profile (docs/sources.md#guard-helpers).

@@ -21,7 +21,7 @@ from matrix.core.errors import OutputError, UsageError
 from matrix.core.finding import Finding
 from matrix.core.jsonio import canonical, seal_text
 from matrix.core.machine import find_runner
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import decode_python, read_limited, special_kind
 from matrix.guards.audit import AuditSettings, FileAudit, SuiteMap, audit_file, check_suite_map, load_suite_map
 from matrix.guards.finder import TEST_FILE, analyse_source
