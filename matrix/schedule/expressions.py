@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 MAX_EXPRESSION = 4096  # characters of one `${{ }}` body
 MAX_NESTING = 32
@@ -329,8 +329,20 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def evaluate(body: str, lookup: Resolver) -> Any:
+class Memo(Protocol):
+    """Remembers evaluations (`matrix.schedule.memo.EvaluationMemo`): `compute(body, lookup)` or an equal result."""
+
+    def value(self, body: str, lookup: Resolver, compute: Callable[[str, Resolver], Any]) -> Any: ...
+
+
+def evaluate(body: str, lookup: Resolver, memo: Memo | None = None) -> Any:
     """The value of one expression body (without `${{ }}`); an unreadable expression is `Unknown`."""
+    if memo is not None:
+        return memo.value(body, lookup, _evaluate)
+    return _evaluate(body, lookup)
+
+
+def _evaluate(body: str, lookup: Resolver) -> Any:
     node = _compiled(body)
     if isinstance(node, ExpressionError):
         return Unknown(text=body.strip())
@@ -345,20 +357,22 @@ def as_text(value: Any) -> str:
     return _text(value)
 
 
-def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
+def expand(text: str, lookup: Resolver, memo: Memo | None = None) -> tuple[Any, tuple[Unknown, ...]]:
     """`text` with each `${{ }}` replaced: a whole-string expression keeps its value's type; in a longer string
     each value is put in as text. Unknown parts come back as placeholders plus the list of what was unknown;
-    a OneOf inside a longer string is returned as a OneOf of strings."""
+    a OneOf inside a longer string is returned as a OneOf of strings. With `memo`, evaluations are remembered."""
+    if "${{" not in text:
+        return text, ()  # no expression: what the loop below gives, without it
     whole = EXPR.fullmatch(text.strip())
     if whole is not None:
-        value = evaluate(whole.group(1), lookup)
+        value = evaluate(whole.group(1), lookup, memo)
         return value, ((value,) if isinstance(value, Unknown) else ())
     unknown: list[Unknown] = []
     pieces: list[tuple[str, ...]] = [("",)]
     last = 0
     for match in EXPR.finditer(text):
         pieces.append((text[last : match.start()],))
-        value = evaluate(match.group(1), lookup)
+        value = evaluate(match.group(1), lookup, memo)
         if isinstance(value, Unknown):
             unknown.append(value)
             pieces.append((placeholder(len(unknown) - 1),))

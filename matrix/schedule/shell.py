@@ -45,10 +45,23 @@ def _commands(script: str, working_dir: str, keywords: tuple[str, ...] | None) -
     out: list[Command] = []
     state = [working_dir]
     for line in _lines(script):
-        if keywords is not None and not any(k in line for k in keywords) and not _CD.search(line):
+        if keywords is not None and not _holds(line, keywords):
             continue
         out.extend(_line_commands(line, state, 0))
     return tuple(out)
+
+
+def _holds(line: str, keywords: tuple[str, ...]) -> bool:
+    """Whether a line may run a command of interest: it names a keyword, or it moves the working directory."""
+    if _wanted(keywords).search(line) is None:
+        return False
+    return any(k in line for k in keywords) or _CD.search(line) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _wanted(keywords: tuple[str, ...]) -> re.Pattern[str]:
+    """One search that every line holding a keyword or a `cd` matches (a quick first test, never the verdict)."""
+    return re.compile("|".join([*(re.escape(k) for k in keywords), "cd"]))
 
 
 def _lines(script: str) -> Iterator[str]:
@@ -59,7 +72,37 @@ def _lines(script: str) -> Iterator[str]:
         yield raw
 
 
+# shlex's split (`_shlex_split`), for a line without backslashes: words end at its whitespace (only these four
+# characters) and at a run of punctuation, which is a word of its own; quotes join what they hold to the word and
+# are dropped (`''` is an empty word); a `#` outside quotes starts a comment, even inside a word; an unclosed quote
+# makes the line unreadable. `tests/schedule/test_shell_split.py` compares the two on generated lines.
+_TOKEN = re.compile(r"""(?P<ws>[ \t\r\n]+)|(?P<punct>[;&|()]+)|(?P<word>(?:[^ \t\r\n;&|()'"#]+|'[^']*'|"[^"]*")+)|(?P<stop>.)""")
+_QUOTED = re.compile("'([^']*)'|\"([^\"]*)\"")
+
+
 def _split(line: str) -> list[str] | None:
+    """The words of one line as `shlex` (POSIX mode, `;&|()` punctuation) splits them; None when a quote is
+    not closed."""
+    if "\\" in line or "\n" in line:
+        return _shlex_split(line)  # escapes, or a comment that ends before the text does: shlex's own rules
+    words: list[str] = []
+    for match in _TOKEN.finditer(line):
+        kind = match.lastgroup
+        if kind == "word":
+            word = match.group()
+            words.append(_QUOTED.sub(_unquote, word) if "'" in word or '"' in word else word)
+        elif kind == "punct":
+            words.append(match.group())
+        elif kind == "stop":
+            return None if match.group() in "'\"" else words  # an unclosed quote, or a comment to the line's end
+    return words
+
+
+def _unquote(match: re.Match[str]) -> str:
+    return match.group(1) if match.group(1) is not None else match.group(2)
+
+
+def _shlex_split(line: str) -> list[str] | None:
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
     lexer.whitespace_split = True
     lexer.commenters = "#"
