@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 MAX_EXPRESSION = 4096  # characters of one `${{ }}` body
 MAX_NESTING = 32
@@ -22,6 +22,7 @@ EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>-?\d+(?:\.\d+)?)|(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|<=|>=|&&|\|\||[!<>()\[\].,*])|(?P<name>[A-Za-z_][\w-]*))"
 )
+_BLANK_TO_END = re.compile(r"\s*\Z")  # `text[pos:].strip() == ""` without copying the rest (\s is str.isspace)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,7 +171,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     pos = 0
     while pos < len(text):
-        if text[pos:].strip() == "":
+        if _BLANK_TO_END.match(text, pos):
             break
         match = _TOKEN.match(text, pos)
         if match is None:
@@ -329,20 +330,8 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-class Memo(Protocol):
-    """Remembers evaluations (`matrix.schedule.memo.EvaluationMemo`): `compute(body, lookup)` or an equal result."""
-
-    def value(self, body: str, lookup: Resolver, compute: Callable[[str, Resolver], Any]) -> Any: ...
-
-
-def evaluate(body: str, lookup: Resolver, memo: Memo | None = None) -> Any:
+def evaluate(body: str, lookup: Resolver) -> Any:
     """The value of one expression body (without `${{ }}`); an unreadable expression is `Unknown`."""
-    if memo is not None:
-        return memo.value(body, lookup, _evaluate)
-    return _evaluate(body, lookup)
-
-
-def _evaluate(body: str, lookup: Resolver) -> Any:
     node = _compiled(body)
     if isinstance(node, ExpressionError):
         return Unknown(text=body.strip())
@@ -357,22 +346,22 @@ def as_text(value: Any) -> str:
     return _text(value)
 
 
-def expand(text: str, lookup: Resolver, memo: Memo | None = None) -> tuple[Any, tuple[Unknown, ...]]:
+def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
     """`text` with each `${{ }}` replaced: a whole-string expression keeps its value's type; in a longer string
     each value is put in as text. Unknown parts come back as placeholders plus the list of what was unknown;
-    a OneOf inside a longer string is returned as a OneOf of strings. With `memo`, evaluations are remembered."""
+    a OneOf inside a longer string is returned as a OneOf of strings."""
     if "${{" not in text:
         return text, ()  # no expression: what the loop below gives, without it
     whole = EXPR.fullmatch(text.strip())
     if whole is not None:
-        value = evaluate(whole.group(1), lookup, memo)
+        value = evaluate(whole.group(1), lookup)
         return value, ((value,) if isinstance(value, Unknown) else ())
     unknown: list[Unknown] = []
     pieces: list[tuple[str, ...]] = [("",)]
     last = 0
     for match in EXPR.finditer(text):
         pieces.append((text[last : match.start()],))
-        value = evaluate(match.group(1), lookup, memo)
+        value = evaluate(match.group(1), lookup)
         if isinstance(value, Unknown):
             unknown.append(value)
             pieces.append((placeholder(len(unknown) - 1),))

@@ -24,8 +24,8 @@ from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import read_text
 from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate, expand, truthy
+from matrix.schedule.files import CI_NAME, ci_script_names, workflow_files
 from matrix.schedule.labels import LabelIndex
-from matrix.schedule.memo import EvaluationMemo
 from matrix.schedule.model import (
     CommandReader,
     Gate,
@@ -44,7 +44,6 @@ from matrix.schedule.runner_configs import RunnerConfigTable, find_table
 from matrix.schedule.shell import commands
 from matrix.schedule.yamldoc import load_yaml
 
-MAX_FILES = 512
 MAX_CALL_DEPTH = 8
 MAX_MATRIX_JOBS = 256  # GitHub's limit per matrix
 MAX_MATRIX_PRODUCT = 4096  # before exclude
@@ -60,71 +59,6 @@ EVENT_GATES = {
 }
 _OUTPUT_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_][\w-]*)=([^"'\s$`]*)["']?\s*>>\s*["']?\$\{?GITHUB_OUTPUT\b""")
 _ENV_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_]\w*)=([^"'\n]*?)["']?\s*>>\s*["']?\$\{?GITHUB_ENV\b""")
-# An upper-case word of three or more characters (`\b[A-Z][A-Z0-9_]{2,}\b`), spelled so that the search starts
-# with a character class: the regex engine then skips to the next capital letter instead of trying every position
-# (a quarter of the time over sglang's 1.8 MB of CI files); the look-behind is the leading `\b`.
-_NAME = re.compile(r"[A-Z](?<!\w[A-Z])[A-Z0-9_]{2,}\b")
-CI_SCRIPT_DIRS = ("scripts/ci", ".github/actions", ".github/scripts", ".buildkite", "ci")
-MAX_SCRIPT_BYTES = 8 * 1024 * 1024
-
-
-def workflow_files(root: Path) -> tuple[Path, list[Path]]:
-    """(repository root, `.github/workflows/*.yml|yaml`) under `root`, which may also be the workflows folder."""
-    folder = root / ".github" / "workflows"
-    repo = root
-    if not folder.is_dir() and root.name == "workflows" and root.parent.name == ".github":
-        folder, repo = root, root.parent.parent
-    if not folder.is_dir():
-        raise ConfigError(f"--workflows {root}: no .github/workflows folder there")
-    files = sorted(p for p in folder.iterdir() if p.suffix in (".yml", ".yaml") and p.is_file())
-    if not files:
-        raise ConfigError(f"--workflows {root}: .github/workflows has no *.yml files")
-    if len(files) > MAX_FILES:
-        raise ConfigError(f"--workflows {root}: more than {MAX_FILES} workflow files")
-    return repo, files
-
-
-def ci_script_files(repo: Path) -> list[Path]:
-    """The scripts CI runs (`scripts/ci`, local actions), up to MAX_SCRIPT_BYTES in all."""
-    out: list[Path] = []
-    budget = MAX_SCRIPT_BYTES
-    for folder in CI_SCRIPT_DIRS:
-        base = repo / folder
-        if not base.is_dir():
-            continue
-        for path in sorted(base.rglob("*")):
-            if path.suffix not in (".sh", ".py", ".yml", ".yaml", ".bash", ".env") or not path.is_file():
-                continue
-            try:
-                budget -= path.stat().st_size
-            except OSError:
-                continue
-            if budget < 0:
-                return out
-            out.append(path)
-    return out
-
-
-def ci_script_names(repo: Path) -> set[str]:
-    """Upper-case names in the scripts CI runs: variables they may export."""
-    names: set[str] = set()
-    for path in ci_script_files(repo):
-        try:
-            names.update(_NAME.findall(path.read_bytes().decode("utf-8", "replace")))
-        except OSError:
-            continue
-    return names
-
-
-def find_workflows(start: Path) -> Path | None:
-    """The nearest folder at or above `start` that has `.github/workflows` (what `guards` reads by itself)."""
-    current = start.resolve()
-    if current.is_file():
-        current = current.parent
-    for folder in (current, *current.parents):
-        if (folder / ".github" / "workflows").is_dir():
-            return folder
-    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,10 +224,10 @@ class _Walker:
         self._unknown_paths: dict[tuple[str, ...], Unknown] = {}
         self._interest: dict[str, bool] = {}
         self._lines: dict[tuple[str, str, int], int] = {}
+        self._key_lines: dict[str, dict[str, int]] = {}
         self._stack: list[str] = []
         self._script_results: dict[tuple[str, str, tuple[tuple[str, str], ...], Origin], ScriptResult] = {}
         self._notes_now = _Notes()
-        self.memo = EvaluationMemo()
         # Every reader names the text its commands hold: lines without any are not split.
         found = [getattr(r, "keywords", None) for r in self.readers]
         self.keywords = None if any(k is None for k in found) else tuple(k for ks in found if ks for k in ks)
@@ -309,7 +243,7 @@ class _Walker:
         sources = tuple(self.workflows) + ((self.table.source,) if self.table else ())
         names: set[str] = set()
         for wf in self.workflows.values():
-            names.update(_NAME.findall("\n".join(wf.lines)))  # one scan per file: \b stops at a line break
+            names.update(CI_NAME.findall("\n".join(wf.lines)))  # one scan per file: \b stops at a line break
         names.update(ci_script_names(self.repo))
         return Schedule(
             ci_names=tuple(sorted(names)),
@@ -453,7 +387,7 @@ class _Walker:
         whole = re.fullmatch(r"\$\{\{(.*)\}\}", text, re.DOTALL)
         body = whole.group(1) if whole else text
         local = _Notes()
-        value = truthy(evaluate(body, self.lookup(ctx, event, {}, {}, local), self.memo))
+        value = truthy(evaluate(body, self.lookup(ctx, event, {}, {}, local)))
         if value is None:
             short = " ".join(body.split())
             notes.add(f"if: {short[:90]}{'...' if len(short) > 90 else ''} assumed true")
@@ -500,7 +434,7 @@ class _Walker:
             if isinstance(with_, Mapping):
                 resolve = self.lookup(ctx, events[0] if len(events) == 1 else None, matrix, {}, notes)
                 for key, raw in with_.items():
-                    value, _ = expand(raw, resolve, self.memo) if isinstance(raw, str) else (raw, ())
+                    value, _ = expand(raw, resolve) if isinstance(raw, str) else (raw, ())
                     inputs[str(key)] = value
             self._stack.append(callee.name)
             try:
@@ -513,7 +447,7 @@ class _Walker:
         matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
         resolve = self.lookup(ctx, None, {}, {}, notes)
         if isinstance(matrix, str):
-            value, _ = expand(matrix, resolve, self.memo)
+            value, _ = expand(matrix, resolve)
             if not isinstance(value, Mapping):
                 notes.add(f"strategy.matrix {' '.join(matrix.split())[:80]} is known only at run time: assumed one job")
                 return [{}]
@@ -526,7 +460,7 @@ class _Walker:
                 continue
             values = raw
             if isinstance(raw, str):
-                value, _ = expand(raw, resolve, self.memo)
+                value, _ = expand(raw, resolve)
                 if isinstance(value, list):
                     values = value
                 else:
@@ -563,7 +497,7 @@ class _Walker:
         out: dict[str, str] = {}
         for key, value in raw.items():
             if isinstance(value, str) and "${{" in value:
-                resolved, unknown = expand(value, resolve, self.memo)
+                resolved, unknown = expand(value, resolve)
                 out[str(key)] = value if unknown or isinstance(resolved, OneOf) else as_text(resolved)
             elif isinstance(value, bool | int | float | str):
                 out[str(key)] = as_text(value)
@@ -595,7 +529,7 @@ class _Walker:
             if step.get("if") is not None and self._condition(ctx, step["if"], event, _Notes()) is False:
                 continue
             step_env = {**env, **self._env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=job_notes)}
-            script, unknown = expand(str(run), self.lookup(ctx, event, matrix, step_env, job_notes), self.memo)
+            script, unknown = expand(str(run), self.lookup(ctx, event, matrix, step_env, job_notes))
             scripts = script.values if isinstance(script, OneOf) else (script,)
             line = self._line_of(
                 ctx.workflow, str(run).strip().splitlines()[0] if str(run).strip() else "run:", after=origin.line
@@ -691,11 +625,11 @@ class _Walker:
         resolve = self.lookup(ctx, event, matrix, {}, local)
         value: Any = runs_on
         if isinstance(runs_on, str):
-            value, _ = expand(runs_on, resolve, self.memo)
+            value, _ = expand(runs_on, resolve)
         elif isinstance(runs_on, Mapping):
             value = runs_on.get("labels", runs_on.get("group"))
             if isinstance(value, str):
-                value, _ = expand(value, resolve, self.memo)
+                value, _ = expand(value, resolve)
         options = value.values if isinstance(value, OneOf) else (value,)
         out: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         for option in options:
@@ -735,8 +669,27 @@ class _Walker:
     def _line_of(self, wf: _Workflow, needle: str, after: int = 0) -> int:
         key = (wf.name, needle, after)
         if key not in self._lines:
-            self._lines[key] = _find_line(wf.lines, needle.strip(), after)
+            needle = needle.strip()
+            if not after and needle.endswith(":") and needle.index(":") == len(needle) - 1:
+                # A job key (`name:` at a line start): one index per file, not a scan from the top per job.
+                keys = self._key_lines.get(wf.name)
+                if keys is None:
+                    keys = self._key_lines[wf.name] = _key_lines(wf.lines)
+                self._lines[key] = keys.get(needle, 1)
+            else:
+                self._lines[key] = _find_line(wf.lines, needle, after)
         return self._lines[key]
+
+
+def _key_lines(lines: tuple[str, ...]) -> dict[str, int]:
+    """`name:` -> the first line whose text starts with it: what `_find_line(lines, "name:", 0)` finds (its
+    fallback, line 1, for a key that is not there)."""
+    found: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        head, colon, _ = line.strip().partition(":")
+        if colon:
+            found.setdefault(head + ":", number)
+    return found
 
 
 def _find_line(lines: tuple[str, ...], needle: str, after: int) -> int:
