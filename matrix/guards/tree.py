@@ -67,10 +67,19 @@ def settings_key(settings: AuditSettings) -> str | None:
         sorted(settings.known_suites) if settings.known_suites is not None else None,
         settings.only_runners,
         sorted(settings.installed),
-        repr(settings.schedule),
+        _schedule_print(settings.schedule),
         code.hexdigest(),
     )
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
+
+
+def _schedule_print(schedule: Schedule | None) -> str:
+    """The schedule's part of the key: the digest of the CI files it was read from when it came from the schedule
+    cache (its content follows from them), else its repr (600 entries of sglang's CI: 10 ms of repr and hash)."""
+    from matrix.schedule.cache import fingerprint  # only a run with a schedule needs it
+
+    known = fingerprint(schedule) if schedule is not None else None
+    return f"read from CI files {known}" if known is not None else repr(schedule)
 
 
 def file_key(display: str, data: bytes) -> str:
