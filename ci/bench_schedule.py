@@ -46,14 +46,15 @@ scripts = TreeLoader(github.workflow_files(root)[0]) if readers == "schedule" el
 start = time.process_time()
 schedule = github.read_github(root, chosen, runners, scripts=scripts)
 total = time.process_time() - start
-print(json.dumps({"total": total, "yaml": spent[0], "entries": len(schedule.entries)}))
+print(json.dumps({"total": total, "yaml": spent[0], "entries": len(schedule.entries), "from": github.__file__}))
 """
 
 
 def one_run(repo: Path, readers: str, checkout: Path) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
+    # -P: the working directory is not put first on sys.path, so PYTHONPATH decides which package is timed.
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(repo), readers], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-P", "-c", CHILD, str(repo), readers], capture_output=True, text=True, env=env, check=False
     )
     if done.returncode != 0:
         sys.exit(f"bench_schedule: the run under {checkout} failed: {done.stderr.strip().splitlines()[-1:]}")

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
@@ -39,10 +39,12 @@ from matrix.schedule.model import (
     UnreadJob,
     called_from,
 )
-from matrix.schedule.pytest_command import ScriptLoader, ScriptResult, called_scripts, read_script
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
 from matrix.schedule.shell import commands
 from matrix.schedule.yamldoc import load_yaml
+
+if TYPE_CHECKING:
+    from matrix.schedule.pytest_command import ScriptLoader, ScriptResult
 
 MAX_CALL_DEPTH = 8
 MAX_MATRIX_JOBS = 256  # GitHub's limit per matrix
@@ -605,6 +607,8 @@ class _Walker:
         script that is missing, nested too deep or named only at run time is listed as unread."""
         assert self.scripts is not None
         found: list[tuple[Selection, Origin]] = []
+        from matrix.schedule.pytest_command import called_scripts, read_script  # only when scripts are followed
+
         for path, why in called_scripts(words, context):
             if path is None:
                 self.unread.append(UnreadJob(origin=context.origin, reason=_shown(why, unknown)))
