@@ -19,6 +19,8 @@ from typing import Any
 from matrix.schedule.expression_syntax import ExpressionError, Node, parse
 
 EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Unknown:
     """A value the static reading cannot know; `text` is the expression (shown in assumptions)."""

@@ -716,7 +716,6 @@ def _rooted(record: _Record, via: tuple[str, ...]) -> _Record:
     return replace(record, origin=_under(record.origin, via)) if via else record
 
 
-
 class _Outputs(Mapping[str, Any]):
     """`needs.X.outputs` as a whole (passed on as `toJson(needs.X.outputs)`): each name is looked up when read,
     and a name no workflow echoes is Unknown, never missing."""

@@ -153,9 +153,7 @@ def _children(node: Any, yaml: Any) -> list[Any]:
 _TAG = "tag:yaml.org,2002:"
 _MAP, _SEQ, _STR = _TAG + "map", _TAG + "seq", _TAG + "str"
 # Scalar tags whose PyYAML safe constructor is a pure function of the node (called as is, so the values match).
-_SCALARS = {
-    _TAG + name: f"construct_yaml_{name}" for name in ("null", "bool", "int", "float", "binary", "timestamp")
-}
+_SCALARS = {_TAG + name: f"construct_yaml_{name}" for name in ("null", "bool", "int", "float", "binary", "timestamp")}
 _BUILD_DEPTH = 100  # deeper documents go to PyYAML's constructor, which does not recurse
 
 
@@ -186,7 +184,7 @@ def _build(node: Any, loader: Any, shared: dict[int, Any] | None, depth: int = 0
     elif kind == "scalar" and tag in _SCALARS:
         try:
             value = getattr(loader, _SCALARS[tag])(node)
-        except Exception:  # noqa: BLE001 - PyYAML's constructor meets the same value and says what it says
+        except Exception:  # PyYAML's constructor meets the same value and says what it says
             raise _Unplain from None
     else:
         raise _Unplain

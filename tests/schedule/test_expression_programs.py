@@ -80,9 +80,31 @@ def test_programs_do_what_the_interpreter_does(text):
 
 
 ATOMS = st.sampled_from(
-    ["inputs.a", "inputs.n", "inputs.t", "inputs.j", "inputs.empty", "inputs.missing", "inputs", "matrix.runner",
-     "github.event_name", "needs.j.outputs.table", "needs.j.outputs", "secrets.X", "'x'", "'X'", "''", "0", "2", "1.5",
-     "true", "false", "null", "always()", "failure()"]
+    [
+        "inputs.a",
+        "inputs.n",
+        "inputs.t",
+        "inputs.j",
+        "inputs.empty",
+        "inputs.missing",
+        "inputs",
+        "matrix.runner",
+        "github.event_name",
+        "needs.j.outputs.table",
+        "needs.j.outputs",
+        "secrets.X",
+        "'x'",
+        "'X'",
+        "''",
+        "0",
+        "2",
+        "1.5",
+        "true",
+        "false",
+        "null",
+        "always()",
+        "failure()",
+    ]
 )
 
 

@@ -90,7 +90,21 @@ CONTEXT = {
 @pytest.mark.parametrize("head", ["inputs", "matrix", "env"])
 @pytest.mark.parametrize(
     "path",
-    [(), ("a",), ("a", "b", "c"), ("a", "b", "x"), ("a", "l", "0"), ("u", "z"), ("o", "z"), ("m", "k"), ("m", "n", "d"), ("m", "x"), ("s", "x"), ("none", "x"), ("zz",)],
+    [
+        (),
+        ("a",),
+        ("a", "b", "c"),
+        ("a", "b", "x"),
+        ("a", "l", "0"),
+        ("u", "z"),
+        ("o", "z"),
+        ("m", "k"),
+        ("m", "n", "d"),
+        ("m", "x"),
+        ("s", "x"),
+        ("none", "x"),
+        ("zz",),
+    ],
 )
 def test_context_lookups_are_what_they_were(head, path):
     assert github._walk_path(CONTEXT, path, head) == walk_path_as_it_was(CONTEXT, path, head)

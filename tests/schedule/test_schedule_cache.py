@@ -13,7 +13,9 @@ from matrix.schedule.cache import fingerprint
 from matrix.schedule.load import load_schedule
 
 RUNNERS = load_runners()
-WORKFLOW = "on: push\njobs:\n  j:\n    runs-on: 1-gpu-h100\n    steps:\n      - run: python3 run_suite.py --hw cuda --suite {suite}\n"
+WORKFLOW = (
+    "on: push\njobs:\n  j:\n    runs-on: 1-gpu-h100\n    steps:\n      - run: python3 run_suite.py --hw cuda --suite {suite}\n"
+)
 
 
 def repo(tmp_path: Path, suite: str) -> Path:

@@ -16,7 +16,7 @@ from matrix.schedule.shell import _split, commands
 
 SETTINGS = settings(deadline=None, derandomize=True, database=None, max_examples=300)
 # Every character the two splitters treat differently, plus word characters and blanks shlex does not split on.
-ALPHABET = list("ab1_=;&|()'\"#\\ \t\r\n\x0c\xa0-$*.{}") + ["é", "❌"]
+ALPHABET = [*"ab1_=;&|()'\"#\\ \t\r\n\x0c\xa0-$*.{}", "é", "❌"]
 
 
 def shlex_words(line: str) -> list[str] | None:
