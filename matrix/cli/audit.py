@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ from matrix.audit.timeline import Scaling, render_scaling, render_timeline, time
 from matrix.cli.options import add_deprecated_path, add_output_options
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
 from matrix.core.finding import Finding, Severity
+from matrix.core.jsonio import dumps_indented
 from matrix.core.options import Options
 from matrix.core.output import text_lines
 from matrix.core.report import Report, read_report
@@ -68,7 +68,7 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
     summaries = [_summary(path, report, recheck(report)) for path, report in loaded]
     failed = any(f["severity"] == Severity.ERROR.value for s in summaries for f in s["findings"])
     if args.format == "json":
-        print(json.dumps({"schema": AUDIT_SCHEMA, "ok": not failed, "reports": summaries}, indent=2))
+        print(dumps_indented({"schema": AUDIT_SCHEMA, "ok": not failed, "reports": summaries}))
         return EXIT_FINDINGS if failed else EXIT_OK
     lines: list[str] = []
     for s in summaries:

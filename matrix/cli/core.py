@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Any
 
@@ -12,6 +11,7 @@ from matrix.cli.tables import cells_table, runners_table
 from matrix.core.detect import detect
 from matrix.core.errors import EXIT_OK, EXIT_USAGE, DetectionError, UsageError
 from matrix.core.expect import effective_versions, expectations
+from matrix.core.jsonio import dumps_indented
 from matrix.core.machine import AUTO, auto_runner, differences, nearest_profiles
 from matrix.core.model import Cell, Expectation, Outcome, RuleVerdict
 from matrix.core.options import Options, load
@@ -80,7 +80,7 @@ def cmd_cells(args: argparse.Namespace, options: Options) -> int:
             "detection_overridden": plan.facts.overridden,
             "cells": [expectation_record(c, plan.expectations[c.id]) for c in cells],
         }
-        print(json.dumps(doc, indent=2))
+        print(dumps_indented(doc))
         return EXIT_OK
     for line in cells_table(loaded.matrix.name, plan, cells, auto=options.runner == AUTO):
         print(text_line(line))
@@ -123,7 +123,7 @@ def cmd_explain(args: argparse.Namespace, options: Options) -> int:
             "note": plan.detection_note or None,
             "cell": expectation_record(cell, exp) | {"rules": [_rule_record(v) for v in exp.trail]},
         }
-        print(json.dumps(doc, indent=2))
+        print(dumps_indented(doc))
         return EXIT_OK
     lines = [f"{cell.id} on {plan.runner.name} ({_runner_line(plan.runner.gpus, plan.runner.sm)}): {exp.outcome.value.upper()}"]
     if plan.detection_note:
@@ -163,7 +163,7 @@ def cmd_runners(args: argparse.Namespace, options: Options) -> int:
             }
         )
     if args.format == "json":
-        print(json.dumps({"schema": "specmatrix.runners/1", "runners": rows}, indent=2))
+        print(dumps_indented({"schema": "specmatrix.runners/1", "runners": rows}))
         return EXIT_OK
     for line in runners_table(rows, len(loaded.matrix.cells)):
         print(text_line(line))
@@ -192,7 +192,7 @@ def cmd_detect(args: argparse.Namespace, options: Options) -> int:
     }
     code = EXIT_OK if profile_name is not None else EXIT_USAGE
     if args.format == "json":
-        print(json.dumps(doc, indent=2))
+        print(dumps_indented(doc))
         return code
     print(f"machine: {facts.describe()}")
     print(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -15,6 +14,7 @@ from matrix.cli.options import add_output_options, add_summary_option
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
 from matrix.core.errors import UsageError
 from matrix.core.finding import Finding, Severity, Tool
+from matrix.core.jsonio import dumps_indented
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import finding_annotation, sarif_document, tool_version
 from matrix.guards.audit import load_suite_map, read_suite_list
@@ -32,7 +32,6 @@ from matrix.guards.gate import (
 )
 from matrix.guards.model import GuardReport
 from matrix.guards.tree import ENV_VAR, audit_tree, cache_folder, default_jobs, tree_inputs
-from matrix.schedule.load import find_workflows, load_schedule
 from matrix.schedule.model import Schedule
 
 FORMATS = ("text", "json", "md", "github", "sarif")
@@ -134,13 +133,27 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
 
 
-def _repo_path(report: GuardReport, finding: Finding) -> str:
-    """The finding's file relative to the current directory (the repository root in CI), POSIX style."""
-    full = Path(report.root) / finding.path
+def _repo_path(root: str, path: str, cwd: Path) -> str:
+    """A finding's file relative to the current directory `cwd` (the repository root in CI), POSIX style."""
+    full = Path(root) / path
     try:
-        return PurePosixPath(full.resolve().relative_to(Path.cwd().resolve())).as_posix()
+        return PurePosixPath(full.resolve().relative_to(cwd)).as_posix()
     except ValueError:
         return full.as_posix()
+
+
+def _annotations(report: GuardReport, findings: tuple[Finding, ...]) -> str:
+    """One workflow command per finding; each file's repository path is resolved once (it stats every parent)."""
+    cwd: Path | None = None  # asked for once, and only when there is a finding (as before)
+    known: dict[str, str] = {}
+    lines = []
+    for f in findings:
+        file = known.get(f.path)
+        if file is None:
+            cwd = cwd or Path.cwd().resolve()
+            file = known[f.path] = _repo_path(report.root, f.path, cwd)
+        lines.append(finding_annotation(f, file))
+    return "\n".join(lines)
 
 
 def render(
@@ -158,7 +171,7 @@ def render(
     if fmt == "md":
         return to_markdown(report, result, exit_code=exit_code)
     if fmt == "github":
-        return "\n".join(finding_annotation(f, _repo_path(report, f)) for f in result.shown)
+        return _annotations(report, result.shown)
     if fmt == "sarif":
         doc = sarif_document(
             result.shown,
@@ -167,7 +180,7 @@ def render(
             version=tool_version(),
             help_uri=help_uri,
         )
-        return json.dumps(doc, indent=2)
+        return dumps_indented(doc)
     return to_text(report, result, status=status)
 
 
@@ -175,6 +188,8 @@ def read_schedule(args: argparse.Namespace, runners: Mapping[str, Any]) -> Sched
     """--workflows DIR, else the nearest .github/workflows above PATH (unless --no-workflows); says what it read."""
     if args.no_workflows:
         return None
+    from matrix.schedule.load import find_workflows, load_schedule  # the workflow readers: only a run that reads them
+
     root = args.workflows
     if root is None:
         if not args.path.exists():

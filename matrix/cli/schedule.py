@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
 from matrix.core.errors import ConfigError
+from matrix.core.jsonio import dumps_indented
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import text_lines
 from matrix.schedule.load import all_readers, find_workflows, load_declared, load_schedule
@@ -116,7 +116,7 @@ def _json_selection(entry: ScheduleEntry) -> dict[str, Any]:
 def to_json(schedule: Schedule, declared: Sequence[tuple[str, Schedule]] = ()) -> str:
     doc = _json_doc(schedule)
     doc["declared"] = [{"file": name, **_json_doc(extra)} for name, extra in declared]
-    return json.dumps(doc, indent=2)
+    return dumps_indented(doc)
 
 
 def _json_doc(schedule: Schedule) -> dict[str, Any]:

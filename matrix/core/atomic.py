@@ -11,7 +11,6 @@ import contextlib
 import io
 import os
 import stat
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -89,6 +88,8 @@ def ensure_dir(path: Path) -> None:
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write `data` to `path` atomically; any failure is one `OutputError` line and leaves no temp file."""
+    import tempfile  # about 5 ms to import (random, shutil): a run that writes no file never pays it
+
     path = Path(path)
     mode = _check_target(path)
     try:

@@ -6,11 +6,8 @@ import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
-
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import (
@@ -31,6 +28,7 @@ from matrix.core.model import (
     VersionRequirement,
 )
 from matrix.core.runner_files import default_runners_text, load_runners, parse_runners
+from matrix.core.textfiles import package_text
 from matrix.core.tomlfields import (
     expect_keys,
     number_field,
@@ -42,7 +40,6 @@ from matrix.core.tomlfields import (
     tables_field,
     values_field,
 )
-from matrix.core.versions import checked_versions
 
 RUNNER_FACTS = ("sm", "gpus", "impl")
 _ID_TEXT = re.compile(r"[A-Za-z0-9_.+]+")
@@ -51,7 +48,7 @@ _NUMERIC_OPS = (Op.GT, Op.GE, Op.LT, Op.LE)
 
 
 def default_matrix_text() -> str:
-    return resources.files("matrix").joinpath("data/matrix.toml").read_text(encoding="utf-8")
+    return package_text("data/matrix.toml")
 
 
 def load_matrix(path: Path | None = None) -> Matrix:
@@ -101,6 +98,8 @@ def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
         if promo_ids.count(pid) > 1:
             raise ConfigError(f"{source}: page_promotion id {pid!r} used twice")
     pins_table = table_field(data.get("pins", {}), f"{source}: [pins]")
+    from matrix.core.versions import checked_versions  # packaging: see _parse_versions
+
     pins = checked_versions(
         {lib: str_field(v, f"{source}: pins.{lib}") for lib, v in pins_table.items()}, f"{source}: [pins]", ConfigError
     )
@@ -294,6 +293,10 @@ def _parse_rule(t: Mapping[str, Any], axes: Mapping[str, Axis], impl_names: set[
 
 
 def _parse_versions(table: Any, where: str) -> tuple[VersionRequirement, ...]:
+    # packaging takes about 7 ms to import; only a matrix file needs it, and `specmatrix guards` reads none (it
+    # imports this module for the runner profiles and the TOML readers).
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     versions = []
     for lib, spec in table_field(table, f"{where}: versions").items():
         spec_text = str_field(spec, f"{where}: versions.{lib}")

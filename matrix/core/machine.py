@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from matrix.core.errors import DetectionError, UnknownRunnerError
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.core.selectors import nearest_hint
 
 AUTO = "auto"

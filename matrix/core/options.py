@@ -6,11 +6,15 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.loader import load_matrix, load_runners, read_toml_file
-from matrix.core.model import Matrix, RunnerProfile
+from matrix.core.profile import RunnerProfile
+from matrix.core.runner_files import load_runners
+from matrix.core.tomlfields import read_toml_file
+
+if TYPE_CHECKING:
+    from matrix.core.model import Matrix
 
 ENV_MATRIX = "SPECMATRIX_MATRIX"
 ENV_RUNNERS = "SPECMATRIX_RUNNERS"
@@ -185,6 +189,8 @@ class Loaded:
 
 def load(options: Options) -> Loaded:
     """Read the matrix and runner files the options name."""
+    from matrix.core.loader import load_matrix  # the matrix records: only the commands that read a matrix
+
     return Loaded(
         options=options,
         matrix=load_matrix(options.matrix_path),

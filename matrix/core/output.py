@@ -12,10 +12,9 @@ Each format has one escaping function and every interpolated value goes through 
 
 from __future__ import annotations
 
-import html
 import re
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -61,7 +60,9 @@ def md_text(text: str, limit: int = 0) -> str:
     flat = text_value(text)
     if limit and len(flat) > limit:
         flat = flat[: limit - 3] + "..."
-    return _MD_PUNCT.sub(r"\\\1", html.escape(flat, quote=False))
+    # html.escape(flat, quote=False), written out: the html module brings its 2,000-entry entity table along.
+    inert = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_PUNCT.sub(r"\\\1", inert)
 
 
 def md_code(text: str, limit: int = 0) -> str:
@@ -200,7 +201,7 @@ def _rule(spec: KindSpec, help_uri: str | None) -> dict[str, Any]:
     return rule
 
 
-def _sarif_result(finding: Finding) -> dict[str, Any]:
+def _sarif_result(finding: Finding, uri_of: Callable[[str], str]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": finding.kind,
         "level": "note" if finding.accepted_by else SARIF_LEVEL[finding.severity],
@@ -211,7 +212,7 @@ def _sarif_result(finding: Finding) -> dict[str, Any]:
         result["locations"] = [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": sarif_uri(finding.path), "uriBaseId": SARIF_BASE},
+                    "artifactLocation": {"uri": uri_of(finding.path), "uriBaseId": SARIF_BASE},
                     "region": {"startLine": max(finding.line, 1)},
                 }
             }
@@ -226,6 +227,14 @@ def sarif_document(
 ) -> dict[str, Any]:
     """One SARIF run: a rule per registered kind of `tool`, results worst first, URIs relative to `root`."""
     chosen = list(findings)[:MAX_SARIF_RESULTS]
+    uris: dict[str, str] = {}
+
+    def uri_of(path: str) -> str:  # once per file: thousands of results share a few hundred files
+        uri = uris.get(path)
+        if uri is None:
+            uri = uris[path] = sarif_uri(path)
+        return uri
+
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -239,7 +248,7 @@ def sarif_document(
                     }
                 },
                 "originalUriBaseIds": {SARIF_BASE: {"uri": root_uri(root)}},
-                "results": [_sarif_result(f) for f in chosen],
+                "results": [_sarif_result(f, uri_of) for f in chosen],
             }
         ],
     }

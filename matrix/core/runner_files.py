@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.model import RunnerProfile, SkipPolicy
+from matrix.core.profile import RunnerProfile, SkipPolicy
+from matrix.core.textfiles import package_text
 from matrix.core.tomlfields import expect_keys, read_toml, read_toml_file, str_field, strings_field, table_field
 
 MAX_RUNNER_GPUS = 1024
 
 
 def default_runners_text() -> str:
-    return resources.files("matrix").joinpath("data/runners.toml").read_text(encoding="utf-8")
+    return package_text("data/runners.toml")
 
 
 def load_runners(extra: Sequence[Path] = (), replace: Sequence[str] = (), *, builtin: bool = True) -> dict[str, RunnerProfile]:

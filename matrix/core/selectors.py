@@ -6,9 +6,12 @@ import difflib
 import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from matrix.core.errors import SelectorError
-from matrix.core.model import Cell
+
+if TYPE_CHECKING:  # annotations only: runner lookup (`nearest_hint`) uses this module without any cell
+    from matrix.core.model import Cell
 
 MAX_SELECTOR_CHARS = 4 * 1024 * 1024  # a 20,000-id shard file (`--matrix-select=@FILE`) is about 1 MiB
 MAX_BRACE_DEPTH = 16

@@ -6,11 +6,13 @@ import math
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.model import Value
 from matrix.core.textfiles import read_text
+
+if TYPE_CHECKING:  # annotations only: reading runner files needs none of the matrix records
+    from matrix.core.model import Value
 
 MAX_TOML_BYTES = 16 * 1024 * 1024  # the built-in matrix is 20 KiB
 

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ConfigError
 from matrix.core.finding import Finding, Severity, Tool, kinds_of, spec_of
-from matrix.core.jsonio import loads_untrusted
+from matrix.core.jsonio import dumps_indented, loads_untrusted
 from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
 from matrix.core.textfiles import read_text
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields
@@ -188,7 +187,7 @@ def updated_entries(keys: Iterable[tuple[str, str, str, str]], previous: Baselin
 
 
 def baseline_text(entries: Iterable[BaselineEntry]) -> str:
-    return json.dumps(baseline_document(entries), indent=2) + "\n"
+    return dumps_indented(baseline_document(entries)) + "\n"
 
 
 # --- the gate ---------------------------------------------------------------------------------------------------------
@@ -263,6 +262,19 @@ def shown_path(report: GuardReport, finding: Finding) -> str:
     return str(PurePosixPath(report.root.replace("\\", "/")) / finding.path) if report.root not in ("", ".") else finding.path
 
 
+def shown_paths(report: GuardReport) -> Callable[[Finding], str]:
+    """`shown_path` worked out once per file: a report holds thousands of findings in far fewer files."""
+    known: dict[str, str] = {}
+
+    def path_of(finding: Finding) -> str:
+        shown = known.get(finding.path)
+        if shown is None:
+            shown = known[finding.path] = shown_path(report, finding)
+        return shown
+
+    return path_of
+
+
 def summary_line(report: GuardReport, *, with_exit: bool = True) -> str:
     """The counts; `with_exit` appends the report's own exit code (callers that print a status line of their own omit it)."""
     counts = report.counts()
@@ -316,15 +328,19 @@ def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None
     """Findings by kind, the counts, then one status line (`status` replaces the default one)."""
     lines: list[str] = []
     shown = gate.shown if gate is not None else report.findings
+    path_of = shown_paths(report)
+    by_kind: dict[str, list[Finding]] = {}
+    for f in shown:
+        by_kind.setdefault(f.kind, []).append(f)
     for kind in ORDER:
-        found = [f for f in shown if f.kind == kind]
+        found = by_kind.get(kind)
         if not found:
             continue
         lines.append(f"== {title(kind)}: {len(found)}")
         for f in found:
             on = f" on {', '.join(f.runners)}" if f.runners else ""
             test = f.subject or "module"
-            lines.append(f"{shown_path(report, f)}:{f.line}: {kind.value}: {test}{on}")
+            lines.append(f"{path_of(f)}:{f.line}: {kind.value}: {test}{on}")
             if f.source:
                 lines.append(f"    guard: {f.source}")
             lines.append(f"    why: {f.message}")
@@ -361,7 +377,7 @@ def to_json_doc(report: GuardReport, gate: Gate | None = None, *, exit_code: int
 
 
 def to_json(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
-    return json.dumps(to_json_doc(report, gate, exit_code=exit_code), indent=2)
+    return dumps_indented(to_json_doc(report, gate, exit_code=exit_code))
 
 
 # A job summary is read in a browser: keep the page short, put each kind's rows in a collapsed block.

@@ -58,16 +58,49 @@ def test_a_one_command_parser_helps_exactly_as_the_whole_one(command):
     assert help_of(build_parser(command)) == help_of(build_parser())
 
 
-def test_a_guards_run_imports_no_other_command_module(tmp_path):
+# What a `guards --no-workflows` run has no use for: the matrix file's version specifiers, the workflow readers.
+NOT_FOR_A_GUARDS_RUN = ("packaging", "matrix.schedule.load", "matrix.schedule.github", "yaml")
+
+
+def needless_imports(loaded: list[str]) -> list[str]:
+    """The modules a guards run imported that it does not need: other commands' modules, NOT_FOR_A_GUARDS_RUN."""
+    others = [m for m in COMMAND_MODULES if m != "matrix.cli.guards" and m in loaded]
+    return others + [m for m in loaded if m.split(".")[0] in NOT_FOR_A_GUARDS_RUN or m in NOT_FOR_A_GUARDS_RUN]
+
+
+def test_a_guards_run_imports_no_other_command_module_and_nothing_it_does_not_use(tmp_path):
     (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n", encoding="utf-8")
     code = (
         "import sys\n"
         "from matrix.cli.main import main\n"
         f"main(['guards', {str(tmp_path)!r}, '--no-cache', '--no-workflows', '--json'])\n"
-        "print(sorted(m for m in sys.modules if m.startswith('matrix.cli.')))\n"
+        "print(' '.join(sorted(sys.modules)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    loaded = done.stdout.strip().splitlines()[-1]
+    loaded = done.stdout.strip().splitlines()[-1].split()
     assert "matrix.cli.guards" in loaded
-    others = [m for m in COMMAND_MODULES if m != "matrix.cli.guards" and f"'{m}'" in loaded]
-    assert others == [], done.stderr
+    assert needless_imports(loaded) == [], done.stderr
+
+
+@pytest.mark.parametrize("planted", ["matrix.cli.core", "packaging.specifiers", "matrix.schedule.load"])
+def test_the_import_check_sees_a_planted_import(planted):
+    assert needless_imports(["matrix.cli.guards", "matrix.core.model", planted]) == [planted]
+
+
+def test_a_command_runs_with_the_collector_tuned_and_main_restores_it(monkeypatch, tmp_path):
+    import gc
+
+    import matrix.cli.guards as guards_cli
+    from matrix.cli.main import COLLECT_EVERY, main
+
+    seen: list[tuple[int, ...]] = []
+
+    def fake(args, options):
+        seen.append(gc.get_threshold())
+        raise KeyboardInterrupt  # a command that fails: the threshold is restored all the same
+
+    monkeypatch.setattr(guards_cli, "cmd_guards", fake)
+    before = gc.get_threshold()
+    assert main(["guards", str(tmp_path)]) == 2
+    assert seen == [(max(before[0], COLLECT_EVERY), *before[1:])]
+    assert gc.get_threshold() == before

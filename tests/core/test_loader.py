@@ -223,3 +223,15 @@ def test_an_own_matrix_without_coverage_or_cost_gets_the_defaults():
     m = parse_matrix(tomllib.loads(OWN), "own.toml")
     assert (m.layout.rows, m.layout.columns) == (("model",), ("seqlen",))
     assert (m.cost.default.cell_seconds, m.cost.default.compile_seconds, m.cost.shard_seconds) == (1.0, 0.0, 60.0)
+
+
+def test_package_data_is_read_from_the_package_folder_or_through_importlib_resources(monkeypatch):
+    from importlib import resources
+
+    from matrix.core import textfiles
+
+    shipped = resources.files("matrix").joinpath("data/runners.toml").read_text(encoding="utf-8")
+    assert textfiles.package_text("data/runners.toml") == shipped
+    # Not a folder on disk (a zip): the module's own path leads nowhere, importlib.resources reads it.
+    monkeypatch.setattr(textfiles, "__file__", "/nonexistent/archive.zip/matrix/core/textfiles.py")
+    assert textfiles.package_text("data/runners.toml") == shipped

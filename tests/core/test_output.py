@@ -276,3 +276,14 @@ def test_an_unknown_kind_is_a_clear_error() -> None:
 
     with pytest.raises(ConfigError, match="unknown finding kind guards/nope"):
         spec_of(Tool.GUARDS, "nope")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a & <b>c</b> > d", "&amp; stays visible as text", "<script>x</script>", "\u00e9 | * ` [x]", ""],
+)
+def test_md_text_makes_html_inert_exactly_as_html_escape_does(text: str) -> None:
+    import html
+
+    expected = re.sub(r"([\\`*\[\]|])", r"\\\1", html.escape(text, quote=False))
+    assert md_text(text) == expected
