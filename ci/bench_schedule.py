@@ -1,13 +1,14 @@
 """CPU seconds of reading a repository's GitHub workflows into a schedule (`read_github`), in fresh interpreters.
 
-    python ci/bench_schedule.py REPO [--repeat 7] [--readers guards|schedule] [--against CHECKOUT]
+    python ci/bench_schedule.py REPO [--repeat 7] [--readers guards|schedule] [--against CHECKOUT] [--gc default]
 
 Each run is a new interpreter that imports the package (and PyYAML) first, then times one `read_github` of REPO
 with `time.process_time` (so another process on the machine does not count), split into the YAML reading of the
 workflow files and the rest (walking jobs, expressions, shell lines, readers). `--readers guards` reads as
 `specmatrix guards --workflows REPO` does (sglang's run_suite.py reader); `schedule` as `specmatrix schedule REPO`
 does (every reader, the scripts steps run). With `--against CHECKOUT` the same is timed with CHECKOUT's package
-on PYTHONPATH, runs interleaved (this, other, this, ...), so both see the same load. Prints min and median.
+on PYTHONPATH, runs interleaved (this, other, this, ...), so both see the same load. The cyclic collector runs
+with the threshold a `specmatrix` command sets (`--gc default`: Python's). Prints min and median.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,6 +33,12 @@ from matrix.core.runner_files import load_runners
 from matrix.schedule import github
 from matrix.schedule.load import TreeLoader, all_readers, default_readers
 root, readers = Path(sys.argv[1]), sys.argv[2]
+if sys.argv[3] == "cli-gc":  # the collector's threshold a command runs with (matrix.cli.main), where it has one
+    import gc
+    from matrix.cli import main as cli
+    every = getattr(cli, "COLLECT_EVERY", None)
+    if every is not None:
+        gc.set_threshold(max(gc.get_threshold()[0], every), *gc.get_threshold()[1:])
 runners = load_runners()
 spent = [0.0]
 load_yaml = github.load_yaml
@@ -50,19 +58,21 @@ print(json.dumps({"total": total, "yaml": spent[0], "entries": len(schedule.entr
 """
 
 
-def one_run(repo: Path, readers: str, checkout: Path) -> dict[str, float]:
+def one_run(repo: Path, readers: str, checkout: Path, gc_mode: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     # -P: the working directory is not put first on sys.path, so PYTHONPATH decides which package is timed.
     done = subprocess.run(
-        [sys.executable, "-P", "-c", CHILD, str(repo), readers], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-P", "-c", CHILD, str(repo), readers, gc_mode], capture_output=True, text=True, env=env, check=False
     )
     if done.returncode != 0:
         sys.exit(f"bench_schedule: the run under {checkout} failed: {done.stderr.strip().splitlines()[-1:]}")
-    result: dict[str, float] = json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
+    if not str(result.pop("from")).startswith(str(checkout)):
+        sys.exit(f"bench_schedule: the run meant for {checkout} imported another copy of the package")
     return result
 
 
-def summary(label: str, runs: list[dict[str, float]]) -> str:
+def summary(label: str, runs: list[dict[str, Any]]) -> str:
     def figures(key: str) -> str:
         values = [r[key] for r in runs]
         return f"min {min(values):.3f}, median {statistics.median(values):.3f}"
@@ -82,16 +92,22 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--readers", choices=("guards", "schedule"), default="guards")
     parser.add_argument("--against", type=Path, help="another checkout of the package, timed interleaved")
+    parser.add_argument(
+        "--gc",
+        choices=("default", "cli-gc"),
+        default="cli-gc",
+        help="the collector threshold: Python's default, or the one `specmatrix` commands run with (the default)",
+    )
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     load_before = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    mine: list[dict[str, float]] = []
-    other: list[dict[str, float]] = []
+    mine: list[dict[str, Any]] = []
+    other: list[dict[str, Any]] = []
     for _ in range(args.repeat):
-        mine.append(one_run(args.repo, args.readers, ROOT))
+        mine.append(one_run(args.repo, args.readers, ROOT, args.gc))
         if args.against is not None:
-            other.append(one_run(args.repo, args.readers, args.against.resolve()))
+            other.append(one_run(args.repo, args.readers, args.against.resolve(), args.gc))
     print(summary(f"this checkout ({args.readers} readers)", mine))
     if other:
         print(summary(f"{args.against} ({args.readers} readers)", other))
