@@ -306,9 +306,7 @@ def _script_lines(text: str) -> tuple[list[tuple[int, str]], list[tuple[str, int
 
 
 @functools.lru_cache(maxsize=256)
-def _read_lines(
-    text: str, wanted: tuple[str, ...] | None
-) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[str, int], ...]]:
+def _read_lines(text: str, wanted: tuple[str, ...] | None) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[str, int], ...]]:
     """The lines of a script a reader may find something on (its text, a script call, an assignment), and its
     functions: the same for every step that runs the script, so worked out once per text."""
     lines, functions = _script_lines(text)
