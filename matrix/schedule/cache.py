@@ -1,9 +1,9 @@
 """A schedule read once per content: keyed by every CI file it read, the runner profiles and this package's source.
 
 Walking sglang's 95 workflow files costs most of a second; a warm `specmatrix guards` should not pay it again.
-The cache is one JSON file per key in the results cache folder, sealed with a digest of the key and its body:
-a file edited by hand, moved to another key, or not matching the schema is a miss (the CI files are read
-again), never a schedule.
+The cache is one file per key in the results cache folder, sealed with a digest of the key and its body: a file
+edited by hand, moved to another key, or not matching the schema is a miss (the CI files are read again), never
+a schedule.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from matrix.schedule.model import (
     selection_fields,
 )
 
-SCHEMA = "specmatrix.schedule-cache/1"
+SCHEMA = "specmatrix.schedule-cache/2"
 MAX_CACHE_BYTES = 64 * 1024 * 1024
 _PACKAGE = Path(__file__).parent
 
@@ -54,24 +54,48 @@ def schedule_key(inputs: Iterable[Path], root: Path, runners: Mapping[str, Runne
 
 
 def cached(folder: Path | None, key: str, compute: Callable[[], Schedule]) -> Schedule:
-    """The schedule stored under `key` in `folder`, else `compute()` (stored when `folder` is given)."""
+    """The schedule stored under `key` in `folder`, else `compute()` (stored when `folder` is given).
+
+    The file is a header line (`schema`, and the seal of the body's text) and the body's JSON on the next line:
+    the seal is checked on the text as read, so reading it back never serialises the schedule again."""
     if folder is None:
         return compute()
     path = folder / f"schedule-{key}.json"
     try:
         data = read_limited(path, MAX_CACHE_BYTES) if path.exists() else b""
-        if data and len(data) <= MAX_CACHE_BYTES:
-            doc = json.loads(data)
-            if isinstance(doc, dict) and doc.get("schema") == SCHEMA and doc.get("seal") == seal(key, doc.get("body")):
-                return from_doc(doc["body"])
+        head, newline, body = data.partition(b"\n")
+        if newline and len(data) <= MAX_CACHE_BYTES:
+            header = json.loads(head)
+            text = body.decode("utf-8")
+            if isinstance(header, dict) and header.get("schema") == SCHEMA and header.get("seal") == seal(key, text):
+                return _known(from_doc(json.loads(text)), key)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass  # unreadable or foreign: read the CI files again
     schedule = compute()
-    body = to_doc(schedule)
-    sealed = {"schema": SCHEMA, "seal": seal(key, body), "body": body}
+    text = json.dumps(to_doc(schedule), separators=(",", ":"))  # ASCII, one line: the header ends at the first \n
+    header = json.dumps({"schema": SCHEMA, "seal": seal(key, text)}, separators=(",", ":"))
     with contextlib.suppress(OutputError):  # a read-only cache folder costs speed, not correctness
-        write_text_atomic(path, json.dumps(sealed, separators=(",", ":")))
+        write_text_atomic(path, header + "\n" + text)
+    return _known(schedule, key)
+
+
+# Schedules read through `cached`, by object, with their key: the key names every input the schedule was read
+# from (and this package's code), so it stands for the schedule's content wherever one is needed. A schedule
+# made any other way (or derived from one of these) is not here.
+_KEYS: dict[int, tuple[Schedule, str]] = {}
+
+
+def _known(schedule: Schedule, key: str) -> Schedule:
+    if len(_KEYS) >= 64:
+        _KEYS.clear()
+    _KEYS[id(schedule)] = (schedule, key)  # the schedule is held, so its id is not given to another object
     return schedule
+
+
+def fingerprint(schedule: Schedule) -> str | None:
+    """A digest of everything `schedule` was read from, when it came through `cached`; else None."""
+    known = _KEYS.get(id(schedule))
+    return known[1] if known is not None and known[0] is schedule else None
 
 
 def seal(key: str, body: Any) -> str:

@@ -16,12 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-MAX_EXPRESSION = 4096  # characters of one `${{ }}` body
-MAX_NESTING = 32
+from matrix.schedule.expression_syntax import ExpressionError, Node, parse
+
 EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
-_TOKEN = re.compile(
-    r"\s*(?:(?P<num>-?\d+(?:\.\d+)?)|(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|<=|>=|&&|\|\||[!<>()\[\].,*])|(?P<name>[A-Za-z_][\w-]*))"
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,10 +36,6 @@ class OneOf:
     why: str
 
 
-class ExpressionError(ValueError):
-    pass
-
-
 Resolver = Callable[[tuple[str, ...]], Any]  # a context path (`needs`, `check-changes`, `outputs`, `x`) -> value
 
 
@@ -50,146 +43,6 @@ def truthy(value: Any) -> bool | None:
     if isinstance(value, Unknown | OneOf):
         return None
     return value not in (None, False, 0, "", 0.0)
-
-
-# A parsed expression: nested tuples, read by `_value`. Parsing depends only on the text, so each distinct text
-# is parsed once (`_compiled`); the contexts are looked up afresh on every evaluation.
-Node = tuple[Any, ...]
-
-
-class _Parser:
-    """Recursive descent over the tokens into a `Node` tree; looks nothing up."""
-
-    def __init__(self, text: str) -> None:
-        if len(text) > MAX_EXPRESSION:
-            raise ExpressionError("expression too long")
-        self.tokens = _tokens(text)
-        self.pos = 0
-        self.depth = 0
-
-    def peek(self) -> str | None:
-        return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
-
-    def take(self, expected: str | None = None) -> tuple[str, str]:
-        if self.pos >= len(self.tokens):
-            raise ExpressionError("unexpected end")
-        token = self.tokens[self.pos]
-        if expected is not None and token[1] != expected:
-            raise ExpressionError(f"expected {expected!r}")
-        self.pos += 1
-        return token
-
-    def parse(self) -> Node:
-        node = self.or_()
-        if self.pos != len(self.tokens):
-            raise ExpressionError("trailing tokens")
-        return node
-
-    def _nested(self) -> None:
-        self.depth += 1
-        if self.depth > MAX_NESTING:
-            raise ExpressionError("nested too deeply")
-
-    def or_(self) -> Node:
-        node = self.and_()
-        while self.peek() == "||":
-            self.take()
-            node = ("||", node, self.and_())
-        return node
-
-    def and_(self) -> Node:
-        node = self.compare()
-        while self.peek() == "&&":
-            self.take()
-            node = ("&&", node, self.compare())
-        return node
-
-    def compare(self) -> Node:
-        node = self.unary()
-        while self.peek() in ("==", "!=", "<", ">", "<=", ">="):
-            op = self.take()[1]
-            node = ("cmp", op, node, self.unary())
-        return node
-
-    def unary(self) -> Node:
-        if self.peek() == "!":
-            self.take()
-            return ("!", self.unary())
-        return self.postfix()
-
-    def postfix(self) -> Node:
-        base = self.primary()
-        steps: list[tuple[bool, Any]] = []  # (a computed key, the property name or the key's node)
-        while self.peek() in (".", "["):
-            if self.take()[1] == ".":
-                kind, name = self.take()
-                if not (kind == "name" or name == "*"):
-                    raise ExpressionError("bad property")
-                steps.append((False, name))
-            else:
-                self._nested()
-                steps.append((True, self.or_()))
-                self.depth -= 1
-                self.take("]")
-        return ("postfix", base, tuple(steps)) if steps else base
-
-    def primary(self) -> Node:
-        kind, text = self.take()
-        if kind == "num":
-            return ("const", float(text) if "." in text else int(text))
-        if kind == "str":
-            return ("const", text[1:-1].replace("''", "'"))
-        if text == "(":
-            self._nested()
-            node = self.or_()
-            self.depth -= 1
-            self.take(")")
-            return ("group", node)
-        if kind != "name":
-            raise ExpressionError(f"unexpected {text!r}")
-        if text in ("true", "false"):
-            return ("const", text == "true")
-        if text == "null":
-            return ("const", None)
-        if self.peek() == "(":
-            self.take()
-            args: list[Node] = []
-            self._nested()
-            while self.peek() != ")":
-                args.append(self.or_())
-                if self.peek() == ",":
-                    self.take()
-            self.take(")")
-            self.depth -= 1
-            return ("call", text, tuple(args))
-        return ("name", text)
-
-
-@functools.lru_cache(maxsize=8192)
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    pos = 0
-    while pos < len(text):
-        if text[pos:].strip() == "":
-            break
-        match = _TOKEN.match(text, pos)
-        if match is None:
-            raise ExpressionError(f"unexpected {text[pos : pos + 10]!r}")
-        kind = match.lastgroup or ""
-        out.append((kind, match.group(kind)))
-        pos = match.end()
-    return out
-
-
-@functools.lru_cache(maxsize=8192)
-def _compiled(text: str) -> Node | ExpressionError:
-    """The parsed text, or the error that makes it unreadable (cached too: a bad text is refused once)."""
-    try:
-        return _Parser(text).parse()
-    except ExpressionError as exc:
-        return exc
-    except RecursionError:
-        return ExpressionError("nested too deeply")
 
 
 def _value(node: Node, lookup: Resolver) -> Any:
@@ -212,9 +65,7 @@ def _value(node: Node, lookup: Resolver) -> Any:
     if kind == "cmp":
         return _compare(node[1], _value(node[2], lookup), _value(node[3], lookup))
     if kind == "!":
-        value = _value(node[1], lookup)
-        t = truthy(value)
-        return Unknown(text=f"!{_show(value)}") if t is None else not t
+        return _not(_value(node[1], lookup))
     if kind == "group":
         return _value(node[1], lookup)
     return _call(node[1], [_value(a, lookup) for a in node[2]])
@@ -331,13 +182,108 @@ def _text(value: Any) -> str:
 
 def evaluate(body: str, lookup: Resolver) -> Any:
     """The value of one expression body (without `${{ }}`); an unreadable expression is `Unknown`."""
-    node = _compiled(body)
-    if isinstance(node, ExpressionError):
+    program = _program(body)
+    if isinstance(program, ExpressionError):
         return Unknown(text=body.strip())
     try:
-        return _value(node, lookup)
+        return program(lookup)
     except RecursionError:
         return Unknown(text=body.strip())
+
+
+# A parsed text as a tree of closures, each doing what `_value` does for its node, without `_value`'s dispatch on
+# the node's kind at every step of every evaluation. A tree deeper than `CLOSURE_DEPTH` (a chain of 100 `||`)
+# is read by `_value` itself, so where the recursion limit falls stays where it was.
+Program = Callable[[Resolver], Any]
+CLOSURE_DEPTH = 64
+
+
+class _Deep(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=8192)
+def _program(text: str) -> Program | ExpressionError:
+    node = parse(text)
+    if isinstance(node, ExpressionError):
+        return node
+    try:
+        return _closure(node, 0)
+    except _Deep:
+        return functools.partial(_value, node)
+
+
+def _closure(node: Node, depth: int) -> Program:
+    if depth > CLOSURE_DEPTH:
+        raise _Deep
+    kind = node[0]
+    if kind == "const":
+        constant = node[1]
+        return lambda lookup: constant
+    if kind == "name":
+        single = (node[1],)
+        return lambda lookup: lookup(single)
+    if kind == "postfix":
+        return _postfix_closure(node, depth)
+    if kind in ("||", "&&"):
+        return _logic_closure(kind, _closure(node[1], depth + 1), _closure(node[2], depth + 1))
+    if kind == "cmp":
+        op, left, right = node[1], _closure(node[2], depth + 1), _closure(node[3], depth + 1)
+        return lambda lookup: _compare(op, left(lookup), right(lookup))
+    if kind == "!":
+        inner = _closure(node[1], depth + 1)
+        return lambda lookup: _not(inner(lookup))
+    if kind == "group":
+        return _closure(node[1], depth + 1)
+    name, args = node[1], [_closure(a, depth + 1) for a in node[2]]
+    return lambda lookup: _call(name, [a(lookup) for a in args])
+
+
+def _logic_closure(op: str, left: Program, right: Program) -> Program:
+    def logic(lookup: Resolver) -> Any:
+        a, b = left(lookup), right(lookup)  # both sides are read, as `_value` does
+        t = truthy(a)
+        if op == "||":
+            return a if t is True else b if t is False else _either(a, b, "||")
+        return b if t is True else a if t is False else _either(a, b, "&&")
+
+    return logic
+
+
+def _not(value: Any) -> Any:
+    t = truthy(value)
+    return Unknown(text=f"!{_show(value)}") if t is None else not t
+
+
+def _postfix_closure(node: Node, depth: int) -> Program:
+    base = node[1]
+    steps = [(computed, _closure(step, depth + 1) if computed else step) for computed, step in node[2]]
+    if base[0] != "name":
+        start = _closure(base, depth + 1)
+
+        def indexed(lookup: Resolver) -> Any:
+            value = start(lookup)
+            for computed, step in steps:
+                value = _index(value, step(lookup) if computed else step)
+            return value
+
+        return indexed
+    head = (base[1],)
+
+    def named(lookup: Resolver) -> Any:  # `inputs.a.b` looks up ("inputs",), ("inputs", "a"), ("inputs", "a", "b")
+        path: tuple[str, ...] | None = head
+        value = lookup(head)
+        for computed, step in steps:
+            key = step(lookup) if computed else step
+            if path is not None and not isinstance(key, Unknown | OneOf):
+                path = (*path, str(key))
+                value = lookup(path)
+            else:
+                path = None
+                value = _index(value, key)
+        return value
+
+    return named
 
 
 def as_text(value: Any) -> str:
@@ -349,6 +295,8 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
     """`text` with each `${{ }}` replaced: a whole-string expression keeps its value's type; in a longer string
     each value is put in as text. Unknown parts come back as placeholders plus the list of what was unknown;
     a OneOf inside a longer string is returned as a OneOf of strings."""
+    if "${{" not in text:
+        return text, ()  # no expression: what the loop below gives, without it
     whole = EXPR.fullmatch(text.strip())
     if whole is not None:
         value = evaluate(whole.group(1), lookup)

@@ -18,12 +18,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import read_text
 from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate, expand, truthy
+from matrix.schedule.files import CI_NAME, ci_script_names, workflow_files
 from matrix.schedule.labels import LabelIndex
 from matrix.schedule.model import (
     CommandReader,
@@ -36,13 +37,15 @@ from matrix.schedule.model import (
     UnknownLabel,
     UnreadableCommand,
     UnreadJob,
+    called_from,
 )
-from matrix.schedule.pytest_command import ScriptLoader, ScriptResult, called_scripts, read_script
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
 from matrix.schedule.shell import commands
 from matrix.schedule.yamldoc import load_yaml
 
-MAX_FILES = 512
+if TYPE_CHECKING:
+    from matrix.schedule.pytest_command import ScriptLoader, ScriptResult
+
 MAX_CALL_DEPTH = 8
 MAX_MATRIX_JOBS = 256  # GitHub's limit per matrix
 MAX_MATRIX_PRODUCT = 4096  # before exclude
@@ -58,68 +61,6 @@ EVENT_GATES = {
 }
 _OUTPUT_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_][\w-]*)=([^"'\s$`]*)["']?\s*>>\s*["']?\$\{?GITHUB_OUTPUT\b""")
 _ENV_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_]\w*)=([^"'\n]*?)["']?\s*>>\s*["']?\$\{?GITHUB_ENV\b""")
-_NAME = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
-CI_SCRIPT_DIRS = ("scripts/ci", ".github/actions", ".github/scripts", ".buildkite", "ci")
-MAX_SCRIPT_BYTES = 8 * 1024 * 1024
-
-
-def workflow_files(root: Path) -> tuple[Path, list[Path]]:
-    """(repository root, `.github/workflows/*.yml|yaml`) under `root`, which may also be the workflows folder."""
-    folder = root / ".github" / "workflows"
-    repo = root
-    if not folder.is_dir() and root.name == "workflows" and root.parent.name == ".github":
-        folder, repo = root, root.parent.parent
-    if not folder.is_dir():
-        raise ConfigError(f"--workflows {root}: no .github/workflows folder there")
-    files = sorted(p for p in folder.iterdir() if p.suffix in (".yml", ".yaml") and p.is_file())
-    if not files:
-        raise ConfigError(f"--workflows {root}: .github/workflows has no *.yml files")
-    if len(files) > MAX_FILES:
-        raise ConfigError(f"--workflows {root}: more than {MAX_FILES} workflow files")
-    return repo, files
-
-
-def ci_script_files(repo: Path) -> list[Path]:
-    """The scripts CI runs (`scripts/ci`, local actions), up to MAX_SCRIPT_BYTES in all."""
-    out: list[Path] = []
-    budget = MAX_SCRIPT_BYTES
-    for folder in CI_SCRIPT_DIRS:
-        base = repo / folder
-        if not base.is_dir():
-            continue
-        for path in sorted(base.rglob("*")):
-            if path.suffix not in (".sh", ".py", ".yml", ".yaml", ".bash", ".env") or not path.is_file():
-                continue
-            try:
-                budget -= path.stat().st_size
-            except OSError:
-                continue
-            if budget < 0:
-                return out
-            out.append(path)
-    return out
-
-
-def ci_script_names(repo: Path) -> set[str]:
-    """Upper-case names in the scripts CI runs: variables they may export."""
-    names: set[str] = set()
-    for path in ci_script_files(repo):
-        try:
-            names.update(_NAME.findall(path.read_bytes().decode("utf-8", "replace")))
-        except OSError:
-            continue
-    return names
-
-
-def find_workflows(start: Path) -> Path | None:
-    """The nearest folder at or above `start` that has `.github/workflows` (what `guards` reads by itself)."""
-    current = start.resolve()
-    if current.is_file():
-        current = current.parent
-    for folder in (current, *current.parents):
-        if (folder / ".github" / "workflows").is_dir():
-            return folder
-    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -275,12 +216,17 @@ class _Walker:
         self.table: RunnerConfigTable | None = find_table(repo)
         self.outputs = self._echoed_outputs()
         self.labels = LabelIndex(runners)
-        self.entries: list[ScheduleEntry] = []
+        # Entries and unknown labels are kept with the call chain that reaches them from the walk being read
+        # (`_Rooted`), and given their full origin once, at the end: a callee's results pass up through each caller.
+        self.entries: list[_Rooted[ScheduleEntry]] = []
         self.unread: list[UnreadJob] = []
-        self.unknown: dict[tuple[str, str], UnknownLabel] = {}
+        self.unknown: dict[tuple[str, str], _Rooted[UnknownLabel]] = {}
         self._output_cache: dict[str, tuple[Any, tuple[str, ...]]] = {}
-        self._walked: dict[str, tuple[list[ScheduleEntry], list[UnreadJob], list[UnknownLabel]]] = {}
+        self._walked: dict[str, tuple[list[_Rooted[ScheduleEntry]], list[UnreadJob], list[_Rooted[UnknownLabel]]]] = {}
+        self._unknown_paths: dict[tuple[str, ...], Unknown] = {}
+        self._interest: dict[str, bool] = {}
         self._lines: dict[tuple[str, str, int], int] = {}
+        self._key_lines: dict[str, dict[str, int]] = {}
         self._stack: list[str] = []
         self._script_results: dict[tuple[str, str, tuple[tuple[str, str], ...], Origin], ScriptResult] = {}
         self._notes_now = _Notes()
@@ -299,13 +245,13 @@ class _Walker:
         sources = tuple(self.workflows) + ((self.table.source,) if self.table else ())
         names: set[str] = set()
         for wf in self.workflows.values():
-            names.update(_NAME.findall("\n".join(wf.lines)))  # one scan per file: \b stops at a line break
+            names.update(CI_NAME.findall("\n".join(wf.lines)))  # one scan per file: \b stops at a line break
         names.update(ci_script_names(self.repo))
         return Schedule(
             ci_names=tuple(sorted(names)),
-            entries=tuple(dict.fromkeys(self.entries)),
+            entries=tuple(dict.fromkeys(_rooted(entry, via) for entry, via in self.entries)),
             unread=tuple(dict.fromkeys(self.unread)),
-            unknown_labels=tuple(self.unknown.values()),
+            unknown_labels=tuple(_rooted(label, via) for label, via in self.unknown.values()),
             sources=sources,
         )
 
@@ -368,7 +314,10 @@ class _Walker:
                 return self.output(path[3], notes) if len(path) == 4 else Unknown(text=".".join(path))
             if head == "needs" and len(path) == 3 and path[2] == "result":
                 return "success"
-            return Unknown(text=".".join(path))
+            unknown = self._unknown_paths.get(path)
+            if unknown is None:
+                unknown = self._unknown_paths[path] = Unknown(text=".".join(path))
+            return unknown
 
         return resolve
 
@@ -387,20 +336,22 @@ class _Walker:
             finally:
                 self.entries, self.unread, self.unknown = saved
         entries, unread, unknown = self._walked[key]
-        self.entries.extend(replace(e, origin=_under(e.origin, ctx.via)) for e in entries)
-        self.unread.extend(replace(u, origin=_under(u.origin, ctx.via)) for u in unread)
-        for label in unknown:
-            moved = replace(label, origin=_under(label.origin, ctx.via))
-            self.unknown.setdefault((moved.label, str(moved.origin)), moved)
+        via = ctx.via
+        self.entries.extend(((e, (*chain, *via)) for e, chain in entries) if via else entries)
+        self.unread.extend(replace(u, origin=_under(u.origin, via)) for u in unread)
+        for label, chain in unknown:
+            moved = (*chain, *via)
+            self.unknown.setdefault((label.label, str(label.origin) + called_from(moved)), (label, moved))
 
     def _walk(self, ctx: _Context, depth: int) -> None:
         doc = ctx.workflow.doc
         jobs = doc.get("jobs") or {}
+        wf_envs: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {}  # per event: the same for every job
         for job_id, job in jobs.items():
-            origin = Origin(file=ctx.workflow.name, line=self._line_of(ctx.workflow, f"{job_id}:"), job=str(job_id), via=ctx.via)
             uses = job.get("uses")
             if not isinstance(uses, str) and not any(self._interesting(step.get("run")) for step in job.get("steps") or []):
                 continue
+            origin = Origin(file=ctx.workflow.name, line=self._line_of(ctx.workflow, f"{job_id}:"), job=str(job_id), via=ctx.via)
             notes = _Notes()
             events = self._events(ctx, job.get("if"), notes)
             if not events:
@@ -409,7 +360,15 @@ class _Walker:
             if isinstance(uses, str):
                 self._call(ctx, job, uses=uses, events=events, origin=origin, depth=depth, notes=notes)
                 continue
-            wf_env = self._env(ctx, doc.get("env"), event=events[0], matrix={}, env={}, notes=notes)
+            if events[0] not in wf_envs:
+                said = _Notes()
+                wf_envs[events[0]] = (
+                    self._env(ctx, doc.get("env"), event=events[0], matrix={}, env={}, notes=said),
+                    tuple(said.items),
+                )
+            wf_env, said_items = wf_envs[events[0]]
+            for text in said_items:
+                notes.add(text)
             for matrix in self._matrices(ctx, job, origin, notes):
                 self._job(ctx, job, matrix=matrix, wf_env=wf_env, gates=gates, origin=origin, event=events[0], notes=notes)
 
@@ -637,7 +596,7 @@ class _Walker:
                         assumptions=tuple(dict.fromkeys(assumptions)),
                         origin=where,
                     )
-                    self.entries.append(entry)
+                    self.entries.append((entry, ()))
                     if not profiles:
                         self._unknown_label(labels, origin)
 
@@ -648,6 +607,8 @@ class _Walker:
         script that is missing, nested too deep or named only at run time is listed as unread."""
         assert self.scripts is not None
         found: list[tuple[Selection, Origin]] = []
+        from matrix.schedule.pytest_command import called_scripts, read_script  # only when scripts are followed
+
         for path, why in called_scripts(words, context):
             if path is None:
                 self.unread.append(UnreadJob(origin=context.origin, reason=_shown(why, unknown)))
@@ -692,7 +653,7 @@ class _Walker:
 
     def _unknown_label(self, labels: tuple[str, ...], origin: Origin) -> None:
         found = self.labels.unknown(labels, origin)
-        self.unknown.setdefault((found.label, str(origin)), found)
+        self.unknown.setdefault((found.label, str(origin)), (found, ()))
 
     def _interesting(self, run: Any) -> bool:
         """Whether a `run:` text may hold a command a reader reads: one of their keywords, or an expression that
@@ -700,15 +661,39 @@ class _Walker:
         if run is None:
             return False
         text = str(run)
-        if self.keywords is None or any(k in text for k in self.keywords):
-            return True
-        return "${{" in text and ("inputs." in text or "matrix." in text)
+        known = self._interest.get(text)
+        if known is None:
+            known = self._interest[text] = (
+                self.keywords is None
+                or any(k in text for k in self.keywords)
+                or ("${{" in text and ("inputs." in text or "matrix." in text))
+            )
+        return known
 
     def _line_of(self, wf: _Workflow, needle: str, after: int = 0) -> int:
         key = (wf.name, needle, after)
         if key not in self._lines:
-            self._lines[key] = _find_line(wf.lines, needle.strip(), after)
+            needle = needle.strip()
+            if not after and needle.endswith(":") and needle.index(":") == len(needle) - 1:
+                # A job key (`name:` at a line start): one index per file, not a scan from the top per job.
+                keys = self._key_lines.get(wf.name)
+                if keys is None:
+                    keys = self._key_lines[wf.name] = _key_lines(wf.lines)
+                self._lines[key] = keys.get(needle, 1)
+            else:
+                self._lines[key] = _find_line(wf.lines, needle, after)
         return self._lines[key]
+
+
+def _key_lines(lines: tuple[str, ...]) -> dict[str, int]:
+    """`name:` -> the first line whose text starts with it: what `_find_line(lines, "name:", 0)` finds (its
+    fallback, line 1, for a key that is not there)."""
+    found: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        head, colon, _ = line.strip().partition(":")
+        if colon:
+            found.setdefault(head + ":", number)
+    return found
 
 
 def _find_line(lines: tuple[str, ...], needle: str, after: int) -> int:
@@ -721,6 +706,14 @@ def _find_line(lines: tuple[str, ...], needle: str, after: int) -> int:
 
 def _under(origin: Origin, via: tuple[str, ...]) -> Origin:
     return replace(origin, via=(*origin.via, *via)) if via else origin
+
+
+_Record = TypeVar("_Record", ScheduleEntry, UnknownLabel)
+_Rooted = tuple[_Record, tuple[str, ...]]  # a record, and the call chain to add to its origin's
+
+
+def _rooted(record: _Record, via: tuple[str, ...]) -> _Record:
+    return replace(record, origin=_under(record.origin, via)) if via else record
 
 
 class _Outputs(Mapping[str, Any]):
@@ -745,14 +738,14 @@ class _Outputs(Mapping[str, Any]):
 
 def _walk_path(value: Any, path: tuple[str, ...], head: str) -> Any:
     for key in path:
-        if isinstance(value, Unknown | OneOf):
-            return value if isinstance(value, Unknown) else Unknown(text=f"{head}.{'.'.join(path)}")
-        if isinstance(value, Mapping):
-            if key not in value:
-                return None if head != "matrix" else Unknown(text=f"{head}.{'.'.join(path)}")
-            value = value[key]
-        else:
-            return Unknown(text=f"{head}.{'.'.join(path)}")
+        if type(value) is not dict:  # a dict (the usual case) needs no check; isinstance of Mapping goes through abc
+            if isinstance(value, Unknown | OneOf):
+                return value if isinstance(value, Unknown) else Unknown(text=f"{head}.{'.'.join(path)}")
+            if not isinstance(value, Mapping):
+                return Unknown(text=f"{head}.{'.'.join(path)}")
+        if key not in value:
+            return None if head != "matrix" else Unknown(text=f"{head}.{'.'.join(path)}")
+        value = value[key]
     return value
 
 

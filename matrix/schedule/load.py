@@ -19,9 +19,9 @@ MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 def find_workflows(start: Path) -> Path | None:
     """The nearest folder at or above `start` that has `.github/workflows` (what `guards` reads by itself)."""
-    from matrix.schedule import github
+    from matrix.schedule import files
 
-    return github.find_workflows(start)
+    return files.find_workflows(start)
 
 
 def default_readers() -> tuple[CommandReader, ...]:
@@ -68,17 +68,25 @@ def load_schedule(
     `cache_dir` (and the default readers) a schedule read before from the same files is reused; with
     `follow_scripts` the shell scripts steps run (inside the repository) are read too."""
     from matrix.schedule.cache import cached, schedule_key
-    from matrix.schedule.github import ci_script_files, read_github, workflow_files
+    from matrix.schedule.files import ci_script_files, workflow_files
     from matrix.schedule.runner_configs import CANDIDATES
 
     chosen = default_readers() if readers is None else tuple(readers)
     if cache_dir is None or readers is not None or follow_scripts:
+        from matrix.schedule.github import read_github
+
         scripts = TreeLoader(workflow_files(root)[0]) if follow_scripts else None
         return read_github(root, chosen, runners, scripts=scripts)
     repo, files = workflow_files(root)
     inputs = [*files, *(repo / c for c in CANDIDATES if (repo / c).is_file()), *ci_script_files(repo)]
     key = schedule_key(inputs, repo, runners, ",".join(type(r).__name__ for r in chosen))
-    return cached(cache_dir, key, lambda: read_github(root, chosen, runners))
+    return cached(cache_dir, key, lambda: _read(root, chosen, runners))
+
+
+def _read(root: Path, readers: tuple[CommandReader, ...], runners: Mapping[str, RunnerProfile]) -> Schedule:
+    from matrix.schedule.github import read_github  # only when the cache has no schedule for these files
+
+    return read_github(root, readers, runners)
 
 
 def load_declared(

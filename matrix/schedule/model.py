@@ -33,8 +33,12 @@ class Origin:
     via: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        chain = "".join(f" (called from {v})" for v in self.via)
-        return f"{self.file}:{self.line} job {self.job}{chain}"
+        return f"{self.file}:{self.line} job {self.job}{called_from(self.via)}"
+
+
+def called_from(via: Sequence[str]) -> str:
+    """How an origin shows the chain of calls that led to it (the tail of `str(origin)`)."""
+    return "".join(f" (called from {v})" for v in via)
 
 
 @dataclass(frozen=True, kw_only=True)

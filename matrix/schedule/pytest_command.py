@@ -305,6 +305,19 @@ def _script_lines(text: str) -> tuple[list[tuple[int, str]], list[tuple[str, int
     return top_level(logical_lines(text))
 
 
+@functools.lru_cache(maxsize=256)
+def _read_lines(text: str, wanted: tuple[str, ...] | None) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[str, int], ...]]:
+    """The lines of a script a reader may find something on (its text, a script call, an assignment), and its
+    functions: the same for every step that runs the script, so worked out once per text."""
+    lines, functions = _script_lines(text)
+    kept = (
+        (number, written)
+        for number, written in lines
+        if wanted is None or any(k in written for k in wanted) or _SETS.match(written)
+    )
+    return tuple(kept), tuple(functions)
+
+
 def read_script(
     path: str,
     load: ScriptLoader,
@@ -324,15 +337,13 @@ def read_script(
     selections: list[tuple[Selection, Origin]] = []
     unread: list[tuple[Origin, str]] = []
     env = dict(context.env)
-    lines, functions = _script_lines(text)
+    # Lines without a reader's text, a script call or an assignment hold nothing to read: left out.
+    lines, functions = _read_lines(text, _keywords(readers))
     unread.extend(
         (replace(here, line=line), f"pytest inside the shell function {name}() is not followed; declare what it runs")
         for name, line in functions
     )
-    wanted = _keywords(readers)
     for number, written in lines:
-        if wanted is not None and not any(k in written for k in wanted) and not _SETS.match(written):
-            continue  # no reader's text, no script call, no assignment: nothing to read on this line
         origin = replace(here, line=number)
         line = own_folder(written, path)
         commands = commands_of(line)

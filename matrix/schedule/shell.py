@@ -44,22 +44,91 @@ def commands(script: str, working_dir: str = ".", keywords: tuple[str, ...] | No
 def _commands(script: str, working_dir: str, keywords: tuple[str, ...] | None) -> tuple[Command, ...]:
     out: list[Command] = []
     state = [working_dir]
-    for line in _lines(script):
-        if keywords is not None and not any(k in line for k in keywords) and not _CD.search(line):
+    lines = _lines(script) if keywords is None else _wanted_lines(script, keywords)
+    for line in lines:
+        if keywords is not None and not _holds(line, keywords):
             continue
         out.extend(_line_commands(line, state, 0))
     return tuple(out)
 
 
+def _holds(line: str, keywords: tuple[str, ...]) -> bool:
+    """Whether a line may run a command of interest: it names a keyword, or it moves the working directory."""
+    return any(k in line for k in keywords) or _CD.search(line) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _wanted(keywords: tuple[str, ...]) -> re.Pattern[str]:
+    """A search that every line `_holds` keeps matches (each keyword, or `cd`): a first test, never the verdict."""
+    return re.compile("|".join([*(re.escape(k) for k in keywords), "cd"]))
+
+
+# Line breaks of str.splitlines besides "\n": a script holding one is read line by line.
+_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def _wanted_lines(script: str, keywords: tuple[str, ...]) -> Iterator[str]:
+    """The lines of `_lines(script)` that `_wanted` matches, in order, found by searching the whole script rather
+    than each of its lines (a 200-line script has a handful)."""
+    joined = _joined(script)
+    if _OTHER_BREAKS.search(joined) or any(_OTHER_BREAKS.search(k) or "\n" in k for k in keywords):
+        yield from _lines(script)
+        return
+    line_end = -1
+    for match in _wanted(keywords).finditer(joined):
+        if match.start() < line_end:
+            continue  # the line is given already
+        start = joined.rfind("\n", 0, match.start()) + 1
+        line_end = joined.find("\n", match.start())
+        if line_end < 0:
+            line_end = len(joined)
+        line = joined[start:line_end]
+        if not line.lstrip().startswith("#"):
+            yield line
+
+
+def _joined(script: str) -> str:
+    return re.sub(r"\\\r?\n", " ", script)
+
+
 def _lines(script: str) -> Iterator[str]:
-    joined = re.sub(r"\\\r?\n", " ", script)
-    for raw in joined.splitlines():
+    for raw in _joined(script).splitlines():
         if raw.lstrip().startswith("#"):
             continue
         yield raw
 
 
+# shlex's split (`_shlex_split`), for a line without backslashes: words end at its whitespace (only these four
+# characters) and at a run of punctuation, which is a word of its own; quotes join what they hold to the word and
+# are dropped (`''` is an empty word); a `#` outside quotes starts a comment, even inside a word; an unclosed quote
+# makes the line unreadable. `tests/schedule/test_shell_split.py` compares the two on generated lines.
+_TOKEN = re.compile(r"""(?P<ws>[ \t\r\n]+)|(?P<punct>[;&|()]+)|(?P<word>(?:[^ \t\r\n;&|()'"#]+|'[^']*'|"[^"]*")+)|(?P<stop>.)""")
+_QUOTED = re.compile("'([^']*)'|\"([^\"]*)\"")
+
+
 def _split(line: str) -> list[str] | None:
+    """The words of one line as `shlex` (POSIX mode, `;&|()` punctuation) splits them; None when a quote is
+    not closed."""
+    if "\\" in line or "\n" in line:
+        return _shlex_split(line)  # escapes, or a comment that ends before the text does: shlex's own rules
+    words: list[str] = []
+    for match in _TOKEN.finditer(line):
+        kind = match.lastgroup
+        if kind == "word":
+            word = match.group()
+            words.append(_QUOTED.sub(_unquote, word) if "'" in word or '"' in word else word)
+        elif kind == "punct":
+            words.append(match.group())
+        elif kind == "stop":
+            return None if match.group() in "'\"" else words  # an unclosed quote, or a comment to the line's end
+    return words
+
+
+def _unquote(match: re.Match[str]) -> str:
+    return match.group(1) if match.group(1) is not None else match.group(2)
+
+
+def _shlex_split(line: str) -> list[str] | None:
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
     lexer.whitespace_split = True
     lexer.commenters = "#"

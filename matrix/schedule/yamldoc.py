@@ -4,10 +4,16 @@ PyYAML's composer resolves an alias to the node its anchor names, so a 500-byte 
 small graph that only explodes when it is walked as a tree. The expanded size of every node is counted over the
 composed graph (each distinct node once, memoised) before anything is constructed, and a document whose tree
 would exceed `MAX_NODES` (or nest deeper than `MAX_DEPTH`, or refer to itself) is refused with one line.
+
+The composed graph is turned into values by `_build` when it holds only plain mappings, sequences and the scalar
+types of YAML's core schema (what CI files hold): the same values PyYAML's safe constructor makes, at a third of
+its cost. Anything else (merge keys, `!!set`, a complex key, a custom tag, a value a scalar constructor refuses,
+nesting past `_BUILD_DEPTH`) is left to PyYAML's constructor, so its values and its errors are unchanged.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -16,9 +22,12 @@ from matrix.core.errors import ConfigError
 MAX_BYTES = 1024 * 1024  # sglang's largest workflow (July 2026) is 104 KB
 MAX_NODES = 200_000  # the whole July sglang tree (94 workflow files) expands to about 60,000 nodes
 MAX_DEPTH = 64
-# An alias is a node of its own: after a line start, `- `, `: `, `? `, `[` or `,`. Scripts' globs (`rm dist/*`)
-# rarely look like that; a false match only costs the check.
-_ALIAS = re.compile(r"(?m)(?:^|[\[{,?:-])[ \t]*\*[^\s,\]}*]")
+# An alias is a node of its own: `*name` after a line start, `- `, `: `, `? `, `[`, `{` or `,` (blanks between).
+# Scripts' globs (`rm dist/*`) rarely look like that; a false match only costs the check. The regex finds each
+# `*name`; what comes before it is looked at by hand (`_aliased`), which is far cheaper than a regex that tries
+# every position of a 100 KB file for the line-start alternative.
+_STAR = re.compile(r"\*[^\s,\]}*]")
+_BEFORE_ALIAS = frozenset("\n[{,?:-")
 
 
 def load_yaml(text: str, name: str) -> Any:
@@ -27,29 +36,72 @@ def load_yaml(text: str, name: str) -> Any:
 
     if len(text) > MAX_BYTES:
         raise ConfigError(f"{name}: larger than {MAX_BYTES} bytes")
-    aliased = _ALIAS.search(text) is not None
+    aliased = _aliased(text)
     if not aliased and _separators(text) > MAX_NODES:
         # Without an alias the tree is the text itself: each node needs a `:`, `,` or `- `, so this many
         # separators is refused before the parser builds a node per entry (100,000 matrix entries, ...).
         raise ConfigError(f"{name}: more than {MAX_NODES:,} YAML nodes; refusing to read it")
-    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loader = loader_class(text)
+    loader = _loader_class()(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
         if aliased:
             _check_expansion(node, name)
-        return loader.construct_document(node)
+        try:
+            return _build(node, loader, {} if aliased else None)
+        except _Unplain:
+            return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "parse error"
         raise ConfigError(f"{name}{where}: malformed YAML ({problem})") from None
-    except (RecursionError, ValueError, TypeError) as exc:  # the constructor on odd scalars (a huge int, a bad date)
+    except (RecursionError, ValueError, TypeError, KeyError) as exc:  # odd scalars: a huge int, a bad date, `!!bool x`
         raise ConfigError(f"{name}: malformed YAML ({type(exc).__name__})") from None
     finally:
         loader.dispose()
+
+
+def _aliased(text: str) -> bool:
+    """Whether `text` may hold an alias: a `*name` with only blanks between it and a line start or one of
+    `[{,?:-` (the one judge of it; tests compare it with a regex of the same rule)."""
+    if "*" not in text:
+        return False
+    for match in _STAR.finditer(text):
+        before = match.start() - 1
+        while before >= 0 and text[before] in " \t":
+            before -= 1
+        if before < 0 or text[before] in _BEFORE_ALIAS:
+            return True
+    return False
+
+
+@functools.cache
+def _loader_class() -> Any:
+    """CSafeLoader (SafeLoader without libyaml) whose plain-scalar tag resolution is memoised: the composer asks
+    for the tag of every scalar, and CI files repeat the same few thousand values."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    scalar = yaml.ScalarNode
+    resolved: dict[tuple[str, tuple[bool, bool]], str] = {}
+
+    def resolve(self: Any, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is not scalar:
+            return base.resolve(self, kind, value, implicit)
+        key = (value, implicit)
+        tag = resolved.get(key)
+        if tag is None:
+            tag = base.resolve(self, kind, value, implicit)
+            if len(resolved) < _RESOLVED_MAX:
+                resolved[key] = tag
+        return tag
+
+    return type("_MemoLoader", (base,), {"resolve": resolve})
+
+
+_RESOLVED_MAX = 65_536
 
 
 def _separators(text: str) -> int:
@@ -96,3 +148,49 @@ def _children(node: Any, yaml: Any) -> list[Any]:
     if isinstance(node, yaml.MappingNode):
         return [part for pair in node.value for part in pair]
     return []
+
+
+_TAG = "tag:yaml.org,2002:"
+_MAP, _SEQ, _STR = _TAG + "map", _TAG + "seq", _TAG + "str"
+# Scalar tags whose PyYAML safe constructor is a pure function of the node (called as is, so the values match).
+_SCALARS = {_TAG + name: f"construct_yaml_{name}" for name in ("null", "bool", "int", "float", "binary", "timestamp")}
+_BUILD_DEPTH = 100  # deeper documents go to PyYAML's constructor, which does not recurse
+
+
+class _Unplain(Exception):
+    """The document holds something `_build` leaves to PyYAML's constructor."""
+
+
+def _build(node: Any, loader: Any, shared: dict[int, Any] | None, depth: int = 0) -> Any:
+    """The value of a composed node of plain maps, sequences and core-schema scalars, else `_Unplain`. With
+    `shared` (a document with aliases) a node reached twice gives the same object, as PyYAML's constructor does."""
+    if shared is not None and id(node) in shared:
+        return shared[id(node)]
+    tag = node.tag
+    if tag == _STR and node.id == "scalar":
+        return node.value
+    if depth > _BUILD_DEPTH:
+        raise _Unplain
+    kind = node.id
+    value: Any
+    if kind == "mapping" and tag == _MAP:
+        value = {}
+        for key_node, value_node in node.value:
+            if key_node.id != "scalar" or key_node.tag not in _KEY_TAGS:
+                raise _Unplain  # merge keys, `=`, complex or unhashable keys: PyYAML's rules and errors
+            value[_build(key_node, loader, None, depth + 1)] = _build(value_node, loader, shared, depth + 1)
+    elif kind == "sequence" and tag == _SEQ:
+        value = [_build(item, loader, shared, depth + 1) for item in node.value]
+    elif kind == "scalar" and tag in _SCALARS:
+        try:
+            value = getattr(loader, _SCALARS[tag])(node)
+        except Exception:  # PyYAML's constructor meets the same value and says what it says
+            raise _Unplain from None
+    else:
+        raise _Unplain
+    if shared is not None:
+        shared[id(node)] = value
+    return value
+
+
+_KEY_TAGS = frozenset({_STR, *_SCALARS})

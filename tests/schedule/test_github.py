@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from matrix.core.loader import load_runners
-from matrix.schedule.github import find_workflows, read_github
+from matrix.schedule.files import find_workflows
+from matrix.schedule.github import read_github
 from matrix.schedule.load import load_schedule
 from matrix.schedule.model import Gate, Selection, StepContext, SuiteSelection
 from matrix.schedule.shell import commands
