@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.core.errors import ConfigError, UsageError
 from matrix.core.finding import Finding
@@ -32,7 +32,9 @@ from matrix.guards.model import (
     guard_finding,
 )
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
-from matrix.schedule.model import Schedule, ScheduleEntry, SuiteSelection
+
+if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
+    from matrix.schedule.model import Schedule, ScheduleEntry
 
 # --- the suite map ----------------------------------------------------------------------------------------------------
 # Suite names -> runner profiles, scheduling conventions, and the list of suites CI runs.
@@ -428,6 +430,8 @@ def unscheduled_reasons(reg: Registration, settings: AuditSettings) -> list[str]
     reasons: list[str] = []
     schedule = settings.schedule
     if schedule is not None:
+        from matrix.schedule.model import SuiteSelection  # loaded already: the schedule is made of its records
+
         runs = suite_runs(schedule, suite, _hw(reg))
         if not runs:
             suites = sorted({e.selection.suite for e in schedule.entries if isinstance(e.selection, SuiteSelection)})

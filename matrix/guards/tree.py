@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError, UsageError
@@ -27,7 +27,9 @@ from matrix.guards.audit import AuditSettings, FileAudit, SuiteMap, audit_file, 
 from matrix.guards.finder import TEST_FILE, analyse_source
 from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, finding_fields, guard_finding
 from matrix.guards.predicates import PREDICATES
-from matrix.schedule.model import Schedule
+
+if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
+    from matrix.schedule.model import Schedule
 
 # --- the results cache ------------------------------------------------------------------------------------------------
 # Per-file results cache keyed by content hash, so an unchanged tree is audited in a fraction of a second.
