@@ -66,8 +66,10 @@ def _open_regular(path: Path | str) -> tuple[int, os.stat_result]:
 def read_limited(path: Path | str, limit: int) -> bytes:
     """The bytes of a regular file, at most `limit + 1` of them (so the caller can tell an oversized one).
 
-    Read with `os.read` in pieces sized by the file's own size (plus one byte, to see the end): a buffered
-    reader asked for `limit + 1` bytes allocates that much for every small file."""
+    Read with `os.read` in pieces sized by the file's own size (plus one byte): a buffered reader asked for
+    `limit + 1` bytes allocates that much for every small file. A first read that returns exactly the size
+    `fstat` gave ends the read (a file growing meanwhile is read as it was); a file whose size says nothing
+    (`/proc`) is read on to its end."""
     fd, st = _open_regular(path)
     try:
         chunks: list[bytes] = []
@@ -78,6 +80,8 @@ def read_limited(path: Path | str, limit: int) -> bytes:
                 break
             chunks.append(chunk)
             total += len(chunk)
+            if total == st.st_size and len(chunks) == 1:
+                break  # the whole file as its size says, in one read: no second read to see the end
     finally:
         os.close(fd)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)

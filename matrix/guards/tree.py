@@ -255,11 +255,16 @@ MAX_JOBS = 64  # worker processes; more only cost memory
 class TreeListing:
     """The .py files under a root, and the symlinked folders the walk did not enter (a loop or an escape).
 
-    `relative` holds each file's path below the root, `/`-separated (the file's own name for a file root)."""
+    `paths` holds each file's path as the walk spelled it, `relative` its path below the root, `/`-separated (the
+    file's own name for a file root); `files` makes `Path`s of them when asked (an audit reads by the strings)."""
 
-    files: tuple[Path, ...]
+    paths: tuple[str, ...]
     linked_dirs: tuple[str, ...] = ()
     relative: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        return tuple(Path(p) for p in self.paths)
 
 
 def check_root(path: Path, what: str = "") -> None:
@@ -283,7 +288,7 @@ def list_tree(root: Path) -> TreeListing:
     `os.scandir`, whose entries know their type without a `stat` per file. A folder it cannot read is left out,
     as `os.walk` leaves it; a symlinked folder is not entered but named in `linked_dirs`."""
     if root.is_file():
-        return TreeListing(files=(root,), relative=(root.name,))
+        return TreeListing(paths=(str(root),), relative=(root.name,))
     found: list[tuple[tuple[str, ...], str]] = []
     linked: list[str] = []
     stack: list[tuple[str, tuple[str, ...]]] = [(os.fspath(root), ())]
@@ -311,7 +316,7 @@ def list_tree(root: Path) -> TreeListing:
                 found.append(((*parts, name), entry.path))
     found.sort()  # by path components, as Path sorts
     return TreeListing(
-        files=tuple(Path(path) for _, path in found),
+        paths=tuple(path for _, path in found),
         linked_dirs=tuple(sorted(linked)),
         relative=tuple("/".join(parts) for parts, _ in found),
     )
@@ -343,7 +348,7 @@ def nothing_read(root: Path, listing: TreeListing) -> UsageError:
     return UsageError(f"{root}: no Python file read (0 files){why}")
 
 
-def read_file(path: Path) -> bytes:
+def read_file(path: Path | str) -> bytes:
     """An audited file's bytes, at most MAX_SOURCE_BYTES + 1 (a FIFO or device planted in the tree is refused)."""
     return read_limited(path, MAX_SOURCE_BYTES)
 
@@ -546,7 +551,7 @@ def audit_tree(
     cache = ResultCache(cache_dir, settings_key(settings) if cache_dir is not None else None)
     results: dict[str, FileAudit | None] = {}
     listing = list_tree(path)
-    files = listing.files
+    files = listing.paths
     if not files:
         raise nothing_read(path, listing)
     with _collector_paused(), _Misses(settings, jobs, sealed=cache.path is not None) as misses:
@@ -556,7 +561,7 @@ def audit_tree(
             except OSError as exc:
                 results[display] = audit_file(unreadable(display, exc), settings)
                 continue
-            if not wanted(file.name, data):
+            if not wanted(display.rpartition("/")[2], data):
                 results[display] = None
                 continue
             key = file_key(display, data)
