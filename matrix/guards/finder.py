@@ -27,13 +27,13 @@ from matrix.guards.model import (
     ScopeKind,
     SkipCondition,
     TestScope,
+    dotted,
 )
 from matrix.guards.source import (
     SourceText,
     blanked_lines,
     collect_bindings,
     collect_module_names,
-    dotted,
     elide,
     proven,
     read_registrations,

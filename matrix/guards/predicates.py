@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from matrix.core.profile import RunnerProfile
+from matrix.guards.model import dotted
 
 # --- predicates -------------------------------------------------------------------------------------------------------
 # What the guard helpers of sglang and torch return on a runner profile (docs/sources.md#guard-helpers).
@@ -438,12 +439,5 @@ def _bare_call(node: ast.AST) -> str | None:
     writes it (a dotted name and empty parentheses); None for any other node."""
     if not isinstance(node, ast.Call) or node.args or node.keywords:
         return None
-    parts: list[str] = []
-    func: ast.expr = node.func
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, ast.Name):
-        return None
-    parts.append(func.id)
-    return ".".join(reversed(parts)) + "()"
+    name = dotted(node.func)
+    return None if name is None else name + "()"

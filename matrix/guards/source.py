@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
-from matrix.guards.model import Bindings, ModuleNames, Platform, Registration
+from matrix.guards.model import Bindings, ModuleNames, Platform, Registration, dotted
 
 # --- source text ------------------------------------------------------------------------------------------------------
 # Source text of a node, as `ast.get_source_segment` gives it, without re-splitting the file per call.
@@ -398,18 +398,6 @@ def blanked_lines(elision: Elision, lines: Sequence[int]) -> bool:
 
 # --- module names -----------------------------------------------------------------------------------------------------
 # What a name in a test module stands for: imports, aliases bound once, local definitions.
-
-
-def dotted(node: ast.expr) -> str | None:
-    """`torch.cuda.is_available` for an attribute chain over a name, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def resolve(name: str, imports: dict[str, str]) -> str:
