@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.cli.options import add_output_options, add_summary_option
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
@@ -32,7 +32,9 @@ from matrix.guards.gate import (
 )
 from matrix.guards.model import GuardReport
 from matrix.guards.tree import ENV_VAR, audit_tree, cache_folder, default_jobs, tree_inputs
-from matrix.schedule.model import Schedule
+
+if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
+    from matrix.schedule.model import Schedule
 
 FORMATS = ("text", "json", "md", "github", "sarif")
 

@@ -85,10 +85,19 @@ def dumps_strict(doc: Any, *, where: str, **kwargs: Any) -> str:
         raise OutputError(f"{where}: cannot write a number that is not finite ({exc})") from None
 
 
+def canonical(body: Any) -> str:
+    """The one text of a JSON value that seals are taken over: sorted keys, no spaces, ASCII."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def seal(schema: str, key: str, body: Any) -> str:
     """A digest binding a cached body to its schema and key: an entry edited by hand, or moved to another key, no
     longer matches (the guard results cache and the schedule cache)."""
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return seal_text(schema, key, canonical(body))
+
+
+def seal_text(schema: str, key: str, text: str) -> str:
+    """`seal` of a body already written as its `canonical` text (a cache that stores that text checks it as is)."""
     return hashlib.sha256(f"{schema}\0{key}\0{text}".encode()).hexdigest()
 
 

@@ -47,22 +47,44 @@ class SpecialFileError(OSError):
 
 def open_regular(path: Path | str) -> int:
     """A read-only descriptor on a regular file; never blocks (O_NONBLOCK) and refuses FIFOs, devices, folders."""
+    return _open_regular(path)[0]
+
+
+def _open_regular(path: Path | str) -> tuple[int, os.stat_result]:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     try:
-        kind = special_kind(os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        kind = special_kind(st.st_mode)
         if kind is not None:
             raise SpecialFileError(kind)
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, st
 
 
 def read_limited(path: Path | str, limit: int) -> bytes:
-    """The bytes of a regular file, at most `limit + 1` of them (so the caller can tell an oversized one)."""
-    fd = open_regular(path)
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read(limit + 1)
+    """The bytes of a regular file, at most `limit + 1` of them (so the caller can tell an oversized one).
+
+    Read with `os.read` in pieces sized by the file's own size (plus one byte): a buffered reader asked for
+    `limit + 1` bytes allocates that much for every small file. A first read that returns exactly the size
+    `fstat` gave ends the read (a file growing meanwhile is read as it was); a file whose size says nothing
+    (`/proc`) is read on to its end."""
+    fd, st = _open_regular(path)
+    try:
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            chunk = os.read(fd, min(limit + 1 - total, max(st.st_size + 1 - total, 65536)))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total == st.st_size and len(chunks) == 1:
+                break  # the whole file as its size says, in one read: no second read to see the end
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_bytes(path: Path, error: type[SpecmatrixError], label: str | None = None, *, limit: int = MAX_TEXT_BYTES) -> bytes:

@@ -11,16 +11,15 @@ import fnmatch
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.core.errors import ConfigError, UsageError
 from matrix.core.finding import Finding
 from matrix.core.jsonio import loads_untrusted
-from matrix.core.loader import read_toml, read_toml_file
-from matrix.core.model import RunnerProfile
-from matrix.core.textfiles import read_text
+from matrix.core.profile import RunnerProfile
+from matrix.core.textfiles import package_text, read_text
+from matrix.core.tomlfields import read_toml, read_toml_file
 from matrix.guards.evaluate import Evaluation, GuardEvaluator, Tri
 from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
@@ -33,7 +32,9 @@ from matrix.guards.model import (
     guard_finding,
 )
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
-from matrix.schedule.model import Schedule, ScheduleEntry, SuiteSelection
+
+if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
+    from matrix.schedule.model import Schedule, ScheduleEntry
 
 # --- the suite map ----------------------------------------------------------------------------------------------------
 # Suite names -> runner profiles, scheduling conventions, and the list of suites CI runs.
@@ -100,7 +101,7 @@ def parse_suite_map(data: Mapping[str, Any], source: str, base: SuiteMap | None 
 
 def load_suite_map(extra: Path | None = None) -> SuiteMap:
     """The built-in suite map, overlaid by `extra` when given."""
-    text = resources.files("matrix").joinpath("data/suites.toml").read_text(encoding="utf-8")
+    text = package_text("data/suites.toml")
     built_in = parse_suite_map(read_toml(text, DEFAULT_SOURCE), DEFAULT_SOURCE)
     if extra is None:
         return built_in
@@ -429,6 +430,8 @@ def unscheduled_reasons(reg: Registration, settings: AuditSettings) -> list[str]
     reasons: list[str] = []
     schedule = settings.schedule
     if schedule is not None:
+        from matrix.schedule.model import SuiteSelection  # loaded already: the schedule is made of its records
+
         runs = suite_runs(schedule, suite, _hw(reg))
         if not runs:
             suites = sorted({e.selection.suite for e in schedule.entries if isinstance(e.selection, SuiteSelection)})
@@ -577,7 +580,7 @@ def guard_findings(
         for hit, skipped in by_guard.items():
             reason = " | ".join(verdict[(hit, r)].explain(facts[r]) for r in skipped)
             hint = silent_skip_hint(verdict[(hit, skipped[0])], facts[skipped[0]], every=tuple(skipped))
-            findings.append(replace(_finding(Kind.SILENT_SKIP, guards[hit], tuple(skipped), reason), hint=hint))
+            findings.append(_finding(Kind.SILENT_SKIP, guards[hit], tuple(skipped), reason, hint))
     for guard in early:
         if any(s in never for s in chain(guard.scope)):
             continue
@@ -595,7 +598,7 @@ def guard_findings(
                 "the test returns before testing anything and is counted as a pass: make it a visible skip "
                 "(self.skipTest(...) / pytest.skip(...)) so CI reports it, or drop the early return"
             )
-            findings.append(replace(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons)), hint=hint))
+            findings.append(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons), hint))
     for index, guard in enumerate(guards):
         if any(s in never for s in chain(guard.scope)):
             continue
@@ -693,6 +696,8 @@ def _platform_only(evaluations: Iterable[Evaluation], platforms: frozenset[Platf
     return None
 
 
-def _finding(kind: Kind, guard: Guard, runners: tuple[str, ...], reason: str) -> Finding:
+def _finding(kind: Kind, guard: Guard, runners: tuple[str, ...], reason: str, hint: str = "") -> Finding:
     path = guard.scope.split("::", 1)[0]
-    return guard_finding(kind, path=path, line=guard.line, test=guard.scope, runners=runners, guard=guard.source, reason=reason)
+    return guard_finding(
+        kind, path=path, line=guard.line, test=guard.scope, runners=runners, guard=guard.source, reason=reason, hint=hint
+    )

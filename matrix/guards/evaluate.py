@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, MissingModules, ModuleNames, OpaqueCondition, SkipCondition
+from matrix.guards.model import (
+    AlwaysSkips,
+    ExprCondition,
+    Guard,
+    MissingModules,
+    ModuleNames,
+    OpaqueCondition,
+    SkipCondition,
+    dotted,
+)
 from matrix.guards.predicates import (
     ATTRIBUTES,
     BUILTINS,
@@ -34,7 +43,7 @@ from matrix.guards.predicates import (
     text_of,
     unset_variable,
 )
-from matrix.guards.source import dotted, resolve
+from matrix.guards.source import resolve
 
 # --- helper calls -----------------------------------------------------------------------------------------------------
 # Stepping into a module's own helper functions while evaluating a guard (no execution).

@@ -27,13 +27,13 @@ from matrix.guards.model import (
     ScopeKind,
     SkipCondition,
     TestScope,
+    dotted,
 )
 from matrix.guards.source import (
     SourceText,
     blanked_lines,
     collect_bindings,
     collect_module_names,
-    dotted,
     elide,
     proven,
     read_registrations,
@@ -195,8 +195,9 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
     Function bodies that cannot hold a skip are left out of the parse (`matrix.guards.source`)."""
     is_test = TEST_FILE.match(path.rpartition("/")[2]) is not None
     source = SourceText(text)
-    words = ["skip", *_SKIP_ALIAS.findall(text.lower())]
-    source.mark_lines(words, exact=_EXACT_MARKS)
+    lowered = text.lower()
+    words = ["skip", *_SKIP_ALIAS.findall(lowered)]
+    source.mark_lines(words, exact=_EXACT_MARKS, lowered=lowered)
     elision = elide(text, source.marked)
     if elision is not None:
         try:
@@ -383,7 +384,11 @@ class _GuardFinder:
         # Names the function binds (and its parameters) shadow module-level ones in its guards.
         params = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
         local: Bindings = (*((p, None) for p in params), *collect_bindings(node.body))
-        return [replace(g, local_names=local) for g in collected]
+        # Built directly: dataclasses.replace reads every field's metadata, once per guard of every test.
+        return [
+            Guard(scope=g.scope, kind=g.kind, line=g.line, source=g.source, conditions=g.conditions, local_names=local)
+            for g in collected
+        ]
 
     def decorator_guards(self, deco: ast.expr, nodeid: str, shown: ast.expr | None = None) -> list[Guard]:
         target = deco.func if isinstance(deco, ast.Call) else deco

@@ -1,4 +1,6 @@
-"""Frozen records of the static guard audit: registrations, test scopes, guards; its findings are core `Finding`s."""
+"""Frozen records of the static guard audit: registrations, test scopes, guards; its findings are core `Finding`s.
+
+Also `dotted`, the name an attribute chain spells, which every reader of guards (and the evaluator's texts) shares."""
 
 from __future__ import annotations
 
@@ -118,6 +120,18 @@ class Guard:
     source: str
     conditions: tuple[SkipCondition, ...]
     local_names: Bindings = ()
+
+
+def dotted(node: ast.expr) -> str | None:
+    """`torch.cuda.is_available` for an attribute chain over a name, else None (what guard names are made of)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
+from matrix.guards.model import dotted
 
 # --- predicates -------------------------------------------------------------------------------------------------------
 # What the guard helpers of sglang and torch return on a runner profile (docs/sources.md#guard-helpers).
@@ -423,8 +424,20 @@ def _node_text(node: ast.AST) -> str:
     # evaluation of the same guard shares the text.
     if isinstance(node, ast.FunctionDef):
         return f"<function {node.name}>"
+    called = _bare_call(node)
+    if called is not None:
+        return called if len(called) <= _MAX_TEXT else called[: _MAX_TEXT - 3] + "..."
     try:
         text = ast.unparse(node)
     except (RecursionError, ValueError):
         return "<too large to show>"
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+
+
+def _bare_call(node: ast.AST) -> str | None:
+    """`a.b.c()` for a call of a dotted name with no arguments, the node most guards note, as `ast.unparse`
+    writes it (a dotted name and empty parentheses); None for any other node."""
+    if not isinstance(node, ast.Call) or node.args or node.keywords:
+        return None
+    name = dotted(node.func)
+    return None if name is None else name + "()"

@@ -14,9 +14,9 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
-from matrix.guards.model import Bindings, ModuleNames, Platform, Registration
+from matrix.guards.model import Bindings, ModuleNames, Platform, Registration, dotted
 
 # --- source text ------------------------------------------------------------------------------------------------------
 # Source text of a node, as `ast.get_source_segment` gives it, without re-splitting the file per call.
@@ -26,21 +26,33 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
+_ASCII_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
+def _other_breaks(text: str) -> bool:
+    """Whether `text` holds a break only str.splitlines() honours (ASCII text can hold only the ASCII ones)."""
+    if text.isascii():
+        return any(b in text for b in _ASCII_BREAKS)
+    return _OTHER_BREAKS.search(text) is not None
+
+
 class SourceText:
     """A file's lines, split once; `segment(node)` slices them by the node's byte offsets."""
 
     def __init__(self, text: str):
         # The same line breaks the parser counts (\r\n, \r, \n), not str.splitlines()'s extra ones; the
         # regex's last (empty) match is kept, so both ways give the same list.
-        if _OTHER_BREAKS.search(text) is None:
+        if not _other_breaks(text):
             self.lines = [*text.splitlines(keepends=True), ""]
         else:
             self.lines = [m.group() for m in _LINE.finditer(text)]
         self.text = text
         self._marked: list[int] = []
 
-    def mark_lines(self, words: Iterable[str], exact: Iterable[str] = ()) -> None:
-        """Remember which lines mention any of `words` (any case) or hold an `exact` text, for `mentions`."""
+    def mark_lines(self, words: Iterable[str], exact: Iterable[str] = (), lowered: str | None = None) -> None:
+        """Remember which lines mention any of `words` (any case) or hold an `exact` text, for `mentions`.
+
+        `lowered` is `text.lower()` when the caller has it already."""
         unique = [w for w in dict.fromkeys(words) if w]
         text = self.text
         starts = list(itertools.accumulate((len(line) for line in self.lines), initial=0))
@@ -50,12 +62,23 @@ class SourceText:
             # ASCII text keeps its offsets when lowered, and ASCII words match it case-blind exactly as
             # re.IGNORECASE would (the non-ASCII folds, such as the Kelvin sign, need non-ASCII text): str.find
             # over the lowered text is several times cheaper than the regex.
-            lowered = text.lower()
+            lowered = text.lower() if lowered is None else lowered
             for word in unique:
                 _find_all(lowered, word.lower(), hits)
+        elif unique and all(w.isascii() for w in unique):
+            # Non-ASCII text: an ASCII-only match is found as above in a copy with each non-ASCII character
+            # replaced by "?" (offsets kept); a match through a non-ASCII case fold (the long s, the Kelvin
+            # sign) holds a non-ASCII character, so only the lines that have one need the case-blind regex.
+            lowered = text.encode("ascii", "replace").decode("ascii").lower()
+            for word in unique:
+                _find_all(lowered, word.lower(), hits)
+            pattern = re.compile("|".join(re.escape(w) for w in unique), re.IGNORECASE)
+            for start, line in zip(starts, self.lines, strict=False):
+                if not line.isascii():
+                    hits.extend(start + m.start() for m in pattern.finditer(line))
         elif unique:
-            pattern = "|".join(re.escape(w) for w in unique)
-            hits = [m.start() for m in re.finditer(pattern, text, re.IGNORECASE)]
+            pattern = re.compile("|".join(re.escape(w) for w in unique), re.IGNORECASE)
+            hits = [m.start() for m in pattern.finditer(text)]
         for literal in exact:  # str.find is much cheaper than another alternative in the pattern
             _find_all(text, literal, hits)
         self._marked = sorted({bisect.bisect_right(starts, at) for at in hits})
@@ -115,9 +138,11 @@ def _find_all(text: str, word: str, into: list[int]) -> None:
 # - after the parse, every blanked `def` must be a function whose body is exactly the placeholder (a `def` line
 #   inside a string is not), else the file is parsed whole.
 #
-# Module-level functions not named `test*` keep their bodies (guards call such helpers and factories); so does
-# every function with a marked line. What is lost: a syntax error inside a blanked body is not reported as
-# `unparsable` (the file's own run fails loudly on it; the audit's verdicts on guards are unchanged).
+# Module-level functions not named `test*` keep their bodies while anything left in the parse names them (guards
+# call such helpers and factories, and helpers call each other); one that only blanked test bodies call is
+# blanked too (in ASCII files; see `_unnamed_helpers`). Every function with a marked line keeps its body. What is
+# lost: a syntax error inside a blanked body is not reported as `unparsable` (the file's own run fails loudly on
+# it; the audit's verdicts on guards are unchanged).
 
 # A one-line `def` header (no comment after it); the line's indentation is checked apart.
 _DEF = re.compile(r"def[ ]+(\w+)[^\n#]*:[ ]*\r?\n")
@@ -151,10 +176,12 @@ class Elision:
 
 
 def _end_of_body(indent: int) -> re.Pattern[str]:
-    """The first line that starts a statement at `indent` columns or fewer (blank and comment lines do not)."""
+    """The newline before the first line that starts a statement at `indent` columns or fewer (blank and comment
+    lines do not). Led by a literal newline, the search skips ahead to each one, where `^` in multiline mode
+    would be tried at every character."""
     found = _ENDS.get(indent)
     if found is None:
-        found = _ENDS[indent] = re.compile(rf"^[ ]{{0,{indent}}}[^ \r\n#]", re.M)
+        found = _ENDS[indent] = re.compile(rf"\n[ ]{{0,{indent}}}[^ \r\n#]")
     return found
 
 
@@ -168,19 +195,32 @@ def clean_region(text: str, start: int = 0, end: int | None = None) -> bool:
     return _CLEAN.fullmatch(text, start, stop) is not None
 
 
+class _Body(NamedTuple):
+    """A function body that holds no marked line and may be blanked: offsets, lines, indentation (a tuple: a
+    file has one per def, and a frozen dataclass costs several times more to build)."""
+
+    start: int
+    end: int
+    line: int  # the def line
+    last: int  # the body's last line
+    indent: int
+    newlines: int
+    name: str = ""  # a module-level helper's name, and the offset of that name on its def line
+    name_at: int = -1
+
+
 def elide(text: str, marked: Sequence[int]) -> Elision | None:
     """`text` with the unmarked function bodies blanked, or None when there is none to blank.
 
     `marked` is the sorted list of 1-based lines that mention a skip (see `SourceText.mark_lines`)."""
-    pieces: list[str] = []
-    defs: list[int] = []
-    spans: list[tuple[int, int]] = []
-    copied = 0  # text[:copied] is in pieces already
+    bodies: list[_Body] = []
+    helpers: list[_Body] = []
+    blanked_until = 0  # a def before this offset is inside a body blanked already
     line, counted = 1, 0  # line number of offset `counted`
     for match in _DEF.finditer(text):
         start = match.start()
-        if start < copied:
-            continue  # inside a body blanked already
+        if start < blanked_until:
+            continue
         line_start = text.rfind("\n", 0, start) + 1
         indent = start - line_start
         if indent and text[line_start:start].strip(" "):
@@ -188,11 +228,10 @@ def elide(text: str, marked: Sequence[int]) -> Elision | None:
             if not (rest.startswith("async ") and not rest[6:].strip(" ")):
                 continue  # `def` not at the start of a statement line
             indent -= len(rest)
-        if indent == 0 and not match.group(1).startswith("test"):
-            continue  # a module-level helper: guards may call it
         body_start = match.end()
-        found = _end_of_body(indent).search(text, body_start)
-        body_end = found.start() if found is not None else len(text)
+        # body_start follows the header's newline, so the search starts on that newline.
+        found = _end_of_body(indent).search(text, body_start - 1)
+        body_end = found.start() + 1 if found is not None else len(text)
         line += text.count("\n", counted, start)
         counted = start
         newlines = text.count("\n", body_start, body_end)
@@ -202,24 +241,103 @@ def elide(text: str, marked: Sequence[int]) -> Elision | None:
             continue
         if _STATEMENT.search(text, body_start, body_end) is None or not clean_region(text, body_start, body_end):
             continue
-        pieces.append(text[copied:body_start])
-        pieces.append(" " * (indent + 1) + PLACEHOLDER + "\n" * max(newlines, 1))
-        copied = body_end
-        defs.append(line)
-        spans.append((line, last))
-    if not defs:
+        if indent == 0 and not match.group(1).startswith("test"):
+            # A module-level helper: guards may call it, so it is blanked only if nothing left names it; the defs
+            # inside it are still looked at, in case it stays.
+            helpers.append(_Body._make((body_start, body_end, line, last, 0, newlines, match.group(1), match.start(1))))
+            continue
+        # _make builds the tuple in C (the keyword constructor is a Python function): one per def of the file.
+        bodies.append(_Body._make((body_start, body_end, line, last, indent, newlines, "", -1)))
+        blanked_until = body_end
+    unnamed = _unnamed_helpers(text, bodies, helpers) if helpers else []
+    if unnamed:
+        # The bodies blanked inside a blanked helper go with it.
+        starts = [h.start for h in unnamed]
+        inside = [bisect.bisect_right(starts, b.start) - 1 for b in bodies]
+        bodies = [b for b, i in zip(bodies, inside, strict=True) if i < 0 or b.start >= unnamed[i].end]
+        bodies = sorted([*bodies, *unnamed])  # by start offset, the tuples' first field
+    if not bodies:
         return None
+    pieces: list[str] = []
+    copied = 0  # text[:copied] is in pieces already
+    for body in bodies:
+        pieces.append(text[copied : body.start])
+        pieces.append(" " * (body.indent + 1) + PLACEHOLDER + "\n" * max(body.newlines, 1))
+        copied = body.end
     pieces.append(text[copied:])
-    return Elision(text="".join(pieces), defs=tuple(defs), spans=tuple(spans))
+    return Elision(text="".join(pieces), defs=tuple(b.line for b in bodies), spans=tuple((b.line, b.last) for b in bodies))
+
+
+# Past these, a file's helpers all keep their bodies: the judgement stays linear in the file, whatever it holds.
+MAX_JUDGED_HELPERS = 64
+MAX_HITS = 1024
+
+
+def _unnamed_helpers(text: str, bodies: Sequence[_Body], helpers: Sequence[_Body]) -> list[_Body]:
+    """The module-level helpers whose names nothing that stays in the parse mentions (none in a non-ASCII file).
+
+    What stays is the text less the blanked test bodies and the helpers' own bodies; a helper named there
+    (anywhere: code, strings, comments, other than on its own def line) stays, and what its body names stays
+    in turn. The rest cannot be reached by any guard, so their bodies are blanked too. Only ASCII text is
+    judged: Python folds non-ASCII identifiers (NFKC), which a text search would not."""
+    if not text.isascii() or len(helpers) > MAX_JUDGED_HELPERS:
+        return []
+    blank_starts = [b.start for b in bodies]
+    helper_starts = [h.start for h in helpers]
+    own = {h.name_at for h in helpers}
+    named: set[str] = set()  # names mentioned where the parse keeps the text: outside every body
+    within: dict[str, set[int]] = {}  # names mentioned (unblanked) only inside helpers' bodies: which helpers
+    for h in helpers:
+        if h.name in named or h.name in within:
+            continue
+        callers: set[int] = set()
+        at = text.find(h.name)
+        hits = 0
+        while at >= 0:
+            after = at + len(h.name)
+            hits += 1
+            if hits > MAX_HITS:
+                named.add(h.name)  # found that often (perhaps inside other words): kept, without judging each
+                break
+            if not (_word(text, at - 1) or _word(text, after) or at in own):
+                i = bisect.bisect_right(blank_starts, at) - 1
+                if i < 0 or at >= bodies[i].end:  # not in a blanked body
+                    j = bisect.bisect_right(helper_starts, at) - 1
+                    if j < 0 or at >= helpers[j].end:
+                        named.add(h.name)  # the first mention that stays decides
+                        break
+                    callers.add(j)
+            at = text.find(h.name, after)
+        if h.name not in named:
+            within[h.name] = callers
+    # A helper named inside a helper that stays, stays too.
+    changed = True
+    while changed:
+        changed = False
+        for name, callers in within.items():
+            if name not in named and any(helpers[j].name in named for j in callers):
+                named.add(name)
+                changed = True
+    return [h for h in helpers if h.name not in named]
+
+
+def _word(text: str, at: int) -> bool:
+    """Whether text[at] is an identifier character (False off either end)."""
+    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
 
 
 _Def = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def _find_def(body: Sequence[ast.stmt], line: int) -> _Def | None:
-    """The function defined on `line`, descending through the statements that contain it."""
+def _find_def(body: Sequence[ast.stmt], line: int, starts_of: dict[int, list[int]] | None = None) -> _Def | None:
+    """The function defined on `line`, descending through the statements that contain it.
+
+    `starts_of` keeps each block's statement lines (by the block's identity) across calls on one tree."""
     for _ in range(200):  # nesting is bounded by the parser; this bounds the loop too
-        starts = [s.lineno for s in body]
+        if starts_of is None:
+            starts = [s.lineno for s in body]
+        else:
+            starts = starts_of.get(id(body)) or starts_of.setdefault(id(body), [s.lineno for s in body])
         index = bisect.bisect_right(starts, line) - 1
         if index < 0:
             return None
@@ -253,8 +371,9 @@ def _inner_body(stmt: ast.stmt, line: int) -> Sequence[ast.stmt] | None:
 
 def proven(tree: ast.Module, elision: Elision) -> bool:
     """Whether every blanked `def` parsed as a function whose whole body is the placeholder."""
+    starts_of: dict[int, list[int]] = {}  # the tree is alive throughout, so block identities are not reused
     for line in elision.defs:
-        node = _find_def(tree.body, line)
+        node = _find_def(tree.body, line, starts_of)
         if node is None or len(node.body) != 1:
             return False
         only = node.body[0]
@@ -279,18 +398,6 @@ def blanked_lines(elision: Elision, lines: Sequence[int]) -> bool:
 
 # --- module names -----------------------------------------------------------------------------------------------------
 # What a name in a test module stands for: imports, aliases bound once, local definitions.
-
-
-def dotted(node: ast.expr) -> str | None:
-    """`torch.cuda.is_available` for an attribute chain over a name, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def resolve(name: str, imports: dict[str, str]) -> str:

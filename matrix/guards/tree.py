@@ -14,20 +14,22 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError, UsageError
 from matrix.core.finding import Finding
-from matrix.core.jsonio import seal as sealed_digest
+from matrix.core.jsonio import canonical, seal_text
 from matrix.core.machine import find_runner
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import decode_python, read_limited, special_kind
 from matrix.guards.audit import AuditSettings, FileAudit, SuiteMap, audit_file, check_suite_map, load_suite_map
 from matrix.guards.finder import TEST_FILE, analyse_source
 from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, finding_fields, guard_finding
 from matrix.guards.predicates import PREDICATES
-from matrix.schedule.model import Schedule
+
+if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
+    from matrix.schedule.model import Schedule
 
 # --- the results cache ------------------------------------------------------------------------------------------------
 # Per-file results cache keyed by content hash, so an unchanged tree is audited in a fraction of a second.
@@ -40,7 +42,9 @@ from matrix.schedule.model import Schedule
 # missing, unreadable or malformed cache file is ignored, and a failed write never fails the audit.
 
 # /3: entries hold core `Finding` fields (subject, source, message); a /2 file is a clean miss.
-CACHE_SCHEMA = "specmatrix.guards-cache/3"
+# /4: an entry holds its audit as the canonical JSON text the seal is taken over, so a warm run checks a seal by
+# hashing that text rather than writing the audit out again; a /3 file is a clean miss.
+CACHE_SCHEMA = "specmatrix.guards-cache/4"
 ENV_VAR = "SPECMATRIX_CACHE_DIR"
 MAX_CACHE_BYTES = 32 * 1024 * 1024  # one entry per audited file, about 1 KB each: sglang's tree is a few MB
 _PACKAGE = Path(__file__).parent
@@ -95,9 +99,14 @@ def encode(audit: FileAudit | None) -> Any:
     }
 
 
-def seal(key: str, value: Any) -> str:
-    """A digest of an entry bound to its file key: an entry edited by hand, or moved to another key, no longer matches."""
-    return sealed_digest(CACHE_SCHEMA, key, value)
+def entry_text(audit: FileAudit | None) -> str:
+    """The text an entry stores: `encode(audit)` as canonical JSON."""
+    return canonical(encode(audit))
+
+
+def seal(key: str, text: str) -> str:
+    """A digest of an entry's text bound to its file key: an entry edited by hand, or moved to another key, no longer matches."""
+    return seal_text(CACHE_SCHEMA, key, text)
 
 
 class BadEntry(Exception):
@@ -108,6 +117,7 @@ _FINDING_TEXT = ("path", "test", "guard", "reason", "hint")
 _FINDING_KEYS = frozenset({"kind", "line", "runners", *_FINDING_TEXT})
 _AUDIT_KEYS = frozenset({"findings", "registered", "runners"})
 MAX_ENTRY_FINDINGS = 100_000
+_KINDS = {kind.value: kind for kind in GuardFindingKind}
 
 
 def _names(raw: Any, where: str) -> tuple[str, ...]:
@@ -117,7 +127,7 @@ def _names(raw: Any, where: str) -> tuple[str, ...]:
 
 
 def _finding(raw: Any, display: str) -> Finding:
-    if not isinstance(raw, dict) or set(raw) != _FINDING_KEYS:
+    if not isinstance(raw, dict) or raw.keys() != _FINDING_KEYS:
         raise BadEntry("a finding must be an object with exactly " + ", ".join(sorted(_FINDING_KEYS)))
     for name in _FINDING_TEXT:
         if not isinstance(raw[name], str):
@@ -127,10 +137,9 @@ def _finding(raw: Any, display: str) -> Finding:
         raise BadEntry("finding 'line' must be a non-negative integer")
     if raw["path"] != display:
         raise BadEntry("a finding of another file")
-    try:
-        kind = GuardFindingKind(raw["kind"])
-    except ValueError:
-        raise BadEntry(f"unknown finding kind {raw['kind']!r}") from None
+    kind = _KINDS.get(raw["kind"])
+    if kind is None:
+        raise BadEntry(f"unknown finding kind {raw['kind']!r}")
     return guard_finding(
         kind,
         path=raw["path"],
@@ -147,7 +156,7 @@ def decode(raw: Any, display: str) -> FileAudit | None:
     """An entry checked against the schema field by field; anything else raises `BadEntry`."""
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) != _AUDIT_KEYS:
+    if not isinstance(raw, dict) or raw.keys() != _AUDIT_KEYS:
         raise BadEntry("an entry must be null or an object with findings, registered and runners")
     findings = raw["findings"]
     if not isinstance(findings, list) or len(findings) > MAX_ENTRY_FINDINGS:
@@ -164,8 +173,9 @@ def decode(raw: Any, display: str) -> FileAudit | None:
 class ResultCache:
     """Load once, look up by file key, save the entries of this run.
 
-    Each entry is `{"seal": ..., "audit": ...}`; an entry whose seal does not match its key and content, or whose
-    content does not match the schema, is a miss: the file is audited again and the entry rewritten.
+    Each entry is `{"seal": ..., "audit": TEXT}`, TEXT being the audit as canonical JSON (`entry_text`); an entry
+    whose seal does not match its key and text, whose text is not JSON, or whose content does not match the schema,
+    is a miss: the file is audited again and the entry rewritten.
     """
 
     def __init__(self, folder: Path | None, key: str | None):
@@ -190,19 +200,25 @@ class ResultCache:
     def get(self, key: str, display: str) -> tuple[bool, FileAudit | None]:
         """(hit, audit); an entry that is unsealed, edited or off-schema is a miss."""
         entry = self.old.get(key)
-        if not isinstance(entry, dict) or set(entry) != {"seal", "audit"} or entry["seal"] != seal(key, entry["audit"]):
+        if not isinstance(entry, dict) or set(entry) != {"seal", "audit"}:
+            return False, None
+        text = entry["audit"]
+        if not isinstance(text, str) or entry["seal"] != seal(key, text):
             return False, None
         try:
-            audit = decode(entry["audit"], display)
-        except (BadEntry, RecursionError):
+            audit = decode(json.loads(text), display)
+        except (BadEntry, ValueError, RecursionError):
             return False, None
         self.new[key] = entry
         return True, audit
 
-    def put(self, key: str, audit: FileAudit | None) -> None:
+    def put(self, key: str, audit: FileAudit | None, sealed: tuple[str, str] | None = None) -> None:
+        """Store an entry; `sealed` is (text, seal) when a worker already wrote them (`entry_text`, `seal`)."""
         if self.path is not None:
-            value = encode(audit)
-            self.new[key] = {"seal": seal(key, value), "audit": value}
+            if sealed is None:
+                text = entry_text(audit)
+                sealed = (text, seal(key, text))
+            self.new[key] = {"seal": sealed[1], "audit": sealed[0]}
 
     def save(self) -> None:
         if self.path is None or self.new == self.old:
@@ -237,10 +253,18 @@ MAX_JOBS = 64  # worker processes; more only cost memory
 
 @dataclass(frozen=True, kw_only=True)
 class TreeListing:
-    """The .py files under a root, and the symlinked folders the walk did not enter (a loop or an escape)."""
+    """The .py files under a root, and the symlinked folders the walk did not enter (a loop or an escape).
 
-    files: tuple[Path, ...]
+    `paths` holds each file's path as the walk spelled it, `relative` its path below the root, `/`-separated (the
+    file's own name for a file root); `files` makes `Path`s of them when asked (an audit reads by the strings)."""
+
+    paths: tuple[str, ...]
     linked_dirs: tuple[str, ...] = ()
+    relative: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        return tuple(Path(p) for p in self.paths)
 
 
 def check_root(path: Path, what: str = "") -> None:
@@ -258,24 +282,44 @@ def check_root(path: Path, what: str = "") -> None:
 
 
 def list_tree(root: Path) -> TreeListing:
-    """Every .py file under `root` (or `root` itself), skipping hidden and cache folders, sorted."""
+    """Every .py file under `root` (or `root` itself), skipping hidden and cache folders, sorted.
+
+    The walk keeps a stack of folders (no recursion, however deep the tree) and reads each one with one
+    `os.scandir`, whose entries know their type without a `stat` per file. A folder it cannot read is left out,
+    as `os.walk` leaves it; a symlinked folder is not entered but named in `linked_dirs`."""
     if root.is_file():
-        return TreeListing(files=(root,))
-    found: list[Path] = []
+        return TreeListing(paths=(str(root),), relative=(root.name,))
+    found: list[tuple[tuple[str, ...], str]] = []
     linked: list[str] = []
-    for folder, dirs, names in os.walk(root):
-        here = Path(folder)
-        keep = []
-        for d in sorted(dirs):
-            if d.startswith(".") or d in _SKIPPED_DIRS:
-                continue
-            if (here / d).is_symlink():
-                linked.append((here / d).relative_to(root).as_posix())
-                continue
-            keep.append(d)
-        dirs[:] = keep
-        found.extend(here / n for n in names if n.endswith(".py") and (here / n).is_file())
-    return TreeListing(files=tuple(sorted(found)), linked_dirs=tuple(sorted(linked)))
+    stack: list[tuple[str, tuple[str, ...]]] = [(os.fspath(root), ())]
+    while stack:
+        folder, parts = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False  # as os.walk counts it
+            if is_dir:
+                if name.startswith(".") or name in _SKIPPED_DIRS:
+                    continue
+                if entry.is_symlink():
+                    linked.append("/".join((*parts, name)))
+                else:
+                    stack.append((entry.path, (*parts, name)))
+            elif name.endswith(".py") and entry.is_file():
+                found.append(((*parts, name), entry.path))
+    found.sort()  # by path components, as Path sorts
+    return TreeListing(
+        paths=tuple(path for _, path in found),
+        linked_dirs=tuple(sorted(linked)),
+        relative=tuple("/".join(parts) for parts, _ in found),
+    )
 
 
 def python_files(root: Path) -> list[Path]:
@@ -304,7 +348,7 @@ def nothing_read(root: Path, listing: TreeListing) -> UsageError:
     return UsageError(f"{root}: no Python file read (0 files){why}")
 
 
-def read_file(path: Path) -> bytes:
+def read_file(path: Path | str) -> bytes:
     """An audited file's bytes, at most MAX_SOURCE_BYTES + 1 (a FIFO or device planted in the tree is refused)."""
     return read_limited(path, MAX_SOURCE_BYTES)
 
@@ -385,21 +429,86 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _audit_in_worker(job: tuple[str, str]) -> FileAudit:
-    display, path = job
+# One file to audit: its display path, its bytes (as hashed for the cache key) and that key, or "" when the
+# results are not cached (nothing to seal).
+_Job = tuple[str, bytes, str]
+
+
+def _audit_in_worker(chunk: list[_Job]) -> list[tuple[FileAudit, tuple[str, str] | None]]:
+    """Audit a chunk of files; each result comes with its cache entry's text and seal, so the main process only
+    stores them."""
     assert _WORKER_SETTINGS is not None
-    try:
-        data = read_file(Path(path))
-    except OSError as exc:
-        return audit_file(unreadable(display, exc), _WORKER_SETTINGS)
-    return audit_source(display, data, _WORKER_SETTINGS)
+    out: list[tuple[FileAudit, tuple[str, str] | None]] = []
+    for display, data, key in chunk:
+        audit = audit_source(display, data, _WORKER_SETTINGS)
+        if key:
+            text = entry_text(audit)
+            out.append((audit, (text, seal(key, text))))
+        else:
+            out.append((audit, None))
+    return out
 
 
 def default_jobs() -> int:
     return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-def _run_parallel(jobs: list[tuple[str, str]], settings: AuditSettings, workers: int) -> list[FileAudit]:
+class _Misses:
+    """The files the cache does not answer, audited as they are found.
+
+    Once `PARALLEL_THRESHOLD` files miss (and `workers` > 1), worker processes start and take the misses in
+    small chunks while the main process is still reading and hashing the rest of the tree; below that, the
+    files are audited in this process when the listing ends. Results come back in the order files were added."""
+
+    def __init__(self, settings: AuditSettings, workers: int, sealed: bool):
+        self.settings = settings
+        self.workers = workers
+        self.sealed = sealed
+        # Small chunks: a worker on a core that other work shares takes fewer of them, instead of holding a
+        # quarter of the tree while the other worker idles.
+        self.chunk = max(1, min(8, PARALLEL_THRESHOLD // max(1, workers)))
+        self.pending: list[_Job] = []
+        self.keys: list[tuple[str, str]] = []  # (display, key) of every miss, in order
+        self.futures: list[Any] = []
+        self.pool: Any = None
+
+    def add(self, display: str, data: bytes, key: str) -> None:
+        self.pending.append((display, data, key if self.sealed else ""))
+        self.keys.append((display, key))
+        if self.pool is None and (self.workers < 2 or len(self.pending) < PARALLEL_THRESHOLD):
+            return
+        if self.pool is None:
+            self.pool = _start_pool(self.settings, self.workers)
+        while len(self.pending) >= self.chunk:
+            self._submit(self.pending[: self.chunk])
+            del self.pending[: self.chunk]
+
+    def __enter__(self) -> _Misses:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            # On an error or an interrupt the chunks not started are dropped, not audited.
+            self.pool.shutdown(cancel_futures=exc[0] is not None)
+
+    def _submit(self, chunk: list[_Job]) -> None:
+        self.futures.append(self.pool.submit(_audit_in_worker, chunk))
+
+    def results(self) -> Iterator[tuple[str, str, FileAudit, tuple[str, str] | None]]:
+        """(display, key, audit, (entry text, seal)) of every miss; the last is None when this process audited the
+        file (or nothing is cached)."""
+        if self.pool is None:
+            audits = [(audit_source(display, data, self.settings), None) for display, data, _ in self.pending]
+        else:
+            if self.pending:
+                self._submit(self.pending)
+            audits = [result for future in self.futures for result in future.result()]
+        self.pending = []
+        for (display, key), (audit, sealed) in zip(self.keys, audits, strict=True):
+            yield display, key, audit, sealed
+
+
+def _start_pool(settings: AuditSettings, workers: int) -> Any:
     # Imported here: a warm run (every file cached) starts no worker and need not load them.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -407,11 +516,7 @@ def _run_parallel(jobs: list[tuple[str, str]], settings: AuditSettings, workers:
     methods = multiprocessing.get_all_start_methods()
     # fork starts workers without re-importing the package; elsewhere the platform default is used.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    # Small chunks: a worker on a core that other work shares takes fewer of them, instead of holding a
-    # quarter of the tree while the other worker idles.
-    chunk = max(1, min(8, len(jobs) // (workers * 8)))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(settings,)) as pool:
-        return list(pool.map(_audit_in_worker, jobs, chunksize=chunk))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(settings,))
 
 
 def audit_tree(
@@ -445,35 +550,30 @@ def audit_tree(
     base = path if path.is_dir() else path.parent
     cache = ResultCache(cache_dir, settings_key(settings) if cache_dir is not None else None)
     results: dict[str, FileAudit | None] = {}
-    misses: list[tuple[str, str, str, bytes]] = []
     listing = list_tree(path)
-    files = listing.files
+    files = listing.paths
     if not files:
         raise nothing_read(path, listing)
-    for file in files:
-        display = file.relative_to(base).as_posix()
-        try:
-            data = read_file(file)
-        except OSError as exc:
-            results[display] = audit_file(unreadable(display, exc), settings)
-            continue
-        if not wanted(file.name, data):
-            results[display] = None
-            continue
-        key = file_key(display, data)
-        hit, audit = cache.get(key, display)
-        if hit:
-            results[display] = audit
-        else:
-            misses.append((display, str(file), key, data))
-    with _collector_paused():
-        if jobs > 1 and len(misses) >= PARALLEL_THRESHOLD:
-            done = _run_parallel([(display, name) for display, name, _, _ in misses], settings, jobs)
-        else:
-            done = [audit_source(display, data, settings) for display, _, _, data in misses]
-    for (display, _, key, _), audit in zip(misses, done, strict=True):
-        results[display] = audit
-        cache.put(key, audit)
+    with _collector_paused(), _Misses(settings, jobs, sealed=cache.path is not None) as misses:
+        for file, display in zip(files, listing.relative, strict=True):
+            try:
+                data = read_file(file)
+            except OSError as exc:
+                results[display] = audit_file(unreadable(display, exc), settings)
+                continue
+            if not wanted(display.rpartition("/")[2], data):
+                results[display] = None
+                continue
+            key = file_key(display, data)
+            hit, audit = cache.get(key, display)
+            if hit:
+                results[display] = audit
+            else:
+                results[display] = None  # keeps the listing's order; the audit lands below
+                misses.add(display, data, key)
+        for display, key, fresh, sealed in misses.results():
+            results[display] = fresh
+            cache.put(key, fresh, sealed)
     cache.save()
     return _report(base, len(files), results, runners)
 

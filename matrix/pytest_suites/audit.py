@@ -18,9 +18,8 @@ from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.core.finding import Finding
 from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
-from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardFindingKind, ModuleNames, guard_finding
+from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardFindingKind, ModuleNames, dotted, guard_finding
 from matrix.guards.predicates import Predicate, RunnerFacts
-from matrix.guards.source import dotted
 from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
 from matrix.pytest_suites.select import file_selected, selects

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from matrix.guards.finder import Substitute, analyse_source, analyse_tree
-from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames
-from matrix.guards.source import dotted, resolve
+from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, dotted
+from matrix.guards.source import resolve
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks

@@ -13,8 +13,8 @@ import ast
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from matrix.guards.model import Bindings, ModuleNames
-from matrix.guards.source import collect_bindings, collect_module_names, dotted
+from matrix.guards.model import Bindings, ModuleNames, dotted
+from matrix.guards.source import collect_bindings, collect_module_names
 
 HOOKS = frozenset({"pytest_collection_modifyitems", "pytest_runtest_setup"})
 MAX_NODES = 20_000

@@ -15,8 +15,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from matrix.guards.model import ExprCondition, Guard, ModuleNames
-from matrix.guards.source import dotted, resolve
+from matrix.guards.model import ExprCondition, Guard, ModuleNames, dotted
+from matrix.guards.source import resolve
 
 MAX_CASES = 64
 

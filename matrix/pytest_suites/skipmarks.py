@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 import posixpath
 
-from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardKind, ModuleNames, OpaqueCondition, SkipCondition
-from matrix.guards.source import dotted, resolve, straight_line
+from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardKind, ModuleNames, OpaqueCondition, SkipCondition, dotted
+from matrix.guards.source import resolve, straight_line
 
 # An imported name: the files that may define it (module.py, then module/__init__.py) and its name there.
 ImportTarget = tuple[tuple[str, ...], str]

@@ -72,8 +72,8 @@ def test_a_cache_entry_decodes_to_typed_records_or_is_refused(raw: Any) -> None:
 
 
 @SETTINGS
-@given(entry=entry_value, wrap=st.booleans())
-def test_an_edited_cache_file_never_changes_the_verdict(entry: Any, wrap: bool) -> None:
+@given(entry=entry_value, wrap=st.sampled_from(["bare", "object", "text"]))
+def test_an_edited_cache_file_never_changes_the_verdict(entry: Any, wrap: str) -> None:
     with workspace() as folder:
         root = folder / "suite"
         root.mkdir()
@@ -84,8 +84,12 @@ def test_an_edited_cache_file_never_changes_the_verdict(entry: Any, wrap: bool) 
         (path,) = (folder / "c").glob("guards-*.json")
         doc = json.loads(path.read_text())
         for key, old in doc["files"].items():
-            # Keep the seal (an edit by hand) or drop the envelope (a cache of the older schema).
-            doc["files"][key] = {"seal": old["seal"], "audit": entry} if wrap else entry
+            # Keep the seal over an edited text (an edit by hand), hold the audit as an object (the older schema's
+            # entries), or drop the envelope.
+            if wrap == "text":
+                doc["files"][key] = {"seal": old["seal"], "audit": json.dumps(entry)}
+            else:
+                doc["files"][key] = {"seal": old["seal"], "audit": entry} if wrap == "object" else entry
         path.write_text(json.dumps(doc))
         assert run_cli(["guards", str(root), "--json", "--output", "cached.json", "--cache-dir", "c"]) == 1
         assert json.loads(Path("cached.json").read_text()) == json.loads(Path("fresh.json").read_text())

@@ -58,8 +58,9 @@ def test_a_one_command_parser_helps_exactly_as_the_whole_one(command):
     assert help_of(build_parser(command)) == help_of(build_parser())
 
 
-# What a `guards --no-workflows` run has no use for: the matrix file's version specifiers, the workflow readers.
-NOT_FOR_A_GUARDS_RUN = ("packaging", "matrix.schedule.load", "matrix.schedule.github", "yaml")
+# What a `guards --no-workflows` run has no use for: the matrix file's version specifiers, the workflow readers and
+# the schedule's records.
+NOT_FOR_A_GUARDS_RUN = ("packaging", "matrix.schedule.load", "matrix.schedule.github", "matrix.schedule.model", "yaml")
 
 
 def needless_imports(loaded: list[str]) -> list[str]:

@@ -21,6 +21,7 @@ from .test_prefilter import bench_module
 
 HEAD = (
     "import unittest\n"
+    "import pytest\n"
     "import torch\n"
     "from sglang.srt.utils import is_sm100_supported\n"
     "from sglang.test.ci.ci_register import register_cuda_ci\n"
@@ -135,6 +136,31 @@ LAYOUTS = {
             def test_x(self):
                 pass
         """,
+    "module-level helpers, named and not": """
+        def _only_tests_call_me(x):
+            return x * 2
+
+        def _guard_calls_me():
+            return _and_me_through_it()
+
+        def _and_me_through_it():
+            return is_sm100_supported()
+
+        def _named_in_a_string():
+            return torch.cuda.device_count() >= 2
+
+        def _calls_itself(n):
+            return _calls_itself(n - 1) if n else is_sm100_supported()
+
+        class TestL(unittest.TestCase):
+            @unittest.skipUnless(_guard_calls_me(), "sm100")
+            def test_a(self):
+                self.assertEqual(_only_tests_call_me(2), 4)
+
+            @pytest.mark.skipif("not _named_in_a_string()", reason="2 GPUs")
+            def test_b(self):
+                pass
+        """,
     "tabs and form feeds": "class TestK(unittest.TestCase):\n    def test_tab(self):\n    \tx = 1\n\n"
     "    def test_ff(self):\n        y = 2\n\x0c        z = 3\n"
     "    @unittest.skipIf(torch.cuda.device_count() < 2, '2 GPUs')\n    def test_z(self):\n    \tpass\n",
@@ -184,6 +210,10 @@ def test_only_the_bodies_without_a_skip_are_blanked() -> None:
     module_level = _source("async and module-level tests")
     shown = [module_level.splitlines()[n - 1] for n in _blanked(module_level)]
     assert shown == ["async def test_async_plain():", "    def test_x(self):"]
+    # A module-level helper is blanked only when nothing left in the parse names it (through kept helpers too).
+    helpers = _source("module-level helpers, named and not")
+    shown = [helpers.splitlines()[n - 1] for n in _blanked(helpers)]
+    assert shown == ["def _only_tests_call_me(x):", "def _calls_itself(n):", "    def test_a(self):", "    def test_b(self):"]
     string_case = _source("a def line inside a string")
     found = elide(string_case, [])
     assert found is not None and not proven(ast.parse(found.text), found)  # proven() sends it to the whole parse

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from importlib import resources
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -226,17 +229,18 @@ def test_a_warm_run_reads_the_cache_and_a_change_invalidates_it(capsys, suite_co
     assert cache_file.exists()
 
 
-def test_a_cache_file_of_the_older_schema_is_a_clean_miss(capsys, suite_copy, private_cache):
-    """Entries of `specmatrix.guards-cache/2` (the findings' former fields), sealed as that schema sealed them, are not read."""
+@pytest.mark.parametrize("old_schema", ["specmatrix.guards-cache/2", "specmatrix.guards-cache/3"])
+def test_a_cache_file_of_an_older_schema_is_a_clean_miss(capsys, suite_copy, private_cache, old_schema):
+    """Entries of `/2` (the findings' former fields) and `/3` (the audit as an object, not as its text), sealed as
+    those schemas sealed them, are not read."""
     from matrix.core.jsonio import seal
 
-    old_schema = "specmatrix.guards-cache/2"
     code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
     (cache_file,) = private_cache.glob("guards-*.json")
     doc = json.loads(cache_file.read_text())
     files = {}
     for key, entry in doc["files"].items():
-        audit = entry["audit"]
+        audit = json.loads(entry["audit"])
         if audit is not None:
             # What the older schema stored: no findings, or the former field names; both must stay unread.
             audit = {**audit, "findings": []}
@@ -268,6 +272,47 @@ def test_parallel_and_serial_runs_agree(capsys, shared_suite, monkeypatch):
     _, serial, _ = run(capsys, "guards", str(shared_suite), "--format", "json", "--no-cache", "--jobs", "1")
     _, parallel, _ = run(capsys, "guards", str(shared_suite), "--format", "json", "--no-cache", "--jobs", "2")
     assert serial == parallel
+
+
+def test_entries_sealed_by_workers_are_warm_hits(capsys, suite_copy, private_cache, monkeypatch):
+    """Workers seal the entries they audit; a serial run then reads every one of them, parsing nothing."""
+    from matrix.guards import tree
+
+    monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 1)
+    code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json", "--jobs", "2")
+    entries = json.loads(next(private_cache.glob("guards-*.json")).read_text())["files"]
+    assert any(json.loads(entry["audit"]) is not None for entry in entries.values())
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed although cached")
+
+    monkeypatch.setattr(tree, "analyse_source", refuse)
+    assert run(capsys, "guards", str(suite_copy), "--format", "json", "--jobs", "1")[:2] == (code, cold)
+
+
+def test_misses_come_back_in_the_order_they_were_added(monkeypatch):
+    """Chunks go to workers while files are still being added; the results keep the order of the listing."""
+    from matrix.core.loader import load_runners
+    from matrix.guards import tree
+    from matrix.guards.audit import AuditSettings
+
+    monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 3)
+    settings = AuditSettings(runners=load_runners(), suite_map=tree.load_suite_map())
+    names = [f"test_{i:02d}.py" for i in range(11)]
+    with tree._Misses(settings, 2, sealed=True) as misses:
+        for name in names:
+            data = (
+                "import unittest\nfrom sglang.test.ci.ci_register import register_cuda_ci\n"
+                f"register_cuda_ci(est_time=5, suite='stage-b-test-1-gpu-large')\n@unittest.skip({name!r})\n"
+                "class TestX(unittest.TestCase):\n    pass\n"
+            ).encode()
+            misses.add(name, data, tree.file_key(name, data))
+        assert misses.pool is not None
+        back = list(misses.results())
+    assert [display for display, *_ in back] == names
+    for display, key, audit, sealed in back:
+        assert sealed == (tree.entry_text(audit), tree.seal(key, tree.entry_text(audit)))
+        assert [(f.path, f.source) for f in audit.findings] == [(display, f"unittest.skip({display!r})")]
 
 
 def test_output_file_is_written_atomically(capsys, shared_suite, tmp_path):
@@ -316,3 +361,15 @@ def test_a_baseline_run_states_one_exit_code_the_one_it_returns(capsys, suite_co
     assert code == int(plant)
     assert _exit_mentions(out) == [f"exit {code}"], out
     assert out.rstrip().splitlines()[-1] == expected
+
+
+def test_the_phases_script_times_a_real_cold_run(shared_suite):
+    """`ci/phases_guards.py` hooks the tree's phases by name: a rename there shows here, not as a silent skip."""
+    script = Path(__file__).resolve().parents[2] / "ci" / "phases_guards.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(shared_suite), "--jobs", "2"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    phases = ("imports", "tree read and hashed", "last worker result", "cache written", "report rendered and written")
+    assert all(f"{name} " in done.stdout for name in phases)
+    assert done.stdout.startswith("exit 1;")

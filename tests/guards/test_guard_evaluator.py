@@ -3,12 +3,17 @@ on every runner gives: on the benchmark's guards (every idiom) and on every prof
 
 from __future__ import annotations
 
+import ast
+import keyword
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from matrix.core.loader import load_runners
 from matrix.guards import evaluate as evaluate_module
+from matrix.guards import predicates
 from matrix.guards.evaluate import GuardEvaluator, evaluate_guard
 from matrix.guards.finder import analyse_source
 from matrix.guards.predicates import RunnerFacts
@@ -60,3 +65,30 @@ def test_a_runner_that_answers_differently_is_evaluated_again(monkeypatch: pytes
     monkeypatch.setattr(evaluate_module, "_same", lambda a, b: True)
     planted = GuardEvaluator(analysis.names)
     assert planted(guard, h100).skips == planted(guard, b200).skips
+
+
+# --- the text of a noted call -----------------------------------------------------------------------------------------
+
+_IDENT = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True).filter(lambda s: not keyword.iskeyword(s))
+
+
+@given(st.lists(_IDENT, min_size=1, max_size=6), st.sampled_from(["", " ", "  "]))
+def test_a_bare_call_is_written_as_unparse_writes_it(parts: list[str], space: str) -> None:
+    text = (space + "." + space).join(parts) + space + "(" + space + ")"
+    node = ast.parse(text, mode="eval").body
+    assert predicates._bare_call(node) == ast.unparse(node)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["f(1)", "f(x=1)", "f()()", "f()[0]", "(lambda: 1)()", "a[0].b()", "x.y", "not f()", "f(*a)", "'s'.upper()"],
+)
+def test_any_other_node_is_left_to_unparse(text: str) -> None:
+    node = ast.parse(text, mode="eval").body
+    assert predicates._bare_call(node) is None
+
+
+def test_a_long_bare_call_is_cut_like_any_other_text() -> None:
+    node = ast.parse(".".join(["segment"] * 40) + "()", mode="eval").body
+    shown = predicates._node_text(node)
+    assert shown == ast.unparse(node)[:157] + "..."

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from matrix.guards import audit_tree
 from matrix.guards import finder as finder_module
@@ -65,6 +67,14 @@ def test_line_marks_and_lines_equal_the_regex_scan(text, words):
     source.mark_lines(words, exact=("return\n", "return\r"))
     assert source.lines == [m.group() for m in _LINE.finditer(text)]
     assert source._marked == regex_marks(text, words, ("return\n", "return\r"))
+
+
+@given(st.text(alphabet="skipSKIP \u017f\u212a\u0130\u0131\u00e9\u4e2d\n\r\x0c\u2028", max_size=80))
+def test_non_ascii_text_is_marked_as_the_regex_scan_marks_it(text):
+    """The non-ASCII path (a '?' copy for ASCII matches, the regex on non-ASCII lines) equals the one regex."""
+    source = SourceText(text)
+    source.mark_lines(["skip", "ip"], exact=("return\n",))
+    assert source._marked == regex_marks(text, ["skip", "ip"], ("return\n",))
 
 
 def test_the_marks_check_sees_a_planted_difference(monkeypatch):
