@@ -80,14 +80,17 @@ def _postfix(node: Node, lookup: Resolver) -> Any:
     else:
         path, value = None, _value(base, lookup)
     for computed, step in node[2]:
-        key = _value(step, lookup) if computed else step
-        if path is not None and not isinstance(key, Unknown | OneOf):
-            path = (*path, str(key))
-            value = lookup(path)
-        else:
-            path = None
-            value = _index(value, key)
+        path, value = _step(path, value, _value(step, lookup) if computed else step, lookup)
     return value
+
+
+def _step(path: tuple[str, ...] | None, value: Any, key: Any, lookup: Resolver) -> tuple[tuple[str, ...] | None, Any]:
+    """One `.key` / `[key]` step: a context path grows while every key is known (and is looked up whole, as the
+    context holds it); past an unknown key the value is indexed instead."""
+    if path is not None and not isinstance(key, Unknown | OneOf):
+        path = (*path, str(key))
+        return path, lookup(path)
+    return None, _index(value, key)
 
 
 def _show(value: Any) -> str:
@@ -274,13 +277,7 @@ def _postfix_closure(node: Node, depth: int) -> Program:
         path: tuple[str, ...] | None = head
         value = lookup(head)
         for computed, step in steps:
-            key = step(lookup) if computed else step
-            if path is not None and not isinstance(key, Unknown | OneOf):
-                path = (*path, str(key))
-                value = lookup(path)
-            else:
-                path = None
-                value = _index(value, key)
+            path, value = _step(path, value, step(lookup) if computed else step, lookup)
         return value
 
     return named
