@@ -384,11 +384,7 @@ class _GuardFinder:
         # Names the function binds (and its parameters) shadow module-level ones in its guards.
         params = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
         local: Bindings = (*((p, None) for p in params), *collect_bindings(node.body))
-        # Built directly: dataclasses.replace reads every field's metadata, once per guard of every test.
-        return [
-            Guard(scope=g.scope, kind=g.kind, line=g.line, source=g.source, conditions=g.conditions, local_names=local)
-            for g in collected
-        ]
+        return [g.with_local_names(local) for g in collected]
 
     def decorator_guards(self, deco: ast.expr, nodeid: str, shown: ast.expr | None = None) -> list[Guard]:
         target = deco.func if isinstance(deco, ast.Call) else deco

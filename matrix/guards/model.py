@@ -121,6 +121,13 @@ class Guard:
     conditions: tuple[SkipCondition, ...]
     local_names: Bindings = ()
 
+    def with_local_names(self, local: Bindings) -> Guard:
+        """This guard with its function's bindings; built directly, as `dataclasses.replace` reads every field's
+        metadata and runs once per guard of every test (a field added above belongs here too)."""
+        return Guard(
+            scope=self.scope, kind=self.kind, line=self.line, source=self.source, conditions=self.conditions, local_names=local
+        )
+
 
 def dotted(node: ast.expr) -> str | None:
     """`torch.cuda.is_available` for an attribute chain over a name, else None (what guard names are made of)."""

@@ -329,15 +329,14 @@ def _word(text: str, at: int) -> bool:
 _Def = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def _find_def(body: Sequence[ast.stmt], line: int, starts_of: dict[int, list[int]] | None = None) -> _Def | None:
+def _find_def(body: Sequence[ast.stmt], line: int, starts_of: dict[int, list[int]]) -> _Def | None:
     """The function defined on `line`, descending through the statements that contain it.
 
     `starts_of` keeps each block's statement lines (by the block's identity) across calls on one tree."""
     for _ in range(200):  # nesting is bounded by the parser; this bounds the loop too
-        if starts_of is None:
-            starts = [s.lineno for s in body]
-        else:
-            starts = starts_of.get(id(body)) or starts_of.setdefault(id(body), [s.lineno for s in body])
+        starts = starts_of.get(id(body))
+        if starts is None:
+            starts = starts_of[id(body)] = [s.lineno for s in body]
         index = bisect.bisect_right(starts, line) - 1
         if index < 0:
             return None
