@@ -185,13 +185,27 @@ def _text(value: Any) -> str:
 
 def evaluate(body: str, lookup: Resolver) -> Any:
     """The value of one expression body (without `${{ }}`); an unreadable expression is `Unknown`."""
-    program = _program(body)
+    uses = _uses.get(body, 0)
+    program: Program | ExpressionError
+    if uses < COMPILE_AFTER and (uses or len(_uses) < MAX_COUNTED):
+        # Most texts are read a few times (a job's `if:` once per event): building closures would cost more
+        # than it saves, so the tree interpreter reads them until the text has proved common.
+        _uses[body] = uses + 1
+        node = parse(body)
+        program = node if isinstance(node, ExpressionError) else functools.partial(_value, node)
+    else:
+        program = _program(body)
     if isinstance(program, ExpressionError):
         return Unknown(text=body.strip())
     try:
         return program(lookup)
     except RecursionError:
         return Unknown(text=body.strip())
+
+
+COMPILE_AFTER = 1000  # evaluations of a text by the tree interpreter before it runs as closures
+MAX_COUNTED = 8192
+_uses: dict[str, int] = {}
 
 
 # A parsed text as a tree of closures, each doing what `_value` does for its node, without `_value`'s dispatch on
@@ -272,12 +286,19 @@ def _postfix_closure(node: Node, depth: int) -> Program:
 
         return indexed
     head = (base[1],)
+    fixed = 0  # the leading `.name` steps: each grows the path by a known key, whatever the values
+    while fixed < len(steps) and not steps[fixed][0]:
+        fixed += 1
+    prefixes = tuple((*head, *(str(key) for _, key in steps[:i])) for i in range(fixed + 1))
+    rest = steps[fixed:]
 
     def named(lookup: Resolver) -> Any:  # `inputs.a.b` looks up ("inputs",), ("inputs", "a"), ("inputs", "a", "b")
-        path: tuple[str, ...] | None = head
         value = lookup(head)
-        for computed, step in steps:
-            path, value = _step(path, value, step(lookup) if computed else step, lookup)
+        for path in prefixes[1:]:
+            value = lookup(path)  # what `_step` does for a known key, with the path built once per program
+        path_now: tuple[str, ...] | None = prefixes[-1]
+        for computed, step in rest:
+            path_now, value = _step(path_now, value, step(lookup) if computed else step, lookup)
         return value
 
     return named
@@ -294,16 +315,15 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
     a OneOf inside a longer string is returned as a OneOf of strings."""
     if "${{" not in text:
         return text, ()  # no expression: what the loop below gives, without it
-    whole = EXPR.fullmatch(text.strip())
+    whole, between, bodies = _template(text)
     if whole is not None:
-        value = evaluate(whole.group(1), lookup)
+        value = evaluate(whole, lookup)
         return value, ((value,) if isinstance(value, Unknown) else ())
     unknown: list[Unknown] = []
     pieces: list[tuple[str, ...]] = [("",)]
-    last = 0
-    for match in EXPR.finditer(text):
-        pieces.append((text[last : match.start()],))
-        value = evaluate(match.group(1), lookup)
+    for before, body in zip(between, bodies, strict=False):
+        pieces.append((before,))
+        value = evaluate(body, lookup)
         if isinstance(value, Unknown):
             unknown.append(value)
             pieces.append((placeholder(len(unknown) - 1),))
@@ -311,14 +331,31 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
             pieces.append(tuple(_text(v) for v in value.values))
         else:
             pieces.append((_text(value),))
-        last = match.end()
-    pieces.append((text[last:],))
+    pieces.append((between[-1],))
     options = [""]
     for choices in pieces:
         options = [o + c for o in options for c in choices][:16]
     if len(options) == 1:
         return options[0], tuple(unknown)
     return OneOf(values=tuple(dict.fromkeys(options)), why="a value known several ways"), tuple(unknown)
+
+
+@functools.lru_cache(maxsize=4096)
+def _template(text: str) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
+    """A text's expressions found once (a step's script is expanded for every matrix job and every call): the
+    body of a whole-string expression, else the texts between the expressions (one more than them) and their bodies."""
+    whole = EXPR.fullmatch(text.strip())
+    if whole is not None:
+        return whole.group(1), (), ()
+    between: list[str] = []
+    bodies: list[str] = []
+    last = 0
+    for match in EXPR.finditer(text):
+        between.append(text[last : match.start()])
+        bodies.append(match.group(1))
+        last = match.end()
+    between.append(text[last:])
+    return None, tuple(between), tuple(bodies)
 
 
 def placeholder(index: int) -> str:

@@ -25,7 +25,7 @@ from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import read_text
 from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate, expand, truthy
 from matrix.schedule.files import CI_NAME, ci_script_names, workflow_files
-from matrix.schedule.labels import LabelIndex
+from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import (
     CommandReader,
     Gate,
@@ -87,6 +87,10 @@ class _Context:
     events: tuple[str, ...]
     inputs: Mapping[str, Any]
     via: tuple[str, ...]
+    # (event, condition text) -> its truth: an `if:` reads only the inputs, the event and the echoed outputs
+    # (never the matrix or env), so the same text in the same walk has the same value (a step's `if:` in every
+    # matrix job).
+    conditions: dict[tuple[str, str], bool | None] = field(default_factory=dict, compare=False, repr=False)
 
 
 def read_github(
@@ -216,6 +220,8 @@ class _Walker:
         self.table: RunnerConfigTable | None = find_table(repo)
         self.outputs = self._echoed_outputs()
         self.labels = LabelIndex(runners)
+        self._resolutions: dict[tuple[str, ...], Resolution] = {}
+        self._call_defaults: dict[str, dict[str, Any]] = {}
         # Entries and unknown labels are kept with the call chain that reaches them from the walk being read
         # (`_Rooted`), and given their full origin once, at the end: a callee's results pass up through each caller.
         self.entries: list[_Rooted[ScheduleEntry]] = []
@@ -385,11 +391,12 @@ class _Walker:
     def _condition(self, ctx: _Context, condition: Any, event: str, notes: _Notes) -> bool | None:
         if isinstance(condition, bool):
             return condition
-        text = str(condition).strip()
-        whole = re.fullmatch(r"\$\{\{(.*)\}\}", text, re.DOTALL)
-        body = whole.group(1) if whole else text
-        local = _Notes()
-        value = truthy(evaluate(body, self.lookup(ctx, event, {}, {}, local)))
+        body = _condition_body(str(condition))
+        key = (event, body)
+        if key in ctx.conditions:
+            value = ctx.conditions[key]
+        else:
+            value = ctx.conditions[key] = truthy(evaluate(body, self.lookup(ctx, event, {}, {}, _Notes())))
         if value is None:
             short = " ".join(body.split())
             notes.add(f"if: {short[:90]}{'...' if len(short) > 90 else ''} assumed true")
@@ -430,8 +437,11 @@ class _Walker:
         if depth >= MAX_CALL_DEPTH or callee.name in self._stack:
             self.unread.append(UnreadJob(origin=origin, reason=f"calls {uses} again (a cycle, or deeper than {MAX_CALL_DEPTH})"))
             return
+        defaults = self._call_defaults.get(callee.name)
+        if defaults is None:
+            defaults = self._call_defaults[callee.name] = _call_inputs(callee.doc)
         for matrix in self._matrices(ctx, job, origin, notes):
-            inputs = _call_inputs(callee.doc)
+            inputs = dict(defaults)
             with_ = job.get("with")
             if isinstance(with_, Mapping):
                 resolve = self.lookup(ctx, events[0] if len(events) == 1 else None, matrix, {}, notes)
@@ -524,18 +534,17 @@ class _Walker:
             run = step.get("run")
             if run is None:
                 continue
+            text = str(run)
+            first_line, echoes = _run_facts(text)
             if not self._interesting(run):
-                for match in _ENV_ECHO.finditer(str(run)):
-                    env[match.group(1)] = match.group(2) if "$" not in match.group(2) else "${{ run time }}"
+                env.update(echoes)
                 continue
             if step.get("if") is not None and self._condition(ctx, step["if"], event, _Notes()) is False:
                 continue
             step_env = {**env, **self._env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=job_notes)}
-            script, unknown = expand(str(run), self.lookup(ctx, event, matrix, step_env, job_notes))
+            script, unknown = expand(text, self.lookup(ctx, event, matrix, step_env, job_notes))
             scripts = script.values if isinstance(script, OneOf) else (script,)
-            line = self._line_of(
-                ctx.workflow, str(run).strip().splitlines()[0] if str(run).strip() else "run:", after=origin.line
-            )
+            line = self._line_of(ctx.workflow, first_line, after=origin.line)
             step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
             for text in scripts:
                 self._commands(
@@ -548,8 +557,7 @@ class _Walker:
                     origin=step_origin,
                     notes=job_notes,
                 )
-            for match in _ENV_ECHO.finditer(str(run)):
-                env[match.group(1)] = match.group(2) if "$" not in match.group(2) else "${{ run time }}"
+            env.update(echoes)
 
     def _commands(
         self,
@@ -582,16 +590,19 @@ class _Walker:
                     self.unread.append(UnreadJob(origin=origin, reason=_shown(exc.reason, unknown)))
             if self.scripts is not None:
                 found.extend(self._scripts(command.words, context, unknown))
+            if not found:
+                continue
+            env_items = tuple(sorted(context_env.items()))
             for selection, where in found:
                 for labels, label_notes in label_sets:
-                    resolution = self.labels.resolve(labels)
+                    resolution = self._resolution(labels)
                     profiles = resolution.profiles
                     assumptions = [*notes.items, *label_notes, *resolution.assumptions, *dict.fromkeys(used)]
                     entry = ScheduleEntry(
                         selection=selection,
                         labels=labels,
                         profiles=profiles,
-                        env=tuple(sorted(context_env.items())),
+                        env=env_items,
                         gates=gates,
                         assumptions=tuple(dict.fromkeys(assumptions)),
                         origin=where,
@@ -651,6 +662,13 @@ class _Walker:
                 out.append(((as_text(option),), tuple(local.items)))
         return out
 
+    def _resolution(self, labels: tuple[str, ...]) -> Resolution:
+        """`LabelIndex.resolve`, once per label set (a pure function of the labels and the profiles)."""
+        found = self._resolutions.get(labels)
+        if found is None:
+            found = self._resolutions[labels] = self.labels.resolve(labels)
+        return found
+
     def _unknown_label(self, labels: tuple[str, ...], origin: Origin) -> None:
         found = self.labels.unknown(labels, origin)
         self.unknown.setdefault((found.label, str(origin)), (found, ()))
@@ -683,6 +701,29 @@ class _Walker:
             else:
                 self._lines[key] = _find_line(wf.lines, needle, after)
         return self._lines[key]
+
+
+@functools.lru_cache(maxsize=4096)
+def _condition_body(condition: str) -> str:
+    """An `if:` text without its optional `${{ }}` wrapper."""
+    text = condition.strip()
+    whole = _WRAPPED.fullmatch(text)
+    return whole.group(1) if whole else text
+
+
+_WRAPPED = re.compile(r"\$\{\{(.*)\}\}", re.DOTALL)
+
+
+@functools.lru_cache(maxsize=4096)
+def _run_facts(run: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What a step's `run:` text always gives, whatever the job: the text of its first line (how its line is
+    found) and its literal `$GITHUB_ENV` writes (name, value; a value with `$` is known only at run time)."""
+    stripped = run.strip()
+    first = stripped.splitlines()[0] if stripped else "run:"
+    echoes = tuple(
+        (m.group(1), m.group(2) if "$" not in m.group(2) else "${{ run time }}") for m in _ENV_ECHO.finditer(run)
+    )
+    return first, echoes
 
 
 def _key_lines(lines: tuple[str, ...]) -> dict[str, int]:

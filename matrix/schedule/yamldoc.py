@@ -84,19 +84,29 @@ def _loader_class() -> Any:
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    scalar = yaml.ScalarNode
-    resolved: dict[tuple[str, tuple[bool, bool]], str] = {}
+    scalar, sequence, mapping = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
+    resolved: dict[str, str] = {}
 
     def resolve(self: Any, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is not scalar:
+        if self.yaml_path_resolvers:  # the safe loader has none; with one, every tag is PyYAML's to find
             return base.resolve(self, kind, value, implicit)
-        key = (value, implicit)
-        tag = resolved.get(key)
-        if tag is None:
-            tag = base.resolve(self, kind, value, implicit)
-            if len(resolved) < _RESOLVED_MAX:
-                resolved[key] = tag
-        return tag
+        # Without path resolvers `BaseResolver.resolve` gives a collection its default tag, a quoted or block
+        # scalar the str tag, and a plain scalar the first implicit resolver that matches its text (else str):
+        # a function of the text alone.
+        if kind is scalar:
+            if not implicit[0]:
+                return base.DEFAULT_SCALAR_TAG
+            tag = resolved.get(value)
+            if tag is None:
+                tag = base.resolve(self, kind, value, implicit)
+                if len(resolved) < _RESOLVED_MAX:
+                    resolved[value] = tag
+            return tag
+        if kind is mapping:
+            return base.DEFAULT_MAPPING_TAG
+        if kind is sequence:
+            return base.DEFAULT_SEQUENCE_TAG
+        return base.resolve(self, kind, value, implicit)
 
     return type("_MemoLoader", (base,), {"resolve": resolve})
 
