@@ -10,6 +10,7 @@ A value may have several possible values (`OneOf`); `||` / `&&` follow GitHub's 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -203,9 +204,148 @@ def evaluate(body: str, lookup: Resolver) -> Any:
         return Unknown(text=body.strip())
 
 
-COMPILE_AFTER = 1000  # evaluations of a text by the tree interpreter before it runs as closures
+COMPILE_AFTER = 3  # evaluations of a text by the tree interpreter before it runs as closures
 MAX_COUNTED = 8192
 _uses: dict[str, int] = {}
+
+
+def evaluate_shared(body: str, lookup: Resolver, parts: dict[int, Any]) -> Any:
+    """`evaluate(body, lookup)` for a `lookup` that gives the same answer to the same path every time it is used
+    with `parts` (one walk's `if:` resolver for one event): a sub-expression already read with `parts`, in this
+    text or another, gives its value again. sglang's job conditions repeat the same clauses job after job.
+
+    Only values that cannot change or lead to a lookup later (text, numbers, booleans, null, `Unknown`, `OneOf`
+    of those) are kept; a table or list is read again each time, so every lookup it leads to is still made."""
+    node = _shared_form(body)
+    if node is None:
+        return evaluate(body, lookup)
+    try:
+        return _shared(node, lookup, parts)
+    except RecursionError:  # as `evaluate` says it (a caller already deep in its stack)
+        return Unknown(text=body.strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_form(body: str) -> Node | None:
+    """The parsed text with a number put into each inner node, after its kind: `(kind, number, ...)`. Two nodes
+    get the same number only when they are the same expression (their kinds, names, operators and constants'
+    reprs, which tell `1` from `true`, `1.0` and `-0.0` from `0.0`, and their parts' numbers). None for a text
+    `evaluate` reads on its own: unreadable, or deeper than `CLOSURE_DEPTH` (where the recursion limit falls stays
+    where it was)."""
+    node = parse(body)
+    if isinstance(node, ExpressionError):
+        return None
+    try:
+        return _numbered(node, 0)[0]
+    except _Deep:
+        return None
+
+
+_NUMBERS: dict[tuple[Any, ...], int] = {}
+_COUNTER = itertools.count()
+MAX_NUMBERS = 65_536
+
+
+def _number(signature: tuple[Any, ...]) -> int:
+    found = _NUMBERS.get(signature)
+    if found is None:
+        if len(_NUMBERS) >= MAX_NUMBERS:
+            _NUMBERS.clear()  # numbers are never given twice: a cleared table only shares less
+        found = _NUMBERS[signature] = next(_COUNTER)
+    return found
+
+
+def _numbered(node: Node, depth: int) -> tuple[Node, Any]:
+    """The numbered node and its signature part (for leaves: the leaf itself, with a constant's repr)."""
+    if depth > CLOSURE_DEPTH:
+        raise _Deep
+    kind = node[0]
+    if kind == "const":
+        return node, ("const", repr(node[1]))
+    if kind == "name":
+        return node, node
+    inner = depth + 1
+    if kind == "postfix":
+        base, base_sign = _numbered(node[1], inner)
+        steps: list[tuple[bool, Any]] = []
+        signs: list[Any] = []
+        for computed, step in node[2]:
+            if computed:
+                done, sign = _numbered(step, inner)
+                steps.append((True, done))
+                signs.append(("[]", sign))
+            else:
+                steps.append((False, step))
+                signs.append((".", step))
+        number = _number(("postfix", base_sign, tuple(signs)))
+        return ("postfix", number, base, tuple(steps)), number
+    if kind in ("||", "&&"):
+        (left, left_sign), (right, right_sign) = _numbered(node[1], inner), _numbered(node[2], inner)
+        number = _number((kind, left_sign, right_sign))
+        return (kind, number, left, right), number
+    if kind == "cmp":
+        (left, left_sign), (right, right_sign) = _numbered(node[2], inner), _numbered(node[3], inner)
+        number = _number(("cmp", node[1], left_sign, right_sign))
+        return ("cmp", number, node[1], left, right), number
+    if kind in ("!", "group"):
+        one, sign = _numbered(node[1], inner)
+        number = _number((kind, sign))
+        return (kind, number, one), number
+    args = [_numbered(a, inner) for a in node[2]]
+    number = _number(("call", node[1], tuple(sign for _, sign in args)))
+    return ("call", number, node[1], tuple(a for a, _ in args)), number
+
+
+def _shared(node: Node, lookup: Resolver, parts: dict[int, Any]) -> Any:
+    """`_value` of the node `_shared_form` numbered, reading each inner node through `parts`."""
+    kind = node[0]
+    if kind == "const":
+        return node[1]
+    if kind == "name":
+        return lookup((node[1],))
+    number = node[1]
+    if number in parts:
+        return parts[number]
+    value: Any
+    if kind == "postfix":
+        base = node[2]
+        path: tuple[str, ...] | None
+        if base[0] == "name":
+            path = (base[1],)
+            value = lookup(path)
+        else:
+            path, value = None, _shared(base, lookup, parts)
+        for computed, step in node[3]:
+            path, value = _step(path, value, _shared(step, lookup, parts) if computed else step, lookup)
+    elif kind in ("||", "&&"):
+        left, right = _shared(node[2], lookup, parts), _shared(node[3], lookup, parts)
+        t = truthy(left)
+        if kind == "||":
+            value = left if t is True else right if t is False else _either(left, right, "||")
+        else:
+            value = right if t is True else left if t is False else _either(left, right, "&&")
+    elif kind == "cmp":
+        value = _compare(node[2], _shared(node[3], lookup, parts), _shared(node[4], lookup, parts))
+    elif kind == "!":
+        value = _not(_shared(node[2], lookup, parts))
+    elif kind == "group":
+        value = _shared(node[2], lookup, parts)
+    else:
+        value = _call(node[2], [_shared(a, lookup, parts) for a in node[3]])
+    if _lasting(value):
+        parts[number] = value
+    return value
+
+
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+
+
+def _lasting(value: Any) -> bool:
+    """Whether a value may be given again in place of reading its expression: it holds no table or list."""
+    kind = type(value)
+    if kind in _SCALAR_TYPES or kind is Unknown:
+        return True
+    return kind is OneOf and all(type(v) in _SCALAR_TYPES or type(v) is Unknown for v in value.values)
 
 
 # A parsed text as a tree of closures, each doing what `_value` does for its node, without `_value`'s dispatch on

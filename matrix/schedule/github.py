@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import read_text
-from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate, expand, truthy
+from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate_shared, expand, truthy
 from matrix.schedule.files import CI_NAME, ci_script_names, workflow_files
 from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import (
@@ -91,6 +91,9 @@ class _Context:
     # (never the matrix or env), so the same text in the same walk has the same value (a step's `if:` in every
     # matrix job).
     conditions: dict[tuple[str, str], bool | None] = field(default_factory=dict, compare=False, repr=False)
+    # event -> the values of the parts of `if:` texts read so far (`evaluate_shared`): sglang's jobs repeat the
+    # same clauses (`github.repository == ... || github.event_name == ...`, a job filter) with one name changed.
+    parts: dict[str, dict[int, Any]] = field(default_factory=dict, compare=False, repr=False)
 
 
 def read_github(
@@ -396,7 +399,8 @@ class _Walker:
         if key in ctx.conditions:
             value = ctx.conditions[key]
         else:
-            value = ctx.conditions[key] = truthy(evaluate(body, self.lookup(ctx, event, {}, {}, _Notes())))
+            resolve = self.lookup(ctx, event, {}, {}, _Notes())  # its notes are not kept: it answers alike each time
+            value = ctx.conditions[key] = truthy(evaluate_shared(body, resolve, ctx.parts.setdefault(event, {})))
         if value is None:
             short = " ".join(body.split())
             notes.add(f"if: {short[:90]}{'...' if len(short) > 90 else ''} assumed true")
