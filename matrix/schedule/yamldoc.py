@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from matrix.core.errors import ConfigError
@@ -28,6 +29,7 @@ MAX_DEPTH = 64
 # every position of a 100 KB file for the line-start alternative.
 _STAR = re.compile(r"\*[^\s,\]}*]")
 _BEFORE_ALIAS = frozenset("\n[{,?:-")
+_ANCHOR_NAME = re.compile(r"[0-9A-Za-z_-]+")
 
 
 def load_yaml(text: str, name: str) -> Any:
@@ -36,7 +38,7 @@ def load_yaml(text: str, name: str) -> Any:
 
     if len(text) > MAX_BYTES:
         raise ConfigError(f"{name}: larger than {MAX_BYTES} bytes")
-    aliased = _aliased(text)
+    aliased = _may_alias(text)
     if not aliased and _separators(text) > MAX_NODES:
         # Without an alias the tree is the text itself: each node needs a `:`, `,` or `- `, so this many
         # separators is refused before the parser builds a node per entry (100,000 matrix entries, ...).
@@ -66,13 +68,29 @@ def load_yaml(text: str, name: str) -> Any:
 def _aliased(text: str) -> bool:
     """Whether `text` may hold an alias: a `*name` with only blanks between it and a line start or one of
     `[{,?:-` (the one judge of it; tests compare it with a regex of the same rule)."""
+    return next(_alias_starts(text), None) is not None
+
+
+def _alias_starts(text: str) -> Iterator[int]:
+    """Where each `*` `_aliased` counts stands."""
     if "*" not in text:
-        return False
+        return
     for match in _STAR.finditer(text):
         before = match.start() - 1
         while before >= 0 and text[before] in " \t":
             before -= 1
         if before < 0 or text[before] in _BEFORE_ALIAS:
+            yield match.start()
+
+
+def _may_alias(text: str) -> bool:
+    """Whether `text` may hold an alias PyYAML resolves: one `_aliased` counts whose name is anchored somewhere.
+    Both PyYAML scanners read an alias or anchor name as the longest run of ASCII letters, digits, `_` and `-`,
+    and the composer refuses an alias whose anchor is missing, so a document with an alias holds `&name` too;
+    a shell `case` arm (`*)`) or a glob (`*.whl`) in a script is not one."""
+    for start in _alias_starts(text):
+        name = _ANCHOR_NAME.match(text, start + 1)
+        if name is not None and "&" + name.group() in text:
             return True
     return False
 
