@@ -15,7 +15,7 @@ MAX_NESTING = 32
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>-?\d+(?:\.\d+)?)|(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|<=|>=|&&|\|\||[!<>()\[\].,*])|(?P<name>[A-Za-z_][\w-]*))"
 )
-_BLANK_TO_END = re.compile(r"\s*\Z")  # `text[pos:].strip() == ""` without copying the rest (\s is str.isspace)
+_SCAN = re.compile(_TOKEN.pattern[:-1] + r"|(?P<bad>\S))")  # a token after blanks, or what no token can be
 
 
 class ExpressionError(ValueError):
@@ -139,13 +139,11 @@ class _Parser:
 def _tokens(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     pos = 0
-    while pos < len(text):
-        if _BLANK_TO_END.match(text, pos):
-            break
-        match = _TOKEN.match(text, pos)
-        if match is None:
-            raise ExpressionError(f"unexpected {text[pos : pos + 10]!r}")
+    # One scan: every character is a blank, part of a token, or `bad` (where a token cannot start).
+    for match in _SCAN.finditer(text):
         kind = match.lastgroup or ""
+        if kind == "bad":
+            raise ExpressionError(f"unexpected {text[pos : pos + 10]!r}")
         out.append((kind, match.group(kind)))
         pos = match.end()
     return out

@@ -126,7 +126,14 @@ def _loader_class() -> Any:
             return base.DEFAULT_SEQUENCE_TAG
         return base.resolve(self, kind, value, implicit)
 
-    return type("_MemoLoader", (base,), {"resolve": resolve})
+    methods: dict[str, Any] = {"resolve": resolve}
+    if not base.yaml_path_resolvers:
+        # The composer calls these for every node, and without path resolvers they return at once: a builtin
+        # that takes the same arguments and keeps nothing (`slice(node, index)`, `tuple()`) saves two Python
+        # calls a node.
+        methods["descend_resolver"] = staticmethod(slice)
+        methods["ascend_resolver"] = staticmethod(tuple)
+    return type("_MemoLoader", (base,), methods)
 
 
 _RESOLVED_MAX = 65_536
