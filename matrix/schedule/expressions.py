@@ -175,6 +175,8 @@ def _call(name: str, args: list[Any]) -> Any:
 
 
 def _text(value: Any) -> str:
+    if type(value) is str:
+        return value  # the usual case, without the checks below (`Mapping` goes through the abc machinery)
     if value is None:
         return ""
     if isinstance(value, bool):
