@@ -101,7 +101,15 @@ def _show(value: Any) -> str:
 def _either(a: Any, b: Any, op: str) -> Any:
     if isinstance(a, Unknown) or isinstance(b, Unknown):
         return Unknown(text=f"{_show(a)} {op} {_show(b)}")
-    values = tuple(dict.fromkeys([*(_alternatives(a)), *(_alternatives(b))]))
+    both = [*(_alternatives(a)), *(_alternatives(b))]
+    try:
+        values = tuple(dict.fromkeys(both))
+    except TypeError:  # a table on one side (`matrix.x || inputs`): the same equality, without hashing
+        kept: list[Any] = []
+        for value in both:
+            if value not in kept:
+                kept.append(value)
+        values = tuple(kept)
     return OneOf(values=values, why=f"either side of {op}")
 
 
