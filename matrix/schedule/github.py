@@ -724,9 +724,7 @@ def _run_facts(run: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     found) and its literal `$GITHUB_ENV` writes (name, value; a value with `$` is known only at run time)."""
     stripped = run.strip()
     first = stripped.splitlines()[0] if stripped else "run:"
-    echoes = tuple(
-        (m.group(1), m.group(2) if "$" not in m.group(2) else "${{ run time }}") for m in _ENV_ECHO.finditer(run)
-    )
+    echoes = tuple((m.group(1), m.group(2) if "$" not in m.group(2) else "${{ run time }}") for m in _ENV_ECHO.finditer(run))
     return first, echoes
 
 

@@ -94,8 +94,27 @@ def test_the_order_of_the_texts_does_not_matter():
 
 
 ATOMS = st.sampled_from(
-    ["inputs.a", "inputs.n", "inputs.t", "inputs.empty", "inputs.filter", "matrix.runner", "github.event_name",
-     "secrets.X", "'x'", "'all'", "1", "2", "1.0", "0.0", "-0.0", "true", "false", "null", "inputs"]
+    [
+        "inputs.a",
+        "inputs.n",
+        "inputs.t",
+        "inputs.empty",
+        "inputs.filter",
+        "matrix.runner",
+        "github.event_name",
+        "secrets.X",
+        "'x'",
+        "'all'",
+        "1",
+        "2",
+        "1.0",
+        "0.0",
+        "-0.0",
+        "true",
+        "false",
+        "null",
+        "inputs",
+    ]
 )
 
 
