@@ -70,11 +70,14 @@ class _Workflow:
     lines: tuple[str, ...]
 
 
-@dataclass(kw_only=True)
 class _Notes:
-    """Assumptions made while resolving one job's values (kept in order, once each)."""
+    """Assumptions made while resolving one job's values (kept in order, once each). A plain class: a walk makes
+    a few thousand, and a dataclass's generated `__init__` with a default factory costs twice as much."""
 
-    items: list[str] = field(default_factory=list)
+    __slots__ = ("items",)
+
+    def __init__(self, *, items: list[str] | None = None) -> None:
+        self.items: list[str] = [] if items is None else items
 
     def add(self, text: str) -> None:
         if text not in self.items:

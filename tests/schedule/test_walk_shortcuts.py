@@ -351,3 +351,20 @@ def test_every_document_with_an_alias_counts_as_aliased_on_seeded_texts():
             with_alias += 1
             assert yamldoc._may_alias(text), text
     assert checked > 400 and with_alias > 100, (checked, with_alias)
+
+
+# -- run_suite.py among a command's words ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "word", ["run_suite.py", "test/run_suite.py", "/abs/run_suite.py", "xrun_suite.py", "run_suite.py/", "run_suite.pyc", "/"]
+)
+def test_the_script_is_found_by_its_base_name(word):
+    import posixpath
+
+    from matrix.schedule.model import Origin, StepContext
+    from matrix.schedule.run_suite import RunSuiteReader
+
+    context = StepContext(working_dir=".", env={}, origin=Origin(file="w.yml", line=1, job="j"))
+    found = list(RunSuiteReader().selections(("python3", word, "--suite", "s"), context))
+    assert bool(found) == (posixpath.basename(word) == "run_suite.py")
