@@ -34,8 +34,8 @@ from matrix.schedule import github
 from matrix.schedule.load import TreeLoader, all_readers, default_readers
 root, readers = Path(sys.argv[1]), sys.argv[2]
 if sys.argv[3] == "cli-gc":  # the collector's threshold a command runs with (matrix.cli.main), where it has one
-    import gc
-    from matrix.cli import main as cli
+    import gc, importlib
+    cli = importlib.import_module("matrix.cli.main")  # the module: `matrix.cli.main` is also the function's name
     every = getattr(cli, "COLLECT_EVERY", None)
     if every is not None:
         gc.set_threshold(max(gc.get_threshold()[0], every), *gc.get_threshold()[1:])
