@@ -53,7 +53,20 @@ PROG = "specmatrix"
 EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE, what `yes | head -1` leaves for `yes`
 
 
+class _Building(HelpFormatter):
+    """The formatter argparse asks for while a parser is being built, to check each option's metavar and to name
+    the subcommands' prog: neither depends on the terminal, so its width is not looked up (that imports `shutil`,
+    with its compression modules, and queries the terminal once per option). Help is written by `HelpFormatter`."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=80)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Building)  # `build_parser` sets HelpFormatter once it is built
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         # One prefix: main prints "specmatrix: error: ..."; a subcommand's errors name the subcommand.
         command = self.prog.removeprefix(PROG).strip()
@@ -100,7 +113,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="CI test-matrix orchestrator for GPU attention backends.",
-        formatter_class=HelpFormatter,
         epilog="Exit status: 0 ok, 1 findings, 2 usage or configuration error.",
     )
     parser.add_argument("--version", action=VersionAction)
@@ -110,8 +122,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name in (owner,) if owner is not None else COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     for subparser in sub.choices.values():
-        subparser.formatter_class = HelpFormatter
         _add_global_options(subparser, suffix="_after")
+        subparser.formatter_class = HelpFormatter
+    parser.formatter_class = HelpFormatter
     return parser
 
 
