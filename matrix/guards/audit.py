@@ -550,13 +550,27 @@ def guard_findings(
             chains[nodeid] = out[::-1]
         return chains[nodeid]
 
+    skips: dict[tuple[str, str], int | None] = {}
+
     def skipper(nodeid: str, runner: str) -> int | None:
-        """The outermost guard that certainly skips `nodeid` on `runner`."""
+        """The outermost guard that certainly skips `nodeid` on `runner`: an enclosing scope's answer, else the
+        first of its own guards that skips. Each scope is answered once a runner, for itself and its children."""
+        decided = skips.get((nodeid, runner), -1)
+        if decided != -1:
+            return decided
+        decided = None
         for scope in chain(nodeid):
-            for index in by_scope.get(scope, []):
-                if verdict(index, runner).skips is Tri.TRUE:
-                    return index
-        return None
+            known = skips.get((scope, runner), -1)
+            if known != -1:
+                decided = known
+                continue
+            if decided is None:
+                for index in by_scope.get(scope, ()):
+                    if verdict(index, runner).skips is Tri.TRUE:
+                        decided = index
+                        break
+            skips[(scope, runner)] = decided
+        return decided
 
     findings: list[Finding] = []
     never: set[str] = set()
@@ -578,8 +592,16 @@ def guard_findings(
                     platforms=frozenset(r.platform for r in analysis.registrations if r.problem is None and r.disabled is None),
                 )
             )
+    hidden: dict[str, bool] = {}  # whether a scope or one around it never runs (`never` is complete from here)
+
+    def never_runs(nodeid: str) -> bool:
+        found = hidden.get(nodeid)
+        if found is None:
+            found = hidden[nodeid] = any(s in never for s in chain(nodeid))
+        return found
+
     for scope in analysis.scopes:
-        if any(s in never for s in chain(scope.nodeid)):
+        if never_runs(scope.nodeid):
             continue
         by_guard: dict[int, list[str]] = {}
         for runner in runners:
@@ -591,7 +613,7 @@ def guard_findings(
             hint = silent_skip_hint(verdict(hit, skipped[0]), facts[skipped[0]], every=tuple(skipped))
             findings.append(_finding(Kind.SILENT_SKIP, guards[hit], tuple(skipped), reason, hint))
     for guard in early:
-        if any(s in never for s in chain(guard.scope)):
+        if never_runs(guard.scope):
             continue
         passing: list[str] = []
         reasons: list[str] = []
@@ -609,7 +631,7 @@ def guard_findings(
             )
             findings.append(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons), hint))
     for index, guard in enumerate(guards):
-        if any(s in never for s in chain(guard.scope)):
+        if never_runs(guard.scope):
             continue
         unknown = [r for r in runners if skipper(guard.scope, r) is None and verdict(index, r).skips is Tri.UNKNOWN]
         if unknown:
