@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from matrix.cli.main import run
 
-from matrix.cli.main import main
-
-sys.exit(main())
+run()

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from matrix.cli.main import main
+from matrix.cli.main import main, run
 
-__all__ = ["main"]
+__all__ = ["main", "run"]

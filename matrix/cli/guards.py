@@ -18,6 +18,7 @@ from matrix.core.jsonio import dumps_indented
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import finding_annotation, sarif_document, tool_version
 from matrix.guards.audit import load_suite_map, read_suite_list
+from matrix.guards.cache import ENV_VAR, cache_folder
 from matrix.guards.gate import (
     Baseline,
     Gate,
@@ -31,7 +32,7 @@ from matrix.guards.gate import (
     updated_entries,
 )
 from matrix.guards.model import GuardReport
-from matrix.guards.tree import ENV_VAR, audit_tree, cache_folder, default_jobs, tree_inputs
+from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
 
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
     from matrix.schedule.model import Schedule

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import errno
 import gc
@@ -12,7 +13,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from matrix.cli.parsing import HelpFormatter, VersionAction
 from matrix.core.atomic import refuse_input_targets, write_text_atomic
@@ -53,7 +54,20 @@ PROG = "specmatrix"
 EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE, what `yes | head -1` leaves for `yes`
 
 
+class _Building(HelpFormatter):
+    """The formatter argparse asks for while a parser is being built, to check each option's metavar and to name
+    the subcommands' prog: neither depends on the terminal, so its width is not looked up (that imports `shutil`,
+    with its compression modules, and queries the terminal once per option). Help is written by `HelpFormatter`."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=80)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Building)  # `build_parser` sets HelpFormatter once it is built
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         # One prefix: main prints "specmatrix: error: ..."; a subcommand's errors name the subcommand.
         command = self.prog.removeprefix(PROG).strip()
@@ -100,7 +114,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="CI test-matrix orchestrator for GPU attention backends.",
-        formatter_class=HelpFormatter,
         epilog="Exit status: 0 ok, 1 findings, 2 usage or configuration error.",
     )
     parser.add_argument("--version", action=VersionAction)
@@ -110,8 +123,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name in (owner,) if owner is not None else COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     for subparser in sub.choices.values():
-        subparser.formatter_class = HelpFormatter
         _add_global_options(subparser, suffix="_after")
+        subparser.formatter_class = HelpFormatter
+    parser.formatter_class = HelpFormatter
     return parser
 
 
@@ -205,6 +219,24 @@ def _collector_tuned() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
+def run() -> NoReturn:
+    """`python -m matrix` and the `specmatrix` script: `main`, then the process ends without its teardown.
+
+    Freeing what a command built (a warm guards run holds thousands of records and a report of megabytes) and the
+    modules took about 15 ms of a 170 ms run; the records die with the process all the same. mypy ends its runs
+    this way (`mypy.util.hard_exit`). A process with anything registered to run at exit (`atexit`: the ledger
+    hook, multiprocessing, coverage) or with a thread still running ends the usual way, so none of that is
+    skipped."""
+    code = main()
+    threading = sys.modules.get("threading")
+    if atexit._ncallbacks() or (threading is not None and threading.active_count() > 1):
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # main reported a broken stdout already
+            stream.flush()
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every failure from bad input or a broken output is one line on stderr and exit 2."""
     with _collector_tuned():
@@ -251,4 +283,4 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -86,11 +86,13 @@ class Finding:
 
     @property
     def spec(self) -> KindSpec:
-        return spec_of(self.tool, self.kind)
+        return _REGISTRY.get((self.tool, self.kind)) or spec_of(self.tool, self.kind)
 
     @property
     def failing(self) -> bool:
-        return self.spec.fails and not self.accepted_by
+        # Read for every finding by the gate and each writer: the registry is looked up here, not through `spec`.
+        spec = _REGISTRY.get((self.tool, self.kind)) or spec_of(self.tool, self.kind)
+        return spec.fails and not self.accepted_by
 
     @property
     def location(self) -> str:

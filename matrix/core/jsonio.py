@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -121,6 +122,18 @@ class _Escaped(dict[str, str]):
     def __missing__(self, text: str) -> str:
         out = self[text] = _escape(text)
         return out
+
+
+def string_literals() -> Callable[[str], str]:
+    """A function from a `str` to its JSON literal as `json.dumps` writes it (ASCII), each distinct text escaped
+    once: for writers that lay out a document of their own (the guard report's findings)."""
+    return _Escaped().__getitem__
+
+
+def nested(text: str, level: int, *, indent: int = 2) -> str:
+    """`dumps_indented` text moved `level` levels in: what it writes for the same value inside a container (every
+    line break of its output is indentation, as strings write theirs escaped)."""
+    return text.replace("\n", "\n" + " " * (indent * level))
 
 
 def dumps_indented(doc: Any, *, indent: int = 2, allow_nan: bool = True) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -523,7 +523,16 @@ def guard_findings(
     early = tuple(g for g in analysis.guards if g.kind is GuardKind.EARLY_RETURN)
     guards = tuple(g for g in analysis.guards if g.kind is not GuardKind.EARLY_RETURN)
     evaluate = GuardEvaluator(analysis.names, settings.predicates)
-    verdict = {(index, name): evaluate(guard, facts[name]) for index, guard in enumerate(guards) for name in runners}
+    # A guard is evaluated on a runner only when a finding depends on it: not behind an outer guard that
+    # already skips there (the outer one decides), which spares a good share of a densely guarded file.
+    verdicts: dict[tuple[int, str], Evaluation] = {}
+
+    def verdict(index: int, runner: str) -> Evaluation:
+        found = verdicts.get((index, runner))
+        if found is None:
+            found = verdicts[(index, runner)] = evaluate(guards[index], facts[runner])
+        return found
+
     by_scope: dict[str, list[int]] = {}
     for index, guard in enumerate(guards):
         by_scope.setdefault(guard.scope, []).append(index)
@@ -541,13 +550,27 @@ def guard_findings(
             chains[nodeid] = out[::-1]
         return chains[nodeid]
 
+    skips: dict[tuple[str, str], int | None] = {}
+
     def skipper(nodeid: str, runner: str) -> int | None:
-        """The outermost guard that certainly skips `nodeid` on `runner`."""
+        """The outermost guard that certainly skips `nodeid` on `runner`: an enclosing scope's answer, else the
+        first of its own guards that skips. Each scope is answered once a runner, for itself and its children."""
+        decided = skips.get((nodeid, runner), -1)
+        if decided != -1:
+            return decided
+        decided = None
         for scope in chain(nodeid):
-            for index in by_scope.get(scope, []):
-                if verdict[(index, runner)].skips is Tri.TRUE:
-                    return index
-        return None
+            known = skips.get((scope, runner), -1)
+            if known != -1:
+                decided = known
+                continue
+            if decided is None:
+                for index in by_scope.get(scope, ()):
+                    if verdict(index, runner).skips is Tri.TRUE:
+                        decided = index
+                        break
+            skips[(scope, runner)] = decided
+        return decided
 
     findings: list[Finding] = []
     never: set[str] = set()
@@ -569,8 +592,16 @@ def guard_findings(
                     platforms=frozenset(r.platform for r in analysis.registrations if r.problem is None and r.disabled is None),
                 )
             )
+    hidden: dict[str, bool] = {}  # whether a scope or one around it never runs (`never` is complete from here)
+
+    def never_runs(nodeid: str) -> bool:
+        found = hidden.get(nodeid)
+        if found is None:
+            found = hidden[nodeid] = any(s in never for s in chain(nodeid))
+        return found
+
     for scope in analysis.scopes:
-        if any(s in never for s in chain(scope.nodeid)):
+        if never_runs(scope.nodeid):
             continue
         by_guard: dict[int, list[str]] = {}
         for runner in runners:
@@ -578,11 +609,11 @@ def guard_findings(
             if hit is not None and guards[hit].scope == scope.nodeid:
                 by_guard.setdefault(hit, []).append(runner)
         for hit, skipped in by_guard.items():
-            reason = " | ".join(verdict[(hit, r)].explain(facts[r]) for r in skipped)
-            hint = silent_skip_hint(verdict[(hit, skipped[0])], facts[skipped[0]], every=tuple(skipped))
+            reason = " | ".join(verdict(hit, r).explain(facts[r]) for r in skipped)
+            hint = silent_skip_hint(verdict(hit, skipped[0]), facts[skipped[0]], every=tuple(skipped))
             findings.append(_finding(Kind.SILENT_SKIP, guards[hit], tuple(skipped), reason, hint))
     for guard in early:
-        if any(s in never for s in chain(guard.scope)):
+        if never_runs(guard.scope):
             continue
         passing: list[str] = []
         reasons: list[str] = []
@@ -600,11 +631,11 @@ def guard_findings(
             )
             findings.append(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons), hint))
     for index, guard in enumerate(guards):
-        if any(s in never for s in chain(guard.scope)):
+        if never_runs(guard.scope):
             continue
-        unknown = [r for r in runners if verdict[(index, r)].skips is Tri.UNKNOWN and skipper(guard.scope, r) is None]
+        unknown = [r for r in runners if skipper(guard.scope, r) is None and verdict(index, r).skips is Tri.UNKNOWN]
         if unknown:
-            steps = list(dict.fromkeys(s for r in unknown for s in verdict[(index, r)].steps))
+            steps = list(dict.fromkeys(s for r in unknown for s in verdict(index, r).steps))
             reason = f"cannot tell whether it skips on {', '.join(unknown)}: {'; '.join(steps)}"
             findings.append(_finding(Kind.UNDETERMINED, guard, tuple(unknown), reason))
     return findings
@@ -615,7 +646,7 @@ def _never_runs(
     nodeid: str,
     deciders: Mapping[str, int | None],
     guards: tuple[Guard, ...],
-    verdict: Mapping[tuple[int, str], Evaluation],
+    verdict: Callable[[int, str], Evaluation],
     facts: Mapping[str, RunnerFacts],
     path: str,
     elsewhere: tuple[str, ...] = (),
@@ -623,7 +654,7 @@ def _never_runs(
 ) -> Finding:
     used = [i for i in dict.fromkeys(deciders.values()) if i is not None]
     first = guards[used[0]]
-    evaluations = {r: verdict[(i, r)] for r, i in deciders.items() if i is not None}
+    evaluations = {r: verdict(i, r) for r, i in deciders.items() if i is not None}
     guard = " | ".join(dict.fromkeys(guards[i].source for i in used))
     twin = _platform_only(evaluations.values(), platforms)
     if twin is not None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -65,7 +64,7 @@ def single_return(fn: ast.FunctionDef) -> ast.expr | None:
 
 
 class Substitute(ast.NodeTransformer):
-    """Put expressions in for names (a factory's parameters, a decorator call's keyword values)."""
+    """Put expressions in for names, in place (a decorator call's keyword values; see `substitute` for a copy)."""
 
     def __init__(self, values: Mapping[str, ast.expr]):
         self.values = values
@@ -76,33 +75,67 @@ class Substitute(ast.NodeTransformer):
 
 def substitute(expr: ast.expr, fn: ast.FunctionDef, call: ast.Call | None) -> ast.expr | None:
     """`expr` with the factory's parameters replaced by the call's argument expressions; None if they do not fit."""
-    params = [a.arg for a in fn.args.args]
-    if call is None:
-        values: dict[str, ast.expr] = {}
-    else:
-        if fn.args.vararg or fn.args.kwarg or len(call.args) > len(params):
-            return None
-        values = dict(zip(params, call.args, strict=False))
-        for kw in call.keywords:
-            if kw.arg is None or kw.arg not in params:
-                return None
-            values[kw.arg] = kw.value
-        defaults = dict(zip(params[len(params) - len(fn.args.defaults) :], fn.args.defaults, strict=True))
-        for name in params:
-            if name not in values:
-                if name not in defaults:
-                    return None
-                values[name] = defaults[name]
-    try:
-        copied = copy.deepcopy(expr)  # a fresh tree; the factory's own stays untouched
-    except RecursionError:
+    values = bound_arguments(fn, call)
+    if values is None:
         return None
-    out = Substitute(values).visit(copied)
-    for node in ast.walk(out):
-        # Point every copied node at the factory's return, the text a finding shows.
-        if isinstance(node, ast.expr) and node not in values.values():
-            ast.copy_location(node, expr)
+    out = _substituted(expr, values, expr, 0)
     return out if isinstance(out, ast.expr) else None
+
+
+def bound_arguments(fn: ast.FunctionDef, call: ast.Call | None) -> dict[str, ast.expr] | None:
+    """Each parameter of `fn` with the argument expression (or default) `call` gives it; None if they do not fit."""
+    if call is None:
+        return {}
+    params = [a.arg for a in fn.args.args]
+    if fn.args.vararg or fn.args.kwarg or len(call.args) > len(params):
+        return None
+    values = dict(zip(params, call.args, strict=False))
+    for kw in call.keywords:
+        if kw.arg is None or kw.arg not in params:
+            return None
+        values[kw.arg] = kw.value
+    defaults = dict(zip(params[len(params) - len(fn.args.defaults) :], fn.args.defaults, strict=True))
+    for name in params:
+        if name not in values:
+            if name not in defaults:
+                return None
+            values[name] = defaults[name]
+    return values
+
+
+MAX_SUBSTITUTED_DEPTH = 200
+
+
+def _substituted(node: ast.AST, values: Mapping[str, ast.expr], where: ast.expr, depth: int) -> ast.AST | None:
+    """A fresh copy of `node` (the factory's own tree stays untouched) with the parameters' names replaced by the
+    argument expressions (shared, not copied: the decorator's tree stays untouched too), every copied expression
+    pointing at the factory's return (the text a finding shows); None past `MAX_SUBSTITUTED_DEPTH` levels."""
+    if isinstance(node, ast.Name) and node.id in values:
+        return values[node.id]
+    if depth > MAX_SUBSTITUTED_DEPTH:
+        return None
+    fields: dict[str, object] = {}
+    for name, value in node.__dict__.items():
+        if isinstance(value, ast.AST):
+            inner = _substituted(value, values, where, depth + 1)
+            if inner is None:
+                return None
+            fields[name] = inner
+        elif isinstance(value, list):
+            items: list[object] = []
+            for item in value:
+                copy = _substituted(item, values, where, depth + 1) if isinstance(item, ast.AST) else item
+                if copy is None:
+                    return None
+                items.append(copy)
+            fields[name] = items
+        else:
+            fields[name] = value
+    copied = type(node)()
+    copied.__dict__.update(fields)
+    if isinstance(copied, ast.expr):
+        ast.copy_location(copied, where)
+    return copied
 
 
 # --- __main__ blocks --------------------------------------------------------------------------------------------------

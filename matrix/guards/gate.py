@@ -15,7 +15,7 @@ from typing import Any
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ConfigError
 from matrix.core.finding import Finding, Severity, Tool, kinds_of, spec_of
-from matrix.core.jsonio import dumps_indented, loads_untrusted
+from matrix.core.jsonio import dumps_indented, loads_untrusted, nested, string_literals
 from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
 from matrix.core.textfiles import read_text
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields
@@ -215,8 +215,13 @@ def error_keys(findings: tuple[Finding, ...]) -> list[tuple[str, str, str, str]]
     return [k for f in findings if f.failing for k in finding_keys(f.path, f.scope, f.kind, f.runners)]
 
 
+# Each severity's rank, read once per finding by the gate (a dict, not the `rank` property: thousands of findings).
+_RANK = {severity: severity.rank for severity in Severity}
+
+
 def worst_first(findings: tuple[Finding, ...] | list[Finding]) -> tuple[Finding, ...]:
-    return tuple(sorted(findings, key=lambda f: (f.severity.rank, f.path, f.line, f.scope)))
+    rank = _RANK
+    return tuple(sorted(findings, key=lambda f: (rank[f.severity], f.path, f.line, f.subject or f.path)))
 
 
 def gate(report: GuardReport, *, show: Severity, baseline: Baseline | None = None, today: dt.date | None = None) -> Gate:
@@ -233,7 +238,8 @@ def gate(report: GuardReport, *, show: Severity, baseline: Baseline | None = Non
                 baselined.add(index)
         stale, expired = comparison.stale, comparison.expired
     live = [f for i, f in enumerate(findings) if i not in baselined]
-    shown = [f for f in live if f.severity.rank <= show.rank]
+    limit = show.rank
+    shown = [f for f in live if _RANK[f.severity] <= limit]
     return Gate(
         shown=worst_first(shown),
         new_errors=tuple(f for f in live if f.failing),
@@ -353,8 +359,11 @@ def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None
     return text_lines(lines)
 
 
-def to_json_doc(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> dict[str, Any]:
-    """`exit_code` replaces the audit's own where the command returns another (`--write-baseline`: 0)."""
+def to_json_doc(
+    report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None, findings: bool = True
+) -> dict[str, Any]:
+    """`exit_code` replaces the audit's own where the command returns another (`--write-baseline`: 0); without
+    `findings` the document holds None in their place (`to_json` writes them itself)."""
     doc: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "root": report.root,
@@ -364,7 +373,9 @@ def to_json_doc(report: GuardReport, gate: Gate | None = None, *, exit_code: int
         "runners": list(report.runners),
         "counts": {k.value: v for k, v in report.counts().items()},
         "exit_code": exit_code if exit_code is not None else report.exit_code if gate is None else gate.exit_code,
-        "findings": [{**finding_fields(f), "failing": f.failing, "severity": f.severity.value} for f in report.findings],
+        "findings": [{**finding_fields(f), "failing": f.failing, "severity": f.severity.value} for f in report.findings]
+        if findings
+        else None,
     }
     if gate is not None and gate.with_baseline:
         doc["baseline"] = {
@@ -377,7 +388,61 @@ def to_json_doc(report: GuardReport, gate: Gate | None = None, *, exit_code: int
 
 
 def to_json(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
-    return dumps_indented(to_json_doc(report, gate, exit_code=exit_code))
+    """`dumps_indented(to_json_doc(...))`, with the findings (nearly all of a report's text) written by
+    `findings_json`; the rest of the document as `dumps_indented` writes it."""
+    doc = to_json_doc(report, gate, exit_code=exit_code, findings=False)
+    literal = string_literals()
+    parts = []
+    for key, value in doc.items():
+        text = findings_json(report.findings, literal) if key == "findings" else nested(dumps_indented(value), 1)
+        parts.append(f"{literal(key)}: {text}")
+    return "{\n  " + ",\n  ".join(parts) + "\n}"
+
+
+# A finding's entry in the report (`to_json_doc`): its `finding_fields`, then these two.
+_REPORT_FIELDS = ("kind", "path", "line", "test", "runners", "guard", "reason", "hint", "failing", "severity")
+
+
+def findings_json(findings: tuple[Finding, ...], literal: Callable[[str], str]) -> str:
+    """The report's `findings` list as `dumps_indented` writes it at its depth in the report (one level in),
+    each finding laid out by one f-string rather than walked as a dict: a warm run writes thousands.
+
+    A finding with a field of another type than the layout assumes (a `line` that is not an exact `int`, a text
+    that is not a `str`), or a `finding_fields` that grew a field, is written the general way."""
+    if not findings:
+        return "[]"
+    laid_out = (*finding_fields(findings[0]), "failing", "severity") == _REPORT_FIELDS
+    kinds: dict[tuple[Tool, str, Severity], tuple[str, bool, str]] = {}
+    items = []
+    for f in findings:
+        kind, runners = f.kind, f.runners
+        names = [literal(r) for r in runners if type(r) is str]
+        if not (
+            laid_out
+            and len(names) == len(runners)
+            and type(kind) is str
+            and type(f.line) is int
+            and type(f.path) is str
+            and type(f.subject) is str
+            and type(f.source) is str
+            and type(f.message) is str
+            and type(f.hint) is str
+            and type(runners) is tuple
+        ):
+            entry = {**finding_fields(f), "failing": f.failing, "severity": f.severity.value}
+            items.append(nested(dumps_indented(entry), 2))
+            continue
+        facts = kinds.get((f.tool, kind, f.severity))
+        if facts is None:  # the kind's literal, whether it fails, the severity's literal
+            facts = kinds[(f.tool, kind, f.severity)] = (literal(kind), spec_of(f.tool, kind).fails, literal(f.severity.value))
+        shown = "[]" if not names else "[\n        " + ",\n        ".join(names) + "\n      ]"
+        items.append(
+            f'{{\n      "kind": {facts[0]},\n      "path": {literal(f.path)},\n      "line": {int.__repr__(f.line)},'
+            f'\n      "test": {literal(f.subject or f.path)},\n      "runners": {shown},\n      "guard": {literal(f.source)},'
+            f'\n      "reason": {literal(f.message)},\n      "hint": {literal(f.hint)},'
+            f'\n      "failing": {"true" if facts[1] and not f.accepted_by else "false"},\n      "severity": {facts[2]}\n    }}'
+        )
+    return "[\n    " + ",\n    ".join(items) + "\n  ]"
 
 
 # A job summary is read in a browser: keep the page short, put each kind's rows in a collapsed block.

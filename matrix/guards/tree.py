@@ -8,237 +8,29 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
-import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from matrix.core.atomic import write_text_atomic
-from matrix.core.errors import OutputError, UsageError
+from matrix.core.errors import UsageError
 from matrix.core.finding import Finding
-from matrix.core.jsonio import canonical, seal_text
-from matrix.core.machine import find_runner
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import decode_python, read_limited, special_kind
 from matrix.guards.audit import AuditSettings, FileAudit, SuiteMap, audit_file, check_suite_map, load_suite_map
+from matrix.guards.cache import ResultCache, entry_text, file_key, seal, settings_key
 from matrix.guards.finder import TEST_FILE, analyse_source
-from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, finding_fields, guard_finding
-from matrix.guards.predicates import PREDICATES
+from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, guard_finding
 
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
     from matrix.schedule.model import Schedule
-
-# --- the results cache ------------------------------------------------------------------------------------------------
-# Per-file results cache keyed by content hash, so an unchanged tree is audited in a fraction of a second.
-#
-# One JSON file per combination of settings (runner profiles, suite map, workflows, installed modules) and of
-# this package's own source, so a change to either starts a fresh cache. Entries are keyed by the file's path
-# and a SHA-256 of its bytes, and sealed with a digest of that key and their content; each is checked against
-# the schema when read, so an edited or malformed entry is a miss, never a verdict. Only the files of the latest
-# run are kept. The cache is an optimisation: a
-# missing, unreadable or malformed cache file is ignored, and a failed write never fails the audit.
-
-# /3: entries hold core `Finding` fields (subject, source, message); a /2 file is a clean miss.
-# /4: an entry holds its audit as the canonical JSON text the seal is taken over, so a warm run checks a seal by
-# hashing that text rather than writing the audit out again; a /3 file is a clean miss.
-CACHE_SCHEMA = "specmatrix.guards-cache/4"
-ENV_VAR = "SPECMATRIX_CACHE_DIR"
-MAX_CACHE_BYTES = 32 * 1024 * 1024  # one entry per audited file, about 1 KB each: sglang's tree is a few MB
-_PACKAGE = Path(__file__).parent
-
-
-def default_cache_dir(env: Mapping[str, str]) -> Path:
-    """$SPECMATRIX_CACHE_DIR, else $XDG_CACHE_HOME/specmatrix, else ~/.cache/specmatrix."""
-    if env.get(ENV_VAR):
-        return Path(env[ENV_VAR])
-    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "specmatrix"
-
-
-def settings_key(settings: AuditSettings) -> str | None:
-    """A hash of everything besides the file that decides its findings; None when that cannot be hashed."""
-    if settings.predicates is not PREDICATES:
-        return None  # a custom predicate table (tests) has no stable identity
-    code = hashlib.sha256()
-    for path in sorted(_PACKAGE.glob("*.py")):
-        code.update(path.read_bytes())
-    # A schedule from the schedule cache is keyed by the digest of the CI files it was read from (its content
-    # follows from them); any other by its repr (sglang's 600 entries: 10 ms of repr and hashing a run).
-    known = None
-    if settings.schedule is not None:
-        from matrix.schedule.cache import fingerprint  # imported only by a run with a schedule
-
-        known = fingerprint(settings.schedule)
-    parts = (
-        sorted((name, repr(p)) for name, p in settings.runners.items()),
-        repr(settings.suite_map),
-        sorted(settings.known_suites) if settings.known_suites is not None else None,
-        settings.only_runners,
-        sorted(settings.installed),
-        f"read from CI files {known}" if known is not None else repr(settings.schedule),
-        code.hexdigest(),
-    )
-    return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
-
-
-def file_key(display: str, data: bytes) -> str:
-    return hashlib.sha256(display.encode() + b"\0" + data).hexdigest()
-
-
-def encode(audit: FileAudit | None) -> Any:
-    """An entry: the findings as the report writes them (`finding_fields`; tool and severity follow from the kind)."""
-    if audit is None:
-        return None
-    return {
-        "findings": [finding_fields(f) for f in audit.findings],
-        "registered": audit.registered,
-        "runners": list(audit.runners),
-    }
-
-
-def entry_text(audit: FileAudit | None) -> str:
-    """The text an entry stores: `encode(audit)` as canonical JSON."""
-    return canonical(encode(audit))
-
-
-def seal(key: str, text: str) -> str:
-    """A digest of an entry's text bound to its file key: an entry edited by hand, or moved to another key, no longer matches."""
-    return seal_text(CACHE_SCHEMA, key, text)
-
-
-class BadEntry(Exception):
-    """A cache entry that does not match the schema; the file is audited again."""
-
-
-_FINDING_TEXT = ("path", "test", "guard", "reason", "hint")
-_FINDING_KEYS = frozenset({"kind", "line", "runners", *_FINDING_TEXT})
-_AUDIT_KEYS = frozenset({"findings", "registered", "runners"})
-MAX_ENTRY_FINDINGS = 100_000
-_KINDS = {kind.value: kind for kind in GuardFindingKind}
-
-
-def _names(raw: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
-        raise BadEntry(f"{where} must be a list of strings")
-    return tuple(raw)
-
-
-def _finding(raw: Any, display: str) -> Finding:
-    if not isinstance(raw, dict) or raw.keys() != _FINDING_KEYS:
-        raise BadEntry("a finding must be an object with exactly " + ", ".join(sorted(_FINDING_KEYS)))
-    for name in _FINDING_TEXT:
-        if not isinstance(raw[name], str):
-            raise BadEntry(f"finding {name!r} must be a string")
-    line = raw["line"]
-    if isinstance(line, bool) or not isinstance(line, int) or not 0 <= line < 2**31:
-        raise BadEntry("finding 'line' must be a non-negative integer")
-    if raw["path"] != display:
-        raise BadEntry("a finding of another file")
-    kind = _KINDS.get(raw["kind"])
-    if kind is None:
-        raise BadEntry(f"unknown finding kind {raw['kind']!r}")
-    return guard_finding(
-        kind,
-        path=raw["path"],
-        line=line,
-        test=raw["test"],
-        runners=_names(raw["runners"], "finding 'runners'"),
-        guard=raw["guard"],
-        reason=raw["reason"],
-        hint=raw["hint"],
-    )
-
-
-def decode(raw: Any, display: str) -> FileAudit | None:
-    """An entry checked against the schema field by field; anything else raises `BadEntry`."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict) or raw.keys() != _AUDIT_KEYS:
-        raise BadEntry("an entry must be null or an object with findings, registered and runners")
-    findings = raw["findings"]
-    if not isinstance(findings, list) or len(findings) > MAX_ENTRY_FINDINGS:
-        raise BadEntry("'findings' must be a list")
-    if not isinstance(raw["registered"], bool):
-        raise BadEntry("'registered' must be true or false")
-    return FileAudit(
-        findings=tuple(_finding(f, display) for f in findings),
-        registered=raw["registered"],
-        runners=_names(raw["runners"], "'runners'"),
-    )
-
-
-class ResultCache:
-    """Load once, look up by file key, save the entries of this run.
-
-    Each entry is `{"seal": ..., "audit": TEXT}`, TEXT being the audit as canonical JSON (`entry_text`); an entry
-    whose seal does not match its key and text, whose text is not JSON, or whose content does not match the schema,
-    is a miss: the file is audited again and the entry rewritten.
-    """
-
-    def __init__(self, folder: Path | None, key: str | None):
-        self.path = folder / f"guards-{key}.json" if folder is not None and key is not None else None
-        self.old: dict[str, Any] = {}
-        self.new: dict[str, Any] = {}
-        if self.path is not None:
-            self.old = self._load(self.path)
-
-    @staticmethod
-    def _load(path: Path) -> dict[str, Any]:
-        try:
-            data = read_limited(path, MAX_CACHE_BYTES)
-            if len(data) > MAX_CACHE_BYTES:
-                return {}
-            doc = json.loads(data)
-        except (OSError, ValueError, RecursionError):
-            return {}
-        files = doc.get("files") if isinstance(doc, dict) and doc.get("schema") == CACHE_SCHEMA else None
-        return files if isinstance(files, dict) else {}
-
-    def get(self, key: str, display: str) -> tuple[bool, FileAudit | None]:
-        """(hit, audit); an entry that is unsealed, edited or off-schema is a miss."""
-        entry = self.old.get(key)
-        if not isinstance(entry, dict) or set(entry) != {"seal", "audit"}:
-            return False, None
-        text = entry["audit"]
-        if not isinstance(text, str) or entry["seal"] != seal(key, text):
-            return False, None
-        try:
-            audit = decode(json.loads(text), display)
-        except (BadEntry, ValueError, RecursionError):
-            return False, None
-        self.new[key] = entry
-        return True, audit
-
-    def put(self, key: str, audit: FileAudit | None, sealed: tuple[str, str] | None = None) -> None:
-        """Store an entry; `sealed` is (text, seal) when a worker already wrote them (`entry_text`, `seal`)."""
-        if self.path is not None:
-            if sealed is None:
-                text = entry_text(audit)
-                sealed = (text, seal(key, text))
-            self.new[key] = {"seal": sealed[1], "audit": sealed[0]}
-
-    def save(self) -> None:
-        if self.path is None or self.new == self.old:
-            return
-        # A read-only or full cache folder costs speed, never the audit.
-        with contextlib.suppress(OutputError):
-            write_text_atomic(self.path, json.dumps({"schema": CACHE_SCHEMA, "files": self.new}, separators=(",", ":")))
-
-
-def cache_folder(option: Path | None, disabled: bool, env: Mapping[str, str] | None = None) -> Path | None:
-    if disabled:
-        return None
-    return option if option is not None else default_cache_dir(os.environ if env is None else env)
-
 
 # --- the tree ---------------------------------------------------------------------------------------------------------
 # The edge of the guard audit: find and read the files under a path, then audit each one.
 #
 # Files are parsed in worker processes (ast work is CPU-bound), and each file's findings are cached by
-# content hash (`matrix.guards.tree`), so a warm run only reads and hashes the tree.
+# content hash (`matrix.guards.cache`), so a warm run only reads and hashes the tree.
 
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 # Below this many files to parse, starting worker processes costs more than it saves.
@@ -535,8 +327,11 @@ def audit_tree(
     check_root(path)
     if not 1 <= jobs <= MAX_JOBS:
         raise UsageError(f"--jobs {jobs}: give 1 to {MAX_JOBS} worker processes")
-    for name in only_runners:
-        find_runner(runners, name)
+    if only_runners:
+        from matrix.core.machine import find_runner  # only a run that names runners looks them up by name
+
+        for name in only_runners:
+            find_runner(runners, name)
     chosen_map = suite_map if suite_map is not None else load_suite_map()
     check_suite_map(chosen_map, runners)
     settings = AuditSettings(

@@ -6,11 +6,11 @@ audit's word the detail, the ledger line the evidence.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from typing import Any
 
 from matrix.core.finding import Finding, Tool, spec_of
+from matrix.core.jsonio import dumps_indented
 from matrix.core.output import bounded_markdown, finding_annotation, finding_doc, md_code, md_text, text_lines
 from matrix.ledger.join import LedgerFindingKind, LedgerReport
 
@@ -97,7 +97,7 @@ def to_json_doc(report: LedgerReport) -> dict[str, Any]:
 
 
 def to_json(report: LedgerReport) -> str:
-    return json.dumps(to_json_doc(report), indent=2)
+    return dumps_indented(to_json_doc(report))
 
 
 def to_markdown(report: LedgerReport) -> str:

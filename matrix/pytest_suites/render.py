@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from matrix.core.finding import Tool, spec_of
+from matrix.core.jsonio import dumps_indented
 from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
 from matrix.guards.model import GuardFindingKind, finding_fields
 from matrix.pytest_suites.audit import PytestAuditReport, PytestFinding
@@ -69,7 +69,7 @@ def to_json(report: PytestAuditReport) -> str:
         ],
         "assumptions": list(report.assumptions),
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return dumps_indented(doc) + "\n"
 
 
 def count_table(report: PytestAuditReport) -> list[str]:

@@ -19,17 +19,18 @@ from tests.ci.test_fuzz_readers import SETTINGS, VALID_REPORT, json_hazard, json
 from tests.ci.test_hostile_inputs import S
 
 VALID_ENTRY: dict[str, Any] = {
+    # A finding is the list of its fields in `matrix.guards.cache.ENTRY_FIELDS` order.
     "findings": [
-        {
-            "kind": "never-runs",
-            "path": "test_s.py",
-            "line": 8,
-            "test": "test_s.py::TestKernel",
-            "runners": ["4-gpu-b200"],
-            "guard": "unittest.skipIf(not is_sm90_supported())",
-            "reason": "r",
-            "hint": "",
-        }
+        [
+            "never-runs",
+            "test_s.py",
+            8,
+            "test_s.py::TestKernel",
+            ["4-gpu-b200"],
+            "unittest.skipIf(not is_sm90_supported())",
+            "r",
+            "",
+        ]
     ],
     "registered": True,
     "runners": ["4-gpu-b200"],
@@ -53,10 +54,12 @@ entry_value = st.one_of(mangled(VALID_ENTRY).map(_loaded), json_value)
 @SETTINGS
 @given(raw=entry_value)
 @example(raw={**VALID_ENTRY, "findings": []})
-@example(raw={**VALID_ENTRY, "findings": [{**VALID_ENTRY["findings"][0], "line": "7"}]})
-@example(raw={**VALID_ENTRY, "findings": [{**VALID_ENTRY["findings"][0], "path": 5}]})
+@example(raw={**VALID_ENTRY, "findings": [[*VALID_ENTRY["findings"][0][:2], "7", *VALID_ENTRY["findings"][0][3:]]]})
+@example(raw={**VALID_ENTRY, "findings": [["never-runs", 5, *VALID_ENTRY["findings"][0][2:]]]})
+@example(raw={**VALID_ENTRY, "findings": [VALID_ENTRY["findings"][0][:7]]})
+@example(raw={**VALID_ENTRY, "findings": ["never-runs"]})
 def test_a_cache_entry_decodes_to_typed_records_or_is_refused(raw: Any) -> None:
-    from matrix.guards.tree import BadEntry, decode
+    from matrix.guards.cache import BadEntry, decode
 
     try:
         audit = decode(raw, "test_s.py")
@@ -72,8 +75,10 @@ def test_a_cache_entry_decodes_to_typed_records_or_is_refused(raw: Any) -> None:
 
 
 @SETTINGS
-@given(entry=entry_value, wrap=st.sampled_from(["bare", "object", "text"]))
+@given(entry=entry_value, wrap=st.sampled_from(["text", "canonical", "line", "resealed"]))
 def test_an_edited_cache_file_never_changes_the_verdict(entry: Any, wrap: str) -> None:
+    from matrix.guards.cache import cache_text, parse_cache, seal
+
     with workspace() as folder:
         root = folder / "suite"
         root.mkdir()
@@ -81,16 +86,24 @@ def test_an_edited_cache_file_never_changes_the_verdict(entry: Any, wrap: str) -
         fresh = run_cli(["guards", str(root), "--json", "--output", "fresh.json", "--no-cache"])
         assert fresh == 1
         assert run_cli(["guards", str(root), "--cache-dir", "c"]) == 1
-        (path,) = (folder / "c").glob("guards-*.json")
-        doc = json.loads(path.read_text())
-        for key, old in doc["files"].items():
-            # Keep the seal over an edited text (an edit by hand), hold the audit as an object (the older schema's
-            # entries), or drop the envelope.
-            if wrap == "text":
-                doc["files"][key] = {"seal": old["seal"], "audit": json.dumps(entry)}
+        (path,) = (folder / "c").glob("guards-*.cache")
+        entries = parse_cache(path.read_bytes())
+        assert entries
+        lines = []
+        for key, (sealed, _) in entries.items():
+            # Keep the seal over an edited text (an edit by hand, written as JSON text or canonical text), write
+            # the junk in place of the whole line, or seal the junk anew (what a forger would write: it must be
+            # refused by the schema, or be a verdict the schema allows, never a crash).
+            text = json.dumps(entry) if wrap == "text" else json.dumps(entry, sort_keys=True, separators=(",", ":"))
+            if wrap == "line":
+                lines.append(text)
             else:
-                doc["files"][key] = {"seal": old["seal"], "audit": entry} if wrap == "object" else entry
-        path.write_text(json.dumps(doc))
+                lines.append(f"{key} {seal(key, text) if wrap == 'resealed' else sealed} {text}")
+        path.write_text(cache_text({}) + "\n".join(lines) + "\n")
+        if wrap == "resealed":
+            # A sealed entry that the schema allows is taken as it stands; the run must still end cleanly.
+            assert run_cli(["guards", str(root), "--json", "--output", "cached.json", "--cache-dir", "c"]) in (0, 1)
+            return
         assert run_cli(["guards", str(root), "--json", "--output", "cached.json", "--cache-dir", "c"]) == 1
         assert json.loads(Path("cached.json").read_text()) == json.loads(Path("fresh.json").read_text())
 

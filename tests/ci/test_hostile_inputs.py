@@ -122,29 +122,34 @@ def test_ledger_root_with_a_bom_keeps_the_runtime_skip(tmp_path: Path) -> None:
 # --- the results cache is checked, never trusted --------------------------------------------------------
 
 
-def _cache_entries(cache: Path) -> tuple[Path, dict[str, Any]]:
-    (path,) = cache.glob("guards-*.json")
-    return path, json.loads(path.read_text())
+def _cache_entries(cache: Path) -> tuple[Path, dict[str, tuple[str, str]]]:
+    from matrix.guards.cache import parse_cache
+
+    (path,) = cache.glob("guards-*.cache")
+    return path, parse_cache(path.read_bytes())
 
 
 @pytest.mark.parametrize("edit", ["empty", "null", "line-text", "path-int"])
 def test_an_edited_cache_entry_is_a_miss(tmp_path: Path, edit: str) -> None:
+    from matrix.guards.cache import cache_text
+
     root = suite(tmp_path)
     cache = tmp_path / "c"
     assert run("guards", root, "--cache-dir", cache)[0] == 1
-    path, doc = _cache_entries(cache)
-    for entry in doc["files"].values():
-        audit = json.loads(entry["audit"])  # the entry's text; its seal is kept, as an edit by hand keeps it
+    path, entries = _cache_entries(cache)
+    edited = {}
+    for key, (sealed, text) in entries.items():
+        audit = json.loads(text)  # the entry's text; its seal is kept, as an edit by hand keeps it
         if edit == "empty":
             audit["findings"] = []
         elif edit == "null":
             audit = None
         elif edit == "line-text":
-            audit["findings"][0]["line"] = "7"
+            audit["findings"][0][2] = "7"  # a finding is the list of its fields: kind, path, line, ...
         else:
-            audit["findings"][0]["path"] = 5
-        entry["audit"] = json.dumps(audit, sort_keys=True, separators=(",", ":"))
-    path.write_text(json.dumps(doc))
+            audit["findings"][0][1] = 5
+        edited[key] = (sealed, json.dumps(audit, sort_keys=True, separators=(",", ":")))
+    path.write_text(cache_text(edited))
     code, out, _ = run("guards", root, "--cache-dir", cache)
     assert code == 1 and "never-runs" in out
 

@@ -80,12 +80,12 @@ CASES = {
     # the entries, so the case is held to a quarter of the budget (SHARE): 20,000 entries against the whole budget
     # cost four times the CPU to show the same per-entry bound.
     "cache-of-bad-entries": """
-        from matrix.guards.tree import CACHE_SCHEMA as SCHEMA, ResultCache, seal
+        from matrix.guards.cache import ResultCache, cache_text, seal
         folder = work / "c"; folder.mkdir()
-        bad = {"findings": [{"kind": "never-runs", "path": 5, "line": "7"}] * 20, "registered": True, "runners": []}
+        bad = {"findings": [["never-runs", 5, "7", "", [], "", "", ""]] * 20, "registered": True, "runners": []}
         text = json.dumps(bad, sort_keys=True, separators=(",", ":"))
-        files = {f"{i:064x}": {"seal": seal(f"{i:064x}", text), "audit": text} for i in range(5_000)}
-        (folder / "guards-k.json").write_text(json.dumps({"schema": SCHEMA, "files": files}))
+        files = {f"{i:064x}": (seal(f"{i:064x}", text), text) for i in range(5_000)}
+        (folder / "guards-k.cache").write_text(cache_text(files))
         def work():
             cache = ResultCache(folder, "k")
             return sum(cache.get(key, "t.py")[0] for key in files)

@@ -59,8 +59,17 @@ def test_a_one_command_parser_helps_exactly_as_the_whole_one(command):
 
 
 # What a `guards --no-workflows` run has no use for: the matrix file's version specifiers, the workflow readers and
-# the schedule's records.
-NOT_FOR_A_GUARDS_RUN = ("packaging", "matrix.schedule.load", "matrix.schedule.github", "matrix.schedule.model", "yaml")
+# the schedule's records, the runner lookup by name (only `--only-runners` needs it) and `shutil` (argparse imports
+# it to ask the terminal's width, which only written help needs).
+NOT_FOR_A_GUARDS_RUN = (
+    "packaging",
+    "matrix.schedule.load",
+    "matrix.schedule.github",
+    "matrix.schedule.model",
+    "yaml",
+    "matrix.core.machine",
+    "shutil",
+)
 
 
 def needless_imports(loaded: list[str]) -> list[str]:
@@ -83,9 +92,27 @@ def test_a_guards_run_imports_no_other_command_module_and_nothing_it_does_not_us
     assert needless_imports(loaded) == [], done.stderr
 
 
-@pytest.mark.parametrize("planted", ["matrix.cli.core", "packaging.specifiers", "matrix.schedule.load"])
+@pytest.mark.parametrize("planted", ["matrix.cli.core", "packaging.specifiers", "matrix.schedule.load", "shutil"])
 def test_the_import_check_sees_a_planted_import(planted):
     assert needless_imports(["matrix.cli.guards", "matrix.core.model", planted]) == [planted]
+
+
+@pytest.mark.parametrize("command", [None, "guards"])
+def test_help_is_written_to_the_terminals_width(monkeypatch, command):
+    """The parser is built without asking the terminal's width; help written afterwards still fits it."""
+    import argparse
+
+    def help_at(columns: int) -> str:
+        monkeypatch.setenv("COLUMNS", str(columns))
+        parser = build_parser(command)
+        if command is None:
+            return parser.format_help()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return sub.choices[command].format_help()
+
+    narrow, wide = help_at(60), help_at(200)
+    assert len(narrow.splitlines()) > len(wide.splitlines())
+    assert "".join(narrow.split()) == "".join(wide.split())
 
 
 def test_a_command_runs_with_the_collector_tuned_and_main_restores_it(monkeypatch, tmp_path):

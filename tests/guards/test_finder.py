@@ -338,3 +338,60 @@ def test_source_segments_match_ast_get_source_segment():
     assert len(nodes) > 10
     for node in nodes:
         assert source.segment(node) == ast.get_source_segment(SEGMENT_SOURCE, node)
+
+
+# --- a factory's return with the call's arguments put in --------------------------------------------------------------
+
+
+def _reference_substitute(expr: ast.expr, values: dict[str, ast.expr]) -> ast.expr:
+    """The plain way: a deep copy with the names replaced, each copied expression pointed at `expr`."""
+    import copy
+
+    copied = copy.deepcopy(expr)
+    for node in ast.walk(copied):
+        if isinstance(node, ast.expr):
+            ast.copy_location(node, expr)
+    out = finder.Substitute(values).visit(copied)
+    assert isinstance(out, ast.expr)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("factory", "call"),
+    [
+        ("def f(major):\n    return unittest.skipUnless(torch.cuda.get_device_capability()[0] == major, 'arch')", "f(9)"),
+        ("def f(n, why='gpus'):\n    return unittest.skipIf(torch.cuda.device_count() < n, why + '!')", "f(n=a.b.c)"),
+        ("def f(x):\n    return pytest.mark.skipif(not (x and g(x, k=[x, (x,)])), reason=f'{x}')", "f(h(1)[2])"),
+        ("def f():\n    return unittest.skipIf(lambda y: y, 'no names to put in')", "f()"),
+    ],
+)
+def test_substitute_matches_a_deep_copy_with_the_names_replaced(factory: str, call: str) -> None:
+    """The same tree, locations included, and neither the factory's tree nor the call's is changed."""
+    fn_a, fn_b = (ast.parse(factory).body[0] for _ in range(2))
+    call_a, call_b = (ast.parse(call, mode="eval").body for _ in range(2))
+    assert isinstance(fn_a, ast.FunctionDef) and isinstance(fn_b, ast.FunctionDef)
+    assert isinstance(call_a, ast.Call) and isinstance(call_b, ast.Call)
+    returned_a, returned_b = fn_a.body[0], fn_b.body[0]
+    assert isinstance(returned_a, ast.Return) and isinstance(returned_b, ast.Return)
+    assert returned_a.value is not None and returned_b.value is not None
+    got = finder.substitute(returned_a.value, fn_a, call_a)
+    values = finder.bound_arguments(fn_b, call_b)
+    assert values is not None
+    want = _reference_substitute(returned_b.value, values)
+    assert got is not None
+    assert ast.dump(got, include_attributes=True) == ast.dump(want, include_attributes=True)
+    assert ast.dump(call_a, include_attributes=True) == ast.dump(call_b, include_attributes=True)
+    assert ast.dump(fn_a, include_attributes=True) == ast.dump(fn_b, include_attributes=True)  # the factory untouched
+
+
+def test_substitute_gives_up_past_its_depth_and_copies_rather_than_shares() -> None:
+    deep = "def f(x):\n    return unittest.skipIf(" + "-" * (finder.MAX_SUBSTITUTED_DEPTH + 5) + "x, 'deep')"
+    fn = ast.parse(deep).body[0]
+    assert isinstance(fn, ast.FunctionDef) and isinstance(fn.body[0], ast.Return) and fn.body[0].value is not None
+    assert finder.substitute(fn.body[0].value, fn, ast.parse("f(1)", mode="eval").body) is None  # type: ignore[arg-type]
+    shallow = ast.parse("def f(x):\n    return unittest.skipIf(x > 1, 'a')").body[0]
+    assert isinstance(shallow, ast.FunctionDef) and isinstance(shallow.body[0], ast.Return)
+    returned = shallow.body[0].value
+    assert returned is not None
+    got = finder.substitute(returned, shallow, ast.parse("f(2)", mode="eval").body)  # type: ignore[arg-type]
+    assert isinstance(got, ast.Call) and got is not returned and got.args[0] is not returned.args[0]  # type: ignore[attr-defined]

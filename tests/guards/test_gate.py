@@ -211,7 +211,7 @@ def test_the_schema_check_catches_a_planted_defect(capsys, suite_copy, monkeypat
 
 def test_a_warm_run_reads_the_cache_and_a_change_invalidates_it(capsys, suite_copy, private_cache, monkeypatch):
     code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
-    (cache_file,) = private_cache.glob("guards-*.json")
+    (cache_file,) = private_cache.glob("guards-*.cache")
     from matrix.guards import tree
 
     def refuse(*args, **kwargs):
@@ -229,36 +229,49 @@ def test_a_warm_run_reads_the_cache_and_a_change_invalidates_it(capsys, suite_co
     assert cache_file.exists()
 
 
-@pytest.mark.parametrize("old_schema", ["specmatrix.guards-cache/2", "specmatrix.guards-cache/3"])
-def test_a_cache_file_of_an_older_schema_is_a_clean_miss(capsys, suite_copy, private_cache, old_schema):
-    """Entries of `/2` (the findings' former fields) and `/3` (the audit as an object, not as its text), sealed as
-    those schemas sealed them, are not read."""
+def _older_entry(schema: str, audit: object) -> object:
+    """What `schema` stored for an audit (`/2`, `/3`: the audit as an object; `/4`: its text), findings dropped."""
+    if audit is not None:
+        audit = {**audit, "findings": []}
+    return json.dumps(audit, sort_keys=True, separators=(",", ":")) if schema.endswith("/4") else audit
+
+
+@pytest.mark.parametrize("old_schema", ["specmatrix.guards-cache/2", "specmatrix.guards-cache/3", "specmatrix.guards-cache/4"])
+@pytest.mark.parametrize("layout", ["json", "lines"])
+def test_a_cache_file_of_an_older_schema_is_a_clean_miss(capsys, suite_copy, private_cache, old_schema, layout):
+    """Entries of `/2` (the findings' former fields), `/3` (the audit as an object, not as its text) and `/4` (the
+    file one JSON document), sealed as those schemas sealed them, are not read: neither the JSON document those
+    schemas wrote nor the same entries in this schema's lines under the older schema's name."""
     from matrix.core.jsonio import seal
+    from matrix.guards.cache import parse_cache
 
     code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
-    (cache_file,) = private_cache.glob("guards-*.json")
-    doc = json.loads(cache_file.read_text())
+    (cache_file,) = private_cache.glob("guards-*.cache")
     files = {}
-    for key, entry in doc["files"].items():
-        audit = json.loads(entry["audit"])
-        if audit is not None:
-            # What the older schema stored: no findings, or the former field names; both must stay unread.
-            audit = {**audit, "findings": []}
-        files[key] = {"seal": seal(old_schema, key, audit), "audit": audit}
-    cache_file.write_text(json.dumps({"schema": old_schema, "files": files}))
+    for key, (_, text) in parse_cache(cache_file.read_bytes()).items():
+        entry = _older_entry(old_schema, json.loads(text))
+        sealed = seal(old_schema, key, json.loads(entry) if isinstance(entry, str) else entry)
+        files[key] = {"seal": sealed, "audit": entry}
+    if layout == "json":
+        cache_file.write_text(json.dumps({"schema": old_schema, "files": files}))
+    else:
+        body = "".join(
+            f"{k} {e['seal']} {json.dumps(e['audit'], sort_keys=True, separators=(',', ':'))}\n" for k, e in files.items()
+        )
+        cache_file.write_text(f"{old_schema}\n{body}")
     code2, warm, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
     assert (code2, warm) == (code, cold)
-    assert json.loads(cache_file.read_text())["schema"] != old_schema
+    assert cache_file.read_text().startswith("specmatrix.guards-cache/5\n")
 
 
 def test_cache_can_be_moved_disabled_and_survives_corruption(capsys, suite_copy, private_cache, tmp_path):
     moved = tmp_path / "elsewhere"
     run(capsys, "guards", str(suite_copy), "--cache-dir", str(moved))
-    assert list(moved.glob("guards-*.json"))
+    assert list(moved.glob("guards-*.cache"))
     assert not private_cache.exists()
     run(capsys, "guards", str(suite_copy), "--no-cache")
     assert not private_cache.exists()
-    for f in moved.glob("guards-*.json"):
+    for f in moved.glob("guards-*.cache"):
         f.write_text("{not json", encoding="utf-8")
     code, _, err = run(capsys, "guards", str(suite_copy), "--cache-dir", str(moved))
     assert code == 1
@@ -280,8 +293,10 @@ def test_entries_sealed_by_workers_are_warm_hits(capsys, suite_copy, private_cac
 
     monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 1)
     code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json", "--jobs", "2")
-    entries = json.loads(next(private_cache.glob("guards-*.json")).read_text())["files"]
-    assert any(json.loads(entry["audit"]) is not None for entry in entries.values())
+    from matrix.guards.cache import parse_cache
+
+    entries = parse_cache(next(private_cache.glob("guards-*.cache")).read_bytes())
+    assert any(json.loads(text) is not None for _, text in entries.values())
 
     def refuse(*args, **kwargs):
         raise AssertionError("parsed although cached")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import keyword
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -92,3 +93,48 @@ def test_a_long_bare_call_is_cut_like_any_other_text() -> None:
     node = ast.parse(".".join(["segment"] * 40) + "()", mode="eval").body
     shown = predicates._node_text(node)
     assert shown == ast.unparse(node)[:157] + "..."
+
+
+# --- only the evaluations a finding needs -----------------------------------------------------------------------------
+
+_LAZY = """
+import unittest
+import torch
+from sglang.srt.utils import is_sm100_supported, mystery
+from sglang.test.ci.ci_register import register_cuda_ci
+register_cuda_ci(est_time=60, suite="stage-b-test-1-gpu-large")
+register_cuda_ci(est_time=60, suite="base-b-kernel-unit-test-4-gpu-b200")
+
+@unittest.skipUnless(is_sm100_supported(), "sm100")
+class TestBlackwell(unittest.TestCase):
+    def test_a(self):
+        if torch.cuda.device_count() < 8 and mystery():
+            self.skipTest("judged on B200 only: on H100 the class guard decides")
+"""
+
+
+def test_a_guard_behind_a_skip_that_decides_is_not_evaluated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The class guard skips on the H100 runner, so there the method's guard decides nothing and is not evaluated;
+    on the B200 runner the class runs, and the method's guard is evaluated and reported undetermined. Planted:
+    evaluating before asking whether an outer guard decides (the eager order) evaluates it on H100 too."""
+    from matrix.guards.audit import AuditSettings, audit_file, load_suite_map
+
+    analysis = analyse_source("t/test_lazy.py", _LAZY)
+    seen: list[tuple[int, str]] = []
+    real = evaluate_module.evaluate_guard
+
+    def counted(guard: Any, facts: RunnerFacts, *args: Any, **kwargs: Any) -> Any:
+        seen.append((guard.line, facts.profile.name))
+        return real(guard, facts, *args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "evaluate_guard", counted)
+    settings = AuditSettings(runners=load_runners(), suite_map=load_suite_map())
+    findings = audit_file(analysis, settings).findings
+    # The runners answer device_count differently, so sharing one evaluation between them (see GuardEvaluator)
+    # cannot hide an evaluation on H100.
+    method = next(g.line for g in analysis.guards if "mystery()" in g.source)
+    assert (method, "4-gpu-b200") in seen
+    assert (method, "1-gpu-h100") not in seen
+    kinds = {(f.kind, f.subject, f.runners) for f in findings}
+    assert ("silent-skip", "t/test_lazy.py::TestBlackwell", ("1-gpu-h100",)) in kinds
+    assert ("undetermined", "t/test_lazy.py::TestBlackwell::test_a", ("4-gpu-b200",)) in kinds
