@@ -137,7 +137,7 @@ def _index(value: Any, key: Any) -> Any:
         return OneOf(values=tuple(_index(v, key) for v in value.values), why=value.why)
     if isinstance(value, Unknown) or isinstance(key, Unknown | OneOf):
         return Unknown(text=f"{_show(value)}[{_show(key)}]")
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):  # a dict without the abc machinery
         return value.get(key, value.get(str(key)))
     if isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
         return value[key]

@@ -133,23 +133,23 @@ def _check_shape(doc: Mapping[str, Any], name: str) -> None:
         raise ConfigError(f"{name}: jobs must be a mapping")
     for job_id, job in jobs.items():
         where = f"{name}: jobs.{job_id}"
-        if not isinstance(job, Mapping):
+        if not _mapping(job):
             raise ConfigError(f"{where} must be a mapping")
         steps = job.get("steps")
         if steps is not None and not isinstance(steps, list):
             raise ConfigError(f"{where}.steps must be a list")
         for i, step in enumerate(steps or []):
-            if not isinstance(step, Mapping):
+            if not _mapping(step):
                 raise ConfigError(f"{where}.steps[{i}] must be a mapping")
             if "run" in step and not isinstance(step["run"], str | int | float):
                 raise ConfigError(f"{where}.steps[{i}].run must be a string")
         strategy = job.get("strategy")
         if strategy is not None and not isinstance(strategy, Mapping | str):
             raise ConfigError(f"{where}.strategy must be a mapping")
-        matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
+        matrix = strategy.get("matrix") if _mapping(strategy) else None
         if matrix is not None and not isinstance(matrix, Mapping | str):
             raise ConfigError(f"{where}.strategy.matrix must be a mapping or an expression")
-        if isinstance(matrix, Mapping):
+        if _mapping(matrix):
             for key in ("include", "exclude"):
                 value = matrix.get(key)
                 if value is None or (isinstance(value, str) and "${{" in value):
@@ -168,6 +168,11 @@ def _check_shape(doc: Mapping[str, Any], name: str) -> None:
         for key in ("env", "with"):
             if job.get(key) is not None and not isinstance(job[key], Mapping | str):
                 raise ConfigError(f"{where}.{key} must be a mapping")
+
+
+def _mapping(value: Any) -> bool:
+    """`isinstance(value, Mapping)`, answered at once for a dict (what YAML gives) instead of through the abc machinery."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _on(doc: Mapping[Any, Any]) -> Any:
@@ -450,7 +455,7 @@ class _Walker:
         for matrix in self._matrices(ctx, job, origin, notes):
             inputs = dict(defaults)
             with_ = job.get("with")
-            if isinstance(with_, Mapping):
+            if _mapping(with_):
                 resolve = self.lookup(ctx, events[0] if len(events) == 1 else None, matrix, {}, notes)
                 for key, raw in with_.items():
                     value, _ = expand(raw, resolve) if isinstance(raw, str) else (raw, ())
@@ -463,15 +468,15 @@ class _Walker:
 
     def _matrices(self, ctx: _Context, job: Mapping[str, Any], origin: Origin, notes: _Notes) -> list[dict[str, Any]]:
         strategy = job.get("strategy")
-        matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
+        matrix = strategy.get("matrix") if _mapping(strategy) else None
         resolve = self.lookup(ctx, None, {}, {}, notes)
         if isinstance(matrix, str):
             value, _ = expand(matrix, resolve)
-            if not isinstance(value, Mapping):
+            if not _mapping(value):
                 notes.add(f"strategy.matrix {' '.join(matrix.split())[:80]} is known only at run time: assumed one job")
                 return [{}]
             matrix = value
-        if not isinstance(matrix, Mapping):
+        if not _mapping(matrix):
             return [{}]
         axes: dict[str, list[Any]] = {}
         for key, raw in matrix.items():
@@ -510,7 +515,7 @@ class _Walker:
         self, ctx: _Context, raw: Any, *, event: str, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
     ) -> dict[str, str]:
         """Literal values as text; a value only known at run time keeps its expression text (`${{ ... }}`)."""
-        if not isinstance(raw, Mapping):
+        if not _mapping(raw):
             return {}
         resolve = self.lookup(ctx, event, matrix, env, notes)
         out: dict[str, str] = {}
@@ -648,7 +653,7 @@ class _Walker:
         value: Any = runs_on
         if isinstance(runs_on, str):
             value, _ = expand(runs_on, resolve)
-        elif isinstance(runs_on, Mapping):
+        elif _mapping(runs_on):
             value = runs_on.get("labels", runs_on.get("group"))
             if isinstance(value, str):
                 value, _ = expand(value, resolve)

@@ -208,14 +208,23 @@ def _build(node: Any, loader: Any, shared: dict[int, Any] | None, depth: int = 0
         raise _Unplain
     kind = node.id
     value: Any
+    # A str scalar is its text (what `_build` gives it first thing, never kept in `shared`): read here, not
+    # through another call, as most keys and values are.
     if kind == "mapping" and tag == _MAP:
         value = {}
         for key_node, value_node in node.value:
             if key_node.id != "scalar" or key_node.tag not in _KEY_TAGS:
                 raise _Unplain  # merge keys, `=`, complex or unhashable keys: PyYAML's rules and errors
-            value[_build(key_node, loader, None, depth + 1)] = _build(value_node, loader, shared, depth + 1)
+            if value_node.tag == _STR and value_node.id == "scalar":
+                item = value_node.value
+            else:
+                item = _build(value_node, loader, shared, depth + 1)
+            value[key_node.value if key_node.tag == _STR else _build(key_node, loader, None, depth + 1)] = item
     elif kind == "sequence" and tag == _SEQ:
-        value = [_build(item, loader, shared, depth + 1) for item in node.value]
+        value = [
+            item.value if item.tag == _STR and item.id == "scalar" else _build(item, loader, shared, depth + 1)
+            for item in node.value
+        ]
     elif kind == "scalar" and tag in _SCALARS:
         try:
             value = getattr(loader, _SCALARS[tag])(node)

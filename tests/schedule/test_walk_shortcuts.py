@@ -13,6 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from matrix.core.errors import ConfigError
 from matrix.core.loader import load_runners
 from matrix.schedule import expression_syntax, github, yamldoc
 from matrix.schedule.expression_syntax import ExpressionError
@@ -368,3 +369,27 @@ def test_the_script_is_found_by_its_base_name(word):
     context = StepContext(working_dir=".", env={}, origin=Origin(file="w.yml", line=1, job="j"))
     found = list(RunSuiteReader().selections(("python3", word, "--suite", "s"), context))
     assert bool(found) == (posixpath.basename(word) == "run_suite.py")
+
+
+# -- YAML values: a str scalar read in place -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: !!str {b: 1}\n",
+        "- !!str [1]\n",
+        "a: [!!str {b: 1}]\n",
+        "a: {b: !!str [1]}\n",
+        "a: x\nb: [y, 'z', 1]\n",
+        "? !!str [1]\n: v\n",
+    ],
+)
+def test_a_collection_tagged_str_reads_or_fails_as_in_pyyaml(text):
+    def outcome(read: Any) -> Any:
+        try:
+            return ("value", repr(read(text)))
+        except (yaml.YAMLError, ConfigError):
+            return ("error",)
+
+    assert outcome(lambda t: yamldoc.load_yaml(t, "w.yml")) == outcome(lambda t: yaml.load(t, Loader=LOADER))
