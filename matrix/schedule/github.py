@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
@@ -133,13 +133,13 @@ def _check_shape(doc: Mapping[str, Any], name: str) -> None:
         raise ConfigError(f"{name}: jobs must be a mapping")
     for job_id, job in jobs.items():
         where = f"{name}: jobs.{job_id}"
-        if not _mapping(job):
+        if not isinstance(job, Mapping):
             raise ConfigError(f"{where} must be a mapping")
         steps = job.get("steps")
         if steps is not None and not isinstance(steps, list):
             raise ConfigError(f"{where}.steps must be a list")
         for i, step in enumerate(steps or []):
-            if not _mapping(step):
+            if not isinstance(step, Mapping):
                 raise ConfigError(f"{where}.steps[{i}] must be a mapping")
             if "run" in step and not isinstance(step["run"], str | int | float):
                 raise ConfigError(f"{where}.steps[{i}].run must be a string")
@@ -170,7 +170,7 @@ def _check_shape(doc: Mapping[str, Any], name: str) -> None:
                 raise ConfigError(f"{where}.{key} must be a mapping")
 
 
-def _mapping(value: Any) -> bool:
+def _mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
     """`isinstance(value, Mapping)`, answered at once for a dict (what YAML gives) instead of through the abc machinery."""
     return type(value) is dict or isinstance(value, Mapping)
 
@@ -472,11 +472,11 @@ class _Walker:
         resolve = self.lookup(ctx, None, {}, {}, notes)
         if isinstance(matrix, str):
             value, _ = expand(matrix, resolve)
-            if not _mapping(value):
+            if type(value) is not dict and not isinstance(value, Mapping):
                 notes.add(f"strategy.matrix {' '.join(matrix.split())[:80]} is known only at run time: assumed one job")
                 return [{}]
             matrix = value
-        if not _mapping(matrix):
+        if type(matrix) is not dict and not isinstance(matrix, Mapping):
             return [{}]
         axes: dict[str, list[Any]] = {}
         for key, raw in matrix.items():
@@ -515,7 +515,7 @@ class _Walker:
         self, ctx: _Context, raw: Any, *, event: str, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
     ) -> dict[str, str]:
         """Literal values as text; a value only known at run time keeps its expression text (`${{ ... }}`)."""
-        if not _mapping(raw):
+        if type(raw) is not dict and not isinstance(raw, Mapping):
             return {}
         resolve = self.lookup(ctx, event, matrix, env, notes)
         out: dict[str, str] = {}
