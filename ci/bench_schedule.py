@@ -1,6 +1,7 @@
 """CPU seconds of reading a repository's GitHub workflows into a schedule (`read_github`), in fresh interpreters.
 
     python ci/bench_schedule.py REPO [--repeat 7] [--readers guards|schedule] [--against CHECKOUT] [--gc default]
+    python ci/bench_schedule.py REPO --instructions [--against CHECKOUT]    # instructions, under valgrind
 
 Each run is a new interpreter that imports the package (and PyYAML) first, then times one `read_github` of REPO
 with `time.process_time` (so another process on the machine does not count), split into the YAML reading of the
@@ -9,6 +10,8 @@ workflow files and the rest (walking jobs, expressions, shell lines, readers). `
 does (every reader, the scripts steps run). With `--against CHECKOUT` the same is timed with CHECKOUT's package
 on PYTHONPATH, runs interleaved (this, other, this, ...), so both see the same load. The cyclic collector runs
 with the threshold a `specmatrix` command sets (`--gc default`: Python's). Prints min and median.
+`--instructions` counts the instructions of one read instead (valgrind's callgrind, hash seed 0: a run minus the
+same run stopped before the read), which a loaded machine does not move.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -34,8 +38,8 @@ from matrix.schedule import github
 from matrix.schedule.load import TreeLoader, all_readers, default_readers
 root, readers = Path(sys.argv[1]), sys.argv[2]
 if sys.argv[3] == "cli-gc":  # the collector's threshold a command runs with (matrix.cli.main), where it has one
-    import gc
-    from matrix.cli import main as cli
+    import gc, importlib
+    cli = importlib.import_module("matrix.cli.main")  # the module: `matrix.cli.main` is also the function's name
     every = getattr(cli, "COLLECT_EVERY", None)
     if every is not None:
         gc.set_threshold(max(gc.get_threshold()[0], every), *gc.get_threshold()[1:])
@@ -51,18 +55,41 @@ def timed_yaml(text, name):
 github.load_yaml = timed_yaml
 chosen = default_readers() if readers == "guards" else all_readers()
 scripts = TreeLoader(github.workflow_files(root)[0]) if readers == "schedule" else None
+if sys.argv[4] == "skip":  # everything but the read: what an instruction count subtracts
+    print(json.dumps({"from": github.__file__}))
+    sys.exit(0)
 start = time.process_time()
 schedule = github.read_github(root, chosen, runners, scripts=scripts)
 total = time.process_time() - start
 print(json.dumps({"total": total, "yaml": spent[0], "entries": len(schedule.entries), "from": github.__file__}))
 """
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def instructions(repo: Path, readers: str, checkout: Path, gc_mode: str) -> int:
+    """Instructions `read_github` executes (valgrind's callgrind, hash seed fixed): a run minus the same run
+    stopped before the read. Unlike CPU seconds it does not move with the machine's load."""
+    counts = []
+    for mode in ("skip", "read"):
+        env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
+        command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-P", "-c", CHILD]
+        done = subprocess.run([*command, str(repo), readers, gc_mode, mode], capture_output=True, text=True, env=env, check=False)
+        found = _COLLECTED.search(done.stderr)
+        if done.returncode != 0 or found is None:
+            sys.exit(f"bench_schedule: valgrind under {checkout} failed: {done.stderr.strip().splitlines()[-1:]}")
+        counts.append(int(found.group(1)))
+    return counts[1] - counts[0]
 
 
 def one_run(repo: Path, readers: str, checkout: Path, gc_mode: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     # -P: the working directory is not put first on sys.path, so PYTHONPATH decides which package is timed.
     done = subprocess.run(
-        [sys.executable, "-P", "-c", CHILD, str(repo), readers, gc_mode], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-P", "-c", CHILD, str(repo), readers, gc_mode, "read"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     if done.returncode != 0:
         sys.exit(f"bench_schedule: the run under {checkout} failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -98,9 +125,17 @@ def main() -> int:
         default="cli-gc",
         help="the collector threshold: Python's default, or the one `specmatrix` commands run with (the default)",
     )
+    parser.add_argument(
+        "--instructions", action="store_true", help="count the read's instructions under valgrind instead (one run each)"
+    )
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.instructions:
+        for checkout in (ROOT, *((args.against.resolve(),) if args.against is not None else ())):
+            count = instructions(args.repo, args.readers, checkout, args.gc)
+            print(f"{checkout} ({args.readers} readers, --gc {args.gc}): read_github {count / 1e6:,.0f} M instructions")
+        return 0
     load_before = " ".join(f"{x:.1f}" for x in os.getloadavg())
     mine: list[dict[str, Any]] = []
     other: list[dict[str, Any]] = []

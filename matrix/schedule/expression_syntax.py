@@ -15,7 +15,7 @@ MAX_NESTING = 32
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>-?\d+(?:\.\d+)?)|(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|<=|>=|&&|\|\||[!<>()\[\].,*])|(?P<name>[A-Za-z_][\w-]*))"
 )
-_BLANK_TO_END = re.compile(r"\s*\Z")  # `text[pos:].strip() == ""` without copying the rest (\s is str.isspace)
+_SCAN = re.compile(_TOKEN.pattern[:-1] + r"|(?P<bad>\S))")  # a token after blanks, or what no token can be
 
 
 class ExpressionError(ValueError):
@@ -27,6 +27,9 @@ class ExpressionError(ValueError):
 Node = tuple[Any, ...]
 
 
+_COMPARISONS = frozenset({"==", "!=", "<", ">", "<=", ">="})
+
+
 class _Parser:
     """Recursive descent over the tokens into a `Node` tree; looks nothing up."""
 
@@ -34,11 +37,13 @@ class _Parser:
         if len(text) > MAX_EXPRESSION:
             raise ExpressionError("expression too long")
         self.tokens = _tokens(text)
+        # Each token's text, and None past the last: what `peek` gives, read by index in the loops below.
+        self.texts: list[str | None] = [*(token[1] for token in self.tokens), None]
         self.pos = 0
         self.depth = 0
 
     def peek(self) -> str | None:
-        return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
+        return self.texts[self.pos]
 
     def take(self, expected: str | None = None) -> tuple[str, str]:
         if self.pos >= len(self.tokens):
@@ -62,35 +67,35 @@ class _Parser:
 
     def or_(self) -> Node:
         node = self.and_()
-        while self.peek() == "||":
-            self.take()
+        while self.texts[self.pos] == "||":
+            self.pos += 1
             node = ("||", node, self.and_())
         return node
 
     def and_(self) -> Node:
         node = self.compare()
-        while self.peek() == "&&":
-            self.take()
+        while self.texts[self.pos] == "&&":
+            self.pos += 1
             node = ("&&", node, self.compare())
         return node
 
     def compare(self) -> Node:
         node = self.unary()
-        while self.peek() in ("==", "!=", "<", ">", "<=", ">="):
+        while self.texts[self.pos] in _COMPARISONS:
             op = self.take()[1]
             node = ("cmp", op, node, self.unary())
         return node
 
     def unary(self) -> Node:
-        if self.peek() == "!":
-            self.take()
+        if self.texts[self.pos] == "!":
+            self.pos += 1
             return ("!", self.unary())
         return self.postfix()
 
     def postfix(self) -> Node:
         base = self.primary()
         steps: list[tuple[bool, Any]] = []  # (a computed key, the property name or the key's node)
-        while self.peek() in (".", "["):
+        while self.texts[self.pos] in (".", "["):
             if self.take()[1] == ".":
                 kind, name = self.take()
                 if not (kind == "name" or name == "*"):
@@ -139,13 +144,11 @@ class _Parser:
 def _tokens(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     pos = 0
-    while pos < len(text):
-        if _BLANK_TO_END.match(text, pos):
-            break
-        match = _TOKEN.match(text, pos)
-        if match is None:
-            raise ExpressionError(f"unexpected {text[pos : pos + 10]!r}")
+    # One scan: every character is a blank, part of a token, or `bad` (where a token cannot start).
+    for match in _SCAN.finditer(text):
         kind = match.lastgroup or ""
+        if kind == "bad":
+            raise ExpressionError(f"unexpected {text[pos : pos + 10]!r}")
         out.append((kind, match.group(kind)))
         pos = match.end()
     return out

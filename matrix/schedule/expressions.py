@@ -10,6 +10,7 @@ A value may have several possible values (`OneOf`); `||` / `&&` follow GitHub's 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -100,7 +101,15 @@ def _show(value: Any) -> str:
 def _either(a: Any, b: Any, op: str) -> Any:
     if isinstance(a, Unknown) or isinstance(b, Unknown):
         return Unknown(text=f"{_show(a)} {op} {_show(b)}")
-    values = tuple(dict.fromkeys([*(_alternatives(a)), *(_alternatives(b))]))
+    both = [*(_alternatives(a)), *(_alternatives(b))]
+    try:
+        values = tuple(dict.fromkeys(both))
+    except TypeError:  # a table on one side (`matrix.x || inputs`): the same equality, without hashing
+        kept: list[Any] = []
+        for value in both:
+            if value not in kept:
+                kept.append(value)
+        values = tuple(kept)
     return OneOf(values=values, why=f"either side of {op}")
 
 
@@ -128,7 +137,7 @@ def _index(value: Any, key: Any) -> Any:
         return OneOf(values=tuple(_index(v, key) for v in value.values), why=value.why)
     if isinstance(value, Unknown) or isinstance(key, Unknown | OneOf):
         return Unknown(text=f"{_show(value)}[{_show(key)}]")
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):  # a dict without the abc machinery
         return value.get(key, value.get(str(key)))
     if isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
         return value[key]
@@ -174,6 +183,8 @@ def _call(name: str, args: list[Any]) -> Any:
 
 
 def _text(value: Any) -> str:
+    if type(value) is str:
+        return value  # the usual case, without the checks below (`Mapping` goes through the abc machinery)
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -185,13 +196,166 @@ def _text(value: Any) -> str:
 
 def evaluate(body: str, lookup: Resolver) -> Any:
     """The value of one expression body (without `${{ }}`); an unreadable expression is `Unknown`."""
-    program = _program(body)
+    uses = _uses.get(body, 0)
+    program: Program | ExpressionError
+    if uses < COMPILE_AFTER and (uses or len(_uses) < MAX_COUNTED):
+        # Most texts are read a few times (a job's `if:` once per event): building closures would cost more
+        # than it saves, so the tree interpreter reads them until the text has proved common.
+        _uses[body] = uses + 1
+        node = parse(body)
+        program = node if isinstance(node, ExpressionError) else functools.partial(_value, node)
+    else:
+        program = _program(body)
     if isinstance(program, ExpressionError):
         return Unknown(text=body.strip())
     try:
         return program(lookup)
     except RecursionError:
         return Unknown(text=body.strip())
+
+
+COMPILE_AFTER = 3  # evaluations of a text by the tree interpreter before it runs as closures
+MAX_COUNTED = 8192
+_uses: dict[str, int] = {}
+
+
+def evaluate_shared(body: str, lookup: Resolver, parts: dict[int, Any]) -> Any:
+    """`evaluate(body, lookup)` for a `lookup` that gives the same answer to the same path every time it is used
+    with `parts` (one walk's `if:` resolver for one event): a sub-expression already read with `parts`, in this
+    text or another, gives its value again. sglang's job conditions repeat the same clauses job after job.
+
+    Only values that cannot change or lead to a lookup later (text, numbers, booleans, null, `Unknown`, `OneOf`
+    of those) are kept; a table or list is read again each time, so every lookup it leads to is still made."""
+    node = _shared_form(body)
+    if node is None:
+        return evaluate(body, lookup)
+    try:
+        return _shared(node, lookup, parts)
+    except RecursionError:  # as `evaluate` says it (a caller already deep in its stack)
+        return Unknown(text=body.strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_form(body: str) -> Node | None:
+    """The parsed text with a number put into each inner node, after its kind: `(kind, number, ...)`. Two nodes
+    get the same number only when they are the same expression (their kinds, names, operators and constants'
+    reprs, which tell `1` from `true`, `1.0` and `-0.0` from `0.0`, and their parts' numbers). None for a text
+    `evaluate` reads on its own: unreadable, or deeper than `CLOSURE_DEPTH` (where the recursion limit falls stays
+    where it was)."""
+    node = parse(body)
+    if isinstance(node, ExpressionError):
+        return None
+    try:
+        return _numbered(node, 0)[0]
+    except _Deep:
+        return None
+
+
+_NUMBERS: dict[tuple[Any, ...], int] = {}
+_COUNTER = itertools.count()
+MAX_NUMBERS = 65_536
+
+
+def _number(signature: tuple[Any, ...]) -> int:
+    found = _NUMBERS.get(signature)
+    if found is None:
+        if len(_NUMBERS) >= MAX_NUMBERS:
+            _NUMBERS.clear()  # numbers are never given twice: a cleared table only shares less
+        found = _NUMBERS[signature] = next(_COUNTER)
+    return found
+
+
+def _numbered(node: Node, depth: int) -> tuple[Node, Any]:
+    """The numbered node and its signature part (for leaves: the leaf itself, with a constant's repr)."""
+    if depth > CLOSURE_DEPTH:
+        raise _Deep
+    kind = node[0]
+    if kind == "const":
+        return node, ("const", repr(node[1]))
+    if kind == "name":
+        return node, node
+    inner = depth + 1
+    if kind == "postfix":
+        base, base_sign = _numbered(node[1], inner)
+        steps: list[tuple[bool, Any]] = []
+        signs: list[Any] = []
+        for computed, step in node[2]:
+            if computed:
+                done, sign = _numbered(step, inner)
+                steps.append((True, done))
+                signs.append(("[]", sign))
+            else:
+                steps.append((False, step))
+                signs.append((".", step))
+        number = _number(("postfix", base_sign, tuple(signs)))
+        return ("postfix", number, base, tuple(steps)), number
+    if kind in ("||", "&&"):
+        (left, left_sign), (right, right_sign) = _numbered(node[1], inner), _numbered(node[2], inner)
+        number = _number((kind, left_sign, right_sign))
+        return (kind, number, left, right), number
+    if kind == "cmp":
+        (left, left_sign), (right, right_sign) = _numbered(node[2], inner), _numbered(node[3], inner)
+        number = _number(("cmp", node[1], left_sign, right_sign))
+        return ("cmp", number, node[1], left, right), number
+    if kind in ("!", "group"):
+        one, sign = _numbered(node[1], inner)
+        number = _number((kind, sign))
+        return (kind, number, one), number
+    args = [_numbered(a, inner) for a in node[2]]
+    number = _number(("call", node[1], tuple(sign for _, sign in args)))
+    return ("call", number, node[1], tuple(a for a, _ in args)), number
+
+
+def _shared(node: Node, lookup: Resolver, parts: dict[int, Any]) -> Any:
+    """`_value` of the node `_shared_form` numbered, reading each inner node through `parts`."""
+    kind = node[0]
+    if kind == "const":
+        return node[1]
+    if kind == "name":
+        return lookup((node[1],))
+    number = node[1]
+    if number in parts:
+        return parts[number]
+    value: Any
+    if kind == "postfix":
+        base = node[2]
+        path: tuple[str, ...] | None
+        if base[0] == "name":
+            path = (base[1],)
+            value = lookup(path)
+        else:
+            path, value = None, _shared(base, lookup, parts)
+        for computed, step in node[3]:
+            path, value = _step(path, value, _shared(step, lookup, parts) if computed else step, lookup)
+    elif kind in ("||", "&&"):
+        left, right = _shared(node[2], lookup, parts), _shared(node[3], lookup, parts)
+        t = truthy(left)
+        if kind == "||":
+            value = left if t is True else right if t is False else _either(left, right, "||")
+        else:
+            value = right if t is True else left if t is False else _either(left, right, "&&")
+    elif kind == "cmp":
+        value = _compare(node[2], _shared(node[3], lookup, parts), _shared(node[4], lookup, parts))
+    elif kind == "!":
+        value = _not(_shared(node[2], lookup, parts))
+    elif kind == "group":
+        value = _shared(node[2], lookup, parts)
+    else:
+        value = _call(node[2], [_shared(a, lookup, parts) for a in node[3]])
+    if _lasting(value):
+        parts[number] = value
+    return value
+
+
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+
+
+def _lasting(value: Any) -> bool:
+    """Whether a value may be given again in place of reading its expression: it holds no table or list."""
+    kind = type(value)
+    if kind in _SCALAR_TYPES or kind is Unknown:
+        return True
+    return kind is OneOf and all(type(v) in _SCALAR_TYPES or type(v) is Unknown for v in value.values)
 
 
 # A parsed text as a tree of closures, each doing what `_value` does for its node, without `_value`'s dispatch on
@@ -272,12 +436,19 @@ def _postfix_closure(node: Node, depth: int) -> Program:
 
         return indexed
     head = (base[1],)
+    fixed = 0  # the leading `.name` steps: each grows the path by a known key, whatever the values
+    while fixed < len(steps) and not steps[fixed][0]:
+        fixed += 1
+    prefixes = tuple((*head, *(str(key) for _, key in steps[:i])) for i in range(fixed + 1))
+    rest = steps[fixed:]
 
     def named(lookup: Resolver) -> Any:  # `inputs.a.b` looks up ("inputs",), ("inputs", "a"), ("inputs", "a", "b")
-        path: tuple[str, ...] | None = head
         value = lookup(head)
-        for computed, step in steps:
-            path, value = _step(path, value, step(lookup) if computed else step, lookup)
+        for path in prefixes[1:]:
+            value = lookup(path)  # what `_step` does for a known key, with the path built once per program
+        path_now: tuple[str, ...] | None = prefixes[-1]
+        for computed, step in rest:
+            path_now, value = _step(path_now, value, step(lookup) if computed else step, lookup)
         return value
 
     return named
@@ -294,16 +465,15 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
     a OneOf inside a longer string is returned as a OneOf of strings."""
     if "${{" not in text:
         return text, ()  # no expression: what the loop below gives, without it
-    whole = EXPR.fullmatch(text.strip())
+    whole, between, bodies = _template(text)
     if whole is not None:
-        value = evaluate(whole.group(1), lookup)
+        value = evaluate(whole, lookup)
         return value, ((value,) if isinstance(value, Unknown) else ())
     unknown: list[Unknown] = []
     pieces: list[tuple[str, ...]] = [("",)]
-    last = 0
-    for match in EXPR.finditer(text):
-        pieces.append((text[last : match.start()],))
-        value = evaluate(match.group(1), lookup)
+    for before, body in zip(between, bodies, strict=False):
+        pieces.append((before,))
+        value = evaluate(body, lookup)
         if isinstance(value, Unknown):
             unknown.append(value)
             pieces.append((placeholder(len(unknown) - 1),))
@@ -311,14 +481,31 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
             pieces.append(tuple(_text(v) for v in value.values))
         else:
             pieces.append((_text(value),))
-        last = match.end()
-    pieces.append((text[last:],))
+    pieces.append((between[-1],))
     options = [""]
     for choices in pieces:
         options = [o + c for o in options for c in choices][:16]
     if len(options) == 1:
         return options[0], tuple(unknown)
     return OneOf(values=tuple(dict.fromkeys(options)), why="a value known several ways"), tuple(unknown)
+
+
+@functools.lru_cache(maxsize=4096)
+def _template(text: str) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
+    """A text's expressions found once (a step's script is expanded for every matrix job and every call): the
+    body of a whole-string expression, else the texts between the expressions (one more than them) and their bodies."""
+    whole = EXPR.fullmatch(text.strip())
+    if whole is not None:
+        return whole.group(1), (), ()
+    between: list[str] = []
+    bodies: list[str] = []
+    last = 0
+    for match in EXPR.finditer(text):
+        between.append(text[last : match.start()])
+        bodies.append(match.group(1))
+        last = match.end()
+    between.append(text[last:])
+    return None, tuple(between), tuple(bodies)
 
 
 def placeholder(index: int) -> str:

@@ -18,14 +18,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import read_text
-from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate, expand, truthy
+from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate_shared, expand, truthy
 from matrix.schedule.files import CI_NAME, ci_script_names, workflow_files
-from matrix.schedule.labels import LabelIndex
+from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import (
     CommandReader,
     Gate,
@@ -70,11 +70,14 @@ class _Workflow:
     lines: tuple[str, ...]
 
 
-@dataclass(kw_only=True)
 class _Notes:
-    """Assumptions made while resolving one job's values (kept in order, once each)."""
+    """Assumptions made while resolving one job's values (kept in order, once each). A plain class: a walk makes
+    a few thousand, and a dataclass's generated `__init__` with a default factory costs twice as much."""
 
-    items: list[str] = field(default_factory=list)
+    __slots__ = ("items",)
+
+    def __init__(self, *, items: list[str] | None = None) -> None:
+        self.items: list[str] = [] if items is None else items
 
     def add(self, text: str) -> None:
         if text not in self.items:
@@ -87,6 +90,13 @@ class _Context:
     events: tuple[str, ...]
     inputs: Mapping[str, Any]
     via: tuple[str, ...]
+    # (event, condition text) -> its truth: an `if:` reads only the inputs, the event and the echoed outputs
+    # (never the matrix or env), so the same text in the same walk has the same value (a step's `if:` in every
+    # matrix job).
+    conditions: dict[tuple[str, str], bool | None] = field(default_factory=dict, compare=False, repr=False)
+    # event -> the values of the parts of `if:` texts read so far (`evaluate_shared`): sglang's jobs repeat the
+    # same clauses (`github.repository == ... || github.event_name == ...`, a job filter) with one name changed.
+    parts: dict[str, dict[int, Any]] = field(default_factory=dict, compare=False, repr=False)
 
 
 def read_github(
@@ -136,10 +146,10 @@ def _check_shape(doc: Mapping[str, Any], name: str) -> None:
         strategy = job.get("strategy")
         if strategy is not None and not isinstance(strategy, Mapping | str):
             raise ConfigError(f"{where}.strategy must be a mapping")
-        matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
+        matrix = strategy.get("matrix") if _mapping(strategy) else None
         if matrix is not None and not isinstance(matrix, Mapping | str):
             raise ConfigError(f"{where}.strategy.matrix must be a mapping or an expression")
-        if isinstance(matrix, Mapping):
+        if _mapping(matrix):
             for key in ("include", "exclude"):
                 value = matrix.get(key)
                 if value is None or (isinstance(value, str) and "${{" in value):
@@ -158,6 +168,11 @@ def _check_shape(doc: Mapping[str, Any], name: str) -> None:
         for key in ("env", "with"):
             if job.get(key) is not None and not isinstance(job[key], Mapping | str):
                 raise ConfigError(f"{where}.{key} must be a mapping")
+
+
+def _mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
+    """`isinstance(value, Mapping)`, answered at once for a dict (what YAML gives) instead of through the abc machinery."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _on(doc: Mapping[Any, Any]) -> Any:
@@ -216,6 +231,8 @@ class _Walker:
         self.table: RunnerConfigTable | None = find_table(repo)
         self.outputs = self._echoed_outputs()
         self.labels = LabelIndex(runners)
+        self._resolutions: dict[tuple[str, ...], Resolution] = {}
+        self._call_defaults: dict[str, dict[str, Any]] = {}
         # Entries and unknown labels are kept with the call chain that reaches them from the walk being read
         # (`_Rooted`), and given their full origin once, at the end: a callee's results pass up through each caller.
         self.entries: list[_Rooted[ScheduleEntry]] = []
@@ -385,11 +402,13 @@ class _Walker:
     def _condition(self, ctx: _Context, condition: Any, event: str, notes: _Notes) -> bool | None:
         if isinstance(condition, bool):
             return condition
-        text = str(condition).strip()
-        whole = re.fullmatch(r"\$\{\{(.*)\}\}", text, re.DOTALL)
-        body = whole.group(1) if whole else text
-        local = _Notes()
-        value = truthy(evaluate(body, self.lookup(ctx, event, {}, {}, local)))
+        body = _condition_body(str(condition))
+        key = (event, body)
+        if key in ctx.conditions:
+            value = ctx.conditions[key]
+        else:
+            resolve = self.lookup(ctx, event, {}, {}, _Notes())  # its notes are not kept: it answers alike each time
+            value = ctx.conditions[key] = truthy(evaluate_shared(body, resolve, ctx.parts.setdefault(event, {})))
         if value is None:
             short = " ".join(body.split())
             notes.add(f"if: {short[:90]}{'...' if len(short) > 90 else ''} assumed true")
@@ -430,10 +449,13 @@ class _Walker:
         if depth >= MAX_CALL_DEPTH or callee.name in self._stack:
             self.unread.append(UnreadJob(origin=origin, reason=f"calls {uses} again (a cycle, or deeper than {MAX_CALL_DEPTH})"))
             return
+        defaults = self._call_defaults.get(callee.name)
+        if defaults is None:
+            defaults = self._call_defaults[callee.name] = _call_inputs(callee.doc)
         for matrix in self._matrices(ctx, job, origin, notes):
-            inputs = _call_inputs(callee.doc)
+            inputs = dict(defaults)
             with_ = job.get("with")
-            if isinstance(with_, Mapping):
+            if _mapping(with_):
                 resolve = self.lookup(ctx, events[0] if len(events) == 1 else None, matrix, {}, notes)
                 for key, raw in with_.items():
                     value, _ = expand(raw, resolve) if isinstance(raw, str) else (raw, ())
@@ -446,15 +468,15 @@ class _Walker:
 
     def _matrices(self, ctx: _Context, job: Mapping[str, Any], origin: Origin, notes: _Notes) -> list[dict[str, Any]]:
         strategy = job.get("strategy")
-        matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
+        matrix = strategy.get("matrix") if _mapping(strategy) else None
         resolve = self.lookup(ctx, None, {}, {}, notes)
         if isinstance(matrix, str):
             value, _ = expand(matrix, resolve)
-            if not isinstance(value, Mapping):
+            if type(value) is not dict and not isinstance(value, Mapping):
                 notes.add(f"strategy.matrix {' '.join(matrix.split())[:80]} is known only at run time: assumed one job")
                 return [{}]
             matrix = value
-        if not isinstance(matrix, Mapping):
+        if type(matrix) is not dict and not isinstance(matrix, Mapping):
             return [{}]
         axes: dict[str, list[Any]] = {}
         for key, raw in matrix.items():
@@ -493,7 +515,7 @@ class _Walker:
         self, ctx: _Context, raw: Any, *, event: str, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
     ) -> dict[str, str]:
         """Literal values as text; a value only known at run time keeps its expression text (`${{ ... }}`)."""
-        if not isinstance(raw, Mapping):
+        if type(raw) is not dict and not isinstance(raw, Mapping):
             return {}
         resolve = self.lookup(ctx, event, matrix, env, notes)
         out: dict[str, str] = {}
@@ -524,18 +546,17 @@ class _Walker:
             run = step.get("run")
             if run is None:
                 continue
+            text = str(run)
+            first_line, echoes = _run_facts(text)
             if not self._interesting(run):
-                for match in _ENV_ECHO.finditer(str(run)):
-                    env[match.group(1)] = match.group(2) if "$" not in match.group(2) else "${{ run time }}"
+                env.update(echoes)
                 continue
             if step.get("if") is not None and self._condition(ctx, step["if"], event, _Notes()) is False:
                 continue
             step_env = {**env, **self._env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=job_notes)}
-            script, unknown = expand(str(run), self.lookup(ctx, event, matrix, step_env, job_notes))
+            script, unknown = expand(text, self.lookup(ctx, event, matrix, step_env, job_notes))
             scripts = script.values if isinstance(script, OneOf) else (script,)
-            line = self._line_of(
-                ctx.workflow, str(run).strip().splitlines()[0] if str(run).strip() else "run:", after=origin.line
-            )
+            line = self._line_of(ctx.workflow, first_line, after=origin.line)
             step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
             for text in scripts:
                 self._commands(
@@ -548,8 +569,7 @@ class _Walker:
                     origin=step_origin,
                     notes=job_notes,
                 )
-            for match in _ENV_ECHO.finditer(str(run)):
-                env[match.group(1)] = match.group(2) if "$" not in match.group(2) else "${{ run time }}"
+            env.update(echoes)
 
     def _commands(
         self,
@@ -582,16 +602,19 @@ class _Walker:
                     self.unread.append(UnreadJob(origin=origin, reason=_shown(exc.reason, unknown)))
             if self.scripts is not None:
                 found.extend(self._scripts(command.words, context, unknown))
+            if not found:
+                continue
+            env_items = tuple(sorted(context_env.items()))
             for selection, where in found:
                 for labels, label_notes in label_sets:
-                    resolution = self.labels.resolve(labels)
+                    resolution = self._resolution(labels)
                     profiles = resolution.profiles
                     assumptions = [*notes.items, *label_notes, *resolution.assumptions, *dict.fromkeys(used)]
                     entry = ScheduleEntry(
                         selection=selection,
                         labels=labels,
                         profiles=profiles,
-                        env=tuple(sorted(context_env.items())),
+                        env=env_items,
                         gates=gates,
                         assumptions=tuple(dict.fromkeys(assumptions)),
                         origin=where,
@@ -630,7 +653,7 @@ class _Walker:
         value: Any = runs_on
         if isinstance(runs_on, str):
             value, _ = expand(runs_on, resolve)
-        elif isinstance(runs_on, Mapping):
+        elif _mapping(runs_on):
             value = runs_on.get("labels", runs_on.get("group"))
             if isinstance(value, str):
                 value, _ = expand(value, resolve)
@@ -650,6 +673,13 @@ class _Walker:
             else:
                 out.append(((as_text(option),), tuple(local.items)))
         return out
+
+    def _resolution(self, labels: tuple[str, ...]) -> Resolution:
+        """`LabelIndex.resolve`, once per label set (a pure function of the labels and the profiles)."""
+        found = self._resolutions.get(labels)
+        if found is None:
+            found = self._resolutions[labels] = self.labels.resolve(labels)
+        return found
 
     def _unknown_label(self, labels: tuple[str, ...], origin: Origin) -> None:
         found = self.labels.unknown(labels, origin)
@@ -683,6 +713,27 @@ class _Walker:
             else:
                 self._lines[key] = _find_line(wf.lines, needle, after)
         return self._lines[key]
+
+
+@functools.lru_cache(maxsize=4096)
+def _condition_body(condition: str) -> str:
+    """An `if:` text without its optional `${{ }}` wrapper."""
+    text = condition.strip()
+    whole = _WRAPPED.fullmatch(text)
+    return whole.group(1) if whole else text
+
+
+_WRAPPED = re.compile(r"\$\{\{(.*)\}\}", re.DOTALL)
+
+
+@functools.lru_cache(maxsize=4096)
+def _run_facts(run: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What a step's `run:` text always gives, whatever the job: the text of its first line (how its line is
+    found) and its literal `$GITHUB_ENV` writes (name, value; a value with `$` is known only at run time)."""
+    stripped = run.strip()
+    first = stripped.splitlines()[0] if stripped else "run:"
+    echoes = tuple((m.group(1), m.group(2) if "$" not in m.group(2) else "${{ run time }}") for m in _ENV_ECHO.finditer(run))
+    return first, echoes
 
 
 def _key_lines(lines: tuple[str, ...]) -> dict[str, int]:

@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterable, Sequence
 
 from matrix.schedule.model import Selection, StepContext, SuiteSelection, UnreadableCommand
 
 SCRIPT = "run_suite.py"
+_TAIL = "/" + SCRIPT
 
 
 class RunSuiteReader:
@@ -21,7 +21,8 @@ class RunSuiteReader:
     keywords = (SCRIPT,)
 
     def selections(self, words: Sequence[str], context: StepContext) -> Iterable[Selection]:
-        start = next((i for i, w in enumerate(words) if posixpath.basename(w) == SCRIPT), None)
+        # `posixpath.basename(w) == SCRIPT`, without making the base name of every word
+        start = next((i for i, w in enumerate(words) if w == SCRIPT or w.endswith(_TAIL)), None)
         if start is None:
             return ()
         suite: str | None = None

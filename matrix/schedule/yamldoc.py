@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from matrix.core.errors import ConfigError
@@ -28,6 +29,7 @@ MAX_DEPTH = 64
 # every position of a 100 KB file for the line-start alternative.
 _STAR = re.compile(r"\*[^\s,\]}*]")
 _BEFORE_ALIAS = frozenset("\n[{,?:-")
+_ANCHOR_NAME = re.compile(r"[0-9A-Za-z_-]+")
 
 
 def load_yaml(text: str, name: str) -> Any:
@@ -36,7 +38,7 @@ def load_yaml(text: str, name: str) -> Any:
 
     if len(text) > MAX_BYTES:
         raise ConfigError(f"{name}: larger than {MAX_BYTES} bytes")
-    aliased = _aliased(text)
+    aliased = _may_alias(text)
     if not aliased and _separators(text) > MAX_NODES:
         # Without an alias the tree is the text itself: each node needs a `:`, `,` or `- `, so this many
         # separators is refused before the parser builds a node per entry (100,000 matrix entries, ...).
@@ -66,13 +68,29 @@ def load_yaml(text: str, name: str) -> Any:
 def _aliased(text: str) -> bool:
     """Whether `text` may hold an alias: a `*name` with only blanks between it and a line start or one of
     `[{,?:-` (the one judge of it; tests compare it with a regex of the same rule)."""
+    return next(_alias_starts(text), None) is not None
+
+
+def _alias_starts(text: str) -> Iterator[int]:
+    """Where each `*` `_aliased` counts stands."""
     if "*" not in text:
-        return False
+        return
     for match in _STAR.finditer(text):
         before = match.start() - 1
         while before >= 0 and text[before] in " \t":
             before -= 1
         if before < 0 or text[before] in _BEFORE_ALIAS:
+            yield match.start()
+
+
+def _may_alias(text: str) -> bool:
+    """Whether `text` may hold an alias PyYAML resolves: one `_aliased` counts whose name is anchored somewhere.
+    Both PyYAML scanners read an alias or anchor name as the longest run of ASCII letters, digits, `_` and `-`,
+    and the composer refuses an alias whose anchor is missing, so a document with an alias holds `&name` too;
+    a shell `case` arm (`*)`) or a glob (`*.whl`) in a script is not one."""
+    for start in _alias_starts(text):
+        name = _ANCHOR_NAME.match(text, start + 1)
+        if name is not None and "&" + name.group() in text:
             return True
     return False
 
@@ -84,21 +102,38 @@ def _loader_class() -> Any:
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    scalar = yaml.ScalarNode
-    resolved: dict[tuple[str, tuple[bool, bool]], str] = {}
+    scalar, sequence, mapping = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
+    resolved: dict[str, str] = {}
 
     def resolve(self: Any, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is not scalar:
+        if self.yaml_path_resolvers:  # the safe loader has none; with one, every tag is PyYAML's to find
             return base.resolve(self, kind, value, implicit)
-        key = (value, implicit)
-        tag = resolved.get(key)
-        if tag is None:
-            tag = base.resolve(self, kind, value, implicit)
-            if len(resolved) < _RESOLVED_MAX:
-                resolved[key] = tag
-        return tag
+        # Without path resolvers `BaseResolver.resolve` gives a collection its default tag, a quoted or block
+        # scalar the str tag, and a plain scalar the first implicit resolver that matches its text (else str):
+        # a function of the text alone.
+        if kind is scalar:
+            if not implicit[0]:
+                return base.DEFAULT_SCALAR_TAG
+            tag = resolved.get(value)
+            if tag is None:
+                tag = base.resolve(self, kind, value, implicit)
+                if len(resolved) < _RESOLVED_MAX:
+                    resolved[value] = tag
+            return tag
+        if kind is mapping:
+            return base.DEFAULT_MAPPING_TAG
+        if kind is sequence:
+            return base.DEFAULT_SEQUENCE_TAG
+        return base.resolve(self, kind, value, implicit)
 
-    return type("_MemoLoader", (base,), {"resolve": resolve})
+    methods: dict[str, Any] = {"resolve": resolve}
+    if not base.yaml_path_resolvers:
+        # The composer calls these for every node, and without path resolvers they return at once: a builtin
+        # that takes the same arguments and keeps nothing (`slice(node, index)`, `tuple()`) saves two Python
+        # calls a node.
+        methods["descend_resolver"] = staticmethod(slice)
+        methods["ascend_resolver"] = staticmethod(tuple)
+    return type("_MemoLoader", (base,), methods)
 
 
 _RESOLVED_MAX = 65_536
@@ -173,14 +208,23 @@ def _build(node: Any, loader: Any, shared: dict[int, Any] | None, depth: int = 0
         raise _Unplain
     kind = node.id
     value: Any
+    # A str scalar is its text (what `_build` gives it first thing, never kept in `shared`): read here, not
+    # through another call, as most keys and values are.
     if kind == "mapping" and tag == _MAP:
         value = {}
         for key_node, value_node in node.value:
             if key_node.id != "scalar" or key_node.tag not in _KEY_TAGS:
                 raise _Unplain  # merge keys, `=`, complex or unhashable keys: PyYAML's rules and errors
-            value[_build(key_node, loader, None, depth + 1)] = _build(value_node, loader, shared, depth + 1)
+            if value_node.tag == _STR and value_node.id == "scalar":
+                item = value_node.value
+            else:
+                item = _build(value_node, loader, shared, depth + 1)
+            value[key_node.value if key_node.tag == _STR else _build(key_node, loader, None, depth + 1)] = item
     elif kind == "sequence" and tag == _SEQ:
-        value = [_build(item, loader, shared, depth + 1) for item in node.value]
+        value = [
+            item.value if item.tag == _STR and item.id == "scalar" else _build(item, loader, shared, depth + 1)
+            for item in node.value
+        ]
     elif kind == "scalar" and tag in _SCALARS:
         try:
             value = getattr(loader, _SCALARS[tag])(node)
