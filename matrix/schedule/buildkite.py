@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.schedule.model import (
     CommandReader,
     Gate,

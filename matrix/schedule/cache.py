@@ -18,7 +18,7 @@ from typing import Any
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError
 from matrix.core.jsonio import seal as sealed_digest
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_limited
 from matrix.schedule.model import (
     Gate,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.core.tomlfields import expect_keys, str_field, strings_field, table_field, tables_field
 from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import (

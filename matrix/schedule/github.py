@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from matrix.core.errors import ConfigError
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_text
 from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate_shared, expand, truthy
 from matrix.schedule.files import CI_NAME, ci_script_names, workflow_files

@@ -11,7 +11,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.schedule.model import Origin, UnknownLabel
 
 # Labels every self-hosted or hosted runner carries: they never name a machine, so an unknown label is shown

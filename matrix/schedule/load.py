@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_limited
 from matrix.schedule.model import CommandReader, Schedule
 

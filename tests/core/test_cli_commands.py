@@ -92,6 +92,28 @@ def test_a_guards_run_imports_no_other_command_module_and_nothing_it_does_not_us
     assert needless_imports(loaded) == [], done.stderr
 
 
+# With workflows the schedule's modules and PyYAML load too, but still not the matrix file's model (the runner
+# profile record lives in matrix.core.profile): about 9 ms of a cold schedule read.
+NOT_FOR_A_WORKFLOWS_RUN = ("packaging", "matrix.core.model", "matrix.core.loader", "matrix.core.machine", "shutil")
+
+
+def test_a_guards_run_with_workflows_imports_no_matrix_model(tmp_path):
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n", encoding="utf-8")
+    flows = tmp_path / ".github" / "workflows"
+    flows.mkdir(parents=True)
+    (flows / "ci.yml").write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo hi\n")
+    code = (
+        "import sys\n"
+        "from matrix.cli.main import main\n"
+        f"main(['guards', {str(tmp_path)!r}, '--no-cache', '--workflows', {str(tmp_path)!r}, '--json'])\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    loaded = done.stdout.strip().splitlines()[-1].split()
+    assert "matrix.schedule.github" in loaded and "yaml" in loaded, done.stderr
+    assert [m for m in loaded if m in NOT_FOR_A_WORKFLOWS_RUN or m.split(".")[0] in NOT_FOR_A_WORKFLOWS_RUN] == []
+
+
 @pytest.mark.parametrize("planted", ["matrix.cli.core", "packaging.specifiers", "matrix.schedule.load", "shutil"])
 def test_the_import_check_sees_a_planted_import(planted):
     assert needless_imports(["matrix.cli.guards", "matrix.core.model", planted]) == [planted]
