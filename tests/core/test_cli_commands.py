@@ -78,18 +78,19 @@ def needless_imports(loaded: list[str]) -> list[str]:
     return others + [m for m in loaded if m.split(".")[0] in NOT_FOR_A_GUARDS_RUN or m in NOT_FOR_A_GUARDS_RUN]
 
 
+def modules_loaded_by(argv: list[str]) -> list[str]:
+    """The modules a fresh interpreter holds after running one command."""
+    code = f"import sys\nfrom matrix.cli.main import main\nmain({argv!r})\nprint(' '.join(sorted(sys.modules)))\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.stdout.strip(), done.stderr
+    return done.stdout.strip().splitlines()[-1].split()
+
+
 def test_a_guards_run_imports_no_other_command_module_and_nothing_it_does_not_use(tmp_path):
     (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n", encoding="utf-8")
-    code = (
-        "import sys\n"
-        "from matrix.cli.main import main\n"
-        f"main(['guards', {str(tmp_path)!r}, '--no-cache', '--no-workflows', '--json'])\n"
-        "print(' '.join(sorted(sys.modules)))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    loaded = done.stdout.strip().splitlines()[-1].split()
+    loaded = modules_loaded_by(["guards", str(tmp_path), "--no-cache", "--no-workflows", "--json"])
     assert "matrix.cli.guards" in loaded
-    assert needless_imports(loaded) == [], done.stderr
+    assert needless_imports(loaded) == []
 
 
 # With workflows the schedule's modules and PyYAML load too, but still not the matrix file's model (the runner
@@ -102,15 +103,8 @@ def test_a_guards_run_with_workflows_imports_no_matrix_model(tmp_path):
     flows = tmp_path / ".github" / "workflows"
     flows.mkdir(parents=True)
     (flows / "ci.yml").write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo hi\n")
-    code = (
-        "import sys\n"
-        "from matrix.cli.main import main\n"
-        f"main(['guards', {str(tmp_path)!r}, '--no-cache', '--workflows', {str(tmp_path)!r}, '--json'])\n"
-        "print(' '.join(sorted(sys.modules)))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    loaded = done.stdout.strip().splitlines()[-1].split()
-    assert "matrix.schedule.github" in loaded and "yaml" in loaded, done.stderr
+    loaded = modules_loaded_by(["guards", str(tmp_path), "--no-cache", "--workflows", str(tmp_path), "--json"])
+    assert "matrix.schedule.github" in loaded and "yaml" in loaded
     assert [m for m in loaded if m in NOT_FOR_A_WORKFLOWS_RUN or m.split(".")[0] in NOT_FOR_A_WORKFLOWS_RUN] == []
 
 

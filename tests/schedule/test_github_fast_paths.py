@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +15,8 @@ from matrix.schedule import github
 from matrix.schedule.expressions import OneOf, Unknown, expand
 from matrix.schedule.files import CI_NAME
 from matrix.schedule.load import load_schedule
+
+from .test_github import repo
 
 RUNNERS = load_runners()
 NAME_RULE = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")  # the names the schedule lists: the regex CI_NAME is spelled from
@@ -116,14 +117,6 @@ def test_text_without_an_expression_is_given_back_as_the_loop_gives_it(text):
         raise AssertionError("nothing to look up")
 
     assert expand(text, lookup) == (text, ())
-
-
-def repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return tmp_path
 
 
 NESTED = {

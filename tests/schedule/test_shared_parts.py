@@ -5,7 +5,6 @@ table per walk and event, so a condition that reads the event or a callee's inpu
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +17,8 @@ from matrix.schedule.expression_syntax import ExpressionError, parse
 from matrix.schedule.expressions import OneOf, Unknown, evaluate, evaluate_shared
 from matrix.schedule.load import load_schedule
 from matrix.schedule.model import Gate
+
+from .test_github import repo
 
 SETTINGS = settings(deadline=None, derandomize=True, database=None, max_examples=200)
 RUNNERS = load_runners()
@@ -211,14 +212,6 @@ jobs:
       - if: inputs.name == 'suite-b'
         run: python3 run_suite.py --hw cuda --suite ${{ inputs.name }}-nightly --nightly
 """
-
-
-def repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return tmp_path
 
 
 def test_conditions_are_read_again_for_each_event_and_each_call(tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,17 +19,11 @@ from matrix.schedule.expression_syntax import ExpressionError
 from matrix.schedule.expressions import EXPR, OneOf, Unknown, expand, placeholder
 from matrix.schedule.load import load_schedule
 
+from .test_github import repo
+
 SETTINGS = settings(deadline=None, derandomize=True, database=None, max_examples=300)
 RUNNERS = load_runners()
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return tmp_path
 
 
 # -- a step's run facts ------------------------------------------------------------------------------------
