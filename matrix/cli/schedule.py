@@ -83,6 +83,10 @@ def to_text(schedule: Schedule, root: Path, declared: Sequence[tuple[str, Schedu
     if unread:
         lines.append(f"unread ({len(unread)}):")
         lines += [f"  {u.origin}: {u.reason}" for u in unread]
+    not_run = [*schedule.not_run, *(u for _, d in declared for u in d.not_run)]
+    if not_run:
+        lines.append(f"jobs GitHub never starts ({len(not_run)}):")
+        lines += [f"  {u.origin}: {u.reason}" for u in not_run]
     if unknown:
         lines.append(f"labels no runner profile knows ({len(unknown)}):")
         for u in unknown:
@@ -95,7 +99,9 @@ def to_text(schedule: Schedule, root: Path, declared: Sequence[tuple[str, Schedu
 def _entries(schedule: Schedule) -> list[str]:
     lines: list[str] = []
     for entry in schedule.entries:
-        profiles = ", ".join(entry.profiles) or "NO PROFILE"
+        profiles = ", ".join(entry.profiles) or (
+            f"no CUDA profile ({'; '.join(entry.other_runners)})" if entry.other_runners else "NO PROFILE"
+        )
         gates = "/".join(g.value for g in entry.gates)
         lines.append(f"{_selection(entry)}  on {', '.join(entry.labels)} -> {profiles}  [{gates}]")
         lines.append(f"    from {entry.origin}")
@@ -129,6 +135,7 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
                 "selection": selection(e),
                 "labels": list(e.labels),
                 "profiles": list(e.profiles),
+                "other_runners": list(e.other_runners),
                 "env": dict(e.env),
                 "gates": [g.value for g in e.gates],
                 "assumptions": list(e.assumptions),
@@ -137,6 +144,7 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
             for e in schedule.entries
         ],
         "unread": [{"origin": _origin(u.origin), "reason": u.reason} for u in schedule.unread],
+        "not_run": [{"origin": _origin(u.origin), "reason": u.reason} for u in schedule.not_run],
         "unknown_labels": [
             {"label": u.label, "nearest": list(u.nearest), "origin": _origin(u.origin)} for u in schedule.unknown_labels
         ],

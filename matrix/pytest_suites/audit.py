@@ -167,6 +167,14 @@ def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Eva
     return _RunnerVerdict(profile=profile, skips=Tri.UNKNOWN if unknown else Tri.FALSE)
 
 
+def _unprofiled_verdict(item: TestItem, entry: ScheduleEntry) -> _RunnerVerdict:
+    """An entry whose runner has no profile: a known runner (a label pack's ROCm, XPU or macOS host) runs a test
+    without guards; anything else there is unknown, never a skip."""
+    where = ", ".join(entry.other_runners) or ", ".join(entry.labels) or "(no runs-on)"
+    runs = bool(entry.other_runners) and not item.guards
+    return _RunnerVerdict(profile=where, skips=Tri.FALSE if runs else Tri.UNKNOWN)
+
+
 @dataclass(frozen=True, kw_only=True)
 class FileAudit:
     """One file's share of the report."""
@@ -189,6 +197,7 @@ class SuiteAuditor:
         installed: frozenset[str] = frozenset(),
     ):
         self.entries = schedule.pytest_entries()
+        self.unread = schedule.unread
         self.evaluator = _Evaluator(packs, profiles, installed)
 
     def audit_file(self, test_file: TestFile) -> FileAudit:
@@ -209,12 +218,21 @@ class SuiteAuditor:
             for s in chosen:
                 assumptions.extend(a for a in (*s.entry.assumptions, *s.assumptions) if a not in assumptions)
             verdicts = [_verdict(item, s.entry, p, self.evaluator) for s in chosen for p in s.entry.profiles]
-            if all(v.skips is Tri.TRUE for v in verdicts):
+            verdicts += [_unprofiled_verdict(item, s.entry) for s in chosen if not s.entry.profiles]
+            if verdicts and all(v.skips is Tri.TRUE for v in verdicts):
                 skips.append(_test_finding(item, verdicts, self.evaluator))
             elif not any(v.skips is Tri.FALSE for v in verdicts):
                 undetermined += 1
         findings = list(skips)
-        if test_file.tests and not scheduled:
+        if test_file.tests and not scheduled and self.unread:
+            # A job the reader could not read may run it: "cannot read" is never "does not run".
+            undetermined += len(test_file.tests)
+            first = self.unread[0]
+            assumptions.append(
+                f"{test_file.path}: no entry read selects it, but {len(self.unread)} CI job(s) could not be read "
+                f"(first: {first.origin}: {first.reason}): whether it runs is undetermined"
+            )
+        elif test_file.tests and not scheduled:
             findings.append(
                 _file_finding(GuardFindingKind.UNSCHEDULED, test_file.path, "no CI entry selects this file", GuardClass.UNKNOWN)
             )

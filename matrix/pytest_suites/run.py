@@ -37,13 +37,7 @@ def has_workflows(root: Path) -> bool:
 
 
 def _merge(schedules: Sequence[Schedule]) -> Schedule:
-    return Schedule(
-        entries=tuple(e for s in schedules for e in s.entries),
-        unread=tuple(u for s in schedules for u in s.unread),
-        unknown_labels=tuple(u for s in schedules for u in s.unknown_labels),
-        sources=tuple(dict.fromkeys(x for s in schedules for x in s.sources)),
-        ci_names=tuple(sorted({n for s in schedules for n in s.ci_names})),
-    )
+    return Schedule.merge(schedules)
 
 
 def _step_lines(text: str) -> dict[str, int]:

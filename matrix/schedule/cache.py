@@ -33,7 +33,7 @@ from matrix.schedule.model import (
     selection_fields,
 )
 
-SCHEMA = "specmatrix.schedule-cache/2"
+SCHEMA = "specmatrix.schedule-cache/3"
 MAX_CACHE_BYTES = 64 * 1024 * 1024
 _PACKAGE = Path(__file__).parent
 
@@ -42,6 +42,9 @@ def schedule_key(inputs: Iterable[Path], root: Path, runners: Mapping[str, Runne
     digest = hashlib.sha256(SCHEMA.encode())
     for path in sorted(_PACKAGE.glob("*.py")):
         digest.update(path.read_bytes())
+    labels = _PACKAGE.parent / "data" / "runner_labels.toml"  # the label packs decide profiles too
+    if labels.is_file():
+        digest.update(labels.read_bytes())
     digest.update(repr(sorted((n, repr(p)) for n, p in runners.items())).encode())
     digest.update(readers.encode())
     for path in inputs:
@@ -137,10 +140,12 @@ def to_doc(schedule: Schedule) -> dict[str, Any]:
                 [g.value for g in e.gates],
                 list(e.assumptions),
                 _origin(e.origin),
+                list(e.other_runners),
             ]
             for e in schedule.entries
         ],
         "unread": [[_origin(u.origin), u.reason] for u in schedule.unread],
+        "not_run": [[_origin(u.origin), u.reason] for u in schedule.not_run],
         "unknown": [[u.label, _origin(u.origin), list(u.nearest)] for u in schedule.unknown_labels],
         "sources": list(schedule.sources),
         "ci_names": list(schedule.ci_names),
@@ -157,12 +162,14 @@ def from_doc(doc: dict[str, Any]) -> Schedule:
             gates=tuple(Gate(g) for g in gates),
             assumptions=tuple(assumptions),
             origin=_origin_of(origin),
+            other_runners=tuple(str(o) for o in others),
         )
-        for sel, labels, profiles, env, gates, assumptions, origin in doc["entries"]
+        for sel, labels, profiles, env, gates, assumptions, origin, others in doc["entries"]
     )
     return Schedule(
         entries=entries,
         unread=tuple(UnreadJob(origin=_origin_of(o), reason=str(r)) for o, r in doc["unread"]),
+        not_run=tuple(UnreadJob(origin=_origin_of(o), reason=str(r)) for o, r in doc["not_run"]),
         unknown_labels=tuple(
             UnknownLabel(label=str(label), origin=_origin_of(o), nearest=tuple(n)) for label, o, n in doc["unknown"]
         ),

@@ -20,6 +20,10 @@ from typing import Any
 from matrix.schedule.expression_syntax import ExpressionError, Node, parse
 
 EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
+# Bounds on what one expression may build: the characters of a value (`format()` through `env` multiplies them)
+# and the possible texts of a string with several values in it.
+MAX_VALUE_CHARS = 256 * 1024
+MAX_TEXTS = 32
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,6 +31,9 @@ class Unknown:
     """A value the static reading cannot know; `text` is the expression (shown in assumptions)."""
 
     text: str
+    # Why a bound stopped the reading (a value too long, too many possible texts): said as an unread entry, never
+    # read as a value.
+    bound: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,10 +172,7 @@ def _call(name: str, args: list[Any]) -> Any:
         # Kept as a value: the callee's fromJson gives it back, and a table may hold OneOf values.
         return args[0] if isinstance(args[0], Mapping | list) else json.dumps(args[0])
     if low == "format" and args and isinstance(args[0], str):
-        out = args[0]
-        for i, arg in enumerate(args[1:]):
-            out = out.replace("{" + str(i) + "}", _text(arg))
-        return out
+        return _format(args[0], [_text(a) for a in args[1:]])
     if low in ("startswith", "endswith") and len(args) == 2:
         a, b = _text(args[0]).lower(), _text(args[1]).lower()
         return a.startswith(b) if low == "startswith" else a.endswith(b)
@@ -178,8 +182,38 @@ def _call(name: str, args: list[Any]) -> Any:
         return _text(args[1]).lower() in _text(args[0]).lower()
     if low == "join" and args and isinstance(args[0], list):
         sep = _text(args[1]) if len(args) > 1 else ","
-        return sep.join(_text(a) for a in args[0])
+        items = [_text(a) for a in args[0]]
+        if sum(map(len, items)) + len(sep) * len(items) > MAX_VALUE_CHARS:
+            return _too_long("join(...)")
+        return sep.join(items)
     return Unknown(text=f"{name}(...)")
+
+
+_FORMAT_PART = re.compile(r"\{\{|\}\}|\{(\d+)\}")
+
+
+def _format(template: str, args: list[str]) -> Any:
+    """GitHub's `format()`: `{N}` is the Nth argument, `{{` and `}}` are braces; a result longer than the value
+    bound is not built."""
+    size = len(template)
+    for match in _FORMAT_PART.finditer(template):
+        index = match.group(1)
+        if index is not None and int(index) < len(args):
+            size += len(args[int(index)])
+            if size > MAX_VALUE_CHARS:
+                return _too_long("format(...)")
+
+    def put(match: re.Match[str]) -> str:
+        index = match.group(1)
+        if index is None:
+            return match.group(0)[0]
+        return args[int(index)] if int(index) < len(args) else match.group(0)
+
+    return _FORMAT_PART.sub(put, template)
+
+
+def _too_long(what: str) -> Unknown:
+    return Unknown(text=what, bound=f"{what} would be longer than {MAX_VALUE_CHARS} characters")
 
 
 def _text(value: Any) -> str:
@@ -191,6 +225,8 @@ def _text(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, Mapping | list):
         return json.dumps(value, default=str)
+    if isinstance(value, Unknown):
+        return value.text
     return str(value)
 
 
@@ -474,6 +510,8 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
     for before, body in zip(between, bodies, strict=False):
         pieces.append((before,))
         value = evaluate(body, lookup)
+        if isinstance(value, Unknown) and value.bound:
+            return value, (value,)
         if isinstance(value, Unknown):
             unknown.append(value)
             pieces.append((placeholder(len(unknown) - 1),))
@@ -482,9 +520,17 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
         else:
             pieces.append((_text(value),))
     pieces.append((between[-1],))
+    count = 1
+    for choices in pieces:
+        count *= len(choices)
+        if count > MAX_TEXTS:
+            bound = f"{' '.join(text.split())[:80]} has more than {MAX_TEXTS} possible values"
+            return Unknown(text=text.strip()[:80], bound=bound), ()
+    if sum(max(map(len, choices)) for choices in pieces) > MAX_VALUE_CHARS:
+        return _too_long(f"{' '.join(text.split())[:40]}..."), ()
     options = [""]
     for choices in pieces:
-        options = [o + c for o in options for c in choices][:16]
+        options = [o + c for o in options for c in choices]
     if len(options) == 1:
         return options[0], tuple(unknown)
     return OneOf(values=tuple(dict.fromkeys(options)), why="a value known several ways"), tuple(unknown)
@@ -495,7 +541,7 @@ def _template(text: str) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
     """A text's expressions found once (a step's script is expanded for every matrix job and every call): the
     body of a whole-string expression, else the texts between the expressions (one more than them) and their bodies."""
     whole = EXPR.fullmatch(text.strip())
-    if whole is not None:
+    if whole is not None and "}}" not in whole.group(1):  # `${{ a }}-${{ b }}` is two expressions, not one
         return whole.group(1), (), ()
     between: list[str] = []
     bodies: list[str] = []

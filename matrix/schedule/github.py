@@ -23,7 +23,17 @@ from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 from matrix.core.errors import ConfigError
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_text
-from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, as_text, evaluate_shared, expand, truthy
+from matrix.schedule.expressions import (
+    MAX_TEXTS,
+    PLACEHOLDER,
+    OneOf,
+    Unknown,
+    as_text,
+    evaluate,
+    evaluate_shared,
+    expand,
+    truthy,
+)
 from matrix.schedule.files import CI_NAME, ci_script_names, workflow_files
 from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import (
@@ -41,15 +51,13 @@ from matrix.schedule.model import (
 )
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
 from matrix.schedule.shell import commands
+from matrix.schedule.strategy import MAX_MATRIX_JOBS, MAX_MATRIX_LIST, NO_MATRIX, Expansion, expand_matrix
 from matrix.schedule.yamldoc import load_yaml
 
 if TYPE_CHECKING:
     from matrix.schedule.pytest_command import ScriptLoader, ScriptResult
 
 MAX_CALL_DEPTH = 8
-MAX_MATRIX_JOBS = 256  # GitHub's limit per matrix
-MAX_MATRIX_PRODUCT = 4096  # before exclude
-MAX_MATRIX_LIST = 256  # include / exclude entries
 EVENT_GATES = {
     "schedule": Gate.SCHEDULE,
     "pull_request": Gate.ALWAYS,
@@ -230,6 +238,7 @@ class _Walker:
         self.runners = runners
         self.table: RunnerConfigTable | None = find_table(repo)
         self.outputs = self._echoed_outputs()
+        self.table_outputs = self._table_outputs() if self.table is not None else frozenset()
         self.labels = LabelIndex(runners)
         self._resolutions: dict[tuple[str, ...], Resolution] = {}
         self._call_defaults: dict[str, dict[str, Any]] = {}
@@ -237,9 +246,12 @@ class _Walker:
         # (`_Rooted`), and given their full origin once, at the end: a callee's results pass up through each caller.
         self.entries: list[_Rooted[ScheduleEntry]] = []
         self.unread: list[UnreadJob] = []
+        self.not_run: list[UnreadJob] = []
         self.unknown: dict[tuple[str, str], _Rooted[UnknownLabel]] = {}
         self._output_cache: dict[str, tuple[Any, tuple[str, ...]]] = {}
-        self._walked: dict[str, tuple[list[_Rooted[ScheduleEntry]], list[UnreadJob], list[_Rooted[UnknownLabel]]]] = {}
+        self._walked: dict[
+            str, tuple[list[_Rooted[ScheduleEntry]], list[UnreadJob], list[_Rooted[UnknownLabel]], list[UnreadJob]]
+        ] = {}
         self._unknown_paths: dict[tuple[str, ...], Unknown] = {}
         self._interest: dict[str, bool] = {}
         self._lines: dict[tuple[str, str, int], int] = {}
@@ -268,6 +280,7 @@ class _Walker:
             ci_names=tuple(sorted(names)),
             entries=tuple(dict.fromkeys(_rooted(entry, via) for entry, via in self.entries)),
             unread=tuple(dict.fromkeys(self.unread)),
+            not_run=tuple(dict.fromkeys(self.not_run)),
             unknown_labels=tuple(_rooted(label, via) for label, via in self.unknown.values()),
             sources=sources,
         )
@@ -279,13 +292,33 @@ class _Walker:
         out: dict[str, list[tuple[str, str]]] = {}
         for wf in self.workflows.values():
             for number, line in enumerate(wf.lines, 1):
-                if "GITHUB_OUTPUT" not in line:
-                    continue  # the pattern needs it; `in` is far cheaper than a regex scan of every line
+                if "GITHUB_OUTPUT" not in line or line.lstrip().startswith("#"):
+                    continue  # the pattern needs it (`in` is far cheaper than a regex); a comment writes nothing
                 for match in _OUTPUT_ECHO.finditer(line):
                     name, value = match.group(1), match.group(2)
                     if value and (value, f"{wf.name}:{number}") not in out.get(name, []):
                         out.setdefault(name, []).append((value, f"{wf.name}:{number}"))
         return out
+
+    def _table_outputs(self) -> frozenset[str]:
+        """The output names that hold the whole runner-config table: those a step that runs the table's script
+        (`runner_configs.py --map`, sglang) writes to `$GITHUB_OUTPUT`, and the job and workflow outputs passing
+        them on under the same name (`steps.<id>.outputs.N` -> `jobs.<id>.outputs.N` -> `needs.<id>.outputs.N`)."""
+        assert self.table is not None
+        script = self.table.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]  # runner_configs
+        writers: set[str] = set()
+        for wf in self.workflows.values():
+            for job in (wf.doc.get("jobs") or {}).values():
+                for step in job.get("steps") or []:
+                    run = step.get("run")
+                    if isinstance(run, str) and script in run and "GITHUB_OUTPUT" in _live(run) and step.get("id"):
+                        writers.add(str(step["id"]))
+        names: set[str] = set()
+        for wf in self.workflows.values():
+            for line in wf.lines:
+                if "steps." in line:
+                    names.update(m.group(2) for m in _STEP_OUTPUT.finditer(line) if m.group(1) in writers)
+        return frozenset(names)
 
     def output(self, name: str, notes: _Notes) -> Any:
         if name not in self._output_cache:
@@ -297,7 +330,7 @@ class _Walker:
         return value
 
     def _output(self, name: str, notes: _Notes) -> Any:
-        if self.table is not None and "runs_on" in name:
+        if self.table is not None and name in self.table_outputs:
             notes.add(f"{name} is the runs_on column of {self.table.source}")
             return {key: self._label_value(label, notes) for key, label in self.table.runs_on}
         found = self.outputs.get(name)
@@ -345,17 +378,18 @@ class _Walker:
         results are re-used under the new call chain."""
         key = f"{ctx.workflow.name}|{ctx.events}|{sorted(ctx.inputs.items(), key=lambda kv: kv[0])!r}"
         if key not in self._walked:
-            saved = (self.entries, self.unread, self.unknown)
-            self.entries, self.unread, self.unknown = [], [], {}
+            saved = (self.entries, self.unread, self.unknown, self.not_run)
+            self.entries, self.unread, self.unknown, self.not_run = [], [], {}, []
             try:
                 self._walk(_Context(workflow=ctx.workflow, events=ctx.events, inputs=ctx.inputs, via=()), depth)
-                self._walked[key] = (self.entries, self.unread, list(self.unknown.values()))
+                self._walked[key] = (self.entries, self.unread, list(self.unknown.values()), self.not_run)
             finally:
-                self.entries, self.unread, self.unknown = saved
-        entries, unread, unknown = self._walked[key]
+                self.entries, self.unread, self.unknown, self.not_run = saved
+        entries, unread, unknown, not_run = self._walked[key]
         via = ctx.via
         self.entries.extend(((e, (*chain, *via)) for e, chain in entries) if via else entries)
         self.unread.extend(replace(u, origin=_under(u.origin, via)) for u in unread)
+        self.not_run.extend(replace(u, origin=_under(u.origin, via)) for u in not_run)
         for label, chain in unknown:
             moved = (*chain, *via)
             self.unknown.setdefault((label.label, str(label.origin) + called_from(moved)), (label, moved))
@@ -364,16 +398,23 @@ class _Walker:
         doc = ctx.workflow.doc
         jobs = doc.get("jobs") or {}
         wf_envs: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {}  # per event: the same for every job
+        skipped = self._skipped(ctx, jobs)
         for job_id, job in jobs.items():
             uses = job.get("uses")
             if not isinstance(uses, str) and not any(self._interesting(step.get("run")) for step in job.get("steps") or []):
                 continue
             origin = Origin(file=ctx.workflow.name, line=self._line_of(ctx.workflow, f"{job_id}:"), job=str(job_id), via=ctx.via)
+            if str(job_id) in skipped:
+                self.not_run.append(UnreadJob(origin=origin, reason=skipped[str(job_id)]))
+                continue
             notes = _Notes()
             events = self._events(ctx, job.get("if"), notes)
             if not events:
                 continue
             gates = self._gates(events, job.get("if"))
+            if isinstance(uses, str) and not uses.startswith("./") and ".github/workflows/" in uses:
+                self._external(ctx, job, uses=uses, event=events[0], gates=gates, origin=origin, notes=notes)
+                continue
             if isinstance(uses, str):
                 self._call(ctx, job, uses=uses, events=events, origin=origin, depth=depth, notes=notes)
                 continue
@@ -386,8 +427,49 @@ class _Walker:
             wf_env, said_items = wf_envs[events[0]]
             for text in said_items:
                 notes.add(text)
-            for matrix in self._matrices(ctx, job, origin, notes):
+            expansion = self._matrices(ctx, job, notes)
+            if not self._expansion_read(expansion, origin):
+                continue
+            for matrix in expansion.combos:
                 self._job(ctx, job, matrix=matrix, wf_env=wf_env, gates=gates, origin=origin, event=events[0], notes=notes)
+
+    def _expansion_read(self, expansion: Expansion, origin: Origin) -> bool:
+        """Whether the job's matrix gives jobs to walk; a matrix of no combination is a job that never runs, one
+        that cannot be read is an unread job (never "no job")."""
+        if expansion.unread:
+            self.unread.append(UnreadJob(origin=origin, reason=expansion.unread))
+        elif expansion.empty:
+            self.not_run.append(UnreadJob(origin=origin, reason=expansion.empty))
+        return bool(expansion.combos)
+
+    def _skipped(self, ctx: _Context, jobs: Mapping[str, Any]) -> dict[str, str]:
+        """Jobs GitHub never starts, with why: an `if:` false on every event, or a `needs:` on such a job or on no
+        job at all, unless the job's own `if:` asks to run whatever its needs did (`always()`, `failure()`,
+        `cancelled()`): "If a job fails or is skipped, all jobs that need it are skipped unless the jobs use a
+        conditional expression that causes the job to continue" (GitHub docs, `jobs.<job_id>.needs`)."""
+        out: dict[str, str] = {}
+        for job_id, job in jobs.items():
+            condition = job.get("if") if _mapping(job) else None
+            if condition is not None and not self._events(ctx, condition, _Notes()):
+                short = " ".join(str(condition).split())[:80]
+                out[str(job_id)] = f"if: {short} is false on every event that starts {ctx.workflow.name}"
+        for _ in range(len(jobs) + 1):  # a needs chain is at most as long as the jobs
+            changed = False
+            for job_id, job in jobs.items():
+                if str(job_id) in out or not _mapping(job) or _continues(job.get("if")):
+                    continue
+                for need in _needs(job.get("needs")):
+                    if need not in jobs:
+                        out[str(job_id)] = f"needs {need}, which is no job of {ctx.workflow.name} (GitHub rejects the workflow)"
+                    elif need in out:
+                        out[str(job_id)] = f"needs {need}, which never runs ({out[need]})"
+                    else:
+                        continue
+                    changed = True
+                    break
+            if not changed:
+                break
+        return out
 
     def _events(self, ctx: _Context, condition: Any, notes: _Notes) -> tuple[str, ...]:
         if condition is None:
@@ -437,9 +519,7 @@ class _Walker:
         notes: _Notes,
     ) -> None:
         if not uses.startswith("./"):
-            if ".github/workflows/" in uses:
-                self.unread.append(UnreadJob(origin=origin, reason=f"calls {uses}, a workflow of another repository"))
-            return
+            return  # an action's `uses:` at job level is not valid; another repository's workflow is `_external`
         target = uses[2:].split("@", 1)[0]
         callee = self.workflows.get(target)
         if callee is None:
@@ -452,7 +532,10 @@ class _Walker:
         defaults = self._call_defaults.get(callee.name)
         if defaults is None:
             defaults = self._call_defaults[callee.name] = _call_inputs(callee.doc)
-        for matrix in self._matrices(ctx, job, origin, notes):
+        expansion = self._matrices(ctx, job, notes)
+        if not self._expansion_read(expansion, origin):
+            return
+        for matrix in expansion.combos:
             inputs = dict(defaults)
             with_ = job.get("with")
             if _mapping(with_):
@@ -466,50 +549,81 @@ class _Walker:
             finally:
                 self._stack.pop()
 
-    def _matrices(self, ctx: _Context, job: Mapping[str, Any], origin: Origin, notes: _Notes) -> list[dict[str, Any]]:
+    def _external(
+        self,
+        ctx: _Context,
+        job: Mapping[str, Any],
+        *,
+        uses: str,
+        event: str,
+        gates: tuple[Gate, ...],
+        origin: Origin,
+        notes: _Notes,
+    ) -> None:
+        """A call of another repository's workflow (`owner/repo/.github/workflows/x.yml@ref`): its `with.script` is
+        read as a `run:` step on `with.runner` (pytorch/test-infra's `linux_job_v2.yml` runs the script so, in the
+        checkout of the calling repository); without a script the job is unread."""
+        with_ = job.get("with")
+        raw = with_.get("script") if _mapping(with_) else None
+        if not isinstance(raw, str):
+            self.unread.append(UnreadJob(origin=origin, reason=f"calls {uses}, a workflow of another repository"))
+            return
+        assert _mapping(with_)
+        expansion = self._matrices(ctx, job, notes)
+        if not self._expansion_read(expansion, origin):
+            return
+        line = self._line_of(ctx.workflow, "script:", after=origin.line)
+        step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
+        said = f"with.script is read as a run: step of {uses}, on with.runner, at the repository root"
+        for matrix in expansion.combos:
+            job_notes = _Notes(items=[*notes.items, said])
+            leg = [
+                f"{key}={as_text(value)}"
+                for key, raw_value in with_.items()
+                if key not in ("script", "runner") and isinstance(raw_value, str) and "matrix." in raw_value
+                for value in (expand(raw_value, self.lookup(ctx, event, matrix, {}, _Notes()))[0],)
+                if not isinstance(value, Unknown | OneOf)
+            ]
+            if leg:  # each version leg (`gpu-arch-version: ${{ matrix.cuda }}`) stays its own entry
+                job_notes.add(f"with: {', '.join(leg)[:160]}")
+            image = with_.get("docker-image")
+            if isinstance(image, str):
+                shown = expand(image, self.lookup(ctx, event, matrix, {}, job_notes))[0]
+                job_notes.add(f"it runs in the container {as_text(shown) if not isinstance(shown, Unknown) else image}")
+            runner = with_.get("runner")
+            if runner is None:
+                label_sets = [((f"(the default runner of {uses})",), (*job_notes.items, "with.runner is not given"))]
+            else:
+                label_sets = self._labels(ctx, runner, matrix, event, job_notes)
+            script, unknown = expand(raw, self.lookup(ctx, event, matrix, {}, job_notes))
+            if isinstance(script, Unknown) and script.bound:
+                self.unread.append(UnreadJob(origin=step_origin, reason=f"with.script: {script.bound}"))
+                continue
+            if isinstance(script, Unknown):
+                self.unread.append(UnreadJob(origin=step_origin, reason=f"with.script {script.text[:80]} is known only at run time"))
+                continue
+            for text in script.values if isinstance(script, OneOf) else (script,):
+                self._commands(
+                    str(text),
+                    unknown=unknown,
+                    step={},
+                    working=".",
+                    env={},
+                    label_sets=label_sets,
+                    gates=gates,
+                    origin=step_origin,
+                    notes=job_notes,
+                )
+
+    def _matrices(self, ctx: _Context, job: Mapping[str, Any], notes: _Notes) -> Expansion:
         strategy = job.get("strategy")
         matrix = strategy.get("matrix") if _mapping(strategy) else None
-        resolve = self.lookup(ctx, None, {}, {}, notes)
-        if isinstance(matrix, str):
-            value, _ = expand(matrix, resolve)
-            if type(value) is not dict and not isinstance(value, Mapping):
-                notes.add(f"strategy.matrix {' '.join(matrix.split())[:80]} is known only at run time: assumed one job")
-                return [{}]
-            matrix = value
-        if type(matrix) is not dict and not isinstance(matrix, Mapping):
-            return [{}]
-        axes: dict[str, list[Any]] = {}
-        for key, raw in matrix.items():
-            if key in ("include", "exclude"):
-                continue
-            values = raw
-            if isinstance(raw, str):
-                value, _ = expand(raw, resolve)
-                if isinstance(value, list):
-                    values = value
-                else:
-                    notes.add(f"matrix.{key} is {' '.join(raw.split())[:80]}, known only at run time: assumed one job")
-                    values = [Unknown(text=f"matrix.{key}")]
-            axes[str(key)] = list(values)
-        if math.prod(len(v) for v in axes.values()) > MAX_MATRIX_PRODUCT:
-            raise ConfigError(
-                f"{origin.file}: jobs.{origin.job}: strategy.matrix has more than {MAX_MATRIX_PRODUCT} combinations"
-            )
-        combos = [dict(zip(axes, c, strict=True)) for c in itertools.product(*axes.values())] if axes else []
-        excludes = _entries(matrix.get("exclude"), resolve, notes, "exclude")
-        combos = [c for c in combos if not any(all(c.get(k) == v for k, v in e.items()) for e in excludes)]
-        for extra in _entries(matrix.get("include"), resolve, notes, "include"):
-            fitting = [c for c in combos if all(c.get(k, v) == v for k, v in extra.items() if k in axes)]
-            if fitting and any(k in axes for k in extra):
-                for c in fitting:
-                    c.update(extra)
-            else:
-                combos.append(dict(extra))
-        if len(combos) > MAX_MATRIX_JOBS:
-            raise ConfigError(
-                f"{origin.file}: jobs.{origin.job}: strategy.matrix makes {len(combos)} jobs; GitHub allows {MAX_MATRIX_JOBS}"
-            )
-        return combos or [{}]
+        if matrix is None:
+            return NO_MATRIX
+        found = expand_matrix(matrix, self.lookup(ctx, None, {}, {}, notes))
+        for text in found.notes:
+            notes.add(text)
+        return found
 
     def _env(
         self, ctx: _Context, raw: Any, *, event: str, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
@@ -542,6 +656,7 @@ class _Walker:
         job_notes = _Notes(items=list(notes.items))
         env = {**wf_env, **self._env(ctx, job.get("env"), event=event, matrix=matrix, env=wf_env, notes=job_notes)}
         label_sets = self._labels(ctx, job.get("runs-on"), matrix, event, job_notes)
+        working = _run_default(job) or _run_default(ctx.workflow.doc) or "."
         for step in job.get("steps") or []:
             run = step.get("run")
             if run is None:
@@ -551,25 +666,48 @@ class _Walker:
             if not self._interesting(run):
                 env.update(echoes)
                 continue
-            if step.get("if") is not None and self._condition(ctx, step["if"], event, _Notes()) is False:
-                continue
+            step_notes = job_notes
+            if step.get("if") is not None:
+                said = _Notes()
+                if self._step_condition(ctx, step["if"], event, matrix, env, said) is False:
+                    continue
+                if said.items:
+                    step_notes = _Notes(items=[*job_notes.items, *(x for x in said.items if x not in job_notes.items)])
             step_env = {**env, **self._env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=job_notes)}
             script, unknown = expand(text, self.lookup(ctx, event, matrix, step_env, job_notes))
-            scripts = script.values if isinstance(script, OneOf) else (script,)
             line = self._line_of(ctx.workflow, first_line, after=origin.line)
             step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
+            if isinstance(script, Unknown) and script.bound:
+                self.unread.append(UnreadJob(origin=step_origin, reason=f"run: {script.bound}"))
+                continue
+            scripts = script.values if isinstance(script, OneOf) else (script,)
             for text in scripts:
                 self._commands(
                     str(text),
                     unknown=unknown,
                     step=step,
+                    working=working,
                     env=step_env,
                     label_sets=label_sets,
                     gates=gates,
                     origin=step_origin,
-                    notes=job_notes,
+                    notes=step_notes,
                 )
             env.update(echoes)
+
+    def _step_condition(
+        self, ctx: _Context, condition: Any, event: str, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
+    ) -> bool | None:
+        """A step's `if:`, which may read the job's `env` and `matrix` (GitHub's contexts for `steps.if`): one that
+        reads neither has the same value in every job and is read once."""
+        if isinstance(condition, bool) or not _READS_JOB.search(str(condition)):
+            return self._condition(ctx, condition, event, notes)
+        body = _condition_body(str(condition))
+        value = truthy(evaluate(body, self.lookup(ctx, event, matrix, env, _Notes())))
+        if value is None:
+            short = " ".join(body.split())
+            notes.add(f"if: {short[:90]}{'...' if len(short) > 90 else ''} assumed true")
+        return value
 
     def _commands(
         self,
@@ -577,14 +715,16 @@ class _Walker:
         *,
         unknown: tuple[Unknown, ...],
         step: Mapping[str, Any],
+        working: str,
         env: Mapping[str, str],
         label_sets: list[tuple[tuple[str, ...], tuple[str, ...]]],
         gates: tuple[Gate, ...],
         origin: Origin,
         notes: _Notes,
     ) -> None:
-        working = str(step.get("working-directory", "."))
-        for command in commands(script, working, self.keywords):
+        where = step.get("working-directory", working)
+        start = str(where) if isinstance(where, str | int | float) else working
+        for command in commands(script, start, self.keywords):
             context_env = {**env, **dict(command.env)}
             context = StepContext(working_dir=command.working_dir, env=context_env, origin=origin)
             used = [
@@ -608,8 +748,15 @@ class _Walker:
             for selection, where in found:
                 for labels, label_notes in label_sets:
                     resolution = self._resolution(labels)
-                    profiles = resolution.profiles
-                    assumptions = [*notes.items, *label_notes, *resolution.assumptions, *dict.fromkeys(used)]
+                    profiles, others, mixed = resolution.profiles, resolution.others, ()
+                    if resolution.unknown and (profiles or others):
+                        # GitHub sends a job only to a runner carrying every label: one no profile knows leaves it unknown.
+                        mixed = (
+                            f"runs-on also names {', '.join(resolution.unknown)}, which no runner profile or label pack "
+                            f"knows: the runner is not known (a job goes only to a runner carrying every label)",
+                        )
+                        profiles, others = (), ()
+                    assumptions = [*notes.items, *label_notes, *resolution.assumptions, *mixed, *dict.fromkeys(used)]
                     entry = ScheduleEntry(
                         selection=selection,
                         labels=labels,
@@ -618,9 +765,10 @@ class _Walker:
                         gates=gates,
                         assumptions=tuple(dict.fromkeys(assumptions)),
                         origin=where,
+                        other_runners=others,
                     )
                     self.entries.append((entry, ()))
-                    if not profiles:
+                    if not profiles and not others:
                         self._unknown_label(labels, origin)
 
     def _scripts(
@@ -651,25 +799,24 @@ class _Walker:
         local = _Notes()
         resolve = self.lookup(ctx, event, matrix, {}, local)
         value: Any = runs_on
-        if isinstance(runs_on, str):
-            value, _ = expand(runs_on, resolve)
-        elif _mapping(runs_on):
+        if _mapping(runs_on):
             value = runs_on.get("labels", runs_on.get("group"))
-            if isinstance(value, str):
-                value, _ = expand(value, resolve)
+        if isinstance(value, str):
+            value, _ = expand(value, resolve)
+        if isinstance(value, list):
+            value = _label_lists(value, resolve)
         options = value.values if isinstance(value, OneOf) else (value,)
         out: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         for option in options:
             if isinstance(option, Unknown) or option is None:
                 text = " ".join(str(runs_on).split())
-                out.append(
-                    (
-                        (text,),
-                        (*local.items, f"runs-on {text[:90]} is known only at run time"),
-                    )
-                )
-            elif isinstance(option, list):
-                out.append((tuple(as_text(x) for x in option if not isinstance(x, Unknown | OneOf)), tuple(local.items)))
+                why = option.bound if isinstance(option, Unknown) and option.bound else "is known only at run time"
+                out.append(((text,), (*local.items, f"runs-on {text[:90]} {why}")))
+            elif isinstance(option, list | tuple):
+                labels = tuple(x.text if isinstance(x, Unknown) else as_text(x) for x in option)
+                late = [x.text for x in option if isinstance(x, Unknown)]
+                said = tuple(f"runs-on label {t[:90]} is known only at run time" for t in late)
+                out.append((labels, (*local.items, *said)))
             else:
                 out.append(((as_text(option),), tuple(local.items)))
         return out
@@ -732,8 +879,46 @@ def _run_facts(run: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     found) and its literal `$GITHUB_ENV` writes (name, value; a value with `$` is known only at run time)."""
     stripped = run.strip()
     first = stripped.splitlines()[0] if stripped else "run:"
-    echoes = tuple((m.group(1), m.group(2) if "$" not in m.group(2) else "${{ run time }}") for m in _ENV_ECHO.finditer(run))
+    live = _live(run) if "GITHUB_ENV" in run else run
+    echoes = tuple((m.group(1), m.group(2) if "$" not in m.group(2) else "${{ run time }}") for m in _ENV_ECHO.finditer(live))
     return first, echoes
+
+
+_STEP_OUTPUT = re.compile(r"\bsteps\.([\w-]+)\.outputs\.([\w-]+)")
+_READS_JOB = re.compile(r"\b(matrix|env)\b")
+
+
+def _label_lists(items: list[Any], resolve: Any) -> Any:
+    """A list-form `runs-on` with each item's expression put in: a list of labels, or a OneOf of such lists when an
+    item has several possible values (bounded as `expand` bounds a text)."""
+    choices: list[tuple[Any, ...]] = []
+    for item in items:
+        value = expand(item, resolve)[0] if isinstance(item, str) else item
+        if isinstance(value, OneOf):
+            choices.append(value.values)
+        elif isinstance(value, Unknown) and not value.bound and isinstance(item, str):
+            choices.append((Unknown(text=item),))
+        else:
+            choices.append((value,))
+    if math.prod(len(c) for c in choices) > MAX_TEXTS:
+        return Unknown(text=str(items)[:80], bound=f"has more than {MAX_TEXTS} possible label sets")
+    options = [list(c) for c in itertools.product(*choices)]
+    return options[0] if len(options) == 1 else OneOf(values=tuple(tuple(o) for o in options), why="runs-on items")
+
+
+def _run_default(doc: Mapping[str, Any]) -> str | None:
+    """`defaults.run.working-directory` of a workflow or a job, when it is a literal."""
+    defaults = doc.get("defaults")
+    run = defaults.get("run") if _mapping(defaults) else None
+    folder = run.get("working-directory") if _mapping(run) else None
+    return str(folder) if isinstance(folder, str | int | float) and "${{" not in str(folder) else None
+
+
+def _live(text: str) -> str:
+    """A `run:` text without its comment lines (a commented-out `echo ... >> $GITHUB_ENV` writes nothing)."""
+    if "#" not in text:
+        return text
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
 def _key_lines(lines: tuple[str, ...]) -> dict[str, int]:
@@ -800,14 +985,21 @@ def _walk_path(value: Any, path: tuple[str, ...], head: str) -> Any:
     return value
 
 
-def _entries(raw: Any, resolve: Any, notes: _Notes, key: str) -> list[Mapping[str, Any]]:
+_STATUS_CALLS = re.compile(r"\b(always|failure|cancelled)\s*\(", re.IGNORECASE)
+
+
+def _continues(condition: Any) -> bool:
+    """Whether a job's `if:` may run it after a needed job was skipped: it calls a status function other than
+    `success()`, the one GitHub adds when the condition has none."""
+    return isinstance(condition, str) and _STATUS_CALLS.search(condition) is not None
+
+
+def _needs(raw: Any) -> tuple[str, ...]:
     if isinstance(raw, str):
-        value, _ = expand(raw, resolve)
-        if isinstance(value, list) and all(isinstance(v, Mapping) for v in value):
-            return value[:MAX_MATRIX_LIST]
-        notes.add(f"strategy.matrix.{key} is known only at run time: left out")
-        return []
-    return list(raw or [])
+        return (raw,)
+    if isinstance(raw, list):
+        return tuple(str(x) for x in raw if isinstance(x, str | int))
+    return ()
 
 
 def _shown(reason: str, unknown: tuple[Unknown, ...]) -> str:

@@ -93,6 +93,9 @@ class ScheduleEntry:
     gates: tuple[Gate, ...] = (Gate.ALWAYS,)
     assumptions: tuple[str, ...] = ()
     origin: Origin
+    # Known runners without a CUDA profile the labels name (a label pack's ROCm, XPU, NPU or macOS host): the
+    # entry runs there, and no guard is judged there.
+    other_runners: tuple[str, ...] = ()
 
     @property
     def env_map(self) -> Mapping[str, str]:
@@ -125,9 +128,24 @@ class Schedule:
     unread: tuple[UnreadJob, ...] = ()
     unknown_labels: tuple[UnknownLabel, ...] = ()
     sources: tuple[str, ...] = field(default=())
+    # Jobs that may run tests but that GitHub never starts (a `needs:` on a skipped job, a matrix of no
+    # combination), each with why: listed, so "not in the schedule" is never a silent guess.
+    not_run: tuple[UnreadJob, ...] = ()
     # Environment-variable-like names the CI files mention anywhere (workflows, the scripts they run): a name
     # outside this set and outside an entry's env is unset in that job; a name inside it may be set at run time.
     ci_names: tuple[str, ...] = ()
+
+    @classmethod
+    def merge(cls, schedules: Sequence[Schedule]) -> Schedule:
+        """One schedule of several read from different sources (workflows, declared files, Buildkite)."""
+        return cls(
+            entries=tuple(e for s in schedules for e in s.entries),
+            unread=tuple(u for s in schedules for u in s.unread),
+            unknown_labels=tuple(u for s in schedules for u in s.unknown_labels),
+            sources=tuple(dict.fromkeys(x for s in schedules for x in s.sources)),
+            ci_names=tuple(sorted({n for s in schedules for n in s.ci_names})),
+            not_run=tuple(u for s in schedules for u in s.not_run),
+        )
 
     def suite_entries(self, suite: str, hw: str, nightly: bool) -> tuple[ScheduleEntry, ...]:
         """Entries that run sglang registrations of `suite` on `hw` with this nightly flag (run_suite.py rules)."""

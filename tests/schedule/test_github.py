@@ -49,7 +49,11 @@ PROBE = """on:
 jobs:
   p:
     runs-on: ubuntu-latest
+    outputs:
+      runs_on_map: ${{ steps.map.outputs.runs_on_map }}
     steps:
+      - id: map
+        run: python3 scripts/ci/runner_configs.py --map >> "$GITHUB_OUTPUT"
       - id: pick
         run: |
           if [ -n "$KERNEL" ]; then

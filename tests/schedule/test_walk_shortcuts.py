@@ -98,7 +98,7 @@ def expand_as_it_was(text: str, lookup: Any) -> tuple[Any, tuple[Unknown, ...]]:
     if "${{" not in text:
         return text, ()
     whole = EXPR.fullmatch(text.strip())
-    if whole is not None:
+    if whole is not None and "}}" not in whole.group(1):
         value = evaluate(whole.group(1), lookup)
         return value, ((value,) if isinstance(value, Unknown) else ())
     unknown: list[Unknown] = []

@@ -1,0 +1,67 @@
+"""What the schedule cannot read never becomes "does not run": pytest-audit gives `undetermined` for a test whose
+only possible schedule passes through an unread job, and a runner without a CUDA profile is never a skip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from matrix.cli.main import main
+
+GUARDED = (
+    "import pytest\nimport torch\n\n"
+    "@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')\n"
+    "def test_kernel():\n    pass\n"
+)
+PLAIN = "def test_plain():\n    pass\n"
+
+
+def audit(tmp_path: Path, workflow: str, tests: dict[str, str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
+    root = tmp_path / "repo"
+    (root / ".github" / "workflows").mkdir(parents=True)
+    (root / ".github" / "workflows" / "ci.yml").write_text(workflow, encoding="utf-8")
+    for name, text in tests.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    code = main(["pytest-audit", str(root), "--format", "json", "--jobs", "1"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+CALLS_ELSEWHERE = """on: [pull_request]
+jobs:
+  gpu:
+    uses: some-org/ci-kit/.github/workflows/run-gpu.yml@main
+    with:
+      gpu: a100
+"""
+
+
+def test_a_test_only_an_unread_job_may_run_is_undetermined_not_unscheduled(tmp_path, capsys):
+    code, doc = audit(tmp_path, CALLS_ELSEWHERE, {"tests/test_k.py": GUARDED}, capsys)
+    assert doc["counts"]["unscheduled"] == {}
+    assert doc["undetermined"] == 1 and doc["unread"]
+    assert any("could not be read" in a and "tests/test_k.py" in a for a in doc["assumptions"])
+    assert code == 0
+
+
+MACOS_ONLY = """on: [pull_request]
+jobs:
+  mac:
+    runs-on: macos-14
+    steps:
+      - run: pytest tests
+  rack:
+    runs-on: [self-hosted, rack-nine]
+    steps:
+      - run: pytest tests/test_k.py
+"""
+
+
+def test_a_runner_with_no_cuda_profile_is_never_a_skip_and_never_a_traceback(tmp_path, capsys):
+    code, doc = audit(tmp_path, MACOS_ONLY, {"tests/test_k.py": GUARDED, "tests/test_p.py": PLAIN}, capsys)
+    assert code == 0, doc["findings"]
+    assert doc["findings"] == []
+    assert doc["scheduled_tests"] == 2 and doc["undetermined"] == 1  # the guarded test on macOS / an unknown rack
+    assert [u["label"] for u in doc["unknown_labels"]] == ["rack-nine"]
