@@ -58,6 +58,10 @@ if TYPE_CHECKING:
     from matrix.schedule.pytest_command import ScriptLoader, ScriptResult
 
 MAX_CALL_DEPTH = 8
+# One budget for a whole read: the jobs walked (every matrix combination, across reusable-workflow calls, whose
+# product has no other bound) and the entries made. sglang's CI walks about 900 jobs into about 650 entries.
+MAX_WALK_JOBS = 2048
+MAX_ENTRIES = 20_000
 EVENT_GATES = {
     "schedule": Gate.SCHEDULE,
     "pull_request": Gate.ALWAYS,
@@ -247,6 +251,8 @@ class _Walker:
         self.entries: list[_Rooted[ScheduleEntry]] = []
         self.unread: list[UnreadJob] = []
         self.not_run: list[UnreadJob] = []
+        self.jobs_left = MAX_WALK_JOBS
+        self.entries_left = MAX_ENTRIES
         self.unknown: dict[tuple[str, str], _Rooted[UnknownLabel]] = {}
         self._output_cache: dict[str, tuple[Any, tuple[str, ...]]] = {}
         self._walked: dict[
@@ -427,8 +433,11 @@ class _Walker:
             wf_env, said_items = wf_envs[events[0]]
             for text in said_items:
                 notes.add(text)
+            if self.jobs_left <= 0:  # spent: not even the matrix is expanded
+                self._spend(1, origin)
+                continue
             expansion = self._matrices(ctx, job, notes)
-            if not self._expansion_read(expansion, origin):
+            if not self._expansion_read(expansion, origin) or not self._spend(len(expansion.combos), origin):
                 continue
             for matrix in expansion.combos:
                 self._job(ctx, job, matrix=matrix, wf_env=wf_env, gates=gates, origin=origin, event=events[0], notes=notes)
@@ -441,6 +450,20 @@ class _Walker:
         elif expansion.empty:
             self.not_run.append(UnreadJob(origin=origin, reason=expansion.empty))
         return bool(expansion.combos)
+
+    def _spend(self, jobs: int, origin: Origin) -> bool:
+        """Take `jobs` from the read's job budget; once it is spent every further job is unread, with why."""
+        self.jobs_left -= jobs
+        if self.jobs_left >= 0:
+            return True
+        self.unread.append(
+            UnreadJob(
+                origin=origin,
+                reason=f"not read: the read's budget of {MAX_WALK_JOBS} jobs (matrix combinations across "
+                "reusable-workflow calls) is spent",
+            )
+        )
+        return False
 
     def _skipped(self, ctx: _Context, jobs: Mapping[str, Any]) -> dict[str, str]:
         """Jobs GitHub never starts, with why: an `if:` false on every event, or a `needs:` on such a job or on no
@@ -533,9 +556,12 @@ class _Walker:
         if defaults is None:
             defaults = self._call_defaults[callee.name] = _call_inputs(callee.doc)
         expansion = self._matrices(ctx, job, notes)
-        if not self._expansion_read(expansion, origin):
+        if not self._expansion_read(expansion, origin) or not self._spend(len(expansion.combos), origin):
             return
         for matrix in expansion.combos:
+            if self.jobs_left <= 0:
+                self._spend(1, origin)
+                return
             inputs = dict(defaults)
             with_ = job.get("with")
             if _mapping(with_):
@@ -570,7 +596,7 @@ class _Walker:
             return
         assert _mapping(with_)
         expansion = self._matrices(ctx, job, notes)
-        if not self._expansion_read(expansion, origin):
+        if not self._expansion_read(expansion, origin) or not self._spend(len(expansion.combos), origin):
             return
         line = self._line_of(ctx.workflow, "script:", after=origin.line)
         step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
@@ -767,6 +793,11 @@ class _Walker:
                         origin=where,
                         other_runners=others,
                     )
+                    self.entries_left -= 1
+                    if self.entries_left < 0:
+                        reason = f"not read: the read's budget of {MAX_ENTRIES} schedule entries is spent"
+                        self.unread.append(UnreadJob(origin=origin, reason=reason))
+                        return
                     self.entries.append((entry, ()))
                     if not profiles and not others:
                         self._unknown_label(labels, origin)

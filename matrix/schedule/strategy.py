@@ -84,7 +84,8 @@ def expand_matrix(matrix: Any, resolve: Resolver) -> Expansion:
             return Expansion(unread=found)
     assert not isinstance(excludes, str) and not isinstance(includes, str)
     combos = [dict(zip(axes, c, strict=True)) for c in itertools.product(*axes.values())] if axes else []
-    combos = [c for c in combos if not any(all(c.get(k) == v for k, v in e.items()) for e in excludes)]
+    if excludes:
+        combos = [c for c in combos if not any(all(c.get(k) == v for k, v in e.items()) for e in excludes)]
     # The axis values an include may not overwrite; a combination an include made takes no later include (GitHub's
     # example: `{fruit: banana}` then `{fruit: banana, animal: cat}` are two jobs).
     originals: list[dict[str, Any] | None] = [dict(c) for c in combos]

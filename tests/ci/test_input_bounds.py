@@ -126,6 +126,67 @@ CASES = {
                 return 2
             return 0
     """,
+    # Reusable-workflow fan-out: a.yml calls b.yml from a 64-value matrix with an input that differs per value, b
+    # calls c the same way, c runs 64 jobs: 3 small files, 64 ** 3 jobs without the walk's job budget.
+    "reusable-workflow-fan-out": """
+        root = work / "repo"; wf = root / ".github" / "workflows"; wf.mkdir(parents=True)
+        values = "[" + ", ".join(str(i) for i in range(64)) + "]"
+        call = lambda nxt: (
+            "on:\\n  workflow_call:\\n    inputs:\\n      x: {type: string}\\n  push:\\njobs:\\n  fan:\\n"
+            f"    strategy:\\n      matrix:\\n        v: {values}\\n    uses: ./.github/workflows/{nxt}\\n"
+            "    with:\\n      x: p${{ matrix.v }}${{ inputs.x }}\\n"
+        )
+        (wf / "a.yml").write_text(call("b.yml"))
+        (wf / "b.yml").write_text(call("c.yml").replace("  push:\\n", ""))
+        (wf / "c.yml").write_text(
+            "on:\\n  workflow_call:\\n    inputs:\\n      x: {type: string}\\njobs:\\n  run:\\n    runs-on: 1-gpu-h100\\n"
+            f"    strategy:\\n      matrix:\\n        v: {values}\\n"
+            "    steps:\\n      - run: pytest tests/${{ inputs.x }}/${{ matrix.v }}\\n"
+        )
+        def work():
+            return cli("schedule", root, "--format", "json")
+    """,
+    # format() amplification through env: a 1 MB value in the workflow env, 300 copies of it in the job's, 8 of those
+    # in the step's (2.6 GB without the value bound).
+    "format-amplification-through-env": """
+        root = work / "repo"; wf = root / ".github" / "workflows"; wf.mkdir(parents=True)
+        big = "'" + "{0}" * 1000 + "'"
+        (wf / "w.yml").write_text(
+            "on: push\\nenv:\\n  X: ${{ format(" + big + ", '" + "a" * 1000 + "') }}\\njobs:\\n  j:\\n"
+            "    runs-on: 1-gpu-h100\\n    env:\\n      Y: ${{ format('" + "{0}" * 300 + "', env.X) }}\\n"
+            "    steps:\\n      - env:\\n          Z: ${{ format('" + "{0}" * 8 + "', env.Y) }}\\n"
+            "        run: pytest tests/${{ env.Z }}\\n"
+        )
+        def work():
+            return cli("schedule", root, "--format", "json")
+    """,
+    # 2,000 jobs of 16 x 16 matrices in one workflow under the size cap: 512,000 jobs without the job budget.
+    "many-matrix-jobs": """
+        root = work / "repo"; wf = root / ".github" / "workflows"; wf.mkdir(parents=True)
+        values = "[" + ", ".join(str(i) for i in range(16)) + "]"
+        job = lambda i: (
+            f"  j{i}:\\n    runs-on: 1-gpu-h100\\n    strategy:\\n      matrix:\\n        a: {values}\\n        b: {values}\\n"
+            f"    steps:\\n      - run: pytest tests/t{i}_${{{{ matrix.a }}}}_${{{{ matrix.b }}}}.py\\n"
+        )
+        (wf / "w.yml").write_text("on: push\\njobs:\\n" + "".join(job(i) for i in range(2000)))
+        def work():
+            return cli("schedule", root, "--format", "json")
+    """,
+    # Matrices of the wrong shape given by fromJSON: one unread job each, no traceback (exit 0).
+    "matrix-of-the-wrong-shape-from-an-expression": """
+        root = work / "repo"; wf = root / ".github" / "workflows"; wf.mkdir(parents=True)
+        shapes = ['{"x":5}', '{"x":[1],"include":5}', '{"x":[1],"exclude":[1]}']
+        jobs = "".join(
+            f"  j{i}:\\n    runs-on: 1-gpu-h100\\n    strategy:\\n      matrix: ${{{{ fromJSON('{m}') }}}}\\n"
+            "    steps:\\n      - run: pytest tests\\n"
+            for i, m in enumerate(shapes)
+        )
+        (wf / "w.yml").write_text("on: push\\njobs:\\n" + jobs)
+        def work():
+            code = cli("schedule", root, "--format", "json")
+            assert code == 0, code
+            return code
+    """,
 }
 # The share of CPU_SECONDS and PEAK_MB a case is held to when it runs a fraction of the size it stands for.
 # Cases whose cost without their bound stays under the whole budget are held to a share of it: without the hit
