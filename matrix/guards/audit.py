@@ -327,6 +327,16 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
             findings.append(finding(Kind.DISABLED, f"suite {suite} disabled: {reg.disabled}", target.profiles))
             continue
         unscheduled = unscheduled_reasons(reg, settings)
+        unread = settings.schedule.unread if settings.schedule is not None else ()
+        if unread and any("--suites list" not in r for r in unscheduled):
+            # A CI job the reader could not read may run this suite: "cannot read" is never "does not run".
+            first = unread[0]
+            reason = (
+                f"{'; '.join(unscheduled)}; but {len(unread)} CI job(s) could not be read "
+                f"(first: {first.origin}: {first.reason}), so whether it runs is undetermined"
+            )
+            findings.append(finding(Kind.UNDETERMINED, reason, target.profiles))
+            continue
         if unscheduled:
             findings.append(finding(Kind.UNSCHEDULED, "; ".join(unscheduled), target.profiles))
             continue

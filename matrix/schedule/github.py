@@ -308,7 +308,8 @@ class _Walker:
 
     def _table_outputs(self) -> frozenset[str]:
         """The output names that hold the whole runner-config table: those a step that runs the table's script
-        (`runner_configs.py --map`, sglang) writes to `$GITHUB_OUTPUT`, and the job and workflow outputs passing
+        with `--map` (sglang's `runner_configs.py --map`; without it the script prints one config's fields) writes
+        to `$GITHUB_OUTPUT`, and the job and workflow outputs passing
         them on under the same name (`steps.<id>.outputs.N` -> `jobs.<id>.outputs.N` -> `needs.<id>.outputs.N`)."""
         assert self.table is not None
         script = self.table.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]  # runner_configs
@@ -317,7 +318,8 @@ class _Walker:
             for job in (wf.doc.get("jobs") or {}).values():
                 for step in job.get("steps") or []:
                     run = step.get("run")
-                    if isinstance(run, str) and script in run and "GITHUB_OUTPUT" in _live(run) and step.get("id"):
+                    live = _live(run) if isinstance(run, str) else ""
+                    if f"{script}.py --map" in live and "GITHUB_OUTPUT" in live and step.get("id"):
                         writers.add(str(step["id"]))
         names: set[str] = set()
         for wf in self.workflows.values():

@@ -65,3 +65,43 @@ def test_a_runner_with_no_cuda_profile_is_never_a_skip_and_never_a_traceback(tmp
     assert doc["findings"] == []
     assert doc["scheduled_tests"] == 2 and doc["undetermined"] == 1  # the guarded test on macOS / an unknown rack
     assert [u["label"] for u in doc["unknown_labels"]] == ["rack-nine"]
+
+
+REGISTERED = """import unittest
+
+from sglang.test.ci.ci_register import register_cuda_ci
+
+register_cuda_ci(est_time=60, suite="stage-q-test-1-gpu")
+
+
+class TestQ(unittest.TestCase):
+    def test_q(self):
+        self.assertTrue(True)
+"""
+STAGES = """on: pull_request
+jobs:
+  stage-p:
+    runs-on: 1-gpu-h100
+    steps:
+      - run: python3 run_suite.py --hw cuda --suite stage-p-test-1-gpu
+{extra}"""
+HIDDEN = """  stage-hidden:
+    strategy:
+      matrix: ${{ fromJSON('{"s":[1],"include":7}') }}
+    runs-on: 1-gpu-h100
+    steps:
+      - run: python3 run_suite.py --hw cuda --suite stage-q-test-1-gpu
+"""
+
+
+@pytest.mark.parametrize(("extra", "kind"), [("", "unscheduled"), (HIDDEN, "undetermined")])
+def test_guards_give_undetermined_for_a_suite_only_an_unread_job_may_run(tmp_path, capsys, extra, kind):
+    root = tmp_path / "repo"
+    (root / "test" / "registered").mkdir(parents=True)
+    (root / "test" / "registered" / "test_q.py").write_text(REGISTERED, encoding="utf-8")
+    (root / ".github" / "workflows").mkdir(parents=True)
+    (root / ".github" / "workflows" / "ci.yml").write_text(STAGES.format(extra=extra), encoding="utf-8")
+    main(["guards", str(root / "test" / "registered"), "--no-cache", "--format", "json", "--show", "info"])
+    doc = json.loads(capsys.readouterr().out)
+    kinds = {f["kind"] for f in doc["findings"] if f["path"].endswith("test_q.py")}
+    assert kind in kinds and ({"unscheduled", "undetermined"} - {kind}).isdisjoint(kinds)
