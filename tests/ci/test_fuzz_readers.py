@@ -397,3 +397,117 @@ def test_detection_override_survives_junk(detect: str, command: list[str]) -> No
 def test_arbitrary_command_lines_survive(argv: list[str]) -> None:
     with workspace():
         run_cli(argv)
+
+
+# -- GitHub workflows: expressions, matrices, needs, reusable-workflow calls (local and of another repository) ------
+
+expression = st.recursive(
+    st.sampled_from(
+        [
+            "matrix.v",
+            "inputs.x",
+            "env.E",
+            "github.event_name",
+            "needs.a.outputs.o",
+            "secrets.T",
+            "'sm86'",
+            "'h100'",
+            "1",
+            "true",
+            "null",
+            "fromJSON('[1, 2]')",
+            "fromJSON('{\"v\": [3]}')",
+            "toJSON(matrix)",
+            "format('{0}-{1}', inputs.x, matrix.v)",
+            "join(fromJSON('[\"a\", \"b\"]'), ' ')",
+            "always()",
+        ]
+    ),
+    lambda inner: st.one_of(
+        st.tuples(inner, st.sampled_from(["||", "&&", "==", "!="]), inner).map(" ".join),
+        inner.map(lambda e: f"!({e})"),
+        inner.map(lambda e: f"fromJSON({e})"),
+        inner.map(lambda e: f"({e})[0]"),
+    ),
+    max_leaves=5,
+)
+wrapped = expression.map(lambda e: "${{ " + e + " }}")
+matrix_value = st.one_of(
+    st.dictionaries(st.sampled_from(["v", "w"]), st.lists(st.sampled_from(["sm86", "h100", 1, "x"]), max_size=3), max_size=2),
+    json_value.map(lambda v: "${{ fromJSON('" + json.dumps(v).replace("'", "''") + "') }}"),
+    st.fixed_dictionaries(
+        {"v": st.lists(st.integers(0, 2), max_size=2)},
+        optional={"include": st.one_of(json_value, st.lists(st.dictionaries(st.sampled_from(["v", "n"]), json_leaf, max_size=2))),
+                  "exclude": st.one_of(json_value, st.lists(st.dictionaries(st.sampled_from(["v"]), json_leaf, max_size=1)))},
+    ),
+    wrapped,
+)
+runs_on = st.one_of(st.sampled_from(["sm86", "rack-nine", "macos-14"]), wrapped, st.lists(st.one_of(st.just("self-hosted"), wrapped, st.just("sm75")), max_size=3))
+
+
+@st.composite
+def job(draw: st.DrawFn, names: list[str]) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    kind = draw(st.sampled_from(["run", "local", "external"]))
+    if draw(st.booleans()):
+        body["strategy"] = {"matrix": draw(matrix_value)}
+    if draw(st.booleans()):
+        body["needs"] = draw(st.sampled_from([*names, "nowhere"]))
+    if draw(st.booleans()):
+        body["if"] = draw(st.one_of(expression, wrapped, st.booleans()))
+    command = "pytest tests/test_k.py " + draw(st.one_of(st.just(""), wrapped))
+    if kind == "run":
+        body["runs-on"] = draw(runs_on)
+        body["env"] = {"E": draw(st.one_of(wrapped, st.just("on")))}
+        step: dict[str, Any] = {"run": command}
+        if draw(st.booleans()):
+            step["if"] = draw(st.one_of(expression, wrapped))
+        body["steps"] = [step]
+    elif kind == "local":
+        body["uses"] = "./.github/workflows/callee.yml"
+        body["with"] = {"x": draw(st.one_of(wrapped, st.just("h100")))}
+    else:
+        body["uses"] = "someone/kit/.github/workflows/job.yml@main"
+        body["with"] = draw(st.fixed_dictionaries({}, optional={"runner": runs_on, "script": st.just(command)}))
+    return body
+
+
+@st.composite
+def workflows(draw: st.DrawFn) -> tuple[str, str]:
+    names = ["a", "b", "c"][: draw(st.integers(1, 3))]
+    jobs = {name: draw(job([n for n in names if n != name])) for name in names}
+    caller = {"on": draw(st.sampled_from(["push", "pull_request", "schedule"])), "jobs": jobs}
+    callee = {
+        "on": {"workflow_call": {"inputs": {"x": {"type": "string", "default": "sm86"}}}},
+        "jobs": {"inner": draw(job([]))},
+    }
+    return json.dumps(caller), json.dumps(callee)  # JSON is YAML
+
+
+def _workflow_repo(base: Path, texts: tuple[str, str]) -> Path:
+    folder = base / "repo" / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    (folder / "ci.yml").write_text(texts[0], encoding="utf-8")
+    (folder / "callee.yml").write_text(texts[1], encoding="utf-8")
+    (base / "repo" / "tests").mkdir()
+    (base / "repo" / "tests" / "test_k.py").write_text("def test_k():\n    pass\n", encoding="utf-8")
+    (base / "repo" / "tests" / "test_other.py").write_text("def test_o():\n    pass\n", encoding="utf-8")
+    return base / "repo"
+
+
+@SETTINGS
+@given(texts=workflows())
+def test_workflow_reader_survives_generated_workflows_and_never_calls_unread_unscheduled(texts: tuple[str, str]) -> None:
+    """Expressions, matrices (of any JSON shape), needs and calls: `schedule` exits 0 or 2 without a traceback, and
+    `pytest-audit` never says `unscheduled` while a CI job is unread (that job may run any test)."""
+    with workspace() as folder:
+        root = _workflow_repo(folder, texts)
+        assert run_cli(["schedule", str(root), "--format", "json"]) in (0, 2)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = main(["pytest-audit", str(root), "--format", "json", "--jobs", "1"])
+        assert code in (0, 1, 2)
+        if code != 2:
+            doc = json.loads(out.getvalue())
+            if doc["unread"]:
+                assert doc["counts"]["unscheduled"] == {}, doc["unread"]
