@@ -15,7 +15,7 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
@@ -322,7 +322,7 @@ class _Walker:
                     if f"{script}.py --map" in live and "GITHUB_OUTPUT" in live and step.get("id"):
                         writers.add(str(step["id"]))
         names: set[str] = set()
-        for wf in self.workflows.values():
+        for wf in self.workflows.values() if writers else ():
             for line in wf.lines:
                 if "steps." in line:
                     names.update(m.group(2) for m in _STEP_OUTPUT.finditer(line) if m.group(1) in writers)
@@ -412,8 +412,9 @@ class _Walker:
             if not isinstance(uses, str) and not any(self._interesting(step.get("run")) for step in job.get("steps") or []):
                 continue
             origin = Origin(file=ctx.workflow.name, line=self._line_of(ctx.workflow, f"{job_id}:"), job=str(job_id), via=ctx.via)
-            if str(job_id) in skipped:
-                self.not_run.append(UnreadJob(origin=origin, reason=skipped[str(job_id)]))
+            never = skipped(str(job_id))
+            if never:
+                self.not_run.append(UnreadJob(origin=origin, reason=never))
                 continue
             notes = _Notes()
             events = self._events(ctx, job.get("if"), notes)
@@ -467,34 +468,38 @@ class _Walker:
         )
         return False
 
-    def _skipped(self, ctx: _Context, jobs: Mapping[str, Any]) -> dict[str, str]:
-        """Jobs GitHub never starts, with why: an `if:` false on every event, or a `needs:` on such a job or on no
-        job at all, unless the job's own `if:` asks to run whatever its needs did (`always()`, `failure()`,
-        `cancelled()`): "If a job fails or is skipped, all jobs that need it are skipped unless the jobs use a
-        conditional expression that causes the job to continue" (GitHub docs, `jobs.<job_id>.needs`)."""
-        out: dict[str, str] = {}
-        for job_id, job in jobs.items():
+    def _skipped(self, ctx: _Context, jobs: Mapping[str, Any]) -> Callable[[str], str]:
+        """Why GitHub never starts a job ("" when it may): an `if:` false on every event, or a `needs:` on such a
+        job or on no job at all, unless the job's own `if:` asks to run whatever its needs did (`always()`,
+        `failure()`, `cancelled()`): "If a job fails or is skipped, all jobs that need it are skipped unless the jobs
+        use a conditional expression that causes the job to continue" (GitHub docs, `jobs.<job_id>.needs`). Read
+        on demand, for the jobs walked and the jobs they need only."""
+        known: dict[str, str] = {}
+
+        def why(job_id: str) -> str:
+            if job_id in known:
+                return known[job_id]
+            known[job_id] = ""  # a needs cycle (GitHub refuses it) ends here
+            job = jobs.get(job_id)
+            reason = ""
             condition = job.get("if") if _mapping(job) else None
             if condition is not None and not self._events(ctx, condition, _Notes()):
                 short = " ".join(str(condition).split())[:80]
-                out[str(job_id)] = f"if: {short} is false on every event that starts {ctx.workflow.name}"
-        for _ in range(len(jobs) + 1):  # a needs chain is at most as long as the jobs
-            changed = False
-            for job_id, job in jobs.items():
-                if str(job_id) in out or not _mapping(job) or _continues(job.get("if")):
-                    continue
+                reason = f"if: {short} is false on every event that starts {ctx.workflow.name}"
+                if "inputs." in short:
+                    reason += " (with the inputs' default values)"
+            elif _mapping(job) and not _continues(condition):
                 for need in _needs(job.get("needs")):
                     if need not in jobs:
-                        out[str(job_id)] = f"needs {need}, which is no job of {ctx.workflow.name} (GitHub rejects the workflow)"
-                    elif need in out:
-                        out[str(job_id)] = f"needs {need}, which never runs ({out[need]})"
-                    else:
-                        continue
-                    changed = True
-                    break
-            if not changed:
-                break
-        return out
+                        reason = f"needs {need}, which is no job of {ctx.workflow.name} (GitHub rejects the workflow)"
+                    elif why(need):
+                        reason = f"needs {need}, which never runs ({known[need]})"
+                    if reason:
+                        break
+            known[job_id] = reason
+            return reason
+
+        return why
 
     def _events(self, ctx: _Context, condition: Any, notes: _Notes) -> tuple[str, ...]:
         if condition is None:
