@@ -50,7 +50,8 @@ def report(checkout: Path, audit: bool) -> bool:
     if code == 0:
         doc = json.loads(out)
         where = collections.Counter(
-            ", ".join(e["profiles"]) or ("other: " + "; ".join(e.get("other_runners", [])) if e.get("other_runners") else "no profile")
+            ", ".join(e["profiles"])
+            or ("other: " + "; ".join(e.get("other_runners", [])) if e.get("other_runners") else "no profile")
             for e in doc["entries"]
         )
         print(f"  entries: {len(doc['entries'])}")

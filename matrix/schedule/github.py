@@ -624,6 +624,7 @@ class _Walker:
                 shown = expand(image, self.lookup(ctx, event, matrix, {}, job_notes))[0]
                 job_notes.add(f"it runs in the container {as_text(shown) if not isinstance(shown, Unknown) else image}")
             runner = with_.get("runner")
+            label_sets: list[tuple[tuple[str, ...], tuple[str, ...]]]
             if runner is None:
                 label_sets = [((f"(the default runner of {uses})",), (*job_notes.items, "with.runner is not given"))]
             else:
@@ -633,7 +634,9 @@ class _Walker:
                 self.unread.append(UnreadJob(origin=step_origin, reason=f"with.script: {script.bound}"))
                 continue
             if isinstance(script, Unknown):
-                self.unread.append(UnreadJob(origin=step_origin, reason=f"with.script {script.text[:80]} is known only at run time"))
+                self.unread.append(
+                    UnreadJob(origin=step_origin, reason=f"with.script {script.text[:80]} is known only at run time")
+                )
                 continue
             for text in script.values if isinstance(script, OneOf) else (script,):
                 self._commands(
@@ -702,7 +705,7 @@ class _Walker:
             step_notes = job_notes
             if step.get("if") is not None:
                 said = _Notes()
-                if self._step_condition(ctx, step["if"], event, matrix, env, said) is False:
+                if self._step_condition(ctx, step["if"], event, matrix=matrix, env=env, notes=said) is False:
                     continue
                 if said.items:
                     step_notes = _Notes(items=[*job_notes.items, *(x for x in said.items if x not in job_notes.items)])
@@ -729,7 +732,7 @@ class _Walker:
             env.update(echoes)
 
     def _step_condition(
-        self, ctx: _Context, condition: Any, event: str, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
+        self, ctx: _Context, condition: Any, event: str, *, matrix: Mapping[str, Any], env: Mapping[str, str], notes: _Notes
     ) -> bool | None:
         """A step's `if:`, which may read the job's `env` and `matrix` (GitHub's contexts for `steps.if`): one that
         reads neither has the same value in every job and is read once."""
@@ -781,7 +784,8 @@ class _Walker:
             for selection, where in found:
                 for labels, label_notes in label_sets:
                     resolution = self._resolution(labels)
-                    profiles, others, mixed = resolution.profiles, resolution.others, ()
+                    profiles, others = resolution.profiles, resolution.others
+                    mixed: tuple[str, ...] = ()
                     if resolution.unknown and (profiles or others):
                         # GitHub sends a job only to a runner carrying every label: one no profile knows leaves it unknown.
                         mixed = (

@@ -437,12 +437,18 @@ matrix_value = st.one_of(
     json_value.map(lambda v: "${{ fromJSON('" + json.dumps(v).replace("'", "''") + "') }}"),
     st.fixed_dictionaries(
         {"v": st.lists(st.integers(0, 2), max_size=2)},
-        optional={"include": st.one_of(json_value, st.lists(st.dictionaries(st.sampled_from(["v", "n"]), json_leaf, max_size=2))),
-                  "exclude": st.one_of(json_value, st.lists(st.dictionaries(st.sampled_from(["v"]), json_leaf, max_size=1)))},
+        optional={
+            "include": st.one_of(json_value, st.lists(st.dictionaries(st.sampled_from(["v", "n"]), json_leaf, max_size=2))),
+            "exclude": st.one_of(json_value, st.lists(st.dictionaries(st.sampled_from(["v"]), json_leaf, max_size=1))),
+        },
     ),
     wrapped,
 )
-runs_on = st.one_of(st.sampled_from(["sm86", "rack-nine", "macos-14"]), wrapped, st.lists(st.one_of(st.just("self-hosted"), wrapped, st.just("sm75")), max_size=3))
+runs_on = st.one_of(
+    st.sampled_from(["sm86", "rack-nine", "macos-14"]),
+    wrapped,
+    st.lists(st.one_of(st.just("self-hosted"), wrapped, st.just("sm75")), max_size=3),
+)
 
 
 @st.composite

@@ -304,7 +304,9 @@ def test_an_unknown_label_beside_a_known_one_leaves_the_runner_unknown(tmp_path:
 
 
 def test_an_expression_with_more_values_than_the_bound_is_unread_not_cut(tmp_path: Path) -> None:
-    echoes = "".join(f"          echo \"o{i}=a{i}\" >> $GITHUB_OUTPUT\n          echo \"o{i}=b{i}\" >> $GITHUB_OUTPUT\n" for i in range(6))
+    echoes = "".join(
+        f'          echo "o{i}=a{i}" >> $GITHUB_OUTPUT\n          echo "o{i}=b{i}" >> $GITHUB_OUTPUT\n' for i in range(6)
+    )
     parts = "".join(f"${{{{ needs.plan.outputs.o{i} }}}}" for i in range(6))  # 2 ** 6 = 64 possible texts
     wide = f"""on: [push]
 jobs:
@@ -370,7 +372,7 @@ jobs:
 
 
 def test_a_matrix_of_the_wrong_shape_from_an_expression_is_an_unread_job(tmp_path: Path) -> None:
-    for i, matrix in enumerate(('{"x":5}', '{"x":[1],"include":5}', '{"x":[1],"exclude":[1]}', '[1, 2]')):
+    for i, matrix in enumerate(('{"x":5}', '{"x":[1],"include":5}', '{"x":[1],"exclude":[1]}', "[1, 2]")):
         schedule = read(tmp_path / str(i), BAD_MATRIX.format(matrix=matrix))
         assert jobs(schedule) == {"good"}, matrix
         assert [u.origin.job for u in schedule.unread] == ["bad"], matrix
