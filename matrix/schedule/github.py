@@ -12,19 +12,16 @@ the entry.
 from __future__ import annotations
 
 import functools
-import itertools
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from matrix.core.errors import ConfigError
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_text
 from matrix.schedule.expressions import (
-    MAX_TEXTS,
     PLACEHOLDER,
     OneOf,
     Unknown,
@@ -51,7 +48,26 @@ from matrix.schedule.model import (
 )
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
 from matrix.schedule.shell import commands
-from matrix.schedule.strategy import MAX_MATRIX_JOBS, MAX_MATRIX_LIST, NO_MATRIX, Expansion, expand_matrix
+from matrix.schedule.strategy import NO_MATRIX, Expansion, expand_matrix
+from matrix.schedule.workflow_doc import (
+    OUTPUT_ECHO,
+    READS_JOB,
+    STEP_OUTPUT,
+    call_inputs,
+    check_shape,
+    condition_body,
+    continues,
+    dispatch_inputs,
+    find_line,
+    is_mapping,
+    key_lines,
+    label_lists,
+    live_lines,
+    needs_of,
+    run_default,
+    run_facts,
+    triggers,
+)
 from matrix.schedule.yamldoc import load_yaml
 
 if TYPE_CHECKING:
@@ -71,8 +87,6 @@ EVENT_GATES = {
     "workflow_dispatch": Gate.MANUAL,
     "repository_dispatch": Gate.MANUAL,
 }
-_OUTPUT_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_][\w-]*)=([^"'\s$`]*)["']?\s*>>\s*["']?\$\{?GITHUB_OUTPUT\b""")
-_ENV_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_]\w*)=([^"'\n]*?)["']?\s*>>\s*["']?\$\{?GITHUB_ENV\b""")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,98 +144,10 @@ def read_github(
             continue
         if not isinstance(doc, Mapping):
             raise ConfigError(f"{name}: a workflow must be a mapping with jobs")
-        _check_shape(doc, name)
+        check_shape(doc, name)
         workflows[name] = _Workflow(name=name, doc=doc, lines=tuple(text.splitlines()))
     walker = _Walker(repo=repo, workflows=workflows, readers=tuple(readers), runners=runners, scripts=scripts)
     return walker.run()
-
-
-def _check_shape(doc: Mapping[str, Any], name: str) -> None:
-    """Type errors a walker would trip over, as one line each (`steps: 5`, `include: 1.5`)."""
-    jobs = doc.get("jobs")
-    if jobs is None:
-        return
-    if not isinstance(jobs, Mapping):
-        raise ConfigError(f"{name}: jobs must be a mapping")
-    for job_id, job in jobs.items():
-        where = f"{name}: jobs.{job_id}"
-        if not isinstance(job, Mapping):
-            raise ConfigError(f"{where} must be a mapping")
-        steps = job.get("steps")
-        if steps is not None and not isinstance(steps, list):
-            raise ConfigError(f"{where}.steps must be a list")
-        for i, step in enumerate(steps or []):
-            if not isinstance(step, Mapping):
-                raise ConfigError(f"{where}.steps[{i}] must be a mapping")
-            if "run" in step and not isinstance(step["run"], str | int | float):
-                raise ConfigError(f"{where}.steps[{i}].run must be a string")
-        strategy = job.get("strategy")
-        if strategy is not None and not isinstance(strategy, Mapping | str):
-            raise ConfigError(f"{where}.strategy must be a mapping")
-        matrix = strategy.get("matrix") if _mapping(strategy) else None
-        if matrix is not None and not isinstance(matrix, Mapping | str):
-            raise ConfigError(f"{where}.strategy.matrix must be a mapping or an expression")
-        if _mapping(matrix):
-            for key in ("include", "exclude"):
-                value = matrix.get(key)
-                if value is None or (isinstance(value, str) and "${{" in value):
-                    continue
-                if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
-                    raise ConfigError(f"{where}.strategy.matrix.{key} must be a list of mappings, got {value!r:.40}")
-                if len(value) > MAX_MATRIX_LIST:
-                    raise ConfigError(
-                        f"{where}.strategy.matrix.{key} has {len(value)} entries; "
-                        f"GitHub runs at most {MAX_MATRIX_JOBS} jobs a matrix"
-                    )
-            for axis, values in matrix.items():
-                if axis in ("include", "exclude") or isinstance(values, list | str):
-                    continue
-                raise ConfigError(f"{where}.strategy.matrix.{axis} must be a list, got {values!r:.40}")
-        for key in ("env", "with"):
-            if job.get(key) is not None and not isinstance(job[key], Mapping | str):
-                raise ConfigError(f"{where}.{key} must be a mapping")
-
-
-def _mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
-    """`isinstance(value, Mapping)`, answered at once for a dict (what YAML gives) instead of through the abc machinery."""
-    return type(value) is dict or isinstance(value, Mapping)
-
-
-def _on(doc: Mapping[Any, Any]) -> Any:
-    return doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on:` key as True
-
-
-def _triggers(doc: Mapping[Any, Any]) -> tuple[str, ...]:
-    raw = _on(doc)
-    if isinstance(raw, str):
-        return (raw,)
-    if isinstance(raw, list):
-        return tuple(str(x) for x in raw)
-    if isinstance(raw, Mapping):
-        return tuple(str(k) for k in raw)
-    return ()
-
-
-def _call_inputs(doc: Mapping[Any, Any]) -> dict[str, Any]:
-    raw = _on(doc)
-    call = raw.get("workflow_call") if isinstance(raw, Mapping) else None
-    inputs = call.get("inputs") if isinstance(call, Mapping) else None
-    out: dict[str, Any] = {}
-    for key, spec in (inputs or {}).items() if isinstance(inputs, Mapping) else ():
-        out[str(key)] = spec.get("default") if isinstance(spec, Mapping) else None
-    return out
-
-
-def _dispatch_inputs(doc: Mapping[Any, Any]) -> dict[str, Any]:
-    raw = _on(doc)
-    out: dict[str, Any] = {}
-    for trigger in ("workflow_dispatch", "workflow_call"):
-        spec = raw.get(trigger) if isinstance(raw, Mapping) else None
-        inputs = spec.get("inputs") if isinstance(spec, Mapping) else None
-        if isinstance(inputs, Mapping):
-            for key, item in inputs.items():
-                out.setdefault(str(key), item.get("default") if isinstance(item, Mapping) else None)
-    return out
 
 
 class _Walker:
@@ -273,10 +199,10 @@ class _Walker:
 
     def run(self) -> Schedule:
         for wf in self.workflows.values():
-            events = tuple(e for e in _triggers(wf.doc) if e != "workflow_call")
+            events = tuple(e for e in triggers(wf.doc) if e != "workflow_call")
             if events:
                 self._stack = [wf.name]
-                self.walk(_Context(workflow=wf, events=events, inputs=_dispatch_inputs(wf.doc), via=()), depth=0)
+                self.walk(_Context(workflow=wf, events=events, inputs=dispatch_inputs(wf.doc), via=()), depth=0)
         sources = tuple(self.workflows) + ((self.table.source,) if self.table else ())
         names: set[str] = set()
         for wf in self.workflows.values():
@@ -300,7 +226,7 @@ class _Walker:
             for number, line in enumerate(wf.lines, 1):
                 if "GITHUB_OUTPUT" not in line or line.lstrip().startswith("#"):
                     continue  # the pattern needs it (`in` is far cheaper than a regex); a comment writes nothing
-                for match in _OUTPUT_ECHO.finditer(line):
+                for match in OUTPUT_ECHO.finditer(line):
                     name, value = match.group(1), match.group(2)
                     if value and (value, f"{wf.name}:{number}") not in out.get(name, []):
                         out.setdefault(name, []).append((value, f"{wf.name}:{number}"))
@@ -318,14 +244,14 @@ class _Walker:
             for job in (wf.doc.get("jobs") or {}).values():
                 for step in job.get("steps") or []:
                     run = step.get("run")
-                    live = _live(run) if isinstance(run, str) else ""
+                    live = live_lines(run) if isinstance(run, str) else ""
                     if f"{script}.py --map" in live and "GITHUB_OUTPUT" in live and step.get("id"):
                         writers.add(str(step["id"]))
         names: set[str] = set()
         for wf in self.workflows.values() if writers else ():
             for line in wf.lines:
                 if "steps." in line:
-                    names.update(m.group(2) for m in _STEP_OUTPUT.finditer(line) if m.group(1) in writers)
+                    names.update(m.group(2) for m in STEP_OUTPUT.finditer(line) if m.group(1) in writers)
         return frozenset(names)
 
     def output(self, name: str, notes: _Notes) -> Any:
@@ -482,14 +408,14 @@ class _Walker:
             known[job_id] = ""  # a needs cycle (GitHub refuses it) ends here
             job = jobs.get(job_id)
             reason = ""
-            condition = job.get("if") if _mapping(job) else None
+            condition = job.get("if") if is_mapping(job) else None
             if condition is not None and not self._events(ctx, condition, _Notes()):
                 short = " ".join(str(condition).split())[:80]
                 reason = f"if: {short} is false on every event that starts {ctx.workflow.name}"
                 if "inputs." in short:
                     reason += " (with the inputs' default values)"
-            elif _mapping(job) and not _continues(condition):
-                for need in _needs(job.get("needs")):
+            elif is_mapping(job) and not continues(condition):
+                for need in needs_of(job.get("needs")):
                     if need not in jobs:
                         reason = f"needs {need}, which is no job of {ctx.workflow.name} (GitHub rejects the workflow)"
                     elif why(need):
@@ -514,7 +440,7 @@ class _Walker:
     def _condition(self, ctx: _Context, condition: Any, event: str, notes: _Notes) -> bool | None:
         if isinstance(condition, bool):
             return condition
-        body = _condition_body(str(condition))
+        body = condition_body(str(condition))
         key = (event, body)
         if key in ctx.conditions:
             value = ctx.conditions[key]
@@ -561,7 +487,7 @@ class _Walker:
             return
         defaults = self._call_defaults.get(callee.name)
         if defaults is None:
-            defaults = self._call_defaults[callee.name] = _call_inputs(callee.doc)
+            defaults = self._call_defaults[callee.name] = call_inputs(callee.doc)
         expansion = self._matrices(ctx, job, notes)
         if not self._expansion_read(expansion, origin) or not self._spend(len(expansion.combos), origin):
             return
@@ -571,7 +497,7 @@ class _Walker:
                 return
             inputs = dict(defaults)
             with_ = job.get("with")
-            if _mapping(with_):
+            if is_mapping(with_):
                 resolve = self.lookup(ctx, events[0] if len(events) == 1 else None, matrix, {}, notes)
                 for key, raw in with_.items():
                     value, _ = expand(raw, resolve) if isinstance(raw, str) else (raw, ())
@@ -597,11 +523,11 @@ class _Walker:
         read as a `run:` step on `with.runner` (pytorch/test-infra's `linux_job_v2.yml` runs the script so, in the
         checkout of the calling repository); without a script the job is unread."""
         with_ = job.get("with")
-        raw = with_.get("script") if _mapping(with_) else None
+        raw = with_.get("script") if is_mapping(with_) else None
         if not isinstance(raw, str):
             self.unread.append(UnreadJob(origin=origin, reason=f"calls {uses}, a workflow of another repository"))
             return
-        assert _mapping(with_)
+        assert is_mapping(with_)
         expansion = self._matrices(ctx, job, notes)
         if not self._expansion_read(expansion, origin) or not self._spend(len(expansion.combos), origin):
             return
@@ -653,7 +579,7 @@ class _Walker:
 
     def _matrices(self, ctx: _Context, job: Mapping[str, Any], notes: _Notes) -> Expansion:
         strategy = job.get("strategy")
-        matrix = strategy.get("matrix") if _mapping(strategy) else None
+        matrix = strategy.get("matrix") if is_mapping(strategy) else None
         if matrix is None:
             return NO_MATRIX
         found = expand_matrix(matrix, self.lookup(ctx, None, {}, {}, notes))
@@ -692,13 +618,13 @@ class _Walker:
         job_notes = _Notes(items=list(notes.items))
         env = {**wf_env, **self._env(ctx, job.get("env"), event=event, matrix=matrix, env=wf_env, notes=job_notes)}
         label_sets = self._labels(ctx, job.get("runs-on"), matrix, event, job_notes)
-        working = _run_default(job) or _run_default(ctx.workflow.doc) or "."
+        working = run_default(job) or run_default(ctx.workflow.doc) or "."
         for step in job.get("steps") or []:
             run = step.get("run")
             if run is None:
                 continue
             text = str(run)
-            first_line, echoes = _run_facts(text)
+            first_line, echoes = run_facts(text)
             if not self._interesting(run):
                 env.update(echoes)
                 continue
@@ -736,9 +662,9 @@ class _Walker:
     ) -> bool | None:
         """A step's `if:`, which may read the job's `env` and `matrix` (GitHub's contexts for `steps.if`): one that
         reads neither has the same value in every job and is read once."""
-        if isinstance(condition, bool) or not _READS_JOB.search(str(condition)):
+        if isinstance(condition, bool) or not READS_JOB.search(str(condition)):
             return self._condition(ctx, condition, event, notes)
-        body = _condition_body(str(condition))
+        body = condition_body(str(condition))
         value = truthy(evaluate(body, self.lookup(ctx, event, matrix, env, _Notes())))
         if value is None:
             short = " ".join(body.split())
@@ -841,12 +767,12 @@ class _Walker:
         local = _Notes()
         resolve = self.lookup(ctx, event, matrix, {}, local)
         value: Any = runs_on
-        if _mapping(runs_on):
+        if is_mapping(runs_on):
             value = runs_on.get("labels", runs_on.get("group"))
         if isinstance(value, str):
             value, _ = expand(value, resolve)
         if isinstance(value, list):
-            value = _label_lists(value, resolve)
+            value = label_lists(value, resolve)
         options = value.values if isinstance(value, OneOf) else (value,)
         out: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         for option in options:
@@ -897,89 +823,11 @@ class _Walker:
                 # A job key (`name:` at a line start): one index per file, not a scan from the top per job.
                 keys = self._key_lines.get(wf.name)
                 if keys is None:
-                    keys = self._key_lines[wf.name] = _key_lines(wf.lines)
+                    keys = self._key_lines[wf.name] = key_lines(wf.lines)
                 self._lines[key] = keys.get(needle, 1)
             else:
-                self._lines[key] = _find_line(wf.lines, needle, after)
+                self._lines[key] = find_line(wf.lines, needle, after)
         return self._lines[key]
-
-
-@functools.lru_cache(maxsize=4096)
-def _condition_body(condition: str) -> str:
-    """An `if:` text without its optional `${{ }}` wrapper."""
-    text = condition.strip()
-    whole = _WRAPPED.fullmatch(text)
-    return whole.group(1) if whole else text
-
-
-_WRAPPED = re.compile(r"\$\{\{(.*)\}\}", re.DOTALL)
-
-
-@functools.lru_cache(maxsize=4096)
-def _run_facts(run: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """What a step's `run:` text always gives, whatever the job: the text of its first line (how its line is
-    found) and its literal `$GITHUB_ENV` writes (name, value; a value with `$` is known only at run time)."""
-    stripped = run.strip()
-    first = stripped.splitlines()[0] if stripped else "run:"
-    live = _live(run) if "GITHUB_ENV" in run else run
-    echoes = tuple((m.group(1), m.group(2) if "$" not in m.group(2) else "${{ run time }}") for m in _ENV_ECHO.finditer(live))
-    return first, echoes
-
-
-_STEP_OUTPUT = re.compile(r"\bsteps\.([\w-]+)\.outputs\.([\w-]+)")
-_READS_JOB = re.compile(r"\b(matrix|env)\b")
-
-
-def _label_lists(items: list[Any], resolve: Any) -> Any:
-    """A list-form `runs-on` with each item's expression put in: a list of labels, or a OneOf of such lists when an
-    item has several possible values (bounded as `expand` bounds a text)."""
-    choices: list[tuple[Any, ...]] = []
-    for item in items:
-        value = expand(item, resolve)[0] if isinstance(item, str) else item
-        if isinstance(value, OneOf):
-            choices.append(value.values)
-        elif isinstance(value, Unknown) and not value.bound and isinstance(item, str):
-            choices.append((Unknown(text=item),))
-        else:
-            choices.append((value,))
-    if math.prod(len(c) for c in choices) > MAX_TEXTS:
-        return Unknown(text=str(items)[:80], bound=f"has more than {MAX_TEXTS} possible label sets")
-    options = [list(c) for c in itertools.product(*choices)]
-    return options[0] if len(options) == 1 else OneOf(values=tuple(tuple(o) for o in options), why="runs-on items")
-
-
-def _run_default(doc: Mapping[str, Any]) -> str | None:
-    """`defaults.run.working-directory` of a workflow or a job, when it is a literal."""
-    defaults = doc.get("defaults")
-    run = defaults.get("run") if _mapping(defaults) else None
-    folder = run.get("working-directory") if _mapping(run) else None
-    return str(folder) if isinstance(folder, str | int | float) and "${{" not in str(folder) else None
-
-
-def _live(text: str) -> str:
-    """A `run:` text without its comment lines (a commented-out `echo ... >> $GITHUB_ENV` writes nothing)."""
-    if "#" not in text:
-        return text
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-
-
-def _key_lines(lines: tuple[str, ...]) -> dict[str, int]:
-    """`name:` -> the first line whose text starts with it: what `_find_line(lines, "name:", 0)` finds (its
-    fallback, line 1, for a key that is not there)."""
-    found: dict[str, int] = {}
-    for number, line in enumerate(lines, 1):
-        head, colon, _ = line.strip().partition(":")
-        if colon:
-            found.setdefault(head + ":", number)
-    return found
-
-
-def _find_line(lines: tuple[str, ...], needle: str, after: int) -> int:
-    for number in range(after, len(lines)):
-        line = lines[number]
-        if needle in line and (after or line.strip().startswith(needle)):
-            return number + 1
-    return max(after, 1)
 
 
 def _under(origin: Origin, via: tuple[str, ...]) -> Origin:
@@ -1025,23 +873,6 @@ def _walk_path(value: Any, path: tuple[str, ...], head: str) -> Any:
             return None if head != "matrix" else Unknown(text=f"{head}.{'.'.join(path)}")
         value = value[key]
     return value
-
-
-_STATUS_CALLS = re.compile(r"\b(always|failure|cancelled)\s*\(", re.IGNORECASE)
-
-
-def _continues(condition: Any) -> bool:
-    """Whether a job's `if:` may run it after a needed job was skipped: it calls a status function other than
-    `success()`, the one GitHub adds when the condition has none."""
-    return isinstance(condition, str) and _STATUS_CALLS.search(condition) is not None
-
-
-def _needs(raw: Any) -> tuple[str, ...]:
-    if isinstance(raw, str):
-        return (raw,)
-    if isinstance(raw, list):
-        return tuple(str(x) for x in raw if isinstance(x, str | int))
-    return ()
 
 
 def _shown(reason: str, unknown: tuple[Unknown, ...]) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from matrix.core.loader import load_runners
-from matrix.schedule import github
+from matrix.schedule import github, workflow_doc
 from matrix.schedule.expressions import OneOf, Unknown, expand
 from matrix.schedule.files import CI_NAME
 from matrix.schedule.load import load_schedule
@@ -48,7 +48,7 @@ def test_the_job_line_index_finds_what_the_scan_finds(seed, tmp_path):
     walker = github._Walker(repo=tmp_path, workflows={}, readers=(), runners=RUNNERS)
     workflow = github._Workflow(name="w.yml", doc={}, lines=lines)
     for needle in ("jobs:", "build:", "test:", "lint:", ":", "missing:", "steps:", " test: "):
-        assert walker._line_of(workflow, needle) == github._find_line(lines, needle.strip(), 0), (lines, needle)
+        assert walker._line_of(workflow, needle) == workflow_doc.find_line(lines, needle.strip(), 0), (lines, needle)
 
 
 class LazyMapping(Mapping[str, Any]):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from matrix.core.errors import ConfigError
 from matrix.core.loader import load_runners
-from matrix.schedule import expression_syntax, github, yamldoc
+from matrix.schedule import expression_syntax, github, workflow_doc, yamldoc
 from matrix.schedule.expression_syntax import ExpressionError
 from matrix.schedule.expressions import EXPR, OneOf, Unknown, expand, placeholder
 from matrix.schedule.load import load_schedule
@@ -32,7 +32,7 @@ LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def run_facts_as_they_were(run: str) -> tuple[str, list[tuple[str, str]]]:
     first = run.strip().splitlines()[0] if run.strip() else "run:"
     env: list[tuple[str, str]] = []
-    for match in github._ENV_ECHO.finditer(run):
+    for match in workflow_doc.ENV_ECHO.finditer(run):
         env.append((match.group(1), match.group(2) if "$" not in match.group(2) else "${{ run time }}"))
     return first, env
 
@@ -49,7 +49,7 @@ def run_facts_as_they_were(run: str) -> tuple[str, list[tuple[str, str]]]:
     ],
 )
 def test_run_facts_are_what_the_step_loop_found(run):
-    first, echoes = github._run_facts(run)
+    first, echoes = workflow_doc.run_facts(run)
     expected_first, expected_env = run_facts_as_they_were(run)
     assert first == expected_first and list(echoes) == expected_env
 
