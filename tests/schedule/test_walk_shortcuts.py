@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from matrix.core.errors import ConfigError
 from matrix.core.loader import load_runners
-from matrix.schedule import expression_syntax, github, workflow_doc, yamldoc
+from matrix.schedule import expression_syntax, workflow_doc, yamldoc
 from matrix.schedule.expression_syntax import ExpressionError
 from matrix.schedule.expressions import EXPR, OneOf, Unknown, expand, placeholder
 from matrix.schedule.load import load_schedule
