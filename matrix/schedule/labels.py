@@ -38,6 +38,10 @@ class Resolution:
     unknown: tuple[str, ...] = ()
 
 
+# The kinds of runner a label pack may name without a profile (matrix/data/runner_labels.toml).
+KINDS = frozenset({"cpu", "cuda", "rocm", "xpu", "npu", "macos", "windows"})
+
+
 @dataclass(frozen=True, kw_only=True)
 class PackLabel:
     """One label (or `fnmatch` pattern) of a label pack: the profile it is another name for, or its kind."""
