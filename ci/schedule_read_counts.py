@@ -78,7 +78,8 @@ def report(checkout: Path, audit: bool) -> bool:
         kinds = collections.Counter(f["kind"] for f in doc["findings"])
         print(
             f"  files {doc['files']}, tests {doc['tests']}, scheduled {doc['scheduled_tests']}, "
-            f"undetermined {doc['undetermined']}, jobs not read {len(doc['unread'])}"
+            f"undetermined {doc['undetermined']} (+{doc.get('undetermined_unread', 0)} only an unread job may run), "
+            f"jobs not read {len(doc['unread'])}"
         )
         print(f"  findings: {dict(kinds)}")
     else:

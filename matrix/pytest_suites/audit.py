@@ -45,6 +45,8 @@ class PytestAuditReport:
     findings: tuple[PytestFinding, ...]
     undetermined: int
     unread: tuple[UnreadJob, ...] = ()
+    # Tests in files no read entry selects while a CI job was not read: undetermined, never unscheduled.
+    unread_only: int = 0
     unknown_labels: tuple[UnknownLabel, ...] = ()
     assumptions: tuple[str, ...] = ()
 
@@ -184,6 +186,7 @@ class FileAudit:
     scheduled: int
     undetermined: int
     assumptions: tuple[str, ...]
+    unread_only: int = 0
 
 
 class SuiteAuditor:
@@ -208,7 +211,7 @@ class SuiteAuditor:
             e for e in self.entries if isinstance(e.selection, PytestSelection) and file_selected(test_file.path, e.selection)
         ]
         skips: list[PytestFinding] = []
-        scheduled = undetermined = 0
+        scheduled = undetermined = unread_only = 0
         assumptions: list[str] = list(test_file.notes)
         for item in test_file.tests:
             chosen = [s for s in (selects(e, item.nodeid, item.markers) for e in entries) if s is not None]
@@ -226,7 +229,7 @@ class SuiteAuditor:
         findings = list(skips)
         if test_file.tests and not scheduled and self.unread:
             # A job the reader could not read may run it: "cannot read" is never "does not run".
-            undetermined += len(test_file.tests)
+            unread_only = len(test_file.tests)
             first = self.unread[0]
             assumptions.append(
                 f"{test_file.path}: no entry read selects it, but {len(self.unread)} CI job(s) could not be read "
@@ -248,6 +251,7 @@ class SuiteAuditor:
             scheduled=scheduled,
             undetermined=undetermined,
             assumptions=tuple(assumptions),
+            unread_only=unread_only,
         )
 
 
@@ -266,6 +270,7 @@ def combine(root: str, parts: Sequence[FileAudit], schedule: Schedule) -> Pytest
         findings=tuple(f for p in parts for f in p.findings),
         undetermined=sum(p.undetermined for p in parts),
         unread=schedule.unread,
+        unread_only=sum(p.unread_only for p in parts),
         unknown_labels=schedule.unknown_labels,
         assumptions=tuple(assumptions),
     )

@@ -30,6 +30,8 @@ def summary_lines(report: PytestAuditReport) -> list[str]:
         if found:
             classes = ", ".join(f"{c.value} {n}" for c, n in report.class_counts(kind).items())
             lines.append(f"{kind.value}: {len(found)} {_title(kind)} ({classes})")
+    if report.unread_only:
+        lines.append(f"undetermined: {report.unread_only} tests in files only a CI job that was not read may run")
     lines.append(f"jobs not read: {len(report.unread)}; unknown runner labels: {len(report.unknown_labels)}")
     return lines
 
@@ -60,6 +62,7 @@ def to_json(report: PytestAuditReport) -> str:
         "tests": report.tests,
         "scheduled_tests": report.scheduled_tests,
         "undetermined": report.undetermined,
+        "undetermined_unread": report.unread_only,
         "runners": list(report.runners),
         "counts": {k.value: {c.value: n for c, n in report.class_counts(k).items()} for k in _SHOWN},
         "findings": [_finding_doc(f) for f in report.findings],
