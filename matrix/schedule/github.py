@@ -616,6 +616,9 @@ class _Walker:
         notes: _Notes,
     ) -> None:
         job_notes = _Notes(items=list(notes.items))
+        leg = [f"{k}={as_text(v)}" for k, v in matrix.items() if _VERSION_AXIS.search(k) and isinstance(v, str | int | float)]
+        if leg:  # a CUDA / ROCm / torch / Python version leg stays its own entry, even where its commands are alike
+            job_notes.add(f"matrix leg: {', '.join(leg)[:160]}")
         env = {**wf_env, **self._env(ctx, job.get("env"), event=event, matrix=matrix, env=wf_env, notes=job_notes)}
         label_sets = self._labels(ctx, job.get("runs-on"), matrix, event, job_notes)
         working = run_default(job) or run_default(ctx.workflow.doc) or "."
@@ -873,6 +876,9 @@ def _walk_path(value: Any, path: tuple[str, ...], head: str) -> Any:
             return None if head != "matrix" else Unknown(text=f"{head}.{'.'.join(path)}")
         value = value[key]
     return value
+
+
+_VERSION_AXIS = re.compile(r"cuda|rocm|hip|torch|python|version", re.IGNORECASE)
 
 
 def _shown(reason: str, unknown: tuple[Unknown, ...]) -> str:

@@ -441,3 +441,22 @@ def test_include_follows_githubs_documented_rules() -> None:
         {"os": "c"},
         {"os": "c", "size": "s"},
     ]
+
+
+LEGS = """on: [push]
+jobs:
+  legs:
+    runs-on: [self-hosted, sm86]
+    strategy:
+      matrix:
+        cuda: ["12.6", "12.8"]
+        shard: [1, 2]
+    steps:
+      - run: pytest tests/kernels
+"""
+
+
+def test_each_cuda_version_leg_is_its_own_entry(tmp_path: Path) -> None:
+    schedule = read(tmp_path, LEGS)
+    legs = sorted(a for e in schedule.entries for a in e.assumptions if a.startswith("matrix leg"))
+    assert legs == ["matrix leg: cuda=12.6", "matrix leg: cuda=12.8"] and len(schedule.entries) == 2
