@@ -227,6 +227,11 @@ class SuiteAuditor:
             elif not any(v.skips is Tri.FALSE for v in verdicts):
                 undetermined += 1
         findings = list(skips)
+        if skips and self.unread:
+            assumptions.append(
+                f"{test_file.path}: its skips are judged on the runners of the entries read; "
+                f"{len(self.unread)} CI job(s) not read may send it elsewhere"
+            )
         if test_file.tests and not scheduled and self.unread:
             # A job the reader could not read may run it: "cannot read" is never "does not run".
             unread_only = len(test_file.tests)
