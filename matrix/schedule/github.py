@@ -40,7 +40,7 @@ from matrix.schedule.model import (
     called_from,
 )
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
-from matrix.schedule.shell import commands
+from matrix.schedule.shell import FOLLOWED, commands
 from matrix.schedule.yamldoc import load_yaml
 
 if TYPE_CHECKING:
@@ -212,6 +212,10 @@ def _dispatch_inputs(doc: Mapping[Any, Any]) -> dict[str, Any]:
     return out
 
 
+# (selection, where it was read, the shell conditions it runs under, (labels, notes) of its own runner or None)
+_Followed = tuple[Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]] | None]
+
+
 class _Walker:
     def __init__(
         self,
@@ -245,13 +249,13 @@ class _Walker:
         self._lines: dict[tuple[str, str, int], int] = {}
         self._key_lines: dict[str, dict[str, int]] = {}
         self._stack: list[str] = []
-        self._script_results: dict[tuple[str, str, tuple[tuple[str, str], ...], Origin], ScriptResult] = {}
+        self._script_results: dict[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...], Origin], ScriptResult] = {}
         self._notes_now = _Notes()
         # Every reader names the text its commands hold: lines without any are not split.
         found = [getattr(r, "keywords", None) for r in self.readers]
         self.keywords = None if any(k is None for k in found) else tuple(k for ks in found if ks for k in ks)
         if self.keywords is not None and scripts is not None:
-            self.keywords = (*self.keywords, ".sh")  # a line that runs a script may lead to one
+            self.keywords = (*self.keywords, *FOLLOWED)  # a line that runs a script (make, modal) may lead to one
 
     def run(self) -> Schedule:
         for wf in self.workflows.values():
@@ -584,7 +588,10 @@ class _Walker:
         notes: _Notes,
     ) -> None:
         working = str(step.get("working-directory", "."))
-        for command in commands(script, working, self.keywords):
+        for command in commands(script, working, self.keywords, env):
+            if command.unread:
+                self.unread.append(UnreadJob(origin=origin, reason=_shown(command.unread, unknown)))
+                continue
             context_env = {**env, **dict(command.env)}
             context = StepContext(working_dir=command.working_dir, env=context_env, origin=origin)
             used = [
@@ -594,10 +601,10 @@ class _Walker:
                 for m in PLACEHOLDER.finditer(w)
                 if int(m.group(1)) < len(unknown)
             ]
-            found: list[tuple[Selection, Origin]] = []
+            found: list[_Followed] = []
             for reader in self.readers:
                 try:
-                    found.extend((selection, origin) for selection in reader.selections(command.words, context))
+                    found.extend((selection, origin, (), None) for selection in reader.selections(command.words, context))
                 except UnreadableCommand as exc:
                     self.unread.append(UnreadJob(origin=origin, reason=_shown(exc.reason, unknown)))
             if self.scripts is not None:
@@ -605,11 +612,20 @@ class _Walker:
             if not found:
                 continue
             env_items = tuple(sorted(context_env.items()))
-            for selection, where in found:
-                for labels, label_notes in label_sets:
+            for selection, where, conditions, elsewhere in found:
+                # A selection that runs on its own runner (a Modal function's GPU) keeps that runner.
+                sets = label_sets if elsewhere is None else [elsewhere]
+                for labels, label_notes in sets:
                     resolution = self._resolution(labels)
                     profiles = resolution.profiles
-                    assumptions = [*notes.items, *label_notes, *resolution.assumptions, *dict.fromkeys(used)]
+                    assumptions = [
+                        *notes.items,
+                        *label_notes,
+                        *resolution.assumptions,
+                        *dict.fromkeys(used),
+                        *command.conditions,
+                        *conditions,
+                    ]
                     entry = ScheduleEntry(
                         selection=selection,
                         labels=labels,
@@ -623,26 +639,22 @@ class _Walker:
                     if not profiles:
                         self._unknown_label(labels, origin)
 
-    def _scripts(
-        self, words: Sequence[str], context: StepContext, unknown: tuple[Unknown, ...]
-    ) -> list[tuple[Selection, Origin]]:
-        """What the shell scripts a command runs select (each at its own file:line, called from the step); a
-        script that is missing, nested too deep or named only at run time is listed as unread."""
+    def _scripts(self, words: Sequence[str], context: StepContext, unknown: tuple[Unknown, ...]) -> list[_Followed]:
+        """What the shell scripts, make targets and Modal functions a command runs select (each at its own
+        file:line, called from the step, with the shell conditions it runs under and, for a Modal function, its
+        own runner); what is missing, over the budget or named only at run time is listed as unread."""
         assert self.scripts is not None
-        found: list[tuple[Selection, Origin]] = []
-        from matrix.schedule.pytest_command import called_scripts, read_script  # only when scripts are followed
+        from matrix.schedule.follow import follow  # only when scripts are followed
+        from matrix.schedule.pytest_command import ScriptBudget
 
-        for path, why in called_scripts(words, context):
-            if path is None:
-                self.unread.append(UnreadJob(origin=context.origin, reason=_shown(why, unknown)))
-                continue
-            key = (path, context.working_dir, tuple(sorted(context.env.items())), context.origin)
-            if key not in self._script_results:  # the same step in every matrix job reads the same script
-                self._script_results[key] = read_script(path, self.scripts, self.readers, context)
-            result = self._script_results[key]
-            found.extend(result.selections)
-            self.unread.extend(UnreadJob(origin=where, reason=_shown(reason, unknown)) for where, reason in result.unread)
-        return found
+        key = (tuple(words), context.working_dir, tuple(sorted(context.env.items())), context.origin)
+        if key not in self._script_results:  # the same step in every matrix job reads the same scripts
+            self._script_results[key] = follow(words, context, self.scripts, self.readers, budget=ScriptBudget())
+        result = self._script_results[key]
+        self.unread.extend(UnreadJob(origin=where, reason=_shown(reason, unknown)) for where, reason in result.unread)
+        conditions = dict(result.conditions)
+        runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
+        return [(s, where, conditions.get(s, ()), runners.get(s)) for s, where in result.selections]
 
     def _labels(
         self, ctx: _Context, runs_on: Any, matrix: Mapping[str, Any], event: str, notes: _Notes
