@@ -40,7 +40,7 @@ from matrix.schedule.model import (
     called_from,
 )
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
-from matrix.schedule.shell import FOLLOWED, commands
+from matrix.schedule.shell import FOLLOWED, commands, without_comments
 from matrix.schedule.yamldoc import load_yaml
 
 if TYPE_CHECKING:
@@ -283,8 +283,8 @@ class _Walker:
         out: dict[str, list[tuple[str, str]]] = {}
         for wf in self.workflows.values():
             for number, line in enumerate(wf.lines, 1):
-                if "GITHUB_OUTPUT" not in line:
-                    continue  # the pattern needs it; `in` is far cheaper than a regex scan of every line
+                if "GITHUB_OUTPUT" not in line or line.lstrip().startswith("#"):
+                    continue  # the pattern needs it (`in` is far cheaper than a regex); a comment line writes nothing
                 for match in _OUTPUT_ECHO.finditer(line):
                     name, value = match.group(1), match.group(2)
                     if value and (value, f"{wf.name}:{number}") not in out.get(name, []):
@@ -744,7 +744,8 @@ def _run_facts(run: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     found) and its literal `$GITHUB_ENV` writes (name, value; a value with `$` is known only at run time)."""
     stripped = run.strip()
     first = stripped.splitlines()[0] if stripped else "run:"
-    echoes = tuple((m.group(1), m.group(2) if "$" not in m.group(2) else "${{ run time }}") for m in _ENV_ECHO.finditer(run))
+    live = without_comments(run) if "GITHUB_ENV" in run else run
+    echoes = tuple((m.group(1), m.group(2) if "$" not in m.group(2) else "${{ run time }}") for m in _ENV_ECHO.finditer(live))
     return first, echoes
 
 

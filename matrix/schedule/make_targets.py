@@ -159,12 +159,13 @@ def recipe_script(text: str, call: MakeCall) -> tuple[str, tuple[str, ...]]:
 
     for target in wanted:
         visit(target, 0)
+    # Each line runs in a shell of its own, so their order changes nothing a reader sees: they are placed on
+    # their own Makefile lines, which names each command where it is written.
     out: list[str] = []
-    for target in order:
-        for number, line in rules[target].recipe:
-            while len(out) < number - 1:
-                out.append("")
-            out.append(f"( {expand_make(line, values)} )")
+    for number, line in sorted(r for target in order for r in rules[target].recipe):
+        while len(out) < number - 1:
+            out.append("")
+        out.append(f"( {expand_make(line, values)} )")
     return "\n".join(out) + "\n", tuple(missing)
 
 

@@ -1,7 +1,7 @@
 """The simple commands of a `run:` script or a shell script, read with a real shell parser (`shell_tree`, on
 tree-sitter-bash): comments, arrays, `if`/`case`/`&&` branches with their conditions, `cd`, environment prefixes
 (`IS_BLACKWELL=1 python3 ...`), functions and `bash -c "..."` as bash reads them; wrappers in front of a command
-(`env X=1`, `timeout 60`, `sudo -E`, `nohup`, `docker exec C`, `uv run`) taken off; pure.
+(`env X=1`, `timeout 60`, `sudo -E`, `nohup`, `docker exec C`) taken off; pure.
 """
 
 from __future__ import annotations
@@ -57,8 +57,26 @@ def _commands(
     return tuple(walk(script, working_dir, known_from(dict(env)), keywords, unwrap))
 
 
+def without_comments(script: str) -> str:
+    """`script` with its shell comments blanked (same length, same lines): a commented-out
+    `echo "X=1" >> $GITHUB_ENV` writes nothing. Parsed only when the text has a `#` at all."""
+    if "#" not in script:
+        return script
+    from matrix.schedule.shell_tree import parse
+
+    data = bytearray(script.encode("utf-8", "replace"))
+    stack = [parse(script).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "comment":
+            data[node.start_byte : node.end_byte] = b" " * (node.end_byte - node.start_byte)
+        else:
+            stack.extend(node.children)
+    return data.decode("utf-8", "replace")
+
+
 def unwrap(words: list[str], env: list[tuple[str, str]]) -> list[str]:
-    """Take off `env [-u X] X=1`, `timeout [-k N] N`, `sudo [-E]`, `uv run [--opts]`, `docker exec [opts] C`,
+    """Take off `env [-u X] X=1`, `timeout [-k N] N`, `sudo [-E]`, `docker exec [opts] C`,
     `time`, `nohup`, `exec` in front of the command; the assignments they make go to `env`."""
     for _ in range(8):
         if not words:
@@ -87,10 +105,6 @@ def unwrap(words: list[str], env: list[tuple[str, str]]) -> list[str]:
             while words and _ASSIGN.match(words[0]):
                 name, _, value = words[0].partition("=")
                 env.append((name, value))
-                words = words[1:]
-        elif head == "uv" and len(words) > 1 and words[1] == "run":
-            words = words[2:]
-            while words and words[0].startswith("-"):
                 words = words[1:]
         elif head == "docker" and len(words) > 2 and words[1] == "exec":
             words = _docker_exec(words[2:], env)

@@ -117,6 +117,15 @@ class Walk:
         kind = node.type
         if kind in ("comment", "heredoc_body", ";", "&", "\n") or not node.is_named:
             return
+        if node.type == "ERROR":  # the parser's recovery: the whole statements inside it are still read
+            rest = [c for c in node.children if not (c.type in _HANDLERS and c.type != "program" and not c.has_error)]
+            for child in node.children:
+                if child not in rest:
+                    self.statement(child, scope, depth, line)
+            if rest and any(self._holds(c) for c in rest):
+                shown = " ".join(" ".join(text(c).split()) for c in rest)[:80]
+                self._unread(rest[0], scope, line, f"the shell parser cannot read `{shown}`")
+            return
         if node.has_error:
             if self._holds(node):
                 first = " ".join(text(node).split())[:80]
@@ -137,7 +146,7 @@ class Walk:
             return
         first = text(name_node)
         skip = self.keywords is not None and first not in self.functions and not any(k in node.text for k in self.keywords)
-        if skip and not any(w in node.text for w in _STATE_WORDS):
+        if skip and b"$" not in node.text and not any(w in node.text for w in _STATE_WORDS):
             return
         env: list[tuple[str, str]] = []
         argv: list[str] = []

@@ -89,7 +89,9 @@ def pytest_call(words: Sequence[str]) -> PytestCall | None:
     runs_module = _module_index(words)
     if program in _LAUNCHERS or _python(program) or (program == "-m"):
         for start in range(1, len(words)):
-            inner = _direct(words[start:])
+            # `hatch run test:pytest`: a hatch environment in front of the command
+            head = words[start].partition(":")[2] if program == "hatch" and ":" in words[start] else words[start]
+            inner = _direct([head, *words[start + 1 :]])
             if inner is not None:
                 return PytestCall(arguments=inner)
             if runs_module is not None and start > runs_module:
