@@ -37,6 +37,8 @@ def follow(
     calling: tuple[str, ...] = (),
 ) -> ScriptResult:
     """Everything the files `words` hand over select (see the module docstring), merged."""
+    if not _may_follow(words):
+        return _NOTHING
     parts: list[ScriptResult] = []
     unread: list[tuple[Origin, str]] = []
     for called, why in called_scripts(words, context):
@@ -45,7 +47,9 @@ def follow(
             continue
         parts.append(read_script(called, load, readers, context, depth=depth + 1, budget=budget, calling=calling))
     make = make_call(words, context.working_dir)
-    if make is not None:
+    if make is not None and ("$" in make.makefile or make.makefile.startswith("/")):
+        unread.append((context.origin, f"make reads {make.makefile[:80]}, a file known only at run time or outside the checkout"))
+    elif make is not None:
         text = _take(make.makefile, load, context, unread, budget=budget, depth=depth)
         if text is not None:
             script, missing = recipe_script(text, make)
@@ -72,6 +76,15 @@ def follow(
         conditions=tuple(c for p in parts for c in p.conditions),
         runners=tuple(r for p in parts for r in p.runners),
     )
+
+
+_NOTHING = ScriptResult()
+_HANDS_OVER = frozenset({"bash", "sh", "source", ".", "make", "gmake", "$(MAKE)", "${MAKE}", "modal"})
+
+
+def _may_follow(words: Sequence[str]) -> bool:
+    """A first test, never the verdict: a command that runs a script, make or modal names one of these."""
+    return bool(words) and (posixpath.basename(words[0]) in _HANDS_OVER or any(".sh" in w for w in words))
 
 
 def _take(

@@ -149,6 +149,10 @@ class PytestCommandReader:
             return ()  # --collect-only, --fixtures, --version, -h: pytest lists or prints, no test runs
         if "$" in context.working_dir or "`" in context.working_dir:
             raise UnreadableCommand(f"pytest runs in {context.working_dir[:80]}, a folder known only at run time")
+        if context.working_dir.startswith(("/", "~")) and any(not a.startswith("-") for a in args):
+            # A folder outside the checkout (`cd /src/tests`, `docker exec -w /x`): where the repository is there is
+            # not known, so the relative paths name nothing here.
+            raise UnreadableCommand(f"pytest runs in {context.working_dir[:80]}, a folder outside the checkout")
         late = next((a for a in args if _RUN_TIME in a), None)
         if late is not None:  # the GitHub walker's stand-in for a `${{ ... }}` it could not resolve
             raise UnreadableCommand(f"pytest argument {late[:80]} is known only at run time")

@@ -75,12 +75,14 @@ def without_comments(script: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def unwrap(words: list[str], env: list[tuple[str, str]]) -> list[str]:
+def unwrap(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str | None]:
     """Take off `env [-u X] X=1`, `timeout [-k N] N`, `sudo [-E]`, `docker exec [opts] C`,
-    `time`, `nohup`, `exec` in front of the command; the assignments they make go to `env`."""
+    `time`, `nohup`, `exec` in front of the command; the assignments they make go to `env`. Also the folder a
+    wrapper runs it in (`docker exec -w DIR`), else None."""
+    folder: str | None = None
     for _ in range(8):
         if not words:
-            return words
+            return words, folder
         head = words[0]
         if head == "env":
             words = words[1:]
@@ -107,21 +109,22 @@ def unwrap(words: list[str], env: list[tuple[str, str]]) -> list[str]:
                 env.append((name, value))
                 words = words[1:]
         elif head == "docker" and len(words) > 2 and words[1] == "exec":
-            words = _docker_exec(words[2:], env)
+            words, folder = _docker_exec(words[2:], env)
         elif head in _PLAIN:
             words = words[1:]
             while words and words[0].startswith("-"):
                 words = words[2:] if words[0] in ("-n", "-c", "-o", "-e", "-i") else words[1:]
         else:
-            return words
-    return words
+            return words, folder
+    return words, folder
 
 
 _DOCKER_VALUED = frozenset({"-e", "--env", "-w", "--workdir", "-u", "--user", "--env-file", "--detach-keys"})
 
 
-def _docker_exec(words: list[str], env: list[tuple[str, str]]) -> list[str]:
-    """`docker exec [options] CONTAINER command...` -> command (its `-e X=1` options go to `env`)."""
+def _docker_exec(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str | None]:
+    """`docker exec [options] CONTAINER command...` -> (command, its `-w` folder); `-e X=1` options go to `env`."""
+    folder: str | None = None
     i = 0
     while i < len(words) and words[i].startswith("-"):
         option, eq, inline = words[i].partition("=")
@@ -134,7 +137,9 @@ def _docker_exec(words: list[str], env: list[tuple[str, str]]) -> list[str]:
         if option in ("-e", "--env") and _ASSIGN.match(value):
             name, _, assigned = value.partition("=")
             env.append((name, assigned))
-    return words[i + 1 :]  # past the container
+        elif option in ("-w", "--workdir"):
+            folder = value
+    return words[i + 1 :], folder  # past the container
 
 
 def split_words(text: str) -> tuple[str, ...]:

@@ -22,7 +22,8 @@ from matrix.schedule.shell_words import Variables, assigned, env_value, text, wo
 MAX_DEPTH = 4  # bash -c "sh -c '...'" nesting, and function calls inside function calls
 MAX_COMMANDS = 20_000  # commands one script may give (loops over literal lists unrolled)
 MAX_LOOP_VALUES = 16
-_STATE_WORDS = (b"cd", b"pushd", b"popd", b"export", b"declare", b"=", b": ")
+_MOVES = frozenset({"cd", "pushd", "popd"})
+_SPREADS = (b"[@]", b"[*]", b"$@", b"$*")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,8 +48,10 @@ def _parser() -> Any:
     return Parser(Language(tree_sitter_bash.language()))
 
 
+@functools.lru_cache(maxsize=256)
 def parse(script: str) -> Any:
-    """The syntax tree of a script (tree-sitter never raises: what it cannot read becomes ERROR nodes)."""
+    """The syntax tree of a script (tree-sitter never raises: what it cannot read becomes ERROR nodes); a script
+    read for several jobs (other env, other folder) is parsed once."""
     return _parser().parse(script.encode("utf-8", "replace"))
 
 
@@ -145,9 +148,14 @@ class Walk:
                     self._assign(child, scope, exported=False)
             return
         first = text(name_node)
-        skip = self.keywords is not None and first not in self.functions and not any(k in node.text for k in self.keywords)
-        if skip and b"$" not in node.text and not any(w in node.text for w in _STATE_WORDS):
-            return
+        if (
+            self.keywords is not None
+            and first not in self.functions
+            and first not in _MOVES
+            and not any(k in node.text for k in self.keywords)
+            and not any(w in node.text for w in _SPREADS)
+        ):
+            return  # no keyword, no folder change, no array or argument list that could hold one
         env: list[tuple[str, str]] = []
         argv: list[str] = []
         for child in node.named_children:
@@ -164,9 +172,12 @@ class Walk:
         self.simple(argv, env, scope, depth, line + node.start_point[0] + 1)
 
     def simple(self, argv: list[str], env: list[tuple[str, str]], scope: _Scope, depth: int, at: int) -> None:
-        argv = self.unwrap(argv, env)
+        argv, folder = self.unwrap(argv, env)
         if not argv:
             return
+        if folder is not None:  # `docker exec -w DIR`: the command, and what it runs, starts there
+            scope = scope.branch()
+            scope.working_dir = _moved(scope.working_dir, folder)
         head = argv[0]
         if head in ("cd", "pushd"):
             target = argv[1] if len(argv) > 1 else "."

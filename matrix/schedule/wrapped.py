@@ -28,18 +28,7 @@ _LAUNCHERS = frozenset(
         "mpiexec",
         "srun",
         "xvfb-run",
-        "poetry",
-        "hatch",
-        "pixi",
-        "conda",
-        "mamba",
-        "micromamba",
-        "pdm",
-        "pipenv",
-        "rye",
-        "uv",
         "uvx",
-        "tox-run",
         "catchsegv",
         "valgrind",
         "numactl",
@@ -51,6 +40,10 @@ _LAUNCHERS = frozenset(
         "compute-sanitizer",
     }
 )
+# Environment managers: `TOOL run CMD` (or `exec`) runs CMD; their other subcommands (`uv pip install pytest`) do not.
+_RUN_TOOLS = frozenset({"poetry", "hatch", "pixi", "conda", "mamba", "micromamba", "pdm", "pipenv", "rye", "uv"})
+# `python -m MODULE` launchers whose own arguments end in the command they run.
+_PYTHON_LAUNCHERS = frozenset({"torch.distributed.run", "torch.distributed.launch", "coverage"})
 # Commands that print (or list) and run no test.
 _NOT_RUNS = frozenset(
     {
@@ -87,7 +80,7 @@ def pytest_call(words: Sequence[str]) -> PytestCall | None:
         return PytestCall(arguments=direct)
     program = posixpath.basename(words[0])
     runs_module = _module_index(words)
-    if program in _LAUNCHERS or _python(program) or (program == "-m"):
+    if _launches(program, words):
         for start in range(1, len(words)):
             # `hatch run test:pytest`: a hatch environment in front of the command
             head = words[start].partition(":")[2] if program == "hatch" and ":" in words[start] else words[start]
@@ -119,6 +112,18 @@ def _direct(words: Sequence[str]) -> list[str] | None:
     if i + 1 < len(words) and words[i] == "-m" and words[i + 1] in _PYTEST:
         return list(words[i + 2 :])
     return None
+
+
+def _launches(program: str, words: Sequence[str]) -> bool:
+    """Whether `words` run a launcher that runs the command after its own options."""
+    if program in _LAUNCHERS:
+        return True
+    if program in _RUN_TOOLS:
+        return len(words) > 1 and words[1] in ("run", "exec")
+    if _python(program):
+        module = next((words[i + 1] for i in range(1, len(words) - 1) if words[i] == "-m"), None)
+        return module in _PYTHON_LAUNCHERS
+    return False
 
 
 def _python(program: str) -> bool:

@@ -8,8 +8,6 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
-import pytest
-
 from matrix.core.loader import load_runners
 from matrix.schedule.load import all_readers, load_schedule
 from matrix.schedule.make_targets import make_call, recipe_script
@@ -134,33 +132,3 @@ def test_a_modal_function_that_is_not_there_is_unread(tmp_path: Path) -> None:
     schedule = schedule_of(repo(tmp_path, "modal run -m dev.modal_app::gone", {"dev/modal_app.py": MODAL_APP}))
     assert schedule.entries == ()
     assert any("no Modal function gone" in u.reason for u in schedule.unread)
-
-
-@pytest.mark.parametrize(
-    ("content", "reason"),
-    [
-        (b"pytest tests/big\n" + b"# filler\n" * 600_000, "the script is over the size limit"),
-        (None, "the script is not in the tree"),
-    ],
-)
-def test_a_script_that_is_not_read_says_why(tmp_path: Path, content: bytes | None, reason: str) -> None:
-    files: dict[str, str | bytes] = {} if content is None else {"ci/run.sh": content}
-    schedule = schedule_of(repo(tmp_path, "bash ci/run.sh", files))
-    assert [u.reason.split(" (")[0] for u in schedule.unread] == [reason]
-
-
-def test_a_latin1_byte_in_a_comment_does_not_hide_the_script(tmp_path: Path) -> None:
-    schedule = schedule_of(repo(tmp_path, "bash ci/run.sh", {"ci/run.sh": b"# caf\xe9 au lait\npytest tests/x\n"}))
-    assert [p for p, _ in selected(schedule)] == [("tests/x",)]
-    assert "ci/run.sh" in schedule.sources
-
-
-def test_a_script_linked_from_outside_the_tree_is_refused_by_its_path(tmp_path: Path) -> None:
-    outside = tmp_path / "elsewhere.sh"
-    outside.write_text("pytest tests/secret_path\n", encoding="utf-8")
-    root = repo(tmp_path, "bash ci/run.sh", {})
-    (root / "ci").mkdir()
-    (root / "ci" / "run.sh").symlink_to(outside)
-    schedule = schedule_of(root)
-    assert schedule.entries == ()
-    assert [u.reason for u in schedule.unread] == ["the script is a link to a file outside the repository"]

@@ -226,6 +226,21 @@ def test_a_pytest_command_that_runs_no_test_selects_nothing(tmp_path: Path, flag
     assert read(tmp_path, f"pytest {flag} tests/k").entries == ()
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["python3 -m pip install pytest httpx", "uv pip install pytest ray", "conda install -y pytest", "echo 'python -m pytest x'"],
+)
+def test_a_command_that_only_names_pytest_selects_nothing_and_is_not_unread(tmp_path: Path, command: str) -> None:
+    schedule = read(tmp_path, command)
+    assert (schedule.entries, schedule.unread) == ((), ())
+
+
+def test_pytest_in_a_container_folder_is_unread_not_placed_at_the_root(tmp_path: Path) -> None:
+    schedule = read(tmp_path, "docker exec -w /checkout/kernels/tests box python3 -m pytest test_a.py")
+    assert schedule.entries == ()
+    assert [u.reason for u in schedule.unread] == ["pytest runs in /checkout/kernels/tests, a folder outside the checkout"]
+
+
 def test_the_last_k_wins_as_in_pytest(tmp_path: Path) -> None:
     (entry,) = read(tmp_path, "pytest tests/k -k fast -k 'not slow'").entries
     assert sel(entry).keyword == "not slow"
