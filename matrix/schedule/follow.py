@@ -94,11 +94,16 @@ def _take(
     if depth >= MAX_SCRIPT_DEPTH:
         unread.append((context.origin, f"{path}: files followed deeper than {MAX_SCRIPT_DEPTH}"))
         return None
+    if budget.scripts <= 0:
+        unread.append(
+            (context.origin, f"{path}: over the budget of files one step may follow ({MAX_SCRIPTS}, {MAX_SCRIPTS_BYTES} bytes)")
+        )
+        return None
     text = load(path)
     if text is None:
         unread.append((context.origin, missing_reason(load, path).replace("the script", path, 1)))
         return None
-    if budget.scripts <= 0 or budget.size < len(text):
+    if budget.size < len(text):
         unread.append(
             (context.origin, f"{path}: over the budget of files one step may follow ({MAX_SCRIPTS}, {MAX_SCRIPTS_BYTES} bytes)")
         )

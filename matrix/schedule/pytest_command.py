@@ -314,11 +314,13 @@ def read_script(
     key = (path, context.working_dir, tuple(sorted(context.env.items())))
     if key in budget.done:
         return budget.done[key]
+    why = f"over the budget of scripts one step may follow ({MAX_SCRIPTS} scripts, {MAX_SCRIPTS_BYTES} bytes)"
+    if budget.scripts <= 0:
+        return ScriptResult(unread=((here, why),))  # refused before the file is even opened
     text = load(path)
     if text is None:
         return ScriptResult(unread=((here, missing_reason(load, path)),))
-    if budget.scripts <= 0 or budget.size < len(text):
-        why = f"over the budget of scripts one step may follow ({MAX_SCRIPTS} scripts, {MAX_SCRIPTS_BYTES} bytes)"
+    if budget.size < len(text):
         return ScriptResult(unread=((here, why),))
     budget.scripts -= 1
     budget.size -= len(text)

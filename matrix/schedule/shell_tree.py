@@ -86,8 +86,8 @@ class Walk:
         self.called: set[str] = set()
 
     def script(self, source: str, scope: _Scope, depth: int, line: int = 0) -> None:
-        tree = parse(source)
-        self.block(tree.root_node.children, scope, depth, line)
+        root = parse(source).root_node
+        self.block(root.children if root.type == "program" else [root], scope, depth, line)
         for name, (body, offset) in self.functions.items():
             if name not in self.called and self._holds(body):
                 line = offset
@@ -110,24 +110,32 @@ class Walk:
             )
         )
 
-    def block(self, nodes: Any, scope: _Scope, depth: int, line: int) -> None:
-        for node in nodes:
+    def block(self, nodes: Any, scope: _Scope, depth: int, line: int, *, recovered: bool = False) -> None:
+        """Walk statements in order. bash stops a script at a syntax error, so the statements before one are read
+        and the rest is one unread entry (what the parser makes of it is its recovery, not bash's reading); inside
+        the parser's recovery (`recovered`), anything but a whole statement counts as the error."""
+        nodes = list(nodes)
+        for index, node in enumerate(nodes):
             if len(self.out) >= MAX_COMMANDS:
                 return
+            if node.type == "ERROR" and (node.parent is None or node.parent.type == "program"):
+                # the statements the parser recovered inside the error, up to where bash would stop, then the rest
+                self.block([*node.children, *nodes[index + 1 :]], scope, depth, line, recovered=True)
+                return
+            whole = node.type in _HANDLERS or node.type == "comment"
+            if node.type == "ERROR" or node.has_error or _split_redirect(node) or (recovered and not whole):
+                self._broken(nodes[index:], scope, line)
+                return
             self.statement(node, scope, depth, line)
+
+    def _broken(self, rest: list[Any], scope: _Scope, line: int) -> None:
+        if any(self._holds(c) for c in rest):
+            shown = " ".join(" ".join(text(c).split()) for c in rest)[:80]
+            self._unread(rest[0], scope, line, f"the shell parser cannot read `{shown}` (nor what follows it)")
 
     def statement(self, node: Any, scope: _Scope, depth: int, line: int) -> None:
         kind = node.type
         if kind in ("comment", "heredoc_body", ";", "&", "\n") or not node.is_named:
-            return
-        if node.type == "ERROR":  # the parser's recovery: the whole statements inside it are still read
-            rest = [c for c in node.children if not (c.type in _HANDLERS and c.type != "program" and not c.has_error)]
-            for child in node.children:
-                if child not in rest:
-                    self.statement(child, scope, depth, line)
-            if rest and any(self._holds(c) for c in rest):
-                shown = " ".join(" ".join(text(c).split()) for c in rest)[:80]
-                self._unread(rest[0], scope, line, f"the shell parser cannot read `{shown}`")
             return
         if node.has_error:
             if self._holds(node):
@@ -229,8 +237,8 @@ class Walk:
     def script_text(self, source: str, scope: _Scope, depth: int, at: int) -> None:
         """A script given as a string (`bash -c '...'`): its commands all at the line of the command holding it."""
         before = len(self.out)
-        tree = parse(source)
-        self.block(tree.root_node.children, scope, depth, 0)
+        root = parse(source).root_node
+        self.block(root.children if root.type == "program" else [root], scope, depth, 0)
         self.out[before:] = [
             Command(words=c.words, env=c.env, working_dir=c.working_dir, conditions=c.conditions, line=at, unread=c.unread)
             for c in self.out[before:]
@@ -426,6 +434,15 @@ class Walk:
 
 
 _TESTS = frozenset({"test_command", "negated_command"})
+
+
+# A redirection whose target is on the next line (`<` then a line break): a syntax error to bash, read across the
+# line break by the parser.
+_SPLIT_REDIRECT = re.compile(rb"(?<![<>])(?:<|>|>>|&>|[0-9]>)[ \t]*\n")
+
+
+def _split_redirect(node: Any) -> bool:
+    return b"\n" in node.text and _SPLIT_REDIRECT.search(node.text) is not None
 
 
 def _run_in_condition(node: Any) -> list[Any]:
