@@ -120,8 +120,11 @@ def parse_makefile(text: str) -> tuple[dict[str, Rule], dict[str, str], str | No
                 i += 1
         prerequisites = tuple(p for p in rule.group(2).split(";")[0].split() if p)
         for target in rule.group(1).split():
-            if target.startswith(".") or "%" in target:
-                continue  # .PHONY and special targets, pattern rules
+            if target.startswith("."):
+                continue  # .PHONY and the other special targets
+            if "%" in target:  # a pattern rule: used for a target no explicit rule names
+                rules.setdefault(target, Rule(line=start, prerequisites=(), recipe=tuple(recipe)))
+                continue
             default = default or target
             rules.setdefault(target, Rule(line=start, prerequisites=prerequisites, recipe=tuple(recipe)))
     return rules, variables, default
@@ -145,28 +148,52 @@ def recipe_script(text: str, call: MakeCall) -> tuple[str, tuple[str, ...]]:
     order: list[str] = []
     missing: list[str] = []
 
+    recipes: list[tuple[int, str]] = []
+
     def visit(target: str, depth: int) -> None:
         if target in order or len(order) >= MAX_TARGETS or depth > MAX_TARGETS:
             return
         rule = rules.get(target)
+        stem = ""
         if rule is None:
-            if "/" not in target and "." not in target:
-                missing.append(target)  # a file prerequisite is no rule of its own
-            return
+            found = _pattern_rule(rules, target)
+            if found is None:
+                if "/" not in target and "." not in target:
+                    missing.append(target)  # a file prerequisite is no rule of its own
+                return
+            rule, stem = found
         for prerequisite in rule.prerequisites:
             visit(prerequisite, depth + 1)
         order.append(target)
+        automatic = {"@": target, "*": stem}
+        recipes.extend((number, _automatic(line, automatic)) for number, line in rule.recipe)
 
     for target in wanted:
         visit(target, 0)
     # Each line runs in a shell of its own, so their order changes nothing a reader sees: they are placed on
     # their own Makefile lines, which names each command where it is written.
     out: list[str] = []
-    for number, line in sorted(r for target in order for r in rules[target].recipe):
+    for number, line in sorted(recipes):
         while len(out) < number - 1:
             out.append("")
         out.append(f"( {expand_make(line, values)} )")
     return "\n".join(out) + "\n", tuple(missing)
+
+
+def _pattern_rule(rules: Mapping[str, Rule], target: str) -> tuple[Rule, str] | None:
+    """The pattern rule (`%: ...`, `test-%: ...`) that makes `target`, with the stem `%` stands for."""
+    for pattern, rule in rules.items():
+        if "%" not in pattern:
+            continue
+        prefix, _, suffix = pattern.partition("%")
+        if target.startswith(prefix) and target.endswith(suffix) and len(target) >= len(prefix) + len(suffix):
+            return rule, target[len(prefix) : len(target) - len(suffix)]
+    return None
+
+
+def _automatic(line: str, values: Mapping[str, str]) -> str:
+    """`$@` (the target) and `$*` (the stem) in a recipe line; `$$@` is the shell's own."""
+    return re.sub(r"(?<!\$)\$([@*])", lambda m: values[m.group(1)], line)
 
 
 def expand_make(line: str, values: Mapping[str, str]) -> str:

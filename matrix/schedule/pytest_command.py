@@ -317,6 +317,8 @@ def read_script(
     why = f"over the budget of scripts one step may follow ({MAX_SCRIPTS} scripts, {MAX_SCRIPTS_BYTES} bytes)"
     if budget.scripts <= 0:
         return ScriptResult(unread=((here, why),))  # refused before the file is even opened
+    if "$" in path or "`" in path:  # a folder or name set at run time (`cd "$(mktemp -d)" && bash x.sh`)
+        return ScriptResult(unread=((here, "the script's path is known only at run time"),))
     text = load(path)
     if text is None:
         return ScriptResult(unread=((here, missing_reason(load, path)),))

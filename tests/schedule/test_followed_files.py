@@ -132,3 +132,17 @@ def test_a_modal_function_that_is_not_there_is_unread(tmp_path: Path) -> None:
     schedule = schedule_of(repo(tmp_path, "modal run -m dev.modal_app::gone", {"dev/modal_app.py": MODAL_APP}))
     assert schedule.entries == ()
     assert any("no Modal function gone" in u.reason for u in schedule.unread)
+
+
+def test_a_pattern_rule_makes_a_target_no_rule_names() -> None:
+    makefile = "suite-%:\n\tpytest tests/$*  # $@\n\nlint:\n\truff check .\n"
+    script, missing = recipe_script(makefile, make_call(["make", "suite-gpu", "nowhere.txt"], ".") or make_call(["make"], "."))  # type: ignore[arg-type]
+    assert missing == ()
+    assert "( pytest tests/gpu  # suite-gpu )" in script.splitlines()
+
+
+def test_a_script_named_in_a_run_time_folder_is_unread_as_such(tmp_path: Path) -> None:
+    run = 'WORK="$(mktemp -d)"\n(cd "$WORK" && bash scripts/part1.sh)'
+    schedule = schedule_of(repo(tmp_path, run, {"scripts/part1.sh": "pytest tests/a\n"}))
+    assert schedule.entries == ()
+    assert [u.reason for u in schedule.unread] == ["the script's path is known only at run time"]
