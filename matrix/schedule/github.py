@@ -234,6 +234,7 @@ class _Walker:
         self.runners = runners
         self.table: RunnerConfigTable | None = find_table(repo)
         self.outputs = self._echoed_outputs()
+        self.computed = self._computed_outputs()
         self.labels = LabelIndex(runners)
         self._resolutions: dict[tuple[str, ...], Resolution] = {}
         self._call_defaults: dict[str, dict[str, Any]] = {}
@@ -291,6 +292,27 @@ class _Walker:
                         out.setdefault(name, []).append((value, f"{wf.name}:{number}"))
         return out
 
+    def _computed_outputs(self) -> dict[str, tuple[str, str]]:
+        """Output name -> (value, the assumption it rests on) for outputs a `run:` step computes with jq
+        (`matrix.schedule.jq_outputs`); a name two jobs compute differently is left out."""
+        if not any("jq" in text and "GITHUB_OUTPUT" in text for text in ("\n".join(wf.lines) for wf in self.workflows.values())):
+            return {}  # no workflow computes an output with jq: nothing to import or parse
+        from matrix.schedule.jq_outputs import job_outputs
+
+        load = self.scripts if self.scripts is not None else (lambda _path: None)
+        found: dict[str, set[tuple[str, str]]] = {}
+        for wf in self.workflows.values():
+            jobs = wf.doc.get("jobs")
+            for job_id, job in jobs.items() if isinstance(jobs, Mapping) else ():
+                if not isinstance(job, Mapping):
+                    continue
+                for key, (value, assumptions) in job_outputs(job, load).items():
+                    note = "; ".join(
+                        (f"{key.rsplit('.', 1)[-1]} computed from the jq steps of {wf.name} job {job_id}", *assumptions)
+                    )
+                    found.setdefault(key.rsplit(".", 1)[-1], set()).add((value, note))
+        return {name: next(iter(values)) for name, values in found.items() if len({v for v, _ in values}) == 1}
+
     def output(self, name: str, notes: _Notes) -> Any:
         if name not in self._output_cache:
             local = _Notes()
@@ -304,6 +326,10 @@ class _Walker:
         if self.table is not None and "runs_on" in name:
             notes.add(f"{name} is the runs_on column of {self.table.source}")
             return {key: self._label_value(label, notes) for key, label in self.table.runs_on}
+        computed = self.computed.get(name)
+        if computed is not None:
+            notes.add(computed[1])
+            return computed[0]
         found = self.outputs.get(name)
         if not found:
             return Unknown(text=f"outputs.{name}")

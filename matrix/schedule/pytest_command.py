@@ -365,8 +365,8 @@ def read_text(
     unread: list[tuple[Origin, str]] = []
     conditions: list[tuple[Selection, tuple[str, ...]]] = []
     runners: list[tuple[Selection, tuple[str, ...], tuple[str, ...]]] = []
-    for command in commands(text, context.working_dir, _keywords(readers), context.env):
-        origin = replace(here, line=command.line)
+    for command in commands(text, context.working_dir, _keywords(readers), context.env, load):
+        origin = replace(here, file=command.file or path, line=command.line)
         if command.unread:
             unread.append((origin, command.unread))
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from matrix.schedule.shell_tree import Command
 
@@ -31,14 +31,17 @@ def commands(
     working_dir: str = ".",
     keywords: tuple[str, ...] | None = None,
     env: Mapping[str, str] | None = None,
+    load: Callable[[str], str | None] | None = None,
 ) -> tuple[Command, ...]:
     """Every simple command of `script`, in order, with the conditions its branch rests on; `env` is what the step
     sets before the script runs (it decides `if [ "$X" = 1 ]`). With `keywords`, simple statements holding none
-    of them (and changing no folder or variable) are skipped, which keeps long scripts cheap."""
+    of them (and changing no folder or variable) are skipped, which keeps long scripts cheap. With `load`
+    (repo-relative path -> text), `source FILE` is read into the script as bash reads it; a command from such a
+    file names it (`Command.file`)."""
     text = script[:MAX_SCRIPT]
-    names = _names(text)
-    known = tuple(sorted((k, v) for k, v in (env or {}).items() if k in names))
-    return _commands(text, working_dir, keywords, known)
+    names = _names(text) if load is None else None  # a sourced file may read any name
+    known = tuple(sorted((k, v) for k, v in (env or {}).items() if names is None or k in names))
+    return _commands(text, working_dir, keywords, known, load)
 
 
 @functools.lru_cache(maxsize=512)
@@ -49,12 +52,16 @@ def _names(script: str) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=4096)
 def _commands(
-    script: str, working_dir: str, keywords: tuple[str, ...] | None, env: tuple[tuple[str, str], ...]
+    script: str,
+    working_dir: str,
+    keywords: tuple[str, ...] | None,
+    env: tuple[tuple[str, str], ...],
+    load: Callable[[str], str | None] | None,
 ) -> tuple[Command, ...]:
     from matrix.schedule.shell_tree import walk  # the parser is loaded when a script is read
     from matrix.schedule.shell_words import known_from
 
-    return tuple(walk(script, working_dir, known_from(dict(env)), keywords, unwrap))
+    return tuple(walk(script, working_dir, known_from(dict(env)), keywords, unwrap, load=load))
 
 
 def without_comments(script: str) -> str:

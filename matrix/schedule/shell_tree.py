@@ -22,6 +22,7 @@ from matrix.schedule.shell_words import Variables, assigned, env_value, text, wo
 MAX_DEPTH = 4  # bash -c "sh -c '...'" nesting, and function calls inside function calls
 MAX_COMMANDS = 20_000  # commands one script may give (loops over literal lists unrolled)
 MAX_LOOP_VALUES = 16
+MAX_SOURCED = 16  # files one walk reads in through `source` / `.`
 _MOVES = frozenset({"cd", "pushd", "popd"})
 _SPREADS = (b"[@]", b"[*]", b"$@", b"$*")
 
@@ -38,6 +39,7 @@ class Command:
     conditions: tuple[str, ...] = ()
     line: int = 1
     unread: str = ""
+    file: str = ""  # the file a sourced script's command is written in; "" for the script being read
 
 
 @functools.cache
@@ -78,7 +80,10 @@ class Walk:
     """One walk over a script's tree, collecting its commands. `keywords` (the text a command of interest holds)
     lets the walk skip simple statements that hold none and change nothing it tracks."""
 
-    def __init__(self, keywords: tuple[str, ...] | None, unwrap: Any) -> None:
+    def __init__(self, keywords: tuple[str, ...] | None, unwrap: Any, load: Any = None) -> None:
+        self.load = load  # path -> text or None: `source FILE` is read into this walk (its functions and variables)
+        self.sourced: list[str] = []
+        self.file = ""
         self.keywords = None if keywords is None else tuple(k.encode() for k in keywords)
         self.unwrap = unwrap  # shell.unwrap: (words, env) -> words
         self.out: list[Command] = []
@@ -88,11 +93,16 @@ class Walk:
     def script(self, source: str, scope: _Scope, depth: int, line: int = 0) -> None:
         root = parse(source).root_node
         self.block(root.children if root.type == "program" else [root], scope, depth, line)
-        for name, (body, offset) in self.functions.items():
+        for name, (body, offset, file) in self.functions.items():
             if name not in self.called and self._holds(body):
                 line = offset
+                self.file = file
                 self._unread(
-                    body, scope, line, f"a command of interest inside the shell function {name}(), which this script never calls"
+                    body,
+                    scope,
+                    line,
+                    f"a command of interest inside the shell function {name}(), which this script does not call itself"
+                    " (a script sourcing it may; that call is not followed)",
                 )
 
     def _holds(self, node: Any) -> bool:
@@ -107,6 +117,7 @@ class Walk:
                 conditions=scope.conditions,
                 line=line + node.start_point[0] + 1,
                 unread=reason,
+                file=self.file,
             )
         )
 
@@ -198,13 +209,17 @@ class Walk:
             return
         if head == ":" and len(argv) > 1:
             return
+        if head in ("source", ".") and len(argv) > 1 and self._source(argv[1], scope, depth):
+            return
         if head in self.functions and depth < MAX_DEPTH:
             self.called.add(head)
             inner = scope.branch()
             inner.known.positional = tuple(argv[1:])
             inner.exported.update(env)
-            body, offset = self.functions[head]
+            body, offset, file = self.functions[head]
+            before, self.file = self.file, file
             self.statement(body, inner, depth + 1, offset)
+            self.file = before
             scope.working_dir = inner.working_dir
             return
         inline = _inline_script(argv)
@@ -233,6 +248,22 @@ class Walk:
                 words=tuple(argv), env=tuple(merged.items()), working_dir=scope.working_dir, conditions=scope.conditions, line=at
             )
         )
+
+    def _source(self, path: str, scope: _Scope, depth: int) -> bool:
+        """Read `source PATH` into this walk, as bash does (its functions and variables stay); False when it
+        cannot be (no loader, a run-time path, missing, too many): the command is then kept for the caller."""
+        if self.load is None or "$" in path or "`" in path or depth >= MAX_DEPTH or len(self.sourced) >= MAX_SOURCED:
+            return False
+        target = path if path.startswith("/") else posixpath.normpath(posixpath.join(scope.working_dir, path))
+        source = self.load(target)
+        if source is None:
+            return False
+        self.sourced.append(target)
+        before, self.file = self.file, target
+        root = parse(source).root_node
+        self.block(root.children if root.type == "program" else [root], scope, depth + 1, 0)
+        self.file = before
+        return True
 
     def script_text(self, source: str, scope: _Scope, depth: int, at: int) -> None:
         """A script given as a string (`bash -c '...'`): its commands all at the line of the command holding it."""
@@ -295,7 +326,7 @@ class Walk:
         name = node.child_by_field_name("name")
         body = node.child_by_field_name("body")
         if name is not None and body is not None:
-            self.functions[text(name)] = (body, line)
+            self.functions[text(name)] = (body, line, self.file)
 
     def list_(self, node: Any, scope: _Scope, depth: int, line: int) -> None:
         """`a && b && c`: each part runs when the ones before succeed (a test on the way decides that); `a || b`:
@@ -550,8 +581,10 @@ _HANDLERS: dict[str, Any] = {
 }
 
 
-def walk(script: str, working_dir: str, known: Variables, keywords: tuple[str, ...] | None, unwrap: Any) -> Iterator[Command]:
+def walk(
+    script: str, working_dir: str, known: Variables, keywords: tuple[str, ...] | None, unwrap: Any, *, load: Any = None
+) -> Iterator[Command]:
     """The commands of `script` run from `working_dir` with `known` variables (see the module docstring)."""
-    walker = Walk(keywords, unwrap)
+    walker = Walk(keywords, unwrap, load)
     walker.script(script, _Scope(known=known, working_dir=working_dir), 0)
     yield from walker.out
