@@ -23,6 +23,7 @@ _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PLAIN = frozenset({"exec", "time", "nohup", "command", "builtin", "nice", "stdbuf", "ionice", "chronic", "unbuffer"})
 
 
+_SOURCES = re.compile(r"(?:^|[;&|\s])(?:source|\.)\s")
 _NAMES = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -39,9 +40,14 @@ def commands(
     (repo-relative path -> text), `source FILE` is read into the script as bash reads it; a command from such a
     file names it (`Command.file`)."""
     text = script[:MAX_SCRIPT]
-    names = _names(text) if load is None else None  # a sourced file may read any name
+    names = _names(text) if load is None or not _sources(text) else None  # a sourced file may read any name
     known = tuple(sorted((k, v) for k, v in (env or {}).items() if names is None or k in names))
     return _commands(text, working_dir, keywords, known, load)
+
+
+@functools.lru_cache(maxsize=512)
+def _sources(script: str) -> bool:
+    return _SOURCES.search(script) is not None
 
 
 @functools.lru_cache(maxsize=512)

@@ -24,6 +24,11 @@ MAX_COMMANDS = 20_000  # commands one script may give (loops over literal lists 
 MAX_LOOP_VALUES = 16
 MAX_SOURCED = 16  # files one walk reads in through `source` / `.`
 _MOVES = frozenset({"cd", "pushd", "popd"})
+_COMPOUND = frozenset({"if_statement", "case_statement", "for_statement", "c_style_for_statement", "while_statement"})
+# What in a compound statement can change what later commands see: a folder, an assignment, a function, a source.
+_CHANGES = re.compile(
+    rb"\b(?:cd|pushd|popd|source|export|declare|readonly|local|function)\b|\b[A-Za-z_]\w*\+?=|\(\)|^\s*\.\s|[;&|]\s*\.\s", re.M
+)
 _SPREADS = (b"[@]", b"[*]", b"$@", b"$*")
 
 
@@ -84,6 +89,7 @@ class Walk:
         self.load = load  # path -> text or None: `source FILE` is read into this walk (its functions and variables)
         self.sourced: list[str] = []
         self.file = ""
+        self.split = False  # whether a text this walk reads has a redirection split over a line break
         self.keywords = None if keywords is None else tuple(k.encode() for k in keywords)
         self.unwrap = unwrap  # shell.unwrap: (words, env) -> words
         self.out: list[Command] = []
@@ -91,6 +97,7 @@ class Walk:
         self.called: set[str] = set()
 
     def script(self, source: str, scope: _Scope, depth: int, line: int = 0) -> None:
+        self.split = self.split or _has_split(source)
         root = parse(source).root_node
         self.block(root.children if root.type == "program" else [root], scope, depth, line)
         for name, (body, offset, file) in self.functions.items():
@@ -104,6 +111,16 @@ class Walk:
                     f"a command of interest inside the shell function {name}(), which this script does not call itself"
                     " (a script sourcing it may; that call is not followed)",
                 )
+
+    def _matters(self, node: Any) -> bool:
+        """Whether a compound statement may run a command of interest or change what later ones see (a folder,
+        a variable, a function, a sourced file)."""
+        body = node.text
+        return (
+            any(k in body for k in self.keywords or ())
+            or _CHANGES.search(body) is not None
+            or any(name.encode() in body for name in self.functions)
+        )
 
     def _holds(self, node: Any) -> bool:
         return self.keywords is None or any(k in node.text for k in self.keywords)
@@ -134,7 +151,7 @@ class Walk:
                 self.block([*node.children, *nodes[index + 1 :]], scope, depth, line, recovered=True)
                 return
             whole = node.type in _HANDLERS or node.type == "comment"
-            if node.type == "ERROR" or node.has_error or _split_redirect(node) or (recovered and not whole):
+            if node.type == "ERROR" or node.has_error or (self.split and _split_redirect(node)) or (recovered and not whole):
                 self._broken(nodes[index:], scope, line)
                 return
             self.statement(node, scope, depth, line)
@@ -153,6 +170,8 @@ class Walk:
                 first = " ".join(text(node).split())[:80]
                 self._unread(node, scope, line, f"the shell parser cannot read `{first}`")
             return
+        if self.keywords is not None and kind in _COMPOUND and not self._matters(node):
+            return  # nothing a reader wants, and nothing later commands depend on
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, node, scope, depth, line)
@@ -259,6 +278,7 @@ class Walk:
         if source is None:
             return False
         self.sourced.append(target)
+        self.split = self.split or _has_split(source)
         before, self.file = self.file, target
         root = parse(source).root_node
         self.block(root.children if root.type == "program" else [root], scope, depth + 1, 0)
@@ -268,6 +288,7 @@ class Walk:
     def script_text(self, source: str, scope: _Scope, depth: int, at: int) -> None:
         """A script given as a string (`bash -c '...'`): its commands all at the line of the command holding it."""
         before = len(self.out)
+        self.split = self.split or _has_split(source)
         root = parse(source).root_node
         self.block(root.children if root.type == "program" else [root], scope, depth, 0)
         self.out[before:] = [
@@ -470,6 +491,11 @@ _TESTS = frozenset({"test_command", "negated_command"})
 # A redirection whose target is on the next line (`<` then a line break): a syntax error to bash, read across the
 # line break by the parser.
 _SPLIT_REDIRECT = re.compile(rb"(?<![<>])(?:<|>|>>|&>|[0-9]>)[ \t]*\n")
+
+
+@functools.lru_cache(maxsize=256)
+def _has_split(source: str) -> bool:
+    return _SPLIT_REDIRECT.search(source.encode("utf-8", "replace")) is not None
 
 
 def _split_redirect(node: Any) -> bool:
