@@ -1,5 +1,6 @@
 """What a command hands to other files, read through the same readers: the shell scripts it runs, the recipes of
-`make TARGET`, and the Modal functions `modal run` starts (on their own GPU); pure apart from the loader.
+`make TARGET`, the commands of `tox -e ENV` / `nox -s SESSION`, and the Modal functions `modal run` starts (on
+their own GPU); pure apart from the loader.
 
 One `ScriptBudget` bounds a whole read: the scripts, Makefiles and Modal files followed count against it.
 """
@@ -24,6 +25,7 @@ from matrix.schedule.pytest_command import (
     read_script,
     read_text,
 )
+from matrix.schedule.session_files import nox_script, session_call, tox_script
 
 
 def follow(
@@ -61,6 +63,15 @@ def follow(
                     script, make.makefile, load, readers, inner, depth=depth + 1, budget=budget, calling=(*calling, make.makefile)
                 )
             )
+    session = session_call(words)
+    if session is not None:
+        path = posixpath.normpath(posixpath.join(context.working_dir, session.file))
+        text = _take(path, load, context, unread, budget=budget, depth=depth)
+        if text is not None:
+            script, problems = (tox_script if session.tool == "tox" else nox_script)(text, session)
+            unread.extend((context.origin, f"{path}: {p}") for p in problems)
+            inner = StepContext(working_dir=posixpath.dirname(path) or ".", env=dict(context.env), origin=context.origin)
+            parts.append(read_text(script, path, load, readers, inner, depth=depth + 1, budget=budget, calling=(*calling, path)))
     modal = modal_call(words, context.working_dir)
     if modal is not None:
         text = _take(modal.path, load, context, unread, budget=budget, depth=depth)
@@ -79,7 +90,25 @@ def follow(
 
 
 _NOTHING = ScriptResult()
-_HANDS_OVER = frozenset({"bash", "sh", "source", ".", "make", "gmake", "$(MAKE)", "${MAKE}", "modal"})
+_HANDS_OVER = frozenset(
+    {
+        "bash",
+        "sh",
+        "source",
+        ".",
+        "make",
+        "gmake",
+        "$(MAKE)",
+        "${MAKE}",
+        "modal",
+        "tox",
+        "nox",
+        "uvx",
+        "pipx",
+        "python",
+        "python3",
+    }
+)
 
 
 def _may_follow(words: Sequence[str]) -> bool:

@@ -146,3 +146,58 @@ def test_a_script_named_in_a_run_time_folder_is_unread_as_such(tmp_path: Path) -
     schedule = schedule_of(repo(tmp_path, run, {"scripts/part1.sh": "pytest tests/a\n"}))
     assert schedule.entries == ()
     assert [u.reason for u in schedule.unread] == ["the script's path is known only at run time"]
+
+
+TOX_INI = textwrap.dedent(
+    """\
+    [tox]
+    envlist = unit
+
+    [testenv]
+    commands =
+        pytest {posargs:tests/unit}
+
+    [testenv:gpu]
+    setenv = KERNELS=1
+    commands =
+        python -m pytest tests/gpu -m "not slow"
+        py311: pytest tests/only_py311
+    """
+)
+
+NOXFILE = textwrap.dedent(
+    """\
+    import nox
+
+
+    @nox.session(python="3.11")
+    def unit(session):
+        session.install("-e", ".")
+        session.run("pytest", "tests/unit", *session.posargs)
+
+
+    @nox.session(name="gpu-tests")
+    def gpu(session):
+        session.run("pytest", "tests/gpu")
+        session.run("pytest", f"tests/{session.python}")
+    """
+)
+
+
+def test_tox_environments_run_their_commands(tmp_path: Path) -> None:
+    run = "tox -e gpu\ntox -- tests/picked\ntox -e missing"
+    schedule = schedule_of(repo(tmp_path, run, {"tox.ini": TOX_INI}))
+    assert [p for p, _ in selected(schedule)] == [("tests/gpu",), ("tests/picked",)]
+    reasons = [u.reason for u in schedule.unread]
+    assert any("py311: pytest tests/only_py311" in r for r in reasons)
+    assert any("tox environment missing is not in tox.ini" in r for r in reasons)
+    assert "tox.ini" in schedule.sources
+
+
+def test_nox_sessions_run_their_session_run_calls(tmp_path: Path) -> None:
+    run = "nox -s unit -- -k fast\npython -m nox -s gpu-tests"
+    schedule = schedule_of(repo(tmp_path, run, {"noxfile.py": NOXFILE}))
+    assert [p for p, _ in selected(schedule)] == [("tests/unit",), ("tests/gpu",)]
+    unit = schedule.entries[0].selection
+    assert isinstance(unit, PytestSelection) and unit.keyword == "fast"
+    assert any("known only at run time" in u.reason and "gpu-tests" in u.reason for u in schedule.unread)

@@ -160,7 +160,7 @@ def test_without_a_script_loader_scripts_are_not_followed(tmp_path: Path) -> Non
 def test_the_pytest_reader_gives_the_walker_its_keywords(tmp_path: Path) -> None:
     assert PytestCommandReader.keywords == ("pytest", "py.test")
     walker = _Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS, scripts={}.get)
-    assert walker.keywords == ("pytest", "py.test", ".sh", "make", "modal")
+    assert walker.keywords == ("pytest", "py.test", ".sh", "make", "modal", "tox", "nox")
     assert _Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS).keywords == ("pytest", "py.test")
 
 
