@@ -42,8 +42,9 @@ def all_readers() -> tuple[CommandReader, ...]:
 
 class TreeLoader:
     """Repository-relative path -> text, or None: outside the root (also through a link), missing, or oversized;
-    why is kept in `refused` (never the file's content), and every path read in `read`, in order. Bytes that are
-    not UTF-8 (a Latin-1 comment) are read as bash reads them, as bytes that match no command: replaced."""
+    why is kept in `refused` (never the file's content), and every path read in `read`, in order. A script's
+    bytes that are not UTF-8 (a Latin-1 comment) are read as bash reads them, as bytes that match no command
+    (replaced); a Python file's are refused, as Python refuses them."""
 
     def __init__(self, root: Path):
         self.root = root.resolve()
@@ -69,8 +70,15 @@ class TreeLoader:
         if len(data) > MAX_SOURCE_BYTES:
             self.refused[path] = f"is over the size limit ({MAX_SOURCE_BYTES} bytes)"
             return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            if path.endswith(".py"):  # Python reads UTF-8 without a coding line: such a file does not load
+                self.refused[path] = "is not UTF-8 text"
+                return None
+            text = data.decode("utf-8", "replace")  # bash reads bytes: a stray byte matches no command
         self.read[path] = None
-        return data.decode("utf-8", "replace")
+        return text
 
 
 def load_schedule(
