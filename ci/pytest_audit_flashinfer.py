@@ -64,11 +64,12 @@ def page(report: PytestAuditReport, commit: str, command: str, seconds: float) -
         "(also a script handed to the container wrapper `ci/bash.sh`): that reads the Nightly Release job",
         "`test-nightly-build` (sm86, five shards, `scripts/task_test_nightly_build.sh` ->",
         "`scripts/task_jit_run_tests_part${TEST_SHARD}.sh`, `FLASHINFER_DISABLE_JIT=1`). PR Test",
-        "(`.github/workflows/pr-test.yml`) builds its GPU matrix with `jq` at run time and runs",
-        "`./scripts/${TEST_SCRIPT}` from `matrix.script`, so the walker lists that job as not read, and",
-        "`ci/schedules/flashinfer-pr-test.toml` declares it (A10G `sm86` runs",
-        "`scripts/task_jit_run_tests_part{1..5}.sh`, T4 `sm75` part 3, H100 `h100` `scripts/task_run_unit_tests.sh`,",
-        "which collects all of `tests/`); the declared scripts are read for their `pytest` lines the same way.",
+        "(`.github/workflows/pr-test.yml`) builds its GPU matrix with `jq` and runs `./scripts/${TEST_SCRIPT}`",
+        "from `matrix.script`: the walker evaluates that step's jq programs with the jq library and reads each",
+        "leg's script (A10G `sm86` `scripts/task_jit_run_tests_part{1..5}.sh`, T4 `sm75` part 3).",
+        "`ci/schedules/flashinfer-pr-test.toml` declares the two legs no reader follows (H100 `h100`",
+        "`scripts/task_run_unit_tests.sh` hands `tests/` to a Python runner; the moe_ep unit run), and",
+        "`ci/check_flashinfer_schedule.py` checks it against the matrix the workflow builds.",
         "Runner profiles: `matrix/data/runners.toml` (t4 sm75, a10g sm86, h100 sm90, CUDA 12.9 of the cu129",
         "image). Predicates: `matrix/data/predicates/` (torch, flashinfer `flashinfer/utils.py`).",
         "",
@@ -106,7 +107,7 @@ def page(report: PytestAuditReport, commit: str, command: str, seconds: float) -
         "",
         *(f"- `{u.origin}`: {u.reason}" for u in report.unread),
         "",
-        "The PR Test matrix job is declared in the schedule file; so is the moe_ep unit run",
+        "The H100 leg of the PR Test matrix is declared in the schedule file; so is the moe_ep unit run",
         "(`tests/moe_ep/run_tests.sh unit`, its `run_unit()`) of the PR jobs. The nightly shard 1 calls the same",
         "`run_unit()`, which is listed above and not declared. Assumptions taken:",
         "",
@@ -114,6 +115,20 @@ def page(report: PytestAuditReport, commit: str, command: str, seconds: float) -
         "",
     ]
     return "\n".join(lines)
+
+
+# Sections of the page written by other scripts (`ci/audit_trees.py`) start at this line and are kept.
+KEPT = "<!-- kept: sections below are not written by ci/pytest_audit_flashinfer.py -->"
+
+
+def kept_sections(path: Path) -> str:
+    """The page's kept tail (from the KEPT line on), so that regenerating the flashinfer part does not drop it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    at = text.find(KEPT)
+    return "" if at < 0 else "\n" + text[at:]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds = time.perf_counter() - started
     schedule = args.schedule.resolve().relative_to(ROOT) if args.schedule.resolve().is_relative_to(ROOT) else args.schedule
     command = f"specmatrix pytest-audit FLASHINFER --schedule-file {schedule}"
-    write_text_atomic(args.out, page(report, commit, command, seconds))
+    write_text_atomic(args.out, page(report, commit, command, seconds) + kept_sections(args.out))
     print("\n".join(summary_lines(report)))
     print(f"wrote {args.out}")
     return 0

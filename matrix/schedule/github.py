@@ -47,7 +47,7 @@ from matrix.schedule.model import (
     called_from,
 )
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
-from matrix.schedule.shell import commands
+from matrix.schedule.shell import FOLLOWED, commands
 from matrix.schedule.strategy import NO_MATRIX, Expansion, expand_matrix
 from matrix.schedule.workflow_doc import (
     OUTPUT_ECHO,
@@ -150,6 +150,10 @@ def read_github(
     return walker.run()
 
 
+# (selection, where it was read, the shell conditions it runs under, (labels, notes) of its own runner or None)
+_Followed = tuple[Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]] | None]
+
+
 class _Walker:
     def __init__(
         self,
@@ -169,6 +173,7 @@ class _Walker:
         self.table: RunnerConfigTable | None = find_table(repo)
         self.outputs = self._echoed_outputs()
         self.table_outputs = self._table_outputs() if self.table is not None else frozenset()
+        self.computed = self._computed_outputs()
         self.labels = LabelIndex(runners)
         self._resolutions: dict[tuple[str, ...], Resolution] = {}
         self._call_defaults: dict[str, dict[str, Any]] = {}
@@ -189,13 +194,13 @@ class _Walker:
         self._lines: dict[tuple[str, str, int], int] = {}
         self._key_lines: dict[str, dict[str, int]] = {}
         self._stack: list[str] = []
-        self._script_results: dict[tuple[str, str, tuple[tuple[str, str], ...], Origin], ScriptResult] = {}
+        self._script_results: dict[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...], Origin], ScriptResult] = {}
         self._notes_now = _Notes()
         # Every reader names the text its commands hold: lines without any are not split.
         found = [getattr(r, "keywords", None) for r in self.readers]
         self.keywords = None if any(k is None for k in found) else tuple(k for ks in found if ks for k in ks)
         if self.keywords is not None and scripts is not None:
-            self.keywords = (*self.keywords, ".sh")  # a line that runs a script may lead to one
+            self.keywords = (*self.keywords, *FOLLOWED)  # a line that runs a script (make, modal) may lead to one
 
     def run(self) -> Schedule:
         for wf in self.workflows.values():
@@ -254,6 +259,27 @@ class _Walker:
                     names.update(m.group(2) for m in STEP_OUTPUT.finditer(line) if m.group(1) in writers)
         return frozenset(names)
 
+    def _computed_outputs(self) -> dict[str, tuple[str, str]]:
+        """Output name -> (value, the assumption it rests on) for outputs a `run:` step computes with jq
+        (`matrix.schedule.jq_outputs`); a name two jobs compute differently is left out."""
+        if not any("jq" in text and "GITHUB_OUTPUT" in text for text in ("\n".join(wf.lines) for wf in self.workflows.values())):
+            return {}  # no workflow computes an output with jq: nothing to import or parse
+        from matrix.schedule.jq_outputs import job_outputs
+
+        load = self.scripts if self.scripts is not None else (lambda _path: None)
+        found: dict[str, set[tuple[str, str]]] = {}
+        for wf in self.workflows.values():
+            jobs = wf.doc.get("jobs")
+            for job_id, job in jobs.items() if isinstance(jobs, Mapping) else ():
+                if not isinstance(job, Mapping):
+                    continue
+                for key, (value, assumptions) in job_outputs(job, load).items():
+                    note = "; ".join(
+                        (f"{key.rsplit('.', 1)[-1]} computed from the jq steps of {wf.name} job {job_id}", *assumptions)
+                    )
+                    found.setdefault(key.rsplit(".", 1)[-1], set()).add((value, note))
+        return {name: next(iter(values)) for name, values in found.items() if len({v for v, _ in values}) == 1}
+
     def output(self, name: str, notes: _Notes) -> Any:
         if name not in self._output_cache:
             local = _Notes()
@@ -267,6 +293,10 @@ class _Walker:
         if self.table is not None and name in self.table_outputs:
             notes.add(f"{name} is the runs_on column of {self.table.source}")
             return {key: self._label_value(label, notes) for key, label in self.table.runs_on}
+        computed = self.computed.get(name)
+        if computed is not None:
+            notes.add(computed[1])
+            return computed[0]
         found = self.outputs.get(name)
         if not found:
             return Unknown(text=f"outputs.{name}")
@@ -689,7 +719,10 @@ class _Walker:
     ) -> None:
         where = step.get("working-directory", working)
         start = str(where) if isinstance(where, str | int | float) else working
-        for command in commands(script, start, self.keywords):
+        for command in commands(script, start, self.keywords, env):
+            if command.unread:
+                self.unread.append(UnreadJob(origin=origin, reason=_shown(command.unread, unknown)))
+                continue
             context_env = {**env, **dict(command.env)}
             context = StepContext(working_dir=command.working_dir, env=context_env, origin=origin)
             used = [
@@ -699,10 +732,10 @@ class _Walker:
                 for m in PLACEHOLDER.finditer(w)
                 if int(m.group(1)) < len(unknown)
             ]
-            found: list[tuple[Selection, Origin]] = []
+            found: list[_Followed] = []
             for reader in self.readers:
                 try:
-                    found.extend((selection, origin) for selection in reader.selections(command.words, context))
+                    found.extend((selection, origin, (), None) for selection in reader.selections(command.words, context))
                 except UnreadableCommand as exc:
                     self.unread.append(UnreadJob(origin=origin, reason=_shown(exc.reason, unknown)))
             if self.scripts is not None:
@@ -710,8 +743,10 @@ class _Walker:
             if not found:
                 continue
             env_items = tuple(sorted(context_env.items()))
-            for selection, where in found:
-                for labels, label_notes in label_sets:
+            for selection, where, conditions, elsewhere in found:
+                # A selection that runs on its own runner (a Modal function's GPU) keeps that runner.
+                sets = label_sets if elsewhere is None else [elsewhere]
+                for labels, label_notes in sets:
                     resolution = self._resolution(labels)
                     profiles, others = resolution.profiles, resolution.others
                     mixed: tuple[str, ...] = ()
@@ -723,6 +758,7 @@ class _Walker:
                         )
                         profiles, others = (), ()
                     assumptions = [*notes.items, *label_notes, *resolution.assumptions, *mixed, *dict.fromkeys(used)]
+                    assumptions += [*command.conditions, *conditions]
                     entry = ScheduleEntry(
                         selection=selection,
                         labels=labels,
@@ -742,26 +778,22 @@ class _Walker:
                     if not profiles and not others:
                         self._unknown_label(labels, origin)
 
-    def _scripts(
-        self, words: Sequence[str], context: StepContext, unknown: tuple[Unknown, ...]
-    ) -> list[tuple[Selection, Origin]]:
-        """What the shell scripts a command runs select (each at its own file:line, called from the step); a
-        script that is missing, nested too deep or named only at run time is listed as unread."""
+    def _scripts(self, words: Sequence[str], context: StepContext, unknown: tuple[Unknown, ...]) -> list[_Followed]:
+        """What the shell scripts, make targets and Modal functions a command runs select (each at its own
+        file:line, called from the step, with the shell conditions it runs under and, for a Modal function, its
+        own runner); what is missing, over the budget or named only at run time is listed as unread."""
         assert self.scripts is not None
-        found: list[tuple[Selection, Origin]] = []
-        from matrix.schedule.pytest_command import called_scripts, read_script  # only when scripts are followed
+        from matrix.schedule.follow import follow  # only when scripts are followed
+        from matrix.schedule.pytest_command import ScriptBudget
 
-        for path, why in called_scripts(words, context):
-            if path is None:
-                self.unread.append(UnreadJob(origin=context.origin, reason=_shown(why, unknown)))
-                continue
-            key = (path, context.working_dir, tuple(sorted(context.env.items())), context.origin)
-            if key not in self._script_results:  # the same step in every matrix job reads the same script
-                self._script_results[key] = read_script(path, self.scripts, self.readers, context)
-            result = self._script_results[key]
-            found.extend(result.selections)
-            self.unread.extend(UnreadJob(origin=where, reason=_shown(reason, unknown)) for where, reason in result.unread)
-        return found
+        key = (tuple(words), context.working_dir, tuple(sorted(context.env.items())), context.origin)
+        if key not in self._script_results:  # the same step in every matrix job reads the same scripts
+            self._script_results[key] = follow(words, context, self.scripts, self.readers, budget=ScriptBudget())
+        result = self._script_results[key]
+        self.unread.extend(UnreadJob(origin=where, reason=_shown(reason, unknown)) for where, reason in result.unread)
+        conditions = dict(result.conditions)
+        runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
+        return [(s, where, conditions.get(s, ()), runners.get(s)) for s, where in result.selections]
 
     def _labels(
         self, ctx: _Context, runs_on: Any, matrix: Mapping[str, Any], event: str, notes: _Notes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from matrix.core.profile import RunnerProfile
@@ -40,20 +41,44 @@ def all_readers() -> tuple[CommandReader, ...]:
 
 
 class TreeLoader:
-    """Repository-relative path -> text, or None: outside the root, missing, oversized or not UTF-8."""
+    """Repository-relative path -> text, or None: outside the root (also through a link), missing, or oversized;
+    why is kept in `refused` (never the file's content), and every path read in `read`, in order. A script's
+    bytes that are not UTF-8 (a Latin-1 comment) are read as bash reads them, as bytes that match no command
+    (replaced); a Python file's are refused, as Python refuses them."""
 
     def __init__(self, root: Path):
         self.root = root.resolve()
+        self.refused: dict[str, str] = {}
+        self.read: dict[str, None] = {}
 
     def __call__(self, path: str) -> str | None:
         if path.startswith("/") or ".." in path.split("/"):
+            self.refused[path] = "is outside the repository"
             return None
         target = self.root / path
         try:
+            if not target.resolve().is_relative_to(self.root):
+                self.refused[path] = "is a link to a file outside the repository"
+                return None
             data = read_limited(target, MAX_SOURCE_BYTES)  # a FIFO or device is refused, never waited on
-            return data.decode("utf-8") if len(data) <= MAX_SOURCE_BYTES else None
-        except (OSError, UnicodeDecodeError):
+        except FileNotFoundError:
+            self.refused[path] = "is not in the tree"
             return None
+        except OSError as exc:
+            self.refused[path] = f"cannot be read ({exc.strerror or type(exc).__name__})"
+            return None
+        if len(data) > MAX_SOURCE_BYTES:
+            self.refused[path] = f"is over the size limit ({MAX_SOURCE_BYTES} bytes)"
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            if path.endswith(".py"):  # Python reads UTF-8 without a coding line: such a file does not load
+                self.refused[path] = "is not UTF-8 text"
+                return None
+            text = data.decode("utf-8", "replace")  # bash reads bytes: a stray byte matches no command
+        self.read[path] = None
+        return text
 
 
 def load_schedule(
@@ -76,7 +101,10 @@ def load_schedule(
         from matrix.schedule.github import read_github
 
         scripts = TreeLoader(workflow_files(root)[0]) if follow_scripts else None
-        return read_github(root, chosen, runners, scripts=scripts)
+        schedule = read_github(root, chosen, runners, scripts=scripts)
+        if scripts is not None and scripts.read:  # "files read" names the scripts, Makefiles and Modal files too
+            schedule = replace(schedule, sources=tuple(dict.fromkeys((*schedule.sources, *scripts.read))))
+        return schedule
     repo, files = workflow_files(root)
     inputs = [*files, *(repo / c for c in CANDIDATES if (repo / c).is_file()), *ci_script_files(repo)]
     key = schedule_key(inputs, repo, runners, ",".join(type(r).__name__ for r in chosen))

@@ -13,9 +13,11 @@ import posixpath
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from matrix.schedule.model import CommandReader, Origin, PytestSelection, Selection, StepContext, UnreadableCommand
+from matrix.schedule.shell import FOLLOWED
+from matrix.schedule.wrapped import pytest_call, runs_tests
 
 MAX_SCRIPT_DEPTH = 4
 MAX_SCRIPT_LINES = 20_000
@@ -72,8 +74,6 @@ _VALUED = frozenset(
     }
 )
 _SHORT_VALUED = frozenset({"-c", "-p", "-o", "-n", "-W", "-k", "-m", "-r"})
-_PYTEST_PROGRAMS = frozenset({"pytest", "py.test"})
-_PYTHONS = re.compile(r"^(python|python3(\.\d+)?)$")
 _RUN_TIME = "__UNRESOLVED_"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # ${NAME:-default}, ${NAME-default}, ${NAME}, $NAME, $$NAME (Buildkite's escaped dollar)
@@ -96,7 +96,7 @@ def expand(word: str, env: Mapping[str, str]) -> str:
     def one(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(4)
         if name in env and (env[name] or match.group(2) != ":-"):
-            if "${{" in env[name]:
+            if "${{" in env[name] or "$(" in env[name] or "`" in env[name]:
                 raise UnexpandedVariable(name, env[name])
             return env[name]
         if match.group(2) is not None:
@@ -121,18 +121,9 @@ def strip_prefixes(words: Sequence[str]) -> list[str]:
 
 
 def _pytest_arguments(words: Sequence[str]) -> list[str] | None:
-    if not words:
-        return None
-    program = posixpath.basename(words[0])
-    if program in _PYTEST_PROGRAMS:
-        return list(words[1:])
-    if _PYTHONS.match(program):
-        rest = list(words[1:])
-        while rest and rest[0].startswith("-") and rest[0] != "-m":
-            rest.pop(0)  # -u, -X dev, -O
-        if len(rest) >= 2 and rest[0] == "-m" and rest[1] in ("pytest", "py.test"):
-            return rest[2:]
-    return None
+    """pytest's arguments when `words` run pytest (wrappers included, see `matrix.schedule.wrapped`), else None."""
+    found = pytest_call(words)
+    return None if found is None else found.arguments
 
 
 def _relative(path: str, working_dir: str) -> str:
@@ -148,9 +139,20 @@ class PytestCommandReader:
     keywords = ("pytest", "py.test")
 
     def selections(self, words: Sequence[str], context: StepContext) -> Iterable[Selection]:
-        args = _pytest_arguments(strip_prefixes(words))
-        if args is None:
+        call = pytest_call(strip_prefixes(words))
+        if call is None:
             return ()
+        if call.unread:
+            raise UnreadableCommand(call.unread)
+        args = call.arguments
+        if not runs_tests(args):
+            return ()  # --collect-only, --fixtures, --version, -h: pytest lists or prints, no test runs
+        if "$" in context.working_dir or "`" in context.working_dir:
+            raise UnreadableCommand(f"pytest runs in {context.working_dir[:80]}, a folder known only at run time")
+        if context.working_dir.startswith(("/", "~")) and any(not a.startswith("-") for a in args):
+            # A folder outside the checkout (`cd /src/tests`, `docker exec -w /x`): where the repository is there is
+            # not known, so the relative paths name nothing here.
+            raise UnreadableCommand(f"pytest runs in {context.working_dir[:80]}, a folder outside the checkout")
         late = next((a for a in args if _RUN_TIME in a), None)
         if late is not None:  # the GitHub walker's stand-in for a `${{ ... }}` it could not resolve
             raise UnreadableCommand(f"pytest argument {late[:80]} is known only at run time")
@@ -187,7 +189,7 @@ def parse_pytest_arguments(args: Sequence[str], working_dir: str) -> PytestSelec
                 elif option == "--deselect":
                     deselect.append(_relative(value, working_dir))
                 elif option == "-k":
-                    keyword = value if keyword is None else f"({keyword}) and ({value})"
+                    keyword = value  # pytest keeps the last -k (argparse's store action), as it does -m
                 elif option == "-m":
                     markexpr = value
                 elif option == "--shard-id" and value.isdigit():
@@ -217,6 +219,12 @@ class ScriptResult:
 
     selections: tuple[tuple[Selection, Origin], ...] = ()
     unread: tuple[tuple[Origin, str], ...] = ()
+    # The shell conditions a selection's command runs under (`if [ "$GPU" = 1 ]` with GPU not known before the
+    # run), for the selections that have any: each becomes an assumption of the entry.
+    conditions: tuple[tuple[Selection, tuple[str, ...]], ...] = ()
+    # Selections that run on another runner than the step's (a Modal function's GPU): (selection, labels,
+    # the assumptions those labels rest on).
+    runners: tuple[tuple[Selection, tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 _LIST_OPERATORS = frozenset({"&&", "||", ";", "|", "&"})
@@ -271,51 +279,18 @@ def _split_line(line: str) -> tuple[tuple[str, ...], ...] | None:
 
 
 ScriptLoader = Callable[[str], str | None]
-_FUNCTION = re.compile(r"^(function\s+)?([A-Za-z_][\w-]*)\s*\(\)\s*\{?\s*$|^function\s+([A-Za-z_][\w-]*)\s*\{?\s*$")
+MAX_SCRIPTS = 64  # scripts one read follows, calls of the same script with the same inputs counted once
+MAX_SCRIPTS_BYTES = 8 * 1024 * 1024  # the text of those scripts, in all
 
 
-def top_level(lines: Sequence[tuple[int, str]]) -> tuple[list[tuple[int, str]], list[tuple[str, int]]]:
-    """Lines outside shell function bodies, and (name, line) of each function whose body mentions pytest."""
-    out: list[tuple[int, str]] = []
-    functions: list[tuple[str, int]] = []
-    index = 0
-    while index < len(lines):
-        number, line = lines[index]
-        match = _FUNCTION.match(line)
-        if match is None:
-            out.append((number, line))
-            index += 1
-            continue
-        name = match.group(2) or match.group(3)
-        depth = line.count("{") - line.count("}")
-        mentions = False
-        index += 1
-        while index < len(lines) and (depth > 0 or (depth == 0 and lines[index][1] == "{")):
-            body = lines[index][1]
-            depth += body.count("{") - body.count("}")
-            mentions = mentions or "pytest" in body
-            index += 1
-        if mentions:
-            functions.append((name, number))
-    return out, functions
+@dataclass(kw_only=True)
+class ScriptBudget:
+    """What one read of a step's scripts may still follow: a script count and a byte total (depth alone does not
+    bound a script that calls another thirty times). Mutable by design: one per read, shared by its calls."""
 
-
-@functools.lru_cache(maxsize=256)
-def _script_lines(text: str) -> tuple[list[tuple[int, str]], list[tuple[str, int]]]:
-    return top_level(logical_lines(text))
-
-
-@functools.lru_cache(maxsize=256)
-def _read_lines(text: str, wanted: tuple[str, ...] | None) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[str, int], ...]]:
-    """The lines of a script a reader may find something on (its text, a script call, an assignment), and its
-    functions: the same for every step that runs the script, so worked out once per text."""
-    lines, functions = _script_lines(text)
-    kept = (
-        (number, written)
-        for number, written in lines
-        if wanted is None or any(k in written for k in wanted) or _SETS.match(written)
-    )
-    return tuple(kept), tuple(functions)
+    scripts: int = MAX_SCRIPTS
+    size: int = MAX_SCRIPTS_BYTES
+    done: dict[tuple[str, str, tuple[tuple[str, str], ...]], ScriptResult] = field(default_factory=dict)
 
 
 def read_script(
@@ -323,52 +298,98 @@ def read_script(
     load: ScriptLoader,
     readers: Sequence[CommandReader],
     context: StepContext,
+    *,
     depth: int = 0,
+    budget: ScriptBudget | None = None,
+    calling: tuple[str, ...] = (),
 ) -> ScriptResult:
-    """Read the script at repo-relative `path` (text from `load`, None if absent) through the readers."""
-    here = Origin(
-        file=path, line=0, job=context.origin.job, via=(*context.origin.via, f"{context.origin.file}:{context.origin.line}")
-    )
+    """Read the script at repo-relative `path` (text from `load`, None if absent) through the readers, with the
+    shell parser (`matrix.schedule.shell`): its branches, functions and arrays as bash runs them."""
+    here = _script_origin(path, context)
+    budget = ScriptBudget() if budget is None else budget
+    if path in calling:
+        return ScriptResult(unread=((here, f"runs itself again ({' -> '.join((*calling, path))}): not followed"),))
     if depth > MAX_SCRIPT_DEPTH:
         return ScriptResult(unread=((here, f"scripts nested deeper than {MAX_SCRIPT_DEPTH}"),))
+    key = (path, context.working_dir, tuple(sorted(context.env.items())))
+    if key in budget.done:
+        return budget.done[key]
+    why = f"over the budget of scripts one step may follow ({MAX_SCRIPTS} scripts, {MAX_SCRIPTS_BYTES} bytes)"
+    if budget.scripts <= 0:
+        return ScriptResult(unread=((here, why),))  # refused before the file is even opened
+    if "$" in path or "`" in path:  # a folder or name set at run time (`cd "$(mktemp -d)" && bash x.sh`)
+        return ScriptResult(unread=((here, "the script's path is known only at run time"),))
     text = load(path)
     if text is None:
-        return ScriptResult(unread=((here, "the script is not in the tree"),))
+        return ScriptResult(unread=((here, missing_reason(load, path)),))
+    if budget.size < len(text):
+        return ScriptResult(unread=((here, why),))
+    budget.scripts -= 1
+    budget.size -= len(text)
+    result = read_text(own_folder(text, path), path, load, readers, context, depth=depth, budget=budget, calling=(*calling, path))
+    budget.done[key] = result
+    return result
+
+
+def _script_origin(path: str, context: StepContext) -> Origin:
+    via = (*context.origin.via, f"{context.origin.file}:{context.origin.line}")
+    return Origin(file=path, line=0, job=context.origin.job, via=via)
+
+
+def missing_reason(load: ScriptLoader, path: str) -> str:
+    """Why `load` gave no text for `path`: the loader's own reason when it keeps one (`TreeLoader.refused`)."""
+    owner = getattr(load, "__wrapped__", load)
+    refused = getattr(owner, "refused", None)
+    if isinstance(refused, Mapping) and path in refused:
+        return f"the script {refused[path]}"
+    return "the script is not in the tree"
+
+
+def read_text(
+    text: str,
+    path: str,
+    load: ScriptLoader,
+    readers: Sequence[CommandReader],
+    context: StepContext,
+    *,
+    depth: int,
+    budget: ScriptBudget,
+    calling: tuple[str, ...],
+) -> ScriptResult:
+    """The commands of a script's text (a file, a make recipe, a Modal function's commands) through the readers."""
+    from matrix.schedule.follow import follow  # make and Modal readers, loaded when a script is read
+    from matrix.schedule.shell import commands  # the shell parser, loaded when a script is read
+
+    here = _script_origin(path, context)
     selections: list[tuple[Selection, Origin]] = []
     unread: list[tuple[Origin, str]] = []
-    env = dict(context.env)
-    # Lines without a reader's text, a script call or an assignment hold nothing to read: left out.
-    lines, functions = _read_lines(text, _keywords(readers))
-    unread.extend(
-        (replace(here, line=line), f"pytest inside the shell function {name}() is not followed; declare what it runs")
-        for name, line in functions
-    )
-    for number, written in lines:
-        origin = replace(here, line=number)
-        line = own_folder(written, path)
-        commands = commands_of(line)
-        if commands is None:
-            if "pytest" in line:
-                unread.append((origin, "a pytest line that does not tokenise"))
+    conditions: list[tuple[Selection, tuple[str, ...]]] = []
+    runners: list[tuple[Selection, tuple[str, ...], tuple[str, ...]]] = []
+    for command in commands(text, context.working_dir, _keywords(readers), context.env, load):
+        origin = replace(here, file=command.file or path, line=command.line)
+        if command.unread:
+            unread.append((origin, command.unread))
             continue
-        for words in commands:
-            _note_assignment(words, env)
-            step = StepContext(working_dir=context.working_dir, env=env, origin=origin)
-            found, problem = _command(words, step, readers)
-            selections.extend((s, origin) for s in found)
-            if problem is not None:
-                unread.append((origin, problem))
-            for called, why in called_scripts(words, step):
-                if called is None:
-                    unread.append((origin, why))
-                    continue
-                inner = read_script(called, load, readers, step, depth + 1)
-                selections.extend(inner.selections)
-                unread.extend(inner.unread)
-    return ScriptResult(selections=tuple(selections), unread=tuple(unread))
+        words = list(command.words)
+        step = StepContext(working_dir=command.working_dir, env={**context.env, **dict(command.env)}, origin=origin)
+        found, problem = _command(words, step, readers)
+        selections.extend((s, origin) for s in found)
+        conditions.extend((s, command.conditions) for s in found if command.conditions)
+        if problem is not None:
+            unread.append((origin, _conditional(problem, command.conditions)))
+        inner = follow(words, step, load, readers, budget=budget, depth=depth, calling=calling)
+        selections.extend(inner.selections)
+        unread.extend(inner.unread)
+        runners.extend(inner.runners)
+        own = dict(inner.conditions)
+        conditions.extend(
+            (s, (*command.conditions, *own.get(s, ()))) for s, _ in inner.selections if command.conditions or s in own
+        )
+    return ScriptResult(selections=tuple(selections), unread=tuple(unread), conditions=tuple(conditions), runners=tuple(runners))
 
 
-_SETS = re.compile(r"^(export\s+)?[A-Za-z_][A-Za-z0-9_]*=|^:\s+\$\{")
+def _conditional(reason: str, conditions: tuple[str, ...]) -> str:
+    return reason if not conditions else f"{reason} ({'; '.join(conditions)})"
 
 
 def _keywords(readers: Sequence[CommandReader]) -> tuple[str, ...] | None:
@@ -376,23 +397,7 @@ def _keywords(readers: Sequence[CommandReader]) -> tuple[str, ...] | None:
     found = [getattr(r, "keywords", None) for r in readers]
     if any(k is None for k in found):
         return None
-    return (*(k for ks in found if ks for k in ks), ".sh")
-
-
-def _note_assignment(words: Sequence[str], env: dict[str, str]) -> None:
-    # `export NAME=value` or `NAME=value` alone on a line; `: ${NAME:=value}` sets a default.
-    body = list(words[1:]) if words and words[0] == "export" else list(words)
-    if body and all(_ASSIGNMENT.match(w) for w in body):
-        for word in body:
-            name, _, value = word.partition("=")
-            try:
-                env[name] = expand(value, env)
-            except UnexpandedVariable:
-                env.pop(name, None)
-    if len(words) == 2 and words[0] == ":":
-        match = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*):=([^}$]*)\}", words[1])
-        if match and match.group(1) not in env:
-            env[match.group(1)] = match.group(2)
+    return (*(k for ks in found if ks for k in ks), *FOLLOWED)
 
 
 def _command(words: Sequence[str], context: StepContext, readers: Sequence[CommandReader]) -> tuple[list[Selection], str | None]:

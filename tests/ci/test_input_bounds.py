@@ -187,6 +187,27 @@ CASES = {
             assert code == 0, code
             return code
     """,
+    # A 554-byte kind of script: thirty lines that run the script itself (each call followed again, depth-bounded
+    # only, made 30**4 reads before the script budget and the cycle check).
+    "script-calling-itself-30-times": """
+        root = work / "repo"; (root / ".github" / "workflows").mkdir(parents=True); (root / "scripts").mkdir()
+        (root / ".github" / "workflows" / "ci.yml").write_text(
+            "on: [push]\\njobs:\\n  t:\\n    runs-on: [self-hosted, sm86]\\n    steps:\\n      - run: bash scripts/a.sh\\n")
+        (root / "scripts" / "a.sh").write_text("pytest tests/x\\n" + "bash scripts/a.sh\\n" * 30)
+        def work():
+            return cli("schedule", root, "--format", "json")
+    """,
+    # Thirty scripts that each run all thirty: no script calls itself, yet depth alone allows 30**4 reads.
+    "scripts-calling-each-other": """
+        root = work / "repo"; (root / ".github" / "workflows").mkdir(parents=True); (root / "scripts").mkdir()
+        (root / ".github" / "workflows" / "ci.yml").write_text(
+            "on: [push]\\njobs:\\n  t:\\n    runs-on: [self-hosted, sm86]\\n    steps:\\n      - run: bash scripts/s0.sh\\n")
+        calls = "".join(f"bash scripts/s{j}.sh\\n" for j in range(30))
+        for i in range(30):
+            (root / "scripts" / f"s{i}.sh").write_text(f"pytest tests/t{i}\\n" + calls)
+        def work():
+            return cli("schedule", root, "--format", "json")
+    """,
 }
 # The share of CPU_SECONDS and PEAK_MB a case is held to when it runs a fraction of the size it stands for.
 # Cases whose cost without their bound stays under the whole budget are held to a share of it: without the hit

@@ -160,7 +160,7 @@ def test_without_a_script_loader_scripts_are_not_followed(tmp_path: Path) -> Non
 def test_the_pytest_reader_gives_the_walker_its_keywords(tmp_path: Path) -> None:
     assert PytestCommandReader.keywords == ("pytest", "py.test")
     walker = _Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS, scripts={}.get)
-    assert walker.keywords == ("pytest", "py.test", ".sh")
+    assert walker.keywords == ("pytest", "py.test", ".sh", "make", "modal", "tox", "nox")
     assert _Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS).keywords == ("pytest", "py.test")
 
 
@@ -229,9 +229,9 @@ def test_schedule_shows_pytest_and_declared_entries(tmp_path: Path, capsys: pyte
     assert any(e["selection"]["ignore"] == ["tests/unit/slow"] for e in doc["entries"])
 
 
-def test_a_script_that_calls_itself_stops_at_the_depth_bound(tmp_path: Path) -> None:
+def test_a_script_that_calls_itself_is_listed_as_a_cycle(tmp_path: Path) -> None:
     looping = {"scripts/gpu_part.sh": "pytest tests/kernels/test_one.py\nbash scripts/gpu_part.sh\n"}
     schedule = read(repo(tmp_path, scripts=looping))
     reasons = [u.reason for u in schedule.unread if u.origin.job == "scripted"]
-    assert reasons == ["scripts nested deeper than 4"]
+    assert reasons == ["runs itself again (scripts/gpu_part.sh -> scripts/gpu_part.sh): not followed"]
     assert {selection(e).paths for e in by_job(schedule, "scripted")} == {("tests/kernels/test_one.py",)}

@@ -104,5 +104,5 @@ def test_script_lines_nested_scripts_and_what_is_not_read() -> None:
     reasons = [why for _, why in result.unread]
     assert "the script is not in the tree" in reasons
     assert any("helper()" in why for why in reasons)
-    assert any("nested deeper" in why for why in reasons)  # inner.sh calls itself
+    assert any("runs itself again (scripts/part1.sh -> scripts/inner.sh -> scripts/inner.sh)" in why for why in reasons)
     assert all("only_in_function" not in str(p) for p in paths)

@@ -1,0 +1,173 @@
+"""What a command hands to other files, read through the same readers: the shell scripts it runs, the recipes of
+`make TARGET`, the commands of `tox -e ENV` / `nox -s SESSION`, and the Modal functions `modal run` starts (on
+their own GPU); pure apart from the loader.
+
+One `ScriptBudget` bounds a whole read: the scripts, Makefiles and Modal files followed count against it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+
+from matrix.schedule.make_targets import make_call, recipe_script
+from matrix.schedule.modal_functions import ModalFunction, modal_call, modal_label, read_function
+from matrix.schedule.model import CommandReader, Origin, StepContext
+from matrix.schedule.pytest_command import (
+    MAX_SCRIPT_DEPTH,
+    MAX_SCRIPTS,
+    MAX_SCRIPTS_BYTES,
+    ScriptBudget,
+    ScriptLoader,
+    ScriptResult,
+    called_scripts,
+    missing_reason,
+    read_script,
+    read_text,
+)
+from matrix.schedule.session_files import nox_script, session_call, tox_script
+
+
+def follow(
+    words: Sequence[str],
+    context: StepContext,
+    load: ScriptLoader,
+    readers: Sequence[CommandReader],
+    *,
+    budget: ScriptBudget,
+    depth: int = 0,
+    calling: tuple[str, ...] = (),
+) -> ScriptResult:
+    """Everything the files `words` hand over select (see the module docstring), merged."""
+    if not _may_follow(words):
+        return _NOTHING
+    parts: list[ScriptResult] = []
+    unread: list[tuple[Origin, str]] = []
+    for called, why in called_scripts(words, context):
+        if called is None:
+            unread.append((context.origin, why))
+            continue
+        parts.append(read_script(called, load, readers, context, depth=depth + 1, budget=budget, calling=calling))
+    make = make_call(words, context.working_dir)
+    if make is not None and ("$" in make.makefile or make.makefile.startswith("/")):
+        unread.append((context.origin, f"make reads {make.makefile[:80]}, a file known only at run time or outside the checkout"))
+    elif make is not None:
+        text = _take(make.makefile, load, context, unread, budget=budget, depth=depth)
+        if text is not None:
+            script, missing = recipe_script(text, make)
+            unread.extend((context.origin, f"make target {t} is not a rule of {make.makefile}") for t in missing)
+            folder = posixpath.dirname(make.makefile) or "."
+            inner = StepContext(working_dir=folder, env={**context.env, **dict(make.variables)}, origin=context.origin)
+            parts.append(
+                read_text(
+                    script, make.makefile, load, readers, inner, depth=depth + 1, budget=budget, calling=(*calling, make.makefile)
+                )
+            )
+    session = session_call(words)
+    if session is not None:
+        path = posixpath.normpath(posixpath.join(context.working_dir, session.file))
+        text = _take(path, load, context, unread, budget=budget, depth=depth)
+        if text is not None:
+            script, problems = (tox_script if session.tool == "tox" else nox_script)(text, session)
+            unread.extend((context.origin, f"{path}: {p}") for p in problems)
+            inner = StepContext(working_dir=posixpath.dirname(path) or ".", env=dict(context.env), origin=context.origin)
+            parts.append(read_text(script, path, load, readers, inner, depth=depth + 1, budget=budget, calling=(*calling, path)))
+    modal = modal_call(words, context.working_dir)
+    if modal is not None:
+        text = _take(modal.path, load, context, unread, budget=budget, depth=depth)
+        if text is not None:
+            function = read_function(text, modal.function)
+            if isinstance(function, str):
+                unread.append((context.origin, f"modal run {modal.path}: {function}"))
+            else:
+                parts.append(_modal(function, modal.path, load, readers, context, depth=depth, budget=budget, calling=calling))
+    return ScriptResult(
+        selections=tuple(s for p in parts for s in p.selections),
+        unread=(*unread, *(u for p in parts for u in p.unread)),
+        conditions=tuple(c for p in parts for c in p.conditions),
+        runners=tuple(r for p in parts for r in p.runners),
+    )
+
+
+_NOTHING = ScriptResult()
+_HANDS_OVER = frozenset(
+    {
+        "bash",
+        "sh",
+        "source",
+        ".",
+        "make",
+        "gmake",
+        "$(MAKE)",
+        "${MAKE}",
+        "modal",
+        "tox",
+        "nox",
+        "uvx",
+        "pipx",
+        "python",
+        "python3",
+    }
+)
+
+
+def _may_follow(words: Sequence[str]) -> bool:
+    """A first test, never the verdict: a command that runs a script, make or modal names one of these."""
+    return bool(words) and (posixpath.basename(words[0]) in _HANDS_OVER or any(".sh" in w for w in words))
+
+
+def _take(
+    path: str, load: ScriptLoader, context: StepContext, unread: list[tuple[Origin, str]], *, budget: ScriptBudget, depth: int
+) -> str | None:
+    """The text of a followed file, counted against the budget; None (with the reason listed) when it cannot be."""
+    if depth >= MAX_SCRIPT_DEPTH:
+        unread.append((context.origin, f"{path}: files followed deeper than {MAX_SCRIPT_DEPTH}"))
+        return None
+    if budget.scripts <= 0:
+        unread.append(
+            (context.origin, f"{path}: over the budget of files one step may follow ({MAX_SCRIPTS}, {MAX_SCRIPTS_BYTES} bytes)")
+        )
+        return None
+    text = load(path)
+    if text is None:
+        unread.append((context.origin, missing_reason(load, path).replace("the script", path, 1)))
+        return None
+    if budget.size < len(text):
+        unread.append(
+            (context.origin, f"{path}: over the budget of files one step may follow ({MAX_SCRIPTS}, {MAX_SCRIPTS_BYTES} bytes)")
+        )
+        return None
+    budget.scripts -= 1
+    budget.size -= len(text)
+    return text
+
+
+def _modal(
+    function: ModalFunction,
+    path: str,
+    load: ScriptLoader,
+    readers: Sequence[CommandReader],
+    context: StepContext,
+    *,
+    depth: int,
+    budget: ScriptBudget,
+    calling: tuple[str, ...],
+) -> ScriptResult:
+    """The selections of a Modal function, each on the runner its `gpu=` names (none: Modal's CPU container)."""
+    label, note = modal_label(function.gpu) if function.gpu else ("modal-cpu", "runs on Modal without a GPU")
+    # The image copies the repository (`add_local_dir`); the commands run from that copy's root.
+    inner = StepContext(working_dir=".", env=dict(context.env), origin=context.origin)
+    result = read_text(function.script, path, load, readers, inner, depth=depth + 1, budget=budget, calling=(*calling, path))
+    here = Origin(
+        file=path,
+        line=function.line,
+        job=context.origin.job,
+        via=(*context.origin.via, f"{context.origin.file}:{context.origin.line}"),
+    )
+    unread = tuple((Origin(file=path, line=line, job=here.job, via=here.via), why) for line, why in function.unread)
+    return ScriptResult(
+        selections=result.selections,
+        unread=(*result.unread, *unread),
+        conditions=result.conditions,
+        runners=(*result.runners, *((s, (label,), (note,)) for s, _ in result.selections)),
+    )

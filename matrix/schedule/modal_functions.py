@@ -1,0 +1,148 @@
+"""What `modal run -m pkg.mod::function` runs and on which GPU, read from the Python file; pure.
+
+Modal (modal.com, `modal run` CLI; `App.function(gpu=...)`) runs a decorated function in a container with the GPU
+its `gpu=` argument names (`"H100"`, `"H100!"`: exactly an H100, `"A100-80GB:2"`: two of them). The function's
+shell commands are the literal strings it hands to `subprocess.run/call/check_call/check_output/Popen` or
+`os.system`; a command built at run time (an f-string with a value, a variable) that names pytest or make is
+listed as unread. The file is parsed with `ast`, never imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_RUNS = frozenset({"run", "call", "check_call", "check_output", "Popen", "system"})
+_OF_INTEREST = ("pytest", "py.test", "make", "run_suite.py", ".sh", "tox", "nox")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModalCall:
+    """`modal run [-m] MODULE_OR_FILE[::FUNCTION]`: the Python file (repo-relative) and the function, if named."""
+
+    path: str
+    function: str | None
+
+
+def modal_call(words: Sequence[str], working_dir: str) -> ModalCall | None:
+    """The Modal function a command runs (`modal run -m dev.modal.tests::fn`, `modal run dev/x.py::fn`)."""
+    import posixpath
+
+    if len(words) < 3 or posixpath.basename(words[0]) != "modal" or words[1] != "run":
+        return None
+    rest = list(words[2:])
+    module = False
+    target: str | None = None
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word in ("-m", "--module"):
+            module = True
+        elif word.startswith("-"):
+            pass  # --detach, -q, --env=...: no value word among the ones CI uses before the target
+        else:
+            target = word
+            break
+        i += 1
+    if target is None:
+        return None
+    name, _, function = target.partition("::")
+    path = name.replace(".", "/") + ".py" if module else name
+    full = path if path.startswith("/") else posixpath.normpath(posixpath.join(working_dir, path))
+    return ModalCall(path=full, function=function or None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModalFunction:
+    """A Modal function as read: its GPU (None: none asked), its shell commands as a script (each on its source
+    line), and what could not be read (line, reason)."""
+
+    gpu: str | None
+    line: int
+    script: str
+    unread: tuple[tuple[int, str], ...] = ()
+
+
+def read_function(source: str, function: str | None) -> ModalFunction | str:
+    """The function `function` of a Modal app file, or why it cannot be read."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return "the Modal file does not parse as Python"
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _gpu_decorator(n) is not None]
+    if function is not None:
+        found = [n for n in found if n.name == function]
+    if not found:
+        return f"no Modal function {function or ''} with a decorator is in the file".replace("  ", " ")
+    if len(found) > 1:
+        return "modal run without ::function, and the file has several Modal functions"
+    node = found[0]
+    decorator = _gpu_decorator(node)
+    assert decorator is not None
+    gpu = _gpu(decorator)
+    lines: dict[int, str] = {}
+    unread: list[tuple[int, str]] = []
+    for call in ast.walk(node):
+        if not isinstance(call, ast.Call) or not call.args or _called(call) not in _RUNS:
+            continue
+        command = _command(call)
+        if command is None:
+            shown = ast.get_source_segment(source, call.args[0]) or ""
+            if any(k in shown for k in _OF_INTEREST):
+                unread.append((call.lineno, f"a command built at run time in the Modal function {node.name}: {shown[:80]}"))
+            continue
+        lines[call.lineno] = command
+    width = max(lines, default=0)
+    script = "\n".join(lines.get(n, "") for n in range(1, width + 1)) + "\n"
+    return ModalFunction(gpu=gpu if isinstance(gpu, str) else None, line=node.lineno, script=script, unread=tuple(unread))
+
+
+def _gpu_decorator(node: ast.FunctionDef) -> ast.Call | None:
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) and decorator.func.attr == "function":
+            return decorator
+    return None
+
+
+def _gpu(decorator: ast.Call) -> str | None:
+    for keyword in decorator.keywords:
+        if keyword.arg == "gpu":
+            value = keyword.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value
+            if isinstance(value, ast.List | ast.Tuple) and value.elts and isinstance(value.elts[0], ast.Constant):
+                return str(value.elts[0].value)  # Modal tries the list in order: the first is the one asked for
+            return "(known only at run time)"
+    return None
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _command(call: ast.Call) -> str | None:
+    """The shell text of a subprocess call with literal arguments, else None."""
+    first = call.args[0]
+    shell = _called(call) == "system" or any(
+        k.arg == "shell" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords
+    )
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value if shell else shlex.quote(first.value)  # without a shell the string is one program name
+    if isinstance(first, ast.List | ast.Tuple) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in first.elts
+    ):
+        items = [str(e.value) for e in first.elts if isinstance(e, ast.Constant)]
+        if shell:
+            return items[0] if items else None  # the first item is the command line, the rest are $0, $1...
+        return shlex.join(items)
+    return None
+
+
+def modal_label(gpu: str) -> tuple[str, str]:
+    """(runner label, the assumption it rests on) for a Modal `gpu=` value: `H100!` -> modal-h100."""
+    kind, _, count = gpu.rstrip("!").partition(":")
+    label = f"modal-{kind.lower()}" + (f"-x{count}" if count and count != "1" else "")
+    return label, f"runs on Modal, gpu={gpu!r} (a Modal {kind} GPU)"

@@ -1,0 +1,143 @@
+"""Whether a command runs pytest, through whatever launches it; pure.
+
+`pytest`, `python3 -W error -X dev -m pytest`, `$PYTHON -m pytest`, and pytest behind a launcher: `coverage run -m`,
+`torchrun -m`, `python -m torch.distributed.run`, `mpirun`/`mpiexec`/`srun`, `xvfb-run`, `poetry`/`hatch`/`pixi`/
+`conda`/`mamba`/`pdm`/`pipenv`/`rye` `run`. A command that runs `-m pytest` through a program this module does not
+know is not guessed at: it comes back unread, with the program named, so its tests are undetermined rather than
+unscheduled.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_PYTEST = frozenset({"pytest", "py.test"})
+_PYTHON = re.compile(r"^python(?:[23](?:\.\d+)?)?[mtd]?(?:\.exe)?$")
+_VARIABLE = re.compile(r"^\$\{?[A-Za-z_]\w*\}?$")
+# CPython options that take the next word as their value (`python -W error -X dev -m pytest`).
+_PYTHON_VALUED = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+# Launchers that run the command (or the `-m` module) after their own options.
+_LAUNCHERS = frozenset(
+    {
+        "coverage",
+        "torchrun",
+        "mpirun",
+        "mpiexec",
+        "srun",
+        "xvfb-run",
+        "uvx",
+        "catchsegv",
+        "valgrind",
+        "numactl",
+        "taskset",
+        "flock",
+        "retry",
+        "nsys",
+        "ncu",
+        "compute-sanitizer",
+    }
+)
+# Environment managers: `TOOL run CMD` (or `exec`) runs CMD; their other subcommands (`uv pip install pytest`) do not.
+_RUN_TOOLS = frozenset({"poetry", "hatch", "pixi", "conda", "mamba", "micromamba", "pdm", "pipenv", "rye", "uv"})
+# `python -m MODULE` launchers whose own arguments end in the command they run.
+_PYTHON_LAUNCHERS = frozenset({"torch.distributed.run", "torch.distributed.launch", "coverage"})
+# Commands that print (or list) and run no test.
+_NOT_RUNS = frozenset(
+    {
+        "--collect-only",
+        "--co",
+        "--setup-plan",
+        "--setup-only",
+        "--fixtures",
+        "--funcargs",
+        "--fixtures-per-test",
+        "--markers",
+        "--version",
+        "-V",
+        "-h",
+        "--help",
+    }
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PytestCall:
+    """A command that runs pytest: its arguments, or why it cannot be read (then `arguments` is empty)."""
+
+    arguments: list[str]
+    unread: str = ""
+
+
+def pytest_call(words: Sequence[str]) -> PytestCall | None:
+    """The pytest run of `words`, None when they do not run pytest."""
+    if not words:
+        return None
+    direct = _direct(words)
+    if direct is not None:
+        return PytestCall(arguments=direct)
+    program = posixpath.basename(words[0])
+    runs_module = _module_index(words)
+    if _launches(program, words):
+        for start in range(1, len(words)):
+            # `hatch run test:pytest`: a hatch environment in front of the command
+            head = words[start].partition(":")[2] if program == "hatch" and ":" in words[start] else words[start]
+            inner = _direct([head, *words[start + 1 :]])
+            if inner is not None:
+                return PytestCall(arguments=inner)
+            if runs_module is not None and start > runs_module:
+                break
+        if runs_module is not None:
+            return PytestCall(arguments=list(words[runs_module + 2 :]))
+        return None
+    if runs_module is not None:
+        return PytestCall(arguments=[], unread=f"pytest run through {words[0][:60]}, a launcher this reader does not know")
+    return None
+
+
+def _direct(words: Sequence[str]) -> list[str] | None:
+    """Arguments of `pytest ...` or `python [options] -m pytest ...` (also `$PYTHON -m pytest`)."""
+    program = posixpath.basename(words[0])
+    if program in _PYTEST:
+        return list(words[1:])
+    if not (_python(program) or _VARIABLE.match(words[0])):
+        return None
+    i = 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "-m":
+        if words[i] == "-c" or words[i] == "-":
+            return None  # `python -c '...'`: code, not the pytest module
+        i += 2 if words[i] in _PYTHON_VALUED else 1
+    if i + 1 < len(words) and words[i] == "-m" and words[i + 1] in _PYTEST:
+        return list(words[i + 2 :])
+    return None
+
+
+def _launches(program: str, words: Sequence[str]) -> bool:
+    """Whether `words` run a launcher that runs the command after its own options."""
+    if program in _LAUNCHERS:
+        return True
+    if program in _RUN_TOOLS:
+        return len(words) > 1 and words[1] in ("run", "exec")
+    if _python(program):
+        module = next((words[i + 1] for i in range(1, len(words) - 1) if words[i] == "-m"), None)
+        return module in _PYTHON_LAUNCHERS
+    return False
+
+
+def _python(program: str) -> bool:
+    return _PYTHON.match(program) is not None
+
+
+def _module_index(words: Sequence[str]) -> int | None:
+    """Where `-m pytest` (or `--module pytest`) stands, if anywhere."""
+    for i in range(len(words) - 1):
+        if words[i] in ("-m", "--module") and words[i + 1] in _PYTEST:
+            return i
+    return None
+
+
+def runs_tests(arguments: Sequence[str]) -> bool:
+    """False for a pytest command that collects, lists or prints without running a test."""
+    return not any(a in _NOT_RUNS for a in arguments)

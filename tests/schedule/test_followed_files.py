@@ -1,0 +1,203 @@
+"""Files a step hands work to: `make TARGET` recipes, Modal functions and their GPU, and the scripts a step runs
+told apart when they cannot be read (too big, not UTF-8, outside the tree), with the files read listed. Every
+fixture is written here."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+
+from matrix.core.loader import load_runners
+from matrix.schedule.load import all_readers, load_schedule
+from matrix.schedule.make_targets import make_call, recipe_script
+from matrix.schedule.model import PytestSelection, Schedule
+
+RUNNERS = load_runners()
+
+MAKEFILE = textwrap.dedent(
+    """\
+    .PHONY: all unit gpu lint
+    PYTEST ?= python -m pytest
+    FLAGS := -q
+
+    all: lint unit
+
+    # unit tests
+    unit:
+    \t$(PYTEST) $(FLAGS) \\
+    \t\t--ignore=tests/gpu \\
+    \t\ttests/
+
+    gpu: prepare
+    \t@cd tests && KERNELS=1 $(PYTEST) gpu/
+    \tpytest tests/other
+
+    prepare:
+    \t-echo preparing
+
+    lint:
+    \truff check .
+    """
+)
+
+MODAL_APP = textwrap.dedent(
+    """\
+    import subprocess
+    import modal
+
+    app = modal.App("suite")
+    VERSION = "1.0"
+
+
+    @app.function(gpu="A100-80GB:2", timeout=600)
+    def gpu_suite():
+        subprocess.run(["pip install -e ."], check=True, shell=True)
+        subprocess.run("make gpu", shell=True, check=True)
+
+
+    @app.function(gpu="L4")
+    def pinned():
+        subprocess.run([f"pytest tests/pinned_{VERSION}"], shell=True, check=True)
+
+
+    @app.function()
+    def on_cpu():
+        subprocess.run(["python", "-m", "pytest", "tests/cpu"], check=True)
+    """
+)
+
+
+def repo(tmp_path: Path, run: str, files: Mapping[str, str | bytes]) -> Path:
+    root = tmp_path / "repo"
+    (root / ".github" / "workflows").mkdir(parents=True)
+    flow = "on: [push]\njobs:\n  t:\n    runs-on: [self-hosted, sm86]\n    steps:\n      - run: |\n" + textwrap.indent(
+        run, " " * 10
+    )
+    (root / ".github" / "workflows" / "ci.yml").write_text(flow + "\n", encoding="utf-8")
+    for path, content in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            (root / path).write_bytes(content)
+        else:
+            (root / path).write_text(content, encoding="utf-8")
+    return root
+
+
+def schedule_of(root: Path) -> Schedule:
+    return load_schedule(root, RUNNERS, all_readers(), follow_scripts=True)
+
+
+def selected(schedule: Schedule) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    out = []
+    for entry in schedule.entries:
+        assert isinstance(entry.selection, PytestSelection)
+        out.append((entry.selection.paths, entry.labels))
+    return out
+
+
+def test_a_make_target_runs_its_recipe_and_its_prerequisites(tmp_path: Path) -> None:
+    schedule = schedule_of(repo(tmp_path, "make gpu\nmake\nmake nowhere", {"Makefile": MAKEFILE}))
+    paths = [p for p, _ in selected(schedule)]
+    assert paths == [("tests/gpu",), ("tests/other",), ("tests",)]
+    (unit,) = [e for e in schedule.entries if e.selection.paths == ("tests",)]  # type: ignore[union-attr]
+    assert isinstance(unit.selection, PytestSelection) and unit.selection.ignore == ("tests/gpu",)
+    assert unit.origin.file == "Makefile" and unit.origin.line == 9
+    assert any("make target nowhere is not a rule of Makefile" in u.reason for u in schedule.unread)
+    assert "Makefile" in schedule.sources
+
+
+def test_make_call_reads_directory_file_and_variables() -> None:
+    call = make_call(["make", "-C", "sub", "-f", "ci.mk", "N=2", "gpu"], ".")
+    assert call is not None and (call.makefile, call.targets, call.variables) == ("sub/ci.mk", ("gpu",), (("N", "2"),))
+    script, missing = recipe_script(MAKEFILE, make_call(["make", "gpu"], ".") or call)
+    assert missing == () and "( cd tests && KERNELS=1 python -m pytest gpu/ )" in script.splitlines()
+
+
+def test_a_modal_function_runs_on_its_own_gpu(tmp_path: Path) -> None:
+    files = {"Makefile": MAKEFILE, "dev/modal_app.py": MODAL_APP}
+    run = "modal run -m dev.modal_app::gpu_suite\nmodal run dev/modal_app.py::on_cpu\nmodal run -m dev.modal_app::pinned"
+    schedule = schedule_of(repo(tmp_path, run, files))
+    assert selected(schedule) == [
+        (("tests/gpu",), ("modal-a100-80gb-x2",)),
+        (("tests/other",), ("modal-a100-80gb-x2",)),
+        (("tests/cpu",), ("modal-cpu",)),
+    ]
+    assert all(any("Modal" in a for a in e.assumptions) for e in schedule.entries)
+    assert any("built at run time in the Modal function pinned" in u.reason for u in schedule.unread)
+    assert "dev/modal_app.py" in schedule.sources
+
+
+def test_a_modal_function_that_is_not_there_is_unread(tmp_path: Path) -> None:
+    schedule = schedule_of(repo(tmp_path, "modal run -m dev.modal_app::gone", {"dev/modal_app.py": MODAL_APP}))
+    assert schedule.entries == ()
+    assert any("no Modal function gone" in u.reason for u in schedule.unread)
+
+
+def test_a_pattern_rule_makes_a_target_no_rule_names() -> None:
+    makefile = "suite-%:\n\tpytest tests/$*  # $@\n\nlint:\n\truff check .\n"
+    script, missing = recipe_script(makefile, make_call(["make", "suite-gpu", "nowhere.txt"], ".") or make_call(["make"], "."))  # type: ignore[arg-type]
+    assert missing == ()
+    assert "( pytest tests/gpu  # suite-gpu )" in script.splitlines()
+
+
+def test_a_script_named_in_a_run_time_folder_is_unread_as_such(tmp_path: Path) -> None:
+    run = 'WORK="$(mktemp -d)"\n(cd "$WORK" && bash scripts/part1.sh)'
+    schedule = schedule_of(repo(tmp_path, run, {"scripts/part1.sh": "pytest tests/a\n"}))
+    assert schedule.entries == ()
+    assert [u.reason for u in schedule.unread] == ["the script's path is known only at run time"]
+
+
+TOX_INI = textwrap.dedent(
+    """\
+    [tox]
+    envlist = unit
+
+    [testenv]
+    commands =
+        pytest {posargs:tests/unit}
+
+    [testenv:gpu]
+    setenv = KERNELS=1
+    commands =
+        python -m pytest tests/gpu -m "not slow"
+        py311: pytest tests/only_py311
+    """
+)
+
+NOXFILE = textwrap.dedent(
+    """\
+    import nox
+
+
+    @nox.session(python="3.11")
+    def unit(session):
+        session.install("-e", ".")
+        session.run("pytest", "tests/unit", *session.posargs)
+
+
+    @nox.session(name="gpu-tests")
+    def gpu(session):
+        session.run("pytest", "tests/gpu")
+        session.run("pytest", f"tests/{session.python}")
+    """
+)
+
+
+def test_tox_environments_run_their_commands(tmp_path: Path) -> None:
+    run = "tox -e gpu\ntox -- tests/picked\ntox -e missing"
+    schedule = schedule_of(repo(tmp_path, run, {"tox.ini": TOX_INI}))
+    assert [p for p, _ in selected(schedule)] == [("tests/gpu",), ("tests/picked",)]
+    reasons = [u.reason for u in schedule.unread]
+    assert any("py311: pytest tests/only_py311" in r for r in reasons)
+    assert any("tox environment missing is not in tox.ini" in r for r in reasons)
+    assert "tox.ini" in schedule.sources
+
+
+def test_nox_sessions_run_their_session_run_calls(tmp_path: Path) -> None:
+    run = "nox -s unit -- -k fast\npython -m nox -s gpu-tests"
+    schedule = schedule_of(repo(tmp_path, run, {"noxfile.py": NOXFILE}))
+    assert [p for p, _ in selected(schedule)] == [("tests/unit",), ("tests/gpu",)]
+    unit = schedule.entries[0].selection
+    assert isinstance(unit, PytestSelection) and unit.keyword == "fast"
+    assert any("known only at run time" in u.reason and "gpu-tests" in u.reason for u in schedule.unread)
