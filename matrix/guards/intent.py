@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import package_text, read_text
 from matrix.core.tomlfields import MAX_TOML_BYTES, read_toml, read_toml_file
-from matrix.guards.tested import TABLE, Subject, TestedBy, parse_overrides, parse_tested, subject_of
+from matrix.guards.tested import TABLE, Subject, SubjectTable, parse_overrides, parse_tested, subject_of
 
 if TYPE_CHECKING:  # the matrix records load only when a skip is judged
     from matrix.core.model import Matrix
@@ -36,7 +36,7 @@ class BackendVerdict:
 @dataclass(frozen=True, kw_only=True)
 class _Loaded:
     matrix: Matrix
-    tested: TestedBy
+    tested: SubjectTable
     versions: dict[str, str]
 
 
@@ -82,7 +82,7 @@ class MatrixIntent:
             tested = parse_tested(data.get(TABLE), backends, source)
             if self.overrides_path is not None:
                 overrides = parse_overrides(read_toml_file(Path(self.overrides_path)), backends, self.overrides_path)
-                tested = TestedBy(signs=tested.signs, overrides=overrides, override_source=self.overrides_path)
+                tested = SubjectTable(signs=tested.signs, overrides=overrides, override_source=self.overrides_path)
             self._loaded = _Loaded(matrix=matrix, tested=tested, versions=effective_versions(matrix, {}))
         return self._loaded
 

@@ -42,7 +42,7 @@ class BackendSigns:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TestedBy:
+class SubjectTable:
     """Every backend's signs, and the overrides that decide a test outright (in order, first match wins)."""
 
     signs: tuple[BackendSigns, ...]
@@ -77,7 +77,7 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
-def parse_tested(raw: Any, backends: Sequence[str], source: str) -> TestedBy:
+def parse_tested(raw: Any, backends: Sequence[str], source: str) -> SubjectTable:
     """The `[tested.<backend>]` tables of a matrix file; every backend of the matrix gets signs (derived ones
     when it has no table)."""
     table = raw if raw is not None else {}
@@ -109,7 +109,7 @@ def parse_tested(raw: Any, backends: Sequence[str], source: str) -> TestedBy:
         )
     declared = {s.backend for s in signs}
     signs.extend(derived(b) for b in backends if b not in declared)
-    return TestedBy(signs=tuple(signs))
+    return SubjectTable(signs=tuple(signs))
 
 
 def parse_overrides(data: Mapping[str, Any], backends: Sequence[str], source: str) -> tuple[tuple[str, str], ...]:
@@ -153,7 +153,7 @@ def file_server_args(data: bytes) -> frozenset[str]:
 
 
 def subject_of(
-    tested: TestedBy,
+    tested: SubjectTable,
     nodeid: str,
     *,
     imports: Iterable[str] = (),

@@ -343,7 +343,8 @@ def audit_tree(
         only_runners=tuple(only_runners),
         installed=frozenset(installed),
         schedule=schedule,
-        intent=intent,
+        # The built-in matrix unless told otherwise: it is read only when a skip is judged.
+        intent=intent if intent is not None else MatrixIntent.from_paths(),
     )
     base = path if path.is_dir() else path.parent
     cache = ResultCache(cache_dir, settings_key(settings) if cache_dir is not None else None)
