@@ -330,6 +330,15 @@ KINDS: tuple[KindSpec, ...] = (
         rule="A cell expected to RUN that no report ran",
         help="No shard ran the cell: check the shard plan and the runners the reports come from.",
     ),
+    KindSpec(
+        tool=C,
+        name="untested-cell",
+        severity=WARN,
+        fails=False,
+        title="Untested cells (no runner of the CI schedule would run them)",
+        rule="A matrix cell that no runner the CI schedule runs on is expected to RUN",
+        help="Schedule a job on a runner where the cell must run, or accept the gap (the trail says why each runner skips it).",
+    ),
     # specmatrix pytest-audit: the guard audit's kinds, judged on a pytest suite against its CI schedule
     KindSpec(
         tool=P,
