@@ -120,9 +120,10 @@ def backend_verdict(loaded: _Loaded, backend: str, runner: RunnerProfile) -> Bac
             # The hardware rules that apply to this backend (a rule with a `when`), not the ones every cell meets.
             hardware = [v for v in exp.trail if v.rule.kind is RuleKind.HARDWARE and v.rule.when]
             shown = hardware or list(exp.trail)
-            rules = "; ".join(f"rule {v.rule.id} ({v.detail}), source {v.rule.source}" for v in shown)
+            rules = "; ".join(f"rule {v.rule.id}, source {v.rule.source}" for v in shown)
             why = rules or "no rule restricts it"
-            trail = f"{backend} runs on {where}: {why} (cell {cell.id} must run there)"
+            impl = f", as {exp.impl}" if exp.impl not in (None, backend) else ""
+            trail = f"{backend} runs on {where}{impl}: {why} (cell {cell.id} must run there)"
             return BackendVerdict(backend=backend, runner=runner.name, runs=True, trail=trail)
         first = exp.blocking[0]
         text = f"rule {first.rule.id} ({first.rule.reason}; {first.detail}), source {first.rule.source}"

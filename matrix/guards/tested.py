@@ -65,7 +65,7 @@ def derived(backend: str) -> BackendSigns:
         names=(backend,),
         modules=(f"{backend}_backend",),
         server_args=(backend,),
-        source=f"derived from the backend's name ({backend}, {backend}_backend)",
+        source=f"the backend's own name ({backend}, {backend}_backend)",
     )
 
 
@@ -104,7 +104,7 @@ def parse_tested(raw: Any, backends: Sequence[str], source: str) -> SubjectTable
                 modules=_strings(value.get("modules", [f"{name}_backend"]), f"{where}: modules"),
                 server_args=_strings(value.get("server_args", [name]), f"{where}: server_args"),
                 exclude=_strings(value.get("exclude", []), f"{where}: exclude"),
-                source=f"{source} [{TABLE}.{name}]" + (f" ({where_text})" if where_text else ""),
+                source=f"[{TABLE}.{name}] of {source}",
             )
         )
     declared = {s.backend for s in signs}
@@ -141,7 +141,7 @@ def _decided(found: Iterable[BackendSigns], what: str) -> Subject | None:
     """One backend at a step decides; several decide that no single backend is tested."""
     hits = list(dict.fromkeys(found))
     if len(hits) == 1:
-        return Subject(backend=hits[0].backend, how=f"{what} names {hits[0].backend} ({hits[0].source})")
+        return Subject(backend=hits[0].backend, how=f"{what} names {hits[0].backend}, by {hits[0].source}")
     if hits:
         return Subject(backend=None, how=f"{what} names several backends ({', '.join(s.backend for s in hits)})")
     return None

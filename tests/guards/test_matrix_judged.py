@@ -70,7 +70,7 @@ def test_a_skip_where_the_matrix_runs_the_backend_is_an_error_naming_the_rule(tr
     got = findings(audit_tree(tree, runners), "dense/test_paged_trtllm_mha.py")
     error = got[K.SILENT_SKIP]
     assert error.runners == (B200,)
-    assert "trtllm_mha runs on 4-gpu-b200 (sm100): rule trtllm-mha-arch" in error.message
+    assert "trtllm_mha runs on 4-gpu-b200 (sm100), as trtllm-gen: rule trtllm-mha-arch" in error.message
     assert "source sglang 0.5.23 TRTLLMHAAttnBackend.is_xqa_impl" in error.message
     assert "test name TestPagedDecode" not in error.message  # found by the file name, and says so
     assert "file name test_paged_trtllm_mha.py names trtllm_mha" in error.message
@@ -136,7 +136,7 @@ def test_an_override_file_decides_what_a_test_tests(tree, tmp_path, runners):
     report = audit_tree(tree, runners, intent=MatrixIntent.from_paths(None, overrides))
     latent = findings(report, "mla/test_latent_decode.py")
     # trtllm_mha runs on sm90 (xqa): the gate that keeps it off the H100 is an error now.
-    assert "trtllm_mha runs on 1-gpu-h100 (sm90)" in latent[K.SILENT_SKIP].message
+    assert "trtllm_mha runs on 1-gpu-h100 (sm90), as xqa" in latent[K.SILENT_SKIP].message
     assert "override 'mla/test_latent_decode.py::*'" in latent[K.SILENT_SKIP].message
     hopper = findings(report, "dense/test_hopper_attn.py")
     assert set(hopper) == {K.SKIP_ONLY_REGISTRATION}  # no backend: judged by where it runs
