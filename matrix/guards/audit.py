@@ -34,6 +34,7 @@ from matrix.guards.model import (
     guard_finding,
 )
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
+from matrix.guards.scripted import script_findings
 from matrix.guards.tested import file_server_args
 
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
@@ -273,9 +274,9 @@ class FileAudit:
     runners: tuple[str, ...]
 
 
-def audit_file(analysis: FileAnalysis, settings: AuditSettings, data: bytes | None = None) -> FileAudit:
-    """Findings for one analysed file; `--only-runners` keeps those that concern a named runner. `data`, the
-    file's bytes, is searched for server args only when a skip is judged."""
+def audit_file(analysis: FileAnalysis, settings: AuditSettings, text: str | None = None) -> FileAudit:
+    """Findings for one analysed file; `--only-runners` keeps those that concern a named runner. `text`, the
+    file's source, is read for server args when a skip is judged, and for what the file runs as a script."""
     if analysis.syntax_error is not None:
         finding = guard_finding(
             Kind.UNPARSABLE,
@@ -298,8 +299,18 @@ def audit_file(analysis: FileAnalysis, settings: AuditSettings, data: bytes | No
             )
         )
     findings.extend(
-        guard_findings(analysis, runners, settings, elsewhere=elsewhere_of(analysis, settings), env=env, data=data)
+        guard_findings(analysis, runners, settings, elsewhere=elsewhere_of(analysis, settings), env=env, text=text)
     )
+    if text is not None and analysis.is_test_file:
+        guarded = frozenset(g.scope for g in analysis.guards)
+        # How the files are started is read from the schedule: a run_suite.py job runs each one as a script.
+        schedule = settings.schedule
+        as_script = schedule is not None and any(
+            selecting_runs(r, schedule)
+            for r in analysis.registrations
+            if r.problem is None and r.disabled is None and r.platform in IN_SCOPE_PLATFORMS
+        )
+        findings.extend(script_findings(analysis.path, analysis.scopes, runners, text, guarded, as_script=as_script))
     findings = merge_findings(findings)
     if settings.only_runners:
         chosen = set(settings.only_runners)
@@ -544,7 +555,7 @@ def guard_findings(
     settings: AuditSettings,
     elsewhere: tuple[str, ...] = (),
     env: Mapping[str, Mapping[str, str]] | None = None,
-    data: bytes | None = None,
+    text: str | None = None,
 ) -> list[Finding]:
     """Silent skips, tests that never run, deliberate disables and undetermined guards, over the file's runners."""
     if not runners or not analysis.guards:
@@ -665,7 +676,7 @@ def guard_findings(
                 judge_skip(
                     case,
                     settings.intent,
-                    server_args=lambda: file_server_args(data) if data is not None else frozenset(),
+                    server_args=lambda: file_server_args(text) if text is not None else frozenset(),
                     fallback_hint=lambda h=hit, s=tuple(skipped): silent_skip_hint(verdict(h, s[0]), facts[s[0]], every=s),
                 )
             )

@@ -25,7 +25,7 @@ TABLE = "tested"
 _KEYS = {"names", "modules", "server_args", "exclude", "source"}
 # `--attention-backend trtllm_mha`, `"--attention-backend", "fa3"`, `attention_backend="triton"`,
 # `--speculative-draft-attention-backend X`: the value after the flag, quoted or not.
-_SERVER_ARG = re.compile(rb"attention[-_]backend['\"]?\s*[,=:]?\s*['\"]?([A-Za-z0-9_]+)")
+_SERVER_ARG = re.compile(r"attention[-_]backend['\"]?\s*[,=:]?\s*['\"]?([A-Za-z0-9_]+)")
 MAX_SIGNS = 64  # tokens, modules or globs per backend
 
 
@@ -147,9 +147,9 @@ def _decided(found: Iterable[BackendSigns], what: str) -> Subject | None:
     return None
 
 
-def file_server_args(data: bytes) -> frozenset[str]:
+def file_server_args(text: str) -> frozenset[str]:
     """The `--attention-backend` values a file's text names (server args, any quoting)."""
-    return frozenset(m.decode("ascii") for m in _SERVER_ARG.findall(data))
+    return frozenset(_SERVER_ARG.findall(text))
 
 
 def subject_of(

@@ -188,7 +188,7 @@ def audit_source(display: str, data: bytes, settings: AuditSettings) -> FileAudi
     source = decode_source(data, display)
     try:
         analysis = analyse_source(display, source) if isinstance(source, str) else source
-        return audit_file(analysis, settings, data)
+        return audit_file(analysis, settings, source if isinstance(source, str) else None)
     except RecursionError:
         finding = guard_finding(
             GuardFindingKind.UNDETERMINED,

@@ -50,7 +50,7 @@ def test_overrides_come_first_and_empty_means_none():
 
 
 def test_server_args_in_any_quoting():
-    text = b'args = ["--attention-backend", "fa3"]\nother = "--speculative-draft-attention-backend trtllm_mha"\nattention_backend="triton"'
+    text = 'args = ["--attention-backend", "fa3"]\nother = "--speculative-draft-attention-backend trtllm_mha"\nattention_backend="triton"'
     assert file_server_args(text) == {"fa3", "trtllm_mha", "triton"}
 
 
