@@ -123,7 +123,9 @@ def main() -> int:
         rc, _, err = run_matrix(args.code, repo, "register", "--out", str(out))
         written = sorted(p.name for p in out.glob("*.py")) if out.is_dir() else []
         left = [line for line in err.splitlines() if "left out" in line]
-        print(f"\nregister: exit {rc}, {len(written)} modules written ({', '.join(written)}); {len(left)} runner configs left out")
+        print(
+            f"\nregister: exit {rc}, {len(written)} modules written ({', '.join(written)}); {len(left)} runner configs left out"
+        )
         for text in left:
             print(f"  {text.removeprefix('specmatrix register: ')[:150]}")
         if written:

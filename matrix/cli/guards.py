@@ -19,7 +19,6 @@ from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import finding_annotation, sarif_document, tool_version
 from matrix.guards.audit import load_suite_map, read_suite_list
 from matrix.guards.cache import ENV_VAR, cache_folder
-from matrix.guards.intent import MatrixIntent
 from matrix.guards.gate import (
     Baseline,
     Gate,
@@ -32,6 +31,7 @@ from matrix.guards.gate import (
     to_text,
     updated_entries,
 )
+from matrix.guards.intent import MatrixIntent
 from matrix.guards.model import GuardReport
 from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
 
@@ -94,7 +94,7 @@ def register(sub: Any) -> None:
         type=Path,
         metavar="FILE",
         help=(
-            "TOML [test] table, \"node-id glob\" = \"backend\" (\"\" for none): which matrix backend a test tests, "
+            'TOML [test] table, "node-id glob" = "backend" ("" for none): which matrix backend a test tests, '
             "over what the matrix file's [tested] tables derive (default: those alone)"
         ),
     )

@@ -298,9 +298,7 @@ def audit_file(analysis: FileAnalysis, settings: AuditSettings, text: str | None
                 reason="no register_*_ci(...) call: no CI suite runs this file",
             )
         )
-    findings.extend(
-        guard_findings(analysis, runners, settings, elsewhere=elsewhere_of(analysis, settings), env=env, text=text)
-    )
+    findings.extend(guard_findings(analysis, runners, settings, elsewhere=elsewhere_of(analysis, settings), env=env, text=text))
     if text is not None and analysis.is_test_file:
         guarded = frozenset(g.scope for g in analysis.guards)
         # How the files are started is read from the schedule: a run_suite.py job runs each one as a script.
@@ -553,6 +551,7 @@ def guard_findings(
     analysis: FileAnalysis,
     runners: tuple[str, ...],
     settings: AuditSettings,
+    *,
     elsewhere: tuple[str, ...] = (),
     env: Mapping[str, Mapping[str, str]] | None = None,
     text: str | None = None,

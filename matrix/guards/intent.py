@@ -62,7 +62,9 @@ class MatrixIntent:
         """Its cache key is the digest of both files' text (read now: small, and they decide findings)."""
         from matrix.core.errors import ConfigError
 
-        text = package_text("data/matrix.toml") if matrix_path is None else read_text(matrix_path, ConfigError, limit=MAX_TOML_BYTES)
+        text = (
+            package_text("data/matrix.toml") if matrix_path is None else read_text(matrix_path, ConfigError, limit=MAX_TOML_BYTES)
+        )
         extra = read_text(overrides_path, ConfigError, limit=MAX_TOML_BYTES) if overrides_path is not None else ""
         return cls(
             matrix_path=str(matrix_path) if matrix_path is not None else None,
@@ -76,7 +78,9 @@ class MatrixIntent:
             from matrix.core.loader import parse_matrix
 
             source = self.matrix_path or DEFAULT_SOURCE
-            data = read_toml(package_text("data/matrix.toml"), source) if self.matrix_path is None else read_toml_file(Path(source))
+            data = (
+                read_toml(package_text("data/matrix.toml"), source) if self.matrix_path is None else read_toml_file(Path(source))
+            )
             matrix = parse_matrix(data, source)
             backends = tuple(str(v) for v in matrix.axis("backend").values) if _has_backend(matrix) else ()
             tested = parse_tested(data.get(TABLE), backends, source)

@@ -66,7 +66,9 @@ class SkipCase:
 
 def _finding(kind: Kind, case: SkipCase, runners: tuple[str, ...], reason: str, hint: str) -> Finding:
     g = case.guard
-    return guard_finding(kind, path=case.path, line=g.line, test=case.nodeid, runners=runners, guard=g.source, reason=reason, hint=hint)
+    return guard_finding(
+        kind, path=case.path, line=g.line, test=case.nodeid, runners=runners, guard=g.source, reason=reason, hint=hint
+    )
 
 
 def _explain(case: SkipCase, runners: Sequence[str]) -> str:
@@ -122,11 +124,7 @@ def _by_matrix(case: SkipCase, intent: MatrixIntent, backend: str, how: str) -> 
 
 
 def _skip_only(case: SkipCase, how: str) -> Finding:
-    shared = [
-        p
-        for p in case.placements
-        if set(p.runners) & set(case.skipped) and set(p.runners) & set(case.others)
-    ]
+    shared = [p for p in case.placements if set(p.runners) & set(case.skipped) and set(p.runners) & set(case.others)]
     skipped = ", ".join(case.skipped)
     runs = ", ".join(case.others)
     first = case.facts[case.skipped[0]]

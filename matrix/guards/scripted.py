@@ -131,9 +131,7 @@ def names_of_tests(scopes: Sequence[TestScope]) -> list[str]:
         if scope.kind is ScopeKind.MODULE:
             continue
         name = scope.nodeid.rpartition("::")[2]
-        if scope.kind is ScopeKind.FUNCTION and name.startswith("test"):
-            out.append(name)
-        elif scope.kind is ScopeKind.CLASS:
+        if (scope.kind is ScopeKind.FUNCTION and name.startswith("test")) or scope.kind is ScopeKind.CLASS:
             out.append(name)
     return out
 
@@ -244,7 +242,7 @@ def script_findings(
                 runners=runners,
                 guard="if __name__ == '__main__':",
                 reason=f"{RUN_AS_SCRIPT}, and run so it runs none of its {len(names)} tests: {run.why}",
-                hint="end the file with `if __name__ == \"__main__\": unittest.main()` (or `sys.exit(pytest.main([__file__]))`)",
+                hint='end the file with `if __name__ == "__main__": unittest.main()` (or `sys.exit(pytest.main([__file__]))`)',
             )
         )
         return out
@@ -259,7 +257,7 @@ def script_findings(
                 runners=runners,
                 guard=empty.source,
                 reason=f"the test {what} (only `pass`, `...` or a docstring): it passes having tested nothing",
-                hint="delete it (the inherited test then runs), or skip visibly: self.skipTest(\"why\")",
+                hint='delete it (the inherited test then runs), or skip visibly: self.skipTest("why")',
             )
         )
     return out

@@ -119,11 +119,11 @@ def parse_overrides(data: Mapping[str, Any], backends: Sequence[str], source: st
         raise ConfigError(f"{source}: unknown key {unknown[0]!r} (allowed: test)")
     table = data.get("test", {})
     if not isinstance(table, dict):
-        raise ConfigError(f"{source}: [test] must be a table of \"node-id glob\" = \"backend\"")
+        raise ConfigError(f'{source}: [test] must be a table of "node-id glob" = "backend"')
     out: list[tuple[str, str]] = []
     for glob, backend in table.items():
         if not isinstance(backend, str) or (backend and backend not in backends):
-            raise ConfigError(f"{source}: test {glob!r}: expected one of {list(backends)} or \"\", got {backend!r}")
+            raise ConfigError(f'{source}: test {glob!r}: expected one of {list(backends)} or "", got {backend!r}')
         out.append((glob, backend))
     return tuple(out)
 

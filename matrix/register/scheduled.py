@@ -37,9 +37,7 @@ def _loud(severity: Severity) -> bool:
     return severity in (Severity.ERROR, Severity.WARNING)
 
 
-def scheduled_modules(
-    modules: Sequence[GeneratedModule], runners: Mapping[str, RunnerProfile], schedule: Schedule
-) -> Scheduled:
+def scheduled_modules(modules: Sequence[GeneratedModule], runners: Mapping[str, RunnerProfile], schedule: Schedule) -> Scheduled:
     """The modules some scheduled job runs on their own runner, with nothing for `guards` to report; the rest, why."""
     settings = AuditSettings(runners=runners, suite_map=load_suite_map(), schedule=schedule)
     kept: list[GeneratedModule] = []

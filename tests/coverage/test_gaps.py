@@ -53,7 +53,10 @@ def test_gaps_agree_with_cells_on_every_runner_of_the_schedule(tmp_path, capsys)
 
 
 def test_a_schedule_on_more_runners_has_fewer_gaps(tmp_path, capsys):
-    wider = WORKFLOW + "  blackwell:\n    runs-on: 4-gpu-b200\n    steps:\n      - run: python3 test/run_suite.py --suite base-b-test-4-gpu-b200\n"
+    wider = (
+        WORKFLOW
+        + "  blackwell:\n    runs-on: 4-gpu-b200\n    steps:\n      - run: python3 test/run_suite.py --suite base-b-test-4-gpu-b200\n"
+    )
     narrow = run_json(capsys, "gaps", str(repo(tmp_path / "a")), "--format", "json")
     wide = run_json(capsys, "gaps", "--workflows", str(repo(tmp_path / "b", wider)), "--format", "json")
     assert {f["subject"] for f in wide["findings"]} < {f["subject"] for f in narrow["findings"]}

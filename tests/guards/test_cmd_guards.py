@@ -65,7 +65,15 @@ def test_global_runners_file_extends_the_profiles(capsys, shared_suite, tmp_path
     extra = tmp_path / "extra.toml"
     extra.write_text('[runner.1-gpu-a100]\ngpus = 1\ncapability = [8, 0]\nrunner_configs = ["1-gpu-large"]\n', encoding="utf-8")
     code, out, _ = run(
-        capsys, "--runners", str(extra), "guards", str(shared_suite / "attention"), "--only-runners", "1-gpu-a100", "--show", "info"
+        capsys,
+        "--runners",
+        str(extra),
+        "guards",
+        str(shared_suite / "attention"),
+        "--only-runners",
+        "1-gpu-a100",
+        "--show",
+        "info",
     )
     # On an A100 neither guard passes: both files skip there, by design (the matrix has no trtllm_mha kernel on sm80).
     assert code == 0

@@ -46,18 +46,37 @@ def module(registrations: str, guard: str, cls: str, imports: str = "") -> str:
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "suite"
     # The seed's class: trtllm_mha has trtllm-gen kernels on sm100, the gate forgets them.
-    write(root, "dense/test_paged_trtllm_mha.py", module(DUAL, '@unittest.skipUnless(is_sm90_supported() or is_sm120_supported(), "xqa")', "TestPagedDecode"))
+    write(
+        root,
+        "dense/test_paged_trtllm_mha.py",
+        module(DUAL, '@unittest.skipUnless(is_sm90_supported() or is_sm120_supported(), "xqa")', "TestPagedDecode"),
+    )
     # fa3 is Hopper-only: the B200 registration skipping it is by design; it runs on the H100.
-    write(root, "dense/test_hopper_attn.py", module(DUAL, '@unittest.skipIf(get_device_sm() >= 100, "Hopper kernels")', "TestFA3Prefill"))
+    write(
+        root,
+        "dense/test_hopper_attn.py",
+        module(DUAL, '@unittest.skipIf(get_device_sm() >= 100, "Hopper kernels")', "TestFA3Prefill"),
+    )
     # A backend the matrix does not know, gated to Blackwell: a registration that only ever skips.
-    write(root, "mla/test_latent_decode.py", module(DUAL, '@unittest.skipIf(get_device_sm() < 100, "sm100 kernels")', "TestLatentDecode"))
+    write(
+        root,
+        "mla/test_latent_decode.py",
+        module(DUAL, '@unittest.skipIf(get_device_sm() < 100, "sm100 kernels")', "TestLatentDecode"),
+    )
     # Not an arch gate: a CI fact, on a test that also runs elsewhere, stays an error.
-    write(root, "misc/test_ci_gate.py", module(DUAL, '@unittest.skipIf(is_in_ci() and get_device_sm() >= 100, "slow")', "TestSlow"))
+    write(
+        root, "misc/test_ci_gate.py", module(DUAL, '@unittest.skipIf(is_in_ci() and get_device_sm() >= 100, "slow")', "TestSlow")
+    )
     # The matrix knows it through its imports: a triton attention test with an arch gate that admits sm90 only.
     write(
         root,
         "dense/test_dense_import.py",
-        module(DUAL, '@unittest.skipUnless(is_sm90_supported(), "hopper")', "TestDense", "from sglang.srt.layers.attention.triton_backend import TritonAttnBackend"),
+        module(
+            DUAL,
+            '@unittest.skipUnless(is_sm90_supported(), "hopper")',
+            "TestDense",
+            "from sglang.srt.layers.attention.triton_backend import TritonAttnBackend",
+        ),
     )
     return root
 
@@ -112,7 +131,11 @@ def test_one_suite_on_two_runners_gets_no_drop_hint(tmp_path, runners):
     write(
         root,
         "big/test_blackwell_model.py",
-        module('register_cuda_ci(est_time=900, suite="nightly-8-gpu-shared", nightly=True)\n', '@unittest.skipUnless(get_device_sm() >= 100, "fp4")', "TestFp4Model"),
+        module(
+            'register_cuda_ci(est_time=900, suite="nightly-8-gpu-shared", nightly=True)\n',
+            '@unittest.skipUnless(get_device_sm() >= 100, "fp4")',
+            "TestFp4Model",
+        ),
     )
     suite_map = parse_suite_map({"suite": {"nightly-8-gpu-shared": ["8-gpu-h200", B200X8]}}, "map.toml")
     got = findings(audit_tree(root, runners, suite_map=suite_map), "big/test_blackwell_model.py")

@@ -14,7 +14,7 @@ from matrix.core.loader import load_runners
 from matrix.guards import audit_tree
 from matrix.guards.finder import analyse_source
 from matrix.guards.model import GuardFindingKind as K
-from matrix.guards.scripted import empty_tests, script_run, names_of_tests
+from matrix.guards.scripted import empty_tests, names_of_tests, script_run
 from matrix.schedule.load import load_schedule
 
 RUNNERS = load_runners()

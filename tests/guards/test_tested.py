@@ -27,7 +27,13 @@ DECLARED = parse_tested(
         ("a/test_fa3_paths.py::TestPaths", (), frozenset(), "fa3", "file name test_fa3_paths.py"),  # derived: fa3
         # The innermost name decides first: the method names fa3 in a trtllm_mha file.
         ("a/test_trtllm_mha.py::TestA::test_against_fa3", (), frozenset(), "fa3", "test name test_against_fa3"),
-        ("a/test_x.py::TestX", ("sglang.srt.layers.attention.trtllm_mha_backend.TRTLLMHAAttnBackend",), frozenset(), "trtllm_mha", "imports"),
+        (
+            "a/test_x.py::TestX",
+            ("sglang.srt.layers.attention.trtllm_mha_backend.TRTLLMHAAttnBackend",),
+            frozenset(),
+            "trtllm_mha",
+            "imports",
+        ),
         ("a/test_x.py::TestX", (), frozenset({"triton"}), "triton", "server args"),
         # Two backends at one step: none singled out.
         ("a/test_fa3_vs_triton.py::TestX", (), frozenset(), None, "several backends (triton, fa3)"),
@@ -44,7 +50,11 @@ def test_subject_order(nodeid, imports, args, backend, how):
 
 
 def test_overrides_come_first_and_empty_means_none():
-    tested = SubjectTable(signs=DECLARED.signs, overrides=parse_overrides({"test": {"a/*": "", "b/*::TestX": "fa3"}}, BACKENDS, "o"), override_source="o")
+    tested = SubjectTable(
+        signs=DECLARED.signs,
+        overrides=parse_overrides({"test": {"a/*": "", "b/*::TestX": "fa3"}}, BACKENDS, "o"),
+        override_source="o",
+    )
     assert subject_of(tested, "a/test_trtllm_mha.py::T").backend is None
     assert subject_of(tested, "b/test_triton_backend.py::TestX").backend == "fa3"
 

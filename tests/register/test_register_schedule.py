@@ -41,7 +41,10 @@ def test_only_scheduled_runner_configs_are_written_and_the_rest_are_named(tmp_pa
     written = sorted(p.name for p in out.iterdir())
     assert written == ["test_specmatrix_1_gpu_large.py", "test_specmatrix_4_gpu_b200.py"]
     err = capsys.readouterr().err
-    assert "left out 8-gpu-b200 (test_specmatrix_8_gpu_b200.py): unscheduled: no workflow job runs suite base-b-test-8-gpu-b200" in err
+    assert (
+        "left out 8-gpu-b200 (test_specmatrix_8_gpu_b200.py): unscheduled: no workflow job runs suite base-b-test-8-gpu-b200"
+        in err
+    )
     assert "left out 4-gpu-gb300" in err
     # What was written is clean by the guard audit on the same schedule.
     report = audit_tree(out, runners, schedule=load_schedule(root, runners))
@@ -52,7 +55,22 @@ def test_only_scheduled_runner_configs_are_written_and_the_rest_are_named(tmp_pa
 
 def test_workflows_elsewhere_and_no_workflows(tmp_path, capsys):
     root = repo(tmp_path / "ci")
-    assert main(["register", "--out", str(tmp_path / "a"), "--workflows", str(root), "--runner", "8-gpu-b200", "--runner", "4-gpu-b200"]) == 0
+    assert (
+        main(
+            [
+                "register",
+                "--out",
+                str(tmp_path / "a"),
+                "--workflows",
+                str(root),
+                "--runner",
+                "8-gpu-b200",
+                "--runner",
+                "4-gpu-b200",
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["test_specmatrix_4_gpu_b200.py"]
     assert main(["register", "--out", str(root / "b"), "--no-workflows", "--runner", "8-gpu-b200"]) == 0
     assert [p.name for p in (root / "b").iterdir()] == ["test_specmatrix_8_gpu_b200.py"]
