@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import package_text, read_text
@@ -54,6 +54,8 @@ class MatrixIntent:
     matrix_path: str | None = None
     overrides_path: str | None = None
     key: str = ""
+    _raw: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    _tested: SubjectTable | None = field(default=None, repr=False, compare=False)
     _loaded: _Loaded | None = field(default=None, repr=False, compare=False)
     _verdicts: dict[tuple[str, str], BackendVerdict] = field(default_factory=dict, repr=False, compare=False)
 
@@ -72,26 +74,43 @@ class MatrixIntent:
             key=_digest(text, extra),
         )
 
-    def load(self) -> _Loaded:
-        if self._loaded is None:
-            from matrix.core.expect import effective_versions
-            from matrix.core.loader import parse_matrix
-
+    def _data(self) -> dict[str, Any]:
+        if self._raw is None:
             source = self.matrix_path or DEFAULT_SOURCE
-            data = (
+            self._raw = (
                 read_toml(package_text("data/matrix.toml"), source) if self.matrix_path is None else read_toml_file(Path(source))
             )
-            matrix = parse_matrix(data, source)
-            backends = tuple(str(v) for v in matrix.axis("backend").values) if _has_backend(matrix) else ()
+        return self._raw
+
+    def tested(self) -> SubjectTable:
+        """What each backend's tests look like: read from the file's raw tables, without building the matrix (most
+        skips judged name no backend of it, and need no verdict)."""
+        if self._tested is None:
+            source = self.matrix_path or DEFAULT_SOURCE
+            data = self._data()
+            axes = data.get("axis", [])
+            backend = [a for a in axes if isinstance(a, dict) and a.get("name") == "backend"] if isinstance(axes, list) else []
+            values = backend[0].get("values", []) if backend else []
+            backends = tuple(str(v) for v in values) if isinstance(values, list) else ()
             tested = parse_tested(data.get(TABLE), backends, source)
             if self.overrides_path is not None:
                 overrides = parse_overrides(read_toml_file(Path(self.overrides_path)), backends, self.overrides_path)
                 tested = SubjectTable(signs=tested.signs, overrides=overrides, override_source=self.overrides_path)
-            self._loaded = _Loaded(matrix=matrix, tested=tested, versions=effective_versions(matrix, {}))
+            self._tested = tested
+        return self._tested
+
+    def load(self) -> _Loaded:
+        """The matrix itself (validated whole), for a verdict."""
+        if self._loaded is None:
+            from matrix.core.expect import effective_versions
+            from matrix.core.loader import parse_matrix
+
+            matrix = parse_matrix(self._data(), self.matrix_path or DEFAULT_SOURCE)
+            self._loaded = _Loaded(matrix=matrix, tested=self.tested(), versions=effective_versions(matrix, {}))
         return self._loaded
 
     def subject(self, nodeid: str, *, imports: tuple[str, ...] = (), server_args: frozenset[str] = frozenset()) -> Subject:
-        return subject_of(self.load().tested, nodeid, imports=imports, server_args=server_args)
+        return subject_of(self.tested(), nodeid, imports=imports, server_args=server_args)
 
     def verdict(self, backend: str, runner: RunnerProfile) -> BackendVerdict:
         key = (backend, runner.name)
@@ -99,10 +118,6 @@ class MatrixIntent:
         if found is None:
             found = self._verdicts[key] = backend_verdict(self.load(), backend, runner)
         return found
-
-
-def _has_backend(matrix: Matrix) -> bool:
-    return any(a.name == "backend" for a in matrix.axes)
 
 
 def _where(runner: RunnerProfile) -> str:

@@ -4,7 +4,7 @@ sglang's `run_suite.py` starts each registered file as `python3 FILE -f` (sglang
 python/sglang/test/ci/ci_utils.py `run_unittest_files`, main 2026-07): only the file's `__main__` block decides what
 runs. A file with tests whose block is missing, only `pass`, indented inside another block, or calls no test runner
 and no test (a benchmark CLI, say) runs none of them there: `never-runs`. A test whose body is only `pass` (or `...`,
-or a docstring) passes having tested nothing: `silent-pass` (an override of an inherited test says so).
+after an optional docstring) passes having tested nothing: `silent-pass` (an override of an inherited test says so).
 
 Only small fragments are parsed (the `__main__` block, the module-level functions it calls), never the whole file
 again. A call the reading cannot see into whose name may run tests (`*main*`, `*test*`, `*suite*`) leaves the
@@ -147,17 +147,32 @@ class EmptyTest:
 _TRIVIAL = re.compile(r"^\s*(pass|\.\.\.)\s*(#.*)?$")
 
 
+def has_trivial_line(text: str) -> bool:
+    """Whether an indented line is only `pass` or `...`: a file without one has no empty test, and is not split
+    into lines. Found by `str.find` (a multi-line regex tries every position of the text, several times slower)."""
+    for word in ("pass", "..."):
+        at = text.find(word)
+        while at != -1:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            line = text[start : end if end != -1 else len(text)]
+            if start < at and not line[: at - start].strip() and _TRIVIAL.match(line):
+                return True
+            at = text.find(word, at + len(word))
+    return False
+
+
 def empty_tests(lines: Sequence[str], scopes: Sequence[TestScope]) -> list[EmptyTest]:
-    """Test functions whose body is only `pass`, `...` or a docstring; `override` when the class inherits tests
-    (a base other than a TestCase)."""
+    """Test functions whose body is only `pass` or `...` (after a docstring, if any); `override` when the class
+    inherits tests (a base other than a TestCase)."""
     out: list[EmptyTest] = []
     bases: dict[str, bool] | None = None
     for scope in scopes:
         name = scope.nodeid.rpartition("::")[2]
         if scope.kind is not ScopeKind.FUNCTION or not name.startswith("test"):
             continue
-        at = _def_line_from(lines, scope.line - 1, name)
-        if at is None or not _looks_empty(lines, at):
+        at = scope.line - 1  # a function scope's line is its `def` line
+        if not 0 <= at < len(lines) or not _looks_empty(lines, at):
             continue
         fn = _parse(_block(lines, at))
         if fn is None or not fn.body or not isinstance(fn.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
@@ -170,14 +185,6 @@ def empty_tests(lines: Sequence[str], scopes: Sequence[TestScope]) -> list[Empty
         inherited = bases.get(scope.parent or "", False)
         out.append(EmptyTest(nodeid=scope.nodeid, line=at + 1, source=lines[at].strip(), override=inherited))
     return out
-
-
-def _def_line_from(lines: Sequence[str], start: int, name: str) -> int | None:
-    pattern = re.compile(rf"^\s*(async\s+)?def\s+{re.escape(name)}\s*\(")
-    for i in range(max(0, start), min(len(lines), start + 50)):
-        if pattern.match(lines[i]):
-            return i
-    return None
 
 
 def inheriting_classes(lines: Sequence[str], scopes: Sequence[TestScope]) -> dict[str, bool]:
@@ -196,15 +203,32 @@ def inheriting_classes(lines: Sequence[str], scopes: Sequence[TestScope]) -> dic
 
 
 def _looks_empty(lines: Sequence[str], at: int) -> bool:
-    """A cheap look before parsing: the first statement after the signature is `pass`, `...` or a string."""
+    """A cheap look before parsing: after the signature, an optional docstring, then `pass`/`...` or the end of the
+    body. Most test bodies start with real code, or with a docstring followed by code: neither is parsed."""
+    indent = len(lines[at]) - len(lines[at].lstrip())
     i = at
     while i < len(lines) and i - at < 20 and not lines[i].split("#", 1)[0].rstrip().endswith(":"):
         i += 1
-    for line in lines[i + 1 : i + 40]:
-        stripped = line.strip()
+    i += 1
+    seen_doc = False
+    while i < len(lines):
+        stripped = lines[i].strip()
         if not stripped or stripped.startswith("#"):
+            i += 1
             continue
-        return bool(_TRIVIAL.match(stripped)) or stripped.startswith(('"', "'"))
+        if len(lines[i]) - len(lines[i].lstrip()) <= indent:
+            return False  # the body ended: a docstring alone is not read as a test (it may document a stub)
+        if _TRIVIAL.match(stripped):
+            return True
+        if seen_doc or not stripped.startswith(('"', "'", 'r"', "r'")):
+            return False
+        seen_doc = True
+        quote = stripped.lstrip("r")[:3] if stripped.lstrip("r")[:3] in ('"""', "'''") else ""
+        if quote and stripped.lstrip("r").count(quote) < 2:
+            i += 1
+            while i < len(lines) and quote not in lines[i]:
+                i += 1
+        i += 1
     return False
 
 
@@ -226,12 +250,13 @@ def script_findings(
     """`never-runs` for a file whose `__main__` block runs none of its tests (judged only when `as_script`: a
     workflow job starts the file through run_suite.py), `silent-pass` for each empty test that no guard of its own
     skips (`guarded`: the node ids with one; a visible skip is no silent pass)."""
-    names = names_of_tests(scopes)
-    if not names or not runners:
+    if not runners:
         return []
-    lines = text.splitlines()
     out: list[Finding] = []
-    run = script_run(text, names, lines) if as_script else ScriptRun(runs=None)
+    run = ScriptRun(runs=None)
+    if as_script:
+        names = names_of_tests(scopes)
+        run = script_run(text, names) if names else run
     if run.runs is False:
         out.append(
             guard_finding(
@@ -241,12 +266,14 @@ def script_findings(
                 test=path,
                 runners=runners,
                 guard="if __name__ == '__main__':",
-                reason=f"{RUN_AS_SCRIPT}, and run so it runs none of its {len(names)} tests: {run.why}",
+                reason=f"{RUN_AS_SCRIPT}, and run so it runs none of its tests: {run.why}",
                 hint='end the file with `if __name__ == "__main__": unittest.main()` (or `sys.exit(pytest.main([__file__]))`)',
             )
         )
         return out
-    for empty in empty_tests(lines, [s for s in scopes if s.nodeid not in guarded]):
+    if not has_trivial_line(text):
+        return out
+    for empty in empty_tests(text.splitlines(), [s for s in scopes if s.nodeid not in guarded]):
         what = "overrides an inherited test with an empty body" if empty.override else "has an empty body"
         out.append(
             guard_finding(
@@ -256,7 +283,7 @@ def script_findings(
                 test=empty.nodeid,
                 runners=runners,
                 guard=empty.source,
-                reason=f"the test {what} (only `pass`, `...` or a docstring): it passes having tested nothing",
+                reason=f"the test {what} (only `pass` or `...`): it passes having tested nothing",
                 hint='delete it (the inherited test then runs), or skip visibly: self.skipTest("why")',
             )
         )

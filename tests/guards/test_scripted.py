@@ -74,6 +74,10 @@ def test_empty_override_and_empty_test():
                 self,
             ):
                 """Covered elsewhere."""
+                ...
+
+            def test_documented_stub(self):
+                """A docstring alone is not read as an empty test."""
 
             def test_real(self):
                 self.assertEqual(1, 1)
