@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -625,6 +626,10 @@ def guard_findings(
 
     findings: list[Finding] = []
     never: set[str] = set()
+
+    def server_args() -> frozenset[str]:
+        return file_server_args(text) if text is not None else frozenset()
+
     for scope in analysis.scopes:
         if any(s in never for s in chain(scope.nodeid)[:-1]):
             continue
@@ -671,14 +676,9 @@ def guard_findings(
                 placements=placements_of(analysis, runners, settings),
                 imports=tuple(target for _, target in analysis.names.imports),
             )
-            findings.extend(
-                judge_skip(
-                    case,
-                    settings.intent,
-                    server_args=lambda: file_server_args(text) if text is not None else frozenset(),
-                    fallback_hint=lambda h=hit, s=tuple(skipped): silent_skip_hint(verdict(h, s[0]), facts[s[0]], every=s),
-                )
-            )
+            first = skipped[0]
+            fallback = functools.partial(silent_skip_hint, verdict(hit, first), facts[first], every=tuple(skipped))
+            findings.extend(judge_skip(case, settings.intent, server_args=server_args, fallback_hint=fallback))
     for guard in early:
         if never_runs(guard.scope):
             continue
