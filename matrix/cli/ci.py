@@ -23,7 +23,7 @@ from matrix.core.report import read_report
 from matrix.core.selectors import select
 from matrix.coverage.merge import ReportSource, merge
 from matrix.coverage.views import coverage_document, coverage_markdown
-from matrix.register.modules import DEFAULT_STAGE, generate
+from matrix.register.modules import DEFAULT_STAGE, GeneratedModule, generate
 from matrix.shard.cost import Measured, measured_from, workload_for
 from matrix.shard.output import gha_matrix, plan_document, read_plan, shard_selects, write_plan_dir
 from matrix.shard.plan import plan_budget, plan_shards
@@ -99,6 +99,17 @@ def register(sub: Any) -> None:
         help="only cells this selector keeps, e.g. 'draft-*', repeatable (default: every cell expected to RUN)",
     )
     p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
+    wf = p.add_mutually_exclusive_group()
+    wf.add_argument(
+        "--workflows",
+        type=Path,
+        metavar="DIR",
+        help=(
+            "repository root (or its .github/workflows) whose CI must run each module; a module no scheduled job runs "
+            "on its runner is left out, with the reason (default: the nearest .github/workflows at or above --out)"
+        ),
+    )
+    wf.add_argument("--no-workflows", action="store_true", help="write every runner config's module, scheduled or not")
     add_output_options(p, ("text",))
     p.set_defaults(func=cmd_register)
 
@@ -252,6 +263,7 @@ def cmd_register(args: argparse.Namespace, options: Options) -> int:
             reasons[runner.name] = _why_no_module(runner, {i for i, e in exps.items() if e.outcome is Outcome.RUN})
     if not modules:
         raise UsageError("nothing to write: " + "; ".join(reasons.values()))
+    modules = keep_scheduled(args, loaded.runners, modules)
     for name in args.register_runners:
         if name in reasons:
             print(f"specmatrix register: note: nothing written for {reasons[name]}", file=sys.stderr)
@@ -261,3 +273,31 @@ def cmd_register(args: argparse.Namespace, options: Options) -> int:
         write_text_atomic(out / module.file_name, module.text)
         print(f"{out / module.file_name}: {len(module.cells)} cells, est_time {module.est_time} s ({module.runner})")
     return EXIT_OK
+
+
+def keep_scheduled(args: argparse.Namespace, runners: Any, modules: list[GeneratedModule]) -> list[GeneratedModule]:
+    """The modules a scheduled job runs (schedule read as `guards` reads it); says which runner configs it left out."""
+    if args.no_workflows:
+        return modules
+    from matrix.register.scheduled import scheduled_modules
+    from matrix.schedule.load import find_workflows, load_schedule
+
+    root = args.workflows
+    if root is None:
+        start = args.out
+        while not start.exists() and start != start.parent:
+            start = start.parent
+        root = find_workflows(start)
+        if root is None:
+            print(
+                f"specmatrix register: no .github/workflows at or above {args.out}: every runner config's module is "
+                "written, scheduled or not (--workflows DIR to check them against a CI)",
+                file=sys.stderr,
+            )
+            return modules
+    result = scheduled_modules(modules, runners, load_schedule(root, runners))
+    for left in result.left_out:
+        print(f"specmatrix register: left out {left.module.runner_config} ({left.module.file_name}): {left.why}", file=sys.stderr)
+    if not result.kept:
+        raise UsageError(f"nothing to write: no module is run by a scheduled job of the CI under {root} (see above)")
+    return list(result.kept)

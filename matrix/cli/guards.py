@@ -31,6 +31,7 @@ from matrix.guards.gate import (
     to_text,
     updated_entries,
 )
+from matrix.guards.intent import MatrixIntent
 from matrix.guards.model import GuardReport
 from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
 
@@ -87,6 +88,15 @@ def register(sub: Any) -> None:
         "--no-workflows",
         action="store_true",
         help="do not read any workflows, even when PATH lies in a repository that has them (default: read them)",
+    )
+    p.add_argument(
+        "--tested-by",
+        type=Path,
+        metavar="FILE",
+        help=(
+            'TOML [test] table, "node-id glob" = "backend" ("" for none): which matrix backend a test tests, '
+            "over what the matrix file's [tested] tables derive (default: those alone)"
+        ),
     )
     p.add_argument(
         "--assume-installed",
@@ -223,7 +233,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     outputs = (("--output", args.output), ("--write-baseline", args.write_baseline), ("--summary", args.summary))
-    named = (args.baseline, args.suites, args.suite_map)
+    named = (args.baseline, args.suites, args.suite_map, args.tested_by)
     refuse_input_targets(outputs, [*(p for p in named if p is not None), *tree_inputs(args.path, (t for _, t in outputs))])
     runners = load_runner_profiles(options)
     baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
@@ -237,6 +247,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         schedule=read_schedule(args, runners),
         jobs=args.jobs or default_jobs(),
         cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
+        intent=MatrixIntent.from_paths(options.matrix_path, args.tested_by),
     )
     wrote: str | None = None
     if args.write_baseline is not None:

@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "matrix.cli.ledger",
     "matrix.cli.report",
     "matrix.cli.pytest_audit",
+    "matrix.cli.gaps",
 )
 # The commands each module registers (tests/core/test_cli_commands.py checks this against the modules).
 COMMANDS: dict[str, str] = {
@@ -49,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "ledger": "matrix.cli.ledger",
     "report": "matrix.cli.report",
     "pytest-audit": "matrix.cli.pytest_audit",
+    "gaps": "matrix.cli.gaps",
 }
 PROG = "specmatrix"
 EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE, what `yes | head -1` leaves for `yes`

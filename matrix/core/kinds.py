@@ -120,6 +120,34 @@ KINDS: tuple[KindSpec, ...] = (
         rule="Test file without a CI registration",
         help="Listed for information: no register_*_ci call, so no CI job runs the file.",
     ),
+    KindSpec(
+        tool=G,
+        name="skip-only-registration",
+        severity=WARN,
+        fails=False,
+        title="Registrations that only ever skip (an arch gate; the test runs on another runner)",
+        rule="Arch gate skips the test on a registered runner; it runs on another runner of the file or suite",
+        help="Drop the registration that only skips, or admit its arch in the guard; name the backend the test tests "
+        "([tested] of the matrix file, --tested-by) to have the matrix decide.",
+    ),
+    KindSpec(
+        tool=G,
+        name="by-design-skip",
+        severity=INFO,
+        fails=False,
+        title="Skips by design (the matrix says the backend under test cannot run there)",
+        rule="Skipped where the matrix says the backend it tests cannot run; it runs on another registered runner",
+        help="Listed for information with the matrix rule that keeps the backend off the runner.",
+    ),
+    KindSpec(
+        tool=G,
+        name="dead-registration",
+        severity=WARN,
+        fails=False,
+        title="Dead registrations (no workflow picks them up; the file runs on that runner through another one)",
+        rule="No workflow job selects this registration, but another registration runs the file on the same runner",
+        help="Drop the registration, or fix its suite or nightly flag if it was meant to add a run.",
+    ),
     # specmatrix ledger: what registered files really did on a runner
     KindSpec(
         tool=L,
@@ -301,6 +329,15 @@ KINDS: tuple[KindSpec, ...] = (
         title="Cells expected to run that never ran",
         rule="A cell expected to RUN that no report ran",
         help="No shard ran the cell: check the shard plan and the runners the reports come from.",
+    ),
+    KindSpec(
+        tool=C,
+        name="untested-cell",
+        severity=WARN,
+        fails=False,
+        title="Untested cells (no runner of the CI schedule would run them)",
+        rule="A matrix cell that no runner the CI schedule runs on is expected to RUN",
+        help="Schedule a job on a runner where the cell must run, or accept the gap (the trail says why each runner skips it).",
     ),
     # specmatrix pytest-audit: the guard audit's kinds, judged on a pytest suite against its CI schedule
     KindSpec(

@@ -63,7 +63,7 @@ def load_matrix(path: Path | None = None) -> Matrix:
 
 def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
     """Validate a parsed matrix document and expand its groups into cells."""
-    expect_keys(data, {"name", "pins", "axis", "group", "impl", "rule", "cost", "page_promotion", "coverage"}, source)
+    expect_keys(data, {"name", "pins", "axis", "group", "impl", "rule", "cost", "page_promotion", "coverage", "tested"}, source)
     axes = tuple(_parse_axis(t, f"{source}: axis #{i + 1}") for i, t in enumerate(tables_field(data.get("axis", []), source)))
     if not axes:
         raise ConfigError(f"{source}: no [[axis]] defined")

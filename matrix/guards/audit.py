@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,8 @@ from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import package_text, read_text
 from matrix.core.tomlfields import read_toml, read_toml_file
 from matrix.guards.evaluate import Evaluation, GuardEvaluator, Tri
+from matrix.guards.intent import MatrixIntent
+from matrix.guards.judge import Placement, SkipCase, judge_skip
 from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
     FileAnalysis,
@@ -32,6 +35,8 @@ from matrix.guards.model import (
     guard_finding,
 )
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
+from matrix.guards.scripted import script_findings
+from matrix.guards.tested import file_server_args
 
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
     from matrix.schedule.model import Schedule, ScheduleEntry
@@ -257,6 +262,8 @@ class AuditSettings:
     predicates: Mapping[str, Predicate] = field(default_factory=lambda: PREDICATES)
     # What CI runs, read from its files (matrix.schedule): which runner, --nightly or not, which env.
     schedule: Schedule | None = None
+    # The matrix, to judge a skip by what the test tests (None: every skip is judged by where the test runs).
+    intent: MatrixIntent | None = None
     # Where each registration runs depends only on these settings: worked out once per distinct registration.
     targets: dict[tuple[str, str | None, str, bool], SuiteTarget] = field(default_factory=dict, compare=False, repr=False)
 
@@ -268,8 +275,9 @@ class FileAudit:
     runners: tuple[str, ...]
 
 
-def audit_file(analysis: FileAnalysis, settings: AuditSettings) -> FileAudit:
-    """Findings for one analysed file; `--only-runners` keeps those that concern a named runner."""
+def audit_file(analysis: FileAnalysis, settings: AuditSettings, text: str | None = None) -> FileAudit:
+    """Findings for one analysed file; `--only-runners` keeps those that concern a named runner. `text`, the
+    file's source, is read for server args when a skip is judged, and for what the file runs as a script."""
     if analysis.syntax_error is not None:
         finding = guard_finding(
             Kind.UNPARSABLE,
@@ -291,7 +299,17 @@ def audit_file(analysis: FileAnalysis, settings: AuditSettings) -> FileAudit:
                 reason="no register_*_ci(...) call: no CI suite runs this file",
             )
         )
-    findings.extend(guard_findings(analysis, runners, settings, elsewhere=elsewhere_of(analysis, settings), env=env))
+    findings.extend(guard_findings(analysis, runners, settings, elsewhere=elsewhere_of(analysis, settings), env=env, text=text))
+    if text is not None and analysis.is_test_file:
+        guarded = frozenset(g.scope for g in analysis.guards)
+        # How the files are started is read from the schedule: a run_suite.py job runs each one as a script.
+        schedule = settings.schedule
+        as_script = schedule is not None and any(
+            selecting_runs(r, schedule)
+            for r in analysis.registrations
+            if r.problem is None and r.disabled is None and r.platform in IN_SCOPE_PLATFORMS
+        )
+        findings.extend(script_findings(analysis.path, analysis.scopes, runners, text, guarded, as_script=as_script))
     findings = merge_findings(findings)
     if settings.only_runners:
         chosen = set(settings.only_runners)
@@ -304,6 +322,7 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
     """Findings about the registrations, and the runners the file really runs on."""
     findings: list[Finding] = []
     active: list[str] = []
+    pending: list[tuple[Registration, str, tuple[str, ...]]] = []  # unscheduled: judged once `active` is known
     for reg in analysis.registrations:
 
         def finding(kind: Kind, reason: str, runners: tuple[str, ...] = (), reg: Registration = reg) -> Finding:
@@ -338,7 +357,7 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
             findings.append(finding(Kind.UNDETERMINED, reason, target.profiles))
             continue
         if unscheduled:
-            findings.append(finding(Kind.UNSCHEDULED, "; ".join(unscheduled), target.profiles))
+            pending.append((reg, "; ".join(unscheduled), target.profiles))
             continue
         unknown = unknown_label_reason(reg, settings, target)
         if unknown:
@@ -348,8 +367,25 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
                 findings.append(finding(Kind.UNMAPPED, f"suite {suite}: {target.how}; its guards are not evaluated"))
             continue
         active.extend(p for p in target.profiles if p not in active)
+    for reg, reason, profiles in pending:
+        findings.append(unscheduled_finding(analysis.path, reg, reason, profiles, active))
     ordered = tuple(name for name in settings.runners if name in active)
     return findings, ordered
+
+
+def unscheduled_finding(path: str, reg: Registration, reason: str, profiles: tuple[str, ...], active: Sequence[str]) -> Finding:
+    """An unscheduled registration: dead (a warning) when another registration still runs the file, else an error
+    (the file runs nowhere). The reason says whether the runners this one names are among those."""
+    kind = Kind.UNSCHEDULED
+    if active:
+        kind = Kind.DEAD_REGISTRATION
+        runs = ", ".join(active)
+        missing = [p for p in profiles if p not in active]
+        if missing:
+            reason += f"; the file still runs through another registration, on {runs} (not on {', '.join(missing)})"
+        else:
+            reason += f"; the file still runs through another registration on the same runner ({runs})"
+    return guard_finding(kind, path=path, line=reg.line, test=path, runners=profiles, guard=reg.source, reason=reason)
 
 
 def _hw(reg: Registration) -> str:
@@ -471,6 +507,20 @@ def unscheduled_reasons(reg: Registration, settings: AuditSettings) -> list[str]
     return reasons
 
 
+def placements_of(analysis: FileAnalysis, runners: tuple[str, ...], settings: AuditSettings) -> tuple[Placement, ...]:
+    """Each registration that runs the file: its suite and the runners (of `runners`) it puts the file on."""
+    out: list[Placement] = []
+    for reg in analysis.registrations:
+        if reg.problem is not None or reg.disabled is not None or reg.platform not in IN_SCOPE_PLATFORMS:
+            continue
+        if unscheduled_reasons(reg, settings):
+            continue
+        on = tuple(p for p in target_for(reg, settings).profiles if p in runners)
+        if on:
+            out.append(Placement(suite=reg.suite or "", runners=on))
+    return tuple(out)
+
+
 def elsewhere_of(analysis: FileAnalysis, settings: AuditSettings) -> tuple[str, ...]:
     """Registrations that may run the file where no profile can tell: other platforms and unmapped suites."""
     out: list[str] = []
@@ -512,8 +562,10 @@ def guard_findings(
     analysis: FileAnalysis,
     runners: tuple[str, ...],
     settings: AuditSettings,
+    *,
     elsewhere: tuple[str, ...] = (),
     env: Mapping[str, Mapping[str, str]] | None = None,
+    text: str | None = None,
 ) -> list[Finding]:
     """Silent skips, tests that never run, deliberate disables and undetermined guards, over the file's runners."""
     if not runners or not analysis.guards:
@@ -584,6 +636,10 @@ def guard_findings(
 
     findings: list[Finding] = []
     never: set[str] = set()
+
+    def server_args() -> frozenset[str]:
+        return file_server_args(text) if text is not None else frozenset()
+
     for scope in analysis.scopes:
         if any(s in never for s in chain(scope.nodeid)[:-1]):
             continue
@@ -619,9 +675,20 @@ def guard_findings(
             if hit is not None and guards[hit].scope == scope.nodeid:
                 by_guard.setdefault(hit, []).append(runner)
         for hit, skipped in by_guard.items():
-            reason = " | ".join(verdict(hit, r).explain(facts[r]) for r in skipped)
-            hint = silent_skip_hint(verdict(hit, skipped[0]), facts[skipped[0]], every=tuple(skipped))
-            findings.append(_finding(Kind.SILENT_SKIP, guards[hit], tuple(skipped), reason, hint))
+            case = SkipCase(
+                path=analysis.path,
+                nodeid=scope.nodeid,
+                guard=guards[hit],
+                skipped=tuple(skipped),
+                others=tuple(r for r in runners if skipper(scope.nodeid, r) is None),
+                evaluations={r: verdict(hit, r) for r in skipped},
+                facts=facts,
+                placements=placements_of(analysis, runners, settings),
+                imports=tuple(target for _, target in analysis.names.imports),
+            )
+            first = skipped[0]
+            fallback = functools.partial(silent_skip_hint, verdict(hit, first), facts[first], every=tuple(skipped))
+            findings.extend(judge_skip(case, settings.intent, server_args=server_args, fallback_hint=fallback))
     for guard in early:
         if never_runs(guard.scope):
             continue

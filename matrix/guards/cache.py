@@ -73,6 +73,7 @@ def settings_key(settings: AuditSettings) -> str | None:
         settings.only_runners,
         sorted(settings.installed),
         f"read from CI files {known}" if known is not None else repr(settings.schedule),
+        f"matrix {settings.intent.key}" if settings.intent is not None else None,
         code.hexdigest(),
     )
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]

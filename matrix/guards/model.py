@@ -196,6 +196,9 @@ class GuardFindingKind(StrEnum):
     UNMAPPED = "unmapped"
     OUT_OF_SCOPE = "out-of-scope"
     UNREGISTERED = "unregistered"
+    SKIP_ONLY_REGISTRATION = "skip-only-registration"
+    BY_DESIGN_SKIP = "by-design-skip"
+    DEAD_REGISTRATION = "dead-registration"
 
 
 # What each kind means, how loud it is and whether it fails: matrix/core/kinds.py (one entry per kind).

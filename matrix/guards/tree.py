@@ -21,6 +21,7 @@ from matrix.core.textfiles import decode_python, read_limited, special_kind
 from matrix.guards.audit import AuditSettings, FileAudit, SuiteMap, audit_file, check_suite_map, load_suite_map
 from matrix.guards.cache import ResultCache, entry_text, file_key, seal, settings_key
 from matrix.guards.finder import TEST_FILE, analyse_source
+from matrix.guards.intent import MatrixIntent
 from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, guard_finding
 
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
@@ -187,7 +188,7 @@ def audit_source(display: str, data: bytes, settings: AuditSettings) -> FileAudi
     source = decode_source(data, display)
     try:
         analysis = analyse_source(display, source) if isinstance(source, str) else source
-        return audit_file(analysis, settings)
+        return audit_file(analysis, settings, source if isinstance(source, str) else None)
     except RecursionError:
         finding = guard_finding(
             GuardFindingKind.UNDETERMINED,
@@ -322,6 +323,7 @@ def audit_tree(
     schedule: Schedule | None = None,
     jobs: int = 1,
     cache_dir: Path | None = None,
+    intent: MatrixIntent | None = None,
 ) -> GuardReport:
     """Audit every registered test file under `path` on the given runner profiles; nothing is imported."""
     check_root(path)
@@ -341,6 +343,8 @@ def audit_tree(
         only_runners=tuple(only_runners),
         installed=frozenset(installed),
         schedule=schedule,
+        # The built-in matrix unless told otherwise: it is read only when a skip is judged.
+        intent=intent if intent is not None else MatrixIntent.from_paths(),
     )
     base = path if path.is_dir() else path.parent
     cache = ResultCache(cache_dir, settings_key(settings) if cache_dir is not None else None)

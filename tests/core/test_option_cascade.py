@@ -27,7 +27,7 @@ SM90_ONLY = (
     '@unittest.skipIf(not is_sm90_supported(), "needs sm90")\n'
     "class TestA(unittest.TestCase):\n"
     "    def test_a(self):\n"
-    "        pass\n"
+    "        self.assertTrue(True)\n"
 )
 CELL = "draft-fa3-topk1-page16-hd128-gqa4-bf16-graph"
 H200_FACTS = {"source": "SPECMATRIX_DETECT", "gpus": 4, "capability": [9, 0], "name": "NVIDIA H200"}

@@ -261,8 +261,8 @@ def test_sarif_document_shape(tmp_path: Path) -> None:
     [
         (Tool.GUARDS, {k.value for k in GuardFindingKind}),
         (Tool.LEDGER, {k.value for k in LedgerFindingKind}),
-        (Tool.AUDIT, {k.value for k in FindingKind} - {"missing-report", "never-ran"}),
-        (Tool.COVERAGE, {"missing-report", "never-ran"}),
+        (Tool.AUDIT, {k.value for k in FindingKind} - {"missing-report", "never-ran", "untested-cell"}),
+        (Tool.COVERAGE, {"missing-report", "never-ran", "untested-cell"}),
         (Tool.PYTEST_AUDIT, {"silent-skip", "never-runs", "unscheduled", "unparsable"}),
     ],
 )

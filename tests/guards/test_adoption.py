@@ -298,6 +298,10 @@ register_cuda_ci(est_time=60, suite="base-b-test-4-gpu-b200")
 class TestDecode(unittest.TestCase):
     def test_decode(self):
         self.assertTrue(True)
+
+
+if __name__ == "__main__":
+    unittest.main()
 """
 SCRATCH_WORKFLOW = """\
 on: pull_request

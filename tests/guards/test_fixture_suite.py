@@ -27,11 +27,11 @@ IP = "interprocedural"
 # (kind, test node id, runners): every finding the fixture suite must produce, and nothing else.
 EXPECTED: set[tuple[K, str, tuple[str, ...]]] = {
     (K.SILENT_SKIP, f"{BUG}::TestTRTLLMMHADecode", (B200,)),
-    (K.SILENT_SKIP, "marks/test_pytestmark_list.py", (H100,)),
+    (K.SKIP_ONLY_REGISTRATION, "marks/test_pytestmark_list.py", (H100,)),
     (K.SILENT_SKIP, "marks/test_pytestmark_single.py", (RTX5090,)),
-    (K.SILENT_SKIP, "methods/test_method_guards.py::test_trtllm_gen_prefill", (H100,)),
-    (K.SILENT_SKIP, "setup/test_setup_guards.py::TestNeedsBlackwellSM", (H100,)),
-    (K.SILENT_SKIP, "setup/test_setup_guards.py::TestHopperOnlySetUp", (B200,)),
+    (K.SKIP_ONLY_REGISTRATION, "methods/test_method_guards.py::test_trtllm_gen_prefill", (H100,)),
+    (K.SKIP_ONLY_REGISTRATION, "setup/test_setup_guards.py::TestNeedsBlackwellSM", (H100,)),
+    (K.SKIP_ONLY_REGISTRATION, "setup/test_setup_guards.py::TestHopperOnlySetUp", (B200,)),
     (K.NEVER_RUNS, "aliases/test_module_aliases.py::TestHopperPath", (B200,)),
     (K.NEVER_RUNS, "module_level/test_module_skip.py", (CPU,)),
     (K.UNSCHEDULED, "scheduling/test_nightly_without_flag.py", (B200,)),
@@ -49,8 +49,8 @@ EXPECTED: set[tuple[K, str, tuple[str, ...]]] = {
     # An unconditional method skip is a deliberate disable, not an arch mismatch.
     (K.DISABLED_BY_SKIP, "methods/test_method_guards.py::TestMethodGuards::test_flaky", (H100, B200)),
     # Guards through this file's own helpers, redefinitions, decorator factories and __main__ blocks.
-    (K.SILENT_SKIP, f"{IP}/test_local_helper_capability.py::TestFp4GemmSm120", (B200,)),
-    (K.SILENT_SKIP, f"{IP}/test_shadowed_predicate.py::TestTmemAllocator", (RTX5090,)),
+    (K.SKIP_ONLY_REGISTRATION, f"{IP}/test_local_helper_capability.py::TestFp4GemmSm120", (B200,)),
+    (K.SKIP_ONLY_REGISTRATION, f"{IP}/test_shadowed_predicate.py::TestTmemAllocator", (RTX5090,)),
     (K.NEVER_RUNS, f"{IP}/test_early_return_helper.py::TestTmaMulticast", (H100,)),
     (K.NEVER_RUNS, f"{IP}/test_decorator_factory.py::TestWgmmaPath", (B200,)),
     (K.NEVER_RUNS, f"{IP}/test_decorator_factory.py::TestFa3Path", (B200,)),
@@ -70,7 +70,7 @@ EXPECTED: set[tuple[K, str, tuple[str, ...]]] = {
     (K.DISABLED_BY_SKIP, "kinds/test_unconditional_skips.py::TestOverlapScheduler", (H100, B200)),
     (K.DISABLED_BY_SKIP, "kinds/test_unconditional_skips.py::TestChunkedPrefill", (H100, B200)),
     (K.DISABLED_BY_SKIP, "kinds/test_module_disabled.py", (H100,)),
-    (K.SILENT_SKIP, "kinds/test_one_row_per_test.py::TestWgmmaDecode", (B200, B200X8)),
+    (K.SKIP_ONLY_REGISTRATION, "kinds/test_one_row_per_test.py::TestWgmmaDecode", (B200, B200X8)),
     # Hostile guards: past the evaluation budget, never a crash.
     (K.UNDETERMINED, "hostile/test_long_sum.py::TestHostile", (H100,)),
     (K.UNDETERMINED, "hostile/test_not_chain.py::TestHostile", (H100,)),

@@ -39,8 +39,8 @@ def test_baseline_round_trip(capsys, suite_copy, tmp_path):
     kinds = {e["kind"] for e in doc["entries"]}
     assert kinds == {"silent-skip", "never-runs", "unscheduled", "unparsable"}
     assert all("line" not in e for e in doc["entries"])
-    # Per runner: the two-runner silent skip is two entries.
-    assert sum(e["test"].endswith("TestWgmmaDecode") for e in doc["entries"]) == 2
+    # Per runner: the two-runner finding is two entries.
+    assert sum(e["test"].endswith("TestLongContextSweep") for e in doc["entries"]) == 2
     code, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base))
     assert code == 0, out
     assert "0 new error(s)" in out
@@ -81,9 +81,12 @@ def test_a_committed_baseline_of_todays_format_still_matches(capsys, suite_copy,
     assert len(read_baseline(base).entries) == 5
     _, out, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base), "--format", "json", "--today", "2027-01-01")
     doc = json.loads(out)
-    assert doc["baseline"] == {"new_errors": doc["baseline"]["new_errors"], "acknowledged": 4, "expired": [], "stale": []}
+    # The arch gates of TestWgmmaDecode (two runners) and test_pytestmark_list.py run on another runner of the file:
+    # registrations that only skip (warnings), so their three entries no longer match an error.
+    assert doc["baseline"]["acknowledged"] == 2 and doc["baseline"]["expired"] == []
+    assert len(doc["baseline"]["stale"]) == 3
     _, text, _ = run(capsys, "guards", str(suite_copy), "--baseline", str(base), "--today", "2027-01-01")
-    for acknowledged in ("TestTRTLLMMHADecode", "TestWgmmaDecode", "test_pytestmark_list.py:", "test_syntax_error.py:"):
+    for acknowledged in ("TestTRTLLMMHADecode", "test_syntax_error.py:"):
         assert acknowledged not in text
 
 

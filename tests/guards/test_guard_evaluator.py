@@ -136,5 +136,5 @@ def test_a_guard_behind_a_skip_that_decides_is_not_evaluated(monkeypatch: pytest
     assert (method, "4-gpu-b200") in seen
     assert (method, "1-gpu-h100") not in seen
     kinds = {(f.kind, f.subject, f.runners) for f in findings}
-    assert ("silent-skip", "t/test_lazy.py::TestBlackwell", ("1-gpu-h100",)) in kinds
+    assert ("skip-only-registration", "t/test_lazy.py::TestBlackwell", ("1-gpu-h100",)) in kinds
     assert ("undetermined", "t/test_lazy.py::TestBlackwell::test_a", ("4-gpu-b200",)) in kinds

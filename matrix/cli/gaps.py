@@ -1,0 +1,94 @@
+"""`specmatrix gaps [PATH]`: the matrix cells no runner of PATH's CI schedule would run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from matrix.cli.options import add_output_options
+from matrix.core.atomic import write_text_atomic
+from matrix.core.errors import EXIT_OK, UsageError
+from matrix.core.expect import effective_versions, expectations
+from matrix.core.jsonio import dumps_indented
+from matrix.core.model import Outcome
+from matrix.core.options import Options, load
+from matrix.core.output import finding_doc, text_line
+from matrix.core.planning import plan_for
+from matrix.coverage.gaps import untested_cells
+
+SCHEMA = "specmatrix.gaps/1"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "gaps",
+        help="list the matrix cells no runner of a CI schedule would run",
+        description=(
+            "Read the CI schedule of PATH (its nearest .github/workflows, as `guards` reads it), take every runner "
+            "profile a job runs on, and list each matrix cell none of them is expected to RUN (kind untested-cell). "
+            "Exit 0; 2 on bad input."
+        ),
+    )
+    p.add_argument("path", type=Path, nargs="?", default=Path("."), help="a path in the repository (default: .)")
+    p.add_argument(
+        "--workflows",
+        type=Path,
+        metavar="DIR",
+        help="repository root (or its .github/workflows) to read instead (default: the nearest at or above PATH)",
+    )
+    add_output_options(p, ("text", "json"))
+    p.set_defaults(func=cmd_gaps)
+
+
+def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
+    from matrix.schedule.load import find_workflows, load_schedule
+
+    loaded = load(options)
+    root = args.workflows
+    if root is None:
+        if not args.path.exists():
+            raise UsageError(f"{args.path}: no such file or directory")
+        root = find_workflows(args.path)
+        if root is None:
+            raise UsageError(f"{args.path}: no .github/workflows at or above it (name one with --workflows DIR)")
+    schedule = load_schedule(root, loaded.runners)
+    names = {name for entry in schedule.entries for name in entry.profiles}
+    runners = [name for name in loaded.runners if name in names]  # in profile order
+    plans = {name: plan_for(loaded, name, os.environ) for name in runners}
+    versions = next(iter(plans.values())).versions if plans else effective_versions(loaded.matrix, {})
+    elsewhere: dict[str, list[str]] = {}
+    for name, profile in loaded.runners.items():
+        if name in plans or not profile.gpus:
+            continue
+        for cell_id, exp in expectations(loaded.matrix, profile, versions).items():
+            if exp.outcome is Outcome.RUN:
+                elsewhere.setdefault(cell_id, []).append(name)
+    findings = untested_cells(loaded.matrix.cells, {n: p.expectations for n, p in plans.items()}, elsewhere)
+    if args.format == "json":
+        doc = {
+            "schema": SCHEMA,
+            "matrix": loaded.matrix.name,
+            "schedule": str(root),
+            "runners": runners,
+            "cells": len(loaded.matrix.cells),
+            "findings": [finding_doc(f) for f in findings],
+        }
+        text = dumps_indented(doc)
+    else:
+        lines = [f"{f.subject}: {f.message.split('; ', 1)[1]}" for f in findings]
+        possible = sum("which no job of the schedule uses" in f.message for f in findings)
+        lines.append(f"{possible} of them would run on a runner profile the schedule does not use")
+        lines.append(
+            f"{len(findings)} of {len(loaded.matrix.cells)} cells untested by the schedule under {root} "
+            f"(runners: {', '.join(runners) or 'none'})"
+        )
+        text = "\n".join(text_line(line) for line in lines)
+    if args.output is not None:
+        write_text_atomic(args.output, text + "\n")
+        print(f"specmatrix gaps: wrote {args.output}", file=sys.stderr)
+    else:
+        print(text)
+    return EXIT_OK
