@@ -7,16 +7,18 @@ import datetime as dt
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from matrix.cli.options import add_output_options, add_summary_option
+from matrix.core import emit
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
+from matrix.core.baseline import legacy_note, stamped
 from matrix.core.errors import UsageError
-from matrix.core.finding import Finding, Severity, Tool
-from matrix.core.jsonio import dumps_indented
+from matrix.core.finding import Severity, Tool
+from matrix.core.gate import repo_prefix
 from matrix.core.options import Options, load_runner_profiles
-from matrix.core.output import finding_annotation, sarif_document, tool_version
 from matrix.guards.audit import load_suite_map, read_suite_list
 from matrix.guards.cache import ENV_VAR, cache_folder
 from matrix.guards.gate import (
@@ -121,6 +123,13 @@ def register(sub: Any) -> None:
         help="write the current error findings to FILE (keeps reasons and expiry; default: none)",
     )
     p.add_argument(
+        "--root",
+        dest="repo_root",
+        type=Path,
+        metavar="DIR",
+        help="the repository root SARIF URIs, annotations and baseline paths start from (default: the git top level)",
+    )
+    p.add_argument(
         "--today",
         type=dt.date.fromisoformat,
         metavar="YYYY-MM-DD",
@@ -136,29 +145,6 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
 
 
-def _repo_path(root: str, path: str, cwd: Path) -> str:
-    """A finding's file relative to the current directory `cwd` (the repository root in CI), POSIX style."""
-    full = Path(root) / path
-    try:
-        return PurePosixPath(full.resolve().relative_to(cwd)).as_posix()
-    except ValueError:
-        return full.as_posix()
-
-
-def _annotations(report: GuardReport, findings: tuple[Finding, ...]) -> str:
-    """One workflow command per finding; each file's repository path is resolved once (it stats every parent)."""
-    cwd: Path | None = None  # asked for once, and only when there is a finding (as before)
-    known: dict[str, str] = {}
-    lines = []
-    for f in findings:
-        file = known.get(f.path)
-        if file is None:
-            cwd = cwd or Path.cwd().resolve()
-            file = known[f.path] = _repo_path(report.root, f.path, cwd)
-        lines.append(finding_annotation(f, file))
-    return "\n".join(lines)
-
-
 def render(
     report: GuardReport,
     result: Gate,
@@ -167,6 +153,7 @@ def render(
     status: str | None = None,
     exit_code: int | None = None,
     help_uri: str | None = None,
+    prefix: str | None = None,
 ) -> str:
     """The output in `fmt`; `status` and `exit_code` replace the audit's own when the command returns another."""
     if fmt == "json":
@@ -174,16 +161,9 @@ def render(
     if fmt == "md":
         return to_markdown(report, result, exit_code=exit_code)
     if fmt == "github":
-        return _annotations(report, result.shown)
+        return emit.github(result.shown, root=report.root, prefix=prefix)
     if fmt == "sarif":
-        doc = sarif_document(
-            result.shown,
-            tool=Tool.GUARDS,
-            root=Path(report.root),
-            version=tool_version(),
-            help_uri=help_uri,
-        )
-        return dumps_indented(doc)
+        return emit.sarif(result.shown, tool=Tool.GUARDS, prefix=prefix, help_uri=help_uri)
     return to_text(report, result, status=status)
 
 
@@ -226,7 +206,12 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     named = (args.baseline, args.suites, args.suite_map)
     refuse_input_targets(outputs, [*(p for p in named if p is not None), *tree_inputs(args.path, (t for _, t in outputs))])
     runners = load_runner_profiles(options)
+    found = repo_prefix(args.path, args.repo_root)
+    prefix = found or ""
     baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
+    if baseline is not None and baseline.legacy:
+        print(f"specmatrix guards: {legacy_note(args.baseline, prefix)}", file=sys.stderr)
+        baseline = baseline.keyed_from(prefix)
     report = audit_tree(
         args.path,
         runners,
@@ -238,18 +223,24 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         jobs=args.jobs or default_jobs(),
         cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
     )
+    if args.format == "sarif":  # the only output that carries fingerprints; thousands of findings otherwise
+        report = replace(report, findings=stamped(report.findings, prefix))
     wrote: str | None = None
     if args.write_baseline is not None:
         previous = read_baseline(args.write_baseline) if args.write_baseline.is_file() else None
-        entries = updated_entries(error_keys(report.findings), previous)
+        previous = previous.keyed_from(prefix) if previous is not None else None
+        entries = updated_entries(error_keys(report.findings, prefix), previous, prefix)
         write_text_atomic(args.write_baseline, baseline_text(entries))
         # Writing the baseline is the run's job: it succeeds whatever the findings, and says so.
         wrote = f"exit 0: wrote {len(entries)} baseline entries to {args.write_baseline}"
-    result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today)
+    result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today, prefix=prefix)
     if args.summary is not None:
         append_text(args.summary, to_markdown(report, result, exit_code=0 if wrote is not None else None) + "\n")
     fmt = args.format
-    print(render(report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None, help_uri=args.help_uri))
+    text = render(
+        report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None, help_uri=args.help_uri, prefix=found
+    )
+    print(text)
     if wrote is not None and (fmt != "text" or args.output is not None):
         print(f"specmatrix guards: {wrote.removeprefix('exit 0: ')}", file=sys.stderr)
     return 0 if wrote is not None else result.exit_code

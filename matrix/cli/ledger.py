@@ -14,7 +14,8 @@ from matrix.core.loader import read_toml_file
 from matrix.core.machine import AUTO
 from matrix.core.options import Options, load_runner_profiles
 from matrix.guards.audit import load_suite_map
-from matrix.guards.gate import Baseline, read_baseline
+from matrix.core.baseline import Baseline, read_baseline
+from matrix.core.gate import repo_prefix
 from matrix.guards.tree import check_root, tree_inputs
 from matrix.ledger.join import JoinSettings, join
 from matrix.ledger.pth import install_hook, uninstall_hook
@@ -47,7 +48,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--runner", help="runner profile the ledgers come from, or 'auto' (from each process's recorded machine; default: auto)"
     )
-    p.add_argument("--baseline", type=Path, metavar="FILE", help="guard baseline (specmatrix.guards-baseline/1; default: none)")
+    p.add_argument("--baseline", type=Path, metavar="FILE", help="guard baseline (specmatrix.baseline/2, or the older guards-baseline/1; default: none)")
     add_allowlist_option(p, old="--allow")
     p.add_argument(
         "--suite-map",
@@ -64,6 +65,14 @@ def register(sub: Any) -> None:
     hook.add_argument("--install-hook", action="store_true", help="write the start-up .pth into this environment")
     hook.add_argument("--uninstall-hook", action="store_true", help="remove the start-up .pth from this environment")
     p.set_defaults(func=cmd_ledger)
+
+
+def _baseline(path: Path | None, root: Path) -> Baseline:
+    """The guard baseline keyed from `root`, the suite the ledgers are joined with (its entries start at the
+    repository root; an older file's at the folder then audited)."""
+    if path is None:
+        return Baseline(entries=())
+    return read_baseline(path).under(repo_prefix(root) or "")
 
 
 def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
@@ -92,7 +101,7 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         runners=runners,
         forced_runner=None if options.runner == AUTO else options.runner,
         allow=parse_allowlist(read_toml_file(options.allowlist), str(options.allowlist)) if options.allowlist else (),
-        baseline=read_baseline(args.baseline) if args.baseline else Baseline(entries=()),
+        baseline=_baseline(args.baseline, args.root),
         partial=args.partial,
     )
     processes: list[Process] = []

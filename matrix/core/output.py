@@ -6,7 +6,8 @@ Each format has one escaping function and every interpolated value goes through 
   (no line starts a GitHub workflow command, `::` after optional spaces, as the runner reads them);
 - Markdown: `md_text` (HTML and table metacharacters) and `md_code` (a code span that cannot be broken out of);
 - GitHub annotations: `escape_data` / `escape_property` (actions/toolkit `packages/core/src/command.ts`);
-- SARIF: `sarif_uri` (percent-encoded, relative to the audited root named in `originalUriBaseIds`);
+- SARIF: `sarif_uri` (percent-encoded, relative to the repository root: code scanning resolves a relative URI
+  against the checkout and ignores `uriBaseId`);
 - JSON: `finding_doc` (the encoder escapes; every field is kept as it is).
 """
 
@@ -170,21 +171,14 @@ def message_of(finding: Finding) -> str:
 # SARIF 2.1.0 ---------------------------------------------------------------------------------------------------
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-SARIF_BASE = "SRCROOT"
 MAX_SARIF_RESULTS = 5000  # code scanning keeps the top 5,000 of a run's results
 SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
 def sarif_uri(path: str) -> str:
-    """A path relative to the audited root as a URI reference: every reserved or unsafe character percent-encoded."""
+    """A path relative to the repository root as a URI reference: every reserved or unsafe character percent-encoded."""
     posix = PurePosixPath(path.replace("\\", "/")).as_posix()
     return urllib.parse.quote(text_value(posix), safe="/")
-
-
-def root_uri(root: Path) -> str:
-    """The audited root as an absolute file URI ending in `/` (SARIF `originalUriBaseIds`)."""
-    uri = root.resolve().as_uri()
-    return uri if uri.endswith("/") else uri + "/"
 
 
 def _rule(spec: KindSpec, help_uri: str | None) -> dict[str, Any]:
@@ -212,7 +206,7 @@ def _sarif_result(finding: Finding, uri_of: Callable[[str], str]) -> dict[str, A
         result["locations"] = [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": uri_of(finding.path), "uriBaseId": SARIF_BASE},
+                    "artifactLocation": {"uri": uri_of(finding.path)},
                     "region": {"startLine": max(finding.line, 1)},
                 }
             }
@@ -223,16 +217,17 @@ def _sarif_result(finding: Finding, uri_of: Callable[[str], str]) -> dict[str, A
 
 
 def sarif_document(
-    findings: Iterable[Finding], *, tool: Tool, root: Path, version: str, help_uri: str | None = None
+    findings: Iterable[Finding], *, tool: Tool, prefix: str, version: str, help_uri: str | None = None
 ) -> dict[str, Any]:
-    """One SARIF run: a rule per registered kind of `tool`, results worst first, URIs relative to `root`."""
+    """One SARIF run: a rule per registered kind of `tool`, results worst first, URIs relative to the repository
+    root (`prefix`: the audited folder's path from it, put before each finding's path)."""
     chosen = list(findings)[:MAX_SARIF_RESULTS]
     uris: dict[str, str] = {}
 
     def uri_of(path: str) -> str:  # once per file: thousands of results share a few hundred files
         uri = uris.get(path)
         if uri is None:
-            uri = uris[path] = sarif_uri(path)
+            uri = uris[path] = sarif_uri(f"{prefix}/{path}" if prefix else path)
         return uri
 
     return {
@@ -247,7 +242,6 @@ def sarif_document(
                         "rules": [_rule(spec, help_uri) for spec in kinds_of(tool)],
                     }
                 },
-                "originalUriBaseIds": {SARIF_BASE: {"uri": root_uri(root)}},
                 "results": [_sarif_result(f, uri_of) for f in chosen],
             }
         ],
@@ -255,9 +249,12 @@ def sarif_document(
 
 
 def tool_version() -> str:
+    """The installed distribution's version; run from a source tree without one (the Action), the package's own."""
     from importlib.metadata import PackageNotFoundError, version  # only SARIF output needs it
 
     try:
         return version("specmatrix")
     except PackageNotFoundError:
-        return "0+unknown"
+        import matrix
+
+        return matrix.__version__
