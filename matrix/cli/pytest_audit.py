@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_deprecated_path, add_output_options, add_summary_option
+from matrix.core import emit
 from matrix.core.atomic import append_text, write_text_atomic
+from matrix.core.baseline import Baseline, baseline_text, legacy_note, read_baseline, stamped, updated_entries
 from matrix.core.errors import UsageError
+from matrix.core.finding import Severity, Tool
+from matrix.core.gate import Gate, error_keys, gate, repo_prefix
 from matrix.core.options import Options, load_runner_profiles
+from matrix.pytest_suites.audit import PytestAuditReport
 from matrix.pytest_suites.render import to_json, to_markdown, to_text
 from matrix.pytest_suites.run import AuditInput, has_workflows, run_audit
 
-FORMATS = {"text": to_text, "json": to_json, "md": to_markdown}
+FORMATS = ("text", "json", "md", "github", "sarif")
 
 
 def register(sub: Any) -> None:
@@ -55,8 +62,39 @@ def register(sub: Any) -> None:
         metavar="MODULE",
         help="treat this module as importable on every runner (importorskip guards), repeatable (default: none)",
     )
-    add_output_options(p, tuple(FORMATS))
+    add_output_options(p, FORMATS)
     add_summary_option(p)
+    base = p.add_mutually_exclusive_group()
+    base.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="fail only on error findings FILE does not list (default: none, every error finding fails)",
+    )
+    base.add_argument(
+        "--write-baseline",
+        type=Path,
+        metavar="FILE",
+        help="write the current error findings to FILE (keeps reasons and expiry; default: none)",
+    )
+    p.add_argument(
+        "--today",
+        type=dt.date.fromisoformat,
+        metavar="YYYY-MM-DD",
+        help="the date baseline expiry is checked on (default: today)",
+    )
+    p.add_argument(
+        "--root",
+        dest="repo_root",
+        type=Path,
+        metavar="DIR",
+        help="the repository root SARIF URIs, annotations and baseline paths start from (default: the git top level)",
+    )
+    p.add_argument(
+        "--help-uri",
+        metavar="URL",
+        help="SARIF: the page each rule's helpUri points at (default: none; the help text is inline)",
+    )
     add_deprecated_path(p, "--md", "summary")
     add_deprecated_path(p, "--json", "json_file")
     p.add_argument(
@@ -89,10 +127,47 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
         buildkite_files=tuple(args.buildkite),
         installed=frozenset(args.assume_installed),
     )
+    found = repo_prefix(args.root, args.repo_root)
+    prefix = found or ""
+    baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
+    if baseline is not None and baseline.legacy:
+        print(f"specmatrix pytest-audit: {legacy_note(args.baseline, prefix)}", file=sys.stderr)
+        baseline = baseline.keyed_from(prefix)
     report = run_audit(inputs, profiles, jobs=_jobs(args.jobs))
+    fingerprints = stamped((f.finding for f in report.findings), prefix)
+    report = replace(report, findings=tuple(replace(f, finding=g) for f, g in zip(report.findings, fingerprints, strict=True)))
+    wrote = None
+    if args.write_baseline is not None:
+        previous = read_baseline(args.write_baseline) if args.write_baseline.is_file() else None
+        previous = previous.keyed_from(prefix) if previous is not None else None
+        entries = updated_entries(error_keys(fingerprints, prefix), previous, prefix)
+        write_text_atomic(args.write_baseline, baseline_text(entries))
+        wrote = f"wrote {len(entries)} baseline entries to {args.write_baseline}"
+    result = gate(fingerprints, show=Severity.INFO, baseline=baseline, today=args.today, prefix=prefix)
+    shown, live = _live(report, result)
+    exit_code = 0 if wrote is not None else result.exit_code
     if args.summary is not None:
-        append_text(args.summary, to_markdown(report))
+        append_text(args.summary, to_markdown(shown, result))
     if getattr(args, "json_file", None) is not None:
-        write_text_atomic(args.json_file, to_json(report))
-    sys.stdout.write(FORMATS[args.format](report))
-    return report.exit_code
+        write_text_atomic(args.json_file, to_json(shown, result, exit_code=exit_code))
+    fmt = args.format
+    if fmt == "github":
+        text = emit.github(live, root=str(args.root), prefix=found) + ("\n" if live else "")
+    elif fmt == "sarif":
+        text = emit.sarif(live, tool=Tool.PYTEST_AUDIT, prefix=found, help_uri=args.help_uri) + "\n"
+    elif fmt == "json":
+        text = to_json(shown, result, exit_code=exit_code)
+    elif fmt == "md":
+        text = to_markdown(shown, result)
+    else:
+        text = to_text(shown, result)
+    sys.stdout.write(text)
+    if wrote is not None:
+        print(f"specmatrix pytest-audit: {wrote}", file=sys.stderr)
+    return exit_code
+
+
+def _live(report: PytestAuditReport, result: Gate) -> tuple[PytestAuditReport, tuple[Any, ...]]:
+    """The report without the findings a baseline acknowledges (in the report's order), and the gate's worst first."""
+    kept = {id(f) for f in result.shown}
+    return replace(report, findings=tuple(f for f in report.findings if id(f.finding) in kept)), result.shown
