@@ -88,11 +88,29 @@ def snapshot(out: Path, sglang: Path | None, flashinfer: Path | None) -> None:
         suite = REPO / "tests" / "guards" / "fixture_suite"
         for fmt in FORMATS:
             for show in ("warning", "info"):
-                run(out, f"guards-fixture-{show}.{fmt}", ["guards", str(suite), "--no-workflows", "--show", show, "--format", fmt], REPO, tmp)
-        run(out, "guards-fixture-write-baseline", ["guards", str(suite), "--no-workflows", "--write-baseline", str(tmp / "b.json")], REPO, tmp)
+                run(
+                    out,
+                    f"guards-fixture-{show}.{fmt}",
+                    ["guards", str(suite), "--no-workflows", "--show", show, "--format", fmt],
+                    REPO,
+                    tmp,
+                )
+        run(
+            out,
+            "guards-fixture-write-baseline",
+            ["guards", str(suite), "--no-workflows", "--write-baseline", str(tmp / "b.json")],
+            REPO,
+            tmp,
+        )
         shutil.copyfile(tmp / "b.json", out / "guards-fixture-baseline.json")
         for fmt in FORMATS:
-            run(out, f"guards-fixture-baselined.{fmt}", ["guards", str(suite), "--no-workflows", "--baseline", str(tmp / "b.json"), "--format", fmt], REPO, tmp)
+            run(
+                out,
+                f"guards-fixture-baselined.{fmt}",
+                ["guards", str(suite), "--no-workflows", "--baseline", str(tmp / "b.json"), "--format", fmt],
+                REPO,
+                tmp,
+            )
         run(out, "guards-fixture-summary", ["guards", str(suite), "--no-workflows", "--summary", str(tmp / "s.md")], REPO, tmp)
         shutil.copyfile(tmp / "s.md", out / "guards-fixture-summary.md")
 
@@ -105,15 +123,36 @@ def snapshot(out: Path, sglang: Path | None, flashinfer: Path | None) -> None:
         ledger.write_text(ledger_text(), encoding="utf-8")
         lsuite = REPO / "tests" / "ledger" / "fixture_suite" / "registered"
         for fmt in FORMATS:
-            run(out, f"ledger-fixture.{fmt}", ["ledger", str(ledger), "--root", str(lsuite), "--runner", "4-gpu-b200", "--format", fmt], REPO, tmp)
+            run(
+                out,
+                f"ledger-fixture.{fmt}",
+                ["ledger", str(ledger), "--root", str(lsuite), "--runner", "4-gpu-b200", "--format", fmt],
+                REPO,
+                tmp,
+            )
 
         own = tmp / "own"
         shutil.copytree(REPO / "examples" / "own-matrix", own)
         reports = tmp / "reports"
         subprocess.run(
-            [sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "--matrix-runner", "cpu",
-             "--matrix-report", str(reports / "cpu.json")],
-            cwd=own, capture_output=True, check=False, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)},
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "tests",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--matrix-runner",
+                "cpu",
+                "--matrix-report",
+                str(reports / "cpu.json"),
+            ],
+            cwd=own,
+            capture_output=True,
+            check=False,
+            timeout=600,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
         )
         # A second run with a planted test that skips a cell the matrix says must run: findings in every output.
         (own / "tests" / "test_planted.py").write_text(
@@ -122,15 +161,36 @@ def snapshot(out: Path, sglang: Path | None, flashinfer: Path | None) -> None:
             encoding="utf-8",
         )
         subprocess.run(
-            [sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "--matrix-runner", "cpu",
-             "--matrix-report", str(reports / "planted" / "cpu.json")],
-            cwd=own, capture_output=True, check=False, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)},
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "tests",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--matrix-runner",
+                "cpu",
+                "--matrix-report",
+                str(reports / "planted" / "cpu.json"),
+            ],
+            cwd=own,
+            capture_output=True,
+            check=False,
+            timeout=600,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
         )
         for name, report in (("own", reports / "cpu.json"), ("planted", reports / "planted" / "cpu.json")):
             for fmt in FORMATS:
                 run(out, f"audit-{name}.{fmt}", ["audit", str(report), "--format", fmt], own, tmp)
                 cov = tmp / f"cov-{name}-{fmt}"
-                run(out, f"coverage-{name}.{fmt}", ["coverage", str(report), "--no-heatmap", "--out", str(cov), "--format", fmt], own, tmp)
+                run(
+                    out,
+                    f"coverage-{name}.{fmt}",
+                    ["coverage", str(report), "--no-heatmap", "--out", str(cov), "--format", fmt],
+                    own,
+                    tmp,
+                )
                 for written in ("coverage.md", "coverage.json", "summary.md"):
                     if (cov / written).is_file():
                         text = (cov / written).read_text(encoding="utf-8").replace(str(tmp), "<tmp>")

@@ -9,13 +9,13 @@ from typing import Any
 from matrix.audit.findings import parse_allowlist
 from matrix.cli.options import add_allowlist_option, add_deprecated_path, add_output_options, add_summary_option
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
+from matrix.core.baseline import Baseline, read_baseline
 from matrix.core.errors import UsageError
+from matrix.core.gate import repo_prefix
 from matrix.core.loader import read_toml_file
 from matrix.core.machine import AUTO
 from matrix.core.options import Options, load_runner_profiles
 from matrix.guards.audit import load_suite_map
-from matrix.core.baseline import Baseline, read_baseline
-from matrix.core.gate import repo_prefix
 from matrix.guards.tree import check_root, tree_inputs
 from matrix.ledger.join import JoinSettings, join
 from matrix.ledger.pth import install_hook, uninstall_hook
@@ -48,7 +48,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--runner", help="runner profile the ledgers come from, or 'auto' (from each process's recorded machine; default: auto)"
     )
-    p.add_argument("--baseline", type=Path, metavar="FILE", help="guard baseline (specmatrix.baseline/2, or the older guards-baseline/1; default: none)")
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="guard baseline (specmatrix.baseline/2, or the older guards-baseline/1; default: none)",
+    )
     add_allowlist_option(p, old="--allow")
     p.add_argument(
         "--suite-map",

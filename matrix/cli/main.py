@@ -17,9 +17,9 @@ from typing import Any, NoReturn
 
 from matrix.cli.parsing import HelpFormatter, VersionAction
 from matrix.core.atomic import write_text_atomic
-from matrix.core.targets import OUTPUT_DESTS, refuse_outputs_on_inputs
 from matrix.core.errors import EXIT_USAGE, SpecmatrixError, UsageError
 from matrix.core.options import CliOverrides, Options, resolve_options
+from matrix.core.targets import OUTPUT_DESTS, refuse_outputs_on_inputs
 
 # Each command module has `register(subparsers)`; the parser's `func` runs it. A module is imported only when
 # the parser needs it: a run of one command (`specmatrix guards ...`) imports the one module that owns it, so

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from matrix.core.finding import Finding, KindSpec, Severity, Tool, kinds_of

@@ -23,8 +23,9 @@ from matrix.core.baseline import (
     updated_entries,
 )
 from matrix.core.finding import Finding, Severity, Tool, fingerprint, kinds_of, spec_of
-from matrix.core.gate import Gate, entry_lines, error_keys, gate_line, status_line as gate_status
+from matrix.core.gate import Gate, entry_lines, error_keys, gate_line
 from matrix.core.gate import gate as gate_findings
+from matrix.core.gate import status_line as gate_status
 from matrix.core.jsonio import dumps_indented, nested, string_literals
 from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields

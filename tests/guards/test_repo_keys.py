@@ -33,7 +33,9 @@ def test_narrowing_the_folder_keeps_baseline_entries_matching(capsys, tmp_path):
     entries = json.loads(base.read_text())["entries"]
     assert all(e["path"].startswith("test/registered/") for e in entries)
     assert any(e["path"].startswith("test/registered/attention/") for e in entries)
-    code, out, _ = run(capsys, "guards", str(repo / "test" / "registered" / "attention"), "--no-workflows", "--baseline", str(base))
+    code, out, _ = run(
+        capsys, "guards", str(repo / "test" / "registered" / "attention"), "--no-workflows", "--baseline", str(base)
+    )
     # The attention folder's errors are all acknowledged; the rest of the tree's entries are out of scope, not stale.
     assert code == 0, out
     assert "0 new error(s)" in out and "0 stale" in out
@@ -59,7 +61,11 @@ def test_an_old_baseline_is_read_and_said_once(capsys, tmp_path):
     old = {
         "schema": "specmatrix.guards-baseline/1",
         "entries": [
-            {k: v for k, v in {**e, "path": e["path"].removeprefix(head), "test": e["test"].removeprefix(head)}.items() if k != "fingerprint"}
+            {
+                k: v
+                for k, v in {**e, "path": e["path"].removeprefix(head), "test": e["test"].removeprefix(head)}.items()
+                if k != "fingerprint"
+            }
             for e in doc["entries"]
         ],
     }
@@ -72,7 +78,7 @@ def test_an_old_baseline_is_read_and_said_once(capsys, tmp_path):
 
 def test_sarif_uris_resolve_from_the_repository_root(capsys, tmp_path):
     repo = checkout(tmp_path)
-    code, out, _ = run(capsys, "guards", str(repo / "test" / "registered" / "attention"), "--no-workflows", "--format", "sarif")
+    _code, out, _ = run(capsys, "guards", str(repo / "test" / "registered" / "attention"), "--no-workflows", "--format", "sarif")
     doc = json.loads(out)
     uris = [loc["physicalLocation"]["artifactLocation"] for r in doc["runs"][0]["results"] for loc in r.get("locations", [])]
     assert uris and all("uriBaseId" not in u for u in uris)
