@@ -8,7 +8,8 @@ Runs `guards`, `pytest-audit`, `schedule`, `ledger`, `audit`, `coverage` and `re
 (the guard fixture suite, the ledger fixture suite with a ledger written here, a run report of
 `examples/own-matrix` written by its own tests, a small pytest project written here) and, when given, over an sglang
 tree (`test/registered`) and a flashinfer tree. Each output is one file named after its command line; the exit code
-and stderr go beside it (`.rc`, `.err`). Paths of the scratch folder are replaced by `<tmp>` so two runs compare.
+and stderr go beside it (`.rc`, `.err`). Paths of the scratch folder and of this checkout are replaced by `<tmp>` and `<repo>` so
+two runs (two checkouts) compare. (`timeline` is left out: it prints the run's wall times.)
 """
 
 from __future__ import annotations
@@ -69,11 +70,11 @@ def run(out: Path, name: str, argv: list[str], cwd: Path, tmp: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "matrix", *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=600
     )
-    clean = [str(tmp.resolve()), str(tmp)]
+    clean = [(str(tmp.resolve()), "<tmp>"), (str(tmp), "<tmp>"), (str(REPO), "<repo>")]
 
     def scrub(text: str) -> str:
-        for c in clean:
-            text = text.replace(c, "<tmp>")
+        for c, shown in clean:
+            text = text.replace(c, shown)
         return text
 
     (out / name).write_text(scrub(done.stdout), encoding="utf-8")
@@ -195,7 +196,6 @@ def snapshot(out: Path, sglang: Path | None, flashinfer: Path | None) -> None:
                     if (cov / written).is_file():
                         text = (cov / written).read_text(encoding="utf-8").replace(str(tmp), "<tmp>")
                         (out / f"coverage-{name}.{fmt}.{written}").write_text(text, encoding="utf-8")
-            run(out, f"timeline-{name}", ["timeline", str(report)], own, tmp)
         run(out, "report-own-html", ["report", "--html", str(tmp / "page.html"), str(reports / "cpu.json")], own, tmp)
 
         if sglang is not None:

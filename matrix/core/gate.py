@@ -20,13 +20,16 @@ MAX_PARENTS = 64  # a git top level further up than this is not looked for
 
 
 def repo_top(path: Path) -> Path | None:
-    """The git top level at or above `path` (a folder holding `.git`, a folder or a worktree's file), or None."""
+    """The git top level at or above `path` (a folder holding `.git`, a folder or a worktree's file); in a tree
+    without git metadata (an exported archive), the nearest folder holding `.github`; else None."""
     here = path.resolve()
     if not here.is_dir():
         here = here.parent
-    for candidate in (here, *list(here.parents)[:MAX_PARENTS]):
-        if (candidate / ".git").exists():
-            return candidate
+    candidates = (here, *list(here.parents)[:MAX_PARENTS])
+    for marker in (".git", ".github"):
+        for candidate in candidates:
+            if (candidate / marker).exists():
+                return candidate
     return None
 
 

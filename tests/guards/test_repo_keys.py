@@ -86,3 +86,16 @@ def test_sarif_uris_resolve_from_the_repository_root(capsys, tmp_path):
     fingerprints = [r["partialFingerprints"] for r in doc["runs"][0]["results"]]
     assert all(fp for fp in fingerprints)
     assert doc["runs"][0]["tool"]["driver"]["version"] != "0+unknown"
+
+
+def test_a_tree_without_git_metadata_is_rooted_at_its_github_folder(capsys, tmp_path):
+    repo = checkout(tmp_path)
+    (repo / ".git").rmdir()
+    (repo / ".github").mkdir()
+    _, out, _ = run(capsys, "guards", str(repo / "test" / "registered"), "--no-workflows", "--format", "sarif")
+    uris = [
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for r in json.loads(out)["runs"][0]["results"]
+        for loc in r.get("locations", [])
+    ]
+    assert uris and all(u.startswith("test/registered/") for u in uris)
