@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import sys
 from collections.abc import Mapping
@@ -11,10 +10,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
 from matrix.cli.options import add_output_options, add_summary_option
 from matrix.core import emit
-from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
-from matrix.core.baseline import legacy_note, stamped
+from matrix.core.atomic import append_text, refuse_input_targets
+from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool
 from matrix.core.gate import repo_prefix
@@ -22,16 +22,11 @@ from matrix.core.options import Options, load_runner_profiles
 from matrix.guards.audit import load_suite_map, read_suite_list
 from matrix.guards.cache import ENV_VAR, cache_folder
 from matrix.guards.gate import (
-    Baseline,
     Gate,
-    baseline_text,
-    error_keys,
     gate,
-    read_baseline,
     to_json,
     to_markdown,
     to_text,
-    updated_entries,
 )
 from matrix.guards.model import GuardReport
 from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
@@ -104,37 +99,7 @@ def register(sub: Any) -> None:
     )
     add_output_options(p, FORMATS, legacy_flags=("json", "md"))
     add_summary_option(p)
-    p.add_argument(
-        "--help-uri",
-        metavar="URL",
-        help="SARIF: the page each rule's helpUri points at (default: none; the help text is inline)",
-    )
-    base = p.add_mutually_exclusive_group()
-    base.add_argument(
-        "--baseline",
-        type=Path,
-        metavar="FILE",
-        help="fail only on error findings FILE does not list (default: none, every error finding fails)",
-    )
-    base.add_argument(
-        "--write-baseline",
-        type=Path,
-        metavar="FILE",
-        help="write the current error findings to FILE (keeps reasons and expiry; default: none)",
-    )
-    p.add_argument(
-        "--root",
-        dest="repo_root",
-        type=Path,
-        metavar="DIR",
-        help="the repository root SARIF URIs, annotations and baseline paths start from (default: the git top level)",
-    )
-    p.add_argument(
-        "--today",
-        type=dt.date.fromisoformat,
-        metavar="YYYY-MM-DD",
-        help="the date baseline expiry is checked on (default: today)",
-    )
+    add_gate_options(p)
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes for parsing (default: CPUs, up to 8)")
     p.add_argument("--cache-dir", type=Path, metavar="DIR", help=f"results cache (default ${ENV_VAR}, else ~/.cache/specmatrix)")
     p.add_argument("--no-cache", action="store_true", help="read and audit every file again; write no cache")
@@ -208,10 +173,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     runners = load_runner_profiles(options)
     found = repo_prefix(args.path, args.repo_root)
     prefix = found or ""
-    baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
-    if baseline is not None and baseline.legacy:
-        print(f"specmatrix guards: {legacy_note(args.baseline, prefix)}", file=sys.stderr)
-        baseline = baseline.keyed_from(prefix)
+    baseline = read_gate_baseline(args.baseline, prefix, "guards")
     report = audit_tree(
         args.path,
         runners,
@@ -227,12 +189,9 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         report = replace(report, findings=stamped(report.findings, prefix))
     wrote: str | None = None
     if args.write_baseline is not None:
-        previous = read_baseline(args.write_baseline) if args.write_baseline.is_file() else None
-        previous = previous.keyed_from(prefix) if previous is not None else None
-        entries = updated_entries(error_keys(report.findings, prefix), previous, prefix)
-        write_text_atomic(args.write_baseline, baseline_text(entries))
+        written = write_gate_baseline(args.write_baseline, report.findings, prefix)
         # Writing the baseline is the run's job: it succeeds whatever the findings, and says so.
-        wrote = f"exit 0: wrote {len(entries)} baseline entries to {args.write_baseline}"
+        wrote = f"exit 0: wrote {written} baseline entries to {args.write_baseline}"
     result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today, prefix=prefix)
     if args.summary is not None:
         append_text(args.summary, to_markdown(report, result, exit_code=0 if wrote is not None else None) + "\n")

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from matrix.cli.options import add_deprecated_path, add_output_options, add_summary_option
+from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
+from matrix.cli.options import add_output_options, add_summary_option
 from matrix.core import emit
 from matrix.core.atomic import append_text, write_text_atomic
-from matrix.core.baseline import Baseline, baseline_text, legacy_note, read_baseline, stamped, updated_entries
+from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool
-from matrix.core.gate import Gate, error_keys, gate, repo_prefix
+from matrix.core.gate import Gate, gate, repo_prefix
 from matrix.core.options import Options, load_runner_profiles
 from matrix.pytest_suites.audit import PytestAuditReport
 from matrix.pytest_suites.render import to_json, to_markdown, to_text
@@ -64,39 +64,7 @@ def register(sub: Any) -> None:
     )
     add_output_options(p, FORMATS)
     add_summary_option(p)
-    base = p.add_mutually_exclusive_group()
-    base.add_argument(
-        "--baseline",
-        type=Path,
-        metavar="FILE",
-        help="fail only on error findings FILE does not list (default: none, every error finding fails)",
-    )
-    base.add_argument(
-        "--write-baseline",
-        type=Path,
-        metavar="FILE",
-        help="write the current error findings to FILE (keeps reasons and expiry; default: none)",
-    )
-    p.add_argument(
-        "--today",
-        type=dt.date.fromisoformat,
-        metavar="YYYY-MM-DD",
-        help="the date baseline expiry is checked on (default: today)",
-    )
-    p.add_argument(
-        "--root",
-        dest="repo_root",
-        type=Path,
-        metavar="DIR",
-        help="the repository root SARIF URIs, annotations and baseline paths start from (default: the git top level)",
-    )
-    p.add_argument(
-        "--help-uri",
-        metavar="URL",
-        help="SARIF: the page each rule's helpUri points at (default: none; the help text is inline)",
-    )
-    add_deprecated_path(p, "--md", "summary")
-    add_deprecated_path(p, "--json", "json_file")
+    add_gate_options(p)
     p.add_argument(
         "--jobs",
         type=int,
@@ -129,20 +97,15 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
     )
     found = repo_prefix(args.root, args.repo_root)
     prefix = found or ""
-    baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
-    if baseline is not None and baseline.legacy:
-        print(f"specmatrix pytest-audit: {legacy_note(args.baseline, prefix)}", file=sys.stderr)
-        baseline = baseline.keyed_from(prefix)
+    baseline = read_gate_baseline(args.baseline, prefix, "pytest-audit")
     report = run_audit(inputs, profiles, jobs=_jobs(args.jobs))
     fingerprints = stamped((f.finding for f in report.findings), prefix)
     report = replace(report, findings=tuple(replace(f, finding=g) for f, g in zip(report.findings, fingerprints, strict=True)))
     wrote = None
     if args.write_baseline is not None:
-        previous = read_baseline(args.write_baseline) if args.write_baseline.is_file() else None
-        previous = previous.keyed_from(prefix) if previous is not None else None
-        entries = updated_entries(error_keys(fingerprints, prefix), previous, prefix)
-        write_text_atomic(args.write_baseline, baseline_text(entries))
-        wrote = f"wrote {len(entries)} baseline entries to {args.write_baseline}"
+        wrote = (
+            f"wrote {write_gate_baseline(args.write_baseline, fingerprints, prefix)} baseline entries to {args.write_baseline}"
+        )
     result = gate(fingerprints, show=Severity.INFO, baseline=baseline, today=args.today, prefix=prefix)
     shown, live = _live(report, result)
     exit_code = 0 if wrote is not None else result.exit_code
