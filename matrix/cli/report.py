@@ -118,8 +118,9 @@ def cmd_report(args: argparse.Namespace, options: Options) -> int:
     runs = any(a.file.kind is InputKind.RUN_REPORT for a in adapted) or planned is not None
     page = render_html(page_data(loaded.matrix, result, files, rows, generated=generated, grid=runs))
     write_text_atomic(args.html, page)
+    cells = len(loaded.matrix.cells) if runs else 0
     print(
-        f"specmatrix report: {len(files)} input(s), {len(loaded.matrix.cells) if runs else 0} cells x {len(result.runners)} runner(s), "
+        f"specmatrix report: {len(files)} input(s), {cells} cells x {len(result.runners)} runner(s), "
         f"{len(result.findings) + len(rows)} finding(s); wrote {args.html} ({len(page.encode()) / 1e6:.2f} MB)"
     )
     return EXIT_OK
