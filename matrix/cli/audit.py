@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from matrix.audit.findings import recheck
-from matrix.audit.timeline import Scaling, render_scaling, render_timeline, timeline
+from matrix.audit.timeline import Scaling, Timeline, render_scaling, render_timeline, timeline
 from matrix.cli.options import add_deprecated_path, add_output_options
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
 from matrix.core.finding import Finding, Severity
-from matrix.core.jsonio import dumps_indented
+from matrix.core.jsonio import dumps_indented, dumps_strict
 from matrix.core.options import Options
 from matrix.core.output import text_lines
 from matrix.core.report import Report, read_report
@@ -36,7 +37,7 @@ def register(sub: Any) -> None:
         help="the same work on fewer workers: print speedup and efficiency (default: none)",
     )
     add_deprecated_path(p, "--baseline", "reference", key="--baseline REPORT")
-    add_output_options(p, ("text",))
+    add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_timeline)
 
 
@@ -85,9 +86,35 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
     return EXIT_FINDINGS if failed else EXIT_OK
 
 
+TIMELINE_SCHEMA = "specmatrix.timeline/1"
+
+
+def _timeline_doc(name: str, t: Timeline) -> dict[str, Any]:
+    return {
+        "report": name,
+        "wall": t.wall,
+        "busy": t.busy,
+        "other_busy": t.other_busy,
+        "start_gap": t.start_gap,
+        "spread": t.spread,
+        "tail": t.tail,
+        "utilisation": t.utilisation,
+        "untimed_others": t.untimed_others,
+        "workers": [asdict(w) for w in t.workers],
+    }
+
+
 def cmd_timeline(args: argparse.Namespace, options: Options) -> int:
     scaled = timeline(read_report(args.report), str(args.report))
     base = timeline(read_report(args.reference), str(args.reference)) if args.reference is not None else None
+    if args.format == "json":
+        doc: dict[str, Any] = {"schema": TIMELINE_SCHEMA, "timeline": _timeline_doc(str(args.report), scaled)}
+        if base is not None:
+            scaling = Scaling(base=base, scaled=scaled)
+            doc["reference"] = _timeline_doc(str(args.reference), base)
+            doc["scaling"] = {"speedup": scaling.speedup, "worker_ratio": scaling.worker_ratio, "efficiency": scaling.efficiency}
+        print(dumps_strict(doc, where="timeline", indent=2))
+        return EXIT_OK
     if base is not None:
         for line in render_timeline(str(args.reference), base):
             print(line)

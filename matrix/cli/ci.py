@@ -13,7 +13,7 @@ from matrix.cli.options import add_output_options
 from matrix.core.atomic import ensure_dir, refuse_input_targets, same_file, write_bytes_atomic, write_text_atomic
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError, UsageError
 from matrix.core.expect import effective_versions, expectations
-from matrix.core.jsonio import dumps_strict
+from matrix.core.jsonio import dumps_indented, dumps_strict
 from matrix.core.machine import AUTO, find_runner
 from matrix.core.model import Outcome, RunnerProfile
 from matrix.core.options import Options, load
@@ -99,7 +99,7 @@ def register(sub: Any) -> None:
         help="only cells this selector keeps, e.g. 'draft-*', repeatable (default: every cell expected to RUN)",
     )
     p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
-    add_output_options(p, ("text",))
+    add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_register)
 
 
@@ -259,5 +259,11 @@ def cmd_register(args: argparse.Namespace, options: Options) -> int:
     ensure_dir(out)
     for module in modules:
         write_text_atomic(out / module.file_name, module.text)
-        print(f"{out / module.file_name}: {len(module.cells)} cells, est_time {module.est_time} s ({module.runner})")
+        if args.format == "text":
+            print(f"{out / module.file_name}: {len(module.cells)} cells, est_time {module.est_time} s ({module.runner})")
+    if args.format == "json":
+        written = [
+            {"path": str(out / m.file_name), "runner": m.runner, "cells": len(m.cells), "est_time": m.est_time} for m in modules
+        ]
+        print(dumps_indented({"schema": "specmatrix.register/1", "modules": written, "not_written": reasons}))
     return EXIT_OK

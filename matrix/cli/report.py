@@ -10,7 +10,7 @@ from typing import Any
 from matrix.cli.options import add_output_options
 from matrix.core.atomic import refuse_input_targets, write_text_atomic
 from matrix.core.errors import EXIT_OK, ReportError, UsageError
-from matrix.core.jsonio import loads_untrusted
+from matrix.core.jsonio import dumps_indented, loads_untrusted
 from matrix.core.options import Options, load
 from matrix.core.report import IN_PROGRESS_SCHEMA
 from matrix.core.report import SCHEMA as RUN_REPORT_SCHEMA
@@ -40,6 +40,8 @@ from matrix.ledger.render import SCHEMA as LEDGER_SCHEMA
 from matrix.ledger.render import SCHEMA_V1 as LEDGER_SCHEMA_V1
 from matrix.pytest_suites.render import SCHEMA as PYTEST_AUDIT_SCHEMA
 from matrix.shard.output import read_plan
+
+PAGE_SUMMARY_SCHEMA = "specmatrix.report-page/1"  # what `report --format json` prints about the page it wrote
 
 # The one place that says which document kind each adapter reads.
 ADAPTERS: dict[str, Adapter] = {
@@ -74,7 +76,7 @@ def register(sub: Any) -> None:
         help="the shard plan (plan.json or its folder): its runner counts and a shard without a report is a finding "
         "(default: none)",
     )
-    add_output_options(p, ("text",))
+    add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_report)
 
 
@@ -119,6 +121,18 @@ def cmd_report(args: argparse.Namespace, options: Options) -> int:
     page = render_html(page_data(loaded.matrix, result, files, rows, generated=generated, grid=runs))
     write_text_atomic(args.html, page)
     cells = len(loaded.matrix.cells) if runs else 0
+    if args.format == "json":
+        doc = {
+            "schema": PAGE_SUMMARY_SCHEMA,
+            "inputs": [{"label": f.label, "kind": f.kind.value, "schema": f.schema} for f in files],
+            "cells": cells,
+            "runners": list(result.runners),
+            "findings": len(result.findings) + len(rows),
+            "html": str(args.html),
+            "bytes": len(page.encode()),
+        }
+        print(dumps_indented(doc))
+        return EXIT_OK
     print(
         f"specmatrix report: {len(files)} input(s), {cells} cells x {len(result.runners)} runner(s), "
         f"{len(result.findings) + len(rows)} finding(s); wrote {args.html} ({len(page.encode()) / 1e6:.2f} MB)"

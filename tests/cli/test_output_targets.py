@@ -56,3 +56,20 @@ def test_a_newline_in_a_label_or_job_id_does_not_forge_a_schedule_line(capsys, t
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if line.startswith("files read:")] == ["files read: .github/workflows/ci.yml"]
     assert "\\nfiles read: forged" in out
+
+
+def test_register_and_report_print_json(capsys, tmp_path):
+    import json
+
+    assert main(["register", "--out", str(tmp_path / "reg"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "specmatrix.register/1"
+    assert doc["modules"] and all(Path(m["path"]).is_file() for m in doc["modules"])
+    guards = tmp_path / "guards.json"
+    suite = Path(__file__).parent.parent / "guards" / "fixture_suite" / "kinds"
+    main(["guards", str(suite), "--no-workflows", "--format", "json", "--output", str(guards)])
+    capsys.readouterr()
+    assert main(["report", "--html", str(tmp_path / "page.html"), str(guards), "--format", "json"]) == 0
+    page = json.loads(capsys.readouterr().out)
+    assert page["inputs"] == [{"label": str(guards), "kind": "guard audit", "schema": "specmatrix.guards/1"}]
+    assert page["bytes"] == len((tmp_path / "page.html").read_bytes())
