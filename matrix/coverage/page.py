@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from matrix.core.finding import Severity
 from matrix.core.model import Expectation, Matrix, Value
 from matrix.core.report import CellStatus
 from matrix.coverage.inputs import FindingRow, InputFile, InputKind, RowSeverity
@@ -124,7 +123,7 @@ def merge_rows(result: CoverageResult) -> list[FindingRow]:
         FindingRow(
             origin=InputKind.RUN_REPORT,
             kind=f.kind,
-            severity=RowSeverity.ERROR if f.severity is Severity.ERROR else RowSeverity.WARNING,
+            severity=RowSeverity(f.severity.value),  # the kind's own (matrix/core/kinds.py)
             path="",
             line=None,
             subject=f.subject,
