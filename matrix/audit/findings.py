@@ -38,13 +38,9 @@ def _cell_finding(cell: CellResult) -> Finding | None:
             message=f"recorded as an expected skip ({skipped}) but its expected outcome is {cell.expected!r}: it must run",
         )
     if cell.status is CellStatus.CRASHED:
-        return audit_finding(
-            kind=FindingKind.CRASHED, subject=cell.nodeid, message=cell.message or "crashed"
-        )
+        return audit_finding(kind=FindingKind.CRASHED, subject=cell.nodeid, message=cell.message or "crashed")
     if cell.status is CellStatus.NOT_RUN:
-        return audit_finding(
-            kind=FindingKind.NOT_RUN, subject=cell.nodeid, message=cell.message or "not run"
-        )
+        return audit_finding(kind=FindingKind.NOT_RUN, subject=cell.nodeid, message=cell.message or "not run")
     if cell.expected != Outcome.SKIP.value:
         return None
     if cell.status is CellStatus.PASSED:

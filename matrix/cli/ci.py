@@ -10,14 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
+from matrix.core import emit
 from matrix.core.atomic import ensure_dir, refuse_input_targets, same_file, write_bytes_atomic, write_text_atomic
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError, UsageError
 from matrix.core.expect import effective_versions, expectations
+from matrix.core.finding import Tool
 from matrix.core.jsonio import dumps_indented, dumps_strict
 from matrix.core.machine import AUTO, find_runner
 from matrix.core.model import Outcome, RunnerProfile
 from matrix.core.options import Options, load
-from matrix.core.output import text_line
+from matrix.core.output import FINDING_FORMATS, text_line
 from matrix.core.planning import Plan, plan_for
 from matrix.core.report import read_report
 from matrix.core.selectors import select
@@ -76,7 +78,7 @@ def register(sub: Any) -> None:
         help="the shard plan (plan.json or its folder): a shard without a report is a finding (default: none)",
     )
     p.add_argument("--no-heatmap", action="store_true", help="skip the PNG/SVG picture")
-    add_output_options(p, ("text", "json"))
+    add_output_options(p, FINDING_FORMATS)
     p.set_defaults(func=cmd_coverage)
 
     p = sub.add_parser("register", help="write sglang registered test modules, one per runner config")
@@ -226,13 +228,25 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     ensure_dir(out)
     for name, data in files.items():
         write_bytes_atomic(out / name, data)
+    code = EXIT_FINDINGS if any(f.failing for f in result.findings) else EXIT_OK
     if args.format == "json":
         print(files["coverage.json"].decode().rstrip("\n"))
-        return EXIT_FINDINGS if result.errors else EXIT_OK
+        return code
+    if args.format == "md":
+        print(files["summary.md"].decode(), end="")
+        return code
+    if args.format in ("github", "sarif"):
+        found = result.findings
+        print(
+            emit.github(found, root="", prefix=None)
+            if args.format == "github"
+            else emit.sarif(found, tool=Tool.COVERAGE, prefix=None)
+        )
+        return code
     for finding in result.errors:
         print(text_line(f"{finding.kind}: {finding.message}"))
     print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")
-    return EXIT_FINDINGS if result.errors else EXIT_OK
+    return code
 
 
 def cmd_register(args: argparse.Namespace, options: Options) -> int:

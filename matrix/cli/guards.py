@@ -19,6 +19,7 @@ from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool
 from matrix.core.gate import repo_prefix
 from matrix.core.options import Options, load_runner_profiles
+from matrix.core.output import FINDING_FORMATS
 from matrix.guards.audit import load_suite_map, read_suite_list
 from matrix.guards.cache import ENV_VAR, cache_folder
 from matrix.guards.gate import (
@@ -34,7 +35,7 @@ from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
     from matrix.schedule.model import Schedule
 
-FORMATS = ("text", "json", "md", "github", "sarif")
+FORMATS = FINDING_FORMATS
 
 
 def register(sub: Any) -> None:

@@ -8,13 +8,16 @@ from typing import Any
 
 from matrix.audit.findings import parse_allowlist
 from matrix.cli.options import add_allowlist_option, add_deprecated_path, add_output_options, add_summary_option
+from matrix.core import emit
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
 from matrix.core.baseline import Baseline, read_baseline
 from matrix.core.errors import UsageError
+from matrix.core.finding import Tool
 from matrix.core.gate import repo_prefix
 from matrix.core.loader import read_toml_file
 from matrix.core.machine import AUTO
 from matrix.core.options import Options, load_runner_profiles
+from matrix.core.output import FINDING_FORMATS
 from matrix.guards.audit import load_suite_map
 from matrix.guards.tree import check_root, tree_inputs
 from matrix.ledger.join import JoinSettings, join
@@ -23,7 +26,7 @@ from matrix.ledger.records import BadLine, Process, read_ledger
 from matrix.ledger.registered import read_suite
 from matrix.ledger.render import to_github, to_json, to_markdown, to_text
 
-FORMATS = {"text": to_text, "json": to_json, "github": to_github, "md": to_markdown}
+FORMATS = FINDING_FORMATS
 
 
 def register(sub: Any) -> None:
@@ -62,7 +65,7 @@ def register(sub: Any) -> None:
         help="TOML [suite] table mapping suites to profiles (default: the built-in sglang suite conventions)",
     )
     p.add_argument("--partial", action="store_true", help="the ledgers cover one shard: a file without record is no finding")
-    add_output_options(p, tuple(FORMATS))
+    add_output_options(p, FORMATS)
     add_summary_option(p)
     add_deprecated_path(p, "--md", "summary")
     add_deprecated_path(p, "--json", "json_file")
@@ -121,5 +124,13 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         append_text(args.summary, to_markdown(report))
     if getattr(args, "json_file", None) is not None:
         write_text_atomic(args.json_file, to_json(report) + "\n")
-    print(FORMATS[args.format](report).rstrip("\n"))
+    prefix = repo_prefix(args.root)
+    fmt = args.format
+    if fmt == "github":
+        text = to_github(report, prefix)
+    elif fmt == "sarif":
+        text = emit.sarif(report.findings, tool=Tool.LEDGER, prefix=prefix)
+    else:
+        text = {"text": to_text, "json": to_json, "md": to_markdown}[fmt](report)
+    print(text.rstrip("\n"))
     return report.exit_code

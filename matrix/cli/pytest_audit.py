@@ -18,11 +18,12 @@ from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool
 from matrix.core.gate import Gate, gate, repo_prefix
 from matrix.core.options import Options, load_runner_profiles
+from matrix.core.output import FINDING_FORMATS
 from matrix.pytest_suites.audit import PytestAuditReport
 from matrix.pytest_suites.render import to_json, to_markdown, to_text
 from matrix.pytest_suites.run import AuditInput, has_workflows, run_audit
 
-FORMATS = ("text", "json", "md", "github", "sarif")
+FORMATS = FINDING_FORMATS
 
 
 def register(sub: Any) -> None:

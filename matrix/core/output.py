@@ -21,6 +21,9 @@ from typing import Any
 
 from matrix.core.finding import Finding, KindSpec, Severity, Tool, kinds_of
 
+# What every command that reports findings prints with --format (the same set everywhere).
+FINDING_FORMATS = ("text", "json", "md", "github", "sarif")
+
 # C0 and C1 controls, DEL, the line and paragraph separators and the bidi overrides: shown as escapes, never raw.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -216,6 +219,16 @@ def _sarif_result(finding: Finding, uri_of: Callable[[str], str]) -> dict[str, A
     return result
 
 
+def _rules_of(tool: Tool, findings: Sequence[Finding]) -> list[KindSpec]:
+    """The tool's kinds, then those of another tool its findings carry (a coverage merge holds skip-audit ones)."""
+    rules = list(kinds_of(tool))
+    names = {spec.name for spec in rules}
+    for other in dict.fromkeys(f.tool for f in findings if f.tool is not tool):
+        rules += [spec for spec in kinds_of(other) if spec.name not in names]
+        names.update(spec.name for spec in rules)
+    return rules
+
+
 def sarif_document(
     findings: Iterable[Finding], *, tool: Tool, prefix: str, version: str, help_uri: str | None = None
 ) -> dict[str, Any]:
@@ -239,7 +252,7 @@ def sarif_document(
                     "driver": {
                         "name": f"specmatrix-{tool.value}",
                         "version": version,
-                        "rules": [_rule(spec, help_uri) for spec in kinds_of(tool)],
+                        "rules": [_rule(spec, help_uri) for spec in _rules_of(tool, chosen)],
                     }
                 },
                 "results": [_sarif_result(f, uri_of) for f in chosen],

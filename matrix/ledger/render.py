@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from matrix.core import emit
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.jsonio import dumps_indented
-from matrix.core.output import bounded_markdown, finding_annotation, finding_doc, md_code, md_text, text_lines
+from matrix.core.output import bounded_markdown, finding_doc, md_code, md_text, text_lines
 from matrix.ledger.join import LedgerFindingKind, LedgerReport
 
 # /2: findings in the core record's shape (`finding_doc`). /1 had `test`, `runner` and `static` in their place
@@ -138,7 +139,8 @@ def to_markdown(report: LedgerReport) -> str:
     return bounded_markdown(lines) + "\n"
 
 
-def to_github(report: LedgerReport) -> str:
-    """Workflow commands, worst first (the runner shows only the first few of each severity)."""
-    lines = [finding_annotation(f, _shown(report, f.path) if f.path else "") for f in report.findings]
+def to_github(report: LedgerReport, prefix: str | None = None) -> str:
+    """Workflow commands, worst first (the runner shows only the first few of each severity), files named from the
+    repository root (`prefix`: the suite's path from it), then the counts."""
+    lines = [emit.github(report.findings, root=report.root, prefix=prefix)] if report.findings else []
     return "\n".join([*lines, text_lines(summary_line(report).split("\n"))])
