@@ -12,6 +12,7 @@ from matrix.audit.reports import render_markdown
 from matrix.audit.timeline import Scaling, Timeline, render_scaling, render_timeline, timeline
 from matrix.cli.options import add_deprecated_path, add_output_options
 from matrix.core import emit
+from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
 from matrix.core.finding import Finding, Severity, Tool
 from matrix.core.jsonio import dumps_indented, dumps_strict
@@ -66,7 +67,7 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
         if report.planned == 0:
             # A run that planned nothing proves nothing: a wrong selector, shard or runner emptied it.
             raise ReportError(f"{path}: planned 0 matrix items, so it audits nothing (wrong selector, shard or runner?)")
-    judged = [(path, report, recheck(report)) for path, report in loaded]
+    judged = [(path, report, stamped(recheck(report), "")) for path, report in loaded]
     failed = any(f.failing for _, _, found in judged for f in found)
     code = EXIT_FINDINGS if failed else EXIT_OK
     everything = [f for _, _, found in judged for f in found]

@@ -6,12 +6,14 @@ import argparse
 import math
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
 from matrix.core import emit
 from matrix.core.atomic import ensure_dir, refuse_input_targets, same_file, write_bytes_atomic, write_text_atomic
+from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError, UsageError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.finding import Tool
@@ -208,6 +210,7 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
         planned=planned,
         expect_shards=args.expect_shards,
     )
+    result = replace(result, findings=stamped(result.findings, ""))
     out: Path = args.out
     # Every output is rendered in memory first: a missing matplotlib or a bad value then writes nothing at all,
     # rather than a coverage.json beside a stale coverage.md.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from matrix.audit.findings import parse_allowlist
 from matrix.cli.options import add_allowlist_option, add_deprecated_path, add_output_options, add_summary_option
 from matrix.core import emit
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
-from matrix.core.baseline import Baseline, read_baseline
+from matrix.core.baseline import Baseline, read_baseline, stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Tool
 from matrix.core.gate import repo_prefix
@@ -120,11 +121,12 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         bad.extend(read.bad_lines)
     suite = read_suite(args.root, runners, suite_map)
     report = join(suite, processes, bad, settings, ledgers=[str(p) for p in args.ledgers])
+    prefix = repo_prefix(args.root)
+    report = replace(report, findings=stamped(report.findings, prefix or ""))
     if args.summary is not None:
         append_text(args.summary, to_markdown(report))
     if getattr(args, "json_file", None) is not None:
         write_text_atomic(args.json_file, to_json(report) + "\n")
-    prefix = repo_prefix(args.root)
     fmt = args.format
     if fmt == "github":
         text = to_github(report, prefix)

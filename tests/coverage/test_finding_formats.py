@@ -53,3 +53,7 @@ def test_run_report_findings_in_every_format(capsys, tmp_path, planted, command)
     findings = json.loads(out["json"])
     listed = findings["findings"] if command == "coverage" else findings["reports"][0]["findings"]
     assert listed and all(f["failing"] is True for f in listed if f["kind"] == "unexpected-skip")
+    # One fingerprint on every finding: the JSON's and SARIF's are the same value.
+    assert all(f["fingerprint"] for f in listed)
+    prints = {next(iter(r["partialFingerprints"].values())) for r in results}
+    assert prints == {f["fingerprint"] for f in listed}

@@ -277,3 +277,15 @@ def test_github_annotations_escape_per_the_toolkit() -> None:
         to_github(report).splitlines()[0]
         == "::error file=a%2Cb%3Ac%25.py,line=1,title=specmatrix ledger (silent-skip)::t on r: m"
     )
+
+
+def test_ledger_findings_carry_their_fingerprint_into_json_and_sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = write(tmp_path, "run.ledger", file_run(CLEAN, 5, {"TestTritonBackend::test_graph_buffers": "skipped"}))
+    root = FIXTURE_SUITE / "registered"
+    code, out, _ = ledger_cli(capsys, ledger, "--root", root, "--runner", "4-gpu-b200", "--format", "json")
+    assert code == 1
+    prints = {f["fingerprint"] for f in json.loads(out)["findings"]}
+    assert all(prints)
+    _, out, _ = ledger_cli(capsys, ledger, "--root", root, "--runner", "4-gpu-b200", "--format", "sarif")
+    results = json.loads(out)["runs"][0]["results"]
+    assert {r["partialFingerprints"]["specmatrix/ledger/v1"] for r in results} == prints
