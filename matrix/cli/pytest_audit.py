@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
-from matrix.cli.options import add_output_options, add_summary_option
+from matrix.cli.options import add_deprecated_path, add_output_options, add_summary_option
 from matrix.core import emit
 from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.baseline import stamped
@@ -66,6 +66,8 @@ def register(sub: Any) -> None:
     add_output_options(p, FORMATS)
     add_summary_option(p)
     add_gate_options(p)
+    add_deprecated_path(p, "--md", "summary")
+    add_deprecated_path(p, "--json", "json_file")
     p.add_argument(
         "--jobs",
         type=int,

@@ -10,6 +10,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from matrix.core.baseline import Baseline, BaselineEntry, Key, compare_keys, keys_of
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
@@ -134,6 +135,16 @@ def status_line(gate: Gate) -> str:
     why = [f"{len(gate.new_errors)} new error finding(s)"] if gate.new_errors else []
     why += [f"{len(gate.expired)} expired baseline entries"] if gate.expired else []
     return f"exit {gate.exit_code}: {', '.join(why)}"
+
+
+def baseline_doc(gate: Gate) -> dict[str, Any]:
+    """The gate's baseline counts as every JSON report carries them (under `baseline`)."""
+    return {
+        "new_errors": len(gate.new_errors),
+        "acknowledged": gate.baselined,
+        "expired": [e.fingerprint for e in gate.expired],
+        "stale": [e.fingerprint for e in gate.stale],
+    }
 
 
 def entry_lines(gate: Gate | None) -> list[str]:

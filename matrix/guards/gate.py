@@ -23,11 +23,11 @@ from matrix.core.baseline import (
     updated_entries,
 )
 from matrix.core.finding import Finding, Severity, Tool, fingerprint, kinds_of, spec_of
-from matrix.core.gate import Gate, entry_lines, error_keys, gate_line
+from matrix.core.gate import Gate, baseline_doc, entry_lines, error_keys, gate_line
 from matrix.core.gate import gate as gate_findings
 from matrix.core.gate import status_line as gate_status
 from matrix.core.jsonio import dumps_indented, nested, string_literals
-from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
+from matrix.core.output import bounded_markdown, kind_sections, md_code, md_text, text_lines
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields
 
 __all__ = [  # the baseline's names, where callers of the guard audit have always found them
@@ -118,27 +118,17 @@ def status_line(report: GuardReport, gate: Gate | None) -> str:
 
 def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None = None) -> str:
     """Findings by kind, the counts, then one status line (`status` replaces the default one)."""
-    lines: list[str] = []
     shown = gate.shown if gate is not None else report.findings
     path_of = shown_paths(report)
-    by_kind: dict[str, list[Finding]] = {}
-    for f in shown:
-        by_kind.setdefault(f.kind, []).append(f)
-    for kind in ORDER:
-        found = by_kind.get(kind)
-        if not found:
-            continue
-        lines.append(f"== {title(kind)}: {len(found)}")
-        for f in found:
-            on = f" on {', '.join(f.runners)}" if f.runners else ""
-            test = f.subject or "module"
-            lines.append(f"{path_of(f)}:{f.line}: {kind.value}: {test}{on}")
-            if f.source:
-                lines.append(f"    guard: {f.source}")
-            lines.append(f"    why: {f.message}")
-            if f.hint:
-                lines.append(f"    fix: {f.hint}")
-        lines.append("")
+
+    def lines_of(f: Finding) -> list[str]:
+        on = f" on {', '.join(f.runners)}" if f.runners else ""
+        lines = [f"{path_of(f)}:{f.line}: {f.kind}: {f.subject or 'module'}{on}"]
+        lines += [f"    guard: {f.source}"] if f.source else []
+        lines.append(f"    why: {f.message}")
+        return lines + ([f"    fix: {f.hint}"] if f.hint else [])
+
+    lines = kind_sections(shown, Tool.GUARDS, ORDER, lines_of)
     lines += entry_lines(gate)
     lines += (summary_line(report, with_exit=False) + _gate_line(report, gate)).split("\n")
     lines.append(status or status_line(report, gate))
@@ -164,12 +154,7 @@ def to_json_doc(
         else None,
     }
     if gate is not None and gate.with_baseline:
-        doc["baseline"] = {
-            "new_errors": len(gate.new_errors),
-            "acknowledged": gate.baselined,
-            "expired": [e.fingerprint for e in gate.expired],
-            "stale": [e.fingerprint for e in gate.stale],
-        }
+        doc["baseline"] = baseline_doc(gate)
     return doc
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from matrix.core import emit
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.jsonio import dumps_indented
-from matrix.core.output import bounded_markdown, finding_doc, md_code, md_text, text_lines
+from matrix.core.output import bounded_markdown, finding_doc, kind_sections, md_code, md_text, text_lines
 from matrix.ledger.join import LedgerFindingKind, LedgerReport
 
 # /2: findings in the core record's shape (`finding_doc`). /1 had `test`, `runner` and `static` in their place
@@ -63,22 +63,14 @@ def summary_line(report: LedgerReport) -> str:
 
 
 def to_text(report: LedgerReport) -> str:
-    lines: list[str] = []
-    for kind in Kind:
-        found = report.of_kind(kind)
-        if not found:
-            continue
-        lines.append(f"== {title(kind)}: {len(found)}")
-        for f in found:
-            where = f"{_shown(report, f.path)}:{f.line}: " if f.path else ""
-            test = f" {_about(f)}" if _about(f) else ""
-            lines.append(f"{where}{_label(f)}: {kind.value}{test}" + (f" on {_runner(f)}" if f.runners else ""))
-            lines.append(f"    {f.message}")
-            if f.detail:
-                lines.append(f"    {f.detail}")
-            if f.accepted_by:
-                lines.append(f"    accepted by {f.accepted_by}")
-        lines.append("")
+    def lines_of(f: Finding) -> list[str]:
+        where = f"{_shown(report, f.path)}:{f.line}: " if f.path else ""
+        test = f" {_about(f)}" if _about(f) else ""
+        lines = [f"{where}{_label(f)}: {f.kind}{test}" + (f" on {_runner(f)}" if f.runners else ""), f"    {f.message}"]
+        lines += [f"    {f.detail}"] if f.detail else []
+        return lines + ([f"    accepted by {f.accepted_by}"] if f.accepted_by else [])
+
+    lines = kind_sections(report.findings, Tool.LEDGER, tuple(Kind), lines_of)
     lines += summary_line(report).split("\n")
     return text_lines(lines)
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from matrix.core.finding import Tool, spec_of
-from matrix.core.gate import Gate, entry_lines, gate_line, status_line
+from matrix.core.gate import Gate, baseline_doc, entry_lines, gate_line, status_line
 from matrix.core.jsonio import dumps_indented
 from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
 from matrix.guards.model import GuardFindingKind, finding_fields
@@ -83,12 +83,7 @@ def to_json(report: PytestAuditReport, gate: Gate | None = None, *, exit_code: i
         "exit_code": exit_code if exit_code is not None else gate.exit_code if gate is not None else report.exit_code,
     }
     if gate is not None and gate.with_baseline:
-        doc["baseline"] = {
-            "new_errors": len(gate.new_errors),
-            "acknowledged": gate.baselined,
-            "expired": [e.fingerprint for e in gate.expired],
-            "stale": [e.fingerprint for e in gate.stale],
-        }
+        doc["baseline"] = baseline_doc(gate)
     return dumps_indented(doc) + "\n"
 
 
