@@ -97,6 +97,12 @@ def md_code(text: str, limit: int = 0) -> str:
     return f"<code>{md_text(text, limit)}</code>"
 
 
+def md_details(summary: str, body: Sequence[str]) -> list[str]:
+    """A collapsed block (`summary` is Markdown already escaped): a step summary keeps its verdict and counts on the
+    page and each table one click away. The one block layout every audit's Markdown uses."""
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
+
+
 # GitHub caps a step summary at 1 MiB; stop well before it whatever the findings hold.
 MAX_SUMMARY_BYTES = 512 * 1024
 

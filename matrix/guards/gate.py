@@ -27,7 +27,7 @@ from matrix.core.gate import Gate, baseline_doc, entry_lines, error_keys, gate_l
 from matrix.core.gate import gate as gate_findings
 from matrix.core.gate import status_line as gate_status
 from matrix.core.jsonio import dumps_indented, nested, string_literals
-from matrix.core.output import bounded_markdown, kind_sections, md_code, md_text, text_lines
+from matrix.core.output import bounded_markdown, kind_sections, md_code, md_details, md_text, text_lines
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields
 
 __all__ = [  # the baseline's names, where callers of the guard audit have always found them
@@ -242,21 +242,15 @@ def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int
     per_kind = max(1, min(MD_ROWS_PER_KIND, room // max(1, len(kinds))))
     for kind in kinds:
         found = [f for f in shown if f.kind == kind]
-        lines += [
-            f"<details><summary>{md_text(title(kind))}: {len(found)}</summary>",
-            "",
-            "| where | test | runners | why |",
-            "|---|---|---|---|",
+        table = ["| where | test | runners | why |", "|---|---|---|---|"]
+        table += [
+            f"| {md_code(f'{shown_path(report, f)}:{f.line}')} | {md_code(f.scope, 120)} | "
+            f"{md_text(', '.join(f.runners))} | {md_text(f.hint or f.message, 300)} |"
+            for f in found[:per_kind]
         ]
-        for f in found[:per_kind]:
-            why = f.hint or f.message
-            lines.append(
-                f"| {md_code(f'{shown_path(report, f)}:{f.line}')} | {md_code(f.scope, 120)} | "
-                f"{md_text(', '.join(f.runners))} | {md_text(why, 300)} |"
-            )
         if len(found) > per_kind:
-            lines.append(f"| ... | {len(found) - per_kind} more (see the annotations or --format text) | | |")
-        lines += ["", "</details>"]
+            table.append(f"| ... | {len(found) - per_kind} more (see the annotations or --format text) | | |")
+        lines += md_details(f"{md_text(title(kind))}: {len(found)}", table)
     lines.append("")
     if gate is not None and (gate.with_baseline or gate.hidden):
         lines.append(md_text(_gate_line(report, gate).strip()))

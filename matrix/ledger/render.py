@@ -12,7 +12,7 @@ from typing import Any
 from matrix.core import emit
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.jsonio import dumps_indented
-from matrix.core.output import bounded_markdown, finding_doc, kind_sections, md_code, md_text, text_lines
+from matrix.core.output import bounded_markdown, finding_doc, kind_sections, md_code, md_details, md_text, text_lines
 from matrix.ledger.join import LedgerFindingKind, LedgerReport
 
 # /2: findings in the core record's shape (`finding_doc`). /1 had `test`, `runner` and `static` in their place
@@ -114,20 +114,15 @@ def to_markdown(report: LedgerReport) -> str:
     lines += ["", "| finding | count |", "|---|---:|", *(f"| {k.value} | {len(report.of_kind(k))} |" for k in Kind), ""]
     shown = report.findings[:MD_ROWS]
     if shown:
-        lines += [
-            f"<details><summary>{len(report.failing)} failing, {len(report.findings)} in all</summary>",
-            "",
-            "| | kind | where | test | runner | what |",
-            "|---|---|---|---|---|---|",
-        ]
+        table = ["| | kind | where | test | runner | what |", "|---|---|---|---|---|---|"]
         for f in shown:
             where = md_code(f"{_shown(report, f.path)}:{f.line}") if f.path else ""
             what = md_text(f.message + (f"; {f.detail}" if f.detail and f.kind != Kind.SETTLED else ""))
             test = md_code(_about(f)) if _about(f) else ""
-            lines.append(f"| {_label(f)} | {f.kind} | {where} | {test} | {md_text(_runner(f))} | {what} |")
+            table.append(f"| {_label(f)} | {f.kind} | {where} | {test} | {md_text(_runner(f))} | {what} |")
         if len(report.findings) > MD_ROWS:
-            lines.append(f"\n{len(report.findings) - MD_ROWS} more in the JSON report.")
-        lines += ["", "</details>"]
+            table.append(f"\n{len(report.findings) - MD_ROWS} more in the JSON report.")
+        lines += md_details(f"{len(report.failing)} failing, {len(report.findings)} in all", table)
     return bounded_markdown(lines) + "\n"
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from matrix.core.finding import Tool, spec_of
 from matrix.core.gate import Gate, baseline_doc, entry_lines, gate_line, status_line
 from matrix.core.jsonio import dumps_indented
-from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
+from matrix.core.output import bounded_markdown, md_code, md_details, md_text, text_lines
 from matrix.guards.model import GuardFindingKind, finding_fields
 from matrix.pytest_suites.audit import PytestAuditReport, PytestFinding
 
@@ -132,9 +132,7 @@ def to_markdown(report: PytestAuditReport, gate: Gate | None = None) -> str:
     ):
         found = report.of_kind(kind)
         if found:
-            lines += [f"<details><summary>{kind.value}: {len(found)} {md_text(_title(kind))}</summary>", ""]
-            lines += findings_table(found, files=files)
-            lines += ["", "</details>", ""]
+            lines += [*md_details(f"{kind.value}: {len(found)} {md_text(_title(kind))}", findings_table(found, files=files)), ""]
     if report.unread:
         lines += ["Jobs not read (declare them):", ""]
         lines += [f"- {md_code(str(u.origin), 200)}: {md_text(u.reason, 200)}" for u in report.unread]
