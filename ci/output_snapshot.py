@@ -63,6 +63,17 @@ def pytest_project(root: Path) -> Path:
     return root
 
 
+def scrubbed(text: str, tmp: Path) -> str:
+    for path, shown in ((str(tmp.resolve()), "<tmp>"), (str(tmp), "<tmp>"), (str(REPO), "<repo>")):
+        text = text.replace(path, shown)
+    return text
+
+
+def keep(written: Path, name: Path, tmp: Path) -> None:
+    """A file a command wrote, kept beside the outputs with the scratch folder's and checkout's paths scrubbed."""
+    name.write_text(scrubbed(written.read_text(encoding="utf-8"), tmp), encoding="utf-8")
+
+
 def run(out: Path, name: str, argv: list[str], cwd: Path, tmp: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECMATRIX_", "GITHUB_"))}
     env["SPECMATRIX_CACHE_DIR"] = str(tmp / "cache")
@@ -70,16 +81,9 @@ def run(out: Path, name: str, argv: list[str], cwd: Path, tmp: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "matrix", *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=600
     )
-    clean = [(str(tmp.resolve()), "<tmp>"), (str(tmp), "<tmp>"), (str(REPO), "<repo>")]
-
-    def scrub(text: str) -> str:
-        for c, shown in clean:
-            text = text.replace(c, shown)
-        return text
-
-    (out / name).write_text(scrub(done.stdout), encoding="utf-8")
+    (out / name).write_text(scrubbed(done.stdout, tmp), encoding="utf-8")
     (out / f"{name}.rc").write_text(f"{done.returncode}\n", encoding="utf-8")
-    (out / f"{name}.err").write_text(scrub(done.stderr), encoding="utf-8")
+    (out / f"{name}.err").write_text(scrubbed(done.stderr, tmp), encoding="utf-8")
 
 
 def snapshot(out: Path, sglang: Path | None, flashinfer: Path | None) -> None:
@@ -103,7 +107,7 @@ def snapshot(out: Path, sglang: Path | None, flashinfer: Path | None) -> None:
             REPO,
             tmp,
         )
-        shutil.copyfile(tmp / "b.json", out / "guards-fixture-baseline.json")
+        keep(tmp / "b.json", out / "guards-fixture-baseline.json", tmp)
         for fmt in FORMATS:
             run(
                 out,
@@ -113,7 +117,7 @@ def snapshot(out: Path, sglang: Path | None, flashinfer: Path | None) -> None:
                 tmp,
             )
         run(out, "guards-fixture-summary", ["guards", str(suite), "--no-workflows", "--summary", str(tmp / "s.md")], REPO, tmp)
-        shutil.copyfile(tmp / "s.md", out / "guards-fixture-summary.md")
+        keep(tmp / "s.md", out / "guards-fixture-summary.md", tmp)
 
         project = pytest_project(tmp / "proj")
         for fmt in FORMATS:
@@ -194,8 +198,7 @@ def snapshot(out: Path, sglang: Path | None, flashinfer: Path | None) -> None:
                 )
                 for written in ("coverage.md", "coverage.json", "summary.md"):
                     if (cov / written).is_file():
-                        text = (cov / written).read_text(encoding="utf-8").replace(str(tmp), "<tmp>")
-                        (out / f"coverage-{name}.{fmt}.{written}").write_text(text, encoding="utf-8")
+                        keep(cov / written, out / f"coverage-{name}.{fmt}.{written}", tmp)
         run(out, "report-own-html", ["report", "--html", str(tmp / "page.html"), str(reports / "cpu.json")], own, tmp)
 
         if sglang is not None:
