@@ -99,3 +99,19 @@ def test_a_tree_without_git_metadata_is_rooted_at_its_github_folder(capsys, tmp_
         for loc in r.get("locations", [])
     ]
     assert uris and all(u.startswith("test/registered/") for u in uris)
+
+
+def test_the_tool_version_is_never_unknown(monkeypatch):
+    import importlib.metadata
+
+    import matrix
+    from matrix.core.output import tool_version
+
+    assert tool_version() == importlib.metadata.version("specmatrix")
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    # Run from a source tree without the distribution installed (the Action): the package's own version.
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert tool_version() == matrix.__version__ != "0+unknown"
