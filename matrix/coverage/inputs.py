@@ -189,15 +189,17 @@ def pytest_audit(source: Document) -> Adapted:
 
 
 def _severity(f: Mapping[str, Any], fw: str, tool: Tool) -> RowSeverity:
+    """A known kind's severity from the registry (matrix/core/kinds.py), whatever the file says; for a kind this
+    version does not know, the file's own (a newer writer), which must be one of the three."""
+    kind = _field(f, "kind", str, fw)
     severity = f.get("severity")
-    if severity is None:
-        kind = _field(f, "kind", str, fw)
-        spec = registry().get((tool, kind))
-        if spec is None:
-            raise ReportError(f"{fw}: unknown {tool.value} finding kind {kind[:40]!r}")
-        severity = spec.severity.value
-    if not isinstance(severity, str) or severity not in tuple(RowSeverity):
+    if severity is not None and (not isinstance(severity, str) or severity not in tuple(RowSeverity)):
         raise ReportError(f"{fw}: unknown severity {str(severity)[:40]!r}")
+    spec = registry().get((tool, kind))
+    if spec is not None:
+        return RowSeverity(spec.severity.value)
+    if severity is None:
+        raise ReportError(f"{fw}: unknown {tool.value} finding kind {kind[:40]!r} and no severity")
     return RowSeverity(severity)
 
 
@@ -275,12 +277,10 @@ def coverage_merge(source: Document) -> Adapted:
 
 
 def _ledger_severity(f: Mapping[str, Any], fw: str) -> RowSeverity:
-    """As `specmatrix ledger` labels its rows: failing ones are errors, accepted and settled ones information."""
-    if _field(f, "failing", bool, fw, False):
-        return RowSeverity.ERROR
-    if f.get("kind") == "settled" or _field(f, "accepted_by", str, fw, ""):
+    """The kind's severity (matrix/core/kinds.py); a finding a baseline or allowlist accepted is information."""
+    if _field(f, "accepted_by", str, fw, ""):
         return RowSeverity.INFO
-    return RowSeverity.WARNING
+    return _severity(f, fw, Tool.LEDGER)
 
 
 def _ledger_v2_fields(f: Mapping[str, Any], fw: str) -> tuple[str, str, str]:

@@ -75,3 +75,18 @@ def test_a_run_report_keeps_the_grid(tmp_path, capsys, default_matrix, runners):
     data = page(tmp_path, capsys, tmp_path / "run.json")
     assert data["show_grid"] is True and len(data["cells"]["ids"]) == len(default_matrix.cells)
     assert json.dumps(data["grid"]).count("P") >= 1
+
+
+def test_a_known_kind_takes_its_registered_severity_whatever_the_file_says():
+    from matrix.coverage.inputs import Document, RowSeverity, guard_audit, ledger_join
+
+    from .test_report_html import guards_doc, ledger_doc
+
+    guards = guards_doc("t")
+    guards["findings"] = [{**guards["findings"][0], "kind": "disabled", "severity": "error"}]  # type: ignore[index]
+    rows = guard_audit(Document(label="g.json", doc=guards, modified="2026-01-01T00:00:00+00:00")).findings
+    assert [r.severity for r in rows] == [RowSeverity.INFO]
+    ledger = ledger_doc("t")
+    ledger["findings"] = [{**ledger["findings"][0], "kind": "bad-line", "failing": True}]  # type: ignore[index]
+    rows = ledger_join(Document(label="l.json", doc=ledger, modified="2026-01-01T00:00:00+00:00")).findings
+    assert [r.severity for r in rows] == [RowSeverity.WARNING]
