@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
 from matrix.cli.options import add_output_options, add_summary_option
 from matrix.core import emit
-from matrix.core.atomic import append_text, refuse_input_targets
+from matrix.core.atomic import append_text
 from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool
@@ -30,7 +30,7 @@ from matrix.guards.gate import (
     to_text,
 )
 from matrix.guards.model import GuardReport
-from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
+from matrix.guards.tree import audit_tree, default_jobs
 
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
     from matrix.schedule.model import Schedule
@@ -168,9 +168,8 @@ def read_schedule(args: argparse.Namespace, runners: Mapping[str, Any]) -> Sched
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    outputs = (("--output", args.output), ("--write-baseline", args.write_baseline), ("--summary", args.summary))
-    named = (args.baseline, args.suites, args.suite_map)
-    refuse_input_targets(outputs, [*(p for p in named if p is not None), *tree_inputs(args.path, (t for _, t in outputs))])
+    # --output, --write-baseline and --summary were checked against every input before the command ran
+    # (matrix/core/targets.py, through matrix/cli/main.py).
     runners = load_runner_profiles(options)
     found = repo_prefix(args.path, args.repo_root)
     prefix = found or ""
