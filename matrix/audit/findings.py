@@ -27,7 +27,6 @@ def _cell_finding(cell: CellResult) -> Finding | None:
     if cell.status is CellStatus.SKIPPED_UNEXPECTED:
         return audit_finding(
             kind=FindingKind.UNEXPECTED_SKIP,
-            severity=Severity.ERROR,
             subject=cell.nodeid,
             message=f"skipped ({skipped}) but the matrix says it must run ({cell.reason})",
         )
@@ -35,31 +34,24 @@ def _cell_finding(cell: CellResult) -> Finding | None:
         # The status contradicts the recorded expectation (an edited or mis-merged report): a must-run cell skipped.
         return audit_finding(
             kind=FindingKind.UNEXPECTED_SKIP,
-            severity=Severity.ERROR,
             subject=cell.nodeid,
             message=f"recorded as an expected skip ({skipped}) but its expected outcome is {cell.expected!r}: it must run",
         )
     if cell.status is CellStatus.CRASHED:
-        return audit_finding(
-            kind=FindingKind.CRASHED, severity=Severity.ERROR, subject=cell.nodeid, message=cell.message or "crashed"
-        )
+        return audit_finding(kind=FindingKind.CRASHED, subject=cell.nodeid, message=cell.message or "crashed")
     if cell.status is CellStatus.NOT_RUN:
-        return audit_finding(
-            kind=FindingKind.NOT_RUN, severity=Severity.ERROR, subject=cell.nodeid, message=cell.message or "not run"
-        )
+        return audit_finding(kind=FindingKind.NOT_RUN, subject=cell.nodeid, message=cell.message or "not run")
     if cell.expected != Outcome.SKIP.value:
         return None
     if cell.status is CellStatus.PASSED:
         return audit_finding(
             kind=FindingKind.RULE_TOO_STRICT,
-            severity=Severity.WARNING,
             subject=cell.nodeid,
             message=f"expected to skip ({cell.reason}) but ran and passed: rule {cell.rule} may be too strict",
         )
     if cell.status in (CellStatus.FAILED, CellStatus.ERROR):
         return audit_finding(
             kind=FindingKind.GUARD_MISSING,
-            severity=Severity.ERROR,
             subject=cell.nodeid,
             message=f"expected to skip ({cell.reason}) and it {cell.status.value} when run: "
             f"nothing rejects this configuration before it breaks ({cell.message or 'no message'})",
@@ -78,7 +70,6 @@ def outside_findings(outside: Iterable[OutsideResult], policy: SkipPolicy) -> li
     return [
         audit_finding(
             kind=FindingKind.UNALLOWED_SKIP,
-            severity=Severity.ERROR,
             subject=o.nodeid,
             message=f"skipped ({o.skip_reason or 'no reason given'}) on a strict runner and no live allowlist entry matches",
         )
@@ -195,7 +186,6 @@ def judge(outside: Sequence[OutsideResult], entries: Sequence[AllowEntry], today
     findings = [
         audit_finding(
             kind=FindingKind.EXPIRED_ALLOW,
-            severity=Severity.ERROR,
             subject=e.label,
             message=f"expired on {e.expires.isoformat()}: fix the skip or renew the entry ({e.link})",
         )
@@ -205,7 +195,6 @@ def judge(outside: Sequence[OutsideResult], entries: Sequence[AllowEntry], today
     findings += [
         audit_finding(
             kind=FindingKind.UNUSED_ALLOW,
-            severity=Severity.WARNING,
             subject=e.label,
             message=f"matched no skip in this run: remove it if the skip is gone ({e.link})",
         )

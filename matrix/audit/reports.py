@@ -21,7 +21,7 @@ from typing import Protocol
 from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import OutputError, UsageError
 from matrix.core.finding import Finding, Severity
-from matrix.core.output import bounded_markdown, md_code, md_text, text_line
+from matrix.core.output import bounded_markdown, md_code, md_details, md_text, text_line
 from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, in_progress_document, write_report
 
 FINDING_LIMIT = 50
@@ -68,7 +68,7 @@ def summary_lines(report: Report, written: list[str]) -> list[Line]:
 
 ROW_LIMIT = 200
 # Each findings table is collapsed: the verdict and the counts stay on the page, the rows one click away.
-_OPEN = "<details><summary>{n} row(s)</summary>"  # a step summary is capped at 1 MiB; the JSON report has every row
+_ROWS = "{n} row(s)"  # a step summary is capped at 1 MiB; the JSON report has every row
 
 
 def _runner_line(report: Report) -> str:
@@ -94,26 +94,24 @@ def render_markdown(report: Report) -> str:
     by_nodeid = {c.nodeid: c for c in report.cells}
     unexpected = [f for f in report.findings if f.kind == FindingKind.UNEXPECTED_SKIP]
     if unexpected:
-        lines += [f"### Unexpected skips ({len(unexpected)})", "", _OPEN.format(n=len(unexpected)), ""]
-        lines += ["| Test | Skip reason | Must run because |", "|---|---|---|"]
+        table = ["| Test | Skip reason | Must run because |", "|---|---|---|"]
         for f in unexpected[:ROW_LIMIT]:
             cell = by_nodeid.get(f.subject)
             skip = cell.skip_reason if cell is not None and cell.skip_reason else "-"
             must = cell.reason.removeprefix("must run: ") if cell is not None else f.message
-            lines.append(f"| {md_code(f.subject)} | {md_text(skip)} | {md_text(must)} |")
+            table.append(f"| {md_code(f.subject)} | {md_text(skip)} | {md_text(must)} |")
         if len(unexpected) > ROW_LIMIT:
-            lines.append(f"| … and {len(unexpected) - ROW_LIMIT} more (see the JSON report) | | |")
-        lines += ["", "</details>", ""]
+            table.append(f"| … and {len(unexpected) - ROW_LIMIT} more (see the JSON report) | | |")
+        lines += [f"### Unexpected skips ({len(unexpected)})", "", *md_details(_ROWS.format(n=len(unexpected)), table), ""]
     others = [f for f in report.findings if f.kind != FindingKind.UNEXPECTED_SKIP]
     if others:
-        lines += [f"### Other findings ({len(others)})", "", _OPEN.format(n=len(others)), ""]
-        lines += ["| Severity | Kind | Subject | Detail |", "|---|---|---|---|"]
+        table = ["| Severity | Kind | Subject | Detail |", "|---|---|---|---|"]
         for f in others[:ROW_LIMIT]:
             sev = "**error**" if f.severity is Severity.ERROR else "warning"
-            lines.append(f"| {sev} | {f.kind} | {md_code(f.subject)} | {md_text(f.message)} |")
+            table.append(f"| {sev} | {f.kind} | {md_code(f.subject)} | {md_text(f.message)} |")
         if len(others) > ROW_LIMIT:
-            lines.append(f"| … | | {len(others) - ROW_LIMIT} more (see the JSON report) | |")
-        lines += ["", "</details>", ""]
+            table.append(f"| … | | {len(others) - ROW_LIMIT} more (see the JSON report) | |")
+        lines += [f"### Other findings ({len(others)})", "", *md_details(_ROWS.format(n=len(others)), table), ""]
     counts = report.counts
     lines += ["### Counts", "", "| Status | Items |", "|---|---:|"]
     lines += [f"| {s.value} | {counts[s.value]} |" for s in CellStatus]

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from matrix.audit.findings import recheck
-from matrix.audit.timeline import Scaling, render_scaling, render_timeline, timeline
+from matrix.audit.reports import render_markdown
+from matrix.audit.timeline import Scaling, Timeline, render_scaling, render_timeline, timeline
 from matrix.cli.options import add_deprecated_path, add_output_options
+from matrix.core import emit
+from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
-from matrix.core.finding import Finding, Severity
-from matrix.core.jsonio import dumps_indented
+from matrix.core.finding import Finding, Severity, Tool
+from matrix.core.jsonio import dumps_indented, dumps_strict
 from matrix.core.options import Options
-from matrix.core.output import text_lines
+from matrix.core.output import FINDING_FORMATS, finding_doc, text_lines
 from matrix.core.report import Report, read_report
 
 AUDIT_SCHEMA = "specmatrix.audit/1"
@@ -25,7 +29,7 @@ def register(sub: Any) -> None:
         help="re-check saved skip-audit reports (exit 1 on findings, 2 on a corrupt or truncated report)",
     )
     p.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
-    add_output_options(p, ("text", "json"), legacy_flags=("json",))
+    add_output_options(p, FINDING_FORMATS, legacy_flags=("json",))
     p.set_defaults(func=cmd_audit)
     p = sub.add_parser("timeline", help="per-worker start-up, busy time and finish spread of a run; --reference: speedup")
     p.add_argument("report", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
@@ -36,7 +40,7 @@ def register(sub: Any) -> None:
         help="the same work on fewer workers: print speedup and efficiency (default: none)",
     )
     add_deprecated_path(p, "--baseline", "reference", key="--baseline REPORT")
-    add_output_options(p, ("text",))
+    add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_timeline)
 
 
@@ -52,9 +56,7 @@ def _summary(path: Path, report: Report, findings: tuple[Finding, ...]) -> dict[
         "planned": report.planned,
         "counts": report.counts,
         "consistent": sorted(map(_key, findings)) == sorted(map(_key, report.findings)),
-        "findings": [
-            {"kind": f.kind, "severity": f.severity.value, "subject": f.subject, "message": f.message} for f in findings
-        ],
+        "findings": [finding_doc(f) for f in findings],
     }
 
 
@@ -65,11 +67,23 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
         if report.planned == 0:
             # A run that planned nothing proves nothing: a wrong selector, shard or runner emptied it.
             raise ReportError(f"{path}: planned 0 matrix items, so it audits nothing (wrong selector, shard or runner?)")
-    summaries = [_summary(path, report, recheck(report)) for path, report in loaded]
-    failed = any(f["severity"] == Severity.ERROR.value for s in summaries for f in s["findings"])
+    judged = [(path, report, stamped(recheck(report), "")) for path, report in loaded]
+    failed = any(f.failing for _, _, found in judged for f in found)
+    code = EXIT_FINDINGS if failed else EXIT_OK
+    everything = [f for _, _, found in judged for f in found]
+    if args.format == "github":
+        print(emit.github(everything, root="", prefix=None))
+        return code
+    if args.format == "sarif":
+        print(emit.sarif(everything, tool=Tool.AUDIT, prefix=None))
+        return code
+    if args.format == "md":
+        print("\n".join(render_markdown(replace(report, findings=found)) for _, report, found in judged), end="")
+        return code
+    summaries = [_summary(path, report, found) for path, report, found in judged]
     if args.format == "json":
         print(dumps_indented({"schema": AUDIT_SCHEMA, "ok": not failed, "reports": summaries}))
-        return EXIT_FINDINGS if failed else EXIT_OK
+        return code
     lines: list[str] = []
     for s in summaries:
         counts = " + ".join(f"{n} {status}" for status, n in s["counts"].items() if n) or "0"
@@ -82,12 +96,38 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
         lines.append(f"  {'FAILED' if errors else 'ok'}: {errors} error(s), {len(s['findings']) - errors} warning(s)")
     # Node ids and skip reasons come from the tests: escaped so no line forges a workflow command.
     print(text_lines(lines))
-    return EXIT_FINDINGS if failed else EXIT_OK
+    return code
+
+
+TIMELINE_SCHEMA = "specmatrix.timeline/1"
+
+
+def _timeline_doc(name: str, t: Timeline) -> dict[str, Any]:
+    return {
+        "report": name,
+        "wall": t.wall,
+        "busy": t.busy,
+        "other_busy": t.other_busy,
+        "start_gap": t.start_gap,
+        "spread": t.spread,
+        "tail": t.tail,
+        "utilisation": t.utilisation,
+        "untimed_others": t.untimed_others,
+        "workers": [asdict(w) for w in t.workers],
+    }
 
 
 def cmd_timeline(args: argparse.Namespace, options: Options) -> int:
     scaled = timeline(read_report(args.report), str(args.report))
     base = timeline(read_report(args.reference), str(args.reference)) if args.reference is not None else None
+    if args.format == "json":
+        doc: dict[str, Any] = {"schema": TIMELINE_SCHEMA, "timeline": _timeline_doc(str(args.report), scaled)}
+        if base is not None:
+            scaling = Scaling(base=base, scaled=scaled)
+            doc["reference"] = _timeline_doc(str(args.reference), base)
+            doc["scaling"] = {"speedup": scaling.speedup, "worker_ratio": scaling.worker_ratio, "efficiency": scaling.efficiency}
+        print(dumps_strict(doc, where="timeline", indent=2))
+        return EXIT_OK
     if base is not None:
         for line in render_timeline(str(args.reference), base):
             print(line)

@@ -6,18 +6,22 @@ import argparse
 import math
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
+from matrix.core import emit
 from matrix.core.atomic import ensure_dir, refuse_input_targets, same_file, write_bytes_atomic, write_text_atomic
+from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError, UsageError
 from matrix.core.expect import effective_versions, expectations
-from matrix.core.jsonio import dumps_strict
+from matrix.core.finding import Tool
+from matrix.core.jsonio import dumps_indented, dumps_strict
 from matrix.core.machine import AUTO, find_runner
 from matrix.core.model import Outcome, RunnerProfile
 from matrix.core.options import Options, load
-from matrix.core.output import text_line
+from matrix.core.output import FINDING_FORMATS, text_line
 from matrix.core.planning import Plan, plan_for
 from matrix.core.report import read_report
 from matrix.core.selectors import select
@@ -76,7 +80,7 @@ def register(sub: Any) -> None:
         help="the shard plan (plan.json or its folder): a shard without a report is a finding (default: none)",
     )
     p.add_argument("--no-heatmap", action="store_true", help="skip the PNG/SVG picture")
-    add_output_options(p, ("text", "json"))
+    add_output_options(p, FINDING_FORMATS)
     p.set_defaults(func=cmd_coverage)
 
     p = sub.add_parser("register", help="write sglang registered test modules, one per runner config")
@@ -110,7 +114,7 @@ def register(sub: Any) -> None:
         ),
     )
     wf.add_argument("--no-workflows", action="store_true", help="write every runner config's module, scheduled or not")
-    add_output_options(p, ("text",))
+    add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_register)
 
 
@@ -217,6 +221,7 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
         planned=planned,
         expect_shards=args.expect_shards,
     )
+    result = replace(result, findings=stamped(result.findings, ""))
     out: Path = args.out
     # Every output is rendered in memory first: a missing matplotlib or a bad value then writes nothing at all,
     # rather than a coverage.json beside a stale coverage.md.
@@ -237,13 +242,25 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     ensure_dir(out)
     for name, data in files.items():
         write_bytes_atomic(out / name, data)
+    code = EXIT_FINDINGS if any(f.failing for f in result.findings) else EXIT_OK
     if args.format == "json":
         print(files["coverage.json"].decode().rstrip("\n"))
-        return EXIT_FINDINGS if result.errors else EXIT_OK
+        return code
+    if args.format == "md":
+        print(files["summary.md"].decode(), end="")
+        return code
+    if args.format in ("github", "sarif"):
+        found = result.findings
+        print(
+            emit.github(found, root="", prefix=None)
+            if args.format == "github"
+            else emit.sarif(found, tool=Tool.COVERAGE, prefix=None)
+        )
+        return code
     for finding in result.errors:
         print(text_line(f"{finding.kind}: {finding.message}"))
     print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")
-    return EXIT_FINDINGS if result.errors else EXIT_OK
+    return code
 
 
 def cmd_register(args: argparse.Namespace, options: Options) -> int:
@@ -271,7 +288,13 @@ def cmd_register(args: argparse.Namespace, options: Options) -> int:
     ensure_dir(out)
     for module in modules:
         write_text_atomic(out / module.file_name, module.text)
-        print(f"{out / module.file_name}: {len(module.cells)} cells, est_time {module.est_time} s ({module.runner})")
+        if args.format == "text":
+            print(f"{out / module.file_name}: {len(module.cells)} cells, est_time {module.est_time} s ({module.runner})")
+    if args.format == "json":
+        written = [
+            {"path": str(out / m.file_name), "runner": m.runner, "cells": len(m.cells), "est_time": m.est_time} for m in modules
+        ]
+        print(dumps_indented({"schema": "specmatrix.register/1", "modules": written, "not_written": reasons}))
     return EXIT_OK
 
 

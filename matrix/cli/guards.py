@@ -3,42 +3,40 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
 from matrix.cli.options import add_output_options, add_summary_option
-from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
+from matrix.core import emit
+from matrix.core.atomic import append_text
+from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
-from matrix.core.finding import Finding, Severity, Tool
-from matrix.core.jsonio import dumps_indented
+from matrix.core.finding import Severity, Tool
+from matrix.core.gate import repo_prefix
 from matrix.core.options import Options, load_runner_profiles
-from matrix.core.output import finding_annotation, sarif_document, tool_version
+from matrix.core.output import FINDING_FORMATS
 from matrix.guards.audit import load_suite_map, read_suite_list
 from matrix.guards.cache import ENV_VAR, cache_folder
 from matrix.guards.gate import (
-    Baseline,
     Gate,
-    baseline_text,
-    error_keys,
     gate,
-    read_baseline,
     to_json,
     to_markdown,
     to_text,
-    updated_entries,
 )
 from matrix.guards.intent import MatrixIntent
 from matrix.guards.model import GuardReport
-from matrix.guards.tree import audit_tree, default_jobs, tree_inputs
+from matrix.guards.tree import audit_tree, default_jobs
 
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
     from matrix.schedule.model import Schedule
 
-FORMATS = ("text", "json", "md", "github", "sarif")
+FORMATS = FINDING_FORMATS
 
 
 def register(sub: Any) -> None:
@@ -112,30 +110,7 @@ def register(sub: Any) -> None:
     )
     add_output_options(p, FORMATS, legacy_flags=("json", "md"))
     add_summary_option(p)
-    p.add_argument(
-        "--help-uri",
-        metavar="URL",
-        help="SARIF: the page each rule's helpUri points at (default: none; the help text is inline)",
-    )
-    base = p.add_mutually_exclusive_group()
-    base.add_argument(
-        "--baseline",
-        type=Path,
-        metavar="FILE",
-        help="fail only on error findings FILE does not list (default: none, every error finding fails)",
-    )
-    base.add_argument(
-        "--write-baseline",
-        type=Path,
-        metavar="FILE",
-        help="write the current error findings to FILE (keeps reasons and expiry; default: none)",
-    )
-    p.add_argument(
-        "--today",
-        type=dt.date.fromisoformat,
-        metavar="YYYY-MM-DD",
-        help="the date baseline expiry is checked on (default: today)",
-    )
+    add_gate_options(p)
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes for parsing (default: CPUs, up to 8)")
     p.add_argument("--cache-dir", type=Path, metavar="DIR", help=f"results cache (default ${ENV_VAR}, else ~/.cache/specmatrix)")
     p.add_argument("--no-cache", action="store_true", help="read and audit every file again; write no cache")
@@ -146,29 +121,6 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
 
 
-def _repo_path(root: str, path: str, cwd: Path) -> str:
-    """A finding's file relative to the current directory `cwd` (the repository root in CI), POSIX style."""
-    full = Path(root) / path
-    try:
-        return PurePosixPath(full.resolve().relative_to(cwd)).as_posix()
-    except ValueError:
-        return full.as_posix()
-
-
-def _annotations(report: GuardReport, findings: tuple[Finding, ...]) -> str:
-    """One workflow command per finding; each file's repository path is resolved once (it stats every parent)."""
-    cwd: Path | None = None  # asked for once, and only when there is a finding (as before)
-    known: dict[str, str] = {}
-    lines = []
-    for f in findings:
-        file = known.get(f.path)
-        if file is None:
-            cwd = cwd or Path.cwd().resolve()
-            file = known[f.path] = _repo_path(report.root, f.path, cwd)
-        lines.append(finding_annotation(f, file))
-    return "\n".join(lines)
-
-
 def render(
     report: GuardReport,
     result: Gate,
@@ -177,6 +129,7 @@ def render(
     status: str | None = None,
     exit_code: int | None = None,
     help_uri: str | None = None,
+    prefix: str | None = None,
 ) -> str:
     """The output in `fmt`; `status` and `exit_code` replace the audit's own when the command returns another."""
     if fmt == "json":
@@ -184,16 +137,9 @@ def render(
     if fmt == "md":
         return to_markdown(report, result, exit_code=exit_code)
     if fmt == "github":
-        return _annotations(report, result.shown)
+        return emit.github(result.shown, root=report.root, prefix=prefix)
     if fmt == "sarif":
-        doc = sarif_document(
-            result.shown,
-            tool=Tool.GUARDS,
-            root=Path(report.root),
-            version=tool_version(),
-            help_uri=help_uri,
-        )
-        return dumps_indented(doc)
+        return emit.sarif(result.shown, tool=Tool.GUARDS, prefix=prefix, help_uri=help_uri)
     return to_text(report, result, status=status)
 
 
@@ -232,11 +178,12 @@ def read_schedule(args: argparse.Namespace, runners: Mapping[str, Any]) -> Sched
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    outputs = (("--output", args.output), ("--write-baseline", args.write_baseline), ("--summary", args.summary))
-    named = (args.baseline, args.suites, args.suite_map, args.tested_by)
-    refuse_input_targets(outputs, [*(p for p in named if p is not None), *tree_inputs(args.path, (t for _, t in outputs))])
+    # --output, --write-baseline and --summary were checked against every input before the command ran
+    # (matrix/core/targets.py, through matrix/cli/main.py).
     runners = load_runner_profiles(options)
-    baseline: Baseline | None = read_baseline(args.baseline) if args.baseline is not None else None
+    found = repo_prefix(args.path, args.repo_root)
+    prefix = found or ""
+    baseline = read_gate_baseline(args.baseline, prefix, "guards")
     report = audit_tree(
         args.path,
         runners,
@@ -249,18 +196,21 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
         intent=MatrixIntent.from_paths(options.matrix_path, args.tested_by),
     )
+    if args.format == "sarif":  # the only output that carries fingerprints; thousands of findings otherwise
+        report = replace(report, findings=stamped(report.findings, prefix))
     wrote: str | None = None
     if args.write_baseline is not None:
-        previous = read_baseline(args.write_baseline) if args.write_baseline.is_file() else None
-        entries = updated_entries(error_keys(report.findings), previous)
-        write_text_atomic(args.write_baseline, baseline_text(entries))
+        written = write_gate_baseline(args.write_baseline, report.findings, prefix)
         # Writing the baseline is the run's job: it succeeds whatever the findings, and says so.
-        wrote = f"exit 0: wrote {len(entries)} baseline entries to {args.write_baseline}"
-    result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today)
+        wrote = f"exit 0: wrote {written} baseline entries to {args.write_baseline}"
+    result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today, prefix=prefix)
     if args.summary is not None:
         append_text(args.summary, to_markdown(report, result, exit_code=0 if wrote is not None else None) + "\n")
     fmt = args.format
-    print(render(report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None, help_uri=args.help_uri))
+    text = render(
+        report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None, help_uri=args.help_uri, prefix=found
+    )
+    print(text)
     if wrote is not None and (fmt != "text" or args.output is not None):
         print(f"specmatrix guards: {wrote.removeprefix('exit 0: ')}", file=sys.stderr)
     return 0 if wrote is not None else result.exit_code

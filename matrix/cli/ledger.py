@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from matrix.audit.findings import parse_allowlist
 from matrix.cli.options import add_allowlist_option, add_deprecated_path, add_output_options, add_summary_option
+from matrix.core import emit
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
+from matrix.core.baseline import Baseline, read_baseline, stamped
 from matrix.core.errors import UsageError
+from matrix.core.finding import Tool
+from matrix.core.gate import repo_prefix
 from matrix.core.loader import read_toml_file
 from matrix.core.machine import AUTO
 from matrix.core.options import Options, load_runner_profiles
+from matrix.core.output import FINDING_FORMATS
 from matrix.guards.audit import load_suite_map
-from matrix.guards.gate import Baseline, read_baseline
 from matrix.guards.tree import check_root, tree_inputs
 from matrix.ledger.join import JoinSettings, join
 from matrix.ledger.pth import install_hook, uninstall_hook
@@ -22,7 +27,7 @@ from matrix.ledger.records import BadLine, Process, read_ledger
 from matrix.ledger.registered import read_suite
 from matrix.ledger.render import to_github, to_json, to_markdown, to_text
 
-FORMATS = {"text": to_text, "json": to_json, "github": to_github, "md": to_markdown}
+FORMATS = FINDING_FORMATS
 
 
 def register(sub: Any) -> None:
@@ -47,7 +52,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--runner", help="runner profile the ledgers come from, or 'auto' (from each process's recorded machine; default: auto)"
     )
-    p.add_argument("--baseline", type=Path, metavar="FILE", help="guard baseline (specmatrix.guards-baseline/1; default: none)")
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="guard baseline (specmatrix.baseline/2, or the older guards-baseline/1; default: none)",
+    )
     add_allowlist_option(p, old="--allow")
     p.add_argument(
         "--suite-map",
@@ -56,7 +66,7 @@ def register(sub: Any) -> None:
         help="TOML [suite] table mapping suites to profiles (default: the built-in sglang suite conventions)",
     )
     p.add_argument("--partial", action="store_true", help="the ledgers cover one shard: a file without record is no finding")
-    add_output_options(p, tuple(FORMATS))
+    add_output_options(p, FORMATS)
     add_summary_option(p)
     add_deprecated_path(p, "--md", "summary")
     add_deprecated_path(p, "--json", "json_file")
@@ -64,6 +74,14 @@ def register(sub: Any) -> None:
     hook.add_argument("--install-hook", action="store_true", help="write the start-up .pth into this environment")
     hook.add_argument("--uninstall-hook", action="store_true", help="remove the start-up .pth from this environment")
     p.set_defaults(func=cmd_ledger)
+
+
+def _baseline(path: Path | None, root: Path) -> Baseline:
+    """The guard baseline keyed from `root`, the suite the ledgers are joined with (its entries start at the
+    repository root; an older file's at the folder then audited)."""
+    if path is None:
+        return Baseline(entries=())
+    return read_baseline(path).under(repo_prefix(root) or "")
 
 
 def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
@@ -92,7 +110,7 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         runners=runners,
         forced_runner=None if options.runner == AUTO else options.runner,
         allow=parse_allowlist(read_toml_file(options.allowlist), str(options.allowlist)) if options.allowlist else (),
-        baseline=read_baseline(args.baseline) if args.baseline else Baseline(entries=()),
+        baseline=_baseline(args.baseline, args.root),
         partial=args.partial,
     )
     processes: list[Process] = []
@@ -103,9 +121,18 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         bad.extend(read.bad_lines)
     suite = read_suite(args.root, runners, suite_map)
     report = join(suite, processes, bad, settings, ledgers=[str(p) for p in args.ledgers])
+    prefix = repo_prefix(args.root)
+    report = replace(report, findings=stamped(report.findings, prefix or ""))
     if args.summary is not None:
         append_text(args.summary, to_markdown(report))
     if getattr(args, "json_file", None) is not None:
         write_text_atomic(args.json_file, to_json(report) + "\n")
-    print(FORMATS[args.format](report).rstrip("\n"))
+    fmt = args.format
+    if fmt == "github":
+        text = to_github(report, prefix)
+    elif fmt == "sarif":
+        text = emit.sarif(report.findings, tool=Tool.LEDGER, prefix=prefix)
+    else:
+        text = {"text": to_text, "json": to_json, "md": to_markdown}[fmt](report)
+    print(text.rstrip("\n"))
     return report.exit_code

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from matrix.cli.parsing import HelpFormatter, VersionAction
-from matrix.core.atomic import refuse_input_targets, write_text_atomic
+from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_USAGE, SpecmatrixError, UsageError
 from matrix.core.options import CliOverrides, Options, resolve_options
+from matrix.core.targets import OUTPUT_DESTS, refuse_outputs_on_inputs
 
 # Each command module has `register(subparsers)`; the parser's `func` runs it. A module is imported only when
 # the parser needs it: a run of one command (`specmatrix guards ...`) imports the one module that owns it, so
@@ -180,10 +181,13 @@ def _run(args: argparse.Namespace) -> int:
     """Run the command; with `--output FILE` what it prints goes to FILE through the atomic writer instead."""
     options = options_from(args)
     output: Path | None = getattr(args, "output", None)
+    for dest, flag in OUTPUT_DESTS.items():  # every file a command writes, checked once here before it runs
+        target = getattr(args, dest, None)
+        if isinstance(target, Path):
+            refuse_outputs_on_inputs([(flag, target)], _named_paths(args, skip=dest))
     if output is None:
         code: int = args.func(args, options)
         return code
-    refuse_input_targets((("--output", output),), _named_paths(args))
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         code = args.func(args, options)
@@ -191,11 +195,11 @@ def _run(args: argparse.Namespace) -> int:
     return code
 
 
-def _named_paths(args: argparse.Namespace) -> list[Path]:
-    """Every file the command line names besides `--output` (inputs, folders, other outputs)."""
+def _named_paths(args: argparse.Namespace, skip: str = "output") -> list[Path]:
+    """Every file the command line names besides the option `skip` (inputs, folders, other outputs)."""
     found: list[Path] = []
     for name, value in vars(args).items():
-        if name == "output":
+        if name == skip:
             continue
         for item in value if isinstance(value, list | tuple) else (value,):
             if isinstance(item, Path):

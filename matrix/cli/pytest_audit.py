@@ -5,17 +5,25 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
 from matrix.cli.options import add_deprecated_path, add_output_options, add_summary_option
+from matrix.core import emit
 from matrix.core.atomic import append_text, write_text_atomic
+from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
+from matrix.core.finding import Severity, Tool
+from matrix.core.gate import Gate, gate, repo_prefix
 from matrix.core.options import Options, load_runner_profiles
+from matrix.core.output import FINDING_FORMATS
+from matrix.pytest_suites.audit import PytestAuditReport
 from matrix.pytest_suites.render import to_json, to_markdown, to_text
 from matrix.pytest_suites.run import AuditInput, has_workflows, run_audit
 
-FORMATS = {"text": to_text, "json": to_json, "md": to_markdown}
+FORMATS = FINDING_FORMATS
 
 
 def register(sub: Any) -> None:
@@ -55,8 +63,9 @@ def register(sub: Any) -> None:
         metavar="MODULE",
         help="treat this module as importable on every runner (importorskip guards), repeatable (default: none)",
     )
-    add_output_options(p, tuple(FORMATS))
+    add_output_options(p, FORMATS)
     add_summary_option(p)
+    add_gate_options(p)
     add_deprecated_path(p, "--md", "summary")
     add_deprecated_path(p, "--json", "json_file")
     p.add_argument(
@@ -89,10 +98,42 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
         buildkite_files=tuple(args.buildkite),
         installed=frozenset(args.assume_installed),
     )
+    found = repo_prefix(args.root, args.repo_root)
+    prefix = found or ""
+    baseline = read_gate_baseline(args.baseline, prefix, "pytest-audit")
     report = run_audit(inputs, profiles, jobs=_jobs(args.jobs))
+    fingerprints = stamped((f.finding for f in report.findings), prefix)
+    report = replace(report, findings=tuple(replace(f, finding=g) for f, g in zip(report.findings, fingerprints, strict=True)))
+    wrote = None
+    if args.write_baseline is not None:
+        wrote = (
+            f"wrote {write_gate_baseline(args.write_baseline, fingerprints, prefix)} baseline entries to {args.write_baseline}"
+        )
+    result = gate(fingerprints, show=Severity.INFO, baseline=baseline, today=args.today, prefix=prefix)
+    shown, live = _live(report, result)
+    exit_code = 0 if wrote is not None else result.exit_code
     if args.summary is not None:
-        append_text(args.summary, to_markdown(report))
+        append_text(args.summary, to_markdown(shown, result))
     if getattr(args, "json_file", None) is not None:
-        write_text_atomic(args.json_file, to_json(report))
-    sys.stdout.write(FORMATS[args.format](report))
-    return report.exit_code
+        write_text_atomic(args.json_file, to_json(shown, result, exit_code=exit_code))
+    fmt = args.format
+    if fmt == "github":
+        text = emit.github(live, root=str(args.root), prefix=found) + ("\n" if live else "")
+    elif fmt == "sarif":
+        text = emit.sarif(live, tool=Tool.PYTEST_AUDIT, prefix=found, help_uri=args.help_uri) + "\n"
+    elif fmt == "json":
+        text = to_json(shown, result, exit_code=exit_code)
+    elif fmt == "md":
+        text = to_markdown(shown, result)
+    else:
+        text = to_text(shown, result)
+    sys.stdout.write(text)
+    if wrote is not None:
+        print(f"specmatrix pytest-audit: {wrote}", file=sys.stderr)
+    return exit_code
+
+
+def _live(report: PytestAuditReport, result: Gate) -> tuple[PytestAuditReport, tuple[Any, ...]]:
+    """The report without the findings a baseline acknowledges (in the report's order), and the gate's worst first."""
+    kept = {id(f) for f in result.shown}
+    return replace(report, findings=tuple(f for f in report.findings if id(f.finding) in kept)), result.shown

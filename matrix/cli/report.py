@@ -10,7 +10,7 @@ from typing import Any
 from matrix.cli.options import add_output_options
 from matrix.core.atomic import refuse_input_targets, write_text_atomic
 from matrix.core.errors import EXIT_OK, ReportError, UsageError
-from matrix.core.jsonio import loads_untrusted
+from matrix.core.jsonio import dumps_indented, loads_untrusted
 from matrix.core.options import Options, load
 from matrix.core.report import IN_PROGRESS_SCHEMA
 from matrix.core.report import SCHEMA as RUN_REPORT_SCHEMA
@@ -20,21 +20,28 @@ from matrix.coverage.inputs import (
     Adapted,
     Adapter,
     Document,
+    InputKind,
     adapt,
+    coverage_merge,
     guard_audit,
     iso_utc,
     ledger_join,
     ledger_join_v1,
     one_matrix,
+    pytest_audit,
     run_report,
     unfinished_run,
 )
 from matrix.coverage.merge import merge
 from matrix.coverage.page import page_data
+from matrix.coverage.views import COVERAGE_SCHEMA
 from matrix.guards.gate import REPORT_SCHEMA as GUARDS_SCHEMA
 from matrix.ledger.render import SCHEMA as LEDGER_SCHEMA
 from matrix.ledger.render import SCHEMA_V1 as LEDGER_SCHEMA_V1
+from matrix.pytest_suites.render import SCHEMA as PYTEST_AUDIT_SCHEMA
 from matrix.shard.output import read_plan
+
+PAGE_SUMMARY_SCHEMA = "specmatrix.report-page/1"  # what `report --format json` prints about the page it wrote
 
 # The one place that says which document kind each adapter reads.
 ADAPTERS: dict[str, Adapter] = {
@@ -43,16 +50,19 @@ ADAPTERS: dict[str, Adapter] = {
     GUARDS_SCHEMA: guard_audit,
     LEDGER_SCHEMA: ledger_join,
     LEDGER_SCHEMA_V1: ledger_join_v1,  # written before the ledger stored core findings
+    PYTEST_AUDIT_SCHEMA: pytest_audit,
+    COVERAGE_SCHEMA: coverage_merge,
 }
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "report",
-        help="one self-contained HTML page of what CI tested: run reports, guard audits and ledger joins",
+        help="one self-contained HTML page of what CI tested: run reports, audits, ledger joins and coverage merges",
         description=(
-            "Merge run reports (specmatrix.report/1, any runners and shards), guard audits (specmatrix guards "
-            "--format json) and ledger joins (specmatrix ledger --json) into one HTML file that opens offline; a run's "
+            "Merge run reports (specmatrix.report/1, any runners and shards), guard and pytest audits (specmatrix guards "
+            "/ pytest-audit --format json), ledger joins (specmatrix ledger --format json) and coverage merges "
+            "(coverage.json) into one HTML file that opens offline; the cell grid only when a run report is given; a run's "
             "unfinished-report marker is listed as a missing report. "
             "Every run report must come from the matrix given (--matrix); exit 2 on bad or mixed input."
         ),
@@ -66,7 +76,7 @@ def register(sub: Any) -> None:
         help="the shard plan (plan.json or its folder): its runner counts and a shard without a report is a finding "
         "(default: none)",
     )
-    add_output_options(p, ("text",))
+    add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_report)
 
 
@@ -107,10 +117,24 @@ def cmd_report(args: argparse.Namespace, options: Options) -> int:
     result = merge(loaded.matrix, loaded.runners, sources, planned=planned)
     rows = [row for a in adapted for row in a.findings]
     generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    page = render_html(page_data(loaded.matrix, result, files, rows, generated=generated))
+    runs = any(a.file.kind is InputKind.RUN_REPORT for a in adapted) or planned is not None
+    page = render_html(page_data(loaded.matrix, result, files, rows, generated=generated, grid=runs))
     write_text_atomic(args.html, page)
+    cells = len(loaded.matrix.cells) if runs else 0
+    if args.format == "json":
+        doc = {
+            "schema": PAGE_SUMMARY_SCHEMA,
+            "inputs": [{"label": f.label, "kind": f.kind.value, "schema": f.schema} for f in files],
+            "cells": cells,
+            "runners": list(result.runners),
+            "findings": len(result.findings) + len(rows),
+            "html": str(args.html),
+            "bytes": len(page.encode()),
+        }
+        print(dumps_indented(doc))
+        return EXIT_OK
     print(
-        f"specmatrix report: {len(files)} input(s), {len(loaded.matrix.cells)} cells x {len(result.runners)} runner(s), "
+        f"specmatrix report: {len(files)} input(s), {cells} cells x {len(result.runners)} runner(s), "
         f"{len(result.findings) + len(rows)} finding(s); wrote {args.html} ({len(page.encode()) / 1e6:.2f} MB)"
     )
     return EXIT_OK

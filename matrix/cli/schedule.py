@@ -53,8 +53,9 @@ def cmd_schedule(args: argparse.Namespace, options: Options) -> int:
     if args.format == "json":
         print(to_json(schedule, declared))
     else:
-        # Job names, labels and commands come from the repository's CI files: text is escaped like every audit's.
-        print(text_lines(to_text(schedule, root, declared).split("\n")))
+        # Job names, labels and commands come from the repository's CI files: each line is escaped as a whole, so
+        # a newline inside a value (a runs-on label, a job id) is shown as `\n` and never starts a line of its own.
+        print(text_lines(text_report(schedule, root, declared)))
     return 0
 
 
@@ -73,6 +74,11 @@ def _selection(entry: ScheduleEntry) -> str:
 
 def to_text(schedule: Schedule, root: Path, declared: Sequence[tuple[str, Schedule]] = ()) -> str:
     """The workflows' entries, then each declared file's, then every job not read and every unknown label."""
+    return "\n".join(text_report(schedule, root, declared))
+
+
+def text_report(schedule: Schedule, root: Path, declared: Sequence[tuple[str, Schedule]] = ()) -> list[str]:
+    """`to_text`'s lines, each still holding its values as read (the caller escapes them line by line)."""
     lines = [f"schedule of {root}: {len(schedule.entries)} entries from {len(schedule.sources)} CI files"]
     lines += _entries(schedule)
     for name, extra in declared:
@@ -93,7 +99,7 @@ def to_text(schedule: Schedule, root: Path, declared: Sequence[tuple[str, Schedu
             near = f" (nearest: {', '.join(u.nearest)})" if u.nearest else ""
             lines.append(f"  {u.label}{near}: {u.origin}")
     lines.append("files read: " + ", ".join(schedule.sources))
-    return "\n".join(lines)
+    return lines
 
 
 def _entries(schedule: Schedule) -> list[str]:

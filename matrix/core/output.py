@@ -6,7 +6,8 @@ Each format has one escaping function and every interpolated value goes through 
   (no line starts a GitHub workflow command, `::` after optional spaces, as the runner reads them);
 - Markdown: `md_text` (HTML and table metacharacters) and `md_code` (a code span that cannot be broken out of);
 - GitHub annotations: `escape_data` / `escape_property` (actions/toolkit `packages/core/src/command.ts`);
-- SARIF: `sarif_uri` (percent-encoded, relative to the audited root named in `originalUriBaseIds`);
+- SARIF: `sarif_uri` (percent-encoded, relative to the repository root: code scanning resolves a relative URI
+  against the checkout and ignores `uriBaseId`);
 - JSON: `finding_doc` (the encoder escapes; every field is kept as it is).
 """
 
@@ -15,10 +16,13 @@ from __future__ import annotations
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
-from matrix.core.finding import Finding, KindSpec, Severity, Tool, kinds_of
+from matrix.core.finding import Finding, KindSpec, Severity, Tool, kinds_of, spec_of
+
+# What every command that reports findings prints with --format (the same set everywhere).
+FINDING_FORMATS = ("text", "json", "md", "github", "sarif")
 
 # C0 and C1 controls, DEL, the line and paragraph separators and the bidi overrides: shown as escapes, never raw.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -52,6 +56,26 @@ def text_lines(lines: Iterable[str]) -> str:
     return "\n".join(text_line(line) for line in lines)
 
 
+def kind_sections(
+    findings: Iterable[Finding], tool: Tool, order: Sequence[str], lines_of: Callable[[Finding], list[str]]
+) -> list[str]:
+    """Findings grouped by kind in `order`: a `== TITLE: N` heading (the kind's `KindSpec.title`), each finding's
+    lines as `lines_of` words them, then a blank line. The one grouped text layout every audit's text output uses."""
+    by_kind: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_kind.setdefault(f.kind, []).append(f)
+    lines: list[str] = []
+    for kind in order:
+        found = by_kind.get(kind)
+        if not found:
+            continue
+        lines.append(f"== {spec_of(tool, kind).title}: {len(found)}")
+        for f in found:
+            lines += lines_of(f)
+        lines.append("")
+    return lines
+
+
 _MD_PUNCT = re.compile(r"([\\`*\[\]|])")
 
 
@@ -71,6 +95,12 @@ def md_code(text: str, limit: int = 0) -> str:
     (A backtick span would show HTML entities literally, so it could not both escape `<` and read well.)
     """
     return f"<code>{md_text(text, limit)}</code>"
+
+
+def md_details(summary: str, body: Sequence[str]) -> list[str]:
+    """A collapsed block (`summary` is Markdown already escaped): a step summary keeps its verdict and counts on the
+    page and each table one click away. The one block layout every audit's Markdown uses."""
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
 
 
 # GitHub caps a step summary at 1 MiB; stop well before it whatever the findings hold.
@@ -170,21 +200,14 @@ def message_of(finding: Finding) -> str:
 # SARIF 2.1.0 ---------------------------------------------------------------------------------------------------
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-SARIF_BASE = "SRCROOT"
 MAX_SARIF_RESULTS = 5000  # code scanning keeps the top 5,000 of a run's results
 SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
 def sarif_uri(path: str) -> str:
-    """A path relative to the audited root as a URI reference: every reserved or unsafe character percent-encoded."""
+    """A path relative to the repository root as a URI reference: every reserved or unsafe character percent-encoded."""
     posix = PurePosixPath(path.replace("\\", "/")).as_posix()
     return urllib.parse.quote(text_value(posix), safe="/")
-
-
-def root_uri(root: Path) -> str:
-    """The audited root as an absolute file URI ending in `/` (SARIF `originalUriBaseIds`)."""
-    uri = root.resolve().as_uri()
-    return uri if uri.endswith("/") else uri + "/"
 
 
 def _rule(spec: KindSpec, help_uri: str | None) -> dict[str, Any]:
@@ -212,7 +235,7 @@ def _sarif_result(finding: Finding, uri_of: Callable[[str], str]) -> dict[str, A
         result["locations"] = [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": uri_of(finding.path), "uriBaseId": SARIF_BASE},
+                    "artifactLocation": {"uri": uri_of(finding.path)},
                     "region": {"startLine": max(finding.line, 1)},
                 }
             }
@@ -222,17 +245,28 @@ def _sarif_result(finding: Finding, uri_of: Callable[[str], str]) -> dict[str, A
     return result
 
 
+def _rules_of(tool: Tool, findings: Sequence[Finding]) -> list[KindSpec]:
+    """The tool's kinds, then those of another tool its findings carry (a coverage merge holds skip-audit ones)."""
+    rules = list(kinds_of(tool))
+    names = {spec.name for spec in rules}
+    for other in dict.fromkeys(f.tool for f in findings if f.tool is not tool):
+        rules += [spec for spec in kinds_of(other) if spec.name not in names]
+        names.update(spec.name for spec in rules)
+    return rules
+
+
 def sarif_document(
-    findings: Iterable[Finding], *, tool: Tool, root: Path, version: str, help_uri: str | None = None
+    findings: Iterable[Finding], *, tool: Tool, prefix: str, version: str, help_uri: str | None = None
 ) -> dict[str, Any]:
-    """One SARIF run: a rule per registered kind of `tool`, results worst first, URIs relative to `root`."""
+    """One SARIF run: a rule per registered kind of `tool`, results worst first, URIs relative to the repository
+    root (`prefix`: the audited folder's path from it, put before each finding's path)."""
     chosen = list(findings)[:MAX_SARIF_RESULTS]
     uris: dict[str, str] = {}
 
     def uri_of(path: str) -> str:  # once per file: thousands of results share a few hundred files
         uri = uris.get(path)
         if uri is None:
-            uri = uris[path] = sarif_uri(path)
+            uri = uris[path] = sarif_uri(f"{prefix}/{path}" if prefix else path)
         return uri
 
     return {
@@ -244,10 +278,9 @@ def sarif_document(
                     "driver": {
                         "name": f"specmatrix-{tool.value}",
                         "version": version,
-                        "rules": [_rule(spec, help_uri) for spec in kinds_of(tool)],
+                        "rules": [_rule(spec, help_uri) for spec in _rules_of(tool, chosen)],
                     }
                 },
-                "originalUriBaseIds": {SARIF_BASE: {"uri": root_uri(root)}},
                 "results": [_sarif_result(f, uri_of) for f in chosen],
             }
         ],
@@ -255,9 +288,12 @@ def sarif_document(
 
 
 def tool_version() -> str:
+    """The installed distribution's version; run from a source tree without one (the Action), the package's own."""
     from importlib.metadata import PackageNotFoundError, version  # only SARIF output needs it
 
     try:
         return version("specmatrix")
     except PackageNotFoundError:
-        return "0+unknown"
+        import matrix
+
+        return matrix.__version__

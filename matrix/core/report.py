@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.atomic import write_text_atomic
-from matrix.core.errors import ReportError
-from matrix.core.finding import Finding, Severity, Tool
+from matrix.core.errors import ConfigError, ReportError
+from matrix.core.finding import Finding, Severity, Tool, spec_of
 from matrix.core.jsonio import MAX_DEPTH, depth_of, dumps_strict, loads_untrusted
 from matrix.core.textfiles import read_text
 from matrix.core.versions import checked_versions
@@ -83,10 +83,15 @@ class OutsideResult:
     worker: str | None = None
 
 
-def audit_finding(*, kind: FindingKind, severity: Severity, subject: str, message: str) -> Finding:
-    """A skip-audit or coverage finding as the report stores it (kind, severity, subject, message)."""
+def audit_finding(*, kind: FindingKind, subject: str, message: str, severity: Severity | None = None) -> Finding:
+    """A skip-audit or coverage finding as the report stores it; its severity is its kind's (matrix/core/kinds.py).
+
+    A caller that still names one must name the registry's: a second decision would drift from it."""
     tool = Tool.COVERAGE if kind in COVERAGE_KINDS else Tool.AUDIT
-    return Finding(tool=tool, kind=kind.value, severity=severity, subject=subject, message=message)
+    decided = spec_of(tool, kind.value).severity
+    if severity is not None and severity is not decided:
+        raise ConfigError(f"finding kind {tool.value}/{kind.value} is {decided.value}, not {severity.value}")
+    return Finding(tool=tool, kind=kind.value, severity=decided, subject=subject, message=message)
 
 
 # The kinds only the coverage merge produces; the rest come from the skip audit (matrix/core/kinds.py).

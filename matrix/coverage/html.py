@@ -30,8 +30,8 @@ TEMPLATE = """<!DOCTYPE html>
 <section><h2>Inputs</h2>
 <table id="inputs"><thead><tr><th>file</th><th>kind</th><th>made</th><th>what</th></tr></thead><tbody></tbody></table>
 </section>
-<section><h2>Outcomes per runner</h2><div id="legend"></div><table id="totals"></table></section>
-<section><h2>Cells &times; runners</h2>
+<section id="outcomes-section"><h2>Outcomes per runner</h2><div id="legend"></div><table id="totals"></table></section>
+<section id="grid-section"><h2>Cells &times; runners</h2>
 <form id="filters"></form>
 <div id="pager"><button type="button" id="prev">&larr; previous</button> <span id="shown"></span>
 <button type="button" id="next">next &rarr;</button></div>

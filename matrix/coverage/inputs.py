@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from matrix.core.errors import ReportError
+from matrix.core.finding import Tool, registry
 from matrix.core.report import from_json
 from matrix.coverage.merge import ReportSource
 
@@ -24,6 +25,8 @@ class InputKind(StrEnum):
     RUN_REPORT = "run report"
     GUARD_AUDIT = "guard audit"
     LEDGER_JOIN = "ledger join"
+    PYTEST_AUDIT = "pytest audit"
+    COVERAGE = "coverage merge"
 
 
 class RowSeverity(StrEnum):
@@ -176,23 +179,46 @@ def _strings(f: Mapping[str, Any], key: str, fw: str) -> list[str]:
 
 def guard_audit(source: Document) -> Adapted:
     """`specmatrix guards --format json` (`specmatrix.guards/1`): static findings, each at a file and line."""
+    return _static_audit(source, InputKind.GUARD_AUDIT, Tool.GUARDS, "files_scanned", "files read")
+
+
+def pytest_audit(source: Document) -> Adapted:
+    """`specmatrix pytest-audit --format json` (`specmatrix.pytest-audit/1`): the same fields per finding; files
+    written before findings carried their severity take their kind's."""
+    return _static_audit(source, InputKind.PYTEST_AUDIT, Tool.PYTEST_AUDIT, "files", "test files")
+
+
+def _severity(f: Mapping[str, Any], fw: str, tool: Tool) -> RowSeverity:
+    """A known kind's severity from the registry (matrix/core/kinds.py), whatever the file says; for a kind this
+    version does not know, the file's own (a newer writer), which must be one of the three."""
+    kind = _field(f, "kind", str, fw)
+    severity = f.get("severity")
+    if severity is not None and (not isinstance(severity, str) or severity not in tuple(RowSeverity)):
+        raise ReportError(f"{fw}: unknown severity {str(severity)[:40]!r}")
+    spec = registry().get((tool, kind))
+    if spec is not None:
+        return RowSeverity(spec.severity.value)
+    if severity is None:
+        raise ReportError(f"{fw}: unknown {tool.value} finding kind {kind[:40]!r} and no severity")
+    return RowSeverity(severity)
+
+
+def _static_audit(source: Document, kind: InputKind, tool: Tool, files_key: str, files_word: str) -> Adapted:
     where = source.label
     doc = _document(where, source.doc)
     root = _field(doc, "root", str, where, "")
     rows = []
     for f, fw in _findings(doc, where):
-        severity = _field(f, "severity", str, fw)
-        if severity not in tuple(RowSeverity):
-            raise ReportError(f"{fw}: unknown severity {severity[:40]!r}")
+        severity = _severity(f, fw, tool)
         runners = _strings(f, "runners", fw)
         reason, hint = _field(f, "reason", str, fw, ""), _field(f, "hint", str, fw, "")
         guard = _field(f, "guard", str, fw, "")
         message = "; ".join(part for part in (reason, f"guard: {guard}" if guard else "", f"fix: {hint}" if hint else "") if part)
         rows.append(
             FindingRow(
-                origin=InputKind.GUARD_AUDIT,
+                origin=kind,
                 kind=_field(f, "kind", str, fw),
-                severity=RowSeverity(severity),
+                severity=severity,
                 path=_joined(root, _field(f, "path", str, fw, "")),
                 line=_line(f, fw),
                 subject=_field(f, "test", str, fw, ""),
@@ -200,27 +226,61 @@ def guard_audit(source: Document) -> Adapted:
                 message=message,
             )
         )
-    scanned = _field(doc, "files_scanned", int, where, 0)
+    scanned = _field(doc, files_key, int, where, 0)
+    exit_code = _field(doc, "exit_code", int, where, 0)
     return Adapted(
         file=InputFile(
             label=where,
-            kind=InputKind.GUARD_AUDIT,
+            kind=kind,
             schema=str(doc.get("schema")),
             created=source.modified,
             created_from="file modified",
-            summary=f"{root or '.'}: {scanned} files read, {len(rows)} findings, exit {_field(doc, 'exit_code', int, where, 0)}",
+            summary=f"{root or '.'}: {scanned} {files_word}, {len(rows)} findings, exit {exit_code}",
+        ),
+        findings=tuple(rows),
+    )
+
+
+def coverage_merge(source: Document) -> Adapted:
+    """`specmatrix coverage`'s `coverage.json` (`specmatrix.coverage/1`): the merge's findings and totals (its cells
+    are the reports' own: give the run reports themselves for the grid)."""
+    where = source.label
+    doc = _document(where, source.doc)
+    rows = []
+    for f, fw in _findings(doc, where):
+        rows.append(
+            FindingRow(
+                origin=InputKind.COVERAGE,
+                kind=_field(f, "kind", str, fw),
+                severity=_severity(f, fw, Tool.COVERAGE),
+                path="",
+                line=None,
+                subject=_field(f, "subject", str, fw, ""),
+                runner="",
+                message=_field(f, "message", str, fw, ""),
+            )
+        )
+    totals = _field(doc, "totals", dict, where, {})
+    shown = ", ".join(f"{n} {k}" for k, n in totals.items() if isinstance(n, int) and not isinstance(n, bool) and n)
+    reports = _field(doc, "reports", list, where, [])
+    return Adapted(
+        file=InputFile(
+            label=where,
+            kind=InputKind.COVERAGE,
+            schema=str(doc.get("schema")),
+            created=source.modified,
+            created_from="file modified",
+            summary=f"{len(reports)} report(s) merged: {shown or 'no cells'}; {len(rows)} findings",
         ),
         findings=tuple(rows),
     )
 
 
 def _ledger_severity(f: Mapping[str, Any], fw: str) -> RowSeverity:
-    """As `specmatrix ledger` labels its rows: failing ones are errors, accepted and settled ones information."""
-    if _field(f, "failing", bool, fw, False):
-        return RowSeverity.ERROR
-    if f.get("kind") == "settled" or _field(f, "accepted_by", str, fw, ""):
+    """The kind's severity (matrix/core/kinds.py); a finding a baseline or allowlist accepted is information."""
+    if _field(f, "accepted_by", str, fw, ""):
         return RowSeverity.INFO
-    return RowSeverity.WARNING
+    return _severity(f, fw, Tool.LEDGER)
 
 
 def _ledger_v2_fields(f: Mapping[str, Any], fw: str) -> tuple[str, str, str]:

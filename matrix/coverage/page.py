@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from matrix.core.finding import Severity
 from matrix.core.model import Expectation, Matrix, Value
 from matrix.core.report import CellStatus
 from matrix.coverage.inputs import FindingRow, InputFile, InputKind, RowSeverity
@@ -124,7 +123,7 @@ def merge_rows(result: CoverageResult) -> list[FindingRow]:
         FindingRow(
             origin=InputKind.RUN_REPORT,
             kind=f.kind,
-            severity=RowSeverity.ERROR if f.severity is Severity.ERROR else RowSeverity.WARNING,
+            severity=RowSeverity(f.severity.value),  # the kind's own (matrix/core/kinds.py)
             path="",
             line=None,
             subject=f.subject,
@@ -139,17 +138,29 @@ def _row(f: FindingRow) -> list[Any]:
     return [f.origin.value, f.kind, f.severity.value, f.path, f.line, f.subject, f.runner, f.message]
 
 
+_SEVERITY_ORDER = {RowSeverity.ERROR: 0, RowSeverity.WARNING: 1, RowSeverity.INFO: 2}
+
+
 def page_data(
-    matrix: Matrix, result: CoverageResult, files: Sequence[InputFile], rows: Sequence[FindingRow], *, generated: str
+    matrix: Matrix,
+    result: CoverageResult,
+    files: Sequence[InputFile],
+    rows: Sequence[FindingRow],
+    *,
+    generated: str,
+    grid: bool = True,
 ) -> dict[str, Any]:
-    """Everything the page shows, as one JSON-ready document."""
+    """Everything the page shows, as one JSON-ready document; without `grid` (no input is a run report) the cells
+    and runners are left out, as nothing ran them. Findings are listed errors first, each input's order kept."""
+    if not grid:
+        matrix = replace(matrix, cells=())
     cell_index = {cell.id: i for i, cell in enumerate(matrix.cells)}
     axes = [{"name": a.name, "values": [str(v) for v in a.values]} for a in matrix.axes]
     # -1: a cell whose group leaves the axis unset.
     value_index: list[dict[Value | None, int]] = [{v: i for i, v in enumerate(a.values)} for a in matrix.axes]
     axis_columns = [[value_index[k].get(cell.get(a.name), -1) for cell in matrix.cells] for k, a in enumerate(matrix.axes)]
     status = {(e.runner, e.cell): _CODE[e.status] for e in result.entries}
-    grid = ["".join(status.get((runner, c.id), "N") for c in matrix.cells) for runner in result.runners]
+    cell_grid = ["".join(status.get((runner, c.id), "N") for c in matrix.cells) for runner in result.runners]
     strings = _Interned("")
     rules = {rule.id: i for i, rule in enumerate(matrix.rules)}
     trails = _Interned()
@@ -158,10 +169,10 @@ def page_data(
         exps = result.expectations[runner]
         trail_columns.append([trails.index(_trail_key(exps[c.id], rules, strings)) for c in matrix.cells])
     results, strays = _results(result, cell_index, strings)
-    all_rows = [*merge_rows(result), *strays, *rows]
+    all_rows = sorted([*merge_rows(result), *strays, *rows], key=lambda row: _SEVERITY_ORDER[row.severity])
     reports = Counter(s.report.runner.name for s in result.sources)
     runners = []
-    for name, column in zip(result.runners, grid, strict=True):
+    for name, column in zip(result.runners, cell_grid, strict=True):
         profile = result.profiles[name]
         counts = Counter(column)
         runners.append(
@@ -182,8 +193,9 @@ def page_data(
         "result_codes": {code: status.value for status, code in RESULT_CODES.items()},
         "axes": axes,
         "cells": {"ids": [c.id for c in matrix.cells], "axes": axis_columns},
-        "runners": runners,
-        "grid": grid,
+        "runners": runners if grid else [],
+        "grid": cell_grid if grid else [],
+        "show_grid": grid,
         "rules": [{"id": r.id, "kind": r.kind.value, "reason": r.reason, "source": r.source} for r in matrix.rules],
         "trails": [{"outcome": o, "impl": impl, "verdicts": [list(v) for v in verdicts]} for o, impl, verdicts in trails.items],
         "trail_index": trail_columns,

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from matrix.core.output import bounded_markdown, md_code, md_text
+from matrix.core.output import bounded_markdown, finding_doc, md_code, md_text
 from matrix.coverage.merge import SEVERITY_ORDER, Coverage, CoverageResult
 
 COVERAGE_SCHEMA = "specmatrix.coverage/1"
@@ -58,9 +58,7 @@ def coverage_document(result: CoverageResult) -> dict[str, Any]:
             for s in result.sources
         ],
         "totals": totals(result),
-        "findings": [
-            {"kind": f.kind, "severity": f.severity.value, "subject": f.subject, "message": f.message} for f in result.findings
-        ],
+        "findings": [finding_doc(f) for f in result.findings],
         "buckets": [
             {
                 "arch": b.arch,

@@ -1,254 +1,65 @@
-"""What a guard audit concludes and says: the baseline file, the CI gate, the text, JSON and Markdown writers.
+"""What a guard audit says: its text, JSON and Markdown, over the shared gate (`matrix.core.gate`).
 
 The gate applies `--show` and `--baseline` to a report; the writers render the report with it. GitHub
-annotations and SARIF are the shared writers of `matrix.core.output`.
+annotations and SARIF are the shared writers of `matrix.core.output`; the baseline file is `matrix.core.baseline`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable
+from pathlib import PurePosixPath
 from typing import Any
 
-from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ConfigError
-from matrix.core.finding import Finding, Severity, Tool, kinds_of, spec_of
-from matrix.core.jsonio import dumps_indented, loads_untrusted, nested, string_literals
-from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
-from matrix.core.textfiles import read_text
+from matrix.core.baseline import (
+    ANY_RUNNER,
+    BASELINE_SCHEMA,
+    Baseline,
+    BaselineEntry,
+    baseline_document,
+    baseline_text,
+    parse_baseline,
+    read_baseline,
+    updated_entries,
+)
+from matrix.core.finding import Finding, Severity, Tool, fingerprint, kinds_of, spec_of
+from matrix.core.gate import Gate, baseline_doc, entry_lines, error_keys, gate_line
+from matrix.core.gate import gate as gate_findings
+from matrix.core.gate import status_line as gate_status
+from matrix.core.jsonio import dumps_indented, nested, string_literals
+from matrix.core.output import bounded_markdown, kind_sections, md_code, md_details, md_text, text_lines
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields
 
-# --- the baseline file ------------------------------------------------------------------------------------------------
-# Baseline of acknowledged error findings: stable fingerprints (path, test, kind, runner; no line numbers).
-#
-# Format (`specmatrix.guards-baseline/1`, JSON)::
-#
-#     {"schema": "specmatrix.guards-baseline/1",
-#      "entries": [{"fingerprint": "…", "path": "test/a/test_x.py", "test": "test/a/test_x.py::TestX",
-#                   "kind": "silent-skip", "runner": "4-gpu-b200", "reason": "…", "expires": "2027-01-31"}]}
-#
-# `reason` and `expires` (ISO date or null) are the maintainer's; the rest identifies the finding. The static audit
-# (`specmatrix guards --baseline`) and the runtime ledger (`specmatrix ledger --baseline`) read the same file.
+__all__ = [  # the baseline's names, where callers of the guard audit have always found them
+    "ANY_RUNNER",
+    "BASELINE_SCHEMA",
+    "Baseline",
+    "BaselineEntry",
+    "Gate",
+    "baseline_document",
+    "baseline_text",
+    "error_keys",
+    "fingerprint",
+    "gate",
+    "parse_baseline",
+    "read_baseline",
+    "updated_entries",
+]
 
-BASELINE_SCHEMA = "specmatrix.guards-baseline/1"
-MAX_BASELINE_BYTES = 16 * 1024 * 1024
-MAX_ENTRIES = 100_000
-_FIELDS = ("path", "test", "kind", "runner")
-
-
-def fingerprint(path: str, test: str, kind: str, runner: str) -> str:
-    """A short stable hash of what identifies a finding; line numbers are left out so edits do not churn it."""
-    text = "\0".join((path, test, kind, runner))
-    return hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()[:16]
+# --- the baseline and the gate ----------------------------------------------------------------------------------------
+# Both are the shared ones of `matrix.core.baseline` and `matrix.core.gate`; a guard report passes its findings.
 
 
-@dataclass(frozen=True, kw_only=True)
-class BaselineEntry:
-    path: str
-    test: str
-    kind: str
-    runner: str
-    reason: str = ""
-    expires: dt.date | None = None
-
-    @property
-    def fingerprint(self) -> str:
-        return fingerprint(self.path, self.test, self.kind, self.runner)
-
-    def expired(self, today: dt.date) -> bool:
-        return self.expires is not None and self.expires < today
-
-
-@dataclass(frozen=True, kw_only=True)
-class Baseline:
-    entries: tuple[BaselineEntry, ...]
-
-    def by_fingerprint(self) -> dict[str, BaselineEntry]:
-        return {e.fingerprint: e for e in self.entries}
-
-
-def _entry(raw: Any, where: str) -> BaselineEntry:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: an entry must be an object")
-    values: dict[str, str] = {}
-    for key in _FIELDS:
-        value = raw.get(key)
-        if not isinstance(value, str) or not value or len(value) > 4096:
-            raise ConfigError(f"{where}: field {key!r} must be a non-empty string")
-        values[key] = value
-    reason = raw.get("reason", "")
-    if not isinstance(reason, str):
-        raise ConfigError(f"{where}: field 'reason' must be a string")
-    expires_raw = raw.get("expires")
-    expires: dt.date | None = None
-    if expires_raw is not None:
-        if not isinstance(expires_raw, str):
-            raise ConfigError(f"{where}: field 'expires' must be an ISO date (YYYY-MM-DD) or null")
-        try:
-            expires = dt.date.fromisoformat(expires_raw)
-        except ValueError:
-            raise ConfigError(f"{where}: field 'expires' must be an ISO date (YYYY-MM-DD), not {expires_raw[:40]!r}") from None
-    entry = BaselineEntry(reason=reason, expires=expires, **values)
-    given = raw.get("fingerprint")
-    if given is not None and given != entry.fingerprint:
-        raise ConfigError(f"{where}: fingerprint {str(given)[:40]!r} does not match its path/test/kind/runner")
-    return entry
-
-
-def parse_baseline(text: str, where: str) -> Baseline:
-    """Validate an untrusted baseline document; any problem is one `ConfigError` line."""
-    if len(text) > MAX_BASELINE_BYTES:
-        raise ConfigError(f"{where}: baseline larger than {MAX_BASELINE_BYTES} bytes")
-    doc = loads_untrusted(text, where, ConfigError, what="baseline JSON", malformed="malformed")
-    if not isinstance(doc, Mapping) or doc.get("schema") != BASELINE_SCHEMA:
-        raise ConfigError(f"{where}: not a specmatrix guard baseline (schema must be {BASELINE_SCHEMA!r})")
-    raw_entries = doc.get("entries")
-    if not isinstance(raw_entries, list) or len(raw_entries) > MAX_ENTRIES:
-        raise ConfigError(f"{where}: 'entries' must be a list of at most {MAX_ENTRIES} objects")
-    entries = tuple(_entry(raw, f"{where}: entry {i + 1}") for i, raw in enumerate(raw_entries))
-    first: dict[str, int] = {}
-    for number, entry in enumerate(entries, start=1):
-        seen = first.setdefault(entry.fingerprint, number)
-        if seen != number:
-            # Two entries for one finding: whichever won would silently drop the other's expiry or reason.
-            raise ConfigError(
-                f"{where}: entry {number} repeats entry {seen} (same path, test, kind and runner, fingerprint "
-                f"{entry.fingerprint}); keep one of them"
-            )
-    return Baseline(entries=entries)
-
-
-def read_baseline(path: Path) -> Baseline:
-    return parse_baseline(read_text(path, ConfigError), str(path))
-
-
-def baseline_document(entries: Iterable[BaselineEntry]) -> dict[str, Any]:
-    """The JSON document for `entries`, sorted so a rewrite of the same findings is byte-identical."""
-    ordered = sorted(entries, key=lambda e: (e.path, e.test, e.kind, e.runner))
-    return {
-        "schema": BASELINE_SCHEMA,
-        "entries": [
-            {
-                "fingerprint": e.fingerprint,
-                "path": e.path,
-                "test": e.test,
-                "kind": e.kind,
-                "runner": e.runner,
-                "reason": e.reason,
-                "expires": e.expires.isoformat() if e.expires else None,
-            }
-            for e in ordered
-        ],
-    }
-
-
-# --- comparing findings with a baseline (used by `specmatrix guards --baseline` / `--write-baseline`) ---------
-
-ANY_RUNNER = "*"  # the runner field of a finding that names none (an unparsable file, an unscheduled suite)
-
-
-def finding_keys(path: str, test: str, kind: str, runners: Iterable[str]) -> list[tuple[str, str, str, str]]:
-    """(path, test, kind, runner) for each runner of one finding; one entry with `*` when it names none."""
-    names = list(runners) or [ANY_RUNNER]
-    return [(path, test, kind, runner) for runner in names]
-
-
-@dataclass(frozen=True, kw_only=True)
-class BaselineComparison:
-    """Which finding keys are new, which the baseline knows, and which entries are stale or expired."""
-
-    new: frozenset[str]
-    known: frozenset[str]
-    stale: tuple[BaselineEntry, ...]
-    expired: tuple[BaselineEntry, ...]
-
-
-def compare_keys(baseline: Baseline, keys: Iterable[tuple[str, str, str, str]], today: dt.date) -> BaselineComparison:
-    """Match current finding keys against a baseline by fingerprint (no line numbers, so edits do not churn it)."""
-    entries = baseline.by_fingerprint()
-    current = {fingerprint(*key) for key in keys}
-    known = current & set(entries)
-    expired = tuple(entries[f] for f in sorted(known) if entries[f].expired(today))
-    stale = tuple(e for f, e in entries.items() if f not in current)
-    return BaselineComparison(new=frozenset(current - known), known=frozenset(known), stale=stale, expired=expired)
-
-
-def updated_entries(keys: Iterable[tuple[str, str, str, str]], previous: Baseline | None) -> list[BaselineEntry]:
-    """Entries for the current findings, keeping the reason and expiry a maintainer wrote for ones already there."""
-    kept = previous.by_fingerprint() if previous is not None else {}
-    out: dict[str, BaselineEntry] = {}
-    for path, test, kind, runner in keys:
-        entry = BaselineEntry(path=path, test=test, kind=kind, runner=runner)
-        old = kept.get(entry.fingerprint)
-        out[entry.fingerprint] = old if old is not None else entry
-    return list(out.values())
-
-
-def baseline_text(entries: Iterable[BaselineEntry]) -> str:
-    return dumps_indented(baseline_document(entries)) + "\n"
-
-
-# --- the gate ---------------------------------------------------------------------------------------------------------
-# The CI gate over a guard report: what fails, what a baseline acknowledges, what is shown.
-
-
-@dataclass(frozen=True, kw_only=True)
-class Gate:
-    """The findings to show (worst first), which of them are new errors, and the baseline's leftovers."""
-
-    shown: tuple[Finding, ...]
-    new_errors: tuple[Finding, ...]
-    baselined: int
-    stale: tuple[BaselineEntry, ...] = ()
-    expired: tuple[BaselineEntry, ...] = ()
-    hidden: int = 0
-    with_baseline: bool = False
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_FINDINGS if self.new_errors or self.expired else EXIT_OK
-
-
-def error_keys(findings: tuple[Finding, ...]) -> list[tuple[str, str, str, str]]:
-    return [k for f in findings if f.failing for k in finding_keys(f.path, f.scope, f.kind, f.runners)]
-
-
-# Each severity's rank, read once per finding by the gate (a dict, not the `rank` property: thousands of findings).
-_RANK = {severity: severity.rank for severity in Severity}
-
-
-def worst_first(findings: tuple[Finding, ...] | list[Finding]) -> tuple[Finding, ...]:
-    rank = _RANK
-    return tuple(sorted(findings, key=lambda f: (rank[f.severity], f.path, f.line, f.subject or f.path)))
-
-
-def gate(report: GuardReport, *, show: Severity, baseline: Baseline | None = None, today: dt.date | None = None) -> Gate:
-    """Apply `--show` and `--baseline`: errors the baseline knows are not new; expired entries fail; stale are listed."""
-    findings = report.findings
-    baselined: set[int] = set()
-    stale: tuple[BaselineEntry, ...] = ()
-    expired: tuple[BaselineEntry, ...] = ()
-    if baseline is not None:
-        comparison = compare_keys(baseline, error_keys(findings), today or dt.date.today())
-        for index, f in enumerate(findings):
-            keys = finding_keys(f.path, f.scope, f.kind, f.runners)
-            if f.failing and all(fingerprint(*k) in comparison.known for k in keys):
-                baselined.add(index)
-        stale, expired = comparison.stale, comparison.expired
-    live = [f for i, f in enumerate(findings) if i not in baselined]
-    limit = show.rank
-    shown = [f for f in live if _RANK[f.severity] <= limit]
-    return Gate(
-        shown=worst_first(shown),
-        new_errors=tuple(f for f in live if f.failing),
-        baselined=len(baselined),
-        stale=stale,
-        expired=expired,
-        hidden=len(live) - len(shown),
-        with_baseline=baseline is not None,
-    )
+def gate(
+    report: GuardReport,
+    *,
+    show: Severity,
+    baseline: Baseline | None = None,
+    today: dt.date | None = None,
+    prefix: str = "",
+) -> Gate:
+    """`matrix.core.gate.gate` over a guard report's findings (`prefix`: the audited folder from the repository root)."""
+    return gate_findings(report.findings, show=show, baseline=baseline, today=today, prefix=prefix)
 
 
 # --- the writers ------------------------------------------------------------------------------------------------------
@@ -293,17 +104,8 @@ def summary_line(report: GuardReport, *, with_exit: bool = True) -> str:
 
 
 def _gate_line(report: GuardReport, gate: Gate | None) -> str:
-    if gate is None:
-        return ""
-    parts = []
-    if gate.hidden:
-        parts.append(f"{gate.hidden} informational finding(s) hidden (--show info lists them)")
-    if gate.with_baseline:
-        parts.append(
-            f"baseline: {len(gate.new_errors)} new error(s), {gate.baselined} acknowledged, "
-            f"{len(gate.expired)} expired, {len(gate.stale)} stale"
-        )
-    return "\n" + "; ".join(parts) if parts else ""
+    line = gate_line(gate)
+    return "\n" + line if line else ""
 
 
 def status_line(report: GuardReport, gate: Gate | None) -> str:
@@ -311,49 +113,23 @@ def status_line(report: GuardReport, gate: Gate | None) -> str:
     if gate is None:
         code = report.exit_code
         return f"exit {code}: " + ("error findings" if code else "no error findings")
-    if gate.exit_code == 0:
-        return "exit 0: no new error findings" + (" (the rest are in the baseline)" if gate.baselined else "")
-    why = [f"{len(gate.new_errors)} new error finding(s)"] if gate.new_errors else []
-    why += [f"{len(gate.expired)} expired baseline entries"] if gate.expired else []
-    return f"exit {gate.exit_code}: {', '.join(why)}"
-
-
-def _entry_lines(gate: Gate | None) -> list[str]:
-    lines: list[str] = []
-    if gate is None:
-        return lines
-    for heading, entries in (("Expired baseline entries (fail)", gate.expired), ("Stale baseline entries", gate.stale)):
-        if entries:
-            lines.append(f"== {heading}: {len(entries)}")
-            lines += [f"{e.path}: {e.kind}: {e.test} on {e.runner} ({e.fingerprint})" for e in entries]
-            lines.append("")
-    return lines
+    return gate_status(gate)
 
 
 def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None = None) -> str:
     """Findings by kind, the counts, then one status line (`status` replaces the default one)."""
-    lines: list[str] = []
     shown = gate.shown if gate is not None else report.findings
     path_of = shown_paths(report)
-    by_kind: dict[str, list[Finding]] = {}
-    for f in shown:
-        by_kind.setdefault(f.kind, []).append(f)
-    for kind in ORDER:
-        found = by_kind.get(kind)
-        if not found:
-            continue
-        lines.append(f"== {title(kind)}: {len(found)}")
-        for f in found:
-            on = f" on {', '.join(f.runners)}" if f.runners else ""
-            test = f.subject or "module"
-            lines.append(f"{path_of(f)}:{f.line}: {kind.value}: {test}{on}")
-            if f.source:
-                lines.append(f"    guard: {f.source}")
-            lines.append(f"    why: {f.message}")
-            if f.hint:
-                lines.append(f"    fix: {f.hint}")
-        lines.append("")
-    lines += _entry_lines(gate)
+
+    def lines_of(f: Finding) -> list[str]:
+        on = f" on {', '.join(f.runners)}" if f.runners else ""
+        lines = [f"{path_of(f)}:{f.line}: {f.kind}: {f.subject or 'module'}{on}"]
+        lines += [f"    guard: {f.source}"] if f.source else []
+        lines.append(f"    why: {f.message}")
+        return lines + ([f"    fix: {f.hint}"] if f.hint else [])
+
+    lines = kind_sections(shown, Tool.GUARDS, ORDER, lines_of)
+    lines += entry_lines(gate)
     lines += (summary_line(report, with_exit=False) + _gate_line(report, gate)).split("\n")
     lines.append(status or status_line(report, gate))
     return text_lines(lines)
@@ -378,12 +154,7 @@ def to_json_doc(
         else None,
     }
     if gate is not None and gate.with_baseline:
-        doc["baseline"] = {
-            "new_errors": len(gate.new_errors),
-            "acknowledged": gate.baselined,
-            "expired": [e.fingerprint for e in gate.expired],
-            "stale": [e.fingerprint for e in gate.stale],
-        }
+        doc["baseline"] = baseline_doc(gate)
     return doc
 
 
@@ -471,21 +242,15 @@ def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int
     per_kind = max(1, min(MD_ROWS_PER_KIND, room // max(1, len(kinds))))
     for kind in kinds:
         found = [f for f in shown if f.kind == kind]
-        lines += [
-            f"<details><summary>{md_text(title(kind))}: {len(found)}</summary>",
-            "",
-            "| where | test | runners | why |",
-            "|---|---|---|---|",
+        table = ["| where | test | runners | why |", "|---|---|---|---|"]
+        table += [
+            f"| {md_code(f'{shown_path(report, f)}:{f.line}')} | {md_code(f.scope, 120)} | "
+            f"{md_text(', '.join(f.runners))} | {md_text(f.hint or f.message, 300)} |"
+            for f in found[:per_kind]
         ]
-        for f in found[:per_kind]:
-            why = f.hint or f.message
-            lines.append(
-                f"| {md_code(f'{shown_path(report, f)}:{f.line}')} | {md_code(f.scope, 120)} | "
-                f"{md_text(', '.join(f.runners))} | {md_text(why, 300)} |"
-            )
         if len(found) > per_kind:
-            lines.append(f"| ... | {len(found) - per_kind} more (see the annotations or --format text) | | |")
-        lines += ["", "</details>"]
+            table.append(f"| ... | {len(found) - per_kind} more (see the annotations or --format text) | | |")
+        lines += md_details(f"{md_text(title(kind))}: {len(found)}", table)
     lines.append("")
     if gate is not None and (gate.with_baseline or gate.hidden):
         lines.append(md_text(_gate_line(report, gate).strip()))

@@ -218,15 +218,17 @@ def guard_finding(
     guard: str = "",
     reason: str = "",
     hint: str = "",
+    tool: Tool = Tool.GUARDS,
 ) -> Finding:
     """A guard audit finding: `test` is the node id, or the file's path when it concerns the whole file.
 
     The test becomes the subject (empty for the whole file), the guard's source text the source, the reason the message.
+    `tool` is the audit judging (the pytest audit judges with the guard kinds it registers under its own name).
     """
     return Finding(
-        tool=Tool.GUARDS,
+        tool=tool,
         kind=kind.value,
-        severity=_SEVERITY[kind],
+        severity=_SEVERITY[kind] if tool is Tool.GUARDS else spec_of(tool, kind.value).severity,
         subject="" if test == path else test,
         message=reason,
         path=path,

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from matrix.core import emit
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.jsonio import dumps_indented
-from matrix.core.output import bounded_markdown, finding_annotation, finding_doc, md_code, md_text, text_lines
+from matrix.core.output import bounded_markdown, finding_doc, kind_sections, md_code, md_details, md_text, text_lines
 from matrix.ledger.join import LedgerFindingKind, LedgerReport
 
 # /2: findings in the core record's shape (`finding_doc`). /1 had `test`, `runner` and `static` in their place
@@ -62,22 +63,14 @@ def summary_line(report: LedgerReport) -> str:
 
 
 def to_text(report: LedgerReport) -> str:
-    lines: list[str] = []
-    for kind in Kind:
-        found = report.of_kind(kind)
-        if not found:
-            continue
-        lines.append(f"== {title(kind)}: {len(found)}")
-        for f in found:
-            where = f"{_shown(report, f.path)}:{f.line}: " if f.path else ""
-            test = f" {_about(f)}" if _about(f) else ""
-            lines.append(f"{where}{_label(f)}: {kind.value}{test}" + (f" on {_runner(f)}" if f.runners else ""))
-            lines.append(f"    {f.message}")
-            if f.detail:
-                lines.append(f"    {f.detail}")
-            if f.accepted_by:
-                lines.append(f"    accepted by {f.accepted_by}")
-        lines.append("")
+    def lines_of(f: Finding) -> list[str]:
+        where = f"{_shown(report, f.path)}:{f.line}: " if f.path else ""
+        test = f" {_about(f)}" if _about(f) else ""
+        lines = [f"{where}{_label(f)}: {f.kind}{test}" + (f" on {_runner(f)}" if f.runners else ""), f"    {f.message}"]
+        lines += [f"    {f.detail}"] if f.detail else []
+        return lines + ([f"    accepted by {f.accepted_by}"] if f.accepted_by else [])
+
+    lines = kind_sections(report.findings, Tool.LEDGER, tuple(Kind), lines_of)
     lines += summary_line(report).split("\n")
     return text_lines(lines)
 
@@ -121,24 +114,20 @@ def to_markdown(report: LedgerReport) -> str:
     lines += ["", "| finding | count |", "|---|---:|", *(f"| {k.value} | {len(report.of_kind(k))} |" for k in Kind), ""]
     shown = report.findings[:MD_ROWS]
     if shown:
-        lines += [
-            f"<details><summary>{len(report.failing)} failing, {len(report.findings)} in all</summary>",
-            "",
-            "| | kind | where | test | runner | what |",
-            "|---|---|---|---|---|---|",
-        ]
+        table = ["| | kind | where | test | runner | what |", "|---|---|---|---|---|---|"]
         for f in shown:
             where = md_code(f"{_shown(report, f.path)}:{f.line}") if f.path else ""
             what = md_text(f.message + (f"; {f.detail}" if f.detail and f.kind != Kind.SETTLED else ""))
             test = md_code(_about(f)) if _about(f) else ""
-            lines.append(f"| {_label(f)} | {f.kind} | {where} | {test} | {md_text(_runner(f))} | {what} |")
+            table.append(f"| {_label(f)} | {f.kind} | {where} | {test} | {md_text(_runner(f))} | {what} |")
         if len(report.findings) > MD_ROWS:
-            lines.append(f"\n{len(report.findings) - MD_ROWS} more in the JSON report.")
-        lines += ["", "</details>"]
+            table.append(f"\n{len(report.findings) - MD_ROWS} more in the JSON report.")
+        lines += md_details(f"{len(report.failing)} failing, {len(report.findings)} in all", table)
     return bounded_markdown(lines) + "\n"
 
 
-def to_github(report: LedgerReport) -> str:
-    """Workflow commands, worst first (the runner shows only the first few of each severity)."""
-    lines = [finding_annotation(f, _shown(report, f.path) if f.path else "") for f in report.findings]
+def to_github(report: LedgerReport, prefix: str | None = None) -> str:
+    """Workflow commands, worst first (the runner shows only the first few of each severity), files named from the
+    repository root (`prefix`: the suite's path from it), then the counts."""
+    lines = [emit.github(report.findings, root=report.root, prefix=prefix)] if report.findings else []
     return "\n".join([*lines, text_lines(summary_line(report).split("\n"))])

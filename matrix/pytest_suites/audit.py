@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
-from matrix.core.finding import Finding
+from matrix.core.finding import Finding, Tool
 from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
 from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardFindingKind, ModuleNames, dotted, guard_finding
@@ -312,6 +312,7 @@ def _test_finding(item: TestItem, verdicts: Sequence[_RunnerVerdict], evaluator:
         guard=first.guard.guard.source + via,
         reason=f"{guard_class.value}: skips on every runner CI sends it to ({', '.join(runners)}): {steps}",
         hint="schedule it on a runner where the guard is false, or drop it from the schedule",
+        tool=Tool.PYTEST_AUDIT,
     )
     return PytestFinding(finding=finding, guard_class=guard_class)
 
@@ -320,5 +321,6 @@ def _file_finding(
     kind: GuardFindingKind, path: str, reason: str, guard_class: GuardClass, runners: tuple[str, ...] = ()
 ) -> PytestFinding:
     return PytestFinding(
-        finding=guard_finding(kind, path=path, line=1, test=path, runners=runners, reason=reason), guard_class=guard_class
+        finding=guard_finding(kind, path=path, line=1, test=path, runners=runners, reason=reason, tool=Tool.PYTEST_AUDIT),
+        guard_class=guard_class,
     )

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from matrix.core.finding import Tool, spec_of
+from matrix.core.gate import Gate, baseline_doc, entry_lines, gate_line, status_line
 from matrix.core.jsonio import dumps_indented
-from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
+from matrix.core.output import bounded_markdown, md_code, md_details, md_text, text_lines
 from matrix.guards.model import GuardFindingKind, finding_fields
 from matrix.pytest_suites.audit import PytestAuditReport, PytestFinding
 
@@ -36,7 +37,8 @@ def summary_lines(report: PytestAuditReport) -> list[str]:
     return lines
 
 
-def to_text(report: PytestAuditReport) -> str:
+def to_text(report: PytestAuditReport, gate: Gate | None = None) -> str:
+    """The findings, the jobs not read, the counts; with a baseline, its leftovers and the gate's status line."""
     lines: list[str] = []
     for f in report.findings:
         g = f.finding
@@ -47,15 +49,25 @@ def to_text(report: PytestAuditReport) -> str:
     lines.extend(f"{u.origin}: not read: {u.reason}" for u in report.unread)
     lines.extend(f"{u.origin}: unknown runner label {u.label!r}" for u in report.unknown_labels)
     lines.extend(summary_lines(report))
+    if gate is not None and gate.with_baseline:
+        lines += ["", *entry_lines(gate), gate_line(gate), status_line(gate)]
     return text_lines(lines) + "\n"
 
 
 def _finding_doc(f: PytestFinding) -> dict[str, Any]:
-    return {**finding_fields(f.finding), "guard_class": f.guard_class.value}
+    # The guard audit's fields, then what every finding command's JSON carries (`failing`, severity, fingerprint).
+    g = f.finding
+    return {
+        **finding_fields(g),
+        "guard_class": f.guard_class.value,
+        "failing": g.failing,
+        "severity": g.severity.value,
+        "fingerprint": g.fingerprint,
+    }
 
 
-def to_json(report: PytestAuditReport) -> str:
-    doc = {
+def to_json(report: PytestAuditReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
+    doc: dict[str, Any] = {
         "schema": SCHEMA,
         "root": report.root,
         "files": report.files,
@@ -71,18 +83,26 @@ def to_json(report: PytestAuditReport) -> str:
             {"origin": str(u.origin), "label": u.label, "nearest": list(u.nearest)} for u in report.unknown_labels
         ],
         "assumptions": list(report.assumptions),
+        "exit_code": exit_code if exit_code is not None else gate.exit_code if gate is not None else report.exit_code,
     }
+    if gate is not None and gate.with_baseline:
+        doc["baseline"] = baseline_doc(gate)
     return dumps_indented(doc) + "\n"
 
 
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 def count_table(report: PytestAuditReport) -> list[str]:
+    """One row per kind; one column per guard class found (none on a clean run: header and separator still match)."""
     classes = sorted({c for k in _SHOWN for c in report.class_counts(k)}, key=lambda c: c.value)
-    head = ["| finding | total | " + " | ".join(c.value for c in classes) + " |", "|---|---:|" + "---:|" * len(classes)]
+    head = [_row(["finding", "total", *(c.value for c in classes)]), "|---|---:|" + "---:|" * len(classes)]
     rows = []
     for kind in _SHOWN:
         counts = report.class_counts(kind)
         total = len(report.of_kind(kind))
-        rows.append(f"| {kind.value} | {total} | " + " | ".join(str(counts.get(c, 0)) for c in classes) + " |")
+        rows.append(_row([kind.value, str(total), *(str(counts.get(c, 0)) for c in classes)]))
     return head + rows
 
 
@@ -104,8 +124,10 @@ def findings_table(findings: Sequence[PytestFinding], *, files: bool) -> list[st
     return lines
 
 
-def to_markdown(report: PytestAuditReport) -> str:
+def to_markdown(report: PytestAuditReport, gate: Gate | None = None) -> str:
     lines = ["## pytest audit", "", *(f"- {md_text(line)}" for line in summary_lines(report)), "", *count_table(report), ""]
+    if gate is not None and gate.with_baseline:
+        lines += [md_text(gate_line(gate)), ""]
     for kind, files in (
         (GuardFindingKind.NEVER_RUNS, True),
         (GuardFindingKind.UNSCHEDULED, True),
@@ -113,9 +135,7 @@ def to_markdown(report: PytestAuditReport) -> str:
     ):
         found = report.of_kind(kind)
         if found:
-            lines += [f"<details><summary>{kind.value}: {len(found)} {md_text(_title(kind))}</summary>", ""]
-            lines += findings_table(found, files=files)
-            lines += ["", "</details>", ""]
+            lines += [*md_details(f"{kind.value}: {len(found)} {md_text(_title(kind))}", findings_table(found, files=files)), ""]
     if report.unread:
         lines += ["Jobs not read (declare them):", ""]
         lines += [f"- {md_code(str(u.origin), 200)}: {md_text(u.reason, 200)}" for u in report.unread]

@@ -100,6 +100,18 @@ def test_cli_prints_both_runs_and_the_speedup(tmp_path: Path, capsys: pytest.Cap
     assert old.out == out and old.err == "specmatrix: warning: --baseline REPORT is deprecated; use --reference REPORT\n"
 
 
+def test_cli_json_carries_both_runs_and_the_speedup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name, report in (("one.json", ONE), ("two.json", TWO)):
+        (tmp_path / name).write_text(json.dumps(to_json(report)), encoding="utf-8")
+    argv = ["timeline", str(tmp_path / "two.json"), "--reference", str(tmp_path / "one.json"), "--format", "json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "specmatrix.timeline/1"
+    assert (doc["timeline"]["wall"], doc["reference"]["wall"]) == (60.0, 100.0)
+    assert doc["timeline"]["start_gap"] == 11.0 and doc["timeline"]["spread"] == 6.0
+    assert round(doc["scaling"]["speedup"], 2) == 1.67 and round(doc["scaling"]["efficiency"], 2) == 0.83
+
+
 @pytest.mark.parametrize(
     ("mangle", "message"),
     [

@@ -65,7 +65,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert len(report.findings) > 20  # a real report, every kind's fields
     return {
         "report": to_json_doc(report, result),
-        "sarif": sarif_document(result.shown, tool=Tool.GUARDS, root=FIXTURE_SUITE, version="0.1.0"),
+        "sarif": sarif_document(result.shown, tool=Tool.GUARDS, prefix="", version="0.1.0"),
         "baseline": baseline_document(updated_entries(error_keys(report.findings), None)),
     }
 

@@ -164,19 +164,19 @@ def test_sarif_uris_are_percent_encoded(
     assert {urllib.parse.unquote(u) for u in uris} == {name}
 
 
-def test_sarif_uris_are_relative_to_the_audited_root_outside_the_working_directory(
+def test_sarif_uris_are_relative_to_the_repository_root_outside_the_working_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_silent_skip(tmp_path / "elsewhere" / "suite" / "sub", "test_x.py")
     (tmp_path / "cwd").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")
-    doc = sarif_of(capsys, str(tmp_path / "elsewhere" / "suite"))
-    run = doc["runs"][0]
-    (result,) = run["results"]
-    location = result["locations"][0]["physicalLocation"]["artifactLocation"]
-    assert location["uri"] == "sub/test_x.py"
-    base = run["originalUriBaseIds"][location["uriBaseId"]]["uri"]
-    assert base == (tmp_path / "elsewhere" / "suite").resolve().as_uri() + "/"
+    # No repository around it: from the folder audited. With --root: from that root. Never through a base id.
+    for extra, uri in (([], "sub/test_x.py"), (["--root", str(tmp_path / "elsewhere")], "suite/sub/test_x.py")):
+        doc = sarif_of(capsys, str(tmp_path / "elsewhere" / "suite"), *extra)
+        run = doc["runs"][0]
+        (result,) = run["results"]
+        assert result["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": uri}
+        assert "originalUriBaseIds" not in run
 
 
 def test_sarif_rules_carry_their_help_inline_and_no_project_relative_link(

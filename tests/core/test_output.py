@@ -243,12 +243,11 @@ def test_annotation_escaping_per_the_toolkit() -> None:
 
 def test_sarif_document_shape(tmp_path: Path) -> None:
     finding = Finding(tool=Tool.GUARDS, kind="silent-skip", severity=Severity.ERROR, subject="t", message="m", path="a b.py")
-    doc = sarif_document([finding], tool=Tool.GUARDS, root=tmp_path, version="1", help_uri="https://example.org/h")
+    doc = sarif_document([finding], tool=Tool.GUARDS, prefix="test/reg", version="1", help_uri="https://example.org/h")
     run = doc["runs"][0]
-    assert run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"] == {
-        "uri": "a%20b.py",
-        "uriBaseId": "SRCROOT",
-    }
+    # From the repository root, with no base id: code scanning resolves the URI against the checkout as it is.
+    assert run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "test/reg/a%20b.py"}
+    assert "originalUriBaseIds" not in run
     assert {r["helpUri"] for r in run["tool"]["driver"]["rules"]} == {"https://example.org/h"}
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == [k.name for k in kinds_of(Tool.GUARDS)]
 

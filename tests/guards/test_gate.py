@@ -35,7 +35,7 @@ def test_baseline_round_trip(capsys, suite_copy, tmp_path):
     code, _, _ = run(capsys, "guards", str(suite_copy), "--write-baseline", str(base))
     assert code == 0
     doc = json.loads(base.read_text())
-    assert doc["schema"] == "specmatrix.guards-baseline/1"
+    assert doc["schema"] == "specmatrix.baseline/2"
     kinds = {e["kind"] for e in doc["entries"]}
     assert kinds == {"silent-skip", "never-runs", "unscheduled", "unparsable"}
     assert all("line" not in e for e in doc["entries"])
@@ -133,7 +133,7 @@ def test_malformed_baseline_is_exit_2(capsys, suite_copy, tmp_path):
     bad.write_text('{"schema": "other"}', encoding="utf-8")
     code, _, err = run(capsys, "guards", str(suite_copy), "--baseline", str(bad))
     assert code == 2
-    assert "not a specmatrix guard baseline" in err
+    assert "not a specmatrix baseline" in err
 
 
 # --- what is shown --------------------------------------------------------------------------------------------

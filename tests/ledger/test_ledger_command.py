@@ -277,3 +277,34 @@ def test_github_annotations_escape_per_the_toolkit() -> None:
         to_github(report).splitlines()[0]
         == "::error file=a%2Cb%3Ac%25.py,line=1,title=specmatrix ledger (silent-skip)::t on r: m"
     )
+
+
+def test_ledger_findings_carry_their_fingerprint_into_json_and_sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = write(tmp_path, "run.ledger", file_run(CLEAN, 5, {"TestTritonBackend::test_graph_buffers": "skipped"}))
+    root = FIXTURE_SUITE / "registered"
+    code, out, _ = ledger_cli(capsys, ledger, "--root", root, "--runner", "4-gpu-b200", "--format", "json")
+    assert code == 1
+    prints = {f["fingerprint"] for f in json.loads(out)["findings"]}
+    assert all(prints)
+    _, out, _ = ledger_cli(capsys, ledger, "--root", root, "--runner", "4-gpu-b200", "--format", "sarif")
+    results = json.loads(out)["runs"][0]["results"]
+    assert {r["partialFingerprints"]["specmatrix/ledger/v1"] for r in results} == prints
+
+
+def test_a_baseline_keyed_from_the_repository_root_accepts_a_runtime_skip(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    skipped = clean_ledger().replace(
+        '"test": "registered/attention/test_dense_backend_guard.py::TestDenseBackend::test_decode", "status": "passed"',
+        '"test": "registered/attention/test_dense_backend_guard.py::TestDenseBackend::test_decode", "status": "skipped", '
+        '"reason": "needs sm90"',
+    )
+    ledger = write(tmp_path, "l.jsonl", skipped)
+    # As `guards --write-baseline` writes it now: paths from the repository root (this checkout), not from --root.
+    head = ROOT.resolve().relative_to(FIXTURE_SUITE.resolve().parents[2]).as_posix()
+    entry = {"path": f"{head}/attention/test_dense_backend_guard.py", "kind": "silent-skip", "runner": "4-gpu-b200"}
+    entry |= {"test": f"{head}/attention/test_dense_backend_guard.py::TestDenseBackend", "reason": "tracked"}
+    baseline = write(tmp_path, "b.json", json.dumps({"schema": "specmatrix.baseline/2", "entries": [entry]}))
+    code, out, _ = ledger_cli(capsys, ledger, "--root", ROOT, "--baseline", baseline)
+    assert code == 0, out
+    assert "accepted by baseline entry for attention/test_dense_backend_guard.py::TestDenseBackend: tracked" in out

@@ -35,6 +35,11 @@
   }
 
   function header() {
+    if (data.show_grid === false) {
+      // No input is a run report: no cell ran, so the grid and the per-runner outcomes would only list the matrix.
+      document.getElementById("outcomes-section").hidden = true;
+      document.getElementById("grid-section").hidden = true;
+    }
     document.title = "specmatrix coverage: " + data.matrix;
     document.getElementById("title").textContent = "specmatrix coverage: " + data.matrix;
     document.getElementById("subtitle").textContent =
