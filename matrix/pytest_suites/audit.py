@@ -209,7 +209,8 @@ class SuiteAuditor:
             for s in chosen:
                 assumptions.extend(a for a in (*s.entry.assumptions, *s.assumptions) if a not in assumptions)
             verdicts = [_verdict(item, s.entry, p, self.evaluator) for s in chosen for p in s.entry.profiles]
-            if all(v.skips is Tri.TRUE for v in verdicts):
+            # An entry whose runner labels match no profile gives no verdict: that test is undetermined.
+            if verdicts and all(v.skips is Tri.TRUE for v in verdicts):
                 skips.append(_test_finding(item, verdicts, self.evaluator))
             elif not any(v.skips is Tri.FALSE for v in verdicts):
                 undetermined += 1

@@ -28,7 +28,8 @@ from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
 from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
-from matrix.pytest_suites.skipmarks import ImportTarget, from_imports, mark_guard
+from matrix.pytest_suites.calls import Callee, called_guards
+from matrix.pytest_suites.skipmarks import ImportTarget, from_imports, mark_guard, sys_path_dirs
 
 MAX_FIXTURE_DEPTH = 4
 # Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
@@ -72,6 +73,7 @@ class _Parsed:
     helpers: dict[str, tuple[Guard, ...]] = field(default_factory=dict)
     calls: bool = False
     imports: dict[str, ImportTarget] | None = None
+    defs: dict[str, _Function] | None = None
 
 
 Loader = Callable[[str], str | None]
@@ -101,6 +103,7 @@ class Collector:
         }
         self.cache: dict[str, _Parsed | None] = {}
         self.marker_rules: dict[str, tuple[MarkerRule, ...]] = {}
+        self.present: dict[str, bool] = {}
 
     # --- files ----------------------------------------------------------------------------------------------
 
@@ -122,6 +125,12 @@ class Collector:
                 result.fixtures = {s.name: s for s in tree.body if isinstance(s, _Function) and _is_fixture(s, analysis.names)}
         self.cache[path] = result
         return result
+
+    def _exists(self, path: str) -> bool:
+        found = self.present.get(path)
+        if found is None:
+            found = self.present[path] = path in self.cache and self.cache[path] is not None or self.load(path) is not None
+        return found
 
     def conftests(self, path: str) -> list[str]:
         """conftest.py files from the root down to the test's folder, nearest last."""
@@ -194,7 +203,8 @@ class Collector:
 
     def _imports(self, path: str, parsed: _Parsed) -> dict[str, ImportTarget]:
         if parsed.imports is None:
-            parsed.imports = from_imports(parsed.tree, path) if parsed.tree is not None else {}
+            bases = sys_path_dirs(path, self.conftests(path), self._exists)
+            parsed.imports = from_imports(parsed.tree, path, bases) if parsed.tree is not None else {}
         return parsed.imports
 
     def _resolve_mark(
@@ -364,25 +374,47 @@ class Collector:
         return None
 
     def _helper_guards(self, path: str, parsed: _Parsed, node: _Function) -> list[AppliedGuard]:
-        out: list[AppliedGuard] = []
-        imports = parsed.analysis.names.import_map
-        for stmt in node.body:
-            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name)):
-                continue
-            name = stmt.value.func.id
-            if name in parsed.helpers:
-                out.extend(AppliedGuard(guard=g, names=parsed.analysis.names, via=f"helper {name}") for g in parsed.helpers[name])
-                continue
-            target = imports.get(name)
-            if target is None or "." not in target:
-                continue
-            module, _, function = target.rpartition(".")
-            other = self.parsed(module.replace(".", "/") + ".py")
-            if other is not None and function in other.helpers:
-                out.extend(
-                    AppliedGuard(guard=g, names=other.analysis.names, via=f"helper {target}") for g in other.helpers[function]
-                )
-        return out
+        """Skips of the functions the body calls, bounded (see calls.py)."""
+        return [
+            AppliedGuard(guard=g, names=names, via=f"helper {via}") for g, names, via in called_guards(path, node.body, self._callee)
+        ]
+
+    def _callee(self, path: str, func: ast.expr) -> Callee | None:
+        """The function a call in `path` reaches: a def of the file, or one imported from another file of the tree."""
+        parsed = self.parsed(path)
+        if parsed is None or parsed.tree is None:
+            return None
+        target: ImportTarget | None = None
+        if isinstance(func, ast.Name):
+            if func.id in _defs(parsed):
+                return _callee_in(path, parsed, func.id)
+            target = self._imports(path, parsed).get(func.id)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            module = self._imports(path, parsed).get(func.value.id + ".")
+            target = (module[0], func.attr) if module is not None else None
+        if target is None or not target[1]:
+            return None
+        for where in target[0]:
+            other = self.parsed(where)
+            if other is not None and target[1] in _defs(other):
+                return _callee_in(where, other, target[1])
+        return None
+
+
+def _defs(parsed: _Parsed) -> dict[str, _Function]:
+    if parsed.defs is None:
+        body = parsed.tree.body if parsed.tree is not None else []
+        parsed.defs = {s.name: s for s in body if isinstance(s, _Function)}
+    return parsed.defs
+
+
+def _callee_in(path: str, parsed: _Parsed, name: str) -> Callee | None:
+    fn = _defs(parsed).get(name)
+    if fn is None:
+        return None
+    own = f"{path}::{name}"
+    guards = tuple(g for g in parsed.analysis.guards if g.scope == own) or parsed.helpers.get(name, ())
+    return Callee(path=path, function=fn, guards=guards, names=parsed.analysis.names)
 
 
 def _marker_guard(rule: MarkerRule | None, marker: str, nodeid: str, line: int, names: ModuleNames) -> AppliedGuard:

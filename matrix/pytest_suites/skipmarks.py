@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+from collections.abc import Callable
 
 from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardKind, ModuleNames, OpaqueCondition, SkipCondition, dotted
 from matrix.guards.source import resolve, straight_line
@@ -55,35 +56,65 @@ def _condition(node: ast.expr) -> ExprCondition | OpaqueCondition:
     return ExprCondition(expr=node)
 
 
-def from_imports(tree: ast.Module, path: str) -> dict[str, ImportTarget]:
-    """Local name -> (candidate files, name there) for the module-level `from X import name` of a file.
+def from_imports(tree: ast.Module, path: str, bases: tuple[str, ...] = ("",)) -> dict[str, ImportTarget]:
+    """Local name -> (candidate files, name there) for the module-level imports of a file.
 
-    `from . import utils` maps `utils` to the module itself (name ""), so `@utils.requires_sm100` can be followed.
+    `from . import utils` maps `utils.` to the module itself (name ""), so `@utils.requires_sm100` can be
+    followed; `import common.marks as M` maps `M.` the same way. An absolute import is looked for under each
+    of `bases`, the folders pytest's default import mode puts on `sys.path` (see `sys_path_dirs`), in order.
     """
     out: dict[str, ImportTarget] = {}
     folder = posixpath.dirname(path)
     for stmt in straight_line(tree.body):
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                # `import a.b` binds `a`, whose attributes are not followed; `import a` and `import a.b as m` are.
+                if alias.asname or "." not in alias.name:
+                    out[(alias.asname or alias.name) + "."] = (_files(alias.name.split("."), bases), "")
+            continue
         if not isinstance(stmt, ast.ImportFrom):
             continue
         if stmt.level:
             parts = folder.split("/") if folder else []
             if stmt.level - 1 > len(parts):
                 continue  # climbs above the audited tree
-            base = parts[: len(parts) - (stmt.level - 1)]
+            where: tuple[str, ...] = ("/".join(parts[: len(parts) - (stmt.level - 1)]),)
         else:
-            base = []
-        module = [*base, *(stmt.module.split(".") if stmt.module else [])]
+            where = bases
+        module = stmt.module.split(".") if stmt.module else []
         for alias in stmt.names:
             if alias.name == "*":
                 continue
             local = alias.asname or alias.name
-            if module:
-                out[local] = (_files(module), alias.name)
+            if module or stmt.level:
+                out[local] = (_files(module, where), alias.name)
             # `from . import utils` / `from tests import helpers`: the name may be a module itself.
-            out[local + "."] = (_files([*module, alias.name]), "")
+            out[local + "."] = (_files([*module, alias.name], where), "")
     return out
 
 
-def _files(module: list[str]) -> tuple[str, ...]:
+def _files(module: list[str], bases: tuple[str, ...]) -> tuple[str, ...]:
     stem = "/".join(module)
-    return (f"{stem}.py", f"{stem}/__init__.py")
+    out: list[str] = []
+    for base in bases:
+        head = f"{base}/{stem}" if base and stem else base or stem
+        if head:
+            out.extend((f"{head}.py", f"{head}/__init__.py"))
+    return tuple(dict.fromkeys(out))
+
+
+def sys_path_dirs(path: str, conftests: list[str], exists: Callable[[str], bool]) -> tuple[str, ...]:
+    """Folders an import in `path` is looked for under, in pytest's default (`prepend`) import mode.
+
+    pytest inserts the first folder above a test file or conftest.py that has no `__init__.py` (its
+    "basedir") at the front of `sys.path` (docs: "pytest import mechanisms and sys.path/PYTHONPATH",
+    prepend); `python -m pytest` adds the working folder, the root here; a `src/` layout is the
+    project's own package. Nearest first."""
+    out: list[str] = []
+    for where in (path, *reversed(conftests)):
+        folder = posixpath.dirname(where)
+        while folder and exists(f"{folder}/__init__.py"):
+            folder = posixpath.dirname(folder)
+        out.append(folder)
+    out.extend(("", "src"))
+    return tuple(dict.fromkeys(out))
