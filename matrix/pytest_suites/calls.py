@@ -42,13 +42,13 @@ Resolve = Callable[[str, ast.expr], Callee | None]
 
 def called_guards(path: str, body: list[ast.stmt], resolve: Resolve) -> Iterator[tuple[Guard, ModuleNames, str]]:
     """(guard, names of its file, how it is reached) for each skip a body reaches through its top-level calls."""
-    yield from _walk(path, body, resolve, 0, (), frozenset())
+    yield from _walk(path, body, resolve, (), frozenset())
 
 
 def _walk(
-    path: str, body: list[ast.stmt], resolve: Resolve, depth: int, chain: tuple[str, ...], seen: frozenset[str]
+    path: str, body: list[ast.stmt], resolve: Resolve, chain: tuple[str, ...], seen: frozenset[str]
 ) -> Iterator[tuple[Guard, ModuleNames, str]]:
-    if depth >= MAX_CALL_DEPTH:
+    if len(chain) >= MAX_CALL_DEPTH:
         return
     for call in top_level_calls(body):
         callee = resolve(path, call.func)
@@ -62,7 +62,7 @@ def _walk(
         for guard in callee.guards:
             if guard.kind in _BODY_KINDS:
                 yield bind_arguments(guard, values), callee.names, via
-        yield from _walk(callee.path, callee.function.body, resolve, depth + 1, (*chain, callee.function.name), seen | {key})
+        yield from _walk(callee.path, callee.function.body, resolve, (*chain, callee.function.name), seen | {key})
 
 
 def top_level_calls(body: list[ast.stmt]) -> Iterator[ast.Call]:
@@ -73,10 +73,11 @@ def top_level_calls(body: list[ast.stmt]) -> Iterator[ast.Call]:
         value = stmt.value if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) else None
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
             yield value
-        if isinstance(stmt, ast.If | ast.For | ast.While | ast.Try | ast.With | ast.Match):
-            # What follows a branch may be skipped by it (`if x: return`): calls after it are not followed.
-            if any(isinstance(n, ast.Return | ast.Raise) for n in ast.walk(stmt)):
-                return
+        # What follows a branch may be skipped by it (`if x: return`): calls after it are not followed.
+        if isinstance(stmt, ast.If | ast.For | ast.While | ast.Try | ast.With | ast.Match) and any(
+            isinstance(n, ast.Return | ast.Raise) for n in ast.walk(stmt)
+        ):
+            return
 
 
 def literal_arguments(fn: _Function, call: ast.Call) -> dict[str, ast.expr]:

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field, replace
 from matrix.guards.finder import Substitute, analyse_source, analyse_tree
 from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, dotted
 from matrix.guards.source import resolve
+from matrix.pytest_suites.calls import Callee, called_guards
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
 from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
-from matrix.pytest_suites.calls import Callee, called_guards
 from matrix.pytest_suites.skipmarks import ImportTarget, from_imports, mark_guard, sys_path_dirs
 
 MAX_FIXTURE_DEPTH = 4
@@ -129,7 +129,7 @@ class Collector:
     def _exists(self, path: str) -> bool:
         found = self.present.get(path)
         if found is None:
-            found = self.present[path] = path in self.cache and self.cache[path] is not None or self.load(path) is not None
+            found = self.present[path] = (path in self.cache and self.cache[path] is not None) or self.load(path) is not None
         return found
 
     def conftests(self, path: str) -> list[str]:
@@ -375,9 +375,8 @@ class Collector:
 
     def _helper_guards(self, path: str, parsed: _Parsed, node: _Function) -> list[AppliedGuard]:
         """Skips of the functions the body calls, bounded (see calls.py)."""
-        return [
-            AppliedGuard(guard=g, names=names, via=f"helper {via}") for g, names, via in called_guards(path, node.body, self._callee)
-        ]
+        found = called_guards(path, node.body, self._callee)
+        return [AppliedGuard(guard=g, names=names, via=f"helper {via}") for g, names, via in found]
 
     def _callee(self, path: str, func: ast.expr) -> Callee | None:
         """The function a call in `path` reaches: a def of the file, or one imported from another file of the tree."""

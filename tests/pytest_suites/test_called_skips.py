@@ -52,7 +52,7 @@ def test_a_skip_reached_through_a_call_is_found(
     plan = schedule(("1-gpu-h100", "pytest tests/"))
     text = HELPERS + "\n" + body
     report = audit({"tests/test_case.py": text}, plan)
-    (name,) = [n for n in skipping(report)]
+    (name,) = list(skipping(report))
     assert name.startswith("tests/test_case.py::test_")
     assert skipping(audit({"tests/test_case.py": text.replace(planted, fixed)}, plan)) == {}
 
