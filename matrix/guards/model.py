@@ -70,6 +70,7 @@ class GuardKind(StrEnum):
     SKIP = "unittest.skip"
     MARK_SKIPIF = "pytest.mark.skipif"
     MARK_SKIP = "pytest.mark.skip"
+    MARK_XFAIL_NORUN = "pytest.mark.xfail(run=False)"
     PYTEST_SKIP = "pytest.skip"
     SKIP_TEST = "skipTest"
     RAISE_SKIPTEST = "raise SkipTest"

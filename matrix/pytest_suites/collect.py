@@ -21,19 +21,28 @@ import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from matrix.guards.finder import Substitute, analyse_source, analyse_tree
-from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, dotted
+from matrix.guards.finder import Substitute, analyse_source, analyse_tree, pytestmark_exprs
+from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, OpaqueCondition, dotted
 from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, called_guards
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
 from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
-from matrix.pytest_suites.skipmarks import ImportTarget, from_imports, mark_guard, sys_path_dirs
+from matrix.pytest_suites.skipmarks import (
+    ImportTarget,
+    fixture_param_guard,
+    from_imports,
+    mark_guard,
+    sys_path_dirs,
+    usefixtures,
+)
 
 MAX_FIXTURE_DEPTH = 4
 # Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
 MAX_IMPORT_DEPTH = 4
+# `_resolve_mark`'s answer for a chain of imports past MAX_IMPORT_DEPTH: the mark is unknown, not absent.
+_TOO_DEEP = ast.Constant(value="<mark imported too deeply>")
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -171,7 +180,7 @@ class Collector:
                 AppliedGuard(guard=g, names=c.analysis.names, via=conftest) for g in c.analysis.guards if g.scope == conftest
             )
         rules = self.markers_for(path)
-        module_exprs = _pytestmark(parsed.tree.body)
+        module_exprs = _pytestmark(parsed.tree.body, names)
         module_marks = _marks_of(module_exprs, names)
         tests: list[TestItem] = []
         notes: list[str] = []
@@ -183,15 +192,15 @@ class Collector:
             marks = set(module_marks)
             exprs = list(module_exprs)
             if cls is not None:
-                marks |= _marks_of(cls.decorator_list, names) | _marks_of(_pytestmark(cls.body), names)
-                exprs += [*cls.decorator_list, *_pytestmark(cls.body)]
+                marks |= _marks_of(cls.decorator_list, names) | _marks_of(_pytestmark(cls.body, names), names)
+                exprs += [*cls.decorator_list, *_pytestmark(cls.body, names)]
             marks |= _marks_of(node.decorator_list, names)
             exprs += node.decorator_list
             for expr in exprs:
                 guards.extend(self._mark_guards(path, parsed, expr, nodeid, marks, local=False))
             guards.extend(_marker_guard(rules.get(m), m, nodeid, node.lineno, names) for m in sorted(marks) if m in rules)
             guards.extend(self._decorator_rules(node, nodeid, names))
-            guards.extend(self._fixture_guards(path, parsed, node, set(), 0))
+            guards.extend(self._fixture_guards(path, parsed, node, set(), 0, usefixtures(exprs, names)))
             guards.extend(self._helper_guards(path, parsed, node))
             guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
             item = TestItem(nodeid=nodeid, path=path, line=node.lineno, markers=frozenset(marks), guards=tuple(guards))
@@ -229,7 +238,7 @@ class Collector:
         if target is None:
             return (expr, parsed) if local or depth else None
         if depth >= MAX_IMPORT_DEPTH:
-            return None
+            return _TOO_DEEP, parsed
         files, name = target
         for where in files:
             other = self.parsed(where)
@@ -246,6 +255,19 @@ class Collector:
             return []
         mark, owner = found
         names = owner.analysis.names
+        if mark is _TOO_DEEP:
+            why = f"a mark imported through more than {MAX_IMPORT_DEPTH} files"
+            guard = Guard(
+                scope=scope,
+                kind=GuardKind.MARK_SKIPIF,
+                line=getattr(expr, "lineno", 1),
+                source=ast.unparse(expr),
+                conditions=(OpaqueCondition(why=why),),
+            )
+            return [AppliedGuard(guard=guard, names=names, via=why)]
+        if isinstance(mark, ast.List | ast.Tuple) and mark is not expr:
+            # `pytestmark = MARKS` with MARKS a list in another file: each of its marks.
+            return [g for e in mark.elts for g in self._mark_guards(owner.analysis.path, owner, e, scope, marks, local=True)]
         shown = ast.unparse(expr) if mark is expr else f"{ast.unparse(expr)} = {ast.unparse(mark)}"
         guard = mark_guard(mark, names, scope, shown)
         if guard is None:
@@ -344,11 +366,13 @@ class Collector:
             out.append(AppliedGuard(guard=guard, names=names, via=f"decorator {last}"))
         return out
 
-    def _fixture_guards(self, path: str, parsed: _Parsed, node: _Function, seen: set[str], depth: int) -> list[AppliedGuard]:
+    def _fixture_guards(
+        self, path: str, parsed: _Parsed, node: _Function, seen: set[str], depth: int, used: Sequence[str] = ()
+    ) -> list[AppliedGuard]:
         if depth > MAX_FIXTURE_DEPTH:
             return []
         out: list[AppliedGuard] = []
-        requested = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+        requested = [*used, *(a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs))]
         for name in requested:
             if name in seen or name in ("self", "cls", "request"):
                 continue
@@ -360,6 +384,14 @@ class Collector:
             out.extend(
                 AppliedGuard(guard=g, names=owner.analysis.names, via=f"fixture {name} ({where})")
                 for g in owner.helpers.get(name, ())
+            )
+            via = f"fixture {name} ({where})"
+            param = fixture_param_guard(fixture, owner.analysis.names, f"{where}::{name}")
+            if param is not None:
+                out.append(AppliedGuard(guard=param, names=owner.analysis.names, via=via))
+            out.extend(
+                AppliedGuard(guard=g, names=n, via=f"{via} -> {v}")
+                for g, n, v in called_guards(where, fixture.body, self._callee)
             )
             out.extend(self._fixture_guards(where, owner, fixture, seen, depth + 1))
         return out
@@ -448,9 +480,5 @@ def _marks_of(decorators: Sequence[ast.expr], names: ModuleNames) -> set[str]:
     return {m for m in (_mark_name(d, names) for d in decorators) if m is not None}
 
 
-def _pytestmark(body: Sequence[ast.stmt]) -> list[ast.expr]:
-    for stmt in body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
-            value = stmt.value
-            return list(value.elts) if isinstance(value, ast.List | ast.Tuple) else [value]
-    return []
+def _pytestmark(body: Sequence[ast.stmt], names: ModuleNames | None = None) -> list[ast.expr]:
+    return pytestmark_exprs(body, names.alias_map if names is not None else {})

@@ -27,11 +27,13 @@ def mark_guard(mark: ast.expr, names: ModuleNames, scope: str, source: str) -> G
     if not (sep and head.endswith("pytest")) and name not in ("mark.skipif", "mark.skip"):
         return None
     last = last or name.rpartition(".")[2]
+    call = mark if isinstance(mark, ast.Call) else None
+    if last == "xfail" and call is not None and any(k.arg == "run" and _is_false(k.value) for k in call.keywords):
+        last = "skipif"  # xfail(cond, run=False): pytest does not run the test where the condition holds
     if last == "skip":
         return Guard(scope=scope, kind=GuardKind.MARK_SKIP, line=mark.lineno, source=source, conditions=(AlwaysSkips(),))
     if last != "skipif":
         return None
-    call = mark if isinstance(mark, ast.Call) else None
     conds = (list(call.args) or [kw.value for kw in call.keywords if kw.arg == "condition"]) if call is not None else []
     condition: SkipCondition = AlwaysSkips()
     if conds:
@@ -42,6 +44,70 @@ def mark_guard(mark: ast.expr, names: ModuleNames, scope: str, source: str) -> G
         else:
             condition = ExprCondition(expr=exprs[0] if len(exprs) == 1 else ast.BoolOp(op=ast.Or(), values=exprs))
     return Guard(scope=scope, kind=GuardKind.MARK_SKIPIF, line=mark.lineno, source=source, conditions=(condition,))
+
+
+def _is_false(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
+
+
+def usefixtures(marks: list[ast.expr], names: ModuleNames) -> list[str]:
+    """Fixture names `@pytest.mark.usefixtures("a", "b")` marks request (literal names only)."""
+    out: list[str] = []
+    for mark in marks:
+        if not isinstance(mark, ast.Call) or not resolve(dotted(mark.func) or "", names.import_map).endswith("mark.usefixtures"):
+            continue
+        out.extend(a.value for a in mark.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return out
+
+
+def fixture_param_guard(fixture: ast.FunctionDef | ast.AsyncFunctionDef, names: ModuleNames, scope: str) -> Guard | None:
+    """A fixture whose every `params=[pytest.param(..., marks=...)]` value is skipped: the test it serves skips
+    where all of them do (each value's skips OR-ed, the values AND-ed); None when some value is never skipped."""
+    values: ast.expr | None = None
+    for deco in fixture.decorator_list:
+        if isinstance(deco, ast.Call) and resolve(dotted(deco.func) or "", names.import_map).endswith("fixture"):
+            values = next((k.value for k in deco.keywords if k.arg == "params"), None)
+    if isinstance(values, ast.Name):
+        values = names.alias_map.get(values.id)
+    if values is None:
+        return None
+    if not isinstance(values, ast.List | ast.Tuple) or not values.elts:
+        return None
+    conditions: list[SkipCondition] = []
+    for element in values.elts:
+        marks = _param_marks(element)
+        skips = [g for g in (mark_guard(_alias(m, names), names, scope, "") for m in marks) if g is not None]
+        if not skips:
+            return None  # this value runs wherever the test does
+        if any(isinstance(c, AlwaysSkips) for g in skips for c in g.conditions):
+            continue
+        exprs = [c.expr for g in skips for c in g.conditions if isinstance(c, ExprCondition)]
+        if len(exprs) < len(skips):
+            conditions.append(OpaqueCondition(why="a fixture value's skip mark cannot be read"))
+        else:
+            conditions.append(ExprCondition(expr=exprs[0] if len(exprs) == 1 else ast.BoolOp(op=ast.Or(), values=exprs)))
+    shown = f"every value of fixture {fixture.name} is skipped by its marks"
+    return Guard(
+        scope=scope,
+        kind=GuardKind.MARK_SKIPIF,
+        line=fixture.lineno,
+        source=shown,
+        conditions=tuple(conditions) or (AlwaysSkips(),),
+    )
+
+
+def _param_marks(element: ast.expr) -> list[ast.expr]:
+    if not (isinstance(element, ast.Call) and (dotted(element.func) or "").rpartition(".")[2] == "param"):
+        return []
+    given = next((k.value for k in element.keywords if k.arg == "marks"), None)
+    if given is None:
+        return []
+    return list(given.elts) if isinstance(given, ast.List | ast.Tuple) else [given]
+
+
+def _alias(mark: ast.expr, names: ModuleNames) -> ast.expr:
+    bound = names.alias_map.get(mark.id) if isinstance(mark, ast.Name) else None
+    return bound if bound is not None else mark
 
 
 def _condition(node: ast.expr) -> ExprCondition | OpaqueCondition:
