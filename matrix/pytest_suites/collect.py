@@ -200,7 +200,7 @@ class Collector:
                 guards.extend(self._mark_guards(path, parsed, expr, nodeid, marks, local=False))
             guards.extend(_marker_guard(rules.get(m), m, nodeid, node.lineno, names) for m in sorted(marks) if m in rules)
             guards.extend(self._decorator_rules(node, nodeid, names))
-            guards.extend(self._fixture_guards(path, parsed, node, set(), 0, usefixtures(exprs, names)))
+            guards.extend(self._fixture_guards(path, parsed, node, set(), 0, used=usefixtures(exprs, names)))
             guards.extend(self._helper_guards(path, parsed, node))
             guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
             item = TestItem(nodeid=nodeid, path=path, line=node.lineno, markers=frozenset(marks), guards=tuple(guards))
@@ -257,14 +257,14 @@ class Collector:
         names = owner.analysis.names
         if mark is _TOO_DEEP:
             why = f"a mark imported through more than {MAX_IMPORT_DEPTH} files"
-            guard = Guard(
+            deep = Guard(
                 scope=scope,
                 kind=GuardKind.MARK_SKIPIF,
                 line=getattr(expr, "lineno", 1),
                 source=ast.unparse(expr),
                 conditions=(OpaqueCondition(why=why),),
             )
-            return [AppliedGuard(guard=guard, names=names, via=why)]
+            return [AppliedGuard(guard=deep, names=names, via=why)]
         if isinstance(mark, ast.List | ast.Tuple) and mark is not expr:
             # `pytestmark = MARKS` with MARKS a list in another file: each of its marks.
             return [g for e in mark.elts for g in self._mark_guards(owner.analysis.path, owner, e, scope, marks, local=True)]
@@ -367,7 +367,7 @@ class Collector:
         return out
 
     def _fixture_guards(
-        self, path: str, parsed: _Parsed, node: _Function, seen: set[str], depth: int, used: Sequence[str] = ()
+        self, path: str, parsed: _Parsed, node: _Function, seen: set[str], depth: int, *, used: Sequence[str] = ()
     ) -> list[AppliedGuard]:
         if depth > MAX_FIXTURE_DEPTH:
             return []
