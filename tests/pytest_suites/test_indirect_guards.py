@@ -116,7 +116,7 @@ def _off_autouse(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _off_fixtures(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(collect.Collector, "_fixture_guards", lambda self, *a: [])
+    monkeypatch.setattr(collect.Collector, "_fixture_guards", lambda self, *a, **k: [])
 
 
 def _off_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
