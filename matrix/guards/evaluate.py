@@ -18,6 +18,7 @@ from matrix.guards.model import (
     AlwaysSkips,
     ExprCondition,
     Guard,
+    Linked,
     MissingModules,
     ModuleNames,
     OpaqueCondition,
@@ -266,11 +267,13 @@ class _Evaluator(FunctionRunner):
         self.defined = names.defined
         self.functions = names.function_map
         self.ambiguous = names.ambiguous
+        self.linker = names.linker
         self.table = table
         self.steps: list[str] = []
         self.used: list[str] = []
         self.active: set[str] = set()
         self.memo: dict[int, object] = {}
+        self.active_links: set[int] = set()
         self.frames: list[dict[str, object]] = []
         self.budget = Budget()
         # Every read of a runner fact and what it gave: another runner giving the same answers to all of them
@@ -339,9 +342,70 @@ class _Evaluator(FunctionRunner):
         elif name in self.functions:
             return self.functions[name]
         else:
+            linked = self._link(name)
+            if linked is not None:
+                return self._linked_value(name, linked)
             result = Unknown(why="not a known name")
         self.note(name, result)
         return result
+
+    # --- names the audited project defines in another file -------------------------------------------------------
+
+    def _link(self, name: str) -> Linked | None:
+        head = name.partition(".")[0]
+        if self.linker is None or head in self.defined or head in self.ambiguous or head in self.local:
+            return None
+        return self.linker.link(name)
+
+    def _enter(self, names: ModuleNames) -> tuple[Any, ...]:
+        """Evaluate in another module's names (a linked helper or constant); returns what `_leave` restores."""
+        saved = (self.imports, self.aliases, self.local, self.defined, self.functions, self.ambiguous, self.linker, self.frames)
+        self.imports, self.aliases, self.local = names.import_map, names.alias_map, frozenset()
+        self.defined, self.functions, self.ambiguous = names.defined, names.function_map, names.ambiguous
+        self.linker, self.frames = names.linker, []
+        return saved
+
+    def _leave(self, saved: tuple[Any, ...]) -> None:
+        (self.imports, self.aliases, self.local, self.defined, self.functions, self.ambiguous, self.linker, self.frames) = saved
+
+    def _linked_value(self, name: str, linked: Linked) -> object:
+        if isinstance(linked.node, ast.FunctionDef):
+            return linked.node
+        key = id(linked.node)
+        if key in self.memo:
+            return self.memo[key]
+        if key in self.active_links:
+            return Unknown(why=f"`{name}` refers to itself")
+        mark = len(self.steps)
+        saved = self._enter(linked.names)
+        self.active_links.add(key)
+        try:
+            result = self.value(linked.node)
+        finally:
+            self.active_links.discard(key)
+            self._leave(saved)
+        del self.steps[mark:]
+        self.note(f"{name} (= {text_of(linked.node)}, {linked.where})", result)
+        self.memo[key] = result
+        return result
+
+    def _call_linked(self, name: str, linked: Linked, call: ast.Call) -> object:
+        fn = linked.node
+        assert isinstance(fn, ast.FunctionDef)
+        if self.budget.calls >= Budget.MAX_CALLS:
+            return Unknown(why=f"`{name}` is more than {Budget.MAX_CALLS} helper calls deep")
+        frame = self._bind(fn, call)  # the arguments are the caller's expressions
+        if isinstance(frame, Unknown):
+            return frame
+        saved = self._enter(linked.names)
+        self.budget.calls += 1
+        self.frames.append(frame)
+        try:
+            result = self._block(fn.body)
+        finally:
+            self.budget.calls -= 1
+            self._leave(saved)
+        return None if result is _FALL else result
 
     def _alias(self, name: str, bound: ast.expr) -> object:
         # Module-level names mean the same wherever they are read: evaluate once, outside any helper frame.
@@ -404,9 +468,14 @@ class _Evaluator(FunctionRunner):
                     self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
             else:
                 found = self._callee(node.func)
+                linked = self._link(name) if found is None and name else None
                 if found is not None:
                     self.use(found[0])
                     result = self.probe(found[1])
+                elif linked is not None and isinstance(linked.node, ast.FunctionDef):
+                    result = self._call_linked(name, linked, node)
+                    self.note(f"{text_of(node)} ({linked.where})", result)
+                    return result
                 else:
                     why = "a name this module binds itself" if head in self.defined or head in self.ambiguous else None
                     result = Unknown(why=why or "not a known guard helper")
@@ -441,6 +510,10 @@ class _Evaluator(FunctionRunner):
         getter = lookup(ATTRIBUTES, resolved) if name else None
         if getter is not None:
             self.use(resolved)
+        else:
+            linked = self._link(name)
+            if linked is not None:
+                return self._linked_value(name, linked)
         result = self.probe(getter) if getter else Unknown(why="not a known attribute")
         self.note(text_of(node), result)
         return result

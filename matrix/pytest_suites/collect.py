@@ -26,6 +26,7 @@ from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, M
 from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, called_guards
 from matrix.pytest_suites.config import PytestConfig
+from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
 from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
@@ -113,6 +114,7 @@ class Collector:
         self.cache: dict[str, _Parsed | None] = {}
         self.marker_rules: dict[str, tuple[MarkerRule, ...]] = {}
         self.present: dict[str, bool] = {}
+        self.modules = ProjectModules(load, self._bases)
 
     # --- files ----------------------------------------------------------------------------------------------
 
@@ -128,12 +130,17 @@ class Collector:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
             analysis = analyse_tree(path, text, tree) if tree is not None else analyse_source(path, text)
+            if tree is not None:
+                analysis = replace(analysis, names=self.modules.attach(path, tree, analysis.names))
             calls = any(name in text for name in self.packs.calls)
             result = _Parsed(analysis=analysis, tree=tree, helpers=dict(analysis.helpers), calls=calls)
             if tree is not None:
                 result.fixtures = {s.name: s for s in tree.body if isinstance(s, _Function) and _is_fixture(s, analysis.names)}
         self.cache[path] = result
         return result
+
+    def _bases(self, path: str) -> tuple[str, ...]:
+        return sys_path_dirs(path, self.conftests(path), self._exists)
 
     def _exists(self, path: str) -> bool:
         found = self.present.get(path)
@@ -212,8 +219,7 @@ class Collector:
 
     def _imports(self, path: str, parsed: _Parsed) -> dict[str, ImportTarget]:
         if parsed.imports is None:
-            bases = sys_path_dirs(path, self.conftests(path), self._exists)
-            parsed.imports = from_imports(parsed.tree, path, bases) if parsed.tree is not None else {}
+            parsed.imports = from_imports(parsed.tree, path, self._bases(path)) if parsed.tree is not None else {}
         return parsed.imports
 
     def _resolve_mark(
