@@ -71,7 +71,14 @@ class _RunnerVerdict:
 class _Evaluator:
     """Evaluates guards on runner facts, once per (guard, profile, env); rewrites capability calls first."""
 
-    def __init__(self, packs: PredicatePacks, profiles: Mapping[str, RunnerProfile], installed: frozenset[str]):
+    def __init__(
+        self,
+        packs: PredicatePacks,
+        profiles: Mapping[str, RunnerProfile],
+        installed: frozenset[str],
+        ci_names: frozenset[str] = frozenset(),
+    ):
+        self.ci_names = ci_names
         self.packs = packs
         self.profiles = profiles
         self.installed = installed
@@ -86,7 +93,15 @@ class _Evaluator:
         found = self.cache.get(key)
         if found is None:
             guard, names = self._rewrite(applied)
-            facts = RunnerFacts(profile=self.profiles[profile], installed=self.installed, env=entry.env_map)
+            # The job's environment is what its entry sets; a variable no CI file mentions is unset there (an opt-in
+            # such as `LIGER_KERNEL_IMPL == "cutile"` that no job gives never holds).
+            facts = RunnerFacts(
+                profile=self.profiles[profile],
+                installed=self.installed,
+                env=entry.env_map,
+                env_closed=True,
+                env_open=self.ci_names,
+            )
             found = evaluate_guard(guard, facts, names, self.table)
             self.cache[key] = found
         return found
@@ -189,7 +204,7 @@ class SuiteAuditor:
         installed: frozenset[str] = frozenset(),
     ):
         self.entries = schedule.pytest_entries()
-        self.evaluator = _Evaluator(packs, profiles, installed)
+        self.evaluator = _Evaluator(packs, profiles, installed, frozenset(schedule.ci_names))
 
     def audit_file(self, test_file: TestFile) -> FileAudit:
         if test_file.error is not None:
