@@ -154,6 +154,17 @@ def is_main_block(stmt: ast.stmt) -> bool:
     return isinstance(stmt.test.ops[0], ast.Eq) and len(names) == 1 and len(mains) == 1
 
 
+def script_only(guard: Guard) -> bool:
+    """A guard that acts only when the file runs as a script (`if __name__ == "__main__":`): under pytest the
+    module's `__name__` is never "__main__", so such a block is no guard of a collected test."""
+    if guard.kind is GuardKind.MAIN_EXIT:
+        return True
+    return any(
+        isinstance(c, ExprCondition) and not c.negate and is_main_block(ast.If(test=c.expr, body=[], orelse=[]))
+        for c in guard.conditions
+    )
+
+
 def exit_zero_call(stmt: ast.stmt) -> bool:
     """`sys.exit(0)`, `sys.exit()`, `exit(0)`, `os._exit(0)`: the script ends with success."""
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):

@@ -18,7 +18,16 @@ from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.core.finding import Finding
 from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
-from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardFindingKind, ModuleNames, dotted, guard_finding
+from matrix.guards.model import (
+    AlwaysSkips,
+    ExprCondition,
+    Guard,
+    GuardFindingKind,
+    GuardKind,
+    ModuleNames,
+    dotted,
+    guard_finding,
+)
 from matrix.guards.predicates import Predicate, RunnerFacts
 from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
@@ -26,7 +35,14 @@ from matrix.pytest_suites.select import file_selected, selects
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
 
 # When a skip reads several kinds of fact, the finding names the first of these it read.
-_PRECEDENCE = (GuardClass.CAPABILITY, GuardClass.GPU_COUNT, GuardClass.PLATFORM, GuardClass.ENVIRONMENT, GuardClass.INSTALL)
+_PRECEDENCE = (
+    GuardClass.CAPABILITY,
+    GuardClass.GPU_COUNT,
+    GuardClass.CUDA_VERSION,
+    GuardClass.PLATFORM,
+    GuardClass.ENVIRONMENT,
+    GuardClass.INSTALL,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,13 +188,25 @@ def _capability_predicate(op: str, argument: object) -> Predicate:
     return predicate
 
 
-def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Evaluator) -> _RunnerVerdict:
+def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Evaluator, *, early: bool = False) -> _RunnerVerdict:
+    """Whether the item skips on this runner (`early`: whether it returns early, a silent pass, instead).
+
+    A guard that skips on every machine (`skip`, `skipif(True)`, a parameter value) is the reason given before
+    a runner fact that also skips here, so the finding's class is the same on every runner."""
     unknown = False
+    first: _RunnerVerdict | None = None
     for applied in item.guards:
+        if (applied.guard.kind is GuardKind.EARLY_RETURN) is not early:
+            continue
         evaluation = evaluator.evaluate(applied, entry, profile)
         if evaluation.skips is Tri.TRUE:
-            return _RunnerVerdict(profile=profile, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
+            found = _RunnerVerdict(profile=profile, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
+            if evaluation.constant or any(isinstance(c, AlwaysSkips) for c in applied.guard.conditions):
+                return found
+            first = first or found
         unknown = unknown or evaluation.skips is Tri.UNKNOWN
+    if first is not None:
+        return first
     return _RunnerVerdict(profile=profile, skips=Tri.UNKNOWN if unknown else Tri.FALSE)
 
 
@@ -214,6 +242,7 @@ class SuiteAuditor:
             e for e in self.entries if isinstance(e.selection, PytestSelection) and file_selected(test_file.path, e.selection)
         ]
         skips: list[PytestFinding] = []
+        passes: list[PytestFinding] = []
         scheduled = undetermined = 0
         assumptions: list[str] = list(test_file.notes)
         for item in test_file.tests:
@@ -229,7 +258,11 @@ class SuiteAuditor:
                 skips.append(_test_finding(item, verdicts, self.evaluator))
             elif not any(v.skips is Tri.FALSE for v in verdicts):
                 undetermined += 1
-        findings = list(skips)
+            elif any(g.guard.kind is GuardKind.EARLY_RETURN for g in item.guards):
+                early = [_verdict(item, s.entry, p, self.evaluator, early=True) for s in chosen for p in s.entry.profiles]
+                if all(v.skips is Tri.TRUE for v in early):
+                    passes.append(_test_finding(item, early, self.evaluator, kind=GuardFindingKind.SILENT_PASS))
+        findings = [*skips, *passes]
         if test_file.tests and not scheduled:
             findings.append(
                 _file_finding(GuardFindingKind.UNSCHEDULED, test_file.path, "no CI entry selects this file", GuardClass.UNKNOWN)
@@ -283,7 +316,12 @@ def audit_suite(
     return combine(root, [auditor.audit_file(f) for f in files], schedule)
 
 
-def _test_finding(item: TestItem, verdicts: Sequence[_RunnerVerdict], evaluator: _Evaluator) -> PytestFinding:
+def _test_finding(
+    item: TestItem,
+    verdicts: Sequence[_RunnerVerdict],
+    evaluator: _Evaluator,
+    kind: GuardFindingKind = GuardFindingKind.SILENT_SKIP,
+) -> PytestFinding:
     first = verdicts[0]
     assert first.guard is not None and first.evaluation is not None
     runners = tuple(sorted({v.profile for v in verdicts}))
@@ -291,14 +329,15 @@ def _test_finding(item: TestItem, verdicts: Sequence[_RunnerVerdict], evaluator:
     guard_class = min(classes, key=list(GuardClass).index)
     via = f" (through {first.guard.via})" if first.guard.via else ""
     steps = "; ".join(first.evaluation.steps[:4])
+    does = "skips" if kind is GuardFindingKind.SILENT_SKIP else "returns early, testing nothing,"
     finding = guard_finding(
-        GuardFindingKind.SILENT_SKIP,
+        kind,
         path=item.path,
         line=item.line,
         test=item.nodeid,
         runners=runners,
         guard=first.guard.guard.source + via,
-        reason=f"{guard_class.value}: skips on every runner CI sends it to ({', '.join(runners)}): {steps}",
+        reason=f"{guard_class.value}: {does} on every runner CI sends it to ({', '.join(runners)}): {steps}",
         hint="schedule it on a runner where the guard is false, or drop it from the schedule",
     )
     return PytestFinding(finding=finding, guard_class=guard_class)

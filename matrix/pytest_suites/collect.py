@@ -21,7 +21,7 @@ import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from matrix.guards.finder import Substitute, analyse_source, analyse_tree, pytestmark_exprs
+from matrix.guards.finder import Substitute, analyse_source, analyse_tree, pytestmark_exprs, script_only
 from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, OpaqueCondition, dotted
 from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, called_guards
@@ -175,7 +175,7 @@ class Collector:
         if parsed.tree is None:
             return TestFile(path=path, tests=(), error=parsed.analysis.syntax_error or "does not parse")
         names = parsed.analysis.names
-        own = parsed.analysis.guards
+        own = [g for g in parsed.analysis.guards if not script_only(g)]
         by_scope: dict[str, list[Guard]] = {}
         for guard in own:
             by_scope.setdefault(guard.scope, []).append(guard)
@@ -184,7 +184,9 @@ class Collector:
             c = self.parsed(conftest)
             assert c is not None
             inherited.extend(
-                AppliedGuard(guard=g, names=c.analysis.names, via=conftest) for g in c.analysis.guards if g.scope == conftest
+                AppliedGuard(guard=g, names=c.analysis.names, via=conftest)
+                for g in c.analysis.guards
+                if g.scope == conftest and not script_only(g)
             )
         rules = self.markers_for(path)
         module_exprs = _pytestmark(parsed.tree.body, names)
