@@ -44,7 +44,7 @@ from matrix.guards.predicates import (
     text_of,
     unset_variable,
 )
-from matrix.guards.source import resolve
+from matrix.guards.source import IMPORTABLE, resolve
 
 # --- helper calls -----------------------------------------------------------------------------------------------------
 # Stepping into a module's own helper functions while evaluating a guard (no execution).
@@ -122,6 +122,11 @@ class FunctionRunner:
                 if result is not _FALL:
                     return result
                 continue
+            if isinstance(stmt, ast.Try) and not stmt.finalbody:
+                result = self._try(stmt)
+                if result is not _FALL:
+                    return result
+                continue
             problem = self._simple(stmt)
             if problem is not None:
                 return problem
@@ -159,6 +164,39 @@ class FunctionRunner:
             return unknown
         return first
 
+    def _try(self, stmt: ast.Try) -> object:
+        """A `try` in a helper: its body's outcome when that body cannot raise here (every value in it known, no
+        statement that may raise unseen); otherwise known only when the body and every handler agree."""
+        frame = self.frames[-1]
+        saved = dict(frame)
+        first = self._block(stmt.body)
+        if first is _FALL:
+            first = self._block(stmt.orelse)
+        after_try = dict(frame)
+        quiet = not _may_raise(stmt.body) and not isinstance(first, Unknown)
+        if quiet and not any(isinstance(v, Unknown) for k, v in frame.items() if saved.get(k) is not v):
+            return first
+        unknown = Unknown(why="a helper's `try` whose branches disagree")
+        outcomes: list[tuple[object, Frame]] = [(first, after_try)]
+        for handler in stmt.handlers:
+            frame.clear()
+            frame.update(saved)
+            if handler.name:
+                frame[handler.name] = Unknown(why="an exception object")
+            outcomes.append((self._block(handler.body), dict(frame)))
+        results = [r for r, _ in outcomes]
+        frame.clear()
+        frame.update(after_try)
+        if all(r is _FALL for r in results):
+            for name in set().union(*(f.keys() for _, f in outcomes)):
+                values = [f.get(name, unknown) for _, f in outcomes]
+                if any(isinstance(v, Unknown) or type(v) is not type(values[0]) or v != values[0] for v in values):
+                    frame[name] = unknown
+            return _FALL
+        if any(r is _FALL or isinstance(r, Unknown) or type(r) is not type(results[0]) or r != results[0] for r in results):
+            return unknown
+        return results[0]
+
     def _simple(self, stmt: ast.stmt) -> Unknown | None:
         """Apply one straight-line statement to the frame; Unknown when the helper cannot be followed."""
         frame = self.frames[-1]
@@ -193,6 +231,17 @@ class FunctionRunner:
             for i, element in enumerate(names):
                 if isinstance(element, ast.Name):
                     frame[element.id] = items[i] if items is not None else Unknown(why="unpacking an unknown value")
+
+
+def _may_raise(body: Sequence[ast.stmt]) -> bool:
+    """Statements whose failure the evaluator would not see: calls made for their effect, imports, raises."""
+    return any(
+        isinstance(n, ast.Import | ast.ImportFrom | ast.Raise | ast.Assert | ast.With | ast.For | ast.While | ast.Delete)
+        or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call | ast.Await))
+        for stmt in body
+        for n in ast.walk(stmt)
+        if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda)
+    )
 
 
 # --- the evaluator ----------------------------------------------------------------------------------------------------
@@ -447,11 +496,15 @@ class _Evaluator(FunctionRunner):
         name = dotted(node.func) or ""
         head = name.partition(".")[0]
         if self.frames and head in self.frames[-1]:
+            if isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS and "." not in name.partition(".")[2]:
+                return self._str_method(node, node.func)  # `cuda.split(".")` on a string the helper computed
             result: object = Unknown(why=f"`{head}` is a value computed inside a helper")
         elif "." not in name and name in self.functions and name not in self.aliases:
             result = self.call_function(name, self.functions[name], node)
             self.note(text_of(node), result)
             return result
+        elif name == IMPORTABLE:
+            result = self._importable(node)
         elif "." not in name and name in BUILTINS and not self._shadowed(name):
             return BUILTINS[name](self, node)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS and self._callee(node.func) is None:
@@ -481,6 +534,16 @@ class _Evaluator(FunctionRunner):
                     result = Unknown(why=why or "not a known guard helper")
         self.note(text_of(node), result)
         return result
+
+    def _importable(self, node: ast.Call) -> object:
+        """Whether `try: import m` succeeds: the modules assumed installed (--assume-installed), else unknown."""
+        modules = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        self.use("install")
+        self.probes.append((_installed, self.facts.installed))
+        missing = [m for m in modules if m.split(".")[0] not in self.facts.installed]
+        if not missing:
+            return True
+        return Unknown(why=f"whether {', '.join(missing)} is installed (see --assume-installed)")
 
     def _str_method(self, node: ast.Call, func: ast.Attribute) -> object:
         base = self.value(func.value)
@@ -588,7 +651,10 @@ class _Evaluator(FunctionRunner):
         if t is Tri.FALSE:
             return self.value(node.orelse)
         body, orelse = self.value(node.body), self.value(node.orelse)
-        return body if not isinstance(body, Unknown) and body == orelse else Unknown(why="conditional on unknown")
+        if not isinstance(body, Unknown) and body == orelse:
+            return body
+        test = self.value(node.test)  # keeps the cause (a module that may not be installed) in the reason
+        return test if isinstance(test, Unknown) else Unknown(why="conditional on unknown")
 
     def _Compare(self, node: ast.Compare) -> object:
         left = self.value(node.left)
