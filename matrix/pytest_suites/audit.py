@@ -189,25 +189,32 @@ def _capability_predicate(op: str, argument: object) -> Predicate:
 
 
 def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Evaluator, *, early: bool = False) -> _RunnerVerdict:
-    """Whether the item skips on this runner (`early`: whether it returns early, a silent pass, instead).
-
-    A guard that skips on every machine (`skip`, `skipif(True)`, a parameter value) is the reason given before
-    a runner fact that also skips here, so the finding's class is the same on every runner."""
+    """Whether the item skips on this runner (`early`: whether it returns early, a silent pass, instead)."""
     unknown = False
-    first: _RunnerVerdict | None = None
     for applied in item.guards:
         if (applied.guard.kind is GuardKind.EARLY_RETURN) is not early:
             continue
         evaluation = evaluator.evaluate(applied, entry, profile)
         if evaluation.skips is Tri.TRUE:
-            found = _RunnerVerdict(profile=profile, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
-            if evaluation.constant or any(isinstance(c, AlwaysSkips) for c in applied.guard.conditions):
-                return found
-            first = first or found
+            return _RunnerVerdict(profile=profile, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
         unknown = unknown or evaluation.skips is Tri.UNKNOWN
-    if first is not None:
-        return first
     return _RunnerVerdict(profile=profile, skips=Tri.UNKNOWN if unknown else Tri.FALSE)
+
+
+def _everywhere(
+    item: TestItem, verdicts: list[_RunnerVerdict], evaluator: _Evaluator, entry: ScheduleEntry
+) -> list[_RunnerVerdict]:
+    """A guard that skips on every machine (`skip`, `skipif(True)`, a parameter value) is the reason given before
+    a runner fact that also skips there, so the finding's class is the same on every runner."""
+    for applied in item.guards:
+        if applied.guard.kind is GuardKind.EARLY_RETURN:
+            continue
+        evaluation = evaluator.evaluate(applied, entry, verdicts[0].profile)
+        if evaluation.skips is Tri.TRUE and (
+            evaluation.constant or any(isinstance(c, AlwaysSkips) for c in applied.guard.conditions)
+        ):
+            return [replace(v, guard=applied, evaluation=evaluation) for v in verdicts]
+    return verdicts
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -255,6 +262,8 @@ class SuiteAuditor:
             verdicts = [_verdict(item, s.entry, p, self.evaluator) for s in chosen for p in s.entry.profiles]
             # An entry whose runner labels match no profile gives no verdict: that test is undetermined.
             if verdicts and all(v.skips is Tri.TRUE for v in verdicts):
+                if len({v.guard.guard.line for v in verdicts if v.guard is not None}) > 1:
+                    verdicts = _everywhere(item, verdicts, self.evaluator, chosen[0].entry)
                 skips.append(_test_finding(item, verdicts, self.evaluator))
             elif not any(v.skips is Tri.FALSE for v in verdicts):
                 undetermined += 1

@@ -40,17 +40,26 @@ class Callee:
 Resolve = Callable[[str, ast.expr], Callee | None]
 
 
-def called_guards(path: str, body: list[ast.stmt], resolve: Resolve) -> Iterator[tuple[Guard, ModuleNames, str]]:
+# Calls of a body, by the body's id; the caller keeps the trees alive for as long as it keeps this.
+CallMemo = dict[int, tuple[ast.Call, ...]]
+
+
+def called_guards(
+    path: str, body: list[ast.stmt], resolve: Resolve, memo: CallMemo | None = None
+) -> Iterator[tuple[Guard, ModuleNames, str]]:
     """(guard, names of its file, how it is reached) for each skip a body reaches through its top-level calls."""
-    yield from _walk(path, body, resolve, (), frozenset())
+    yield from _walk(path, body, resolve, (), frozenset(), memo={} if memo is None else memo)
 
 
 def _walk(
-    path: str, body: list[ast.stmt], resolve: Resolve, chain: tuple[str, ...], seen: frozenset[str]
+    path: str, body: list[ast.stmt], resolve: Resolve, chain: tuple[str, ...], seen: frozenset[str], *, memo: CallMemo
 ) -> Iterator[tuple[Guard, ModuleNames, str]]:
     if len(chain) >= MAX_CALL_DEPTH:
         return
-    for call in top_level_calls(body):
+    calls = memo.get(id(body))
+    if calls is None:
+        calls = memo[id(body)] = tuple(top_level_calls(body))
+    for call in calls:
         callee = resolve(path, call.func)
         if callee is None:
             continue
@@ -62,7 +71,7 @@ def _walk(
         for guard in callee.guards:
             if guard.kind in _BODY_KINDS:
                 yield bind_arguments(guard, values), callee.names, via
-        yield from _walk(callee.path, callee.function.body, resolve, (*chain, callee.function.name), seen | {key})
+        yield from _walk(callee.path, callee.function.body, resolve, (*chain, callee.function.name), seen | {key}, memo=memo)
 
 
 def top_level_calls(body: list[ast.stmt]) -> Iterator[ast.Call]:
@@ -74,10 +83,30 @@ def top_level_calls(body: list[ast.stmt]) -> Iterator[ast.Call]:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
             yield value
         # What follows a branch may be skipped by it (`if x: return`): calls after it are not followed.
-        if isinstance(stmt, ast.If | ast.For | ast.While | ast.Try | ast.With | ast.Match) and any(
-            isinstance(n, ast.Return | ast.Raise) for n in ast.walk(stmt)
-        ):
+        if isinstance(stmt, _COMPOUND) and _ends_early(stmt):
             return
+
+
+_COMPOUND = ast.If | ast.For | ast.AsyncFor | ast.While | ast.Try | ast.TryStar | ast.With | ast.AsyncWith | ast.Match
+
+
+def _ends_early(stmt: ast.stmt) -> bool:
+    """A `return` or `raise` anywhere in a compound statement's blocks (statements only: expressions cannot
+    hold one, and walking them is most of the cost)."""
+    stack: list[ast.stmt] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return | ast.Raise):
+            return True
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(node, name, ()))
+        for handler in getattr(node, "handlers", ()):
+            stack.extend(handler.body)
+        for case in getattr(node, "cases", ()):
+            stack.extend(case.body)
+    return False
 
 
 def literal_arguments(fn: _Function, call: ast.Call) -> dict[str, ast.expr]:

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from matrix.guards.finder import Substitute, analyse_source, analyse_tree, pytestmark_exprs, script_only
 from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, OpaqueCondition, dotted
 from matrix.guards.source import resolve
-from matrix.pytest_suites.calls import Callee, called_guards
+from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
@@ -42,6 +43,9 @@ from matrix.pytest_suites.skipmarks import (
 MAX_FIXTURE_DEPTH = 4
 # Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
 MAX_IMPORT_DEPTH = 4
+# How a function skips in its own text (`pytest.skip(`, `skipTest`, `SkipTest`, `importorskip`, a skip mark):
+# a file without any is not parsed to follow a call (a word such as `skip_softmax` in a library is no skip).
+_SKIP_CALL = re.compile(r"\bskip\s*\(|skipTest|SkipTest|importorskip|mark\.skip")
 # `_resolve_mark`'s answer for a chain of imports past MAX_IMPORT_DEPTH: the mark is unknown, not absent.
 _TOO_DEEP = ast.Constant(value="<mark imported too deeply>")
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -84,6 +88,7 @@ class _Parsed:
     calls: bool = False
     imports: dict[str, ImportTarget] | None = None
     defs: dict[str, _Function] | None = None
+    callees: dict[str, Callee] | None = None
 
 
 Loader = Callable[[str], str | None]
@@ -114,6 +119,9 @@ class Collector:
         self.cache: dict[str, _Parsed | None] = {}
         self.marker_rules: dict[str, tuple[MarkerRule, ...]] = {}
         self.present: dict[str, bool] = {}
+        self.skip_text: dict[str, bool] = {}
+        self.callees: dict[tuple[str, str], Callee | None] = {}
+        self.call_memo: CallMemo = {}
         self.modules = ProjectModules(load, self._bases)
 
     # --- files ----------------------------------------------------------------------------------------------
@@ -415,11 +423,17 @@ class Collector:
 
     def _helper_guards(self, path: str, parsed: _Parsed, node: _Function) -> list[AppliedGuard]:
         """Skips of the functions the body calls, bounded (see calls.py)."""
-        found = called_guards(path, node.body, self._callee)
+        found = called_guards(path, node.body, self._callee, self.call_memo)
         return [AppliedGuard(guard=g, names=names, via=f"helper {via}") for g, names, via in found]
 
     def _callee(self, path: str, func: ast.expr) -> Callee | None:
         """The function a call in `path` reaches: a def of the file, or one imported from another file of the tree."""
+        key = (path, dotted(func) or "")
+        if key not in self.callees:
+            self.callees[key] = self._find_callee(path, func) if key[1] else None
+        return self.callees[key]
+
+    def _find_callee(self, path: str, func: ast.expr) -> Callee | None:
         parsed = self.parsed(path)
         if parsed is None or parsed.tree is None:
             return None
@@ -434,10 +448,27 @@ class Collector:
         if target is None or not target[1]:
             return None
         for where in target[0]:
+            if not self._mentions_skip(where):
+                # A file that never says "skip" cannot skip (the guard finder's own test): not parsed for a call.
+                if self._exists(where):
+                    return None
+                continue
             other = self.parsed(where)
             if other is not None and target[1] in _defs(other):
                 return _callee_in(where, other, target[1])
         return None
+
+    def _mentions_skip(self, path: str) -> bool:
+        found = self.skip_text.get(path)
+        if found is None:
+            parsed = self.cache.get(path)
+            if parsed is not None:
+                found = True
+            else:
+                text = self.load(path)
+                found = text is not None and _SKIP_CALL.search(text) is not None
+            self.skip_text[path] = found
+        return found
 
 
 def _defs(parsed: _Parsed) -> dict[str, _Function]:
@@ -448,12 +479,20 @@ def _defs(parsed: _Parsed) -> dict[str, _Function]:
 
 
 def _callee_in(path: str, parsed: _Parsed, name: str) -> Callee | None:
-    fn = _defs(parsed).get(name)
-    if fn is None:
-        return None
-    own = f"{path}::{name}"
-    guards = tuple(g for g in parsed.analysis.guards if g.scope == own) or parsed.helpers.get(name, ())
-    return Callee(path=path, function=fn, guards=guards, names=parsed.analysis.names)
+    if parsed.callees is None:
+        by_scope: dict[str, list[Guard]] = {}
+        for g in parsed.analysis.guards:
+            by_scope.setdefault(g.scope, []).append(g)
+        parsed.callees = {
+            n: Callee(
+                path=path,
+                function=fn,
+                guards=tuple(by_scope.get(f"{path}::{n}", ())) or parsed.helpers.get(n, ()),
+                names=parsed.analysis.names,
+            )
+            for n, fn in _defs(parsed).items()
+        }
+    return parsed.callees.get(name)
 
 
 def _marker_guard(rule: MarkerRule | None, marker: str, nodeid: str, line: int, names: ModuleNames) -> AppliedGuard:
