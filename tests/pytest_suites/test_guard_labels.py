@@ -32,13 +32,12 @@ def test_a_constant_skip_is_unconditional_on_every_runner(
     text = """
     import pytest
     import torch
-    if not torch.cuda.is_available():
-        pytest.skip("CUDA only", allow_module_level=True)
+    pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only")
     @pytest.mark.skipif(True, reason="disabled")
     def test_it():
         pass
     """
-    report = audit({"tests/test_case.py": text}, schedule(("cpu", "pytest tests/"), ("1-gpu-h100", "pytest tests/")))
+    report = audit({"tests/test_case.py": text}, schedule(("ubuntu-latest", "pytest tests/"), ("1-gpu-h100", "pytest tests/")))
     assert skipping(report) == {"tests/test_case.py::test_it": "unconditional"}
 
 
