@@ -18,6 +18,7 @@ from matrix.guards.model import (
     AlwaysSkips,
     ExprCondition,
     Guard,
+    Linked,
     MissingModules,
     ModuleNames,
     OpaqueCondition,
@@ -43,7 +44,7 @@ from matrix.guards.predicates import (
     text_of,
     unset_variable,
 )
-from matrix.guards.source import resolve
+from matrix.guards.source import IMPORTABLE, resolve
 
 # --- helper calls -----------------------------------------------------------------------------------------------------
 # Stepping into a module's own helper functions while evaluating a guard (no execution).
@@ -121,6 +122,11 @@ class FunctionRunner:
                 if result is not _FALL:
                     return result
                 continue
+            if isinstance(stmt, ast.Try) and not stmt.finalbody:
+                result = self._try(stmt)
+                if result is not _FALL:
+                    return result
+                continue
             problem = self._simple(stmt)
             if problem is not None:
                 return problem
@@ -158,6 +164,39 @@ class FunctionRunner:
             return unknown
         return first
 
+    def _try(self, stmt: ast.Try) -> object:
+        """A `try` in a helper: its body's outcome when that body cannot raise here (every value in it known, no
+        statement that may raise unseen); otherwise known only when the body and every handler agree."""
+        frame = self.frames[-1]
+        saved = dict(frame)
+        first = self._block(stmt.body)
+        if first is _FALL:
+            first = self._block(stmt.orelse)
+        after_try = dict(frame)
+        quiet = not _may_raise(stmt.body) and not isinstance(first, Unknown)
+        if quiet and not any(isinstance(v, Unknown) for k, v in frame.items() if saved.get(k) is not v):
+            return first
+        unknown = Unknown(why="a helper's `try` whose branches disagree")
+        outcomes: list[tuple[object, Frame]] = [(first, after_try)]
+        for handler in stmt.handlers:
+            frame.clear()
+            frame.update(saved)
+            if handler.name:
+                frame[handler.name] = Unknown(why="an exception object")
+            outcomes.append((self._block(handler.body), dict(frame)))
+        results = [r for r, _ in outcomes]
+        frame.clear()
+        frame.update(after_try)
+        if all(r is _FALL for r in results):
+            for name in set().union(*(f.keys() for _, f in outcomes)):
+                values = [f.get(name, unknown) for _, f in outcomes]
+                if any(isinstance(v, Unknown) or type(v) is not type(values[0]) or v != values[0] for v in values):
+                    frame[name] = unknown
+            return _FALL
+        if any(r is _FALL or isinstance(r, Unknown) or type(r) is not type(results[0]) or r != results[0] for r in results):
+            return unknown
+        return results[0]
+
     def _simple(self, stmt: ast.stmt) -> Unknown | None:
         """Apply one straight-line statement to the frame; Unknown when the helper cannot be followed."""
         frame = self.frames[-1]
@@ -192,6 +231,17 @@ class FunctionRunner:
             for i, element in enumerate(names):
                 if isinstance(element, ast.Name):
                     frame[element.id] = items[i] if items is not None else Unknown(why="unpacking an unknown value")
+
+
+def _may_raise(body: Sequence[ast.stmt]) -> bool:
+    """Statements whose failure the evaluator would not see: calls made for their effect, imports, raises."""
+    return any(
+        isinstance(n, ast.Import | ast.ImportFrom | ast.Raise | ast.Assert | ast.With | ast.For | ast.While | ast.Delete)
+        or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call | ast.Await))
+        for stmt in body
+        for n in ast.walk(stmt)
+        if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda)
+    )
 
 
 # --- the evaluator ----------------------------------------------------------------------------------------------------
@@ -266,11 +316,13 @@ class _Evaluator(FunctionRunner):
         self.defined = names.defined
         self.functions = names.function_map
         self.ambiguous = names.ambiguous
+        self.linker = names.linker
         self.table = table
         self.steps: list[str] = []
         self.used: list[str] = []
         self.active: set[str] = set()
         self.memo: dict[int, object] = {}
+        self.active_links: set[int] = set()
         self.frames: list[dict[str, object]] = []
         self.budget = Budget()
         # Every read of a runner fact and what it gave: another runner giving the same answers to all of them
@@ -339,9 +391,70 @@ class _Evaluator(FunctionRunner):
         elif name in self.functions:
             return self.functions[name]
         else:
+            linked = self._link(name)
+            if linked is not None:
+                return self._linked_value(name, linked)
             result = Unknown(why="not a known name")
         self.note(name, result)
         return result
+
+    # --- names the audited project defines in another file -------------------------------------------------------
+
+    def _link(self, name: str) -> Linked | None:
+        head = name.partition(".")[0]
+        if self.linker is None or head in self.defined or head in self.ambiguous or head in self.local:
+            return None
+        return self.linker.link(name)
+
+    def _enter(self, names: ModuleNames) -> tuple[Any, ...]:
+        """Evaluate in another module's names (a linked helper or constant); returns what `_leave` restores."""
+        saved = (self.imports, self.aliases, self.local, self.defined, self.functions, self.ambiguous, self.linker, self.frames)
+        self.imports, self.aliases, self.local = names.import_map, names.alias_map, frozenset()
+        self.defined, self.functions, self.ambiguous = names.defined, names.function_map, names.ambiguous
+        self.linker, self.frames = names.linker, []
+        return saved
+
+    def _leave(self, saved: tuple[Any, ...]) -> None:
+        (self.imports, self.aliases, self.local, self.defined, self.functions, self.ambiguous, self.linker, self.frames) = saved
+
+    def _linked_value(self, name: str, linked: Linked) -> object:
+        if isinstance(linked.node, ast.FunctionDef):
+            return linked.node
+        key = id(linked.node)
+        if key in self.memo:
+            return self.memo[key]
+        if key in self.active_links:
+            return Unknown(why=f"`{name}` refers to itself")
+        mark = len(self.steps)
+        saved = self._enter(linked.names)
+        self.active_links.add(key)
+        try:
+            result = self.value(linked.node)
+        finally:
+            self.active_links.discard(key)
+            self._leave(saved)
+        del self.steps[mark:]
+        self.note(f"{name} (= {text_of(linked.node)}, {linked.where})", result)
+        self.memo[key] = result
+        return result
+
+    def _call_linked(self, name: str, linked: Linked, call: ast.Call) -> object:
+        fn = linked.node
+        assert isinstance(fn, ast.FunctionDef)
+        if self.budget.calls >= Budget.MAX_CALLS:
+            return Unknown(why=f"`{name}` is more than {Budget.MAX_CALLS} helper calls deep")
+        frame = self._bind(fn, call)  # the arguments are the caller's expressions
+        if isinstance(frame, Unknown):
+            return frame
+        saved = self._enter(linked.names)
+        self.budget.calls += 1
+        self.frames.append(frame)
+        try:
+            result = self._block(fn.body)
+        finally:
+            self.budget.calls -= 1
+            self._leave(saved)
+        return None if result is _FALL else result
 
     def _alias(self, name: str, bound: ast.expr) -> object:
         # Module-level names mean the same wherever they are read: evaluate once, outside any helper frame.
@@ -383,11 +496,15 @@ class _Evaluator(FunctionRunner):
         name = dotted(node.func) or ""
         head = name.partition(".")[0]
         if self.frames and head in self.frames[-1]:
+            if isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS and "." not in name.partition(".")[2]:
+                return self._str_method(node, node.func)  # `cuda.split(".")` on a string the helper computed
             result: object = Unknown(why=f"`{head}` is a value computed inside a helper")
         elif "." not in name and name in self.functions and name not in self.aliases:
             result = self.call_function(name, self.functions[name], node)
             self.note(text_of(node), result)
             return result
+        elif name == IMPORTABLE:
+            result = self._importable(node)
         elif "." not in name and name in BUILTINS and not self._shadowed(name):
             return BUILTINS[name](self, node)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS and self._callee(node.func) is None:
@@ -404,14 +521,29 @@ class _Evaluator(FunctionRunner):
                     self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
             else:
                 found = self._callee(node.func)
+                linked = self._link(name) if found is None and name else None
                 if found is not None:
                     self.use(found[0])
                     result = self.probe(found[1])
+                elif linked is not None and isinstance(linked.node, ast.FunctionDef):
+                    result = self._call_linked(name, linked, node)
+                    self.note(f"{text_of(node)} ({linked.where})", result)
+                    return result
                 else:
                     why = "a name this module binds itself" if head in self.defined or head in self.ambiguous else None
                     result = Unknown(why=why or "not a known guard helper")
         self.note(text_of(node), result)
         return result
+
+    def _importable(self, node: ast.Call) -> object:
+        """Whether `try: import m` succeeds: the modules assumed installed (--assume-installed), else unknown."""
+        modules = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        self.use("install")
+        self.probes.append((_installed, self.facts.installed))
+        missing = [m for m in modules if m.split(".")[0] not in self.facts.installed]
+        if not missing:
+            return True
+        return Unknown(why=f"whether {', '.join(missing)} is installed (see --assume-installed)")
 
     def _str_method(self, node: ast.Call, func: ast.Attribute) -> object:
         base = self.value(func.value)
@@ -441,6 +573,10 @@ class _Evaluator(FunctionRunner):
         getter = lookup(ATTRIBUTES, resolved) if name else None
         if getter is not None:
             self.use(resolved)
+        else:
+            linked = self._link(name)
+            if linked is not None:
+                return self._linked_value(name, linked)
         result = self.probe(getter) if getter else Unknown(why="not a known attribute")
         self.note(text_of(node), result)
         return result
@@ -515,7 +651,10 @@ class _Evaluator(FunctionRunner):
         if t is Tri.FALSE:
             return self.value(node.orelse)
         body, orelse = self.value(node.body), self.value(node.orelse)
-        return body if not isinstance(body, Unknown) and body == orelse else Unknown(why="conditional on unknown")
+        if not isinstance(body, Unknown) and body == orelse:
+            return body
+        test = self.value(node.test)  # keeps the cause (a module that may not be installed) in the reason
+        return test if isinstance(test, Unknown) else Unknown(why="conditional on unknown")
 
     def _Compare(self, node: ast.Compare) -> object:
         left = self.value(node.left)

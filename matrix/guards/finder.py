@@ -154,6 +154,17 @@ def is_main_block(stmt: ast.stmt) -> bool:
     return isinstance(stmt.test.ops[0], ast.Eq) and len(names) == 1 and len(mains) == 1
 
 
+def script_only(guard: Guard) -> bool:
+    """A guard that acts only when the file runs as a script (`if __name__ == "__main__":`): under pytest the
+    module's `__name__` is never "__main__", so such a block is no guard of a collected test."""
+    if guard.kind is GuardKind.MAIN_EXIT:
+        return True
+    return any(
+        isinstance(c, ExprCondition) and not c.negate and is_main_block(ast.If(test=c.expr, body=[], orelse=[]))
+        for c in guard.conditions
+    )
+
+
 def exit_zero_call(stmt: ast.stmt) -> bool:
     """`sys.exit(0)`, `sys.exit()`, `exit(0)`, `os._exit(0)`: the script ends with success."""
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
@@ -330,10 +341,10 @@ class _GuardFinder:
 
     def module(self, tree: ast.Module) -> None:
         self.scopes.append(TestScope(kind=ScopeKind.MODULE, nodeid=self.path, line=1, parent=None))
-        for stmt in straight_line(tree.body):
-            marks = _pytestmark(stmt)
-            if marks is not None:
-                self.guards.extend(self.mark_guards(marks, self.path))
+        body = straight_line(tree.body)
+        for mark in pytestmark_exprs(body, self.aliases):
+            self.guards.extend(self.decorator_guards(mark, self.path))
+        self.guards.extend(self.applied_marks(body))
         if self.source.any_marked:
             self.walk(tree.body, (), self.path, module_level=True)
         for stmt in tree.body:
@@ -360,11 +371,10 @@ class _GuardFinder:
         nodeid = f"{self.path}::{node.name}"
         own = _ClassGuards()
         own.marks.extend(g for deco in node.decorator_list for g in self.decorator_guards(deco, nodeid))
+        for mark in pytestmark_exprs(node.body, self.aliases):
+            own.marks.extend(self.decorator_guards(mark, nodeid))
         for stmt in node.body:
-            marks = _pytestmark(stmt)
-            if marks is not None:
-                own.marks.extend(self.mark_guards(marks, nodeid))
-            elif isinstance(stmt, _FunctionNode):
+            if isinstance(stmt, _FunctionNode):
                 if stmt.name in CLASS_SETUP or self.is_autouse(stmt):
                     own.setup[stmt.name] = self.body_guards(stmt, nodeid)
                 elif stmt.name.startswith("test"):
@@ -464,6 +474,27 @@ class _GuardFinder:
         shown = self.segment(deco)
         return [replace(g, line=deco.lineno, source=f"{shown} -> {g.source}") for g in found]
 
+    def applied_marks(self, body: Sequence[ast.stmt]) -> list[Guard]:
+        """`test_x = pytest.mark.skipif(...)(test_x)`: a mark applied by a call to a test or class of the module
+        (what the decorator form does) skips it the same way."""
+        defined = {s.name for s in body if isinstance(s, _FunctionNode | ast.ClassDef)}
+        out: list[Guard] = []
+        for stmt in body:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+                continue
+            name, value = stmt.targets[0].id, stmt.value
+            applied = (
+                isinstance(value, ast.Call)
+                and len(value.args) == 1
+                and not value.keywords
+                and isinstance(value.args[0], ast.Name)
+                and value.args[0].id == name
+            )
+            if applied and name in defined and name.startswith(("test", "Test")):
+                assert isinstance(value, ast.Call)
+                out.extend(replace(g, line=stmt.lineno) for g in self.decorator_guards(value.func, f"{self.path}::{name}"))
+        return out
+
     def skip_mark(self, deco: ast.expr, name: str) -> tuple[GuardKind, tuple[SkipCondition, ...]] | None:
         last = name.rpartition(".")[2]
         call = deco if isinstance(deco, ast.Call) else None
@@ -490,6 +521,17 @@ class _GuardFinder:
             return GuardKind.MARK_SKIPIF, (ExprCondition(expr=expr),)
         if name.endswith("mark.skip"):
             return GuardKind.MARK_SKIP, (AlwaysSkips(),)
+        if name.endswith("mark.xfail") and call is not None and any(k.arg == "run" and _is_false(k.value) for k in call.keywords):
+            # pytest does not run an xfail(run=False) test where its condition holds: a skip by another name.
+            conds = list(call.args) or [kw.value for kw in call.keywords if kw.arg == "condition"]
+            if not conds:
+                return GuardKind.MARK_XFAIL_NORUN, (AlwaysSkips(),)
+            parsed = [_string_condition(c) for c in conds]
+            if any(isinstance(p, OpaqueCondition) for p in parsed):
+                return GuardKind.MARK_XFAIL_NORUN, (OpaqueCondition(why="a condition string does not parse"),)
+            exprs = [p.expr for p in parsed if isinstance(p, ExprCondition)]
+            expr = exprs[0] if len(exprs) == 1 else ast.BoolOp(op=ast.Or(), values=exprs)
+            return GuardKind.MARK_XFAIL_NORUN, (ExprCondition(expr=expr),)
         return None
 
     def mark_guards(self, value: ast.expr, nodeid: str) -> list[Guard]:
@@ -660,11 +702,39 @@ class _GuardFinder:
         return f"not {text}" if simple else f"not ({text})"
 
 
-def _pytestmark(stmt: ast.stmt) -> ast.expr | None:
-    """The marks of a `pytestmark = ...` statement."""
-    if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
-        return stmt.value
-    return None
+def pytestmark_exprs(body: Sequence[ast.stmt], aliases: Mapping[str, ast.expr | None]) -> list[ast.expr]:
+    """The marks a block gives `pytestmark`: `pytestmark = [...]` (or a name bound to a list), annotated
+    (`pytestmark: list = [...]`), then `pytestmark += [...]`, `.append(m)` and `.extend([...])`, in order."""
+    out: list[ast.expr] = []
+    for stmt in body:
+        value: ast.expr | None = None
+        if (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets)) or (
+            isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == "pytestmark"
+        ):
+            out.clear()
+            value = stmt.value
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == "pytestmark":
+            value = stmt.value
+        elif (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+            and isinstance(stmt.value.func.value, ast.Name)
+            and stmt.value.func.value.id == "pytestmark"
+            and stmt.value.func.attr in ("append", "extend")
+            and len(stmt.value.args) == 1
+        ):
+            value = stmt.value.args[0]
+            if stmt.value.func.attr == "append":
+                out.append(value)
+                continue
+        if value is None:
+            continue
+        if isinstance(value, ast.Name) and isinstance(aliases.get(value.id), ast.List | ast.Tuple):
+            value = aliases[value.id]  # `pytestmark = MARKS` with `MARKS = [...]` above
+            assert value is not None
+        out.extend(value.elts if isinstance(value, ast.List | ast.Tuple) else [value])
+    return out
 
 
 def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
@@ -675,6 +745,10 @@ def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
 
 def _is_true(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is True
+
+
+def _is_false(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
 
 
 def _string_condition(node: ast.expr) -> ExprCondition | OpaqueCondition:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import ast
 import functools
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.core.finding import Finding, Tool, spec_of
@@ -70,6 +71,7 @@ class GuardKind(StrEnum):
     SKIP = "unittest.skip"
     MARK_SKIPIF = "pytest.mark.skipif"
     MARK_SKIP = "pytest.mark.skip"
+    MARK_XFAIL_NORUN = "pytest.mark.xfail(run=False)"
     PYTEST_SKIP = "pytest.skip"
     SKIP_TEST = "skipTest"
     RAISE_SKIPTEST = "raise SkipTest"
@@ -142,6 +144,21 @@ def dotted(node: ast.expr) -> str | None:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Linked:
+    """A name another file of the audited project defines: its function or bound expression, that file's names."""
+
+    node: ast.FunctionDef | ast.expr
+    names: ModuleNames
+    where: str
+
+
+class Linker(Protocol):
+    """Finds what an imported name means in the audited project's own files (None when it is not there)."""
+
+    def link(self, name: str) -> Linked | None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModuleNames:
     """What module-level names mean: import targets, aliases of guard expressions, local definitions."""
 
@@ -152,6 +169,8 @@ class ModuleNames:
     functions: tuple[tuple[str, ast.FunctionDef], ...] = ()
     # Names bound more than one way (an import and a fallback assignment): their value is unknown.
     ambiguous: frozenset[str] = frozenset()
+    # Follows imported names into the audited project's files (the pytest audit sets it; None: imports only).
+    linker: Linker | None = field(default=None, compare=False, hash=False, repr=False)
 
     # Built once per file, read by every evaluation of every guard on every runner.
     @functools.cached_property

@@ -324,6 +324,16 @@ def text_of_value(value: object) -> str:
     return repr(value)[:40]
 
 
+def _getattr(source: ValueSource, call: ast.Call) -> object:
+    """`getattr(torch.version, "cuda", None)`: the attribute itself, when the object is a dotted name."""
+    if len(call.args) in (2, 3) and not call.keywords and dotted(call.args[0]) is not None:
+        name = call.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier():
+            attribute = ast.copy_location(ast.Attribute(value=call.args[0], attr=name.value, ctx=ast.Load()), call)
+            return source.value(attribute)
+    return Unknown(why="getattr() of a value the audit does not model")
+
+
 # Builtins a guard uses on known values (`min(4, torch.cuda.device_count())`), unless the module rebinds them.
 BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
     "min": _min_max(min),
@@ -331,6 +341,7 @@ BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
     "len": _len,
     "bool": _truth,
     "int": _int,
+    "getattr": _getattr,
 }
 
 # String methods a guard calls on a known value (`int(torch.version.cuda.split(".")[0])`).

@@ -476,8 +476,10 @@ def collect_bindings(body: Sequence[ast.stmt]) -> Bindings:
     """
     seen: dict[str, ast.expr | None] = {}
     imported: set[str] = set()
+    counts: dict[str, int] = {}
 
     def bind(name: str, value: ast.expr | None) -> None:
+        counts[name] = counts.get(name, 0) + 1
         seen[name] = None if name in seen or name in imported else value
 
     for stmt in straight_line(body):
@@ -497,7 +499,64 @@ def collect_bindings(body: Sequence[ast.stmt]) -> Bindings:
                 if name in seen:
                     seen[name] = None
                 imported.add(name)
+    for name, value in _import_flags(body).items():
+        if counts.get(name) == 2 and name not in imported:
+            seen[name] = value
     return tuple(seen.items())
+
+
+IMPORTABLE = "__importable__"
+
+
+def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
+    """`try: import m; HAS_M = True` / `except ImportError: HAS_M = False` at the top of a block: HAS_M is
+    whether m imports (`__importable__("m")`, which the evaluator answers from what is installed), or the one
+    value both branches give."""
+    out: dict[str, ast.expr] = {}
+    for stmt in body:
+        if not (isinstance(stmt, ast.Try) and len(stmt.handlers) == 1 and not stmt.orelse and not stmt.finalbody):
+            continue
+        handler = stmt.handlers[0]
+        caught = dotted(handler.type) if handler.type is not None else None
+        modules = [
+            a.name if isinstance(s, ast.Import) else (s.module or "")
+            for s in stmt.body
+            if isinstance(s, ast.Import | ast.ImportFrom) and not (isinstance(s, ast.ImportFrom) and s.level)
+            for a in s.names
+        ]
+        if caught not in ("ImportError", "ModuleNotFoundError") or not modules:
+            continue
+        tried, handled = _constant_assignments(stmt.body), _constant_assignments(handler.body)
+        if tried is None or handled is None:
+            continue
+        for name in tried.keys() & handled.keys():
+            a, b = tried[name], handled[name]
+            if type(a.value) is type(b.value) and a.value == b.value:
+                out[name] = a
+            else:
+                test = ast.Call(
+                    func=ast.Name(id=IMPORTABLE, ctx=ast.Load()), args=[ast.Constant(value=m) for m in modules], keywords=[]
+                )
+                out[name] = ast.copy_location(ast.IfExp(test=test, body=a, orelse=b), stmt)
+    return out
+
+
+def _constant_assignments(body: Sequence[ast.stmt]) -> dict[str, ast.Constant] | None:
+    """Name -> literal of the plain `NAME = literal` lines of a block of imports and such lines; None otherwise."""
+    out: dict[str, ast.Constant] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom | ast.Pass):
+            continue
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Constant)
+        ):
+            out[stmt.targets[0].id] = stmt.value
+            continue
+        return None
+    return out
 
 
 def _imported_names(stmt: ast.Import | ast.ImportFrom) -> list[str]:

@@ -18,7 +18,16 @@ from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.core.finding import Finding, Tool
 from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
-from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardFindingKind, ModuleNames, dotted, guard_finding
+from matrix.guards.model import (
+    AlwaysSkips,
+    ExprCondition,
+    Guard,
+    GuardFindingKind,
+    GuardKind,
+    ModuleNames,
+    dotted,
+    guard_finding,
+)
 from matrix.guards.predicates import Predicate, RunnerFacts
 from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
@@ -26,7 +35,14 @@ from matrix.pytest_suites.select import file_selected, selects
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
 
 # When a skip reads several kinds of fact, the finding names the first of these it read.
-_PRECEDENCE = (GuardClass.CAPABILITY, GuardClass.GPU_COUNT, GuardClass.PLATFORM, GuardClass.ENVIRONMENT, GuardClass.INSTALL)
+_PRECEDENCE = (
+    GuardClass.CAPABILITY,
+    GuardClass.GPU_COUNT,
+    GuardClass.CUDA_VERSION,
+    GuardClass.PLATFORM,
+    GuardClass.ENVIRONMENT,
+    GuardClass.INSTALL,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +89,14 @@ class _RunnerVerdict:
 class _Evaluator:
     """Evaluates guards on runner facts, once per (guard, profile, env); rewrites capability calls first."""
 
-    def __init__(self, packs: PredicatePacks, profiles: Mapping[str, RunnerProfile], installed: frozenset[str]):
+    def __init__(
+        self,
+        packs: PredicatePacks,
+        profiles: Mapping[str, RunnerProfile],
+        installed: frozenset[str],
+        ci_names: frozenset[str] = frozenset(),
+    ):
+        self.ci_names = ci_names
         self.packs = packs
         self.profiles = profiles
         self.installed = installed
@@ -88,7 +111,15 @@ class _Evaluator:
         found = self.cache.get(key)
         if found is None:
             guard, names = self._rewrite(applied)
-            facts = RunnerFacts(profile=self.profiles[profile], installed=self.installed, env=entry.env_map)
+            # The job's environment is what its entry sets; a variable no CI file mentions is unset there (an opt-in
+            # such as `LIGER_KERNEL_IMPL == "cutile"` that no job gives never holds).
+            facts = RunnerFacts(
+                profile=self.profiles[profile],
+                installed=self.installed,
+                env=entry.env_map,
+                env_closed=True,
+                env_open=self.ci_names,
+            )
             found = evaluate_guard(guard, facts, names, self.table)
             self.cache[key] = found
         return found
@@ -159,9 +190,12 @@ def _capability_predicate(op: str, argument: object) -> Predicate:
     return predicate
 
 
-def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Evaluator) -> _RunnerVerdict:
+def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Evaluator, *, early: bool = False) -> _RunnerVerdict:
+    """Whether the item skips on this runner (`early`: whether it returns early, a silent pass, instead)."""
     unknown = False
     for applied in item.guards:
+        if (applied.guard.kind is GuardKind.EARLY_RETURN) is not early:
+            continue
         evaluation = evaluator.evaluate(applied, entry, profile)
         if evaluation.skips is Tri.TRUE:
             return _RunnerVerdict(profile=profile, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
@@ -175,6 +209,22 @@ def _unprofiled_verdict(item: TestItem, entry: ScheduleEntry) -> _RunnerVerdict:
     where = ", ".join(entry.other_runners) or ", ".join(entry.labels) or "(no runs-on)"
     runs = bool(entry.other_runners) and not item.guards
     return _RunnerVerdict(profile=where, skips=Tri.FALSE if runs else Tri.UNKNOWN)
+
+
+def _everywhere(
+    item: TestItem, verdicts: list[_RunnerVerdict], evaluator: _Evaluator, entry: ScheduleEntry
+) -> list[_RunnerVerdict]:
+    """A guard that skips on every machine (`skip`, `skipif(True)`, a parameter value) is the reason given before
+    a runner fact that also skips there, so the finding's class is the same on every runner."""
+    for applied in item.guards:
+        if applied.guard.kind is GuardKind.EARLY_RETURN:
+            continue
+        evaluation = evaluator.evaluate(applied, entry, verdicts[0].profile)
+        if evaluation.skips is Tri.TRUE and (
+            evaluation.constant or any(isinstance(c, AlwaysSkips) for c in applied.guard.conditions)
+        ):
+            return [replace(v, guard=applied, evaluation=evaluation) for v in verdicts]
+    return verdicts
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,7 +251,7 @@ class SuiteAuditor:
     ):
         self.entries = schedule.pytest_entries()
         self.unread = schedule.unread
-        self.evaluator = _Evaluator(packs, profiles, installed)
+        self.evaluator = _Evaluator(packs, profiles, installed, frozenset(schedule.ci_names))
 
     def audit_file(self, test_file: TestFile) -> FileAudit:
         if test_file.error is not None:
@@ -211,6 +261,7 @@ class SuiteAuditor:
             e for e in self.entries if isinstance(e.selection, PytestSelection) and file_selected(test_file.path, e.selection)
         ]
         skips: list[PytestFinding] = []
+        passes: list[PytestFinding] = []
         scheduled = undetermined = unread_only = 0
         assumptions: list[str] = list(test_file.notes)
         for item in test_file.tests:
@@ -222,11 +273,18 @@ class SuiteAuditor:
                 assumptions.extend(a for a in (*s.entry.assumptions, *s.assumptions) if a not in assumptions)
             verdicts = [_verdict(item, s.entry, p, self.evaluator) for s in chosen for p in s.entry.profiles]
             verdicts += [_unprofiled_verdict(item, s.entry) for s in chosen if not s.entry.profiles]
+            # An entry whose runner labels match no profile gives no verdict: that test is undetermined.
             if verdicts and all(v.skips is Tri.TRUE for v in verdicts):
+                if len({v.guard.guard.line for v in verdicts if v.guard is not None}) > 1:
+                    verdicts = _everywhere(item, verdicts, self.evaluator, chosen[0].entry)
                 skips.append(_test_finding(item, verdicts, self.evaluator))
             elif not any(v.skips is Tri.FALSE for v in verdicts):
                 undetermined += 1
-        findings = list(skips)
+            elif any(g.guard.kind is GuardKind.EARLY_RETURN for g in item.guards):
+                early = [_verdict(item, s.entry, p, self.evaluator, early=True) for s in chosen for p in s.entry.profiles]
+                if early and all(v.skips is Tri.TRUE for v in early):
+                    passes.append(_test_finding(item, early, self.evaluator, kind=GuardFindingKind.SILENT_PASS))
+        findings = [*skips, *passes]
         if skips and self.unread:
             assumptions.append(
                 f"{test_file.path}: its skips are judged on the runners of the entries read; "
@@ -295,7 +353,12 @@ def audit_suite(
     return combine(root, [auditor.audit_file(f) for f in files], schedule)
 
 
-def _test_finding(item: TestItem, verdicts: Sequence[_RunnerVerdict], evaluator: _Evaluator) -> PytestFinding:
+def _test_finding(
+    item: TestItem,
+    verdicts: Sequence[_RunnerVerdict],
+    evaluator: _Evaluator,
+    kind: GuardFindingKind = GuardFindingKind.SILENT_SKIP,
+) -> PytestFinding:
     first = verdicts[0]
     assert first.guard is not None and first.evaluation is not None
     runners = tuple(sorted({v.profile for v in verdicts}))
@@ -303,14 +366,15 @@ def _test_finding(item: TestItem, verdicts: Sequence[_RunnerVerdict], evaluator:
     guard_class = min(classes, key=list(GuardClass).index)
     via = f" (through {first.guard.via})" if first.guard.via else ""
     steps = "; ".join(first.evaluation.steps[:4])
+    does = "skips" if kind is GuardFindingKind.SILENT_SKIP else "returns early, testing nothing,"
     finding = guard_finding(
-        GuardFindingKind.SILENT_SKIP,
+        kind,
         path=item.path,
         line=item.line,
         test=item.nodeid,
         runners=runners,
         guard=first.guard.guard.source + via,
-        reason=f"{guard_class.value}: skips on every runner CI sends it to ({', '.join(runners)}): {steps}",
+        reason=f"{guard_class.value}: {does} on every runner CI sends it to ({', '.join(runners)}): {steps}",
         hint="schedule it on a runner where the guard is false, or drop it from the schedule",
         tool=Tool.PYTEST_AUDIT,
     )

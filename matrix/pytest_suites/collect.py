@@ -18,21 +18,36 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from matrix.guards.finder import Substitute, analyse_source, analyse_tree
-from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, dotted
+from matrix.guards.finder import Substitute, analyse_source, analyse_tree, pytestmark_exprs, script_only
+from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, OpaqueCondition, dotted
 from matrix.guards.source import resolve
+from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
 from matrix.pytest_suites.config import PytestConfig
+from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
 from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
-from matrix.pytest_suites.skipmarks import ImportTarget, from_imports, mark_guard
+from matrix.pytest_suites.skipmarks import (
+    ImportTarget,
+    fixture_param_guard,
+    from_imports,
+    mark_guard,
+    sys_path_dirs,
+    usefixtures,
+)
 
 MAX_FIXTURE_DEPTH = 4
 # Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
 MAX_IMPORT_DEPTH = 4
+# How a function skips in its own text (`pytest.skip(`, `skipTest`, `SkipTest`, `importorskip`, a skip mark):
+# a file without any is not parsed to follow a call (a word such as `skip_softmax` in a library is no skip).
+_SKIP_CALL = re.compile(r"\bskip\s*\(|skipTest|SkipTest|importorskip|mark\.skip")
+# `_resolve_mark`'s answer for a chain of imports past MAX_IMPORT_DEPTH: the mark is unknown, not absent.
+_TOO_DEEP = ast.Constant(value="<mark imported too deeply>")
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -72,6 +87,8 @@ class _Parsed:
     helpers: dict[str, tuple[Guard, ...]] = field(default_factory=dict)
     calls: bool = False
     imports: dict[str, ImportTarget] | None = None
+    defs: dict[str, _Function] | None = None
+    callees: dict[str, Callee] | None = None
 
 
 Loader = Callable[[str], str | None]
@@ -101,6 +118,11 @@ class Collector:
         }
         self.cache: dict[str, _Parsed | None] = {}
         self.marker_rules: dict[str, tuple[MarkerRule, ...]] = {}
+        self.present: dict[str, bool] = {}
+        self.skip_text: dict[str, bool] = {}
+        self.callees: dict[tuple[str, str], Callee | None] = {}
+        self.call_memo: CallMemo = {}
+        self.modules = ProjectModules(load, self._bases)
 
     # --- files ----------------------------------------------------------------------------------------------
 
@@ -116,12 +138,23 @@ class Collector:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
             analysis = analyse_tree(path, text, tree) if tree is not None else analyse_source(path, text)
+            if tree is not None:
+                analysis = replace(analysis, names=self.modules.attach(path, tree, analysis.names))
             calls = any(name in text for name in self.packs.calls)
             result = _Parsed(analysis=analysis, tree=tree, helpers=dict(analysis.helpers), calls=calls)
             if tree is not None:
                 result.fixtures = {s.name: s for s in tree.body if isinstance(s, _Function) and _is_fixture(s, analysis.names)}
         self.cache[path] = result
         return result
+
+    def _bases(self, path: str) -> tuple[str, ...]:
+        return sys_path_dirs(path, self.conftests(path), self._exists)
+
+    def _exists(self, path: str) -> bool:
+        found = self.present.get(path)
+        if found is None:
+            found = self.present[path] = (path in self.cache and self.cache[path] is not None) or self.load(path) is not None
+        return found
 
     def conftests(self, path: str) -> list[str]:
         """conftest.py files from the root down to the test's folder, nearest last."""
@@ -150,7 +183,7 @@ class Collector:
         if parsed.tree is None:
             return TestFile(path=path, tests=(), error=parsed.analysis.syntax_error or "does not parse")
         names = parsed.analysis.names
-        own = parsed.analysis.guards
+        own = [g for g in parsed.analysis.guards if not script_only(g)]
         by_scope: dict[str, list[Guard]] = {}
         for guard in own:
             by_scope.setdefault(guard.scope, []).append(guard)
@@ -159,10 +192,12 @@ class Collector:
             c = self.parsed(conftest)
             assert c is not None
             inherited.extend(
-                AppliedGuard(guard=g, names=c.analysis.names, via=conftest) for g in c.analysis.guards if g.scope == conftest
+                AppliedGuard(guard=g, names=c.analysis.names, via=conftest)
+                for g in c.analysis.guards
+                if g.scope == conftest and not script_only(g)
             )
         rules = self.markers_for(path)
-        module_exprs = _pytestmark(parsed.tree.body)
+        module_exprs = _pytestmark(parsed.tree.body, names)
         module_marks = _marks_of(module_exprs, names)
         tests: list[TestItem] = []
         notes: list[str] = []
@@ -174,15 +209,15 @@ class Collector:
             marks = set(module_marks)
             exprs = list(module_exprs)
             if cls is not None:
-                marks |= _marks_of(cls.decorator_list, names) | _marks_of(_pytestmark(cls.body), names)
-                exprs += [*cls.decorator_list, *_pytestmark(cls.body)]
+                marks |= _marks_of(cls.decorator_list, names) | _marks_of(_pytestmark(cls.body, names), names)
+                exprs += [*cls.decorator_list, *_pytestmark(cls.body, names)]
             marks |= _marks_of(node.decorator_list, names)
             exprs += node.decorator_list
             for expr in exprs:
                 guards.extend(self._mark_guards(path, parsed, expr, nodeid, marks, local=False))
             guards.extend(_marker_guard(rules.get(m), m, nodeid, node.lineno, names) for m in sorted(marks) if m in rules)
             guards.extend(self._decorator_rules(node, nodeid, names))
-            guards.extend(self._fixture_guards(path, parsed, node, set(), 0))
+            guards.extend(self._fixture_guards(path, parsed, node, set(), 0, used=usefixtures(exprs, names)))
             guards.extend(self._helper_guards(path, parsed, node))
             guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
             item = TestItem(nodeid=nodeid, path=path, line=node.lineno, markers=frozenset(marks), guards=tuple(guards))
@@ -194,7 +229,7 @@ class Collector:
 
     def _imports(self, path: str, parsed: _Parsed) -> dict[str, ImportTarget]:
         if parsed.imports is None:
-            parsed.imports = from_imports(parsed.tree, path) if parsed.tree is not None else {}
+            parsed.imports = from_imports(parsed.tree, path, self._bases(path)) if parsed.tree is not None else {}
         return parsed.imports
 
     def _resolve_mark(
@@ -219,7 +254,7 @@ class Collector:
         if target is None:
             return (expr, parsed) if local or depth else None
         if depth >= MAX_IMPORT_DEPTH:
-            return None
+            return _TOO_DEEP, parsed
         files, name = target
         for where in files:
             other = self.parsed(where)
@@ -236,6 +271,19 @@ class Collector:
             return []
         mark, owner = found
         names = owner.analysis.names
+        if mark is _TOO_DEEP:
+            why = f"a mark imported through more than {MAX_IMPORT_DEPTH} files"
+            deep = Guard(
+                scope=scope,
+                kind=GuardKind.MARK_SKIPIF,
+                line=getattr(expr, "lineno", 1),
+                source=ast.unparse(expr),
+                conditions=(OpaqueCondition(why=why),),
+            )
+            return [AppliedGuard(guard=deep, names=names, via=why)]
+        if isinstance(mark, ast.List | ast.Tuple) and mark is not expr:
+            # `pytestmark = MARKS` with MARKS a list in another file: each of its marks.
+            return [g for e in mark.elts for g in self._mark_guards(owner.analysis.path, owner, e, scope, marks, local=True)]
         shown = ast.unparse(expr) if mark is expr else f"{ast.unparse(expr)} = {ast.unparse(mark)}"
         guard = mark_guard(mark, names, scope, shown)
         if guard is None:
@@ -334,11 +382,13 @@ class Collector:
             out.append(AppliedGuard(guard=guard, names=names, via=f"decorator {last}"))
         return out
 
-    def _fixture_guards(self, path: str, parsed: _Parsed, node: _Function, seen: set[str], depth: int) -> list[AppliedGuard]:
+    def _fixture_guards(
+        self, path: str, parsed: _Parsed, node: _Function, seen: set[str], depth: int, *, used: Sequence[str] = ()
+    ) -> list[AppliedGuard]:
         if depth > MAX_FIXTURE_DEPTH:
             return []
         out: list[AppliedGuard] = []
-        requested = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+        requested = [*used, *(a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs))]
         for name in requested:
             if name in seen or name in ("self", "cls", "request"):
                 continue
@@ -350,6 +400,14 @@ class Collector:
             out.extend(
                 AppliedGuard(guard=g, names=owner.analysis.names, via=f"fixture {name} ({where})")
                 for g in owner.helpers.get(name, ())
+            )
+            via = f"fixture {name} ({where})"
+            param = fixture_param_guard(fixture, owner.analysis.names, f"{where}::{name}")
+            if param is not None:
+                out.append(AppliedGuard(guard=param, names=owner.analysis.names, via=via))
+            out.extend(
+                AppliedGuard(guard=g, names=n, via=f"{via} -> {v}")
+                for g, n, v in called_guards(where, fixture.body, self._callee)
             )
             out.extend(self._fixture_guards(where, owner, fixture, seen, depth + 1))
         return out
@@ -364,25 +422,77 @@ class Collector:
         return None
 
     def _helper_guards(self, path: str, parsed: _Parsed, node: _Function) -> list[AppliedGuard]:
-        out: list[AppliedGuard] = []
-        imports = parsed.analysis.names.import_map
-        for stmt in node.body:
-            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name)):
+        """Skips of the functions the body calls, bounded (see calls.py)."""
+        found = called_guards(path, node.body, self._callee, self.call_memo)
+        return [AppliedGuard(guard=g, names=names, via=f"helper {via}") for g, names, via in found]
+
+    def _callee(self, path: str, func: ast.expr) -> Callee | None:
+        """The function a call in `path` reaches: a def of the file, or one imported from another file of the tree."""
+        key = (path, dotted(func) or "")
+        if key not in self.callees:
+            self.callees[key] = self._find_callee(path, func) if key[1] else None
+        return self.callees[key]
+
+    def _find_callee(self, path: str, func: ast.expr) -> Callee | None:
+        parsed = self.parsed(path)
+        if parsed is None or parsed.tree is None:
+            return None
+        target: ImportTarget | None = None
+        if isinstance(func, ast.Name):
+            if func.id in _defs(parsed):
+                return _callee_in(path, parsed, func.id)
+            target = self._imports(path, parsed).get(func.id)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            module = self._imports(path, parsed).get(func.value.id + ".")
+            target = (module[0], func.attr) if module is not None else None
+        if target is None or not target[1]:
+            return None
+        for where in target[0]:
+            if not self._mentions_skip(where):
+                # A file that never says "skip" cannot skip (the guard finder's own test): not parsed for a call.
+                if self._exists(where):
+                    return None
                 continue
-            name = stmt.value.func.id
-            if name in parsed.helpers:
-                out.extend(AppliedGuard(guard=g, names=parsed.analysis.names, via=f"helper {name}") for g in parsed.helpers[name])
-                continue
-            target = imports.get(name)
-            if target is None or "." not in target:
-                continue
-            module, _, function = target.rpartition(".")
-            other = self.parsed(module.replace(".", "/") + ".py")
-            if other is not None and function in other.helpers:
-                out.extend(
-                    AppliedGuard(guard=g, names=other.analysis.names, via=f"helper {target}") for g in other.helpers[function]
-                )
-        return out
+            other = self.parsed(where)
+            if other is not None and target[1] in _defs(other):
+                return _callee_in(where, other, target[1])
+        return None
+
+    def _mentions_skip(self, path: str) -> bool:
+        found = self.skip_text.get(path)
+        if found is None:
+            parsed = self.cache.get(path)
+            if parsed is not None:
+                found = True
+            else:
+                text = self.load(path)
+                found = text is not None and _SKIP_CALL.search(text) is not None
+            self.skip_text[path] = found
+        return found
+
+
+def _defs(parsed: _Parsed) -> dict[str, _Function]:
+    if parsed.defs is None:
+        body = parsed.tree.body if parsed.tree is not None else []
+        parsed.defs = {s.name: s for s in body if isinstance(s, _Function)}
+    return parsed.defs
+
+
+def _callee_in(path: str, parsed: _Parsed, name: str) -> Callee | None:
+    if parsed.callees is None:
+        by_scope: dict[str, list[Guard]] = {}
+        for g in parsed.analysis.guards:
+            by_scope.setdefault(g.scope, []).append(g)
+        parsed.callees = {
+            n: Callee(
+                path=path,
+                function=fn,
+                guards=tuple(by_scope.get(f"{path}::{n}", ())) or parsed.helpers.get(n, ()),
+                names=parsed.analysis.names,
+            )
+            for n, fn in _defs(parsed).items()
+        }
+    return parsed.callees.get(name)
 
 
 def _marker_guard(rule: MarkerRule | None, marker: str, nodeid: str, line: int, names: ModuleNames) -> AppliedGuard:
@@ -417,9 +527,5 @@ def _marks_of(decorators: Sequence[ast.expr], names: ModuleNames) -> set[str]:
     return {m for m in (_mark_name(d, names) for d in decorators) if m is not None}
 
 
-def _pytestmark(body: Sequence[ast.stmt]) -> list[ast.expr]:
-    for stmt in body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
-            value = stmt.value
-            return list(value.elts) if isinstance(value, ast.List | ast.Tuple) else [value]
-    return []
+def _pytestmark(body: Sequence[ast.stmt], names: ModuleNames | None = None) -> list[ast.expr]:
+    return pytestmark_exprs(body, names.alias_map if names is not None else {})

@@ -10,7 +10,7 @@ variable or behind any other shape is not read: declare it (`[markers] NAME = "c
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from matrix.guards.model import Bindings, ModuleNames, dotted
@@ -38,11 +38,15 @@ def read_marker_hooks(tree: ast.Module, path: str) -> tuple[MarkerRule, ...]:
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name in HOOKS:
             bindings = collect_bindings(stmt.body)
-            for node in _ifs(stmt.body, 0):
-                found = _rule(node)
+            marks = {n: e for n, e in bindings if e is not None}
+            for node, before in _ifs(stmt.body, 0, ()):
+                found = _rule(node, marks)
                 if found is None:
                     continue
                 marker, condition = found
+                if before:
+                    # `if config.getoption("--runslow"): return` above the loop: the skip is added only past it.
+                    condition = ast.BoolOp(op=ast.And(), values=[*before, condition])
                 try:
                     text = ast.unparse(condition)
                 except RecursionError:
@@ -60,16 +64,20 @@ def read_marker_hooks(tree: ast.Module, path: str) -> tuple[MarkerRule, ...]:
     return tuple(rules)
 
 
-def _ifs(body: Sequence[ast.stmt], depth: int) -> Iterator[ast.If]:
+def _ifs(body: Sequence[ast.stmt], depth: int, before: tuple[ast.expr, ...]) -> Iterator[tuple[ast.If, tuple[ast.expr, ...]]]:
+    """Each `if` of a hook, with the negated tests of the early exits (`return`, `continue`) above it."""
     if depth > 8:
         return
     for stmt in body[:MAX_NODES]:
         if isinstance(stmt, ast.If):
-            yield stmt
-            yield from _ifs(stmt.body, depth + 1)
-            yield from _ifs(stmt.orelse, depth + 1)
+            yield stmt, before
+            if stmt.body and isinstance(stmt.body[-1], ast.Return | ast.Continue) and not stmt.orelse:
+                before = (*before, ast.UnaryOp(op=ast.Not(), operand=stmt.test))
+                continue
+            yield from _ifs(stmt.body, depth + 1, before)
+            yield from _ifs(stmt.orelse, depth + 1, before)
         elif isinstance(stmt, ast.For | ast.With | ast.Try):
-            yield from _ifs(stmt.body, depth + 1)
+            yield from _ifs(stmt.body, depth + 1, before)
 
 
 def _marker_test(node: ast.expr) -> str | None:
@@ -93,12 +101,14 @@ def _marker_test(node: ast.expr) -> str | None:
     return None
 
 
-def _skips(body: Sequence[ast.stmt]) -> bool:
+def _skips(body: Sequence[ast.stmt], marks: Mapping[str, ast.expr]) -> bool:
     for stmt in body:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             name = dotted(stmt.value.func) or ""
             if name.endswith("add_marker") and stmt.value.args:
                 mark = stmt.value.args[0]
+                if isinstance(mark, ast.Name) and mark.id in marks:
+                    mark = marks[mark.id]  # `skip_slow = pytest.mark.skip(...)` then `item.add_marker(skip_slow)`
                 target = mark.func if isinstance(mark, ast.Call) else mark
                 if (dotted(target) or "").endswith(("mark.skip", "mark.skipif")):
                     return True
@@ -107,8 +117,8 @@ def _skips(body: Sequence[ast.stmt]) -> bool:
     return False
 
 
-def _rule(node: ast.If) -> tuple[str, ast.expr] | None:
-    if not _skips(node.body):
+def _rule(node: ast.If, marks: Mapping[str, ast.expr]) -> tuple[str, ast.expr] | None:
+    if not _skips(node.body, marks):
         return None
     operands = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) else [node.test]
     markers = [m for m in (_marker_test(o) for o in operands) if m is not None]

@@ -34,6 +34,7 @@ class GuardClass(StrEnum):
 
     CAPABILITY = "compute capability"
     GPU_COUNT = "GPU count"
+    CUDA_VERSION = "CUDA version"
     PLATFORM = "platform"
     ENVIRONMENT = "environment"
     UNCONDITIONAL = "unconditional"
@@ -44,6 +45,7 @@ class GuardClass(StrEnum):
 _CLASS_NAMES = {
     "capability": GuardClass.CAPABILITY,
     "gpu-count": GuardClass.GPU_COUNT,
+    "cuda-version": GuardClass.CUDA_VERSION,
     "platform": GuardClass.PLATFORM,
     "environment": GuardClass.ENVIRONMENT,
 }
@@ -81,6 +83,8 @@ class PredicatePacks:
             return GuardClass.ENVIRONMENT
         if fact == "install":
             return GuardClass.INSTALL
+        if "version.cuda" in fact or "cuda_version" in last:
+            return GuardClass.CUDA_VERSION
         if "capability" in fact or "sm" in last or "blackwell" in last or "cuda.version" in fact:
             return GuardClass.CAPABILITY
         if "device_count" in fact:

@@ -73,6 +73,22 @@ CASES = {
     ),
     "recursion is past the call budget": ("def _r():\n    return _r()", "_r()", (U, U, U, U)),
     "a loop in a helper is unknown": ("def _x():\n    for i in range(3):\n        pass\n    return True", "_x()", (U, U, U, U)),
+    "a try whose body cannot raise here": (
+        "def _major():\n    cuda = getattr(torch.version, 'cuda', None)\n    try:\n"
+        "        return int(cuda.split('.')[0]) if cuda else 0\n    except ValueError:\n        return 0",
+        "_major() >= 13",
+        (T, T, T, U),
+    ),
+    "a try whose branches agree": (
+        "def _count():\n    try:\n        torch.cuda.init()\n        n = 0\n    except RuntimeError:\n        n = 0\n    return n",
+        "_count() == 0",
+        (T, T, T, T),
+    ),
+    "a try whose branches disagree": (
+        "def _ok():\n    try:\n        torch.cuda.init()\n        return True\n    except RuntimeError:\n        return False",
+        "not _ok()",
+        (U, U, U, U),
+    ),
     "min of the GPU count": ("TP = min(4, torch.cuda.device_count())", "TP < 4", (T, F, T, T)),
     "min shadowed by the module": ("def min(a, b):\n    return 0", "min(4, torch.cuda.device_count()) < 4", (T, T, T, T)),
 }
@@ -204,3 +220,14 @@ def test_hostile_files_end_quickly_in_a_fresh_process(hostile_run, name):
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert f"undetermined: {_hostile_file_name(name)}::TestX on " in done.stdout
+
+
+def test_an_import_flag_is_whether_the_module_is_installed(facts_for):
+    module = "try:\n    import mori.umbp\n    HAS_MORI = True\nexcept ImportError:\n    HAS_MORI = False\n"
+    source = HEAD + module + "\n@unittest.skipUnless(HAS_MORI, 'x')\nclass TestX(unittest.TestCase):\n    pass\n"
+    analysis = analyse_source("test_x.py", source)
+    (guard,) = analysis.guards
+    unknown = evaluate_guard(guard, facts_for("cpu"), analysis.names)
+    assert unknown.skips is U
+    assert "whether mori.umbp is installed" in "; ".join(unknown.steps)
+    assert evaluate_guard(guard, facts_for("cpu", frozenset({"mori"})), analysis.names).skips is F

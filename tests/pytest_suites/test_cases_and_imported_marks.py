@@ -104,7 +104,7 @@ def _off_cases(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _off_imports(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(collect, "from_imports", lambda tree, path: {})
+    monkeypatch.setattr(collect, "from_imports", lambda tree, path, bases=("",): {})
 
 
 CASES = {

@@ -116,7 +116,7 @@ def _off_autouse(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _off_fixtures(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(collect.Collector, "_fixture_guards", lambda self, *a: [])
+    monkeypatch.setattr(collect.Collector, "_fixture_guards", lambda self, *a, **k: [])
 
 
 def _off_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -221,7 +221,10 @@ def test_gpu_marker_with_torchrun_env(audit: Callable[..., PytestAuditReport], s
     plain = '[[entry]]\njob = "j"\nlabels = ["h100-2gpu-torchrun"]\npytest = "pytest tests/"\n'
     with_env = plain + 'env = { WORLD_SIZE = "2" }\n'
     markers = f"[markers]\ntwo_ranks = {condition!r}\n"
-    assert skipping(audit(files, plain + markers)) == {}  # WORLD_SIZE unset is unknown there, never a skip
+    # No CI file mentions WORLD_SIZE and the job does not set it: unset there, so the marker skips, and says why.
+    unset = audit(files, plain + markers)
+    assert set(skipping(unset)) == {"tests/test_ranks.py::test_ranks"}
+    assert "needs WORLD_SIZE" in unset.findings[0].finding.message
     assert skipping(audit(files, with_env + markers)) == {}
     one_gpu = plain.replace("h100-2gpu-torchrun", "h100")
     assert skipping(audit(files, one_gpu + markers)) == {"tests/test_ranks.py::test_ranks": "GPU count"}

@@ -1,0 +1,144 @@
+"""Skips a test reaches through the functions its body calls, read statically and bounded.
+
+A test body that calls a function at its top level (`need_sm100()`, `utils.need_sm100()`, `ok = probe()`,
+`_run_case(1, 512)`) skips where that function skips: a helper of the same file, one imported from another
+file of the tree (`from .utils import f`, `from tests.helpers import f`, `from . import utils`), or another
+test function called directly (its body's skips only: marks are not applied on a direct call). Calls are
+followed `MAX_CALL_DEPTH` levels down (`test -> _run_case -> skip_if_unsupported`). The literal arguments of
+each call are bound to the callee's parameters (`skip_if_large_head(512)`, `_run_multi_rank("x", 2)`), so
+a guard reading a parameter is decided for that call; a parameter given anything else stays unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+from matrix.guards.model import Guard, GuardKind, ModuleNames
+
+MAX_CALL_DEPTH = 3
+
+# Skips a body raises itself; a mark on a test called directly is not applied, an early return in the callee
+# does not end its caller.
+_BODY_KINDS = frozenset({GuardKind.PYTEST_SKIP, GuardKind.SKIP_TEST, GuardKind.RAISE_SKIPTEST, GuardKind.IMPORTORSKIP})
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(frozen=True, kw_only=True)
+class Callee:
+    """A function a call reaches: the file it is in, its definition, the guards its body raises, the file's names."""
+
+    path: str
+    function: _Function
+    guards: tuple[Guard, ...]
+    names: ModuleNames
+
+
+# What a file's function (by name) or a name imported into it resolves to; the collector answers.
+Resolve = Callable[[str, ast.expr], Callee | None]
+
+
+# Calls of a body, by the body's id; the caller keeps the trees alive for as long as it keeps this.
+CallMemo = dict[int, tuple[ast.Call, ...]]
+
+
+def called_guards(
+    path: str, body: list[ast.stmt], resolve: Resolve, memo: CallMemo | None = None
+) -> Iterator[tuple[Guard, ModuleNames, str]]:
+    """(guard, names of its file, how it is reached) for each skip a body reaches through its top-level calls."""
+    yield from _walk(path, body, resolve, (), frozenset(), memo={} if memo is None else memo)
+
+
+def _walk(
+    path: str, body: list[ast.stmt], resolve: Resolve, chain: tuple[str, ...], seen: frozenset[str], *, memo: CallMemo
+) -> Iterator[tuple[Guard, ModuleNames, str]]:
+    if len(chain) >= MAX_CALL_DEPTH:
+        return
+    calls = memo.get(id(body))
+    if calls is None:
+        calls = memo[id(body)] = tuple(top_level_calls(body))
+    for call in calls:
+        callee = resolve(path, call.func)
+        if callee is None:
+            continue
+        key = f"{callee.path}::{callee.function.name}"
+        if key in seen:
+            continue
+        values = literal_arguments(callee.function, call)
+        via = " -> ".join((*chain, callee.function.name))
+        for guard in callee.guards:
+            if guard.kind in _BODY_KINDS:
+                yield bind_arguments(guard, values), callee.names, via
+        yield from _walk(callee.path, callee.function.body, resolve, (*chain, callee.function.name), seen | {key}, memo=memo)
+
+
+def top_level_calls(body: list[ast.stmt]) -> Iterator[ast.Call]:
+    """Calls a body makes as whole statements or assigned values, before anything that may end it early."""
+    for stmt in body:
+        if isinstance(stmt, ast.Return | ast.Raise):
+            return
+        value = stmt.value if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) else None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
+            yield value
+        # What follows a branch may be skipped by it (`if x: return`): calls after it are not followed.
+        if isinstance(stmt, _COMPOUND) and _ends_early(stmt):
+            return
+
+
+_COMPOUND = ast.If | ast.For | ast.AsyncFor | ast.While | ast.Try | ast.TryStar | ast.With | ast.AsyncWith | ast.Match
+
+
+def _ends_early(stmt: ast.stmt) -> bool:
+    """A `return` or `raise` anywhere in a compound statement's blocks (statements only: expressions cannot
+    hold one, and walking them is most of the cost)."""
+    stack: list[ast.stmt] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return | ast.Raise):
+            return True
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(node, name, ()))
+        for handler in getattr(node, "handlers", ()):
+            stack.extend(handler.body)
+        for case in getattr(node, "cases", ()):
+            stack.extend(case.body)
+    return False
+
+
+def literal_arguments(fn: _Function, call: ast.Call) -> dict[str, ast.expr]:
+    """Each parameter of `fn` a call gives a literal value (an argument, else a literal default)."""
+    args = fn.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return {}
+    given: dict[str, ast.expr] = {}
+    defaults = dict(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None})
+    given.update(defaults)
+    given.update(zip(positional, call.args, strict=False))
+    given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    return {name: node for name, node in given.items() if _is_literal(node)}
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def bind_arguments(guard: Guard, values: Mapping[str, ast.expr]) -> Guard:
+    """The guard with the callee's parameters bound to the call's literal arguments (a name the callee also
+    rebinds stays unknown)."""
+    if not values:
+        return guard
+    counts: dict[str, int] = {}
+    for name, _ in guard.local_names:
+        counts[name] = counts.get(name, 0) + 1
+    bound = tuple((n, values[n] if n in values and counts[n] == 1 else e) for n, e in guard.local_names)
+    return guard.with_local_names(bound) if bound != guard.local_names else guard
