@@ -41,7 +41,7 @@ def _model_runner(case: DraftCase, device: str) -> Any:
     from sglang.test.kits.attention_unittest.attention_methods.dense_attention import MockModelRunner, TinyModelConfig
 
     shape = SimpleNamespace(
-        backend=case.backend,
+        backend=case.target,  # the kit publishes it as --attention-backend: the target's backend
         page_size=case.page_size,
         batch_size=case.max_bs,
         input_lens=(1,) * case.max_bs,
@@ -181,6 +181,39 @@ class SglangDraft:
         return self.attend(rows.query, fb)
 
 
+def publish_draft_backend(case: DraftCase) -> Any:
+    """Publish `--speculative-draft-attention-backend BACKEND` over the kit's `--attention-backend TARGET` (one value
+    for both when the cell sets no target apart, as before); returns the installed override."""
+    from sglang.srt.runtime_context import get_context
+
+    override = get_context().override_server_args(speculative_draft_attention_backend=case.backend)
+    override.install()
+    return override
+
+
+def resolved_backends(case: DraftCase) -> str:
+    """The draft runner's backend name as sglang resolves it from the published server arguments, checked against the
+    cell: the draft's must be the cell's backend and the target's the cell's target backend (BackendMismatch)."""
+    from sglang.srt.model_executor.model_runner import resolve_draft_attention_backend
+    from sglang.srt.model_executor.model_runner_components.attention_backend_setup import resolve_attention_backend_strs
+
+    from matrix.sglang_check.identity import BackendMismatch
+
+    draft_view = SimpleNamespace(
+        is_draft_worker=True,
+        draft_attention_backend=resolve_draft_attention_backend(draft_attention_backend=None, is_draft_worker=True),
+    )
+    target_view = SimpleNamespace(is_draft_worker=False, draft_attention_backend=None)
+    draft = str(resolve_attention_backend_strs(model_runner=draft_view).decode)
+    target = str(resolve_attention_backend_strs(model_runner=target_view).decode)
+    if (draft, target) != (case.backend, case.target):
+        raise BackendMismatch(
+            f"{case.cell_id}: sglang resolved draft backend {draft} and target backend {target}; "
+            f"the cell names draft {case.backend} and target {case.target}"
+        )
+    return draft
+
+
 def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable[[Any], None] | None = None) -> SglangDraft:
     """Runner, pools, backend and layer for `paged`; the requests' KV copied into the real pool.
 
@@ -194,6 +227,7 @@ def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable
     runner = _model_runner(case, device)
     if configure is not None:
         configure(runner)
+    publish_draft_backend(case)
     bs = paged.bs
     table = runner.req_to_token_pool.req_to_token
     table[1 : bs + 1, : paged.token_slots.shape[1]].copy_(paged.token_slots)
@@ -201,8 +235,9 @@ def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable
     slots = int(paged.k_slots.shape[0])
     k_dst.view(torch.uint8)[:slots].copy_(paged.k_slots.view(torch.uint8))
     v_dst.view(torch.uint8)[:slots].copy_(paged.v_slots.view(torch.uint8))
-    # ModelRunner.init_attention_backend: the runner's own backend, from sglang's registry.
-    runner.attn_backend = ATTENTION_BACKENDS[case.backend](runner)
+    # ModelRunner.init_attention_backend: the draft runner's own backend, named by sglang's own resolution (the
+    # speculative override, else the decode backend, else the attention backend), built from sglang's registry.
+    runner.attn_backend = ATTENTION_BACKENDS[resolved_backends(case)](runner)
     worker = draft_worker(runner, case.topk)
     backend = worker.draft_attn_backend
     check_draft_identity(case, runner, backend)

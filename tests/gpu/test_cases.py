@@ -201,7 +201,7 @@ GROUPING_CONFTEST = "from matrix.gpu.config_scheduler import pytest_xdist_make_s
 GROUPING_TEST = """
 import pytest
 
-@pytest.mark.matrix(select="draft-trtllm_mha-*-page16-hd{128,256}-gqa4-bf16-* draft-triton-*-page64-hd128-gqa4-bf16-*")
+@pytest.mark.matrix(select="draft-trtllm_mha-*-page16-hd{128,256}-gqa4-bf16-* draft-triton-*-page64-hd128-gqa4-bf16-* !draft-*-tgt_*")
 def test_cell(matrix_cell):
     pass
 """
