@@ -181,14 +181,13 @@ class SglangDraft:
         return self.attend(rows.query, fb)
 
 
-def publish_draft_backend(case: DraftCase) -> Any:
-    """Publish `--speculative-draft-attention-backend BACKEND` over the kit's `--attention-backend TARGET` (one value
-    for both when the cell sets no target apart, as before); returns the installed override."""
-    from sglang.srt.runtime_context import get_context
+def draft_backend_published(case: DraftCase) -> Any:
+    """`--speculative-draft-attention-backend BACKEND` set on the published spec config for the draft's build (a
+    context manager; the kit's `--attention-backend` is the target's). One value for both when the cell sets no target
+    apart, as before. Only that leaf changes: a new publish would reset every field the kit published."""
+    from sglang.srt.runtime_context import get_spec
 
-    override = get_context().override_server_args(speculative_draft_attention_backend=case.backend)
-    override.install()
-    return override
+    return get_spec().override(speculative_draft_attention_backend=case.backend)
 
 
 def resolved_backends(case: DraftCase) -> str:
@@ -227,7 +226,6 @@ def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable
     runner = _model_runner(case, device)
     if configure is not None:
         configure(runner)
-    publish_draft_backend(case)
     bs = paged.bs
     table = runner.req_to_token_pool.req_to_token
     table[1 : bs + 1, : paged.token_slots.shape[1]].copy_(paged.token_slots)
@@ -237,8 +235,9 @@ def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable
     v_dst.view(torch.uint8)[:slots].copy_(paged.v_slots.view(torch.uint8))
     # ModelRunner.init_attention_backend: the draft runner's own backend, named by sglang's own resolution (the
     # speculative override, else the decode backend, else the attention backend), built from sglang's registry.
-    runner.attn_backend = ATTENTION_BACKENDS[resolved_backends(case)](runner)
-    worker = draft_worker(runner, case.topk)
+    with draft_backend_published(case):
+        runner.attn_backend = ATTENTION_BACKENDS[resolved_backends(case)](runner)
+        worker = draft_worker(runner, case.topk)
     backend = worker.draft_attn_backend
     check_draft_identity(case, runner, backend)
     layer = RadixAttention(
