@@ -119,7 +119,7 @@ case "$MODE" in
       --mutation draft-runner-ignores-override --out "$R/mutations" -- tests/gpu -m gpu -p no:cacheprovider -p no:benchmark \
       -p matrix.plugin -W ignore::DeprecationWarning -W ignore::FutureWarning --matrix-runner auto "$APART" \
       --matrix-workers-per-gpu 4 -n 4 --dist loadgroup ;;
-  measure)  # GPU 0, four workers: cold (fills the caches), seal + save + restore into a fresh tree, then warm runs
+  measure)  # GPU 0, four workers: cold (fills the caches), seal + save + restore into a fresh tree, warm plain, warm forked
     rm -rf /tmp/jit-m; caches m
     W=CUDA_VISIBLE_DEVICES=0
     step cold 300 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
@@ -127,12 +127,17 @@ case "$MODE" in
     python3 ci/gha_jit_cache.py seal --key-file "$R/key.json" "$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" | tee -a "$R/key.txt"
     # actions/cache save, then a fresh runner's restore: the directories go away and come back from the archive.
     tar cf /tmp/jit-m.tar -C /tmp jit-m && rm -rf /tmp/jit-m && tar xf /tmp/jit-m.tar -C /tmp
-    python3 ci/gha_jit_cache.py verify --key-file "$R/key.json" "$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" | cut -c1-400 | tee -a "$R/key.txt"
-    step restored 120 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/restored.json"
-    cp gpu-report/fork-server.json "$R/fork-server-restored.json" 2>/dev/null
-    step warm 120 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm.json"
+    python3 ci/gha_jit_cache.py verify --key-file "$R/key.json" "$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" | cut -c1-300 | tee -a "$R/key.txt"
+    step restored 100 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/restored.json"
+    step warm 90 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/warm.json"
+    step warm-fork 90 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-fork.json"
     cp gpu-report/fork-server.json "$R/fork-server-warm.json" 2>/dev/null
-    step warm-plain 120 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/warm-plain.json" ;;
+    step import 40 $W python3 -c "$SGLANG_IMPORT"
+    # A corrupt restore: one triton kernel file and one flashinfer module damaged; the check removes those two kernels.
+    f=$(find "$TRITON_CACHE_DIR" -name '*.cubin' | head -1); [ -n "$f" ] && printf 'garbage' > "$f"
+    f=$(find "$FLASHINFER_WORKSPACE_BASE" -name '*.so' -path '*page_size_16_head_dim_128_head_group_ratio_4*' | head -1); [ -n "$f" ] && printf 'garbage' > "$f"
+    python3 ci/gha_jit_cache.py verify --key-file "$R/key.json" "$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" | cut -c1-600 | tee -a "$R/key.txt"
+    step corrupt 80 $W $G --matrix-workers-per-gpu 4 '--matrix-select=draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-*' --matrix-report "$R/corrupt.json" ;;
   *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")

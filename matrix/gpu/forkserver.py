@@ -25,6 +25,7 @@ import threading
 import time
 import types
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SOCKET_ENV = "SPECMATRIX_FORK_SERVER"
@@ -54,19 +55,69 @@ MAX_HEADER = 4 * 1024 * 1024  # argv + environment of one worker; anything large
 # --- server -------------------------------------------------------------------------------------------------------
 
 
-def preload(modules: Sequence[str]) -> tuple[dict[str, float], str | None]:
-    """Import `modules` in order: seconds each, and the first one after which CUDA is initialised (None: safe)."""
+class CudaAtImport(BaseException):  # noqa: N818 (not an error of ours: a signal that unwinds one import)
+    """Raised inside torch's lazy CUDA initialisation while preloading: the import that asked for the device is cut
+    short before CUDA starts, so the server stays fork-safe; the worker imports that module itself. A BaseException,
+    so that `except Exception` / `except ImportError` fallbacks in libraries do not turn it into a degraded import."""
+
+
+@dataclass
+class Preload:
+    """What the server holds: seconds per module, the modules left to the workers, and where each asked for CUDA."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    deferred: dict[str, list[str]] = field(default_factory=dict)  # module -> call sites of the CUDA request
+    unsafe: str | None = None  # why nothing may be forked (CUDA initialised, or a library swallowed the abort)
+
+
+def _call_sites() -> list[str]:
+    import traceback
+
+    frames = [
+        f for f in traceback.extract_stack()[:-2] if "/torch/" not in f.filename and "<frozen" not in f.filename
+    ]
+    return [f"{f.filename}:{f.lineno} ({f.line})" for f in frames[-3:]]
+
+
+def preload(modules: Sequence[str]) -> Preload:
+    """Import each of `modules` unless it asks for CUDA at import: such an import is cut short (CudaAtImport) and
+    left to the workers, with its call site recorded. Unsafe (fork nothing) when CUDA got initialised anyway, or a
+    library caught the cut and went on (it may have cached a degraded state)."""
     import importlib
 
-    seconds: dict[str, float] = {}
+    state = Preload()
+    asked: list[list[str]] = []
+
+    def refuse() -> None:
+        asked.append(_call_sites())
+        raise CudaAtImport
+
     for name in modules:
+        torch = sys.modules.get("torch")
+        original = None
+        if torch is not None:
+            original = torch.cuda._lazy_init
+            torch.cuda._lazy_init = refuse
         start = time.perf_counter()
-        importlib.import_module(name)
-        seconds[name] = round(time.perf_counter() - start, 3)
+        before = len(asked)
+        try:
+            importlib.import_module(name)
+        except CudaAtImport:
+            state.deferred[name] = asked[-1]
+        except ImportError as exc:  # not installed here: nothing to preload
+            state.deferred[name] = [f"ImportError: {exc}"]
+        finally:
+            if torch is not None and original is not None:
+                torch.cuda._lazy_init = original
+        state.seconds[name] = round(time.perf_counter() - start, 3)
         torch = sys.modules.get("torch")
         if torch is not None and torch.cuda.is_initialized():
-            return seconds, name
-    return seconds, None
+            state.unsafe = f"CUDA initialised while importing {name}"
+            return state
+        if len(asked) > before and name not in state.deferred:
+            state.unsafe = f"importing {name}: a library caught the CUDA cut-off and went on ({asked[before]})"
+            return state
+    return state
 
 
 def _recv_exact(conn: socket.socket, size: int) -> bytes:
@@ -160,9 +211,10 @@ def serve(path: str) -> int:
     # torch.cuda.is_available() through NVML, not the driver: the CUDA driver must stay uninitialised before fork.
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     modules = tuple(m for m in os.environ.get(PRELOAD_ENV, "").split(",") if m) or PRELOAD
-    seconds, culprit = preload(modules)
-    if culprit is not None:
-        print(UNSAFE + json.dumps({"module": culprit, "preload_seconds": seconds}), flush=True)
+    state = preload(modules)
+    summary = {"preload_seconds": state.seconds, "deferred": state.deferred, "total": round(sum(state.seconds.values()), 3)}
+    if state.unsafe is not None:
+        print(UNSAFE + json.dumps({"reason": state.unsafe, **summary}), flush=True)
         return 3
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -178,7 +230,7 @@ def serve(path: str) -> int:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    print(READY + json.dumps({"preload_seconds": seconds, "total": round(sum(seconds.values()), 3)}), flush=True)
+    print(READY + json.dumps(summary), flush=True)
     while True:
         conn, _ = listener.accept()
         try:

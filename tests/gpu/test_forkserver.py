@@ -14,8 +14,24 @@ from matrix.gpu.forkserver import PRELOAD_ENV, forked_args
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = "import os\nSERVER_PID = os.getpid()\n"
-# A torch stand-in whose CUDA is initialised as soon as it is imported (what a preload must never do before fork).
-EAGER_TORCH = "class cuda:\n    @staticmethod\n    def is_initialized():\n        return True\n"
+# A torch stand-in with lazy CUDA initialisation, and a library that asks for the device at import (what a preload
+# must never do before fork: flashinfer 0.7.2 does, docs/gpu.md).
+LAZY_TORCH = """
+import types
+cuda = types.ModuleType("torch.cuda")
+cuda.state = {"initialised": False}
+def _lazy_init():
+    cuda.state["initialised"] = True
+def get_device_capability():
+    cuda._lazy_init()
+    return (9, 0)
+cuda._lazy_init = _lazy_init
+cuda.get_device_capability = get_device_capability
+cuda.is_initialized = lambda: cuda.state["initialised"]
+"""
+EAGER_LIB = "import torch\nCAPABILITY = torch.cuda.get_device_capability()\n"
+# A library that catches everything around its device query and caches a degraded answer.
+SWALLOWING_LIB = "import torch\ntry:\n    CAPABILITY = torch.cuda.get_device_capability()\nexcept BaseException:\n    CAPABILITY = None\n"
 TEST = """
 import os, sys
 
@@ -31,7 +47,9 @@ def test_runs_on_an_xdist_worker():
 
 def _run(tmp_path: Path, preload: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
     (tmp_path / "specmatrix_probe.py").write_text(PROBE, encoding="utf-8")
-    (tmp_path / "torch.py").write_text(EAGER_TORCH, encoding="utf-8")
+    (tmp_path / "torch.py").write_text(LAZY_TORCH, encoding="utf-8")
+    (tmp_path / "eager_lib.py").write_text(EAGER_LIB, encoding="utf-8")
+    (tmp_path / "swallowing_lib.py").write_text(SWALLOWING_LIB, encoding="utf-8")
     (tmp_path / "test_probe.py").write_text(TEST, encoding="utf-8")
     env = {**os.environ, PRELOAD_ENV: preload, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     status = tmp_path / "status.json"
@@ -42,17 +60,28 @@ def _run(tmp_path: Path, preload: str) -> tuple[subprocess.CompletedProcess[str]
 
 
 def test_workers_are_forked_from_the_preloading_server(tmp_path: Path) -> None:
-    done, status = _run(tmp_path, "specmatrix_probe")
+    done, status = _run(tmp_path, "specmatrix_probe,torch")
     assert status["state"] == "ready", status
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "2 passed" in done.stdout
 
 
-def test_a_preload_that_initialises_cuda_keeps_the_plain_path(tmp_path: Path) -> None:
-    """Planted: torch comes up with CUDA initialised; the server refuses to fork and names the import; the workers
-    then import for themselves (the probe is not preloaded, so that one test fails: proof of the plain path)."""
-    done, status = _run(tmp_path, "specmatrix_probe,torch")
-    assert status["state"] == "unsafe" and status["module"] == "torch", status
+def test_an_import_that_asks_for_cuda_is_left_to_the_workers(tmp_path: Path) -> None:
+    """flashinfer 0.7.2's case: the import is cut short before CUDA starts, named with its line, and the server still
+    forks (everything else stays preloaded); the worker imports that module itself, with CUDA."""
+    done, status = _run(tmp_path, "specmatrix_probe,torch,eager_lib")
+    assert status["state"] == "ready", status
+    assert any("eager_lib.py:2" in line for line in status["deferred"]["eager_lib"]), status  # type: ignore[index]
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_a_library_that_swallows_the_cut_off_keeps_the_plain_path(tmp_path: Path) -> None:
+    """Planted: a library catches the cut-off around its device query (it would cache a degraded answer); the server
+    refuses to fork and names the import and its line; the workers import for themselves (the probe is then not
+    preloaded, so that one test fails: proof of the plain path)."""
+    done, status = _run(tmp_path, "specmatrix_probe,torch,swallowing_lib")
+    assert status["state"] == "unsafe" and "swallowing_lib" in str(status["reason"]), status
+    assert "swallowing_lib.py:3" in str(status["reason"]), status
     assert "plain path" in done.stdout
     assert "1 failed, 1 passed" in done.stdout, done.stdout[-3000:]
     assert "not preloaded" in done.stdout
