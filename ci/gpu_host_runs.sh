@@ -15,6 +15,7 @@
 #   bash ci/gpu_host_runs.sh cold-mutations  # GPU 0 shared by four workers: the matrix cold, then the mutation table
 #   bash ci/gpu_host_runs.sh apart-check   # target/draft apart cells (forked workers), cellrun target levels, mutations
 #   bash ci/gpu_host_runs.sh measure       # cold, sealed + restored caches in a fresh tree, warm forked, warm plain
+#   bash ci/gpu_host_runs.sh fork-check    # the target/draft cells: cold, warm plain, warm with forked workers
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -138,7 +139,14 @@ case "$MODE" in
     f=$(find "$FLASHINFER_WORKSPACE_BASE" -name '*.so' -path '*page_size_16_head_dim_128_head_group_ratio_4*' | head -1); [ -n "$f" ] && printf 'garbage' > "$f"
     python3 ci/gha_jit_cache.py verify --key-file "$R/key.json" "$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" | cut -c1-600 | tee -a "$R/key.txt"
     step corrupt 80 $W $G --matrix-workers-per-gpu 4 '--matrix-select=draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-*' --matrix-report "$R/corrupt.json" ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure)"; exit 2 ;;
+  fork-check)  # GPU 0, four workers, the target/draft cells: cold, warm plain, warm forked (the server's status kept)
+    rm -rf /tmp/jit-one; caches one
+    W=CUDA_VISIBLE_DEVICES=0
+    step cold 150 $W $G --matrix-workers-per-gpu 4 "$APART" --matrix-report "$R/apart-cold.json"
+    step warm 90 $W $G --matrix-workers-per-gpu 4 "$APART" --matrix-report "$R/apart-warm.json"
+    step warm-fork 90 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 "$APART" --matrix-report "$R/apart-warm-fork.json"
+    cp gpu-report/fork-server.json "$R/fork-server.json" 2>/dev/null; cat "$R/fork-server.json" ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"

@@ -31,10 +31,15 @@ from pathlib import Path
 SOCKET_ENV = "SPECMATRIX_FORK_SERVER"
 READY = "SPECMATRIX-FORK-READY "
 UNSAFE = "SPECMATRIX-FORK-UNSAFE "
-# What the GPU checks import (matrix/gpu/*.py), heaviest first; each is imported once, in the server.
+# What the GPU checks import (matrix/gpu/*.py), in order; each is imported once, in the server, up to the first one
+# that asks for CUDA at import (flashinfer 0.7.2 does: docs/gpu.md), which is left to the workers with all after it.
 PRELOAD = (
     "torch",
     "triton",
+    "triton.language",
+    "transformers",
+    "torch._dynamo",
+    "torch._inductor.config",
     "flashinfer",
     "flashinfer.decode",
     "sglang.srt.layers.attention.attention_registry",
@@ -80,9 +85,11 @@ def _call_sites() -> list[str]:
 
 
 def preload(modules: Sequence[str]) -> Preload:
-    """Import each of `modules` unless it asks for CUDA at import: such an import is cut short (CudaAtImport) and
-    left to the workers, with its call site recorded. Unsafe (fork nothing) when CUDA got initialised anyway, or a
-    library caught the cut and went on (it may have cached a degraded state)."""
+    """Import `modules` in order until one asks for CUDA at import: that import is cut short (CudaAtImport) before
+    CUDA starts, every module it added is dropped again (a half-imported package tree breaks later imports), its call
+    site is recorded, and it and every later module are left to the workers (re-running their imports here could
+    repeat module-level registrations). Unsafe (fork nothing) when CUDA got initialised anyway, or a library caught
+    the cut and went on (it may have cached a degraded state)."""
     import importlib
 
     state = Preload()
@@ -92,20 +99,20 @@ def preload(modules: Sequence[str]) -> Preload:
         asked.append(_call_sites())
         raise CudaAtImport
 
-    for name in modules:
+    for k, name in enumerate(modules):
         torch = sys.modules.get("torch")
-        original = None
+        original = torch.cuda._lazy_init if torch is not None else None
         if torch is not None:
-            original = torch.cuda._lazy_init
             torch.cuda._lazy_init = refuse
+        before = set(sys.modules)
         start = time.perf_counter()
-        before = len(asked)
+        cut: list[str] | None = None
         try:
             importlib.import_module(name)
         except CudaAtImport:
-            state.deferred[name] = asked[-1]
-        except ImportError as exc:  # not installed here: nothing to preload
-            state.deferred[name] = [f"ImportError: {exc}"]
+            cut = asked[-1]
+        except Exception as exc:  # noqa: BLE001 (not importable here: left to the workers, who will say why)
+            cut = [f"{type(exc).__name__}: {exc}"]
         finally:
             if torch is not None and original is not None:
                 torch.cuda._lazy_init = original
@@ -114,8 +121,14 @@ def preload(modules: Sequence[str]) -> Preload:
         if torch is not None and torch.cuda.is_initialized():
             state.unsafe = f"CUDA initialised while importing {name}"
             return state
-        if len(asked) > before and name not in state.deferred:
-            state.unsafe = f"importing {name}: a library caught the CUDA cut-off and went on ({asked[before]})"
+        if cut is None and asked:
+            state.unsafe = f"importing {name}: a library caught the CUDA cut-off and went on ({asked[0]})"
+            return state
+        if cut is not None:
+            for added in set(sys.modules) - before:
+                del sys.modules[added]
+            state.deferred[name] = cut
+            state.deferred.update({later: ["after " + name] for later in modules[k + 1 :]})
             return state
     return state
 

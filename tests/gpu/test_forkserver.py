@@ -42,6 +42,14 @@ def test_worker_holds_the_preloaded_module():
 
 def test_runs_on_an_xdist_worker():
     assert os.environ.get("PYTEST_XDIST_WORKER")
+
+def test_a_package_left_to_the_worker_imports_there():
+    if "deep_pkg.inner.uses" not in os.environ.get("SPECMATRIX_FORK_PRELOAD", ""):
+        return
+    assert "deep_pkg" not in sys.modules
+    import deep_pkg.inner.uses
+
+    assert deep_pkg.inner.uses.CAPABILITY == (9, 0)
 """
 
 
@@ -63,15 +71,23 @@ def test_workers_are_forked_from_the_preloading_server(tmp_path: Path) -> None:
     done, status = _run(tmp_path, "specmatrix_probe,torch")
     assert status["state"] == "ready", status
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "2 passed" in done.stdout
+    assert "3 passed" in done.stdout
 
 
 def test_an_import_that_asks_for_cuda_is_left_to_the_workers(tmp_path: Path) -> None:
-    """flashinfer 0.7.2's case: the import is cut short before CUDA starts, named with its line, and the server still
-    forks (everything else stays preloaded); the worker imports that module itself, with CUDA."""
-    done, status = _run(tmp_path, "specmatrix_probe,torch,eager_lib")
+    """flashinfer 0.7.2's case, inside a package (as sglang imports it): the import is cut short before CUDA starts,
+    named with its line, the half-imported package is dropped, and the server still forks with what came before; the
+    worker imports the package itself, with CUDA (the last test: its device query answered)."""
+    package = tmp_path / "deep_pkg"
+    (package / "inner").mkdir(parents=True)
+    (package / "__init__.py").write_text("from . import inner\n", encoding="utf-8")
+    (package / "inner" / "__init__.py").write_text("from deep_pkg.inner import uses\n", encoding="utf-8")
+    (package / "inner" / "uses.py").write_text("import eager_lib\nCAPABILITY = eager_lib.CAPABILITY\n", encoding="utf-8")
+    done, status = _run(tmp_path, "specmatrix_probe,torch,deep_pkg.inner.uses,specmatrix_late")
     assert status["state"] == "ready", status
-    assert any("eager_lib.py:2" in line for line in status["deferred"]["eager_lib"]), status  # type: ignore[index]
+    deferred = status["deferred"]
+    assert any("eager_lib.py:2" in line for line in deferred["deep_pkg.inner.uses"]), status  # type: ignore[index]
+    assert deferred["specmatrix_late"] == ["after deep_pkg.inner.uses"], status  # type: ignore[index]
     assert done.returncode == 0, done.stdout[-3000:]
 
 
@@ -83,7 +99,7 @@ def test_a_library_that_swallows_the_cut_off_keeps_the_plain_path(tmp_path: Path
     assert status["state"] == "unsafe" and "swallowing_lib" in str(status["reason"]), status
     assert "swallowing_lib.py:3" in str(status["reason"]), status
     assert "plain path" in done.stdout
-    assert "1 failed, 1 passed" in done.stdout, done.stdout[-3000:]
+    assert "1 failed, 2 passed" in done.stdout, done.stdout[-3000:]
     assert "not preloaded" in done.stdout
 
 
