@@ -146,7 +146,14 @@ case "$MODE" in
     step warm 90 $W $G --matrix-workers-per-gpu 4 "$APART" --matrix-report "$R/apart-warm.json"
     step warm-fork 90 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 "$APART" --matrix-report "$R/apart-warm-fork.json"
     cp gpu-report/fork-server.json "$R/fork-server.json" 2>/dev/null; cat "$R/fork-server.json" ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check)"; exit 2 ;;
+  fork-small)  # GPU 0, four workers, the triton draft trees with the target apart: cold, warm plain, warm forked
+    rm -rf /tmp/jit-one; caches one
+    W=CUDA_VISIBLE_DEVICES=0; SMALL='--matrix-select=draft-triton-tgt_*-topk4-*'
+    step cold 60 $W $G --matrix-workers-per-gpu 4 "$SMALL" --matrix-report "$R/small-cold.json"
+    step warm 50 $W $G --matrix-workers-per-gpu 4 "$SMALL" --matrix-report "$R/small-warm.json"
+    step warm-fork 50 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 "$SMALL" --matrix-report "$R/small-warm-fork.json"
+    cp gpu-report/fork-server.json "$R/fork-server.json" 2>/dev/null ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"

@@ -133,6 +133,23 @@ def preload(modules: Sequence[str]) -> Preload:
     return state
 
 
+def plugin_packages() -> set[str]:
+    """Top-level module names shipped by the distributions that register pytest plugins (entry points `pytest11`)."""
+    import importlib.metadata
+
+    tops: set[str] = set()
+    for dist in importlib.metadata.distributions():
+        if not any(ep.group == "pytest11" for ep in dist.entry_points):
+            continue
+        for path in dist.files or ():
+            head = path.parts[0] if path.parts else ""
+            if head.endswith(".py"):
+                tops.add(head[:-3])
+            elif head and "." not in head and not head.endswith("-info"):
+                tops.add(head)
+    return tops
+
+
 def _recv_exact(conn: socket.socket, size: int) -> bytes:
     chunks = bytearray()
     while len(chunks) < size:
@@ -163,9 +180,11 @@ def _become_worker(request: dict[str, object], fds: list[int]) -> int:
     sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 (the interpreter's own stdin)
     sys.stdout = open(1, "w", encoding="utf-8", buffering=1, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", encoding="utf-8", buffering=1, closefd=False)  # noqa: SIM115
-    # This package was imported to run the server; the worker imports it afresh, so that pytest can still rewrite
-    # the asserts of its plugin (a module imported before pytest starts cannot be rewritten).
-    for name in [m for m in sys.modules if m == "matrix" or m.startswith("matrix.")]:
+    # pytest rewrites the asserts of every pytest plugin's distribution and refuses (a warning, an error under
+    # -W error) a module imported before it starts: this package (imported to run the server) and any plugin a
+    # preload pulled in (anyio, through transformers, on the H200) are imported afresh by the worker.
+    tops = plugin_packages() | {"matrix"}
+    for name in [m for m in sys.modules if m.partition(".")[0] in tops]:
         del sys.modules[name]
     sys.argv = ["-c", *argv[code_at + 1 :]]
     sys.path[0] = ""

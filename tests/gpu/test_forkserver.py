@@ -62,13 +62,15 @@ def _run(tmp_path: Path, preload: str) -> tuple[subprocess.CompletedProcess[str]
     env = {**os.environ, PRELOAD_ENV: preload, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     status = tmp_path / "status.json"
     command = [sys.executable, "-m", "matrix.gpu.forkserver", "run", "--status", str(status), "--"]
-    command += ["-n", "2", "-p", "no:cacheprovider", "-p", "no:benchmark", "-q", "test_probe.py"]
+    command += ["-n", "2", "-p", "no:cacheprovider", "-p", "no:benchmark", "-W", "error", "-q", "test_probe.py"]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False)
     return done, json.loads(status.read_text(encoding="utf-8"))
 
 
 def test_workers_are_forked_from_the_preloading_server(tmp_path: Path) -> None:
-    done, status = _run(tmp_path, "specmatrix_probe,torch")
+    """With a pytest plugin's package among the preloads (hypothesis here; anyio came in through transformers on the
+    H200): the worker re-imports it, so pytest can still rewrite it (else: a warning, an error under -W error)."""
+    done, status = _run(tmp_path, "specmatrix_probe,torch,hypothesis")
     assert status["state"] == "ready", status
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "3 passed" in done.stdout
