@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "key":
-            runner = load_runners()[args.runner] if args.runner in load_runners() else None
+            runner = load_runners().get(args.runner, None)
             if runner is None or runner.sm is None:
                 raise SpecmatrixError(f"runner {args.runner!r} is unknown or has no GPU")
             fields = installed_fields(args.arch or f"sm{runner.sm}")

@@ -55,7 +55,8 @@ def print_plan(path: Path) -> None:
     """One line per shard: its cells, configurations and estimated seconds; then the makespan and compile total."""
     plan = json.loads(path.read_text(encoding="utf-8"))
     for shard in plan["shards"]:
-        print(f"  shard {shard['index']}: {len(shard['cells'])} cells, {len(shard['configs'])} configurations, est {shard['est_seconds']} s")
+        cells, configs = len(shard["cells"]), len(shard["configs"])
+        print(f"  shard {shard['index']}: {cells} cells, {configs} configurations, est {shard['est_seconds']} s")
     keys = ("makespan_seconds", "setup_seconds")
     print("  " + ", ".join(f"{k} {plan[k]}" for k in keys if k in plan), flush=True)
 

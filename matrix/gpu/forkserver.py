@@ -14,6 +14,7 @@ imports for itself). Nothing here imports torch or sglang at module level.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -60,7 +61,7 @@ MAX_HEADER = 4 * 1024 * 1024  # argv + environment of one worker; anything large
 # --- server -------------------------------------------------------------------------------------------------------
 
 
-class CudaAtImport(BaseException):  # noqa: N818 (not an error of ours: a signal that unwinds one import)
+class CudaAtImport(BaseException):
     """Raised inside torch's lazy CUDA initialisation while preloading: the import that asked for the device is cut
     short before CUDA starts, so the server stays fork-safe; the worker imports that module itself. A BaseException,
     so that `except Exception` / `except ImportError` fallbacks in libraries do not turn it into a degraded import."""
@@ -78,9 +79,7 @@ class Preload:
 def _call_sites() -> list[str]:
     import traceback
 
-    frames = [
-        f for f in traceback.extract_stack()[:-2] if "/torch/" not in f.filename and "<frozen" not in f.filename
-    ]
+    frames = [f for f in traceback.extract_stack()[:-2] if "/torch/" not in f.filename and "<frozen" not in f.filename]
     return [f"{f.filename}:{f.lineno} ({f.line})" for f in frames[-3:]]
 
 
@@ -111,7 +110,7 @@ def preload(modules: Sequence[str]) -> Preload:
             importlib.import_module(name)
         except CudaAtImport:
             cut = asked[-1]
-        except Exception as exc:  # noqa: BLE001 (not importable here: left to the workers, who will say why)
+        except Exception as exc:
             cut = [f"{type(exc).__name__}: {exc}"]
         finally:
             if torch is not None and original is not None:
@@ -190,7 +189,7 @@ def _become_worker(request: dict[str, object], fds: list[int]) -> int:
     sys.path[0] = ""
     main = types.ModuleType("__main__")  # a fresh __main__, as `python -c` has (not this server's module)
     sys.modules["__main__"] = main
-    exec(compile(argv[code_at], "<string>", "exec"), main.__dict__)  # noqa: S102 (execnet's own bootstrap line)
+    exec(compile(argv[code_at], "<string>", "exec"), main.__dict__)
     return 0
 
 
@@ -214,7 +213,7 @@ def _serve_one(conn: socket.socket, listener: socket.socket, children: set[int])
             code = _become_worker(request, fds)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
-        except BaseException:  # noqa: BLE001 (a worker's crash is its exit status, never the server's)
+        except BaseException:
             import traceback
 
             traceback.print_exc()
@@ -255,10 +254,8 @@ def serve(path: str) -> int:
 
     def stop(*_: object) -> None:
         for pid in list(children):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
@@ -274,7 +271,7 @@ def serve(path: str) -> int:
 
 # --- client (written to a file; execnet runs it as the worker's "python") --------------------------------------------
 
-CLIENT = '''#!{python} -S
+CLIENT = """#!{python} -S
 import json, os, socket, sys
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 conn.connect(os.environ[{env!r}])
@@ -288,7 +285,7 @@ while len(status) < 4:
         sys.exit(70)
     status += chunk
 sys.exit(int.from_bytes(status, "big", signed=True) & 0xFF)
-'''
+"""
 
 
 def write_client(directory: Path) -> Path:

@@ -148,7 +148,8 @@ def verify(root: Path, key: CacheKey) -> Verification:
         reason = "no readable manifest" if doc is None else f"sealed under another key ({str(doc.get('fields'))[:300]})"
         _empty(root)
         return Verification(verdict=Verdict.FOREIGN, kept=0, reason=reason)
-    listed = {str(k): str(v) for k, v in doc["files"].items()}  # type: ignore[union-attr]
+    files = doc["files"]
+    listed = {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
     damaged: set[Path] = set()
     present: set[str] = set()
     for path in _files(root):
@@ -181,9 +182,10 @@ def sealed_configs(roots: Iterable[Path], key: CacheKey) -> frozenset[str]:
     held: frozenset[str] | None = None
     for root in roots:
         doc = _read_manifest(root)
-        if doc is None or doc.get("key") != key.digest or not isinstance(doc.get("configs"), list):
+        listed = doc.get("configs") if doc is not None else None
+        if doc is None or doc.get("key") != key.digest or not isinstance(listed, list):
             return frozenset()
-        configs = frozenset(str(c) for c in doc["configs"])  # type: ignore[union-attr]
+        configs = frozenset(str(c) for c in listed)
         held = configs if held is None else held & configs
     return held or frozenset()
 

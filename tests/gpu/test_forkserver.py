@@ -31,7 +31,9 @@ cuda.is_initialized = lambda: cuda.state["initialised"]
 """
 EAGER_LIB = "import torch\nCAPABILITY = torch.cuda.get_device_capability()\n"
 # A library that catches everything around its device query and caches a degraded answer.
-SWALLOWING_LIB = "import torch\ntry:\n    CAPABILITY = torch.cuda.get_device_capability()\nexcept BaseException:\n    CAPABILITY = None\n"
+SWALLOWING_LIB = (
+    "import torch\ntry:\n    CAPABILITY = torch.cuda.get_device_capability()\nexcept BaseException:\n    CAPABILITY = None\n"
+)
 TEST = """
 import os, sys
 
