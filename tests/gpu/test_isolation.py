@@ -139,7 +139,7 @@ def test_the_cell_runner_accepts_every_case_register_writes(runner: str, monkeyp
     for cell, level in cases:
         assert cellrun.main([cell, "--level", level]) == 0, (cell, level)
     assert [(lv, c) for lv, c, _, _ in seen] == [(lv, c) for c, lv in cases]
-    for level, cell_id, q_len, target in seen:
+    for _, cell_id, q_len, target in seen:
         cell = matrix.cell(cell_id)
         assert q_len == (int(cell.num_draft_tokens) if cell.role == "target" else 1)
         assert target == (cell.backend if cell.get("target_backend") in (None, "same") else cell.target_backend)
