@@ -189,12 +189,28 @@ def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
     return [*args, *given]
 
 
+FORK_SERVER = "--matrix-fork-server"  # a session flag, not a pytest option: taken out before pytest sees it
+
+
+def fork_server_args(args: list[str], status: str) -> list[str]:
+    """`-m pytest ARGS` (with FORK_SERVER among them) as the fork-server launcher's command line: every xdist worker
+    forked from one process that imported torch, flashinfer and sglang (matrix/gpu/forkserver.py); unchanged
+    without the flag."""
+    if FORK_SERVER not in args:
+        return args
+    rest = [a for a in args if a != FORK_SERVER]
+    assert rest[:2] == ["-m", "pytest"], rest[:2]
+    return ["-m", "matrix.gpu.forkserver", "run", "--status", status, "--", *rest[2:]]
+
+
 @nox.session
 def gpu(session: nox.Session) -> None:
-    """GPU cells (tests/gpu) with the skip audit; posargs go to pytest (e.g. -- --matrix-select=@shard.txt -n 4)."""
+    """GPU cells (tests/gpu) with the skip audit; posargs go to pytest (e.g. -- --matrix-select=@shard.txt -n 4);
+    `-- --matrix-fork-server` forks the workers from one process that imported torch, flashinfer and sglang."""
     install(session, "-e", ".[test,plot]", *GPU_PACKAGES, constrained=False)
     env = jit_cache_env(dict(os.environ))
-    session.run(_python(session), *gpu_pytest_args(session, "gpu-report/report.json"), env=env)
+    args = fork_server_args(gpu_pytest_args(session, "gpu-report/report.json"), "gpu-report/fork-server.json")
+    session.run(_python(session), *args, env=env)
 
 
 @nox.session

@@ -23,6 +23,8 @@ def shard_command(args: argparse.Namespace) -> list[str]:
         durations = [str(p) for p in sorted(args.durations_dir.glob("*.json"))]
     if durations:
         command += ["--durations", *durations]
+    if args.cached_configs:
+        command += ["--cached-configs", *args.cached_configs]
     return command
 
 
@@ -41,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plan-dir", required=True)
     parser.add_argument("--durations", nargs="*", default=[], help="measured reports (default: every *.json in --durations-dir)")
     parser.add_argument("--durations-dir", type=Path, default=DURATIONS_DIR, help="checked-in measured reports, if any")
+    parser.add_argument(
+        "--cached-configs", nargs="*", default=[], help="what restored JIT caches hold (manifests or key lists): no compile cost"
+    )
     parser.add_argument("--github-output", default=os.environ.get("GITHUB_OUTPUT"))
     parser.add_argument("--summary", default=os.environ.get("GITHUB_STEP_SUMMARY"))
     args = parser.parse_args(argv)

@@ -13,6 +13,9 @@
 #   bash ci/gpu_host_runs.sh mutations-shared  # baseline and every sglang mutation, four workers on GPU 0
 #   bash ci/gpu_host_runs.sh isolate       # one cell of each level, each in its own child process (after one-shared)
 #   bash ci/gpu_host_runs.sh cold-mutations  # GPU 0 shared by four workers: the matrix cold, then the mutation table
+#   bash ci/gpu_host_runs.sh apart-check   # target/draft apart cells (forked workers), cellrun target levels, mutations
+#   bash ci/gpu_host_runs.sh measure       # cold, sealed + restored caches in a fresh tree, warm forked, warm plain
+#   bash ci/gpu_host_runs.sh fork-check    # the target/draft cells: cold, warm plain, warm with forked workers
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -37,6 +40,9 @@ G="python3 -m nox -s gpu --force-venv-backend none --"
 MUTATION_CELLS=('--matrix-select=draft-{triton,trtllm_mha}-*-page{16,64}-hd128-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-*'
   -k 'runner or sglang_draft or target')
 SGLANG_IMPORT="import time; t=time.perf_counter(); import torch; t1=time.perf_counter(); import sglang.srt.mem_cache.memory_pool, sglang.srt.layers.attention.attention_registry, sglang.srt.layers.attention.triton_backend, sglang.srt.layers.attention.trtllm_mha_backend, sglang.srt.speculative.frozen_kv_mtp_worker_v2, sglang.test.kits.attention_unittest.attention_methods.dense_attention; print(f'torch {t1-t:.1f} s, then the sglang draft path {time.perf_counter()-t1:.1f} s')"
+# The draft cells with the target's backend set apart from the draft's.
+APART='--matrix-select=draft-*-tgt_*'
+PRELOAD_PROBE="import time; t=time.perf_counter(); from matrix.gpu.forkserver import PRELOAD, preload; s, c = preload(PRELOAD); print(s); print(f'preload {time.perf_counter()-t:.1f} s; CUDA initialised by: {c}')"
 case "$MODE" in
   x2)
     rm -rf /tmp/jit-x2; caches x2
@@ -103,7 +109,51 @@ case "$MODE" in
     caches one
     ONE_OF_EACH="--matrix-select=draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph target-trtllm_mha-topk1-page64-hd128-dt4-gqa4-bf16-graph"
     step isolate 150 CUDA_VISIBLE_DEVICES=0 SPECMATRIX_GPU_ISOLATE=1 $G -n 1 "$ONE_OF_EACH" --matrix-report "$R/isolate.json" ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations)"; exit 2 ;;
+  apart-check)  # the draft cells with the target apart (forked workers), cellrun's target levels, the draft-backend mutations
+    rm -rf /tmp/jit-one; caches one
+    step import 90 CUDA_VISIBLE_DEVICES=0 python3 -c "$PRELOAD_PROBE"
+    step cellrun-target 90 CUDA_VISIBLE_DEVICES=0 python3 -m matrix.gpu.cellrun target-trtllm_mha-topk1-page64-hd128-dt4-gqa4-bf16-graph --level target
+    step cellrun-tsglang 90 CUDA_VISIBLE_DEVICES=0 python3 -m matrix.gpu.cellrun target-triton-topk4-page16-hd128-dt4-gqa4-bf16-graph --level target-sglang
+    step apart 150 CUDA_VISIBLE_DEVICES=0 $G --matrix-fork-server --matrix-workers-per-gpu 4 "$APART" --matrix-report "$R/apart.json"
+    cp gpu-report/fork-server.json "$R/" 2>/dev/null
+    step mutations 200 CUDA_VISIBLE_DEVICES=0 python3 -m tools.gpu.mutate --baseline --mutation draft-backend-ignores-override \
+      --mutation draft-runner-ignores-override --out "$R/mutations" -- tests/gpu -m gpu -p no:cacheprovider -p no:benchmark \
+      -p matrix.plugin -W ignore::DeprecationWarning -W ignore::FutureWarning --matrix-runner auto "$APART" \
+      --matrix-workers-per-gpu 4 -n 4 --dist loadgroup ;;
+  measure)  # GPU 0, four workers: cold (fills the caches), seal + save + restore into a fresh tree, warm plain, warm forked
+    rm -rf /tmp/jit-m; caches m
+    W=CUDA_VISIBLE_DEVICES=0
+    step cold 300 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
+    python3 ci/gha_jit_cache.py key --runner 1-gpu-h200 --key-file "$R/key.json" | tee "$R/key.txt"
+    python3 ci/gha_jit_cache.py seal --key-file "$R/key.json" "$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" | tee -a "$R/key.txt"
+    # actions/cache save, then a fresh runner's restore: the directories go away and come back from the archive.
+    tar cf /tmp/jit-m.tar -C /tmp jit-m && rm -rf /tmp/jit-m && tar xf /tmp/jit-m.tar -C /tmp
+    python3 ci/gha_jit_cache.py verify --key-file "$R/key.json" "$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" | cut -c1-300 | tee -a "$R/key.txt"
+    step restored 100 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/restored.json"
+    step warm 90 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/warm.json"
+    step warm-fork 90 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-fork.json"
+    cp gpu-report/fork-server.json "$R/fork-server-warm.json" 2>/dev/null
+    step import 40 $W python3 -c "$SGLANG_IMPORT"
+    # A corrupt restore: one triton kernel file and one flashinfer module damaged; the check removes those two kernels.
+    f=$(find "$TRITON_CACHE_DIR" -name '*.cubin' | head -1); [ -n "$f" ] && printf 'garbage' > "$f"
+    f=$(find "$FLASHINFER_WORKSPACE_BASE" -name '*.so' -path '*page_size_16_head_dim_128_head_group_ratio_4*' | head -1); [ -n "$f" ] && printf 'garbage' > "$f"
+    python3 ci/gha_jit_cache.py verify --key-file "$R/key.json" "$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" | cut -c1-600 | tee -a "$R/key.txt"
+    step corrupt 80 $W $G --matrix-workers-per-gpu 4 '--matrix-select=draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-*' --matrix-report "$R/corrupt.json" ;;
+  fork-check)  # GPU 0, four workers, the target/draft cells: cold, warm plain, warm forked (the server's status kept)
+    rm -rf /tmp/jit-one; caches one
+    W=CUDA_VISIBLE_DEVICES=0
+    step cold 150 $W $G --matrix-workers-per-gpu 4 "$APART" --matrix-report "$R/apart-cold.json"
+    step warm 90 $W $G --matrix-workers-per-gpu 4 "$APART" --matrix-report "$R/apart-warm.json"
+    step warm-fork 90 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 "$APART" --matrix-report "$R/apart-warm-fork.json"
+    cp gpu-report/fork-server.json "$R/fork-server.json" 2>/dev/null; cat "$R/fork-server.json" ;;
+  fork-small)  # GPU 0, four workers, the triton draft trees with the target apart: cold, warm plain, warm forked
+    rm -rf /tmp/jit-one; caches one
+    W=CUDA_VISIBLE_DEVICES=0; SMALL='--matrix-select=draft-triton-tgt_*-topk4-*'
+    step cold 60 $W $G --matrix-workers-per-gpu 4 "$SMALL" --matrix-report "$R/small-cold.json"
+    step warm 50 $W $G --matrix-workers-per-gpu 4 "$SMALL" --matrix-report "$R/small-warm.json"
+    step warm-fork 50 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 "$SMALL" --matrix-report "$R/small-warm-fork.json"
+    cp gpu-report/fork-server.json "$R/fork-server.json" 2>/dev/null ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"

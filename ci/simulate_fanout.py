@@ -6,7 +6,7 @@ by one that only records the call, so a RUN cell that no GPU test covers shows u
 stand-in` runs a one-line module that requests `matrix_cell` for every cell. --drop-shard K deletes shard K's report before the
 merge, which must then fail. Exit status: the coverage gate's (0 clean, 1 findings, 2 bad input).
 Usage: python ci/simulate_fanout.py --out DIR [--runner 4-gpu-b200] [--shards 3] [--workers 0] [--drop-shard K]
-       [--tests gpu|stand-in]
+       [--tests gpu|stand-in] [--cached-configs FILE]
 """
 
 from __future__ import annotations
@@ -51,6 +51,16 @@ def run(command: list[str], *, cwd: Path, env: dict[str, str]) -> int:
     return subprocess.run(command, cwd=cwd, env=env, check=False).returncode
 
 
+def print_plan(path: Path) -> None:
+    """One line per shard: its cells, configurations and estimated seconds; then the makespan and compile total."""
+    plan = json.loads(path.read_text(encoding="utf-8"))
+    for shard in plan["shards"]:
+        cells, configs = len(shard["cells"]), len(shard["configs"])
+        print(f"  shard {shard['index']}: {cells} cells, {configs} configurations, est {shard['est_seconds']} s")
+    keys = ("makespan_seconds", "setup_seconds")
+    print("  " + ", ".join(f"{k} {plan[k]}" for k in keys if k in plan), flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
@@ -59,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, help="xdist workers per shard (default: the plan's, one per GPU; 0: none)")
     parser.add_argument("--drop-shard", type=int, help="delete this shard's report before merging")
     parser.add_argument("--tests", choices=["gpu", "stand-in"], default="gpu", help="the test module the shards run")
+    parser.add_argument(
+        "--cached-configs",
+        type=Path,
+        help="configurations a restored JIT cache holds (a cache manifest or key list): the plan without it is printed "
+        "first, then the fan-out runs the plan with it",
+    )
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
     (out / "tests").mkdir(parents=True, exist_ok=True)
@@ -74,22 +90,21 @@ def main(argv: list[str] | None = None) -> int:
     (out / "github_output").write_text("", encoding="utf-8")
 
     plan_dir = out / "shard-plan"
-    code = run(
-        [
-            sys.executable,
-            str(HERE / "gha_plan.py"),
-            "--runner",
-            args.runner,
-            "--shards",
-            str(args.shards),
-            "--plan-dir",
-            str(plan_dir),
-        ],
-        cwd=out,
-        env=env,
-    )
+    plan_command = [sys.executable, str(HERE / "gha_plan.py"), "--runner", args.runner, "--shards", str(args.shards)]
+    if args.cached_configs is not None:
+        print("-- the plan without a restored JIT cache (every configuration compiles):", flush=True)
+        code = run([*plan_command, "--plan-dir", str(out / "shard-plan-cold")], cwd=out, env=env)
+        if code:
+            return code
+        print_plan(out / "shard-plan-cold" / "plan.json")
+        plan_command += ["--cached-configs", str(args.cached_configs.resolve())]
+        print("-- the plan with the restored JIT cache (its configurations compile nothing):", flush=True)
+    (out / "github_output").write_text("", encoding="utf-8")
+    code = run([*plan_command, "--plan-dir", str(plan_dir)], cwd=out, env=env)
     if code:
         return code
+    if args.cached_configs is not None:
+        print_plan(plan_dir / "plan.json")
     outputs = dict(line.split("=", 1) for line in (out / "github_output").read_text(encoding="utf-8").splitlines())
     include = json.loads(outputs["matrix"])["include"]
     for entry in include:

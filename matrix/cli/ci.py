@@ -25,10 +25,11 @@ from matrix.core.output import FINDING_FORMATS, text_line
 from matrix.core.planning import Plan, plan_for
 from matrix.core.report import read_report
 from matrix.core.selectors import select
+from matrix.core.textfiles import read_text
 from matrix.coverage.merge import ReportSource, merge
 from matrix.coverage.views import coverage_document, coverage_markdown
 from matrix.register.modules import DEFAULT_STAGE, GeneratedModule, generate
-from matrix.shard.cost import Measured, measured_from, workload_for
+from matrix.shard.cost import Measured, cached_configs, measured_from, workload_for
 from matrix.shard.output import gha_matrix, plan_document, read_plan, shard_selects, write_plan_dir
 from matrix.shard.plan import plan_budget, plan_shards
 
@@ -51,6 +52,15 @@ def register(sub: Any) -> None:
         help="fewest jobs whose estimated makespan fits (no default: give --shards or --budget)",
     )
     p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
+    p.add_argument(
+        "--cached-configs",
+        nargs="+",
+        action="extend",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="configurations a restored JIT cache holds (a cache manifest, or one key per line): they compile nothing",
+    )
     add_output_options(p, ("json", "github"), default="json", renamed={"gha": "github"})
     p.add_argument(
         "--plan-dir",
@@ -140,6 +150,13 @@ def _measured(paths: list[Path]) -> Measured | None:
     return measured_from([read_report(p) for p in paths]) if paths else None
 
 
+def _cached(paths: list[Path]) -> frozenset[str]:
+    held: frozenset[str] = frozenset()
+    for path in paths:
+        held |= cached_configs(read_text(path, UsageError, f"--cached-configs {path}"), str(path))
+    return held
+
+
 def cmd_shard(args: argparse.Namespace, options: Options) -> int:
     loaded = load(options)
     plan_ctx = plan_for(loaded, options.runner, os.environ)
@@ -149,7 +166,8 @@ def cmd_shard(args: argparse.Namespace, options: Options) -> int:
             "(name a GPU profile with --runner; `specmatrix runners` lists them)"
         )
     measured = _measured(args.durations)
-    workload = workload_for(loaded.matrix, plan_ctx.runner, plan_ctx.expectations, measured)
+    cached = _cached(args.cached_configs)
+    workload = workload_for(loaded.matrix, plan_ctx.runner, plan_ctx.expectations, measured, cached)
     if args.budget is not None:
         if not math.isfinite(args.budget) or args.budget <= 0:
             raise UsageError(f"--budget must be a positive, finite number of minutes, got {args.budget}")
@@ -168,7 +186,8 @@ def cmd_shard(args: argparse.Namespace, options: Options) -> int:
     print(
         f"specmatrix shard: {plan.cells} cells on {plan_ctx.runner.name} in {len(plan.shards)} shard(s); "
         f"estimated makespan {plan.makespan / 60:.1f} min (lower bound {plan.lower_bound / 60:.1f}), "
-        f"compile {plan.setup_total:.0f} s; durations: {durations}",
+        f"compile {plan.setup_total:.0f} s; durations: {durations}"
+        + (f"; restored JIT cache holds {len(cached)} configuration(s)" if cached else ""),
         file=sys.stderr,
     )
     # allow_nan=False: `Infinity` is not JSON, and GitHub's fromJSON rejects the whole matrix.

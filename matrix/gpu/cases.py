@@ -12,6 +12,7 @@ CAPTURE_BS: tuple[int, ...] = (1, 2, 4, 8)
 # Request batch sizes replayed: captured ones and ones that pad up to a bucket.
 REPLAY_BS: tuple[int, ...] = (1, 3, 6, 8)
 DEFAULT_NUM_KV_HEADS = 2
+SAME_BACKEND = "same"  # the target_backend axis value: the target runs the draft's backend (matrix/data/matrix.toml)
 
 GraphRows = Callable[[int, int], int]
 
@@ -43,7 +44,7 @@ class DraftCase:
     """One Frozen-KV MTP draft decode: `bs` requests, each expanded into `topk` branches."""
 
     cell_id: str
-    backend: str
+    backend: str  # the draft's backend (a target cell: the target's)
     topk: int
     page_size: int
     head_dim: int
@@ -56,6 +57,18 @@ class DraftCase:
     q_len: int = 1
     capture_bs: tuple[int, ...] = CAPTURE_BS
     replay_bs: tuple[int, ...] = REPLAY_BS
+    # The target's backend (`--attention-backend`); apart from `backend`, the draft runs on
+    # `--speculative-draft-attention-backend backend` and sglang's own resolution must pick it.
+    target_backend: str = ""
+
+    @property
+    def target(self) -> str:
+        """The target's backend: `target_backend`, or the draft's own when none is set apart."""
+        return self.target_backend or self.backend
+
+    @property
+    def backends_apart(self) -> bool:
+        return self.target != self.backend
 
     @property
     def max_bs(self) -> int:
@@ -103,6 +116,9 @@ def draft_case(cell: Cell) -> DraftCase:
         raise ValueError(f"{cell.id}: neither a draft nor a target cell")
     gqa = int(cell.gqa)
     page_size = int(cell.page_size)
+    target = cell.get("target_backend")
+    if target not in (None, SAME_BACKEND) and role != "draft":
+        raise ValueError(f"{cell.id}: a target backend apart from the draft's needs a draft cell")
     return DraftCase(
         cell_id=cell.id,
         backend=str(cell.backend),
@@ -115,6 +131,7 @@ def draft_case(cell: Cell) -> DraftCase:
         mode=str(cell.mode),
         seq_lens=tuple(n + q_len - 1 for n in varied_seq_lens(page_size, max(CAPTURE_BS))),
         q_len=q_len,
+        target_backend="" if target in (None, SAME_BACKEND) else str(target),
     )
 
 

@@ -44,7 +44,7 @@ MUTATIONS: tuple[SourceMutation, ...] = (
         module="sglang.srt.speculative.frozen_kv_mtp_cuda_graph_runner",
         old="self.draft_attn_backend.init_cuda_graph_state(\n            self.max_bs * self.topk, self.max_num_token\n        )",
         new="self.draft_attn_backend.init_cuda_graph_state(\n            self.max_bs, self.max_num_token\n        )",
-        red="draft-trtllm_mha-topk{2,4,8}-*-graph",
+        red="draft-trtllm_mha-*topk{2,4,8}-*-graph",
         why="FrozenKVMTPCudaGraphRunner sizes its draft backend for the requests, not the topk-expanded rows",
     ),
     SourceMutation(
@@ -52,7 +52,7 @@ MUTATIONS: tuple[SourceMutation, ...] = (
         module="sglang.srt.speculative.frozen_kv_mtp_utils",
         old="forward_batch.seq_lens = forward_batch.seq_lens.repeat_interleave(topk, dim=0)",
         new="forward_batch.seq_lens = forward_batch.seq_lens.repeat(topk)",
-        red="draft-{triton,trtllm_mha}-topk{2,4,8}-*",
+        red="draft-{triton,trtllm_mha}-*topk{2,4,8}-*",
         why="expand_for_topk_draft tiles seq_lens while req_pool_indices stay interleaved: rows read other lengths",
     ),
     SourceMutation(
@@ -68,8 +68,26 @@ MUTATIONS: tuple[SourceMutation, ...] = (
         module="sglang.srt.speculative.frozen_kv_mtp_worker_v2",
         old='if backend_type == "trtllm_mha":\n            return self._init_trtllm_mha_draft_attn_backend()',
         new='if backend_type == "trtllm_mha":\n            return self._init_triton_draft_attn_backend()',
-        red="draft-trtllm_mha-topk{2,4,8}-*",
+        red="draft-trtllm_mha-*topk{2,4,8}-*",
         why="FrozenKVMTPDraftWorker builds another backend (triton) than the one requested (trtllm_mha) for a topk > 1 draft",
+    ),
+    SourceMutation(
+        name="draft-backend-ignores-override",
+        module="sglang.srt.speculative.frozen_kv_mtp_worker_v2",
+        old="return get_spec().speculative_draft_attention_backend or attention_backends()[1]",
+        new="return attention_backends()[1]",
+        red="draft-*-tgt_*-topk{2,4,8}-*",
+        why="FrozenKVMTPDraftWorker._resolve_draft_backend_type drops --speculative-draft-attention-backend: a topk > 1 "
+        "draft runs the target's backend",
+    ),
+    SourceMutation(
+        name="draft-runner-ignores-override",
+        module="sglang.srt.model_executor.model_runner",
+        old="return draft_attention_backend or get_spec().speculative_draft_attention_backend",
+        new="return draft_attention_backend",
+        red="draft-*-tgt_*",
+        why="resolve_draft_attention_backend drops --speculative-draft-attention-backend: the draft runner (the topk 1 "
+        "draft's own backend) runs the target's backend",
     ),
 )
 

@@ -41,7 +41,7 @@ def _model_runner(case: DraftCase, device: str) -> Any:
     from sglang.test.kits.attention_unittest.attention_methods.dense_attention import MockModelRunner, TinyModelConfig
 
     shape = SimpleNamespace(
-        backend=case.backend,
+        backend=case.target,  # the kit publishes it as --attention-backend: the target's backend
         page_size=case.page_size,
         batch_size=case.max_bs,
         input_lens=(1,) * case.max_bs,
@@ -181,6 +181,38 @@ class SglangDraft:
         return self.attend(rows.query, fb)
 
 
+def draft_backend_published(case: DraftCase) -> Any:
+    """`--speculative-draft-attention-backend BACKEND` set on the published spec config for the draft's build (a
+    context manager; the kit's `--attention-backend` is the target's). One value for both when the cell sets no target
+    apart, as before. Only that leaf changes: a new publish would reset every field the kit published."""
+    from sglang.srt.runtime_context import get_spec
+
+    return get_spec().override(speculative_draft_attention_backend=case.backend)
+
+
+def resolved_backends(case: DraftCase) -> str:
+    """The draft runner's backend name as sglang resolves it from the published server arguments, checked against the
+    cell: the draft's must be the cell's backend and the target's the cell's target backend (BackendMismatch)."""
+    from sglang.srt.model_executor.model_runner import resolve_draft_attention_backend
+    from sglang.srt.model_executor.model_runner_components.attention_backend_setup import resolve_attention_backend_strs
+
+    from matrix.sglang_check.identity import BackendMismatch
+
+    draft_view = SimpleNamespace(
+        is_draft_worker=True,
+        draft_attention_backend=resolve_draft_attention_backend(draft_attention_backend=None, is_draft_worker=True),
+    )
+    target_view = SimpleNamespace(is_draft_worker=False, draft_attention_backend=None)
+    draft = str(resolve_attention_backend_strs(model_runner=draft_view).decode)
+    target = str(resolve_attention_backend_strs(model_runner=target_view).decode)
+    if (draft, target) != (case.backend, case.target):
+        raise BackendMismatch(
+            f"{case.cell_id}: sglang resolved draft backend {draft} and target backend {target}; "
+            f"the cell names draft {case.backend} and target {case.target}"
+        )
+    return draft
+
+
 def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable[[Any], None] | None = None) -> SglangDraft:
     """Runner, pools, backend and layer for `paged`; the requests' KV copied into the real pool.
 
@@ -201,9 +233,11 @@ def build_sglang_draft(paged: PagedRequests, *, device: str, configure: Callable
     slots = int(paged.k_slots.shape[0])
     k_dst.view(torch.uint8)[:slots].copy_(paged.k_slots.view(torch.uint8))
     v_dst.view(torch.uint8)[:slots].copy_(paged.v_slots.view(torch.uint8))
-    # ModelRunner.init_attention_backend: the runner's own backend, from sglang's registry.
-    runner.attn_backend = ATTENTION_BACKENDS[case.backend](runner)
-    worker = draft_worker(runner, case.topk)
+    # ModelRunner.init_attention_backend: the draft runner's own backend, named by sglang's own resolution (the
+    # speculative override, else the decode backend, else the attention backend), built from sglang's registry.
+    with draft_backend_published(case):
+        runner.attn_backend = ATTENTION_BACKENDS[resolved_backends(case)](runner)
+        worker = draft_worker(runner, case.topk)
     backend = worker.draft_attn_backend
     check_draft_identity(case, runner, backend)
     layer = RadixAttention(

@@ -52,11 +52,11 @@ def frozen_kv_mtp_fields(case: DraftCase, page_size: int) -> dict[str, Any]:
 
     settings = runner_settings(case)
     return {
-        "attention_backend": case.backend,
+        "attention_backend": case.target,
         "chunked_prefill_size": -1,
         "cuda_graph_config": CudaGraphConfig(decode=PhaseConfig(bs=list(case.capture_bs), max_bs=case.max_bs)),
         "debug_cuda_graph": False,
-        "decode_attention_backend": case.backend,
+        "decode_attention_backend": case.target,
         "disable_cuda_graph_padding": False,
         "disable_radix_cache": False,
         "dllm_algorithm": None,
@@ -77,7 +77,7 @@ def frozen_kv_mtp_fields(case: DraftCase, page_size: int) -> dict[str, Any]:
         "moe_dense_tp_size": None,
         "page_size": page_size,
         "pp_size": 1,
-        "prefill_attention_backend": case.backend,
+        "prefill_attention_backend": case.target,
         "revision": None,
         "speculative_algorithm": "FROZEN_KV_MTP",
         "speculative_attention_mode": "decode",

@@ -120,8 +120,8 @@ STAND_INS: tuple[StandIn, ...] = (
         shape=Shape.READS,
         parameter="model_runner",
         expected=("draft_attention_backend", "is_draft_worker"),
-        why="ModelRunner's backend: the registry entry of the configured name; the kit's MockModelRunner sets neither "
-        "override, so sglang resolves the same name",
+        why="ModelRunner's backend: sglang's own resolution on a draft and a target runner view carrying both "
+        "attributes (the draft's override from the published spec config), then the registry entry of the resolved name",
     ),
     StandIn(
         name="matrix/gpu/sglang_draft.py:_model_runner (fp8 KV pool)",

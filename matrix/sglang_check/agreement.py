@@ -28,6 +28,7 @@ PATHS_BY_ROLE: dict[str, tuple[SpecPath, ...]] = {
     "draft": (SpecPath.FROZEN_KV_MTP,),
 }
 SPECULATIVE_NUM_STEPS = 3
+SAME_BACKEND = "same"  # the target_backend axis value for one backend across the server (matrix/data/matrix.toml)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +42,13 @@ class ServerConfig:
     topk: int
     page_size: int
     num_draft_tokens: int
+    # The target's backend when a draft cell sets it apart (`--attention-backend`; the draft's then goes to
+    # `--speculative-draft-attention-backend`); empty: one backend for the whole server.
+    target_backend: str = ""
+
+    @property
+    def target(self) -> str:
+        return self.target_backend or self.backend
 
     @property
     def id(self) -> str:
@@ -52,14 +60,17 @@ class ServerConfig:
         return f"{self.path.value.lower()}:{self.cell_id.replace('-', '.')}"
 
     def server_fields(self) -> dict[str, str | int]:
-        return {
+        fields: dict[str, str | int] = {
             "speculative_algorithm": self.path.value,
-            "attention_backend": self.backend,
+            "attention_backend": self.target,
             "page_size": self.page_size,
             "speculative_eagle_topk": self.topk,
             "speculative_num_steps": SPECULATIVE_NUM_STEPS,
             "speculative_num_draft_tokens": self.num_draft_tokens,
         }
+        if self.target != self.backend:
+            fields["speculative_draft_attention_backend"] = self.backend
+        return fields
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +109,8 @@ def server_configs(cell: Cell) -> tuple[ServerConfig, ...]:
     role = str(cell.get("role"))
     values = {name: cell.get(name) for name in ("topk", "page_size", "num_draft_tokens")}
     ints = {k: v if isinstance(v, int) else 1 for k, v in values.items()}
+    target = cell.get("target_backend")
+    target_backend = "" if target in (None, SAME_BACKEND) else str(target)
     return tuple(
         ServerConfig(
             cell_id=cell.id,
@@ -107,6 +120,7 @@ def server_configs(cell: Cell) -> tuple[ServerConfig, ...]:
             topk=ints["topk"],
             page_size=ints["page_size"],
             num_draft_tokens=ints["num_draft_tokens"],
+            target_backend=target_backend,
         )
         for path in PATHS_BY_ROLE.get(role, ())
     )

@@ -129,13 +129,26 @@ def draft_backend_verdict(fields: Mapping[str, object], topk: int) -> SglangVerd
     from sglang.srt.speculative.frozen_kv_mtp_worker_v2 import FrozenKVMTPDraftWorker
 
     stage = "FrozenKVMTPDraftWorker._init_draft_attn_backend"
-    worker = decision_worker(topk, str(fields.get("attention_backend")))
     with published(fields):
+        worker = decision_worker(topk, draft_runner_backend())
         try:
             chosen = FrozenKVMTPDraftWorker._init_draft_attn_backend(worker)
         except ValueError as exc:
             return SglangVerdict(accepted=False, stage=stage, message=str(exc))
     return SglangVerdict(accepted=True, stage=stage, message=f"uses {chosen}", backend=str(chosen))
+
+
+def draft_runner_backend() -> str:
+    """The draft model runner's backend name as sglang resolves it from the published server arguments (the topk 1
+    draft reuses it): `resolve_draft_attention_backend`, then `resolve_attention_backend_strs` on a draft runner."""
+    from sglang.srt.model_executor.model_runner import resolve_draft_attention_backend
+    from sglang.srt.model_executor.model_runner_components.attention_backend_setup import resolve_attention_backend_strs
+
+    view = SimpleNamespace(
+        is_draft_worker=True,
+        draft_attention_backend=resolve_draft_attention_backend(draft_attention_backend=None, is_draft_worker=True),
+    )
+    return str(resolve_attention_backend_strs(model_runner=view).decode)
 
 
 def resolved_draft_backend(fields: Mapping[str, str | None]) -> str | None:

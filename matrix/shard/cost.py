@@ -73,13 +73,35 @@ def config_key(matrix: Matrix, cell: Cell, impl: str | None) -> str:
     return kernel_config(matrix, cell, impl).key
 
 
+def cached_configs(text: str, where: str) -> frozenset[str]:
+    """Configurations a restored JIT cache holds: a cache manifest or key file (JSON with a `configs` list, see
+    matrix/gpu/jitcache.py), or one configuration key per line (`#` comments)."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        import json
+
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: not JSON: {exc}") from None
+        configs = doc.get("configs") if isinstance(doc, dict) else None
+        if not isinstance(configs, list) or not all(isinstance(c, str) for c in configs):
+            raise ConfigError(f"{where}: no `configs` list of configuration keys")
+        return frozenset(configs)
+    return frozenset(w for line in text.splitlines() if (w := line.split("#", 1)[0].strip()))
+
+
 def workload_for(
     matrix: Matrix,
     runner: RunnerProfile,
     expectations: Mapping[str, Expectation],
     measured: Measured | None = None,
+    cached: frozenset[str] = frozenset(),
 ) -> Workload:
-    """Only cells expected to RUN on the runner; measured durations replace the cost table where known."""
+    """Only cells expected to RUN on the runner; measured durations replace the cost table where known.
+
+    A configuration in `cached` (held by a restored JIT cache) compiles nothing: its setup cost is zero.
+    """
     measured = measured or Measured()
     items: list[WorkItem] = []
     setup: dict[str, float] = {}
@@ -97,4 +119,6 @@ def workload_for(
             observed_compile[config].append(measured.compile_seconds[cell.id])
     for config, seen in observed_compile.items():
         setup[config] = max(seen)
+    for config in cached & setup.keys():
+        setup[config] = 0.0
     return Workload(items=tuple(items), setup=setup, shard_seconds=matrix.cost.shard_seconds, workers=max(1, runner.gpus))

@@ -52,11 +52,12 @@ def test_cell_attribute_access_rejects_unknown_axis():
 
 def test_default_matrix_axes_and_ids(default_matrix):
     assert [a.name for a in default_matrix.axes] == [
-        "role", "backend", "topk", "page_size", "head_dim", "num_draft_tokens", "gqa", "dtype", "mode"
+        "role", "backend", "target_backend", "topk", "page_size", "head_dim", "num_draft_tokens", "gqa", "dtype", "mode"
     ]  # fmt: skip
     ids = {c.id for c in default_matrix.cells}
     assert "draft-trtllm_mha-topk4-page16-hd128-gqa4-bf16-graph" in ids
     assert "target-trtllm_mha-topk1-page64-hd512-dt5-gqa4-bf16-graph" in ids
+    assert "draft-trtllm_mha-tgt_triton-topk4-page16-hd128-gqa4-bf16-graph" in ids  # the target's backend set apart
 
 
 def test_default_rules_all_have_reason_and_source(default_matrix):

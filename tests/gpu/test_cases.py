@@ -201,7 +201,7 @@ GROUPING_CONFTEST = "from matrix.gpu.config_scheduler import pytest_xdist_make_s
 GROUPING_TEST = """
 import pytest
 
-@pytest.mark.matrix(select="draft-trtllm_mha-*-page16-hd{128,256}-gqa4-bf16-* draft-triton-*-page64-hd128-gqa4-bf16-*")
+@pytest.mark.matrix(select="draft-trtllm_mha-*-page16-hd{128,256}-gqa4-bf16-* draft-triton-*-page64-hd128-gqa4-bf16-* !draft-*-tgt_*")
 def test_cell(matrix_cell):
     pass
 """
@@ -253,3 +253,19 @@ def _run_cells(matrix: Matrix, runner: str) -> list[Cell]:
     profile = load_runners()[runner]
     exps = expectations(matrix, profile, effective_versions(matrix, {}))
     return [c for c in matrix.cells if exps[c.id].outcome is Outcome.RUN]
+
+
+@pytest.mark.parametrize("runner", ["1-gpu-h200", "4-gpu-b200"])
+def test_cells_json_shows_draft_cells_with_the_target_apart(runner: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`specmatrix cells --format json`: draft cells whose target_backend is another backend than their own, some of
+    them expected to RUN (the GPU runs them with the two backends set apart)."""
+    import json
+
+    from matrix.cli.main import main
+
+    assert main(["cells", "--format", "json", "--runner", runner]) == 0
+    cells = json.loads(capsys.readouterr().out)["cells"]
+    apart = [c for c in cells if c["values"]["target_backend"] not in ("same", c["values"]["backend"])]
+    assert apart and all(c["values"]["role"] == "draft" for c in apart)
+    assert any(c["outcome"] == "run" for c in apart)
+    assert {c["values"]["target_backend"] for c in apart} == {"triton", "trtllm_mha", "flashinfer", "fa3"}

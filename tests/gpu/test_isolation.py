@@ -110,3 +110,36 @@ def test_isolated_crash_is_reported_crashed_with_the_cuda_text(
     assert crashed == "crashed"
     assert "CUDA error: an illegal memory access" in message
     assert doc["counts"]["crashed"] == 1
+
+
+@pytest.mark.parametrize("runner", ["4-gpu-b200", "1-gpu-h200"])
+def test_the_cell_runner_accepts_every_case_register_writes(runner: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every (cell, level) a generated registered module passes to `python -m matrix.gpu.cellrun` reaches that level's
+    check with the cell's own case (target cells with their draft tokens, draft cells with the target set apart)."""
+    from matrix.core.expect import effective_versions, expectations
+    from matrix.core.loader import load_matrix, load_runners
+    from matrix.core.model import Outcome
+    from matrix.gpu import cellrun, checks
+    from matrix.register.modules import cell_cases
+
+    matrix = load_matrix()
+    exps = expectations(matrix, load_runners()[runner], effective_versions(matrix, {}))
+    seen: list[tuple[str, str, int, str]] = []
+
+    def record(level: str) -> object:
+        def check(case: object, **kwargs: object) -> checks.CheckReport:
+            seen.append((level, case.cell_id, case.q_len, case.target))  # type: ignore[attr-defined]
+            return checks.CheckReport(level=level)
+
+        return check
+
+    for level in list(checks.CHECKS):
+        monkeypatch.setitem(checks.CHECKS, level, record(level))
+    cases = cell_cases([c.id for c in matrix.cells if exps[c.id].outcome is Outcome.RUN])
+    for cell, level in cases:
+        assert cellrun.main([cell, "--level", level]) == 0, (cell, level)
+    assert [(lv, c) for lv, c, _, _ in seen] == [(lv, c) for c, lv in cases]
+    for _, cell_id, q_len, target in seen:
+        cell = matrix.cell(cell_id)
+        assert q_len == (int(cell.num_draft_tokens) if cell.role == "target" else 1)
+        assert target == (cell.backend if cell.get("target_backend") in (None, "same") else cell.target_backend)

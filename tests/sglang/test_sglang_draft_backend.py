@@ -85,3 +85,22 @@ def test_the_worker_builds_the_requested_draft_backend(backend: str, topk: int) 
     verdict = edge.draft_backend_verdict(fields, topk)
     assert verdict.accepted, verdict.message
     assert verdict.backend == backend
+
+
+PAIRS = [(draft, target) for draft in ("triton", "trtllm_mha") for target in ("triton", "trtllm_mha", "flashinfer", "fa3")]
+
+
+@pytest.mark.parametrize("topk", [1, 4])
+@pytest.mark.parametrize(("draft", "target"), PAIRS, ids=[f"{d}-on-{t}" for d, t in PAIRS])
+def test_the_draft_backend_is_chosen_apart_from_the_target(draft: str, target: str, topk: int) -> None:
+    """--attention-backend TARGET --speculative-draft-attention-backend DRAFT: sglang's own resolution (the draft
+    runner's, for topk 1; the worker's, for topk > 1) builds the draft's backend, whatever the target runs."""
+    fields = {
+        "attention_backend": target,
+        "speculative_draft_attention_backend": draft,
+        "speculative_algorithm": "FROZEN_KV_MTP",
+        "speculative_eagle_topk": topk,
+    }
+    verdict = edge.draft_backend_verdict(fields, topk)
+    assert verdict.accepted, verdict.message
+    assert verdict.backend == draft, f"target {target}: sglang built {verdict.backend} for the draft, expected {draft}"

@@ -32,6 +32,7 @@ class SimpleCase:
     """What frozen_kv_mtp_fields reads of a DraftCase."""
 
     backend = "triton"
+    target = "triton"
     topk = 4
     capture_bs = CAPTURE_BS
     max_bs = max(CAPTURE_BS)

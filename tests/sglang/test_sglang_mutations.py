@@ -20,6 +20,16 @@ from matrix.gpu.mutations import MUTATIONS, MutationError, build_overlay, mutati
 HERE = Path(__file__).parent
 DRAFT = "test_sglang_draft_backend.py"
 
+PAIR_PARAMS = tuple(
+    f"{d}-on-{t}-{k}" for k in (1, 4) for d in ("triton", "trtllm_mha") for t in ("triton", "trtllm_mha", "flashinfer", "fa3")
+)
+
+
+def _apart(param: str) -> bool:
+    draft, _, rest = param.partition("-on-")
+    return rest.rsplit("-", 1)[0] != draft
+
+
 # mutation -> (the CPU test it reaches, its parameters, the ones that must turn red)
 CPU_REACH: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {
     "runner-unexpanded-max-bs": (
@@ -41,6 +51,18 @@ CPU_REACH: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {
         "test_the_worker_builds_the_requested_draft_backend",
         tuple(f"{b}-{k}" for b in ("triton", "trtllm_mha") for k in (1, 2, 4, 8)),
         frozenset({"trtllm_mha-2", "trtllm_mha-4", "trtllm_mha-8"}),
+    ),
+    # Red exactly where the draft's backend differs from the target's, at topk > 1 (the worker's choice) ...
+    "draft-backend-ignores-override": (
+        "test_the_draft_backend_is_chosen_apart_from_the_target",
+        PAIR_PARAMS,
+        frozenset(p for p in PAIR_PARAMS if p.endswith("-4") and _apart(p)),
+    ),
+    # ... and at topk 1 (the draft runner's own backend, which the topk 1 draft reuses).
+    "draft-runner-ignores-override": (
+        "test_the_draft_backend_is_chosen_apart_from_the_target",
+        PAIR_PARAMS,
+        frozenset(p for p in PAIR_PARAMS if p.endswith("-1") and _apart(p)),
     ),
 }
 

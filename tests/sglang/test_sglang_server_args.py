@@ -20,7 +20,9 @@ CAPABLE_RUNNERS = ("4-gpu-b200", "1-gpu-h200")
 
 
 @functools.cache
-def _verdict(path: SpecPath, role: str, backend: str, topk: int, page_size: int, num_draft_tokens: int) -> SglangVerdict:
+def _verdict(
+    path: SpecPath, role: str, backend: str, target_backend: str, topk: int, page_size: int, num_draft_tokens: int
+) -> SglangVerdict:
     config = ServerConfig(
         cell_id="-",
         path=path,
@@ -29,13 +31,16 @@ def _verdict(path: SpecPath, role: str, backend: str, topk: int, page_size: int,
         topk=topk,
         page_size=page_size,
         num_draft_tokens=num_draft_tokens,
+        target_backend=target_backend,
     )
     return edge.speculative_verdict(config)
 
 
 def verdict_for(config: ServerConfig) -> SglangVerdict:
     """sglang's verdict; cells that differ only in axes sglang's validation never reads share one call."""
-    return _verdict(config.path, config.role, config.backend, config.topk, config.page_size, config.num_draft_tokens)
+    return _verdict(
+        config.path, config.role, config.backend, config.target_backend, config.topk, config.page_size, config.num_draft_tokens
+    )
 
 
 def _cases() -> list[Any]:

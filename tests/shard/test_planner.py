@@ -148,3 +148,22 @@ def test_estimates_add_setup_once_per_configuration_and_divide_by_workers():
 @pytest.mark.parametrize("baseline", [longest_first_items, longest_first_files])
 def test_baselines_place_every_item(b200_workload, baseline):
     check_assignment(b200_workload, baseline(b200_workload, 4))
+
+
+def test_a_restored_cache_makes_its_configurations_compile_nothing() -> None:
+    """`specmatrix shard --cached-configs`: the configurations a restored JIT cache holds cost no compile; the rest do."""
+    from matrix.core.expect import effective_versions, expectations
+    from matrix.core.loader import load_matrix, load_runners
+    from matrix.shard.cost import cached_configs, workload_for
+
+    matrix = load_matrix()
+    runner = load_runners()["1-gpu-h200"]
+    exps = expectations(matrix, runner, effective_versions(matrix, {}))
+    cold = workload_for(matrix, runner, exps)
+    held = sorted(cold.setup)[:3]
+    warm = workload_for(matrix, runner, exps, cached=cached_configs("\n".join(["# restored", *held]), "list"))
+    assert all(cold.setup[c] > 0 for c in held if matrix.cost.backends.get(c.split("/")[0], matrix.cost.default).compile_seconds)
+    assert {c: warm.setup[c] for c in held} == dict.fromkeys(held, 0.0)
+    assert {c: s for c, s in warm.setup.items() if c not in held} == {c: s for c, s in cold.setup.items() if c not in held}
+    manifest = cached_configs(f'{{"configs": ["{held[0]}"]}}', "manifest")
+    assert manifest == frozenset(held[:1])

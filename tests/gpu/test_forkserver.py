@@ -1,0 +1,121 @@
+"""One import per host on CPU: xdist workers forked from the preloading server, and the plain path when unsafe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from matrix.gpu.forkserver import PRELOAD_ENV, forked_args
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = "import os\nSERVER_PID = os.getpid()\n"
+# A torch stand-in with lazy CUDA initialisation, and a library that asks for the device at import (what a preload
+# must never do before fork: flashinfer 0.7.2 does, docs/gpu.md).
+LAZY_TORCH = """
+import types
+cuda = types.ModuleType("torch.cuda")
+cuda.state = {"initialised": False}
+def _lazy_init():
+    cuda.state["initialised"] = True
+def get_device_capability():
+    cuda._lazy_init()
+    return (9, 0)
+cuda._lazy_init = _lazy_init
+cuda.get_device_capability = get_device_capability
+cuda.is_initialized = lambda: cuda.state["initialised"]
+"""
+EAGER_LIB = "import torch\nCAPABILITY = torch.cuda.get_device_capability()\n"
+# A library that catches everything around its device query and caches a degraded answer.
+SWALLOWING_LIB = (
+    "import torch\ntry:\n    CAPABILITY = torch.cuda.get_device_capability()\nexcept BaseException:\n    CAPABILITY = None\n"
+)
+TEST = """
+import os, sys
+
+def test_worker_holds_the_preloaded_module():
+    probe = sys.modules.get("specmatrix_probe")
+    assert probe is not None, "not preloaded"
+    assert probe.SERVER_PID == os.getppid() != os.getpid()
+
+def test_runs_on_an_xdist_worker():
+    assert os.environ.get("PYTEST_XDIST_WORKER")
+
+def test_a_package_left_to_the_worker_imports_there():
+    if "deep_pkg.inner.uses" not in os.environ.get("SPECMATRIX_FORK_PRELOAD", ""):
+        return
+    assert "deep_pkg" not in sys.modules
+    import deep_pkg.inner.uses
+
+    assert deep_pkg.inner.uses.CAPABILITY == (9, 0)
+"""
+
+
+def _run(tmp_path: Path, preload: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+    (tmp_path / "specmatrix_probe.py").write_text(PROBE, encoding="utf-8")
+    (tmp_path / "torch.py").write_text(LAZY_TORCH, encoding="utf-8")
+    (tmp_path / "eager_lib.py").write_text(EAGER_LIB, encoding="utf-8")
+    (tmp_path / "swallowing_lib.py").write_text(SWALLOWING_LIB, encoding="utf-8")
+    (tmp_path / "test_probe.py").write_text(TEST, encoding="utf-8")
+    env = {**os.environ, PRELOAD_ENV: preload, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    status = tmp_path / "status.json"
+    command = [sys.executable, "-m", "matrix.gpu.forkserver", "run", "--status", str(status), "--"]
+    command += ["-n", "2", "-p", "no:cacheprovider", "-p", "no:benchmark", "-W", "error", "-q", "test_probe.py"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False)
+    return done, json.loads(status.read_text(encoding="utf-8"))
+
+
+def test_workers_are_forked_from_the_preloading_server(tmp_path: Path) -> None:
+    """With a pytest plugin's package among the preloads (hypothesis here; anyio came in through transformers on the
+    H200): the worker re-imports it, so pytest can still rewrite it (else: a warning, an error under -W error)."""
+    done, status = _run(tmp_path, "specmatrix_probe,torch,hypothesis")
+    assert status["state"] == "ready", status
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "3 passed" in done.stdout
+
+
+def test_an_import_that_asks_for_cuda_is_left_to_the_workers(tmp_path: Path) -> None:
+    """flashinfer 0.7.2's case, inside a package (as sglang imports it): the import is cut short before CUDA starts,
+    named with its line, the half-imported package is dropped, and the server still forks with what came before; the
+    worker imports the package itself, with CUDA (the last test: its device query answered)."""
+    package = tmp_path / "deep_pkg"
+    (package / "inner").mkdir(parents=True)
+    (package / "__init__.py").write_text("from . import inner\n", encoding="utf-8")
+    (package / "inner" / "__init__.py").write_text("from deep_pkg.inner import uses\n", encoding="utf-8")
+    (package / "inner" / "uses.py").write_text("import eager_lib\nCAPABILITY = eager_lib.CAPABILITY\n", encoding="utf-8")
+    done, status = _run(tmp_path, "specmatrix_probe,torch,deep_pkg.inner.uses,specmatrix_late")
+    assert status["state"] == "ready", status
+    deferred = status["deferred"]
+    assert any("eager_lib.py:2" in line for line in deferred["deep_pkg.inner.uses"]), status  # type: ignore[index]
+    assert deferred["specmatrix_late"] == ["after deep_pkg.inner.uses"], status  # type: ignore[index]
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_a_library_that_swallows_the_cut_off_keeps_the_plain_path(tmp_path: Path) -> None:
+    """Planted: a library catches the cut-off around its device query (it would cache a degraded answer); the server
+    refuses to fork and names the import and its line; the workers import for themselves (the probe is then not
+    preloaded, so that one test fails: proof of the plain path)."""
+    done, status = _run(tmp_path, "specmatrix_probe,torch,swallowing_lib")
+    assert status["state"] == "unsafe" and "swallowing_lib" in str(status["reason"]), status
+    assert "swallowing_lib.py:3" in str(status["reason"]), status
+    assert "plain path" in done.stdout
+    assert "1 failed, 2 passed" in done.stdout, done.stdout[-3000:]
+    assert "not preloaded" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-n", "4", "x"], ["x", "--tx", "4*popen//python=C", "--dist", "load"]),
+        (["-n4", "--dist", "loadgroup"], ["--dist", "loadgroup", "--tx", "4*popen//python=C"]),
+        (["--numprocesses=2", "-q"], ["-q", "--tx", "2*popen//python=C", "--dist", "load"]),
+        (["-q"], None),
+        (["-n", "auto"], None),
+    ],
+)
+def test_the_worker_count_becomes_forked_workers(args: list[str], expected: list[str] | None) -> None:
+    assert forked_args(args, Path("C")) == expected
