@@ -351,6 +351,15 @@ KINDS: tuple[KindSpec, ...] = (
     ),
     KindSpec(
         tool=P,
+        name="silent-pass",
+        severity=ERR,
+        fails=True,
+        title="tests that return early on every runner CI sends them to (they pass having tested nothing)",
+        rule="A scheduled test whose body returns early on every runner CI sends it to",
+        help="Skip visibly (pytest.skip) instead of returning, or schedule it on a runner where it does not return.",
+    ),
+    KindSpec(
+        tool=P,
         name="never-runs",
         severity=ERR,
         fails=True,

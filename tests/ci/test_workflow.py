@@ -20,7 +20,7 @@ from .conftest import run_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "gpu-matrix.yml"
-PINNED = re.compile(r"^\s*-?\s*uses:\s*[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+\s*$")
+PINNED = re.compile(r"^\s*-?\s*uses:\s*[\w.-]+/[\w.-]+(?:/[\w.-]+)*@[0-9a-f]{40} # v\d+\.\d+\.\d+\s*$")
 
 
 def load(text: str) -> dict[str, Any]:
@@ -557,4 +557,5 @@ def test_plan_step_uses_checked_in_measured_durations(tmp_path, default_matrix, 
     done = subprocess.run([sys.executable, str(ROOT / "ci" / "gha_plan.py"), *args], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     source = json.loads((tmp_path / "plan" / "plan.json").read_text())["durations"]
-    assert source.startswith("measured for 5 of 180 cells") if measured else source == "cost table"
+    total = len(run_cells(default_matrix, runners["4-gpu-b200"]))
+    assert source.startswith(f"measured for 5 of {total} cells") if measured else source == "cost table"
