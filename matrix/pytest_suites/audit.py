@@ -22,7 +22,8 @@ from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardFindingK
 from matrix.guards.predicates import Predicate, RunnerFacts
 from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
-from matrix.pytest_suites.select import file_selected, selects
+from matrix.pytest_suites.invocation import Invocation
+from matrix.pytest_suites.select import Selected, collected, selects
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
 
 # When a skip reads several kinds of fact, the finding names the first of these it read.
@@ -187,29 +188,39 @@ class SuiteAuditor:
         profiles: Mapping[str, RunnerProfile],
         packs: PredicatePacks,
         installed: frozenset[str] = frozenset(),
+        invocations: Sequence[Invocation] | None = None,
     ):
         self.entries = schedule.pytest_entries()
+        # What each entry's pytest command collects and selects; read from the selection alone when not given.
+        self.invocations = tuple(invocations) if invocations is not None else tuple(map(_plain, self.entries))
         self.evaluator = _Evaluator(packs, profiles, installed)
+        self.not_run = tuple(
+            f"{e.origin}: {i.why_not}" for e, i in zip(self.entries, self.invocations, strict=True) if i.why_not
+        )
 
     def audit_file(self, test_file: TestFile) -> FileAudit:
         if test_file.error is not None:
             finding = _file_finding(GuardFindingKind.UNPARSABLE, test_file.path, test_file.error, GuardClass.UNKNOWN)
             return FileAudit(findings=(finding,), tests=0, scheduled=0, undetermined=0, assumptions=())
+        ignores = test_file.conftest_ignores
         entries = [
-            e for e in self.entries if isinstance(e.selection, PytestSelection) and file_selected(test_file.path, e.selection)
+            (e, i)
+            for e, i in zip(self.entries, self.invocations, strict=True)
+            if collected(test_file.path, i, ignores)[0]
         ]
         skips: list[PytestFinding] = []
         scheduled = undetermined = 0
         assumptions: list[str] = list(test_file.notes)
         for item in test_file.tests:
-            chosen = [s for s in (selects(e, item.nodeid, item.markers) for e in entries) if s is not None]
+            chosen = [s for s in (selects(e, i, item, ignores) for e, i in entries) if s is not None]
             if not chosen:
                 continue
             scheduled += 1
             for s in chosen:
                 assumptions.extend(a for a in (*s.entry.assumptions, *s.assumptions) if a not in assumptions)
-            verdicts = [_verdict(item, s.entry, p, self.evaluator) for s in chosen for p in s.entry.profiles]
-            if all(v.skips is Tri.TRUE for v in verdicts):
+            verdicts = [self._verdict(item, s, p) for s in chosen for p in s.entry.profiles]
+            # No verdict at all: every entry that selects it names runners no profile knows; nothing is certain.
+            if verdicts and all(v.skips is Tri.TRUE for v in verdicts):
                 skips.append(_test_finding(item, verdicts, self.evaluator))
             elif not any(v.skips is Tri.FALSE for v in verdicts):
                 undetermined += 1
@@ -232,10 +243,30 @@ class SuiteAuditor:
             assumptions=tuple(assumptions),
         )
 
+    def _verdict(self, item: TestItem, selected: Selected, profile: str) -> _RunnerVerdict:
+        verdict = _verdict(item, selected.entry, profile, self.evaluator)
+        if verdict.skips is Tri.FALSE and selected.doubts:
+            # It would run if it is there and selected as read; a doubt about either makes that unknown.
+            return replace(verdict, skips=Tri.UNKNOWN)
+        return verdict
 
-def combine(root: str, parts: Sequence[FileAudit], schedule: Schedule) -> PytestAuditReport:
-    """The report of a tree from its files' audits."""
-    assumptions: list[str] = []
+
+def _plain(entry: ScheduleEntry) -> Invocation:
+    """An entry's invocation read from its selection's fields alone (no tree: in-memory schedules)."""
+    selection = entry.selection
+    assert isinstance(selection, PytestSelection)
+    return Invocation(
+        args=selection.paths,
+        ignore=selection.ignore,
+        deselect=selection.deselect,
+        keyword=selection.keyword,
+        markexpr=selection.markexpr,
+    )
+
+
+def combine(root: str, parts: Sequence[FileAudit], schedule: Schedule, notes: Sequence[str] = ()) -> PytestAuditReport:
+    """The report of a tree from its files' audits (`notes`: entries whose pytest command runs no test)."""
+    assumptions: list[str] = list(notes)
     for part in parts:
         assumptions.extend(a for a in part.assumptions if a not in assumptions)
     runners = sorted({p for e in schedule.pytest_entries() for p in e.profiles})

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from matrix.core.profile import RunnerProfile
-from matrix.core.textfiles import read_limited
+from matrix.core.textfiles import read_tree_bytes
 from matrix.schedule.model import CommandReader, Schedule
 
 # The walker, the readers and the declared-file reader are imported when a schedule is read: a
@@ -40,17 +40,15 @@ def all_readers() -> tuple[CommandReader, ...]:
 
 
 class TreeLoader:
-    """Repository-relative path -> text, or None: outside the root, missing, oversized or not UTF-8."""
+    """Repository-relative path -> text, or None: outside the root (symlinks resolved), missing, oversized or not UTF-8."""
 
     def __init__(self, root: Path):
         self.root = root.resolve()
 
     def __call__(self, path: str) -> str | None:
-        if path.startswith("/") or ".." in path.split("/"):
-            return None
-        target = self.root / path
         try:
-            data = read_limited(target, MAX_SOURCE_BYTES)  # a FIFO or device is refused, never waited on
+            # Symlinks resolved, a target outside the root refused; a FIFO or device is refused, never waited on.
+            data = read_tree_bytes(self.root, path, MAX_SOURCE_BYTES)
             return data.decode("utf-8") if len(data) <= MAX_SOURCE_BYTES else None
         except (OSError, UnicodeDecodeError):
             return None
