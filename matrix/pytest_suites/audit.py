@@ -13,6 +13,7 @@ import copy
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.core.finding import Finding
@@ -28,6 +29,16 @@ from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, Unkn
 
 # When a skip reads several kinds of fact, the finding names the first of these it read.
 _PRECEDENCE = (GuardClass.CAPABILITY, GuardClass.GPU_COUNT, GuardClass.PLATFORM, GuardClass.ENVIRONMENT, GuardClass.INSTALL)
+
+
+class ItemOutcome(StrEnum):
+    """What the schedule does with one test: every runner runs it, every runner skips it, no entry selects it,
+    or not decided."""
+
+    RUNS = "runs"
+    SKIPS = "skips"
+    NOT_SELECTED = "not-selected"
+    UNDETERMINED = "undetermined"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -242,6 +253,24 @@ class SuiteAuditor:
             undetermined=undetermined,
             assumptions=tuple(assumptions),
         )
+
+    def outcomes(self, test_file: TestFile) -> dict[str, ItemOutcome]:
+        """Each collected test's outcome over the whole schedule (the differential tests compare these with pytest)."""
+        ignores = test_file.conftest_ignores
+        pairs = list(zip(self.entries, self.invocations, strict=True))
+        out: dict[str, ItemOutcome] = {}
+        for item in test_file.tests:
+            chosen = [s for s in (selects(e, i, item, ignores) for e, i in pairs) if s is not None]
+            verdicts = [self._verdict(item, s, p) for s in chosen for p in s.entry.profiles]
+            if not chosen:
+                out[item.nodeid] = ItemOutcome.NOT_SELECTED
+            elif verdicts and all(v.skips is Tri.TRUE for v in verdicts):
+                out[item.nodeid] = ItemOutcome.SKIPS
+            elif verdicts and all(v.skips is Tri.FALSE for v in verdicts):
+                out[item.nodeid] = ItemOutcome.RUNS
+            else:
+                out[item.nodeid] = ItemOutcome.UNDETERMINED
+        return out
 
     def _verdict(self, item: TestItem, selected: Selected, profile: str) -> _RunnerVerdict:
         verdict = _verdict(item, selected.entry, profile, self.evaluator)

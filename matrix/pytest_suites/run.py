@@ -11,7 +11,7 @@ from pathlib import Path
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import OutsideTreeError, SpecialFileError, decode_python, read_text, read_tree_bytes
-from matrix.pytest_suites.audit import FileAudit, PytestAuditReport, SuiteAuditor, combine
+from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.collect import Collector
 from matrix.pytest_suites.config import read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
@@ -163,6 +163,24 @@ def run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: i
     finally:
         _STATE.clear()
     return combine(str(inputs.root), [done[p] for p in paths], schedule, notes=auditor.not_run)
+
+
+def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> tuple[dict[str, ItemOutcome], tuple[str, ...]]:
+    """Every collected test's outcome (node id -> outcome) and the files that could not be read or parsed."""
+    config = read_pytest_config(inputs.root)
+    schedule, markers = read_schedule(inputs, profiles)
+    load = SourceLoader(inputs.root)
+    collector = Collector(load, config, builtin_packs(), markers)
+    collector.problem = load.problem
+    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, invocations(inputs.root, schedule))
+    out: dict[str, ItemOutcome] = {}
+    broken: list[str] = []
+    for path in discover(inputs.root, config):
+        collected = collector.collect(path)
+        if collected.error is not None:
+            broken.append(path)
+        out.update(auditor.outcomes(collected))
+    return out, tuple(broken)
 
 
 def _size(path: Path) -> int:
