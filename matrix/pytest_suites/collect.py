@@ -136,9 +136,13 @@ class Collector:
 
     def conftests(self, path: str) -> list[str]:
         """conftest.py files from the root down to the test's folder, nearest last."""
+        return [c for c in self.conftest_chain(path) if self.parsed(c) is not None]
+
+    @staticmethod
+    def conftest_chain(path: str) -> list[str]:
+        """Where conftest.py files may sit for a test file, root first."""
         parts = posixpath.dirname(path).split("/") if posixpath.dirname(path) else []
-        chain = ["conftest.py"] + [posixpath.join(*parts[: i + 1], "conftest.py") for i in range(len(parts))]
-        return [c for c in chain if self.parsed(c) is not None]
+        return ["conftest.py"] + [posixpath.join(*parts[: i + 1], "conftest.py") for i in range(len(parts))]
 
     def markers_for(self, path: str) -> dict[str, MarkerRule]:
         """Marker rules in force for a test file: hooks read from its conftests, then declared ones."""
@@ -173,6 +177,9 @@ class Collector:
             inherited.extend(
                 AppliedGuard(guard=g, names=c.analysis.names, via=conftest) for g in c.analysis.guards if g.scope == conftest
             )
+        file_doubts = tuple(
+            f"{conftest}: {why}" for conftest in self.conftest_chain(path) if (why := self.problem(conftest)) is not None
+        )
         rules = self.markers_for(path)
         module_exprs = _pytestmark(parsed.tree.body)
         module_marks = _marks_of(module_exprs, names)
@@ -211,7 +218,7 @@ class Collector:
             guards.extend(self._fixture_guards(path, parsed, node, set(), 0))
             guards.extend(self._helper_guards(path, parsed, node))
             guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
-            doubts = list(found.doubts)
+            doubts = [*file_doubts, *found.doubts]
             if nested and _calls_skip(node):
                 doubts.append("a test of an inner class whose body calls a skip: its body is not read")
             item = TestItem(

@@ -82,7 +82,7 @@ def _bounded_glob(root: Path, pattern: str) -> Iterator[str]:
 
 def discover(root: Path, config: PytestConfig) -> tuple[str, ...]:
     """The checkout's test files: those under `testpaths` (or the rootdir), recursing as pytest does. Symlinked
-    folders are not entered; a symlinked file whose target is inside the checkout is kept, one outside is not."""
+    folders are not entered; a symlinked test file is listed (the reader refuses one whose target is outside)."""
     base = root.resolve()
     found: list[str] = []
     for start in testpath_args(root, config):
@@ -106,7 +106,8 @@ def _walk(root: Path, base: Path, folder: str, config: PytestConfig, depth: int,
     for entry in entries:
         relative = entry.name if folder in (".", "") else f"{folder}/{entry.name}"
         if entry.is_symlink():
-            if entry.is_file() and is_test_file(relative, config) and Path(entry.path).resolve().is_relative_to(base):
+            # A linked test file is kept (pytest collects it); one leading outside the checkout is refused when read.
+            if is_test_file(relative, config) and not Path(entry.path).is_dir():
                 found.append(relative)
             continue
         if entry.is_dir(follow_symlinks=False):

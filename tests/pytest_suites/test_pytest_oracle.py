@@ -44,10 +44,16 @@ REPORTER = '''
 import json, os
 
 OUTCOMES = {}
+BODIES_RUN = [True]
+
+
+def pytest_configure(config):
+    # --setup-only / --setup-plan run no test body: nothing this run does counts as running or skipping a test.
+    BODIES_RUN[0] = not config.option.setuponly
 
 
 def pytest_runtest_logreport(report):
-    if report.when == "call" or report.outcome != "passed":
+    if BODIES_RUN[0] and (report.when == "call" or report.outcome != "passed"):
         OUTCOMES.setdefault(report.nodeid, "skips" if report.skipped else "runs" if report.passed else "fails")
 
 
@@ -244,11 +250,15 @@ def disagreements(static: dict[str, ItemOutcome], broken: tuple[str, ...], real:
     return wrong
 
 
-@pytest.fixture(scope="module")
-def stub(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("stub")
+def stub_folder(where: Path) -> Path:
+    """A folder holding the stub torch and the reporting plugin, to put first on the child's sys.path."""
     _write(where, {**STUB_TORCH, "oracle_reporter.py": textwrap.dedent(REPORTER)})
     return where
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return stub_folder(tmp_path_factory.mktemp("stub"))
 
 
 def check(case: Case, scratch: Path, stub: Path) -> None:
@@ -269,3 +279,37 @@ def check(case: Case, scratch: Path, stub: Path) -> None:
 @given(case=cases())
 def test_the_audit_agrees_with_pytest(case: Case, stub: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     check(case, tmp_path_factory.mktemp("case"), stub)
+
+
+@pytest.mark.parametrize(
+    ("files", "command", "plant"),
+    [
+        pytest.param({"tests/test_a.py": "def test_a():\n    pass\n"}, "pytest tests --co", "listing-counted-as-a-run", id="co"),
+        pytest.param(
+            {"tests/test_a.py": "def test_a():\n    pass\n", "tests/test_ab.py": "def test_b():\n    pass\n"},
+            "pytest tests --deselect tests/test_a",
+            "deselect-exact",
+            id="deselect",
+        ),
+    ],
+)
+def test_the_comparison_fails_on_a_planted_misreading(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stub: Path, files: dict[str, str], command: str, plant: str
+) -> None:
+    from matrix.pytest_suites import invocation, select
+
+    case = Case(files=files, command=command)
+    check(case, tmp_path / "before", stub)
+    if plant == "listing-counted-as-a-run":
+        monkeypatch.setattr(invocation, "NOT_RUNS", {})
+    else:
+        original = select.selects
+
+        def exact(entry: object, called: invocation.Invocation, item: object, conftests: object) -> object:
+            kept = invocation.Invocation(**{**called.__dict__, "deselect": ()})
+            found = original(entry, kept, item, conftests)  # type: ignore[arg-type]
+            return None if found is not None and getattr(item, "nodeid", "") in called.deselect else found
+
+        monkeypatch.setattr("matrix.pytest_suites.audit.selects", exact)
+    with pytest.raises(AssertionError, match="pytest does not run it"):
+        check(case, tmp_path / "after", stub)
