@@ -22,8 +22,8 @@ from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
 from matrix.guards.model import AlwaysSkips, ExprCondition, Guard, GuardFindingKind, ModuleNames, dotted, guard_finding
 from matrix.guards.predicates import Predicate, RunnerFacts
 from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
-from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
 from matrix.pytest_suites.invocation import Invocation
+from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
 from matrix.pytest_suites.select import Selected, collected, selects
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
 
@@ -205,9 +205,7 @@ class SuiteAuditor:
         # What each entry's pytest command collects and selects; read from the selection alone when not given.
         self.invocations = tuple(invocations) if invocations is not None else tuple(map(_plain, self.entries))
         self.evaluator = _Evaluator(packs, profiles, installed)
-        self.not_run = tuple(
-            f"{e.origin}: {i.why_not}" for e, i in zip(self.entries, self.invocations, strict=True) if i.why_not
-        )
+        self.not_run = tuple(f"{e.origin}: {i.why_not}" for e, i in zip(self.entries, self.invocations, strict=True) if i.why_not)
 
     def audit_file(self, test_file: TestFile) -> FileAudit:
         if test_file.error is not None:
@@ -215,9 +213,7 @@ class SuiteAuditor:
             return FileAudit(findings=(finding,), tests=0, scheduled=0, undetermined=0, assumptions=())
         ignores = test_file.conftest_ignores
         entries = [
-            (e, i)
-            for e, i in zip(self.entries, self.invocations, strict=True)
-            if collected(test_file.path, i, ignores)[0]
+            (e, i) for e, i in zip(self.entries, self.invocations, strict=True) if collected(test_file.path, i, ignores)[0]
         ]
         skips: list[PytestFinding] = []
         scheduled = undetermined = 0

@@ -27,9 +27,9 @@ from matrix.guards.source import resolve
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
+from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
 from matrix.pytest_suites.rules import module_tests
 from matrix.pytest_suites.select import ConftestIgnores
-from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
 from matrix.pytest_suites.skipmarks import ImportTarget, from_imports, mark_guard
 
 MAX_FIXTURE_DEPTH = 4
@@ -177,9 +177,8 @@ class Collector:
             inherited.extend(
                 AppliedGuard(guard=g, names=c.analysis.names, via=conftest) for g in c.analysis.guards if g.scope == conftest
             )
-        file_doubts = tuple(
-            f"{conftest}: {why}" for conftest in self.conftest_chain(path) if (why := self.problem(conftest)) is not None
-        )
+        refused = [(c, self.problem(c)) for c in self.conftest_chain(path)]
+        file_doubts = tuple(f"{conftest}: {problem}" for conftest, problem in refused if problem is not None)
         rules = self.markers_for(path)
         module_exprs = _pytestmark(parsed.tree.body)
         module_marks = _marks_of(module_exprs, names)
@@ -361,9 +360,7 @@ class Collector:
                     out.append(found)
         return out
 
-    def _may_have_id(
-        self, path: str, parsed: _Parsed, node: _Function, *groups: Sequence[ast.expr]
-    ) -> bool:
+    def _may_have_id(self, path: str, parsed: _Parsed, node: _Function, *groups: Sequence[ast.expr]) -> bool:
         """Whether pytest may add a parameter id to the test's name: a parametrize mark anywhere in scope, a
         requested fixture of the tree with `params=`, or a `pytest_generate_tests` hook in its module or conftests."""
         names = parsed.analysis.names
@@ -371,8 +368,10 @@ class Collector:
             return True
         for conftest in [path, *self.conftests(path)]:
             c = self.parsed(conftest)
-            if c is not None and c.tree is not None and any(
-                isinstance(s, _Function) and s.name == "pytest_generate_tests" for s in c.tree.body
+            if (
+                c is not None
+                and c.tree is not None
+                and any(isinstance(s, _Function) and s.name == "pytest_generate_tests" for s in c.tree.body)
             ):
                 return True
         for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
@@ -490,7 +489,9 @@ def read_collect_ignore(tree: ast.Module, folder: str) -> ConftestIgnores | None
 
 
 def _strings(node: ast.expr | None) -> tuple[str, ...] | None:
-    if isinstance(node, ast.List | ast.Tuple) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+    if isinstance(node, ast.List | ast.Tuple) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
         return tuple(str(e.value) for e in node.elts)  # type: ignore[attr-defined]
     return None
 
@@ -556,9 +557,9 @@ def _calls_skip(node: _Function) -> bool:
 def _pytestmark(body: Sequence[ast.stmt]) -> list[ast.expr]:
     for stmt in body:
         value: ast.expr | None = None
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
-            value = stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == "pytestmark":
+        if (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets)) or (
+            isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == "pytestmark"
+        ):
             value = stmt.value
         if value is not None:
             return list(value.elts) if isinstance(value, ast.List | ast.Tuple) else [value]

@@ -61,7 +61,10 @@ Loader = Callable[[Path], Any]
 def _loaders() -> tuple[tuple[str, Loader], ...]:
     from _pytest.config import findpaths  # pytest's own loaders; imported only by pytest-audit
 
-    return tuple(findpaths.CONFIG_LOADERS_BY_NAME.items())
+    by_name = getattr(findpaths, "CONFIG_LOADERS_BY_NAME", None)
+    if by_name is None:  # pytest 8: one loader that dispatches on the file's name
+        return tuple((name, findpaths.load_config_dict_from_file) for name in CONFIG_NAMES[2:])
+    return tuple(by_name.items())
 
 
 def _checked(root: Path, relative: str) -> Path | None:

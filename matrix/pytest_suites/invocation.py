@@ -15,7 +15,7 @@ import os
 import posixpath
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ class Invocation:
     """What one pytest command collects and selects, every path repository-relative."""
 
     runs: bool = True
-    config: PytestConfig = PytestConfig()
+    config: PytestConfig = field(default_factory=PytestConfig)
     args: tuple[str, ...] = (".",)  # initial paths, `path::Class::test` node ids kept
     ignore: tuple[str, ...] = ()
     ignore_glob: tuple[str, ...] = ()  # patterns over repository-relative paths, anchored at the root
@@ -152,7 +152,9 @@ def read_invocation(root: Path, selection: PytestSelection, env: Mapping[str, st
     except _Unparsed as exc:
         return Invocation(config=config, doubts=(f"pytest's parser refuses the command line ({exc})",))
     if unknown:
-        doubts.append(f"options pytest's built-in parser does not know: {' '.join(unknown[:6])} (a value of one may be read as a path)")
+        doubts.append(
+            f"options pytest's built-in parser does not know: {' '.join(unknown[:6])} (a value of one may be read as a path)"
+        )
     for dest, flag in NOT_RUNS.items():
         if getattr(namespace, dest, False):
             return Invocation(runs=False, config=config, why_not=f"{flag}: pytest runs no test")

@@ -15,7 +15,7 @@ import glob
 import os
 import posixpath
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from matrix.guards.model import ModuleNames, dotted
@@ -92,11 +92,11 @@ def discover(root: Path, config: PytestConfig) -> tuple[str, ...]:
         if where.is_file():
             found.append(posixpath.normpath(start))  # an explicit path is collected whatever its name
             continue
-        _walk(root, base, start, config, 0, found)
+        _walk(root, start, config, 0, found)
     return tuple(sorted(set(found)))
 
 
-def _walk(root: Path, base: Path, folder: str, config: PytestConfig, depth: int, found: list[str]) -> None:
+def _walk(root: Path, folder: str, config: PytestConfig, depth: int, found: list[str]) -> None:
     if depth > MAX_DEPTH or len(found) >= MAX_FILES:
         return
     try:
@@ -115,7 +115,7 @@ def _walk(root: Path, base: Path, folder: str, config: PytestConfig, depth: int,
                 os.path.join(entry.path, "conda-meta", "history")
             )
             if not ignored_dir(relative, entry.name, config, venv):
-                _walk(root, base, relative, config, depth + 1, found)
+                _walk(root, relative, config, depth + 1, found)
         elif entry.is_file() and is_test_file(relative, config):
             found.append(relative)
 
@@ -193,12 +193,12 @@ def module_tests(tree: ast.Module, names: ModuleNames, config: PytestConfig) -> 
         elif isinstance(stmt, _Function):
             found = _function_test(module, stmt, ())
         elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.Delete | ast.ImportFrom):
-            _rebind(stmt, bound, config)
+            _rebind(stmt, bound)
             continue
         else:
             continue
         if condition:
-            found = [FoundTest(**{**_fields(t), "doubts": (*t.doubts, condition)}) for t in found]
+            found = [replace(t, doubts=(*t.doubts, condition)) for t in found]
         if stmt.name not in bound:
             order.append(stmt.name)
         elif condition:
@@ -207,11 +207,7 @@ def module_tests(tree: ast.Module, names: ModuleNames, config: PytestConfig) -> 
     return [t for n in order for t in bound.get(n, [])]
 
 
-def _fields(test: FoundTest) -> dict[str, object]:
-    return {"node": test.node, "classes": test.classes, "owner": test.owner, "doubts": test.doubts, "applied": test.applied}
-
-
-def _rebind(stmt: ast.stmt, bound: dict[str, list[FoundTest]], config: PytestConfig) -> None:
+def _rebind(stmt: ast.Assign | ast.AnnAssign | ast.Delete | ast.ImportFrom, bound: dict[str, list[FoundTest]]) -> None:
     """A later statement binding a test's name: a mark applied by call keeps it (with the mark), `del` or any
     other value removes it (the module's `__dict__` holds the last binding)."""
     if isinstance(stmt, ast.Delete):
@@ -234,7 +230,7 @@ def _rebind(stmt: ast.stmt, bound: dict[str, list[FoundTest]], config: PytestCon
         if mark is None:
             bound.pop(target.id)
         else:
-            bound[target.id] = [FoundTest(**{**_fields(t), "applied": (*t.applied, mark)}) for t in bound[target.id]]
+            bound[target.id] = [replace(t, applied=(*t.applied, mark)) for t in bound[target.id]]
 
 
 def _statements(body: Sequence[ast.stmt], depth: int) -> Iterator[tuple[ast.stmt, str]]:

@@ -15,13 +15,12 @@ from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport
 from matrix.pytest_suites.collect import Collector
 from matrix.pytest_suites.config import read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
-from matrix.pytest_suites.rules import discover
 from matrix.pytest_suites.packs import builtin_packs
+from matrix.pytest_suites.rules import discover
 from matrix.schedule.buildkite import read_test_area
 from matrix.schedule.github import read_github
 from matrix.schedule.load import MAX_SOURCE_BYTES, TreeLoader, load_declared
-from matrix.schedule.model import PytestSelection
-from matrix.schedule.model import Schedule
+from matrix.schedule.model import PytestSelection, Schedule
 from matrix.schedule.pytest_command import PytestCommandReader
 from matrix.schedule.yamldoc import MAX_BYTES, load_yaml
 

@@ -65,30 +65,46 @@ def evaluate(text: str, known: Callable[[str], bool], unknown: Callable[[str], b
     expression = _compiled(text.lstrip())
     if expression is None:
         return None
-    idents = sorted(expression.idents())  # type: ignore[attr-defined]
-    open_words = [w for w in idents if not known(w) and unknown(w)][:MAX_UNKNOWN_WORDS + 1]
+    listed = getattr(expression, "idents", None)
+    if listed is None:  # pytest before 9 does not list an expression's words: decided only with every name known
+        return None if unknown("") else _evaluate_known(expression, known)
+    idents = sorted(listed())
+    open_words = [w for w in idents if not known(w) and unknown(w)][: MAX_UNKNOWN_WORDS + 1]
     if len(open_words) > MAX_UNKNOWN_WORDS:
         return None
     results: set[bool] = set()
     for values in itertools.product((False, True), repeat=len(open_words)):
-        assumed = dict(zip(open_words, values, strict=True))
-
-        def matcher(name: str, /, **kwargs: object) -> bool:
-            if kwargs:
-                raise _CallArguments
-            return assumed[name] if name in assumed else known(name)
-
         try:
-            results.add(bool(expression.evaluate(matcher)))  # type: ignore[attr-defined]
-        except (_CallArguments, Exception):
+            results.add(bool(expression.evaluate(_Matcher(dict(zip(open_words, values, strict=True)), known))))  # type: ignore[attr-defined]
+        except Exception:  # call arguments (`-m "mark(x=1)"`) or anything else pytest's matchers would refuse
             return None
         if len(results) > 1:
             return None
     return results.pop() if results else None
 
 
+def _evaluate_known(expression: object, known: Callable[[str], bool]) -> bool | None:
+    try:
+        return bool(expression.evaluate(_Matcher({}, known)))  # type: ignore[attr-defined]
+    except Exception:
+        return None
+
+
 class _CallArguments(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class _Matcher:
+    """An ExpressionMatcher: the assumed value of a word no name shows, else the known one."""
+
+    assumed: dict[str, bool]
+    known: Callable[[str], bool]
+
+    def __call__(self, name: str, /, **kwargs: object) -> bool:
+        if kwargs:
+            raise _CallArguments
+        return self.assumed[name] if name in self.assumed else self.known(name)
 
 
 def matches_expression(text: str, *, keyword: bool, names: Iterable[str]) -> bool | None:
@@ -123,7 +139,7 @@ def collected(path: str, invocation: Invocation, conftests: Sequence[ConftestIgn
     parents = initial | {p for t in targets for p in _parents(t)}
     doubts: list[str] = []
     for start in sorted(starts, key=len):
-        verdict = _reach(path, start, invocation, conftests, parents, doubts)
+        verdict = _reach(path, start, invocation=invocation, conftests=conftests, parents=parents, doubts=doubts)
         if verdict:
             return True, tuple(doubts)
     return False, tuple(doubts) if doubts else ()
@@ -138,7 +154,7 @@ def _parents(path: str) -> list[str]:
 
 
 def _reach(
-    path: str, start: str, invocation: Invocation, conftests: Sequence[ConftestIgnores], parents: set[str], doubts: list[str]
+    path: str, start: str, *, invocation: Invocation, conftests: Sequence[ConftestIgnores], parents: set[str], doubts: list[str]
 ) -> bool:
     config = invocation.config
     parts = path.split("/")

@@ -40,7 +40,7 @@ STUB_TORCH = {
 }
 
 # A plugin loaded into the real pytest run: each test's outcome, written as JSON.
-REPORTER = '''
+REPORTER = """
 import json, os
 
 OUTCOMES = {}
@@ -60,7 +60,7 @@ def pytest_runtest_logreport(report):
 def pytest_unconfigure(config):
     with open(os.environ["ORACLE_OUT"], "w", encoding="utf-8") as handle:
         json.dump(OUTCOMES, handle)
-'''
+"""
 
 
 def _snippet(kind: str, i: int) -> str:

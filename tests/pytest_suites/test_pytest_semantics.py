@@ -214,7 +214,10 @@ def test_runners_no_profile_knows_leave_the_test_undetermined() -> None:
     from matrix.schedule.model import Origin, PytestSelection, Schedule, ScheduleEntry
 
     entry = ScheduleEntry(
-        selection=PytestSelection(paths=("t",)), labels=("linux.unknown.gpu",), profiles=(), origin=Origin(file="ci.yml", line=3, job="j")
+        selection=PytestSelection(paths=("t",)),
+        labels=("linux.unknown.gpu",),
+        profiles=(),
+        origin=Origin(file="ci.yml", line=3, job="j"),
     )
     item = TestItem(nodeid="t/test_m.py::test_x", path="t/test_m.py", line=1, markers=frozenset(), guards=())
     files = [TestFile(path="t/test_m.py", tests=(item,))]
@@ -277,7 +280,9 @@ def test_a_configuration_pytest_cannot_read_is_one_line_without_its_content(
 def test_symlinked_sources_outside_the_tree_are_not_followed(tmp_path: Path, audit: Audit) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    (outside / "marks.py").write_text("import pytest\n\nneeds = pytest.mark.skipif(True, reason='LEAKED-REASON')\n", encoding="utf-8")
+    (outside / "marks.py").write_text(
+        "import pytest\n\nneeds = pytest.mark.skipif(True, reason='LEAKED-REASON')\n", encoding="utf-8"
+    )
     (outside / "conftest.py").write_text(
         "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef _off():\n    pytest.skip('LEAKED-CONFTEST')\n", encoding="utf-8"
     )
@@ -308,7 +313,9 @@ def test_symlinked_sources_outside_the_tree_are_not_followed(tmp_path: Path, aud
             {"tests/test_a.py::test_a"},
             id="bom-conftest",
         ),
-        pytest.param({"tests/test_a.py": "\ufeff" + OFF + "def test_a():\n    pass\n"}, {"tests/test_a.py::test_a"}, id="bom-test-file"),
+        pytest.param(
+            {"tests/test_a.py": "\ufeff" + OFF + "def test_a():\n    pass\n"}, {"tests/test_a.py::test_a"}, id="bom-test-file"
+        ),
     ],
 )
 def test_sources_are_decoded_as_python_decodes_them(audit: Audit, files: dict[str, str], runs: set[str]) -> None:
