@@ -33,6 +33,22 @@ from matrix.pytest_suites.select import ConftestIgnores
 from matrix.pytest_suites.skipmarks import ImportTarget, from_imports, mark_guard
 
 MAX_FIXTURE_DEPTH = 4
+# Decorators known to add no pytest marker (so `-m` and `-k` are decided without them).
+PLAIN_DECORATORS = frozenset(
+    {
+        "pytest.fixture",
+        "staticmethod",
+        "classmethod",
+        "property",
+        "functools.wraps",
+        "functools.cache",
+        "functools.lru_cache",
+        "functools.cached_property",
+        "contextlib.contextmanager",
+        "typing.overload",
+        "abc.abstractmethod",
+    }
+)
 # Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
 MAX_IMPORT_DEPTH = 4
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -62,6 +78,9 @@ class TestItem:
     # The test's pytest name may carry a parameter id this item does not show (`test_f[...]`): a `-k` word
     # could match it.
     hidden_id: bool = False
+    # A decorator or pytestmark entry in its scope is not read as a mark or a plain decorator: it may add markers
+    # (`-m`, `-k` words this item does not list may match).
+    opaque_marks: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,6 +247,7 @@ class Collector:
                 guards=tuple(guards),
                 doubts=tuple(doubts),
                 hidden_id=self._may_have_id(path, parsed, node, exprs, local_exprs),
+                opaque_marks=any(self._opaque(path, parsed, e) for e in (*exprs, *local_exprs)),
             )
             param = read_parametrize(node.decorator_list, names)
             tests.extend(self._cases(path, parsed, item, param, rules=rules, notes=notes) if param is not None else (item,))
@@ -347,6 +367,19 @@ class Collector:
             return False
         owner = self.cache.get(applied.guard.scope.split("::")[0])
         return owner is None or owner.calls
+
+    def _opaque(self, path: str, parsed: _Parsed, expr: ast.expr) -> bool:
+        """A decorator or mark entry that may carry markers this reading does not see."""
+        names = parsed.analysis.names
+        if _marks_of([expr], names):
+            return False
+        target = expr.func if isinstance(expr, ast.Call) else expr
+        if resolve(dotted(target) or "", names.import_map) in PLAIN_DECORATORS:
+            return False
+        found = self._resolve_mark(path, parsed, target, 0, local=True)
+        if found is not None and found[0] is not target:
+            return not _marks_of([found[0]], found[1].analysis.names)
+        return True
 
     def _class_chain(self, parsed: _Parsed, cls: ast.ClassDef) -> list[ast.ClassDef]:
         """The class and its same-module bases: pytest collects marks over the MRO (pytest >= 7.2)."""

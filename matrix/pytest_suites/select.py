@@ -242,13 +242,13 @@ def selects(entry: ScheduleEntry, invocation: Invocation, item: object, conftest
         def known(word: str) -> bool:
             return any(word.lower() in n for n in names)
 
-        verdict = evaluate(invocation.keyword, known, lambda _: item.hidden_id)
+        verdict = evaluate(invocation.keyword, known, lambda _: item.hidden_id or item.opaque_marks)
         if verdict is False:
             return None
         if verdict is None:
             doubts.append(f"-k {invocation.keyword!r}: not decided for this test")
     if invocation.markexpr:
-        verdict = evaluate(invocation.markexpr, lambda w: w in item.markers)
+        verdict = evaluate(invocation.markexpr, lambda w: w in item.markers, lambda _: item.opaque_marks)
         if verdict is False:
             return None
         if verdict is None:

@@ -18,14 +18,16 @@ import textwrap
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from matrix.core.runner_files import load_runners
-from matrix.pytest_suites.audit import ItemOutcome
-from matrix.pytest_suites.run import AuditInput, item_outcomes
+
+if TYPE_CHECKING:
+    from matrix.pytest_suites.audit import ItemOutcome
 
 EXAMPLES = int(os.environ.get("SPECMATRIX_ORACLE_EXAMPLES", "4"))
 RUNNER = "1-gpu-h100"  # capability (9, 0), one GPU: what the stub torch answers
@@ -223,6 +225,8 @@ def real_pytest(root: Path, stub: Path, case: Case) -> dict[str, str]:
 
 
 def static_outcomes(root: Path, case: Case, scratch: Path) -> tuple[dict[str, ItemOutcome], tuple[str, ...]]:
+    from matrix.pytest_suites.run import AuditInput, item_outcomes
+
     env = "".join(f"env = {{ {k} = {json.dumps(v)} }}\n" for k, v in case.env.items())
     plan = scratch / "plan.toml"
     plan.write_text(f'[[entry]]\njob = "j"\nlabels = ["{RUNNER}"]\npytest = {json.dumps(case.command)}\n{env}', encoding="utf-8")
@@ -231,6 +235,8 @@ def static_outcomes(root: Path, case: Case, scratch: Path) -> tuple[dict[str, It
 
 def disagreements(static: dict[str, ItemOutcome], broken: tuple[str, ...], real: dict[str, str]) -> list[str]:
     """Certain static verdicts pytest contradicts."""
+    from matrix.pytest_suites.audit import ItemOutcome
+
     wrong: list[str] = []
     seen: set[str] = set()
     for nodeid, outcome in real.items():

@@ -146,6 +146,11 @@ COLLECTION_CASES = [
             {"t/test_m.py::Checks::test_unit"}, 1, id="testcase-under-another-name",
         ),
         pytest.param(
+            OFF + "import unittest\n\n\nclass Shared(unittest.TestCase):\n    pass\n\n\n"
+            "class Checks(Shared):\n    def test_unit(self):\n        pass\n",
+            {"t/test_m.py::Checks::test_unit"}, 1, id="testcase-through-a-local-base",
+        ),
+        pytest.param(
             OFF + "class TestInit:\n    def __init__(self):\n        pass\n\n    def test_x(self):\n        pass\n", set(), 0,
             id="class-with-init",
         ),
@@ -331,3 +336,13 @@ def test_a_latin1_source_with_its_coding_line_is_read(tmp_path: Path, audit: Aud
     (repo / "tests" / "test_a.py").write_bytes(text.encode("latin-1"))
     report = audit({}, _entry("pytest tests"))
     assert _skipping(report) == {"tests/test_a.py::test_a"}
+
+
+def test_a_decorator_not_read_leaves_m_undecided(audit: Audit) -> None:
+    """An imported decorator may add the marker `-m` asks about: the test is neither certainly run nor dropped."""
+    files = {
+        "t/helpers.py": "def wrapped(function):\n    return function\n",
+        "t/test_m.py": "from helpers import wrapped\n\n\n@wrapped\ndef test_w():\n    pass\n\n\ndef test_plain():\n    pass\n",
+    }
+    report = audit(files, _entry("pytest t -m 'not gpu'"))
+    assert report.scheduled_tests == 2 and report.undetermined == 1  # test_plain runs; test_w may carry `gpu`
