@@ -115,7 +115,7 @@ def _relative(path: str, working_dir: str) -> str:
 
 def raw_arguments(selection: PytestSelection) -> list[str]:
     """The command's arguments as written; rebuilt from the selection's fields when the reader kept none."""
-    if selection.argv:
+    if selection.argv is not None:
         return list(selection.argv)[:MAX_ARGS]
     out: list[str] = []
     for path in selection.paths:

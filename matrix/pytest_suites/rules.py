@@ -80,17 +80,20 @@ def _bounded_glob(root: Path, pattern: str) -> Iterator[str]:
         yield hit
 
 
-def discover(root: Path, config: PytestConfig) -> tuple[str, ...]:
-    """The checkout's test files: those under `testpaths` (or the rootdir), recursing as pytest does. Symlinked
-    folders are not entered; a symlinked test file is listed (the reader refuses one whose target is outside)."""
+def discover(root: Path, config: PytestConfig, named: Sequence[str] = ()) -> tuple[str, ...]:
+    """The checkout's test files: those under `testpaths` (or the rootdir) and under the paths CI commands name
+    (`named`, repository-relative), recursing as pytest does. Symlinked folders are not entered; a symlinked
+    test file is listed (the reader refuses one whose target is outside)."""
     base = root.resolve()
     found: list[str] = []
-    for start in testpath_args(root, config):
+    extra = sorted({posixpath.normpath(n.split("::")[0]) for n in named if not n.startswith(("/", ".."))})
+    for start in dict.fromkeys([*testpath_args(root, config), *extra]):
         where = root / start
         if not where.resolve().is_relative_to(base):
             continue
         if where.is_file():
-            found.append(posixpath.normpath(start))  # an explicit path is collected whatever its name
+            if start.endswith(".py"):
+                found.append(posixpath.normpath(start))  # an explicit path is collected whatever its name
             continue
         _walk(root, start, config, 0, found)
     return tuple(sorted(set(found)))

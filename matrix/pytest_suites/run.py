@@ -150,7 +150,7 @@ def run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: i
     collector.problem = load.problem
     read = invocations(inputs.root, schedule)
     _STATE["auditor"] = auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
-    paths = discover(inputs.root, config)
+    paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
     try:
         if jobs > 1 and len(paths) > 1 and "fork" in multiprocessing.get_all_start_methods():
             # Largest files first so the workers finish together; fork shares the schedule and packs.
@@ -171,10 +171,11 @@ def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     load = SourceLoader(inputs.root)
     collector = Collector(load, config, builtin_packs(), markers)
     collector.problem = load.problem
-    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, invocations(inputs.root, schedule))
+    read = invocations(inputs.root, schedule)
+    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
     out: dict[str, ItemOutcome] = {}
     broken: list[str] = []
-    for path in discover(inputs.root, config):
+    for path in discover(inputs.root, config, [a for i in read for a in i.args if i.runs]):
         collected = collector.collect(path)
         if collected.error is not None:
             broken.append(path)

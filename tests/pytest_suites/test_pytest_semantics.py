@@ -346,3 +346,13 @@ def test_a_decorator_not_read_leaves_m_undecided(audit: Audit) -> None:
     }
     report = audit(files, _entry("pytest t -m 'not gpu'"))
     assert report.scheduled_tests == 2 and report.undetermined == 1  # test_plain runs; test_w may carry `gpu`
+
+
+def test_a_file_named_by_ci_outside_testpaths_is_audited(audit: Audit) -> None:
+    files = {
+        "pytest.ini": "[pytest]\ntestpaths = tests\n",
+        "tests/test_a.py": OFF + "def test_a():\n    pass\n",
+        "extra/test_far.py": OFF + "def test_far():\n    pass\n",
+    }
+    report = audit(files, _entry("pytest extra/test_far.py"))
+    assert _skipping(report) == {"extra/test_far.py::test_far"}
