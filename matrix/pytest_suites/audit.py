@@ -270,6 +270,8 @@ class SuiteAuditor:
 
     def _verdict(self, item: TestItem, selected: Selected, profile: str) -> _RunnerVerdict:
         verdict = _verdict(item, selected.entry, profile, self.evaluator)
+        if selected.skips_unsure:
+            return replace(verdict, skips=Tri.UNKNOWN)
         if verdict.skips is Tri.FALSE and selected.doubts:
             # It would run if it is there and selected as read; a doubt about either makes that unknown.
             return replace(verdict, skips=Tri.UNKNOWN)

@@ -254,15 +254,14 @@ class Collector:
         return TestFile(path=path, tests=tuple(tests), notes=tuple(notes), conftest_ignores=self.conftest_ignores(path))
 
     def conftest_ignores(self, path: str) -> tuple[ConftestIgnores, ...]:
-        """`collect_ignore` / `collect_ignore_glob` of the conftest files above a test file."""
+        """Every conftest file above a test file, with its `collect_ignore` / `collect_ignore_glob`."""
         out: list[ConftestIgnores] = []
         for conftest in self.conftests(path):
             c = self.parsed(conftest)
             if c is None or c.tree is None:
                 continue
-            found = read_collect_ignore(c.tree, posixpath.dirname(conftest) or ".")
-            if found is not None:
-                out.append(found)
+            folder = posixpath.dirname(conftest) or "."
+            out.append(read_collect_ignore(c.tree, folder) or ConftestIgnores(folder=folder))
         return tuple(out)
 
     # --- marks from elsewhere, parametrized cases ------------------------------------------------------------

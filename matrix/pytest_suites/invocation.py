@@ -69,6 +69,7 @@ class Invocation:
     deselect: tuple[str, ...] = ()  # prefixes of node ids relative to the rootdir, as written
     keyword: str | None = None
     markexpr: str | None = None
+    confcutdir: str = "."  # conftest files above it are not loaded (pytest: the inifile's folder, else the rootdir)
     # Why a test this command seems to select may not run (or be read as pytest reads it).
     doubts: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
@@ -180,6 +181,7 @@ def read_invocation(root: Path, selection: PytestSelection, env: Mapping[str, st
         deselect=tuple(namespace.deselect or []),
         keyword=namespace.keyword or None,
         markexpr=namespace.markexpr or None,
+        confcutdir=_relative(namespace.confcutdir, cwd) if namespace.confcutdir else _confcutdir(config),
         doubts=tuple(doubts),
         assumptions=tuple(assumptions),
     )
@@ -208,6 +210,11 @@ def _config(root: Path, cwd: str, early: argparse.Namespace) -> PytestConfig:
             raise ConfigError(f"-o {override!r}: pytest expects name=value")
         values[key] = value
     return replace(from_values(values, found, rootdir), rootdir=rootdir)
+
+
+def _confcutdir(config: PytestConfig) -> str:
+    # pytest (`Config._preparse`): with no --confcutdir, the configuration file's folder, else the rootdir.
+    return (posixpath.dirname(config.inifile) or ".") if config.inifile else config.rootdir
 
 
 def _ancestor(paths: list[str]) -> str:

@@ -195,7 +195,17 @@ def module_tests(tree: ast.Module, names: ModuleNames, config: PytestConfig) -> 
             found = _class_tests(module, stmt, (), 0)
         elif isinstance(stmt, _Function):
             found = _function_test(module, stmt, ())
-        elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.Delete | ast.ImportFrom):
+        elif isinstance(stmt, ast.ImportFrom):
+            _rebind(stmt, bound)
+            found = _imported_tests(stmt, config)
+            if not found:
+                continue
+            for test in found:
+                if test.node.name not in bound:
+                    order.append(test.node.name)
+                bound[test.node.name] = [replace(test, doubts=(*test.doubts, condition)) if condition else test]
+            continue
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.Delete):
             _rebind(stmt, bound)
             continue
         else:
@@ -208,6 +218,27 @@ def module_tests(tree: ast.Module, names: ModuleNames, config: PytestConfig) -> 
             found = [*bound[stmt.name], *found]  # the other branch's definition may be the one that exists
         bound[stmt.name] = found
     return [t for n in order for t in bound.get(n, [])]
+
+
+def _imported_tests(stmt: ast.ImportFrom, config: PytestConfig) -> list[FoundTest]:
+    """A function imported under a test name is a test of this module too (pytest collects the module's
+    `__dict__`); what it is (a function, its marks and guards) is not read, so it is kept with a doubt."""
+    out: list[FoundTest] = []
+    for alias in stmt.names:
+        local = alias.asname or alias.name
+        if alias.name == "*" or not matches_name(local, config.python_functions):
+            continue
+        node = ast.FunctionDef(
+            name=local,
+            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=[ast.Pass()],
+            decorator_list=[],
+            lineno=stmt.lineno,
+            col_offset=stmt.col_offset,
+        )
+        where = "." * stmt.level + (stmt.module or "")
+        out.append(FoundTest(node=node, doubts=(f"{local} is imported from {where} (line {stmt.lineno}): not read",)))
+    return out
 
 
 def _rebind(stmt: ast.Assign | ast.AnnAssign | ast.Delete | ast.ImportFrom, bound: dict[str, list[FoundTest]]) -> None:

@@ -45,6 +45,8 @@ class Selected:
     entry: ScheduleEntry
     assumptions: tuple[str, ...] = ()
     doubts: tuple[str, ...] = ()
+    # A doubt that reaches the skip verdict too (a conftest the static reading applied that pytest does not load).
+    skips_unsure: bool = False
 
 
 @functools.lru_cache(maxsize=4096)
@@ -129,6 +131,7 @@ def collected(path: str, invocation: Invocation, conftests: Sequence[ConftestIgn
     """Whether the invocation collects the file, and the doubts of that reading."""
     if not invocation.runs:
         return False, ()
+    conftests = [c for c in conftests if _under(c.folder, invocation.confcutdir)]  # pytest loads none above it
     targets = [a.split("::")[0].rstrip("/") or "." for a in invocation.args]
     if path in targets:
         return True, ()  # an initial path is collected whatever its name and whatever the ignores say
@@ -253,4 +256,7 @@ def selects(entry: ScheduleEntry, invocation: Invocation, item: object, conftest
             return None
         if verdict is None:
             doubts.append(f"-m {invocation.markexpr!r}: not decided for this test")
-    return Selected(entry=entry, assumptions=tuple(assumptions), doubts=(*doubts, *item.doubts))
+    above = [c.folder for c in conftests if not _under(c.folder, invocation.confcutdir)]
+    if above:
+        doubts.append(f"conftest files above the confcutdir {invocation.confcutdir} are not loaded by pytest: {', '.join(above)}")
+    return Selected(entry=entry, assumptions=tuple(assumptions), doubts=(*doubts, *item.doubts), skips_unsure=bool(above))

@@ -61,7 +61,7 @@ def pytest_runtest_logreport(report):
 
 def pytest_unconfigure(config):
     with open(os.environ["ORACLE_OUT"], "w", encoding="utf-8") as handle:
-        json.dump(OUTCOMES, handle)
+        json.dump({"rootdir": str(config.rootpath), "outcomes": OUTCOMES}, handle)
 """
 
 
@@ -96,12 +96,20 @@ def _snippet(kind: str, i: int) -> str:
         ),
         "check": f"def check_named_{i}():\n    pass\n",
         "checkclass": f"class CheckThing{i}:\n    def check_one(self):\n        pass\n\n    def test_two(self):\n        pass\n",
+        "dunder_true": f"class Spec{i}:\n    __test__ = True\n\n    def test_yes(self):\n        pass\n",
+        "imported": f"from shared_{i} import test_shared as test_imported_{i}\n",
+        "fixture_param": (
+            f"@pytest.fixture(params=['x', 'y'])\ndef flavour_{i}(request):\n    return request.param\n\n\n"
+            f"def test_flavoured_{i}(flavour_{i}):\n    pass\n"
+        ),
+        "body_skip": f"def test_body_{i}():\n    pytest.skip('not here')\n",
     }[kind]
 
 
 KINDS = [
     "plain", "slow", "gpu", "alias", "applied", "cap10", "cap8", "skip", "param", "klass", "inherit", "nested",
-    "dunder", "unittest", "cond_true", "cond_false", "class_mark", "check", "checkclass",
+    "dunder", "unittest", "cond_true", "cond_false", "class_mark", "check", "checkclass", "dunder_true", "imported",
+    "fixture_param", "body_skip",
 ]  # fmt: skip
 FILES = [
     "tests/test_a.py", "tests/test_ab.py", "tests/sub/test_b.py", "tests/check_c.py", "tests/e_test.py",
@@ -110,8 +118,8 @@ FILES = [
 CONFIG_NAMES = ["pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "empty-pytest.ini+pyproject.toml"]
 OPTIONS = {
     "testpaths": ["tests", "tests/*", "other tests", "nowhere"],
-    "norecursedirs": ["sub", "tests/legacy", "build", "legacy"],
-    "python_files": ["test_*.py check_*.py", "test_*.py"],
+    "norecursedirs": ["sub", "tests/legacy", "build", "legacy", "t*", "*sub*"],
+    "python_files": ["test_*.py check_*.py", "test_*.py", "tests/*_test.py test_*.py"],
     "python_classes": ["Test Check", "Check"],
     "python_functions": ["test check", "test"],
     "addopts": ['-m "not slow"', "--ignore=tests/sub", "--deselect tests/test_a", "-k plain", "--ignore-glob=*e_test.py"],
@@ -120,9 +128,11 @@ COMMAND_PATHS = ["", "tests", "tests/test_a.py", "tests/test_a.py::test_plain_0"
 COMMAND_OPTIONS = [
     "-m slow", '-m "not slow"', '-m "gpu or slow"', '-k "plain or box"', '-k "not param"', "-k 2", "-k test_a",
     "--ignore=tests/sub", "--ignore=tests/test_a.py", "--ignore-glob='tests/*_test.py'", "--deselect=tests/test_a",
-    "--deselect=tests/test_a.py::test_plain_0", "--co", "-k sub", "-m gpu -m slow",
+    "--deselect=tests/test_a.py::test_plain_0", "--co", "-k sub", "-m gpu -m slow", "-k x", "-k 'not y'",
+    "-o testpaths=other", "--rootdir=tests", "-p no:randomly", "--ignore=tests", "-c tox.ini", "-k Spec",
+    "--setup-only", "-k flavoured", "-m 'slow and not gpu'", "--deselect tests/test_a.py::TestBox0",
 ]  # fmt: skip
-ADDOPTS_ENV = ["-m gpu", "-k cap", "--ignore=tests", "-m 'not gpu'"]
+ADDOPTS_ENV = ["-m gpu", "-k cap", "--ignore=tests", "-m 'not gpu'", "--co", "-k 'not plain'"]
 CONFTEST = [
     'collect_ignore = ["tests/sub"]',
     'collect_ignore_glob = ["*/test_a*"]',
@@ -135,6 +145,8 @@ class Case:
     files: dict[str, str] = field(default_factory=dict)
     command: str = "pytest"
     env: dict[str, str] = field(default_factory=dict)
+    working_dir: str = "."
+    latin1: set[str] = field(default_factory=set)  # files written in Latin-1 with a coding line
 
 
 def _config_file(kind: str, options: dict[str, str]) -> dict[str, str]:
@@ -146,6 +158,9 @@ def _config_file(kind: str, options: dict[str, str]) -> dict[str, str]:
     if kind == "setup.cfg":
         return {"setup.cfg": "[tool:pytest]\n" + body}
     toml = "".join(f"{k} = {json.dumps(v.split()) if k != 'addopts' else json.dumps(v)}\n" for k, v in options.items())
+    if kind == "pytest.toml":
+        native = "".join(f"{k} = {json.dumps(shlex.split(v))}\n" for k, v in options.items())
+        return {"pytest.toml": "[pytest]\n" + native}
     pyproject = {"pyproject.toml": "[tool.pytest.ini_options]\n" + toml}
     if kind == "pyproject.toml":
         return pyproject
@@ -164,8 +179,13 @@ def cases(draw: st.DrawFn) -> Case:
             parts.append("__test__ = False\n")
         for kind in kinds:
             parts.append(_snippet(kind, counter))
+            if kind == "imported":
+                folder = path.rpartition("/")[0]
+                case.files[f"{folder}/shared_{counter}.py"] = "def test_shared():\n    pass\n"
             counter += 1
         case.files[path] = "\n\n".join(parts)
+        if draw(st.booleans()) and draw(st.booleans()):
+            case.latin1.add(path)
     if draw(st.booleans()):
         chosen = draw(st.lists(st.sampled_from(sorted(OPTIONS)), max_size=3, unique=True))
         options = {k: draw(st.sampled_from(OPTIONS[k])) for k in chosen}
@@ -178,16 +198,21 @@ def cases(draw: st.DrawFn) -> Case:
         words.append(path)
     words += draw(st.lists(st.sampled_from(COMMAND_OPTIONS), max_size=2))
     case.command = " ".join(words)
+    if draw(st.booleans()) and draw(st.booleans()) and any(p.startswith("tests/") for p in case.files):
+        case.working_dir = "tests"
     if draw(st.booleans()) and draw(st.booleans()):
         case.env["PYTEST_ADDOPTS"] = draw(st.sampled_from(ADDOPTS_ENV))
     return case
 
 
-def _write(root: Path, files: dict[str, str]) -> None:
+def _write(root: Path, files: dict[str, str], latin1: set[str] | None = None) -> None:
     for name, text in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        if name in (latin1 or ()):
+            path.write_bytes(f"# -*- coding: latin-1 -*-\n# caf\xe9\n{text}".encode("latin-1"))
+        else:
+            path.write_text(text, encoding="utf-8")
 
 
 def real_pytest(root: Path, stub: Path, case: Case) -> dict[str, str]:
@@ -210,7 +235,7 @@ def real_pytest(root: Path, stub: Path, case: Case) -> dict[str, str]:
             for name in [k for k in os.environ if k.startswith(("PYTEST_", "HYPOTHESIS"))]:
                 del os.environ[name]
             os.environ.update(case.env, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", ORACLE_OUT=str(out))
-            os.chdir(root)
+            os.chdir(root / case.working_dir)
             sys.path[:0] = [str(stub)]
             sys.dont_write_bytecode = True
             code = int(pytest.main(args))
@@ -219,7 +244,10 @@ def real_pytest(root: Path, stub: Path, case: Case) -> dict[str, str]:
     _, status = os.waitpid(pid, 0)
     if not out.is_file():
         return {}  # a usage error: pytest ran nothing
-    found: dict[str, str] = json.loads(out.read_text(encoding="utf-8"))
+    written = json.loads(out.read_text(encoding="utf-8"))
+    # pytest's node ids are relative to its rootdir; the audit's to the checkout.
+    rootdir = Path(written["rootdir"]).relative_to(root.resolve()).as_posix()
+    found = {nodeid if rootdir == "." else f"{rootdir}/{nodeid}": outcome for nodeid, outcome in written["outcomes"].items()}
     assert "fails" not in found.values(), (status, found)
     return found
 
@@ -229,7 +257,10 @@ def static_outcomes(root: Path, case: Case, scratch: Path) -> tuple[dict[str, It
 
     env = "".join(f"env = {{ {k} = {json.dumps(v)} }}\n" for k, v in case.env.items())
     plan = scratch / "plan.toml"
-    plan.write_text(f'[[entry]]\njob = "j"\nlabels = ["{RUNNER}"]\npytest = {json.dumps(case.command)}\n{env}', encoding="utf-8")
+    where = f"working_dir = {json.dumps(case.working_dir)}\n"
+    plan.write_text(
+        f'[[entry]]\njob = "j"\nlabels = ["{RUNNER}"]\npytest = {json.dumps(case.command)}\n{where}{env}', encoding="utf-8"
+    )
     return item_outcomes(AuditInput(root=root, schedule_files=(plan,), workflows=False), load_runners())
 
 
@@ -269,11 +300,12 @@ def stub(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def check(case: Case, scratch: Path, stub: Path) -> None:
     root = scratch / "repo"
-    _write(root, case.files)
+    _write(root, case.files, case.latin1)
     real = real_pytest(root, stub, case)
     static, broken = static_outcomes(root, case, scratch)
     wrong = disagreements(static, broken, real)
-    assert not wrong, "\n".join([f"command: {case.command} env: {case.env}", *wrong, *sorted(case.files)])
+    shown = [f"command: {case.command} env: {case.env} in {case.working_dir}", *wrong, *sorted(case.files)]
+    assert not wrong, "\n".join(shown)
 
 
 @settings(
