@@ -356,3 +356,36 @@ def test_a_file_named_by_ci_outside_testpaths_is_audited(audit: Audit) -> None:
     }
     report = audit(files, _entry("pytest extra/test_far.py"))
     assert _skipping(report) == {"extra/test_far.py::test_far"}
+
+
+def test_a_test_function_imported_into_a_test_module_is_a_test(audit: Audit, tmp_path: Path, oracle_stub: Path) -> None:
+    files = {
+        "t/shared.py": "def test_shared():\n    pass\n",
+        "t/test_m.py": "from shared import test_shared as test_again\n\n\ndef test_own():\n    pass\n",
+    }
+    assert set(real_pytest(_written(tmp_path / "real", files), oracle_stub, Case(command="pytest t"))) == {
+        "t/test_m.py::test_again",
+        "t/test_m.py::test_own",
+    }
+    report = audit(files, _entry("pytest t"))
+    assert report.tests == 2 and report.undetermined == 1  # what the imported function does is not read
+
+
+def test_a_conftest_above_the_rootdir_pytest_uses_is_not_applied_with_certainty(
+    audit: Audit, tmp_path: Path, oracle_stub: Path
+) -> None:
+    """No configuration file: run from tests/, pytest's rootdir (and confcutdir) is tests/, the root conftest unloaded."""
+    files = {
+        "conftest.py": "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef _off():\n    pytest.skip('off')\n",
+        "tests/test_a.py": "def test_a():\n    pass\n",
+    }
+    real = real_pytest(_written(tmp_path / "real", files), oracle_stub, Case(command="pytest", working_dir="tests"))
+    assert real == {"tests/test_a.py::test_a": "runs"}
+    plan = '[[entry]]\njob = "j"\nlabels = ["1-gpu-h100"]\npytest = "pytest"\nworking_dir = "tests"\n'
+    report = audit(files, plan)
+    assert not report.of_kind(GuardFindingKind.SILENT_SKIP) and report.undetermined == 1
+
+
+def _written(root: Path, files: dict[str, str]) -> Path:
+    write(root, files)
+    return root
