@@ -213,13 +213,15 @@ class SuiteAuditor:
             return FileAudit(findings=(finding,), tests=0, scheduled=0, undetermined=0, assumptions=())
         ignores = test_file.conftest_ignores
         entries = [
-            (e, i) for e, i in zip(self.entries, self.invocations, strict=True) if collected(test_file.path, i, ignores)[0]
+            (e, i, found)
+            for e, i in zip(self.entries, self.invocations, strict=True)
+            if (found := collected(test_file.path, i, ignores))[0]
         ]
         skips: list[PytestFinding] = []
         scheduled = undetermined = 0
         assumptions: list[str] = list(test_file.notes)
         for item in test_file.tests:
-            chosen = [s for s in (selects(e, i, item, ignores) for e, i in entries) if s is not None]
+            chosen = [s for s in (selects(e, i, item, ignores, found) for e, i, found in entries) if s is not None]
             if not chosen:
                 continue
             scheduled += 1
@@ -253,10 +255,10 @@ class SuiteAuditor:
     def outcomes(self, test_file: TestFile) -> dict[str, ItemOutcome]:
         """Each collected test's outcome over the whole schedule (the differential tests compare these with pytest)."""
         ignores = test_file.conftest_ignores
-        pairs = list(zip(self.entries, self.invocations, strict=True))
+        pairs = [(e, i, collected(test_file.path, i, ignores)) for e, i in zip(self.entries, self.invocations, strict=True)]
         out: dict[str, ItemOutcome] = {}
         for item in test_file.tests:
-            chosen = [s for s in (selects(e, i, item, ignores) for e, i in pairs) if s is not None]
+            chosen = [s for s in (selects(e, i, item, ignores, found) for e, i, found in pairs) if s is not None]
             verdicts = [self._verdict(item, s, p) for s in chosen for p in s.entry.profiles]
             if not chosen:
                 out[item.nodeid] = ItemOutcome.NOT_SELECTED

@@ -17,6 +17,7 @@ or past the cap, it stays one item, with a note when the cases would have differ
 from __future__ import annotations
 
 import ast
+import functools
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -131,6 +132,7 @@ class Collector:
         }
         self.cache: dict[str, _Parsed | None] = {}
         self.marker_rules: dict[str, tuple[MarkerRule, ...]] = {}
+        self.ignores: dict[str, ConftestIgnores] = {}
 
     # --- files ----------------------------------------------------------------------------------------------
 
@@ -158,10 +160,9 @@ class Collector:
         return [c for c in self.conftest_chain(path) if self.parsed(c) is not None]
 
     @staticmethod
-    def conftest_chain(path: str) -> list[str]:
+    def conftest_chain(path: str) -> tuple[str, ...]:
         """Where conftest.py files may sit for a test file, root first."""
-        parts = posixpath.dirname(path).split("/") if posixpath.dirname(path) else []
-        return ["conftest.py"] + [posixpath.join(*parts[: i + 1], "conftest.py") for i in range(len(parts))]
+        return _conftest_chain(posixpath.dirname(path))
 
     def markers_for(self, path: str) -> dict[str, MarkerRule]:
         """Marker rules in force for a test file: hooks read from its conftests, then declared ones."""
@@ -260,8 +261,11 @@ class Collector:
             c = self.parsed(conftest)
             if c is None or c.tree is None:
                 continue
-            folder = posixpath.dirname(conftest) or "."
-            out.append(read_collect_ignore(c.tree, folder) or ConftestIgnores(folder=folder))
+            found = self.ignores.get(conftest)
+            if found is None:
+                folder = posixpath.dirname(conftest) or "."
+                found = self.ignores[conftest] = read_collect_ignore(c.tree, folder) or ConftestIgnores(folder=folder)
+            out.append(found)
         return tuple(out)
 
     # --- marks from elsewhere, parametrized cases ------------------------------------------------------------
@@ -485,6 +489,12 @@ class Collector:
                     AppliedGuard(guard=g, names=other.analysis.names, via=f"helper {target}") for g in other.helpers[function]
                 )
         return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _conftest_chain(folder: str) -> tuple[str, ...]:
+    parts = folder.split("/") if folder else []
+    return ("conftest.py", *(posixpath.join(*parts[: i + 1], "conftest.py") for i in range(len(parts))))
 
 
 _IGNORE_NAMES = ("collect_ignore", "collect_ignore_glob")

@@ -13,6 +13,7 @@ The values read are those of collection and selection (`testpaths`, `norecursedi
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -58,6 +59,7 @@ ConfigDict = Mapping[str, Any]
 Loader = Callable[[Path], Any]
 
 
+@functools.lru_cache(maxsize=1)
 def _loaders() -> tuple[tuple[str, Loader], ...]:
     from _pytest.config import findpaths  # pytest's own loaders; imported only by pytest-audit
 

@@ -128,8 +128,11 @@ def raw_arguments(selection: PytestSelection) -> list[str]:
     return out
 
 
-def read_invocation(root: Path, selection: PytestSelection, env: Mapping[str, str]) -> Invocation:
-    """The invocation a CI command makes in the checkout at `root` (its working folder, env and arguments)."""
+def read_invocation(
+    root: Path, selection: PytestSelection, env: Mapping[str, str], memo: dict[str, Any] | None = None
+) -> Invocation:
+    """The invocation a CI command makes in the checkout at `root` (its working folder, env and arguments);
+    `memo` keeps the configuration files located from each folder across the commands of one audit."""
     cwd = posixpath.normpath(selection.working_dir or ".")
     command = raw_arguments(selection)
     assumptions: list[str] = []
@@ -145,7 +148,7 @@ def read_invocation(root: Path, selection: PytestSelection, env: Mapping[str, st
     except _Unparsed as exc:
         return Invocation(doubts=(f"pytest's parser refuses the command line ({exc})",))
     try:
-        config = _config(root, cwd, early)
+        config = _config(root, cwd, early, {} if memo is None else memo)
     except ConfigError as exc:
         return Invocation(doubts=(f"the configuration this command uses is not read: {exc}",))
     try:
@@ -187,7 +190,7 @@ def read_invocation(root: Path, selection: PytestSelection, env: Mapping[str, st
     )
 
 
-def _config(root: Path, cwd: str, early: argparse.Namespace) -> PytestConfig:
+def _config(root: Path, cwd: str, early: argparse.Namespace, memo: dict[str, Any]) -> PytestConfig:
     """pytest's `determine_setup`, bounded to the checkout: `-c FILE`, else the file found from the common
     ancestor of the paths named (else the working folder) upwards; `--rootdir` and `-o name=value` applied."""
     inifile = early.inifilename
@@ -199,7 +202,9 @@ def _config(root: Path, cwd: str, early: argparse.Namespace) -> PytestConfig:
         paths = [_relative(a.split("::")[0], cwd) for a in early.file_or_dir or [] if a]
         existing = [p for p in paths if not p.startswith(("/", "..")) and (root / p).exists()]
         start = _ancestor([p if (root / p).is_dir() else posixpath.dirname(p) or "." for p in existing]) if existing else cwd
-        found, values_found = locate(root, start)
+        if start not in memo:
+            memo[start] = locate(root, start)
+        found, values_found = memo[start]
         values = dict(values_found)
     rootdir = (posixpath.dirname(found) or ".") if found is not None else cwd
     if early.rootdir:

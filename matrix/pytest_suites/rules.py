@@ -16,7 +16,7 @@ import os
 import posixpath
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from matrix.guards.model import ModuleNames, dotted
 from matrix.guards.source import resolve
@@ -31,10 +31,9 @@ _TESTCASES = frozenset({"unittest.TestCase", "unittest.IsolatedAsyncioTestCase",
 def fnmatch_ex(pattern: str, path: str) -> bool:
     """pytest's `_pytest.pathlib.fnmatch_ex`: a pattern without `/` matches the base name, one with `/` the
     whole path (with `*/` in front), `*` crossing folders. Used for `python_files` and `norecursedirs`."""
-    pure = PurePosixPath(path)
     if "/" not in pattern:
-        return fnmatch.fnmatch(pure.name, pattern)
-    return fnmatch.fnmatch(str(pure), pattern if pattern.startswith("/") else f"*/{pattern}")
+        return fnmatch.fnmatchcase(posixpath.basename(path), pattern)
+    return fnmatch.fnmatchcase(path, pattern if pattern.startswith("/") else f"*/{pattern}")
 
 
 def is_test_file(path: str, config: PytestConfig) -> bool:

@@ -7,6 +7,7 @@ import multiprocessing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
@@ -128,9 +129,10 @@ def _audit_path(path: str) -> tuple[str, FileAudit]:
 def invocations(root: Path, schedule: Schedule) -> list[Invocation]:
     """Each pytest entry's command as pytest reads it in this checkout (configuration, addopts, PYTEST_ADDOPTS)."""
     out: list[Invocation] = []
+    memo: dict[str, Any] = {}
     for entry in schedule.pytest_entries():
         assert isinstance(entry.selection, PytestSelection)
-        out.append(read_invocation(root, entry.selection, entry.env_map))
+        out.append(read_invocation(root, entry.selection, entry.env_map, memo))
     return out
 
 

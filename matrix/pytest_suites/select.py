@@ -213,14 +213,21 @@ def keyword_names(nodeid: str, rootdir: str, markers: Iterable[str]) -> list[str
     return [*rest.split("::"), *relative.split("/"), *markers]
 
 
-def selects(entry: ScheduleEntry, invocation: Invocation, item: object, conftests: Sequence[ConftestIgnores]) -> Selected | None:
-    """Whether an invocation of this entry runs the test; None when it does not."""
+def selects(
+    entry: ScheduleEntry,
+    invocation: Invocation,
+    item: object,
+    conftests: Sequence[ConftestIgnores],
+    found_file: tuple[bool, tuple[str, ...]] | None = None,
+) -> Selected | None:
+    """Whether an invocation of this entry runs the test; None when it does not (`found_file`: `collected` of
+    the test's file, when the caller has it)."""
     from matrix.pytest_suites.collect import TestItem
 
     assert isinstance(item, TestItem)
     nodeid = item.nodeid
     path = item.path
-    found, doubts_found = collected(path, invocation, conftests)
+    found, doubts_found = found_file if found_file is not None else collected(path, invocation, conftests)
     if not found:
         return None
     doubts = [*invocation.doubts, *doubts_found]

@@ -343,9 +343,9 @@ def test_the_comparison_fails_on_a_planted_misreading(
     else:
         original = select.selects
 
-        def exact(entry: object, called: invocation.Invocation, item: object, conftests: object) -> object:
+        def exact(entry: object, called: invocation.Invocation, item: object, *rest: object) -> object:
             kept = invocation.Invocation(**{**called.__dict__, "deselect": ()})
-            found = original(entry, kept, item, conftests)  # type: ignore[arg-type]
+            found = original(entry, kept, item, *rest)  # type: ignore[arg-type]
             return None if found is not None and getattr(item, "nodeid", "") in called.deselect else found
 
         monkeypatch.setattr("matrix.pytest_suites.audit.selects", exact)
