@@ -26,7 +26,7 @@ from matrix.guards.finder import Substitute, analyse_source, analyse_tree
 from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, dotted
 from matrix.guards.source import resolve
 from matrix.pytest_suites.config import PytestConfig
-from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
+from matrix.pytest_suites.markers import ALL_TESTS, MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
 from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
 from matrix.pytest_suites.rules import module_tests
@@ -164,16 +164,18 @@ class Collector:
         """Where conftest.py files may sit for a test file, root first."""
         return _conftest_chain(posixpath.dirname(path))
 
-    def markers_for(self, path: str) -> dict[str, MarkerRule]:
-        """Marker rules in force for a test file: hooks read from its conftests, then declared ones."""
-        rules: dict[str, MarkerRule] = {}
+    def markers_for(self, path: str) -> dict[str, tuple[MarkerRule, ...]]:
+        """Marker rules in force for a test file: hooks read from its conftests (every conftest's hooks run),
+        then declared ones, which replace what was read for their marker."""
+        rules: dict[str, tuple[MarkerRule, ...]] = {}
         for conftest in self.conftests(path):
             if conftest not in self.marker_rules:
                 parsed = self.parsed(conftest)
                 tree = parsed.tree if parsed is not None else None
                 self.marker_rules[conftest] = read_marker_hooks(tree, conftest) if tree is not None else ()
-            rules.update({r.marker: r for r in self.marker_rules[conftest]})
-        rules.update(self.declared)
+            for rule in self.marker_rules[conftest]:
+                rules[rule.marker] = (*rules.get(rule.marker, ()), rule)
+        rules.update({marker: (rule,) for marker, rule in self.declared.items()})
         return rules
 
     # --- tests ----------------------------------------------------------------------------------------------
@@ -232,7 +234,9 @@ class Collector:
                 guards.extend(self._mark_guards(path, parsed, expr, nodeid, marks, local=False))
             for expr in local_exprs:
                 guards.extend(self._mark_guards(path, parsed, expr, nodeid, marks, local=True))
-            guards.extend(_marker_guard(rules.get(m), m, nodeid, node.lineno, names) for m in sorted(marks) if m in rules)
+            guards.extend(
+                _marker_guard(r, m, nodeid, node.lineno, names) for m in [*sorted(marks), ALL_TESTS] for r in rules.get(m, ())
+            )
             guards.extend(self._decorator_rules(node, nodeid, names))
             guards.extend(self._fixture_guards(path, parsed, node, set(), 0))
             guards.extend(self._helper_guards(path, parsed, node))
@@ -331,7 +335,7 @@ class Collector:
         item: TestItem,
         param: Parametrized,
         *,
-        rules: Mapping[str, MarkerRule],
+        rules: Mapping[str, tuple[MarkerRule, ...]],
         notes: list[str],
     ) -> list[TestItem]:
         """One item per parametrized case when the cases skip per value and are literal; else the item."""
@@ -360,7 +364,7 @@ class Collector:
             for mark in case.marks:
                 guards.extend(self._mark_guards(path, parsed, mark, nodeid, marks, local=True))
             guards.extend(
-                _marker_guard(rules.get(m), m, nodeid, item.line, names) for m in sorted(marks - item.markers) if m in rules
+                _marker_guard(r, m, nodeid, item.line, names) for m in sorted(marks - item.markers) for r in rules.get(m, ())
             )
             out.append(replace(item, nodeid=nodeid, markers=frozenset(marks), guards=tuple(guards)))
         return out
@@ -538,8 +542,7 @@ def _strings(node: ast.expr | None) -> tuple[str, ...] | None:
     return None
 
 
-def _marker_guard(rule: MarkerRule | None, marker: str, nodeid: str, line: int, names: ModuleNames) -> AppliedGuard:
-    assert rule is not None
+def _marker_guard(rule: MarkerRule, marker: str, nodeid: str, line: int, names: ModuleNames) -> AppliedGuard:
     guard = Guard(
         scope=nodeid,
         kind=GuardKind.MARK_SKIP,
@@ -548,7 +551,8 @@ def _marker_guard(rule: MarkerRule | None, marker: str, nodeid: str, line: int, 
         conditions=(ExprCondition(expr=rule.condition),),
         local_names=rule.bindings,
     )
-    return AppliedGuard(guard=guard, names=rule.names or names, via=f"marker {marker}")
+    via = f"marker {marker}" if marker != ALL_TESTS else "a conftest hook"
+    return AppliedGuard(guard=guard, names=rule.names or names, via=via)
 
 
 def _is_fixture(node: _Function, names: ModuleNames) -> bool:

@@ -389,3 +389,57 @@ def test_a_conftest_above_the_rootdir_pytest_uses_is_not_applied_with_certainty(
 def _written(root: Path, files: dict[str, str]) -> Path:
     write(root, files)
     return root
+
+
+HOOK_TESTS = "import pytest\n\n\n@pytest.mark.{marker}\ndef test_marked():\n    pass\n\n\ndef test_plain():\n    pass\n"
+HOOKS = {
+    # pytest's documented pattern ("Control skipping of tests according to command line option").
+    "runslow": (
+        "slow",
+        "import pytest\n\n\ndef pytest_addoption(parser):\n    parser.addoption('--runslow', action='store_true')\n\n\n"
+        "def pytest_collection_modifyitems(config, items):\n    if config.getoption('--runslow'):\n        return\n"
+        "    skip_slow = pytest.mark.skip(reason='needs --runslow')\n    for item in items:\n"
+        "        if 'slow' in item.keywords:\n            item.add_marker(skip_slow)\n",
+    ),
+    "blackwell": (
+        "blackwell",
+        "import pytest\nimport torch\n\n\ndef pytest_collection_modifyitems(config, items):\n"
+        "    cc = torch.cuda.get_device_capability()\n    skip_new = pytest.mark.skip(reason='needs sm100')\n"
+        "    for item in items:\n        if 'blackwell' in item.keywords and cc < (10, 0):\n            item.add_marker(skip_new)\n",
+    ),
+    "gpu-early-return": (
+        "gpu",
+        "import pytest\nimport torch\n\n\ndef pytest_collection_modifyitems(config, items):\n"
+        "    if torch.cuda.is_available():\n        return\n    for item in items:\n"
+        "        if 'gpu' in item.keywords:\n            item.add_marker(pytest.mark.skip(reason='no GPU'))\n",
+    ),
+    "every-test": (
+        "unused",
+        "import pytest\nimport torch\n\n\ndef pytest_collection_modifyitems(config, items):\n"
+        "    if torch.cuda.get_device_capability() >= (9, 0):\n"
+        "        for item in items:\n            item.add_marker(pytest.mark.skip(reason='old arch only'))\n",
+    ),
+}
+# What pytest does on a (9, 0) runner, and what the audit says: (marked, plain) each "runs", "skips" or "undetermined".
+HOOK_EXPECTED = {
+    "runslow": ({"t/test_h.py::test_marked": "skips", "t/test_h.py::test_plain": "runs"}, ("undetermined", "runs")),
+    "blackwell": ({"t/test_h.py::test_marked": "skips", "t/test_h.py::test_plain": "runs"}, ("skips", "runs")),
+    "gpu-early-return": ({"t/test_h.py::test_marked": "runs", "t/test_h.py::test_plain": "runs"}, ("runs", "runs")),
+    "every-test": ({"t/test_h.py::test_marked": "skips", "t/test_h.py::test_plain": "skips"}, ("skips", "skips")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOOKS))
+def test_collection_hooks_that_skip_by_marker(audit: Audit, tmp_path: Path, oracle_stub: Path, name: str) -> None:
+    marker, conftest = HOOKS[name]
+    files = {"t/conftest.py": conftest, "t/test_h.py": HOOK_TESTS.format(marker=marker)}
+    real, said = HOOK_EXPECTED[name]
+    assert real_pytest(_written(tmp_path / "real", files), oracle_stub, Case(command="pytest t")) == real
+    report = audit(files, _entry("pytest t"))
+    skipping = _skipping(report)
+    verdicts = tuple("skips" if f"t/test_h.py::{t}" in skipping else "runs" for t in ("test_marked", "test_plain"))
+    undetermined = said.count("undetermined")
+    assert report.undetermined == undetermined
+    assert tuple(v for v, s in zip(verdicts, said, strict=True) if s != "undetermined") == tuple(
+        s for s in said if s != "undetermined"
+    )
