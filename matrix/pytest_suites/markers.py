@@ -180,11 +180,12 @@ def _skip_call(call: ast.Call, local: dict[str, ast.expr]) -> tuple[ast.expr, ..
     for _ in range(4):  # `skip_slow = pytest.mark.skip(...)` then `item.add_marker(skip_slow)`
         if isinstance(mark, ast.Name) and mark.id in local:
             mark = local[mark.id]
-    if isinstance(mark, ast.Name):
-        return (UNREAD,)  # a mark bound where this reading does not look: it may be a skip
     target = mark.func if isinstance(mark, ast.Call) else mark
-    kind = (dotted(target) or "").rpartition(".")[2]
-    if not (dotted(target) or "").endswith(("mark.skip", "mark.skipif")):
+    written = dotted(target) or ""
+    kind = written.rpartition(".")[2]
+    if ".mark." not in f".{written}" or isinstance(mark, ast.Name):
+        return (UNREAD,)  # a mark made by a call or bound where this reading does not look: it may be a skip
+    if kind not in ("skip", "skipif"):
         return None
     if kind == "skipif":
         if not isinstance(mark, ast.Call) or not mark.args:

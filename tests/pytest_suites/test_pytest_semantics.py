@@ -413,6 +413,12 @@ HOOKS = {
         "    if torch.cuda.is_available():\n        return\n    for item in items:\n"
         "        if 'gpu' in item.keywords:\n            item.add_marker(pytest.mark.skip(reason='no GPU'))\n",
     ),
+    "made-by-a-helper": (
+        "gpu",
+        "import pytest\n\n\ndef make_mark():\n    return pytest.mark.skip(reason='made elsewhere')\n\n\n"
+        "def pytest_collection_modifyitems(config, items):\n    for item in items:\n"
+        "        if 'gpu' in item.keywords:\n            item.add_marker(make_mark())\n",
+    ),
     "every-test": (
         "unused",
         "import pytest\nimport torch\n\n\ndef pytest_collection_modifyitems(config, items):\n"
@@ -426,6 +432,7 @@ HOOK_EXPECTED = {
     "blackwell": ({"t/test_h.py::test_marked": "skips", "t/test_h.py::test_plain": "runs"}, ("skips", "runs")),
     "gpu-early-return": ({"t/test_h.py::test_marked": "runs", "t/test_h.py::test_plain": "runs"}, ("runs", "runs")),
     "every-test": ({"t/test_h.py::test_marked": "skips", "t/test_h.py::test_plain": "skips"}, ("skips", "skips")),
+    "made-by-a-helper": ({"t/test_h.py::test_marked": "skips", "t/test_h.py::test_plain": "runs"}, ("undetermined", "runs")),
 }
 
 
