@@ -137,6 +137,19 @@ CONFTEST = [
     'collect_ignore = ["tests/sub"]',
     'collect_ignore_glob = ["*/test_a*"]',
     'collect_ignore = ["tests/check_c.py"]',
+    # Hooks that skip by marker (pytest's documented --runslow pattern and its relatives).
+    "import pytest\n\n\ndef pytest_addoption(parser):\n    parser.addoption('--runslow', action='store_true')\n\n\n"
+    "def pytest_collection_modifyitems(config, items):\n    if config.getoption('--runslow'):\n        return\n"
+    "    skip_slow = pytest.mark.skip(reason='needs --runslow')\n    for item in items:\n"
+    "        if 'slow' in item.keywords:\n            item.add_marker(skip_slow)",
+    "import pytest\nimport torch\n\n\ndef pytest_collection_modifyitems(config, items):\n"
+    "    cc = torch.cuda.get_device_capability()\n    for item in items:\n"
+    "        if 'gpu' in item.keywords and cc < (10, 0):\n            item.add_marker(pytest.mark.skip(reason='sm100'))",
+    "import pytest\nimport torch\n\n\ndef pytest_collection_modifyitems(config, items):\n"
+    "    if torch.cuda.is_available():\n        return\n    for item in items:\n"
+    "        if 'gpu' in item.keywords:\n            item.add_marker(pytest.mark.skip(reason='no GPU'))",
+    "import pytest\nimport torch\n\n\ndef pytest_runtest_setup(item):\n"
+    "    if item.get_closest_marker('slow') and torch.cuda.device_count() < 2:\n        pytest.skip('two GPUs')",
 ]
 
 
