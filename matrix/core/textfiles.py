@@ -87,6 +87,27 @@ def read_limited(path: Path | str, limit: int) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+class OutsideTreeError(OSError):
+    """Raised by `resolve_in_tree` for a path whose target (symlinks resolved) lies outside the audited root."""
+
+
+def resolve_in_tree(root: Path, relative: str) -> Path:
+    """`root/relative` with every symlink resolved; `OutsideTreeError` when it (or a folder on the way) leaves
+    `root`, `..` and absolute paths included. The error names `relative` only: what lies outside is never shown."""
+    if relative.startswith("/") or ".." in relative.split("/"):
+        raise OutsideTreeError(f"{relative}: outside the audited tree")
+    base = root.resolve()
+    target = (base / relative).resolve()
+    if not target.is_relative_to(base):
+        raise OutsideTreeError(f"{relative}: a symlink to a file outside the audited tree; refusing to read it")
+    return target
+
+
+def read_tree_bytes(root: Path, relative: str, limit: int) -> bytes:
+    """The bytes of a file of an audited tree (`read_limited` after `resolve_in_tree`); at most `limit + 1`."""
+    return read_limited(resolve_in_tree(root, relative), limit)
+
+
 def read_bytes(path: Path, error: type[SpecmatrixError], label: str | None = None, *, limit: int = MAX_TEXT_BYTES) -> bytes:
     """The file's bytes, or `error("<label>: ...")` when it is missing, special or larger than `limit`."""
     where = label if label is not None else str(path)

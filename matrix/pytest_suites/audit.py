@@ -13,6 +13,7 @@ import copy
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.core.finding import Finding, Tool
@@ -30,8 +31,9 @@ from matrix.guards.model import (
 )
 from matrix.guards.predicates import Predicate, RunnerFacts
 from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
+from matrix.pytest_suites.invocation import Invocation
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
-from matrix.pytest_suites.select import file_selected, selects
+from matrix.pytest_suites.select import Selected, collected, selects
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
 
 # When a skip reads several kinds of fact, the finding names the first of these it read.
@@ -43,6 +45,16 @@ _PRECEDENCE = (
     GuardClass.ENVIRONMENT,
     GuardClass.INSTALL,
 )
+
+
+class ItemOutcome(StrEnum):
+    """What the schedule does with one test: every runner runs it, every runner skips it, no entry selects it,
+    or not decided."""
+
+    RUNS = "runs"
+    SKIPS = "skips"
+    NOT_SELECTED = "not-selected"
+    UNDETERMINED = "undetermined"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,32 +260,39 @@ class SuiteAuditor:
         profiles: Mapping[str, RunnerProfile],
         packs: PredicatePacks,
         installed: frozenset[str] = frozenset(),
+        invocations: Sequence[Invocation] | None = None,
     ):
         self.entries = schedule.pytest_entries()
         self.unread = schedule.unread
+        # What each entry's pytest command collects and selects; read from the selection alone when not given.
+        self.invocations = tuple(invocations) if invocations is not None else tuple(map(_plain, self.entries))
         self.evaluator = _Evaluator(packs, profiles, installed, frozenset(schedule.ci_names))
+        self.not_run = tuple(f"{e.origin}: {i.why_not}" for e, i in zip(self.entries, self.invocations, strict=True) if i.why_not)
 
     def audit_file(self, test_file: TestFile) -> FileAudit:
         if test_file.error is not None:
             finding = _file_finding(GuardFindingKind.UNPARSABLE, test_file.path, test_file.error, GuardClass.UNKNOWN)
             return FileAudit(findings=(finding,), tests=0, scheduled=0, undetermined=0, assumptions=())
+        ignores = test_file.conftest_ignores
         entries = [
-            e for e in self.entries if isinstance(e.selection, PytestSelection) and file_selected(test_file.path, e.selection)
+            (e, i, found)
+            for e, i in zip(self.entries, self.invocations, strict=True)
+            if (found := collected(test_file.path, i, ignores))[0]
         ]
         skips: list[PytestFinding] = []
         passes: list[PytestFinding] = []
         scheduled = undetermined = unread_only = 0
         assumptions: list[str] = list(test_file.notes)
         for item in test_file.tests:
-            chosen = [s for s in (selects(e, item.nodeid, item.markers) for e in entries) if s is not None]
+            chosen = [s for s in (selects(e, i, item, ignores, found) for e, i, found in entries) if s is not None]
             if not chosen:
                 continue
             scheduled += 1
             for s in chosen:
                 assumptions.extend(a for a in (*s.entry.assumptions, *s.assumptions) if a not in assumptions)
-            verdicts = [_verdict(item, s.entry, p, self.evaluator) for s in chosen for p in s.entry.profiles]
+            verdicts = [self._verdict(item, s, p) for s in chosen for p in s.entry.profiles]
             verdicts += [_unprofiled_verdict(item, s.entry) for s in chosen if not s.entry.profiles]
-            # An entry whose runner labels match no profile gives no verdict: that test is undetermined.
+            # No verdict at all: every entry that selects it names runners no profile knows; nothing is certain.
             if verdicts and all(v.skips is Tri.TRUE for v in verdicts):
                 if len({v.guard.guard.line for v in verdicts if v.guard is not None}) > 1:
                     verdicts = _everywhere(item, verdicts, self.evaluator, chosen[0].entry)
@@ -317,10 +336,50 @@ class SuiteAuditor:
             unread_only=unread_only,
         )
 
+    def outcomes(self, test_file: TestFile) -> dict[str, ItemOutcome]:
+        """Each collected test's outcome over the whole schedule (the differential tests compare these with pytest)."""
+        ignores = test_file.conftest_ignores
+        pairs = [(e, i, collected(test_file.path, i, ignores)) for e, i in zip(self.entries, self.invocations, strict=True)]
+        out: dict[str, ItemOutcome] = {}
+        for item in test_file.tests:
+            chosen = [s for s in (selects(e, i, item, ignores, found) for e, i, found in pairs) if s is not None]
+            verdicts = [self._verdict(item, s, p) for s in chosen for p in s.entry.profiles]
+            if not chosen:
+                out[item.nodeid] = ItemOutcome.NOT_SELECTED
+            elif verdicts and all(v.skips is Tri.TRUE for v in verdicts):
+                out[item.nodeid] = ItemOutcome.SKIPS
+            elif verdicts and all(v.skips is Tri.FALSE for v in verdicts):
+                out[item.nodeid] = ItemOutcome.RUNS
+            else:
+                out[item.nodeid] = ItemOutcome.UNDETERMINED
+        return out
 
-def combine(root: str, parts: Sequence[FileAudit], schedule: Schedule) -> PytestAuditReport:
-    """The report of a tree from its files' audits."""
-    assumptions: list[str] = []
+    def _verdict(self, item: TestItem, selected: Selected, profile: str) -> _RunnerVerdict:
+        verdict = _verdict(item, selected.entry, profile, self.evaluator)
+        if selected.skips_unsure:
+            return replace(verdict, skips=Tri.UNKNOWN)
+        if verdict.skips is Tri.FALSE and selected.doubts:
+            # It would run if it is there and selected as read; a doubt about either makes that unknown.
+            return replace(verdict, skips=Tri.UNKNOWN)
+        return verdict
+
+
+def _plain(entry: ScheduleEntry) -> Invocation:
+    """An entry's invocation read from its selection's fields alone (no tree: in-memory schedules)."""
+    selection = entry.selection
+    assert isinstance(selection, PytestSelection)
+    return Invocation(
+        args=selection.paths,
+        ignore=selection.ignore,
+        deselect=selection.deselect,
+        keyword=selection.keyword,
+        markexpr=selection.markexpr,
+    )
+
+
+def combine(root: str, parts: Sequence[FileAudit], schedule: Schedule, notes: Sequence[str] = ()) -> PytestAuditReport:
+    """The report of a tree from its files' audits (`notes`: entries whose pytest command runs no test)."""
+    assumptions: list[str] = list(notes)
     for part in parts:
         assumptions.extend(a for a in part.assumptions if a not in assumptions)
     runners = sorted({p for e in schedule.pytest_entries() for p in e.profiles})

@@ -17,6 +17,7 @@ or past the cap, it stays one item, with a note when the cases would have differ
 from __future__ import annotations
 
 import ast
+import functools
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -28,9 +29,11 @@ from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.linker import ProjectModules
-from matrix.pytest_suites.markers import MarkerRule, read_marker_hooks
+from matrix.pytest_suites.markers import ALL_TESTS, MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
 from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
+from matrix.pytest_suites.rules import module_tests
+from matrix.pytest_suites.select import ConftestIgnores
 from matrix.pytest_suites.skipmarks import (
     ImportTarget,
     fixture_param_guard,
@@ -41,6 +44,22 @@ from matrix.pytest_suites.skipmarks import (
 )
 
 MAX_FIXTURE_DEPTH = 4
+# Decorators known to add no pytest marker (so `-m` and `-k` are decided without them).
+PLAIN_DECORATORS = frozenset(
+    {
+        "pytest.fixture",
+        "staticmethod",
+        "classmethod",
+        "property",
+        "functools.wraps",
+        "functools.cache",
+        "functools.lru_cache",
+        "functools.cached_property",
+        "contextlib.contextmanager",
+        "typing.overload",
+        "abc.abstractmethod",
+    }
+)
 # Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
 MAX_IMPORT_DEPTH = 4
 # How a function skips in its own text (`pytest.skip(`, `skipTest`, `SkipTest`, `importorskip`, a skip mark):
@@ -69,6 +88,15 @@ class TestItem:
     line: int
     markers: frozenset[str]
     guards: tuple[AppliedGuard, ...]
+    # Why the test may not exist or not be read as pytest sees it (a definition under a condition, a base class
+    # from elsewhere): the audit never calls such a test certain to run.
+    doubts: tuple[str, ...] = ()
+    # The test's pytest name may carry a parameter id this item does not show (`test_f[...]`): a `-k` word
+    # could match it.
+    hidden_id: bool = False
+    # A decorator or pytestmark entry in its scope is not read as a mark or a plain decorator: it may add markers
+    # (`-m`, `-k` words this item does not list may match).
+    opaque_marks: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +105,7 @@ class TestFile:
     tests: tuple[TestItem, ...]
     error: str | None = None
     notes: tuple[str, ...] = ()
+    conftest_ignores: tuple[ConftestIgnores, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -105,6 +134,8 @@ class Collector:
         declared_markers: Mapping[str, str] | None = None,
     ):
         self.load = load
+        # Why a file was not read (set by the edge that owns the loader), shown instead of a generic line.
+        self.problem: Callable[[str], str | None] = lambda _: None
         self.config = config
         self.packs = packs
         self.declared = {
@@ -123,6 +154,7 @@ class Collector:
         self.callees: dict[tuple[str, str], Callee | None] = {}
         self.call_memo: CallMemo = {}
         self.modules = ProjectModules(load, self._bases)
+        self.ignores: dict[str, ConftestIgnores] = {}
 
     # --- files ----------------------------------------------------------------------------------------------
 
@@ -158,20 +190,25 @@ class Collector:
 
     def conftests(self, path: str) -> list[str]:
         """conftest.py files from the root down to the test's folder, nearest last."""
-        parts = posixpath.dirname(path).split("/") if posixpath.dirname(path) else []
-        chain = ["conftest.py"] + [posixpath.join(*parts[: i + 1], "conftest.py") for i in range(len(parts))]
-        return [c for c in chain if self.parsed(c) is not None]
+        return [c for c in self.conftest_chain(path) if self.parsed(c) is not None]
 
-    def markers_for(self, path: str) -> dict[str, MarkerRule]:
-        """Marker rules in force for a test file: hooks read from its conftests, then declared ones."""
-        rules: dict[str, MarkerRule] = {}
+    @staticmethod
+    def conftest_chain(path: str) -> tuple[str, ...]:
+        """Where conftest.py files may sit for a test file, root first."""
+        return _conftest_chain(posixpath.dirname(path))
+
+    def markers_for(self, path: str) -> dict[str, tuple[MarkerRule, ...]]:
+        """Marker rules in force for a test file: hooks read from its conftests (every conftest's hooks run),
+        then declared ones, which replace what was read for their marker."""
+        rules: dict[str, tuple[MarkerRule, ...]] = {}
         for conftest in self.conftests(path):
             if conftest not in self.marker_rules:
                 parsed = self.parsed(conftest)
                 tree = parsed.tree if parsed is not None else None
                 self.marker_rules[conftest] = read_marker_hooks(tree, conftest) if tree is not None else ()
-            rules.update({r.marker: r for r in self.marker_rules[conftest]})
-        rules.update(self.declared)
+            for rule in self.marker_rules[conftest]:
+                rules[rule.marker] = (*rules.get(rule.marker, ()), rule)
+        rules.update({marker: (rule,) for marker, rule in self.declared.items()})
         return rules
 
     # --- tests ----------------------------------------------------------------------------------------------
@@ -179,7 +216,8 @@ class Collector:
     def collect(self, path: str) -> TestFile:
         parsed = self.parsed(path)
         if parsed is None:
-            return TestFile(path=path, tests=(), error="cannot be read (missing, over 4 MiB or not UTF-8)")
+            why = self.problem(path) or "cannot be read (missing, over 4 MiB or not Python source)"
+            return TestFile(path=path, tests=(), error=why)
         if parsed.tree is None:
             return TestFile(path=path, tests=(), error=parsed.analysis.syntax_error or "does not parse")
         names = parsed.analysis.names
@@ -196,34 +234,80 @@ class Collector:
                 for g in c.analysis.guards
                 if g.scope == conftest and not script_only(g)
             )
+        refused = [(c, self.problem(c)) for c in self.conftest_chain(path)]
+        file_doubts = tuple(f"{conftest}: {problem}" for conftest, problem in refused if problem is not None)
         rules = self.markers_for(path)
         module_exprs = _pytestmark(parsed.tree.body, names)
         module_marks = _marks_of(module_exprs, names)
         tests: list[TestItem] = []
         notes: list[str] = []
-        for node, cls in self._test_functions(parsed.tree, names):
-            nodeid = f"{path}::{cls.name}::{node.name}" if cls is not None else f"{path}::{node.name}"
-            scopes = [path] + ([f"{path}::{cls.name}"] if cls is not None else []) + [nodeid]
+        for found in module_tests(parsed.tree, names, self.config):
+            node = found.node
+            nodeid = f"{path}::{found.name}"
+            top = found.classes[0] if found.classes else None
+            nested = len(found.classes) > 1
+            scopes = [path] + ([f"{path}::{top.name}"] if top is not None else [])
+            if not nested:
+                scopes.append(nodeid)
             guards = [AppliedGuard(guard=g, names=names) for s in scopes for g in by_scope.get(s, ())]
             guards.extend(inherited)
             marks = set(module_marks)
             exprs = list(module_exprs)
-            if cls is not None:
-                marks |= _marks_of(cls.decorator_list, names) | _marks_of(_pytestmark(cls.body, names), names)
-                exprs += [*cls.decorator_list, *_pytestmark(cls.body, names)]
-            marks |= _marks_of(node.decorator_list, names)
-            exprs += node.decorator_list
+            local_exprs: list[ast.expr] = []
+            for depth, cls in enumerate(found.classes):
+                class_exprs = [
+                    e for c in self._class_chain(parsed, cls) for e in (*c.decorator_list, *_pytestmark(c.body, names))
+                ]
+                marks |= _marks_of(class_exprs, names)
+                # The guard finder reads the outermost class (and its same-module bases); inner ones are read here.
+                (local_exprs if depth else exprs).extend(class_exprs)
+            marks |= _marks_of([*node.decorator_list, *found.applied], names)
+            if nested:
+                local_exprs.extend(node.decorator_list)
+            else:
+                exprs.extend(node.decorator_list)
+            local_exprs.extend(found.applied)
             for expr in exprs:
                 guards.extend(self._mark_guards(path, parsed, expr, nodeid, marks, local=False))
-            guards.extend(_marker_guard(rules.get(m), m, nodeid, node.lineno, names) for m in sorted(marks) if m in rules)
+            for expr in local_exprs:
+                guards.extend(self._mark_guards(path, parsed, expr, nodeid, marks, local=True))
+            guards.extend(
+                _marker_guard(r, m, nodeid, node.lineno, names) for m in [*sorted(marks), ALL_TESTS] for r in rules.get(m, ())
+            )
             guards.extend(self._decorator_rules(node, nodeid, names))
-            guards.extend(self._fixture_guards(path, parsed, node, set(), 0, used=usefixtures(exprs, names)))
+            guards.extend(self._fixture_guards(path, parsed, node, set(), 0, used=usefixtures([*exprs, *local_exprs], names)))
             guards.extend(self._helper_guards(path, parsed, node))
             guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
-            item = TestItem(nodeid=nodeid, path=path, line=node.lineno, markers=frozenset(marks), guards=tuple(guards))
+            doubts = [*file_doubts, *found.doubts]
+            if nested and _calls_skip(node):
+                doubts.append("a test of an inner class whose body calls a skip: its body is not read")
+            item = TestItem(
+                nodeid=nodeid,
+                path=path,
+                line=node.lineno,
+                markers=frozenset(marks),
+                guards=tuple(guards),
+                doubts=tuple(doubts),
+                hidden_id=self._may_have_id(path, parsed, node, exprs, local_exprs),
+                opaque_marks=any(self._opaque(path, parsed, e) for e in (*exprs, *local_exprs)),
+            )
             param = read_parametrize(node.decorator_list, names)
             tests.extend(self._cases(path, parsed, item, param, rules=rules, notes=notes) if param is not None else (item,))
-        return TestFile(path=path, tests=tuple(tests), notes=tuple(notes))
+        return TestFile(path=path, tests=tuple(tests), notes=tuple(notes), conftest_ignores=self.conftest_ignores(path))
+
+    def conftest_ignores(self, path: str) -> tuple[ConftestIgnores, ...]:
+        """Every conftest file above a test file, with its `collect_ignore` / `collect_ignore_glob`."""
+        out: list[ConftestIgnores] = []
+        for conftest in self.conftests(path):
+            c = self.parsed(conftest)
+            if c is None or c.tree is None:
+                continue
+            found = self.ignores.get(conftest)
+            if found is None:
+                folder = posixpath.dirname(conftest) or "."
+                found = self.ignores[conftest] = read_collect_ignore(c.tree, folder) or ConftestIgnores(folder=folder)
+            out.append(found)
+        return tuple(out)
 
     # --- marks from elsewhere, parametrized cases ------------------------------------------------------------
 
@@ -301,7 +385,7 @@ class Collector:
         item: TestItem,
         param: Parametrized,
         *,
-        rules: Mapping[str, MarkerRule],
+        rules: Mapping[str, tuple[MarkerRule, ...]],
         notes: list[str],
     ) -> list[TestItem]:
         """One item per parametrized case when the cases skip per value and are literal; else the item."""
@@ -330,7 +414,7 @@ class Collector:
             for mark in case.marks:
                 guards.extend(self._mark_guards(path, parsed, mark, nodeid, marks, local=True))
             guards.extend(
-                _marker_guard(rules.get(m), m, nodeid, item.line, names) for m in sorted(marks - item.markers) if m in rules
+                _marker_guard(r, m, nodeid, item.line, names) for m in sorted(marks - item.markers) for r in rules.get(m, ())
             )
             out.append(replace(item, nodeid=nodeid, markers=frozenset(marks), guards=tuple(guards)))
         return out
@@ -341,24 +425,52 @@ class Collector:
         owner = self.cache.get(applied.guard.scope.split("::")[0])
         return owner is None or owner.calls
 
-    def _test_functions(self, tree: ast.Module, names: ModuleNames) -> list[tuple[_Function, ast.ClassDef | None]]:
-        out: list[tuple[_Function, ast.ClassDef | None]] = []
-        functions = self.config.python_functions
-        for stmt in tree.body:
-            if isinstance(stmt, _Function) and self.config.is_test_name(stmt.name, functions):
-                out.append((stmt, None))
-            elif isinstance(stmt, ast.ClassDef) and self._is_test_class(stmt, names):
-                out.extend(
-                    (s, stmt) for s in stmt.body if isinstance(s, _Function) and self.config.is_test_name(s.name, functions)
-                )
+    def _opaque(self, path: str, parsed: _Parsed, expr: ast.expr) -> bool:
+        """A decorator or mark entry that may carry markers this reading does not see."""
+        names = parsed.analysis.names
+        if _marks_of([expr], names):
+            return False
+        target = expr.func if isinstance(expr, ast.Call) else expr
+        if resolve(dotted(target) or "", names.import_map) in PLAIN_DECORATORS:
+            return False
+        found = self._resolve_mark(path, parsed, target, 0, local=True)
+        if found is not None and found[0] is not target:
+            return not _marks_of([found[0]], found[1].analysis.names)
+        return True
+
+    def _class_chain(self, parsed: _Parsed, cls: ast.ClassDef) -> list[ast.ClassDef]:
+        """The class and its same-module bases: pytest collects marks over the MRO (pytest >= 7.2)."""
+        assert parsed.tree is not None
+        classes = {c.name: c for c in parsed.tree.body if isinstance(c, ast.ClassDef)}
+        out = [cls]
+        for current in out:
+            for base in current.bases:
+                found = classes.get(dotted(base) or "")
+                if found is not None and found not in out and len(out) < 16:
+                    out.append(found)
         return out
 
-    def _is_test_class(self, node: ast.ClassDef, names: ModuleNames) -> bool:
-        testcase = any((resolve(dotted(b) or "", names.import_map)).endswith("TestCase") for b in node.bases)
-        if testcase:
+    def _may_have_id(self, path: str, parsed: _Parsed, node: _Function, *groups: Sequence[ast.expr]) -> bool:
+        """Whether pytest may add a parameter id to the test's name: a parametrize mark anywhere in scope, a
+        requested fixture of the tree with `params=`, or a `pytest_generate_tests` hook in its module or conftests."""
+        names = parsed.analysis.names
+        if any(_mark_name(e, names) == "parametrize" for g in (*groups, node.decorator_list) for e in g):
             return True
-        has_init = any(isinstance(s, _Function) and s.name == "__init__" for s in node.body)
-        return self.config.is_test_name(node.name, self.config.python_classes) and not has_init
+        for conftest in [path, *self.conftests(path)]:
+            c = self.parsed(conftest)
+            if (
+                c is not None
+                and c.tree is not None
+                and any(isinstance(s, _Function) and s.name == "pytest_generate_tests" for s in c.tree.body)
+            ):
+                return True
+        for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
+            found = self._fixture(path, parsed, arg.arg)
+            if found is not None and any(
+                isinstance(d, ast.Call) and any(k.arg == "params" for k in d.keywords) for d in found[2].decorator_list
+            ):
+                return True
+        return False
 
     def _decorator_rules(self, node: _Function, nodeid: str, names: ModuleNames) -> list[AppliedGuard]:
         out: list[AppliedGuard] = []
@@ -495,8 +607,54 @@ def _callee_in(path: str, parsed: _Parsed, name: str) -> Callee | None:
     return parsed.callees.get(name)
 
 
-def _marker_guard(rule: MarkerRule | None, marker: str, nodeid: str, line: int, names: ModuleNames) -> AppliedGuard:
-    assert rule is not None
+@functools.lru_cache(maxsize=4096)
+def _conftest_chain(folder: str) -> tuple[str, ...]:
+    parts = folder.split("/") if folder else []
+    return ("conftest.py", *(posixpath.join(*parts[: i + 1], "conftest.py") for i in range(len(parts))))
+
+
+_IGNORE_NAMES = ("collect_ignore", "collect_ignore_glob")
+
+
+def read_collect_ignore(tree: ast.Module, folder: str) -> ConftestIgnores | None:
+    """A conftest's module-level `collect_ignore` lists when written as literals; any other binding of either
+    name (a computed value, `+=`, `.append(...)`, a binding under a condition) is named as unread."""
+    values: dict[str, tuple[str, ...]] = {}
+    unread: set[str] = set()
+    for stmt in tree.body:
+        for node in ast.walk(stmt) if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else ():
+            target = None
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                target = next((t.id for t in targets if isinstance(t, ast.Name) and t.id in _IGNORE_NAMES), None)
+                if target is None:
+                    continue
+                literal = _strings(node.value) if isinstance(node, ast.Assign) and node is stmt else None
+                if literal is None:
+                    unread.add(target)
+                else:
+                    values[target] = literal
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in _IGNORE_NAMES:
+                unread.add(node.value.id)
+    if not values and not unread:
+        return None
+    return ConftestIgnores(
+        folder=folder,
+        ignore=values.get("collect_ignore"),
+        ignore_glob=values.get("collect_ignore_glob"),
+        unread=tuple(sorted(unread)),
+    )
+
+
+def _strings(node: ast.expr | None) -> tuple[str, ...] | None:
+    if isinstance(node, ast.List | ast.Tuple) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
+        return tuple(str(e.value) for e in node.elts)  # type: ignore[attr-defined]
+    return None
+
+
+def _marker_guard(rule: MarkerRule, marker: str, nodeid: str, line: int, names: ModuleNames) -> AppliedGuard:
     guard = Guard(
         scope=nodeid,
         kind=GuardKind.MARK_SKIP,
@@ -505,7 +663,8 @@ def _marker_guard(rule: MarkerRule | None, marker: str, nodeid: str, line: int, 
         conditions=(ExprCondition(expr=rule.condition),),
         local_names=rule.bindings,
     )
-    return AppliedGuard(guard=guard, names=rule.names or names, via=f"marker {marker}")
+    via = f"marker {marker}" if marker != ALL_TESTS else "a conftest hook"
+    return AppliedGuard(guard=guard, names=rule.names or names, via=via)
 
 
 def _is_fixture(node: _Function, names: ModuleNames) -> bool:
@@ -523,8 +682,34 @@ def _mark_name(node: ast.expr, names: ModuleNames) -> str | None:
     return last if sep and head.endswith("pytest") and "." not in last else None
 
 
-def _marks_of(decorators: Sequence[ast.expr], names: ModuleNames) -> set[str]:
-    return {m for m in (_mark_name(d, names) for d in decorators) if m is not None}
+def _marks_of(exprs: Sequence[ast.expr], names: ModuleNames) -> set[str]:
+    """Marker names of mark expressions: `pytest.mark.X`, `pytest.mark.X(...)`, a module alias of one
+    (`slow = pytest.mark.slow; @slow`), and lists of these (`pytestmark = [a, b]`, `pytestmark = MARKS`)."""
+    out: set[str] = set()
+    aliases = names.alias_map
+    pending = [(e, 0) for e in exprs]
+    while pending:
+        expr, depth = pending.pop()
+        if isinstance(expr, ast.List | ast.Tuple) and depth < 4:
+            pending.extend((e, depth + 1) for e in expr.elts[:64])
+            continue
+        head = expr.func if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) else expr
+        if isinstance(head, ast.Name) and head.id in aliases and depth < 4:
+            bound = aliases[head.id]
+            if bound is not None:
+                pending.append((bound, depth + 1))
+            continue
+        found = _mark_name(expr, names)
+        if found is not None:
+            out.add(found)
+    return out
+
+
+def _calls_skip(node: _Function) -> bool:
+    return any(
+        isinstance(n, ast.Call) and (dotted(n.func) or "").rpartition(".")[2] in ("skip", "importorskip", "exit")
+        for n in ast.walk(node)
+    )
 
 
 def _pytestmark(body: Sequence[ast.stmt], names: ModuleNames | None = None) -> list[ast.expr]:

@@ -1,132 +1,172 @@
-"""pytest's collection settings of a checkout and the test files they lead to, read without running pytest.
+"""pytest's configuration files of a checkout, located and parsed by pytest's own code, read without running pytest.
 
-Settings come from the first of pytest.ini `[pytest]`, pyproject.toml `[tool.pytest.ini_options]`, tox.ini
-`[pytest]`, setup.cfg `[tool:pytest]` (pytest's own order, `_pytest/config/findpaths.py`). Discovery follows
-pytest's defaults: `python_files = test_*.py *_test.py`, `norecursedirs` (default `*.egg .* _darcs build
-CVS dist node_modules venv {arch}`), `testpaths` when no path is given; a file named explicitly is collected
-whatever its name.
+Which file: pytest's `locate_config` (`_pytest/config/findpaths.py`): from the common ancestor of the paths a
+command names (else its working folder) up to the checkout's root, the first of `CONFIG_LOADERS_BY_NAME`
+(pytest.toml, .pytest.toml, pytest.ini, .pytest.ini, pyproject.toml, tox.ini, setup.cfg) that holds pytest
+configuration; a `pytest.ini` counts even when it is empty. Each file is parsed by pytest's own loader for its
+name. Every candidate is resolved first: a symlink whose target lies outside the checkout, a FIFO or an oversized
+file is refused, named by its path in the tree (pytest's own parse errors quote the offending line: never shown).
+
+The values read are those of collection and selection (`testpaths`, `norecursedirs`, `python_files`,
+`python_classes`, `python_functions`, `addopts`); the rules that use them live in `rules.py`.
 """
 
 from __future__ import annotations
 
-import configparser
-import fnmatch
+import functools
 import os
+import posixpath
+import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import read_text
-from matrix.core.tomlfields import read_toml
+from matrix.core.textfiles import OutsideTreeError, SpecialFileError, resolve_in_tree, special_kind
 
+# pytest's defaults (`_pytest/main.py` and `_pytest/python.py`, pytest_addoption).
 DEFAULT_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
+# pytest's CONFIG_LOADERS_BY_NAME order (pytest 9); read from pytest itself when it is importable.
+CONFIG_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 MAX_FILES = 50_000
 MAX_DEPTH = 32
 MAX_FILE_BYTES = 4 * 1024 * 1024
+_LINE = re.compile(r"line (\d+)|:(\d+):")
 
 
 @dataclass(frozen=True, kw_only=True)
 class PytestConfig:
-    """The collection settings that decide which files, classes and functions are tests."""
+    """The configuration file pytest would use, where it was found, and the values collection reads."""
 
     source: str = "(pytest defaults)"
+    inifile: str | None = None  # repository-relative
+    rootdir: str = "."  # repository-relative
     testpaths: tuple[str, ...] = ()
     norecursedirs: tuple[str, ...] = DEFAULT_NORECURSE
     python_files: tuple[str, ...] = ("test_*.py", "*_test.py")
     python_classes: tuple[str, ...] = ("Test",)
     python_functions: tuple[str, ...] = ("test",)
+    addopts: tuple[str, ...] = ()
 
-    def is_test_file(self, name: str) -> bool:
-        return any(fnmatch.fnmatch(name, pattern) for pattern in self.python_files)
-
-    def is_test_name(self, name: str, prefixes: tuple[str, ...]) -> bool:
-        # pytest: a pattern with a glob character is matched with fnmatch, anything else is a prefix.
-        return any(fnmatch.fnmatch(name, p) if any(c in p for c in "*?[") else name.startswith(p) for p in prefixes)
-
-    def recurse(self, name: str) -> bool:
-        return not any(fnmatch.fnmatch(name, pattern) for pattern in self.norecursedirs)
+    def collection_key(self) -> tuple[tuple[str, ...], ...]:
+        """The values that decide which functions and classes of a file are tests."""
+        return (self.python_files, self.python_classes, self.python_functions)
 
 
-def _words(value: Any) -> tuple[str, ...]:
-    if isinstance(value, list):
+ConfigDict = Mapping[str, Any]
+Loader = Callable[[Path], Any]
+
+
+@functools.lru_cache(maxsize=1)
+def _loaders() -> tuple[tuple[str, Loader], ...]:
+    from _pytest.config import findpaths  # pytest's own loaders; imported only by pytest-audit
+
+    by_name = getattr(findpaths, "CONFIG_LOADERS_BY_NAME", None)
+    if by_name is None:  # pytest 8: one loader that dispatches on the file's name
+        return tuple((name, findpaths.load_config_dict_from_file) for name in CONFIG_NAMES[2:])
+    return tuple(by_name.items())
+
+
+def _checked(root: Path, relative: str) -> Path | None:
+    """The resolved path of a candidate configuration file, None when there is none; refused (one line,
+    named by its path in the tree) when it leads outside the checkout, is not a regular file or is oversized."""
+    if not os.path.lexists(root / relative):
+        return None
+    try:
+        target = resolve_in_tree(root, relative)
+        st = target.stat()
+    except OutsideTreeError:
+        raise ConfigError(f"{relative}: a symlink to a file outside the audited tree; refusing to read it") from None
+    except OSError:
+        raise ConfigError(f"{relative}: cannot be read") from None
+    kind = special_kind(st.st_mode)
+    if kind == "a directory":
+        return None  # pytest's `is_file()` passes a folder by
+    if kind is not None:
+        raise ConfigError(f"{relative}: is {kind}, not a regular file; refusing to read it")
+    if st.st_size > MAX_FILE_BYTES:
+        raise ConfigError(f"{relative}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; refusing to read it")
+    return target
+
+
+def _load(loader: Loader, path: Path, relative: str) -> ConfigDict | None:
+    """pytest's loader on a checked file; whatever it raises is one line that quotes no content of the file."""
+    try:
+        found = loader(path)
+    except SpecialFileError:
+        raise ConfigError(f"{relative}: not a regular file; refusing to read it") from None
+    except BaseException as exc:  # pytest's `fail()` raises an OutcomeException, a BaseException
+        if isinstance(exc, KeyboardInterrupt | SystemExit | MemoryError):
+            raise
+        if isinstance(exc, RecursionError):  # tomllib recurses once per nested array or inline table
+            raise ConfigError(f"{relative}: malformed configuration: nested too deeply") from None
+        match = _LINE.search(str(exc))
+        where = f" (line {match.group(1) or match.group(2)})" if match else ""
+        raise ConfigError(f"{relative}: pytest cannot read it as configuration{where}: {type(exc).__name__}") from None
+    if found is None:
+        return None
+    return {key: getattr(value, "value", value) for key, value in found.items()}
+
+
+def locate(root: Path, start: str) -> tuple[str | None, ConfigDict]:
+    """pytest's `locate_config` from the repository-relative folder `start` up to the root: (file, values)."""
+    pyproject: str | None = None
+    base = posixpath.normpath(start)
+    for _ in range(MAX_DEPTH):
+        for name, loader in _loaders():
+            relative = name if base == "." else f"{base}/{name}"
+            path = _checked(root, relative)
+            if path is None:
+                continue
+            if name == "pyproject.toml" and pyproject is None:
+                pyproject = relative
+            values = _load(loader, path, relative)
+            if values is not None:
+                return relative, values
+        if base in (".", ""):
+            break
+        base = posixpath.dirname(base) or "."
+    return (pyproject, {}) if pyproject is not None else (None, {})
+
+
+def load_file(root: Path, relative: str) -> ConfigDict:
+    """The values of a file named with `-c` (pytest's loader for its name or suffix); empty when it has none."""
+    from _pytest.config import findpaths
+
+    path = _checked(root, relative)
+    if path is None:
+        raise ConfigError(f"{relative}: the configuration file named with -c is not in the tree")
+    loader = findpaths._get_config_loader(Path(relative))
+    if loader is None:
+        raise ConfigError(f"{relative}: pytest has no loader for this configuration file")
+    return _load(loader, path, relative) or {}
+
+
+def _words(value: Any, what: str) -> tuple[str, ...]:
+    # pytest's "args" ini type: a string is split as a shell would, a list is taken as it is.
+    if isinstance(value, list | tuple):
         return tuple(str(v) for v in value)
     if isinstance(value, str):
         try:
             return tuple(shlex.split(value))
         except ValueError:
-            return tuple(value.split())
-    raise ConfigError(f"expected a list or a string, got {value!r}")
+            raise ConfigError(f"{what}: not a list of words pytest can split") from None
+    raise ConfigError(f"{what}: expected a list or a string, got a {type(value).__name__}")
 
 
-def _from_table(table: Mapping[str, Any], source: str) -> PytestConfig:
+def from_values(values: ConfigDict, inifile: str | None, rootdir: str) -> PytestConfig:
+    """A `PytestConfig` from a parsed file's values (`-o` overrides already applied)."""
     fields: dict[str, tuple[str, ...]] = {}
-    for key in ("testpaths", "norecursedirs", "python_files", "python_classes", "python_functions"):
-        if key in table:
-            try:
-                fields[key] = _words(table[key])
-            except ConfigError as exc:
-                raise ConfigError(f"{source}: {key}: {exc}") from None
-    return PytestConfig(source=source, **fields)
+    for key in ("testpaths", "norecursedirs", "python_files", "python_classes", "python_functions", "addopts"):
+        if key in values:
+            fields[key] = _words(values[key], f"{inifile}: {key}")
+    return PytestConfig(source=inifile or "(pytest defaults)", inifile=inifile, rootdir=rootdir, **fields)
 
 
-def read_pytest_config(root: Path) -> PytestConfig:
-    """The settings of the first configuration file pytest would use at `root`."""
-    for name, section in (
-        ("pytest.ini", "pytest"),
-        ("pyproject.toml", None),
-        ("tox.ini", "pytest"),
-        ("setup.cfg", "tool:pytest"),
-    ):
-        path = root / name
-        if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
-            continue
-        text = read_text(path, ConfigError, limit=MAX_FILE_BYTES)
-        if section is None:
-            data = read_toml(text, str(path))  # bounded, and nesting too deep is one line
-            options = data.get("tool", {}).get("pytest", {}).get("ini_options")
-            if isinstance(options, dict):
-                return _from_table(options, name)
-            continue
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read_string(text, source=name)
-        except configparser.Error as exc:
-            raise ConfigError(f"{path}: malformed ini: {exc}") from None
-        if parser.has_section(section):
-            return _from_table(dict(parser.items(section)), name)
-    return PytestConfig()
-
-
-def discover(root: Path, config: PytestConfig) -> tuple[str, ...]:
-    """Repository-relative test files under testpaths (or the root), following norecursedirs; bounded."""
-    base = root.resolve()
-    starts = [root / p for p in config.testpaths] or [root]
-    found: list[str] = []
-    for start in starts:
-        if not start.resolve().is_relative_to(base):
-            continue  # a testpaths entry outside the checkout (`../x`) is not part of the suite
-        if start.is_file():
-            found.append(start.relative_to(root).as_posix())
-            continue
-        _walk(root, start, config, 0, found)
-    return tuple(sorted(set(found)))
-
-
-def _walk(root: Path, folder: Path, config: PytestConfig, depth: int, found: list[str]) -> None:
-    if depth > MAX_DEPTH or len(found) >= MAX_FILES:
-        return
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        if entry.is_symlink():
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            if config.recurse(entry.name) and entry.name != "__pycache__":
-                _walk(root, Path(entry.path), config, depth + 1, found)
-        elif entry.is_file() and config.is_test_file(entry.name):
-            found.append(Path(entry.path).relative_to(root).as_posix())
+def read_pytest_config(root: Path, start: str = ".") -> PytestConfig:
+    """The settings of the configuration file pytest would find from `start` (repository-relative)."""
+    inifile, values = locate(root, start)
+    rootdir = posixpath.dirname(inifile) or "." if inifile is not None else start
+    return from_values(values, inifile, rootdir)

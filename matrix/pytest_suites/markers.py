@@ -1,28 +1,41 @@
-"""conftest hooks that turn a marker into a skip, read when they are simple.
+"""conftest hooks that turn a marker into a skip, read with the control flow that leads to each skip.
 
-Read: in `pytest_collection_modifyitems` / `pytest_runtest_setup`, an `if` whose test contains
-`"NAME" in item.keywords` (or `item.get_closest_marker("NAME")`) and whose body calls `item.add_marker(<a skip
-mark>)` or `pytest.skip(...)`; the other operands of the `and` are the condition, the hook's local assignments
-(`cc = torch.cuda.get_device_capability(0) if ... else (0, 0)`) are its bindings. A marker named by a loop
-variable or behind any other shape is not read: declare it (`[markers] NAME = "condition"`).
+In `pytest_collection_modifyitems` / `pytest_runtest_setup`, every `item.add_marker(<a skip mark>)` (written
+in place or bound to a name first, `skip_slow = pytest.mark.skip(...)`, as in pytest's own docs "Control
+skipping of tests according to command line option") and every `pytest.skip(...)` is a skip; the conditions
+on the way to it are collected: enclosing `if` tests (`not` of them on the `else` side and after an `elif`),
+and the `not` of every earlier `if C: return` / `continue`. A loop over a literal tuple (`for mk, req in
+(("gpu_2", 2), ...)`) is unrolled. A skip whose conditions test exactly one marker (`"NAME" in
+item.keywords`, `item.get_closest_marker("NAME")`) becomes a rule for that marker; one that tests none
+applies to every test under the conftest. The other conditions, with the hook's local assignments as
+bindings, are evaluated on each runner; what they read that is not a runner fact (`config.getoption(...)`)
+is unknown, never a skip. A skip this reading cannot place is one rule for every test, with a condition no
+runner answers: those tests are undetermined, never certain. Declared conditions (`[markers] NAME = "..."`)
+replace what is read for that marker.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping, Sequence
+import copy
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from matrix.guards.model import Bindings, ModuleNames, dotted
 from matrix.guards.source import collect_bindings, collect_module_names
 
 HOOKS = frozenset({"pytest_collection_modifyitems", "pytest_runtest_setup"})
+ALL_TESTS = "*"  # the rule's marker when the skip tests no marker: it applies to every test under the conftest
 MAX_NODES = 20_000
+MAX_DEPTH = 8
+MAX_UNROLL = 16
+# Stands for a condition this reading cannot state: no runner fact answers it, so it is unknown everywhere.
+UNREAD = ast.Name(id="__hook_condition_not_read__", ctx=ast.Load())
 
 
 @dataclass(frozen=True, kw_only=True)
 class MarkerRule:
-    """Tests carrying `marker` skip when `condition` holds."""
+    """Tests carrying `marker` (every test, for `ALL_TESTS`) skip when `condition` holds."""
 
     marker: str
     condition: ast.expr
@@ -32,64 +45,171 @@ class MarkerRule:
     names: ModuleNames | None = None
 
 
+@dataclass(frozen=True)
+class _Skip:
+    line: int
+    conditions: tuple[ast.expr, ...]
+    readable: bool = True
+
+
 def read_marker_hooks(tree: ast.Module, path: str) -> tuple[MarkerRule, ...]:
     names = collect_module_names(tree)
     rules: list[MarkerRule] = []
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name in HOOKS:
             bindings = collect_bindings(stmt.body)
-            marks = {n: e for n, e in bindings if e is not None}
-            for node, before in _ifs(stmt.body, 0, ()):
-                found = _rule(node, marks)
-                if found is None:
-                    continue
-                marker, condition = found
-                if before:
-                    # `if config.getoption("--runslow"): return` above the loop: the skip is added only past it.
-                    condition = ast.BoolOp(op=ast.And(), values=[*before, condition])
-                try:
-                    text = ast.unparse(condition)
-                except RecursionError:
-                    text = "(a condition nested too deeply to show)"
-                rules.append(
-                    MarkerRule(
-                        marker=marker,
-                        condition=condition,
-                        source=f"{path}:{node.lineno} {stmt.name}: {marker} skips when {text}",
-                        origin=f"{path}:{node.lineno}",
-                        bindings=bindings,
-                        names=names,
-                    )
-                )
+            local = _assignments(stmt)
+            skips: list[_Skip] = []
+            _walk(stmt.body, (), local, skips, 0)
+            for skip in skips:
+                rules.append(_rule(skip, stmt.name, path, bindings, names))
     return tuple(rules)
 
 
-def _ifs(body: Sequence[ast.stmt], depth: int, before: tuple[ast.expr, ...]) -> Iterator[tuple[ast.If, tuple[ast.expr, ...]]]:
-    """Each `if` of a hook, with the negated tests of the early exits (`return`, `continue`) above it."""
-    if depth > 8:
+def _rule(skip: _Skip, hook: str, path: str, bindings: Bindings, names: ModuleNames) -> MarkerRule:
+    origin = f"{path}:{skip.line}"
+    markers = [(m, positive) for m, positive in (_marker_test(c) for c in skip.conditions) if m is not None]
+    rest = [c for c in skip.conditions if _marker_test(c)[0] is None]
+    if not skip.readable or len(markers) > 1 or (markers and not markers[0][1]):
+        return MarkerRule(
+            marker=ALL_TESTS,
+            condition=UNREAD,
+            source=f"{origin} {hook}: a skip whose condition is not read (applies to any test under this conftest)",
+            origin=origin,
+        )
+    marker = markers[0][0] if markers else ALL_TESTS
+    # Inside the rule for a marker, a test for that marker is true (`not ("m" in kw and c)` after an `elif`);
+    # a hook's `items` holds the tests it is called with, so it is not empty.
+    rest = [_Known(marker, hook).visit(copy.deepcopy(c)) for c in rest]
+    condition: ast.expr = (
+        ast.Constant(value=True) if not rest else rest[0] if len(rest) == 1 else ast.BoolOp(op=ast.And(), values=rest)
+    )
+    try:
+        text = ast.unparse(condition)
+    except (RecursionError, ValueError):
+        text = "(a condition nested too deeply to show)"
+    who = marker if marker != ALL_TESTS else "every test"
+    return MarkerRule(
+        marker=marker,
+        condition=condition,
+        source=f"{origin} {hook}: {who} skips when {text}",
+        origin=origin,
+        bindings=bindings,
+        names=names,
+    )
+
+
+def _not(node: ast.expr) -> ast.expr:
+    return (
+        node.operand
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+        else ast.UnaryOp(op=ast.Not(), operand=node)
+    )
+
+
+def _split(test: ast.expr) -> tuple[ast.expr, ...]:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return tuple(test.values)
+    return (test,)
+
+
+def _exits(body: Sequence[ast.stmt]) -> bool:
+    """The block ends the hook or the loop iteration (`return`, `continue`) without a skip of its own."""
+    return bool(body) and isinstance(body[-1], ast.Return | ast.Continue) and not _has_skip(body)
+
+
+def _has_skip(body: Sequence[ast.stmt]) -> bool:
+    return any(isinstance(n, ast.Call) and _skip_call(n, {}) is not None for s in body for n in ast.walk(s))
+
+
+def _walk(
+    body: Sequence[ast.stmt], context: tuple[ast.expr, ...], local: dict[str, ast.expr], out: list[_Skip], depth: int
+) -> None:
+    if depth > MAX_DEPTH or len(out) > 256:
+        if _has_skip(body):
+            out.append(_Skip(line=body[0].lineno if body else 0, conditions=context, readable=False))
         return
     for stmt in body[:MAX_NODES]:
         if isinstance(stmt, ast.If):
-            yield stmt, before
-            if stmt.body and isinstance(stmt.body[-1], ast.Return | ast.Continue) and not stmt.orelse:
-                before = (*before, ast.UnaryOp(op=ast.Not(), operand=stmt.test))
+            if _exits(stmt.body) and not stmt.orelse:
+                context = (*context, _not(stmt.test))
                 continue
-            yield from _ifs(stmt.body, depth + 1, before)
-            yield from _ifs(stmt.orelse, depth + 1, before)
-        elif isinstance(stmt, ast.For | ast.With | ast.Try):
-            yield from _ifs(stmt.body, depth + 1, before)
+            _walk(stmt.body, (*context, *_split(stmt.test)), local, out, depth + 1)
+            _walk(stmt.orelse, (*context, _not(stmt.test)), local, out, depth + 1)
+        elif isinstance(stmt, ast.For):
+            unrolled = _unroll(stmt)
+            if unrolled is None:
+                _walk(stmt.body, context, local, out, depth + 1)
+            else:
+                for copy_body in unrolled:
+                    _walk(copy_body, context, local, out, depth + 1)
+        elif isinstance(stmt, ast.With | ast.Try | ast.While):
+            _walk(stmt.body, context, local, out, depth + 1)
+            for handler in getattr(stmt, "handlers", []):
+                if _has_skip(handler.body):
+                    out.append(_Skip(line=handler.lineno, conditions=context, readable=False))
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            found = _skip_call(stmt.value, local)
+            if found is not None:
+                out.append(_Skip(line=stmt.lineno, conditions=(*context, *found)))
+        elif _has_skip([stmt]):
+            out.append(_Skip(line=stmt.lineno, conditions=context, readable=False))
 
 
-def _marker_test(node: ast.expr) -> str | None:
+def _assignments(hook: ast.FunctionDef) -> dict[str, ast.expr]:
+    """Names the hook binds anywhere in its body to one value (`skip_x = pytest.mark.skip(...)` inside an `if`)."""
+    found: dict[str, ast.expr] = {}
+    twice: set[str] = set()
+    for node in ast.walk(hook):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in found:
+                twice.add(name)
+            found[name] = node.value
+    return {n: e for n, e in found.items() if n not in twice}
+
+
+def _skip_call(call: ast.Call, local: dict[str, ast.expr]) -> tuple[ast.expr, ...] | None:
+    """The extra conditions of a skip call (`()` for an unconditional one; a skipif's condition), else None."""
+    name = dotted(call.func) or ""
+    if name.endswith("pytest.skip") or name == "skip":
+        return ()
+    if not name.endswith("add_marker") or not call.args:
+        return None
+    mark = call.args[0]
+    for _ in range(4):  # `skip_slow = pytest.mark.skip(...)` then `item.add_marker(skip_slow)`
+        if isinstance(mark, ast.Name) and mark.id in local:
+            mark = local[mark.id]
+    target = mark.func if isinstance(mark, ast.Call) else mark
+    written = dotted(target) or ""
+    kind = written.rpartition(".")[2]
+    if ".mark." not in f".{written}" or isinstance(mark, ast.Name):
+        return (UNREAD,)  # a mark made by a call or bound where this reading does not look: it may be a skip
+    if kind not in ("skip", "skipif"):
+        return None
+    if kind == "skipif":
+        if not isinstance(mark, ast.Call) or not mark.args:
+            return (UNREAD,)
+        condition = mark.args[0]
+        return (UNREAD,) if isinstance(condition, ast.Constant) and isinstance(condition.value, str) else (condition,)
+    return ()
+
+
+def _marker_test(node: ast.expr) -> tuple[str | None, bool]:
+    """The marker a condition tests (`"NAME" in item.keywords`, `item.get_closest_marker("NAME")`), and whether
+    it asks for the marker (True) or its absence (False); (None, True) when it tests no marker."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        found, positive = _marker_test(node.operand)
+        return found, not positive
     if (
         isinstance(node, ast.Compare)
         and len(node.ops) == 1
-        and isinstance(node.ops[0], ast.In)
+        and isinstance(node.ops[0], ast.In | ast.NotIn)
         and isinstance(node.left, ast.Constant)
         and isinstance(node.left.value, str)
         and (dotted(node.comparators[0]) or "").endswith(".keywords")
     ):
-        return node.left.value
+        return node.left.value, isinstance(node.ops[0], ast.In)
     if (
         isinstance(node, ast.Call)
         and (dotted(node.func) or "").endswith(("get_closest_marker", "iter_markers"))
@@ -97,35 +217,56 @@ def _marker_test(node: ast.expr) -> str | None:
         and isinstance(node.args[0], ast.Constant)
         and isinstance(node.args[0].value, str)
     ):
-        return node.args[0].value
-    return None
+        return node.args[0].value, True
+    return None, True
 
 
-def _skips(body: Sequence[ast.stmt], marks: Mapping[str, ast.expr]) -> bool:
-    for stmt in body:
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            name = dotted(stmt.value.func) or ""
-            if name.endswith("add_marker") and stmt.value.args:
-                mark = stmt.value.args[0]
-                if isinstance(mark, ast.Name) and mark.id in marks:
-                    mark = marks[mark.id]  # `skip_slow = pytest.mark.skip(...)` then `item.add_marker(skip_slow)`
-                target = mark.func if isinstance(mark, ast.Call) else mark
-                if (dotted(target) or "").endswith(("mark.skip", "mark.skipif")):
-                    return True
-            if name.endswith("pytest.skip") or name == "skip":
-                return True
-    return False
-
-
-def _rule(node: ast.If, marks: Mapping[str, ast.expr]) -> tuple[str, ast.expr] | None:
-    if not _skips(node.body, marks):
+def _unroll(loop: ast.For) -> Iterator[list[ast.stmt]] | None:
+    """`for a, b in ((x, y), ...)` over literals: the body once per element with the names replaced."""
+    if not isinstance(loop.iter, ast.Tuple | ast.List) or len(loop.iter.elts) > MAX_UNROLL:
         return None
-    operands = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) else [node.test]
-    markers = [m for m in (_marker_test(o) for o in operands) if m is not None]
-    if len(markers) != 1:
+    targets = loop.target.elts if isinstance(loop.target, ast.Tuple) else [loop.target]
+    if not all(isinstance(t, ast.Name) for t in targets):
         return None
-    rest = [o for o in operands if _marker_test(o) is None]
-    condition: ast.expr = (
-        ast.Constant(value=True) if not rest else rest[0] if len(rest) == 1 else ast.BoolOp(op=ast.And(), values=rest)
-    )
-    return markers[0], condition
+    rows: list[dict[str, ast.expr]] = []
+    for element in loop.iter.elts:
+        values = element.elts if isinstance(element, ast.Tuple) and len(targets) > 1 else [element]
+        if len(values) != len(targets) or not all(isinstance(v, ast.Constant) for v in values):
+            return None
+        rows.append({t.id: v for t, v in zip(targets, values, strict=True)})  # type: ignore[attr-defined]
+    return (_substituted(loop.body, row) for row in rows)
+
+
+class _Known(ast.NodeTransformer):
+    def __init__(self, marker: str, hook: str):
+        self.marker = marker
+        self.hook = hook
+
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:
+        found, positive = _marker_test(node)
+        if found == self.marker:
+            return ast.Constant(value=positive)
+        return self.generic_visit(node)  # type: ignore[return-value]
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        found, _ = _marker_test(node)
+        if found == self.marker:
+            return ast.Constant(value=True)
+        return self.generic_visit(node)  # type: ignore[return-value]
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id == "items" and self.hook == "pytest_collection_modifyitems":
+            return ast.Constant(value=True)
+        return node
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, values: dict[str, ast.expr]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return copy.copy(self.values[node.id]) if node.id in self.values else node
+
+
+def _substituted(body: Sequence[ast.stmt], values: dict[str, ast.expr]) -> list[ast.stmt]:
+    return [_Replace(values).visit(copy.deepcopy(s)) for s in body]

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import ast
+import gc
 import multiprocessing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
-from matrix.core.textfiles import read_text
-from matrix.pytest_suites.audit import FileAudit, PytestAuditReport, SuiteAuditor, combine
+from matrix.core.textfiles import OutsideTreeError, SpecialFileError, decode_python, read_text, read_tree_bytes
+from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.collect import Collector
-from matrix.pytest_suites.config import discover, read_pytest_config
+from matrix.pytest_suites.config import read_pytest_config
+from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.packs import builtin_packs
+from matrix.pytest_suites.rules import discover
 from matrix.schedule.buildkite import read_test_area
 from matrix.schedule.github import read_github
-from matrix.schedule.load import TreeLoader, load_declared
-from matrix.schedule.model import Schedule
+from matrix.schedule.load import MAX_SOURCE_BYTES, TreeLoader, load_declared
+from matrix.schedule.model import PytestSelection, Schedule
 from matrix.schedule.pytest_command import PytestCommandReader
 from matrix.schedule.yamldoc import MAX_BYTES, load_yaml
 
@@ -75,6 +79,38 @@ def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     return _merge(schedules), markers
 
 
+class SourceLoader:
+    """Repository-relative path -> Python source text as the interpreter decodes it (BOM, coding cookie), or None;
+    symlinks resolved and a target outside the checkout refused. Why a file was not read is kept, by path only."""
+
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self.problems: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str | None:
+        try:
+            data = read_tree_bytes(self.root, path, MAX_SOURCE_BYTES)
+        except OutsideTreeError:
+            self.problems[path] = "a symlink to a file outside the audited tree; not read"
+            return None
+        except SpecialFileError as exc:
+            self.problems[path] = f"is {exc.kind}, not a regular file; not read"
+            return None
+        except OSError:
+            return None
+        if len(data) > MAX_SOURCE_BYTES:
+            self.problems[path] = f"larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB; not read"
+            return None
+        try:
+            return decode_python(data)
+        except (ValueError, SyntaxError):
+            self.problems[path] = "not Python source text (its encoding does not decode)"
+            return None
+
+    def problem(self, path: str) -> str | None:
+        return self.problems.get(path)
+
+
 _STATE: dict[str, object] = {}
 
 
@@ -85,21 +121,45 @@ def _audit_path(path: str) -> tuple[str, FileAudit]:
     return path, auditor.audit_file(collector.collect(path))
 
 
+def invocations(root: Path, schedule: Schedule) -> list[Invocation]:
+    """Each pytest entry's command as pytest reads it in this checkout (configuration, addopts, PYTEST_ADDOPTS)."""
+    out: list[Invocation] = []
+    memo: dict[str, Any] = {}
+    for entry in schedule.pytest_entries():
+        assert isinstance(entry.selection, PytestSelection)
+        out.append(read_invocation(root, entry.selection, entry.env_map, memo))
+    return out
+
+
 def run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: int = 1) -> PytestAuditReport:
     """Collect the checkout's tests statically and audit them against its schedule (`jobs` processes)."""
     if not inputs.root.is_dir():
         raise ConfigError(f"{inputs.root}: not a folder")
+    thresholds = gc.get_threshold()
+    # The syntax trees of every file stay alive for the whole audit and hold no cycles; with the default
+    # thresholds the collector rescans them about a dozen times, half the audit's CPU on flashinfer's tests.
+    # mypy sets the same thresholds for the same reason (mypy/build.py, `gc.set_threshold(200 * 1000, 30, 30)`).
+    gc.set_threshold(200_000, 30, 30)
+    try:
+        return _run_audit(inputs, profiles, jobs)
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: int) -> PytestAuditReport:
+    config = read_pytest_config(inputs.root)  # a configuration file pytest cannot read is one line, first
     schedule, markers = read_schedule(inputs, profiles)
     for marker, text in markers.items():
         try:
             ast.parse(text, mode="eval")
         except (SyntaxError, ValueError, RecursionError):
             raise ConfigError(f"marker {marker!r}: condition does not parse: {text!r}") from None
-    config = read_pytest_config(inputs.root)
-    load = TreeLoader(inputs.root)
-    _STATE["collector"] = Collector(load, config, builtin_packs(), markers)
-    _STATE["auditor"] = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed)
-    paths = discover(inputs.root, config)
+    load = SourceLoader(inputs.root)
+    _STATE["collector"] = collector = Collector(load, config, builtin_packs(), markers)
+    collector.problem = load.problem
+    read = invocations(inputs.root, schedule)
+    _STATE["auditor"] = auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
+    paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
     try:
         if jobs > 1 and len(paths) > 1 and "fork" in multiprocessing.get_all_start_methods():
             # Largest files first so the workers finish together; fork shares the schedule and packs.
@@ -110,7 +170,26 @@ def run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: i
             done = dict(_audit_path(p) for p in paths)
     finally:
         _STATE.clear()
-    return combine(str(inputs.root), [done[p] for p in paths], schedule)
+    return combine(str(inputs.root), [done[p] for p in paths], schedule, notes=auditor.not_run)
+
+
+def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> tuple[dict[str, ItemOutcome], tuple[str, ...]]:
+    """Every collected test's outcome (node id -> outcome) and the files that could not be read or parsed."""
+    config = read_pytest_config(inputs.root)
+    schedule, markers = read_schedule(inputs, profiles)
+    load = SourceLoader(inputs.root)
+    collector = Collector(load, config, builtin_packs(), markers)
+    collector.problem = load.problem
+    read = invocations(inputs.root, schedule)
+    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
+    out: dict[str, ItemOutcome] = {}
+    broken: list[str] = []
+    for path in discover(inputs.root, config, [a for i in read for a in i.args if i.runs]):
+        collected = collector.collect(path)
+        if collected.error is not None:
+            broken.append(path)
+        out.update(auditor.outcomes(collected))
+    return out, tuple(broken)
 
 
 def _size(path: Path) -> int:

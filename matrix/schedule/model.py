@@ -61,6 +61,8 @@ class PytestSelection:
     keyword: str | None = None  # -k
     markexpr: str | None = None  # -m
     shard: tuple[int, int] | None = None  # (shard id, shard count) from parallelism
+    # The arguments as written (variables expanded), for pytest's own parser (`pytest-audit`); None when unknown.
+    argv: tuple[str, ...] | None = None
 
 
 Selection = SuiteSelection | PytestSelection

@@ -207,6 +207,7 @@ def parse_pytest_arguments(args: Sequence[str], working_dir: str) -> PytestSelec
         keyword=keyword,
         markexpr=markexpr,
         shard=(shard_id, shards) if shard_id is not None and shards else None,
+        argv=tuple(words),
     )
 
 

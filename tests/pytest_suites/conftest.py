@@ -111,3 +111,11 @@ def skipping() -> Callable[[PytestAuditReport], dict[str, str]]:
 @pytest.fixture
 def schedule() -> Callable[..., str]:
     return schedule_toml
+
+
+@pytest.fixture(scope="session")
+def oracle_stub(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stub torch and reporting plugin real pytest runs with in the differential tests."""
+    from tests.pytest_suites.test_pytest_oracle import stub_folder
+
+    return stub_folder(tmp_path_factory.mktemp("oracle-stub"))

@@ -1,0 +1,377 @@
+"""pytest's collection rules, mirrored statically: which folders, files, classes and functions are tests.
+
+Every rule cites pytest's documentation ("Changing standard (Python) test discovery", docs/en/example/pythoncollection
+and docs/en/explanation/goodpractices "Conventions for Python test discovery") and the code that implements it
+(pytest 9, `_pytest/main.py`, `_pytest/python.py`, `_pytest/unittest.py`). Where a rule depends on what only an
+import would show (a base class from another module, a name bound under a condition), the test is kept with a
+doubt, so the audit calls it undetermined instead of guessing.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import glob
+import os
+import posixpath
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from matrix.guards.model import ModuleNames, dotted
+from matrix.guards.source import resolve
+from matrix.pytest_suites.config import MAX_DEPTH, MAX_FILES, PytestConfig
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+MAX_CLASS_DEPTH = 8
+# unittest's TestCase classes (`_pytest/unittest.py`, pytest_pycollect_makeitem: any subclass, whatever its name).
+_TESTCASES = frozenset({"unittest.TestCase", "unittest.IsolatedAsyncioTestCase", "unittest.case.TestCase"})
+
+
+def fnmatch_ex(pattern: str, path: str) -> bool:
+    """pytest's `_pytest.pathlib.fnmatch_ex`: a pattern without `/` matches the base name, one with `/` the
+    whole path (with `*/` in front), `*` crossing folders. Used for `python_files` and `norecursedirs`."""
+    if "/" not in pattern:
+        return fnmatch.fnmatchcase(posixpath.basename(path), pattern)
+    return fnmatch.fnmatchcase(path, pattern if pattern.startswith("/") else f"*/{pattern}")
+
+
+def is_test_file(path: str, config: PytestConfig) -> bool:
+    """`python_files` ("test_*.py *_test.py" by default), matched with fnmatch_ex on the path (`_pytest/python.py`,
+    path_matches_patterns); only `.py` files are Python modules to pytest."""
+    return path.endswith(".py") and any(fnmatch_ex(p, "/" + path) for p in config.python_files)
+
+
+def ignored_dir(path: str, name: str, config: PytestConfig, is_venv: bool) -> bool:
+    """pytest_ignore_collect for a folder met while recursing (`_pytest/main.py`): `__pycache__`, a virtualenv
+    (pyvenv.cfg or conda-meta/history), or a `norecursedirs` pattern matched with fnmatch_ex on the path."""
+    if name == "__pycache__" or is_venv:
+        return True
+    return any(fnmatch_ex(p, "/" + path) for p in config.norecursedirs)
+
+
+def matches_name(name: str, patterns: Sequence[str]) -> bool:
+    """`python_classes` / `python_functions`: a pattern with a glob character is matched with fnmatch, anything
+    else is a prefix (`_pytest/python.py`, PyCollector._matches_prefix_or_glob_option)."""
+    return any(fnmatch.fnmatch(name, p) if any(c in p for c in "*?[") else name.startswith(p) for p in patterns)
+
+
+def testpath_args(root: Path, config: PytestConfig) -> tuple[str, ...]:
+    """`testpaths` as pytest expands them when a command names no path and runs in the rootdir: each entry
+    glob-expanded (recursive `**`) relative to the rootdir, sorted (`Config._decide_args`); entries matching
+    nothing are dropped; none at all means the rootdir itself. Entries leading outside the checkout are dropped."""
+    base = root.resolve()
+    found: list[str] = []
+    for entry in config.testpaths:
+        pattern = posixpath.normpath(posixpath.join(config.rootdir, entry))
+        if pattern.startswith(("/", "..")):
+            continue
+        for hit in sorted(_bounded_glob(root, pattern)):
+            if (root / hit).resolve().is_relative_to(base):
+                found.append(posixpath.normpath(hit))
+    return tuple(found) or (config.rootdir,)
+
+
+def _bounded_glob(root: Path, pattern: str) -> Iterator[str]:
+    for count, hit in enumerate(glob.iglob(pattern, root_dir=root, recursive=True)):
+        if count >= MAX_FILES:
+            return
+        yield hit
+
+
+def discover(root: Path, config: PytestConfig, named: Sequence[str] = ()) -> tuple[str, ...]:
+    """The checkout's test files: those under `testpaths` (or the rootdir) and under the paths CI commands name
+    (`named`, repository-relative), recursing as pytest does. Symlinked folders are not entered; a symlinked
+    test file is listed (the reader refuses one whose target is outside)."""
+    base = root.resolve()
+    found: list[str] = []
+    extra = sorted({posixpath.normpath(n.split("::")[0]) for n in named if not n.startswith(("/", ".."))})
+    for start in dict.fromkeys([*testpath_args(root, config), *extra]):
+        where = root / start
+        if not where.resolve().is_relative_to(base):
+            continue
+        if where.is_file():
+            if start.endswith(".py"):
+                found.append(posixpath.normpath(start))  # an explicit path is collected whatever its name
+            continue
+        _walk(root, start, config, 0, found)
+    return tuple(sorted(set(found)))
+
+
+def _walk(root: Path, folder: str, config: PytestConfig, depth: int, found: list[str]) -> None:
+    if depth > MAX_DEPTH or len(found) >= MAX_FILES:
+        return
+    try:
+        entries = sorted(os.scandir(root / folder), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        relative = entry.name if folder in (".", "") else f"{folder}/{entry.name}"
+        if entry.is_symlink():
+            # A linked test file is kept (pytest collects it); one leading outside the checkout is refused when read.
+            if is_test_file(relative, config) and not Path(entry.path).is_dir():
+                found.append(relative)
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            venv = os.path.isfile(os.path.join(entry.path, "pyvenv.cfg")) or os.path.isfile(
+                os.path.join(entry.path, "conda-meta", "history")
+            )
+            if not ignored_dir(relative, entry.name, config, venv):
+                _walk(root, relative, config, depth + 1, found)
+        elif entry.is_file() and is_test_file(relative, config):
+            found.append(relative)
+
+
+# --- classes and functions -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class FoundTest:
+    """A test function of a module: its definition, the classes it sits in (outermost first, the class it was
+    collected through last; for an inherited method its defining class is `owner`), and doubts about it."""
+
+    node: _Function
+    classes: tuple[ast.ClassDef, ...] = ()
+    owner: ast.ClassDef | None = None
+    doubts: tuple[str, ...] = ()
+    # Marks applied by assignment after the definition (`test_w = pytest.mark.slow(test_w)`).
+    applied: tuple[ast.expr, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return "::".join([*(c.name for c in self.classes), self.node.name])
+
+
+@dataclass
+class _Module:
+    names: ModuleNames
+    config: PytestConfig
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+
+
+def _dunder_test(body: Sequence[ast.stmt]) -> bool | None:
+    """The literal value of `__test__ = X` in a body (the last one); None when not set or not literal."""
+    value: bool | None = None
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__test__" for t in stmt.targets):
+            value = bool(stmt.value.value) if isinstance(stmt.value, ast.Constant) else None
+    return value
+
+
+def _is_fixture(node: _Function, names: ModuleNames) -> bool:
+    # `istestfunction`: a function carrying a fixture marker is not a test, whatever its name.
+    for deco in node.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if resolve(dotted(target) or "", names.import_map).endswith("fixture"):
+            return True
+    return False
+
+
+def _wrapped_mark(value: ast.expr, name: str) -> ast.expr | None:
+    """`pytest.mark.slow(test_w)` or `pytest.mark.skipif(c, reason=r)(test_w)`: the mark applied to `name`."""
+    if (
+        isinstance(value, ast.Call)
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Name)
+        and value.args[0].id == name
+    ):
+        return value.func
+    return None
+
+
+def module_tests(tree: ast.Module, names: ModuleNames, config: PytestConfig) -> list[FoundTest]:
+    """The tests of a module in pytest's order of definition, with their classes and doubts."""
+    # Module-level `__test__ = False` (PyCollector.collect: `if not getattr(self.obj, "__test__", True)`).
+    if _dunder_test(tree.body) is False:
+        return []
+    module = _Module(names=names, config=config)
+    bound: dict[str, list[FoundTest]] = {}
+    order: list[str] = []
+    for stmt, condition in _statements(tree.body, 0):
+        if isinstance(stmt, ast.ClassDef):
+            module.classes[stmt.name] = stmt
+            found = _class_tests(module, stmt, (), 0)
+        elif isinstance(stmt, _Function):
+            found = _function_test(module, stmt, ())
+        elif isinstance(stmt, ast.ImportFrom):
+            _rebind(stmt, bound)
+            found = _imported_tests(stmt, config)
+            if not found:
+                continue
+            for test in found:
+                if test.node.name not in bound:
+                    order.append(test.node.name)
+                bound[test.node.name] = [replace(test, doubts=(*test.doubts, condition)) if condition else test]
+            continue
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.Delete):
+            _rebind(stmt, bound)
+            continue
+        else:
+            continue
+        if condition:
+            found = [replace(t, doubts=(*t.doubts, condition)) for t in found]
+        if stmt.name not in bound:
+            order.append(stmt.name)
+        elif condition:
+            found = [*bound[stmt.name], *found]  # the other branch's definition may be the one that exists
+        bound[stmt.name] = found
+    return [t for n in order for t in bound.get(n, [])]
+
+
+def _imported_tests(stmt: ast.ImportFrom, config: PytestConfig) -> list[FoundTest]:
+    """A function imported under a test name is a test of this module too (pytest collects the module's
+    `__dict__`); what it is (a function, its marks and guards) is not read, so it is kept with a doubt."""
+    out: list[FoundTest] = []
+    for alias in stmt.names:
+        local = alias.asname or alias.name
+        if alias.name == "*" or not matches_name(local, config.python_functions):
+            continue
+        node = ast.FunctionDef(
+            name=local,
+            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=[ast.Pass()],
+            decorator_list=[],
+            lineno=stmt.lineno,
+            col_offset=stmt.col_offset,
+        )
+        where = "." * stmt.level + (stmt.module or "")
+        out.append(FoundTest(node=node, doubts=(f"{local} is imported from {where} (line {stmt.lineno}): not read",)))
+    return out
+
+
+def _rebind(stmt: ast.Assign | ast.AnnAssign | ast.Delete | ast.ImportFrom, bound: dict[str, list[FoundTest]]) -> None:
+    """A later statement binding a test's name: a mark applied by call keeps it (with the mark), `del` or any
+    other value removes it (the module's `__dict__` holds the last binding)."""
+    if isinstance(stmt, ast.Delete):
+        for target in stmt.targets:
+            if isinstance(target, ast.Name):
+                bound.pop(target.id, None)
+        return
+    if isinstance(stmt, ast.ImportFrom):
+        for alias in stmt.names:
+            local = alias.asname or alias.name
+            if local in bound:
+                bound.pop(local)
+        return
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    value = stmt.value
+    for target in targets:
+        if not isinstance(target, ast.Name) or target.id not in bound:
+            continue
+        mark = _wrapped_mark(value, target.id) if value is not None else None
+        if mark is None:
+            bound.pop(target.id)
+        else:
+            bound[target.id] = [replace(t, applied=(*t.applied, mark)) for t in bound[target.id]]
+
+
+def _statements(body: Sequence[ast.stmt], depth: int) -> Iterator[tuple[ast.stmt, str]]:
+    """Module statements with the doubt of a definition made under a condition (`if`, `try`, `with`, `for`):
+    whether the name exists depends on what runs at import."""
+    for stmt in body:
+        if isinstance(stmt, ast.If | ast.Try | ast.With | ast.For | ast.While) and depth < 4:
+            if isinstance(stmt, ast.If):
+                why = f"defined under `if {_short(stmt.test)}` (line {stmt.lineno}): exists only when that holds"
+            else:
+                why = f"defined inside a `{type(stmt).__name__.lower()}` block (line {stmt.lineno}): exists only when it runs"
+            blocks: list[list[ast.stmt]] = [getattr(stmt, "body", []), getattr(stmt, "orelse", [])]
+            blocks += [h.body for h in getattr(stmt, "handlers", [])] + [getattr(stmt, "finalbody", [])]
+            for block in blocks:
+                for inner, _ in _statements(block, depth + 1):
+                    yield inner, why
+        else:
+            yield stmt, ""
+
+
+def _short(node: ast.expr) -> str:
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, ValueError):
+        return "(a condition)"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _function_test(module: _Module, node: _Function, classes: tuple[ast.ClassDef, ...]) -> list[FoundTest]:
+    """`python_functions` ("test" prefix by default), not a fixture, and not `__test__ = False` set on it
+    (`_pytest/python.py`, istestfunction and pytest_pycollect_makeitem)."""
+    if not matches_name(node.name, module.config.python_functions) or _is_fixture(node, module.names):
+        return []
+    return [FoundTest(node=node, classes=classes)]
+
+
+def is_testcase(node: ast.ClassDef, module: _Module, depth: int = 0) -> bool | None:
+    """A `unittest.TestCase` subclass under any name (`_pytest/unittest.py`, pytest_pycollect_makeitem); None when
+    a base is a class the module does not define (it may be one)."""
+    unknown = False
+    for base in node.bases:
+        name = dotted(base) or ""
+        if resolve(name, module.names.import_map) in _TESTCASES:
+            return True
+        local = module.classes.get(name)
+        if local is not None and local is not node and depth < MAX_CLASS_DEPTH:
+            inner = is_testcase(local, module, depth + 1)
+            if inner:
+                return True
+            unknown = unknown or inner is None
+        elif name != "object":
+            unknown = True
+    return None if unknown else False
+
+
+def _mro(node: ast.ClassDef, module: _Module, depth: int = 0) -> list[ast.ClassDef]:
+    """The class and its same-module bases, most derived first (Python's MRO for single chains; pytest walks
+    `__mro__` dicts for methods and, since pytest 7.2, for `pytestmark`)."""
+    out = [node]
+    if depth >= MAX_CLASS_DEPTH:
+        return out
+    for base in node.bases:
+        local = module.classes.get(dotted(base) or "")
+        if local is not None and local is not node:
+            out.extend(c for c in _mro(local, module, depth + 1) if c not in out)
+    return out
+
+
+def _class_tests(module: _Module, node: ast.ClassDef, outer: tuple[ast.ClassDef, ...], depth: int) -> list[FoundTest]:
+    """The tests of a class. A class is collected when it matches `python_classes` or sets `__test__ = True`,
+    or is a unittest TestCase; not when it has `__init__`/`__new__` (pytest warns and skips it) or sets
+    `__test__ = False`. Its methods are looked up over the MRO (inherited ones from any base, `Test` or not);
+    inner classes matching `python_classes` are collected too (`_pytest/python.py`, Class.collect)."""
+    if depth > MAX_CLASS_DEPTH:
+        return []
+    chain = _mro(node, module)
+    flag = next((v for c in chain if (v := _dunder_test(c.body)) is not None), None)
+    testcase = is_testcase(node, module)
+    named = matches_name(node.name, module.config.python_classes) or flag is True
+    doubts: tuple[str, ...] = ()
+    if testcase is None and not named:
+        # Not a test class by name; it is one if a base from elsewhere is a TestCase: its test* methods are kept, doubted.
+        testcase = True
+        bases = ", ".join(dotted(b) or "?" for b in node.bases)
+        doubts = (f"class {node.name} is collected only if a base ({bases}, not read) is a unittest.TestCase",)
+    if flag is False or not (testcase or named):
+        return []
+    if not testcase and any(isinstance(s, _Function) and s.name in ("__init__", "__new__") for c in chain for s in c.body):
+        return []
+    classes = (*outer, node)
+    seen: set[str] = set()
+    out: list[FoundTest] = []
+    for owner in chain:
+        for stmt in owner.body:
+            if isinstance(stmt, _Function) and stmt.name not in seen:
+                seen.add(stmt.name)
+                if testcase:
+                    # unittest's loader: methods named test* (TestLoader.testMethodPrefix), python_functions unused.
+                    if stmt.name.startswith("test"):
+                        out.append(FoundTest(node=stmt, classes=classes, owner=owner, doubts=doubts))
+                else:
+                    out.extend(
+                        FoundTest(node=t.node, classes=classes, owner=owner, doubts=doubts)
+                        for t in _function_test(module, stmt, classes)
+                    )
+            elif isinstance(stmt, ast.ClassDef) and owner is node and stmt.name not in seen and not testcase:
+                seen.add(stmt.name)
+                out.extend(_class_tests(module, stmt, classes, depth + 1))
+            elif isinstance(stmt, ast.Assign):
+                seen.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    return out
