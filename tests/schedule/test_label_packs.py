@@ -26,6 +26,9 @@ INDEX = LabelIndex(RUNNERS)
         (("linux.g5.12xlarge.nvidia.gpu",), (), ("linux.g5.12xlarge.nvidia.gpu",), ()),
         (("self-hosted", "rack-nine"), (), (), ("rack-nine",)),
         (("sm86", "rack-nine"), ("a10g",), (), ("rack-nine",)),
+        (("modal-h100",), ("h100",), (), ()),
+        (("modal-cpu",), ("cpu",), (), ()),
+        (("modal-a100-80gb-x2",), (), ("modal-a100-80gb-x2",), ()),
     ],
 )
 def test_a_label_resolves_to_a_profile_a_known_runner_or_unknown(labels, profiles, others, unknown):
