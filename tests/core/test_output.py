@@ -262,7 +262,7 @@ def test_sarif_document_shape(tmp_path: Path) -> None:
         (Tool.LEDGER, {k.value for k in LedgerFindingKind}),
         (Tool.AUDIT, {k.value for k in FindingKind} - {"missing-report", "never-ran", "untested-cell"}),
         (Tool.COVERAGE, {"missing-report", "never-ran", "untested-cell"}),
-        (Tool.PYTEST_AUDIT, {"silent-skip", "never-runs", "unscheduled", "unparsable"}),
+        (Tool.PYTEST_AUDIT, {"silent-skip", "silent-pass", "never-runs", "unscheduled", "unparsable"}),
     ],
 )
 def test_every_kind_has_exactly_one_registry_entry(tool: Tool, names: set[str]) -> None:
