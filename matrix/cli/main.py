@@ -271,6 +271,14 @@ def _main(argv: Sequence[str] | None) -> int:
         if "integer string conversion" not in str(exc):
             raise
         return _fail("input holds an integer with too many digits")
+    except ImportError as exc:
+        # A dependency a command imports when it needs it (yaml for workflows), missing from this environment.
+        from matrix.cli import missing_dependency
+
+        missing = missing_dependency(exc)
+        if missing is None:
+            raise
+        return _fail(missing)
     except OSError as exc:
         # Readers and writers map their own errors; what reaches here is stdout (EPIPE, ENOSPC) or a stray path.
         _silence_stdout()
