@@ -19,7 +19,7 @@ DEPENDENCIES = {"packaging": ("packaging", "python3-packaging"), "yaml": ("pyyam
 EXIT_USAGE = 2  # matrix.core.errors.EXIT_USAGE, which an old interpreter cannot import
 
 
-def too_old(version: Sequence[int]) -> str | None:
+def too_old(version: tuple[int, ...]) -> str | None:
     """The error for an interpreter older than MINIMUM_PYTHON, else None."""
     if tuple(version[:2]) >= MINIMUM_PYTHON:
         return None
@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """`python -m matrix` and the `specmatrix` script: check the interpreter and dependencies, then run."""
-    line = too_old(sys.version_info)
+    line = too_old(tuple(sys.version_info[:3]))
     if line is not None:
         _refuse(line)
     try:

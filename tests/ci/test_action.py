@@ -55,7 +55,9 @@ class Runner:
     home: Path
     action_path: Path
 
-    def env(self, step_env: Mapping[str, str], inputs: Mapping[str, str], outputs: Mapping[str, dict[str, str]]) -> dict[str, str]:
+    def env(
+        self, step_env: Mapping[str, str], inputs: Mapping[str, str], outputs: Mapping[str, dict[str, str]]
+    ) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "SPECMATRIX_", "PYTHON"))}
         # A workflow that puts its checkout on PYTHONPATH, as test jobs often do: -I must ignore it.
         env |= {

@@ -23,7 +23,9 @@ def _older_pythons() -> list[str]:
     found |= set(glob.glob(os.path.expanduser("~/.pyenv/versions/3.[0-9]*/bin/python3")))
     usable = []
     for path in sorted(p for p in found if p):
-        probe = subprocess.run([path, "-c", "import sys; print((3, 7) <= sys.version_info < (3, 11))"], capture_output=True, text=True)
+        probe = subprocess.run(
+            [path, "-c", "import sys; print((3, 7) <= sys.version_info < (3, 11))"], capture_output=True, text=True, check=False
+        )
         if probe.returncode == 0 and probe.stdout.strip() == "True":
             usable.append(path)
     return usable
