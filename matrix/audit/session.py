@@ -32,7 +32,7 @@ from matrix.core.model import Cell, SkipPolicy
 from matrix.core.option_table import OPTIONS, OptionKind
 from matrix.core.options import CliOverrides, Loaded, Options, load, resolve_options, warn_deprecated
 from matrix.core.planning import Plan, plan_for
-from matrix.core.report import Report, RunnerInfo
+from matrix.core.report import Report, RunnerInfo, matrix_digest
 from matrix.core.textfiles import read_text
 
 
@@ -294,6 +294,7 @@ class AuditSession:
             extra["allowlist"] = str(self.settings.options.allowlist)
         self.report = Report(
             matrix=self.loaded().matrix.name,
+            matrix_digest=matrix_digest(self.loaded().matrix),
             runner=RunnerInfo(
                 name=runner.name,
                 gpus=runner.gpus,
