@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from matrix.core.errors import ReportError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.finding import Finding, Severity
 from matrix.core.model import CoverageLayout, Expectation, Matrix, Outcome, RunnerProfile
-from matrix.core.errors import ReportError
 from matrix.core.report import CellStatus, FindingKind, Report, audit_finding, matrix_digest
 from matrix.shard.output import PlannedShards
 
