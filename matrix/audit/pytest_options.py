@@ -24,9 +24,9 @@ PAYLOAD_KEY = "specmatrix"  # the controller's plan, handed to each xdist worker
 
 # Options that, when given, turn the audit on from the start (otherwise it waits for a matrix_cell test).
 ENGAGING = (
-    "matrix_runner",
+    BY_NAME["runner"].plugin_attr,
     "matrix_report",
-    "matrix_allowlist",
+    BY_NAME["allowlist"].plugin_attr,
     "matrix_allow",
     "matrix_select",
     "matrix_run_expected_skips",
@@ -121,7 +121,7 @@ def engaged_at_start(config: pytest.Config, env: Mapping[str, str] | None = None
     opt: Any = config.option
     if any(getattr(opt, name, None) for name in ENGAGING):
         return True
-    if getattr(opt, "matrix_file", None) or getattr(opt, "matrix_runners", None):
+    if any(getattr(opt, BY_NAME[name].plugin_attr, None) for name in ("matrix", "runners")):
         return True
     if any(env.get(name) for name in ENGAGING_ENV):
         return True
