@@ -35,10 +35,14 @@ WORKFLOW = "on: pull_request\njobs:\n  unit:\n    runs-on: ubuntu-latest\n    st
 
 
 def _python_with_dependencies() -> str | None:
-    """An interpreter (3.11+) whose own site-packages hold packaging and yaml: the install step then needs no index."""
-    probe = "import sys, packaging, yaml; sys.exit(sys.version_info < (3, 11))"
+    """An interpreter (3.11+, not itself a venv) whose own site-packages hold packaging and yaml: the action's venv,
+    made from it with its packages, then needs no index. A venv's python would not do: the venv the action makes
+    from it sees the base interpreter's packages, not the venv's."""
+    probe = "import sys, packaging, yaml; sys.exit(sys.version_info < (3, 11) or sys.prefix != sys.base_prefix)"
+    names = [getattr(sys, "_base_executable", ""), "python3", "python3.11", "python3.12", "python3.13"]
+    names += sorted(str(p) for p in (Path.home() / ".pyenv" / "versions").glob("3.*/bin/python3"))
     seen: set[str] = set()
-    for name in (getattr(sys, "_base_executable", ""), "python3", "python3.11", "python3.12", "python3.13"):
+    for name in names:
         found = shutil.which(name) if name else None
         if found is None or found in seen:
             continue
@@ -155,6 +159,7 @@ def test_a_matrix_module_in_the_workspace_cannot_stand_in_for_the_tool(tmp_path,
     runner = _make_runner(tmp_path, {**AUDITS[command], **SHADOWS[shadow]})
     job = run_action(runner, {"command": command, "python": base_python})
     assert "shadow ran" not in job.log
+    assert "audit" in job.outputs, job.log  # the install step succeeded
     # The real finding fails the job: the audit step says 1 and the last step exits 1.
     assert job.outputs["audit"]["exit-code"] == "1", job.log
     assert job.returncode == 1, job.log
