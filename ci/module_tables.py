@@ -1,9 +1,10 @@
-"""The module tables of docs/architecture.md, generated from the code: each module of a package with its line count
-and the first line of its docstring, in the order of the package's import-linter layers when it has a contract.
+"""The generated tables of docs/architecture.md: each module of a package with its line count and the first line of
+its docstring (in the order of the package's import-linter layers when it has a contract), and the imports from one
+feature package to another, read from the import graph (grimp, which lint-imports uses).
 
 Usage: python ci/module_tables.py [--check] [DOC]   (DOC: docs/architecture.md). Each table sits between
-`<!-- module table: PACKAGE -->` and `<!-- end of module table -->`; --check exits 1 naming the first table that
-drifted, without writing. tests/core/test_architecture_tables.py runs the check.
+`<!-- module table: PACKAGE -->` (or `<!-- feature imports -->`) and `<!-- end of module table -->`; --check exits
+1 naming the first table that drifted, without writing. tests/core/test_architecture_tables.py runs the check.
 """
 
 from __future__ import annotations
@@ -17,7 +18,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
-SECTION = re.compile(r"(<!-- module table: (?P<package>[\w.]+) -->\n)(?P<body>.*?)(<!-- end of module table -->)", re.S)
+SECTION = re.compile(
+    r"(<!-- (?:module table: (?P<package>[\w.]+)|(?P<imports>feature imports)) -->\n)(?P<body>.*?)(<!-- end of module table -->)",
+    re.S,
+)
+FEATURES = ("audit", "guards", "shard", "sglang_check", "coverage", "register", "gpu", "ledger", "pytest_suites")
+# Why each feature package imports another: the one part of the imports table written by hand. A pair the code has
+# and this does not describe is drift.
+WHAT_FOR = {
+    ("coverage", "shard"): "the shard plan, to name a planned shard whose report is missing",
+    ("register", "shard"): "cutting a runner config's cells into registered modules with the shard planner",
+    ("gpu", "audit"): "mapping pytest node ids back to cell ids when grouping items by kernel configuration",
+    ("gpu", "sglang_check"): "which backend sglang built, the graph-buffer contract, the stand-ins' drift checks and the "
+    "sglang edge: the GPU cells check what the CPU check checks",
+    ("ledger", "audit"): "accepting allowlisted skips",
+    ("ledger", "guards"): "joining recorded outcomes with a suite's registrations, settling static findings, the baseline",
+    (
+        "pytest_suites",
+        "guards",
+    ): "finding the skip guards of pytest files and evaluating them on the runners a schedule sends each test to",
+}
+UNDESCRIBED = "(not described: add it to WHAT_FOR in ci/module_tables.py)"
 
 
 def _layer_order(package: str) -> list[str]:
@@ -49,14 +70,40 @@ def module_table(package: str) -> str:
     return "\n".join(rows) + "\n"
 
 
+def feature_imports() -> str:
+    """The Markdown table of every import from one feature package to another (the schedule and the core are below
+    every feature and left out)."""
+    import grimp
+
+    graph = grimp.build_graph("matrix", cache_dir=None)
+    found: dict[tuple[str, str], set[str]] = {}
+    for module in graph.modules:
+        parts = module.split(".")
+        if len(parts) < 2 or parts[1] not in FEATURES:
+            continue
+        for imported in graph.find_modules_directly_imported_by(module):
+            other = imported.split(".")
+            if len(other) >= 2 and other[0] == "matrix" and other[1] in FEATURES and other[1] != parts[1]:
+                found.setdefault((parts[1], other[1]), set()).add(imported)
+    rows = ["| importer | imports | what for |", "| --- | --- | --- |"]
+    for (importer, package), modules in sorted(found.items()):
+        names = ", ".join(f"`{m}`" for m in sorted(modules))
+        rows.append(f"| `matrix.{importer}` | {names} | {WHAT_FOR.get((importer, package), UNDESCRIBED)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _table(match: re.Match[str]) -> str:
+    return feature_imports() if match.group("imports") else module_table(match.group("package"))
+
+
 def regenerate(text: str) -> str:
-    """`text` with every module table rebuilt from the code."""
-    return SECTION.sub(lambda m: m.group(1) + module_table(m.group("package")) + m.group(4), text)
+    """`text` with every generated table rebuilt from the code."""
+    return SECTION.sub(lambda m: m.group(1) + _table(m) + m.group(5), text)
 
 
 def drifted(text: str) -> list[str]:
-    """The packages whose table in `text` no longer matches the code."""
-    return [m.group("package") for m in SECTION.finditer(text) if m.group("body") != module_table(m.group("package"))]
+    """The tables (a package, or "feature imports") in `text` that no longer match the code."""
+    return [m.group("package") or m.group("imports") for m in SECTION.finditer(text) if m.group("body") != _table(m)]
 
 
 def main(argv: list[str] | None = None) -> int:
