@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -83,6 +84,44 @@ def tests(session: nox.Session) -> None:
     # worksteal: an idle worker takes queued tests from the busy one, so the slow nested runs do not pile up at the end.
     args = session.posargs or ["-n", "2", "--dist", "worksteal", "-m", "not integration"]
     session.run("python", "-m", "pytest", *args, env=bytecode_cache_env(session))
+
+
+def _minor(path: Path) -> int | None:
+    """The minor version of a CPython 3 at `path`, read from its file or folder name (no interpreter started)."""
+    for name in (path.resolve().name, path.parent.parent.name):
+        found = re.fullmatch(r"python3\.(\d+)|3\.(\d+)\.\d+", name)
+        if found:
+            return int(found.group(1) or found.group(2))
+    return None
+
+
+def other_pythons() -> list[str]:
+    """Every CPython 3.11+ on this machine besides the one running nox: the distribution's /usr/bin/python3 (Debian
+    12: 3.11.2, the one the README names) and pyenv's versions. Found by name, so listing sessions starts none."""
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    candidates = [Path("/usr/bin/python3"), *sorted(pyenv.glob("3.*/bin/python3"))]
+    seen = {Path(sys.executable).resolve()}
+    found: list[str] = []
+    for path in candidates:
+        minor = _minor(path) if path.is_file() and os.access(path, os.X_OK) else None
+        if minor is None or minor < 11 or path.resolve() in seen:
+            continue
+        seen.add(path.resolve())
+        found.append(str(path))
+    return found
+
+
+OTHER_PYTHONS = other_pythons()
+
+
+# One run of the suite on each other interpreter (the default session runs on nox's own): each keeps a venv of its
+# own, and none is downloaded (download_python="never"), so the list is exactly what the machine has.
+@nox.session(name="tests-pythons", python=OTHER_PYTHONS or False, download_python="never", reuse_venv=True)
+def tests_pythons(session: nox.Session) -> None:
+    """`tests` on every other CPython 3.11+ this machine has (pass pytest arguments after --)."""
+    if not OTHER_PYTHONS:
+        session.skip("no other CPython 3.11+ on this machine")
+    tests(session)
 
 
 @nox.session(reuse_venv=True)

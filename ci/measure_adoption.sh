@@ -44,7 +44,7 @@ print(next(s for s in a["runs"]["steps"] if s["name"] == "Install specmatrix")["
 END
 mkdir -p $T/runner-temp
 step action-install-step env SPECMATRIX_PYTHON=$PY GITHUB_ACTION_PATH=$F RUNNER_TEMP=$T/runner-temp GITHUB_OUTPUT=$T/gh-output bash $T/install-step.sh
-step action-audit env -C $P $T/runner-temp/specmatrix-action-venv/bin/python -m matrix guards test/registered --workflows . --baseline guards-baseline.json
+step action-audit env -C $P $T/runner-temp/specmatrix-action-venv/bin/python -I -m matrix guards test/registered --workflows . --baseline guards-baseline.json
 # the plugin on the own matrix
 cp -r $F/examples/own-matrix $T/own; cd $T/own
 step plugin-venv bash -c "$PY -m venv .venv && .venv/bin/pip install -q $F/dist/specmatrix-0.1.0-py3-none-any.whl pytest"

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from matrix.cli.main import run
+from matrix.cli import run
 
 run()

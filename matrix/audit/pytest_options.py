@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from matrix.core.option_table import BY_NAME
+
 MATRIX_FIXTURE = "matrix_cell"
 REPORT_CELL_ATTR = "specmatrix_cell"  # set by a worker on each matrix item's reports; xdist carries it across
 # A test whose cell crashed in an isolated child process adds (CRASHED_PROPERTY, error text) before failing.
@@ -22,9 +24,9 @@ PAYLOAD_KEY = "specmatrix"  # the controller's plan, handed to each xdist worker
 
 # Options that, when given, turn the audit on from the start (otherwise it waits for a matrix_cell test).
 ENGAGING = (
-    "matrix_runner",
+    BY_NAME["runner"].plugin_attr,
     "matrix_report",
-    "matrix_allowlist",
+    BY_NAME["allowlist"].plugin_attr,
     "matrix_allow",
     "matrix_select",
     "matrix_run_expected_skips",
@@ -32,7 +34,7 @@ ENGAGING = (
 )
 ENV_PREFIX = "SPECMATRIX_"
 # Environment that configures the audit: any of these set means "plan now", as the options above do.
-ENGAGING_ENV = ("SPECMATRIX_RUNNER",)
+ENGAGING_ENV = (BY_NAME["runner"].env,)
 PYPROJECT_TABLE = "tool.specmatrix"
 
 
@@ -42,15 +44,22 @@ class Role(StrEnum):
     WORKER = "worker"  # xdist worker: collects and runs, reports nothing itself
 
 
+def _add_cascade_option(group: Any, name: str) -> None:
+    """One option of the cascade, as the option table declares it."""
+    spec = BY_NAME[name]
+    extra: dict[str, Any] = {"action": "append", "default": []} if spec.kind.accumulates else {}
+    if spec.plugin_dest:
+        extra["dest"] = spec.plugin_dest
+    group.addoption(spec.plugin_flag, metavar=spec.plugin_metavar or spec.metavar, help=spec.plugin_help, **extra)
+
+
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("specmatrix", "specmatrix skip audit")
-    group.addoption(
-        "--matrix-runner", metavar="NAME", help="runner profile this run claims (checked against the machine), or 'auto'"
-    )
+    _add_cascade_option(group, "runner")
     group.addoption(
         "--matrix-report", metavar="PATH", help="write the audit report: JSON at PATH, JUnit XML and Markdown beside it"
     )
-    group.addoption("--matrix-allowlist", metavar="FILE", help="allowlist TOML for skips outside the matrix on strict runners")
+    _add_cascade_option(group, "allowlist")
     group.addoption("--matrix-allow", metavar="FILE", help="deprecated spelling of --matrix-allowlist")
     group.addoption(
         "--matrix-select",
@@ -65,19 +74,9 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help="run cells the matrix expects to skip instead of skipping them, to check the rules",
     )
-    group.addoption(
-        "--matrix", dest="matrix_file", metavar="PATH", help="matrix TOML (default: cascade, then the built-in matrix)"
-    )
-    group.addoption(
-        "--matrix-runners", metavar="FILE", action="append", default=[], help="extra runner-profile TOML (repeatable)"
-    )
-    group.addoption(
-        "--matrix-replace-runner",
-        metavar="NAME",
-        action="append",
-        default=[],
-        help="let a --matrix-runners file redefine this built-in profile (repeatable)",
-    )
+    _add_cascade_option(group, "matrix")
+    _add_cascade_option(group, "runners")
+    _add_cascade_option(group, "replace_runners")
     group.addoption("--matrix-shard", metavar="LABEL", help="shard label recorded in the report")
     group.addoption(
         "--matrix-workers-per-gpu",
@@ -122,7 +121,7 @@ def engaged_at_start(config: pytest.Config, env: Mapping[str, str] | None = None
     opt: Any = config.option
     if any(getattr(opt, name, None) for name in ENGAGING):
         return True
-    if getattr(opt, "matrix_file", None) or getattr(opt, "matrix_runners", None):
+    if any(getattr(opt, BY_NAME[name].plugin_attr, None) for name in ("matrix", "runners")):
         return True
     if any(env.get(name) for name in ENGAGING_ENV):
         return True

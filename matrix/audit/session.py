@@ -29,9 +29,10 @@ from matrix.core.finding import Finding
 from matrix.core.loader import read_toml_file
 from matrix.core.machine import MachineFacts
 from matrix.core.model import Cell, SkipPolicy
+from matrix.core.option_table import OPTIONS, OptionKind
 from matrix.core.options import CliOverrides, Loaded, Options, load, resolve_options, warn_deprecated
 from matrix.core.planning import Plan, plan_for
-from matrix.core.report import Report, RunnerInfo
+from matrix.core.report import Report, RunnerInfo, matrix_digest
 from matrix.core.textfiles import read_text
 
 
@@ -74,17 +75,20 @@ def settings_from(config: pytest.Config, env: Mapping[str, str]) -> AuditSetting
     """Resolve the cascade (defaults, pyproject [tool.specmatrix], SPECMATRIX_* env, these options) once."""
     opt: Any = config.option
     cwd = config.invocation_params.dir
-    options = resolve_options(
-        cli=CliOverrides(
-            matrix_path=Path(opt.matrix_file) if opt.matrix_file else None,
-            runner_files=tuple(Path(p) for p in opt.matrix_runners),
-            runner=opt.matrix_runner,
-            allowlist=_allowlist(opt, role_of(config)),
-            replace_runners=tuple(opt.matrix_replace_runner),
-        ),
-        env=env,
-        cwd=cwd,
-    )
+    given: dict[str, Any] = {}
+    for spec in OPTIONS:
+        if not spec.plugin_flag:
+            continue
+        value = getattr(opt, spec.plugin_attr, None)
+        if spec.kind.accumulates:
+            given[spec.field] = tuple(Path(v) if spec.kind is OptionKind.PATHS else v for v in value or ())
+        elif spec.kind is OptionKind.PATH:
+            if value:  # an empty --matrix "" names no file
+                given[spec.field] = Path(value)
+        elif value is not None:
+            given[spec.field] = value
+    given["allowlist"] = _allowlist(opt, role_of(config))  # with its deprecated spelling, --matrix-allow
+    options = resolve_options(cli=CliOverrides(**given), env=env, cwd=cwd)
     engaged = any(getattr(opt, name) for name in ENGAGING) or options.runner != "auto"
     select_args = tuple(opt.matrix_select)
     return AuditSettings(
@@ -290,6 +294,7 @@ class AuditSession:
             extra["allowlist"] = str(self.settings.options.allowlist)
         self.report = Report(
             matrix=self.loaded().matrix.name,
+            matrix_digest=matrix_digest(self.loaded().matrix),
             runner=RunnerInfo(
                 name=runner.name,
                 gpus=runner.gpus,

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from matrix.cli.parsing import HelpFormatter, VersionAction
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_USAGE, SpecmatrixError, UsageError
+from matrix.core.option_table import BY_NAME, OPTIONS, OptionKind
 from matrix.core.options import CliOverrides, Options, resolve_options
 from matrix.core.targets import OUTPUT_DESTS, refuse_outputs_on_inputs
 
@@ -77,6 +78,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{command}: {message}" if command else message)
 
 
+GLOBAL_OPTIONS = ("matrix", "runners", "replace_runners")  # rows of the option table every command accepts
+
+
 def _add_global_options(parser: argparse.ArgumentParser, *, suffix: str) -> None:
     """--matrix, --runners and --replace-runner, accepted before and after the subcommand.
 
@@ -84,31 +88,17 @@ def _add_global_options(parser: argparse.ArgumentParser, *, suffix: str) -> None
     over the main one, so a shared dest would drop the values given before the subcommand.
     """
     group = parser.add_argument_group("global options (before or after the command)")
-    group.add_argument(
-        "--matrix",
-        dest=f"matrix{suffix}",
-        type=Path,
-        metavar="FILE",
-        default=argparse.SUPPRESS,
-        help="matrix TOML file (default: [tool.specmatrix] matrix, $SPECMATRIX_MATRIX, else the built-in matrix)",
-    )
-    group.add_argument(
-        "--runners",
-        dest=f"runners{suffix}",
-        type=Path,
-        action="append",
-        metavar="FILE",
-        default=argparse.SUPPRESS,
-        help="extra runner-profile TOML file, repeatable (default: [tool.specmatrix] runners, $SPECMATRIX_RUNNERS, else none)",
-    )
-    group.add_argument(
-        "--replace-runner",
-        dest=f"replace_runners{suffix}",
-        metavar="NAME",
-        action="append",
-        default=argparse.SUPPRESS,
-        help="let a --runners file redefine this built-in profile, repeatable (default: none; reusing a name is an error)",
-    )
+    for name in GLOBAL_OPTIONS:
+        spec = BY_NAME[name]
+        group.add_argument(
+            spec.flag,
+            dest=f"{spec.name}{suffix}",
+            type=Path if spec.kind in (OptionKind.PATH, OptionKind.PATHS) else str,
+            action="append" if spec.kind.accumulates else "store",
+            metavar=spec.metavar,
+            default=argparse.SUPPRESS,
+            help=spec.help,
+        )
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -132,24 +122,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _global(args: argparse.Namespace, name: str) -> Any:
-    return getattr(args, f"{name}_after", None) or getattr(args, name, None)
-
-
 def options_from(args: argparse.Namespace) -> Options:
-    runner_files = [*getattr(args, "runners", []), *getattr(args, "runners_after", [])]
-    replace_runners = [*getattr(args, "replace_runners", []), *getattr(args, "replace_runners_after", [])]
-    return resolve_options(
-        cli=CliOverrides(
-            matrix_path=_global(args, "matrix"),
-            runner_files=tuple(runner_files),
-            runner=getattr(args, "runner", None),
-            allowlist=getattr(args, "allowlist", None),
-            replace_runners=tuple(replace_runners),
-        ),
-        env=os.environ,
-        cwd=Path.cwd(),
-    )
+    """The command line's part of the cascade: each option of the table under its dest (`name`, and `name_after`
+    for a global option given after the command, which wins)."""
+    given: dict[str, Any] = {}
+    for spec in OPTIONS:
+        if not spec.flag:
+            continue
+        before, after = getattr(args, spec.name, None), getattr(args, f"{spec.name}_after", None)
+        if spec.kind.accumulates:
+            given[spec.field] = (*(before or ()), *(after or ()))
+        else:
+            given[spec.field] = after or before
+    return resolve_options(cli=CliOverrides(**given), env=os.environ, cwd=Path.cwd())
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -277,6 +262,14 @@ def _main(argv: Sequence[str] | None) -> int:
         if "integer string conversion" not in str(exc):
             raise
         return _fail("input holds an integer with too many digits")
+    except ImportError as exc:
+        # A dependency a command imports when it needs it (yaml for workflows), missing from this environment.
+        from matrix.cli import missing_dependency
+
+        missing = missing_dependency(exc)
+        if missing is None:
+            raise
+        return _fail(missing)
     except OSError as exc:
         # Readers and writers map their own errors; what reaches here is stdout (EPIPE, ENOSPC) or a stray path.
         _silence_stdout()

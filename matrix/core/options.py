@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from matrix.core.errors import ConfigError
+from matrix.core.option_table import BY_NAME, OPTIONS, OptionKind, OptionSpec
 from matrix.core.profile import RunnerProfile
 from matrix.core.runner_files import load_runners
 from matrix.core.tomlfields import read_toml_file
@@ -16,35 +18,11 @@ from matrix.core.tomlfields import read_toml_file
 if TYPE_CHECKING:
     from matrix.core.model import Matrix
 
-ENV_MATRIX = "SPECMATRIX_MATRIX"
-ENV_RUNNERS = "SPECMATRIX_RUNNERS"
-ENV_RUNNER = "SPECMATRIX_RUNNER"
-ENV_REPLACE_RUNNERS = "SPECMATRIX_REPLACE_RUNNERS"
-ENV_BUILTIN_RUNNERS = "SPECMATRIX_BUILTIN_RUNNERS"  # "0" / "false": only the profiles of the runner files
-DEFAULT_RUNNER = "auto"
-
-
-@dataclass(frozen=True, kw_only=True)
-class OptionName:
-    """One option under each of its names: the pyproject key, the environment variable, the command-line flag."""
-
-    key: str
-    env: str
-    flag: str
-
-
-# Every option of the cascade, once. Later sources win: defaults, [tool.specmatrix], environment, command line.
-OPTION_NAMES: tuple[OptionName, ...] = (
-    OptionName(key="matrix", env=ENV_MATRIX, flag="--matrix FILE"),
-    OptionName(key="runners", env=ENV_RUNNERS, flag="--runners FILE"),
-    OptionName(key="runner", env=ENV_RUNNER, flag="--runner NAME"),
-    OptionName(key="allowlist", env="", flag="--allowlist FILE"),
-    OptionName(key="replace_runners", env=ENV_REPLACE_RUNNERS, flag="--replace-runner NAME"),
-    OptionName(key="builtin_runners", env=ENV_BUILTIN_RUNNERS, flag=""),
-)
-_PYPROJECT_KEYS = {o.key for o in OPTION_NAMES}
+DEFAULT_RUNNER = str(BY_NAME["runner"].default)
+_PYPROJECT_KEYS = tuple(BY_NAME)
 _FALSE = ("0", "false", "no", "off")
 _TRUE = ("1", "true", "yes", "on")
+_ENV_SEPARATOR = {OptionKind.PATHS: ":", OptionKind.NAMES: ","}
 
 
 # old spelling -> what to write instead; each still works and prints one warning line.
@@ -67,6 +45,8 @@ def warn_deprecated(old: str, stream: Any = None) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class Options:
+    """The resolved options; one field per row of `OPTIONS` (its `field`), defaults as the table gives them."""
+
     matrix_path: Path | None = None
     runner_files: tuple[Path, ...] = ()
     runner: str = DEFAULT_RUNNER
@@ -84,6 +64,7 @@ class CliOverrides:
     runner: str | None = None
     allowlist: Path | None = None
     replace_runners: tuple[str, ...] = ()
+    builtin_runners: bool | None = None  # no flag sets it today; the cascade reads it as any other
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -92,6 +73,29 @@ def find_pyproject(start: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+_VALIDATION_ORDER = {OptionKind.PATH: 0, OptionKind.NAME: 0, OptionKind.PATHS: 1, OptionKind.NAMES: 1, OptionKind.SWITCH: 2}
+
+
+def _unknown_key(pyproject: Path, key: str) -> ConfigError:
+    allowed = ", ".join(sorted(_PYPROJECT_KEYS))
+    near = difflib.get_close_matches(key, _PYPROJECT_KEYS, n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    return ConfigError(f"{pyproject}: [tool.specmatrix]: unknown key {key!r} ({hint}allowed: {allowed})")
+
+
+def _check_value(pyproject: Path, spec: OptionSpec, value: Any) -> None:
+    where = f"{pyproject}: [tool.specmatrix] {spec.name}"
+    if spec.kind in (OptionKind.PATH, OptionKind.NAME):
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where}: expected a non-empty string, got {value!r}")
+    elif spec.kind.accumulates:
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, str) and v for v in items):
+            raise ConfigError(f"{where}: expected a string or a list of strings, got {value!r}")
+    elif not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
 
 
 def _pyproject_table(pyproject: Path | None) -> tuple[Mapping[str, Any], Path]:
@@ -103,23 +107,12 @@ def _pyproject_table(pyproject: Path | None) -> tuple[Mapping[str, Any], Path]:
     table = tool.get("specmatrix", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{pyproject}: [tool.specmatrix] must be a table")
-    unknown = set(table) - _PYPROJECT_KEYS
+    unknown = sorted(set(table) - set(_PYPROJECT_KEYS))
     if unknown:
-        raise ConfigError(
-            f"{pyproject}: [tool.specmatrix]: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(_PYPROJECT_KEYS))})"
-        )
-    for key in ("matrix", "runner", "allowlist"):
-        if key in table and (not isinstance(table[key], str) or not table[key]):
-            raise ConfigError(f"{pyproject}: [tool.specmatrix] {key}: expected a non-empty string, got {table[key]!r}")
-    for key in ("runners", "replace_runners"):
-        value = table.get(key)
-        items = value if isinstance(value, list) else [value]
-        if value is not None and not all(isinstance(v, str) and v for v in items):
-            raise ConfigError(f"{pyproject}: [tool.specmatrix] {key}: expected a string or a list of strings, got {value!r}")
-    if "builtin_runners" in table and not isinstance(table["builtin_runners"], bool):
-        raise ConfigError(
-            f"{pyproject}: [tool.specmatrix] builtin_runners: expected true or false, got {table['builtin_runners']!r}"
-        )
+        raise _unknown_key(pyproject, unknown[0])
+    for spec in sorted(OPTIONS, key=lambda s: _VALIDATION_ORDER[s.kind]):
+        if spec.name in table:
+            _check_value(pyproject, spec, table[spec.name])
     return table, pyproject.parent
 
 
@@ -127,52 +120,61 @@ def _as_list(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
+def _from_pyproject(spec: OptionSpec, value: Any, base: Path) -> object:
+    """A validated pyproject value as the option holds it: file names relative to the pyproject's folder."""
+    match spec.kind:
+        case OptionKind.PATH:
+            return base / str(value)
+        case OptionKind.PATHS:
+            return tuple(base / f for f in _as_list(value))
+        case OptionKind.NAMES:
+            return tuple(_as_list(value))
+        case OptionKind.SWITCH:
+            return bool(value)
+    return str(value)
+
+
+def _from_env(spec: OptionSpec, value: str) -> object:
+    match spec.kind:
+        case OptionKind.PATH:
+            return Path(value)
+        case OptionKind.PATHS:
+            return tuple(Path(p) for p in value.split(_ENV_SEPARATOR[spec.kind]) if p)
+        case OptionKind.NAMES:
+            return tuple(n for n in value.split(_ENV_SEPARATOR[spec.kind]) if n)
+        case OptionKind.SWITCH:
+            flag = value.strip().lower()
+            if flag not in (*_FALSE, *_TRUE):
+                raise ConfigError(f"{spec.env}: expected 1 or 0 (true or false), got {value!r}")
+            return flag in _TRUE
+    return value
+
+
+def _layer(value: Any, layer: Any, spec: OptionSpec) -> Any:
+    """A later source over an earlier one: it replaces a single value, extends an accumulating one."""
+    if spec.kind.accumulates:
+        return (*value, *layer)
+    return layer
+
+
 def resolve_options(*, cli: CliOverrides, env: Mapping[str, str], cwd: Path) -> Options:
-    """Apply the cascade once; later sources win, runner files accumulate."""
+    """Apply the cascade once, the same way for every option of the table: defaults, [tool.specmatrix], the
+    environment, the command line; later sources win, accumulating options (runner files) add up."""
     table, base = _pyproject_table(find_pyproject(cwd))
-    matrix_path: Path | None = None
-    runner_files: list[Path] = []
-    runner = DEFAULT_RUNNER
-    allowlist: Path | None = None
-    replace: list[str] = _as_list(table["replace_runners"]) if "replace_runners" in table else []
-    if "matrix" in table:
-        matrix_path = base / str(table["matrix"])
-    if "runners" in table:
-        runner_files.extend(base / f for f in _as_list(table["runners"]))
-    if "runner" in table:
-        runner = str(table["runner"])
-    if "allowlist" in table:
-        allowlist = base / str(table["allowlist"])
-    if env.get(ENV_MATRIX):
-        matrix_path = Path(env[ENV_MATRIX])
-    if env.get(ENV_RUNNERS):
-        runner_files.extend(Path(p) for p in env[ENV_RUNNERS].split(":") if p)
-    if env.get(ENV_RUNNER):
-        runner = env[ENV_RUNNER]
-    if env.get(ENV_REPLACE_RUNNERS):
-        replace.extend(n for n in env[ENV_REPLACE_RUNNERS].split(",") if n)
-    builtin = bool(table.get("builtin_runners", True))
-    if env.get(ENV_BUILTIN_RUNNERS):
-        flag = env[ENV_BUILTIN_RUNNERS].strip().lower()
-        if flag not in (*_FALSE, *_TRUE):
-            raise ConfigError(f"{ENV_BUILTIN_RUNNERS}: expected 1 or 0 (true or false), got {env[ENV_BUILTIN_RUNNERS]!r}")
-        builtin = flag in _TRUE
-    if cli.matrix_path is not None:
-        matrix_path = cli.matrix_path
-    runner_files.extend(cli.runner_files)
-    if cli.runner is not None:
-        runner = cli.runner
-    if cli.allowlist is not None:
-        allowlist = cli.allowlist
-    replace.extend(cli.replace_runners)
-    return Options(
-        matrix_path=matrix_path,
-        runner_files=tuple(runner_files),
-        runner=runner,
-        allowlist=allowlist,
-        replace_runners=tuple(dict.fromkeys(replace)),
-        builtin_runners=builtin,
-    )
+    values: dict[str, Any] = {}
+    for spec in OPTIONS:
+        value: Any = spec.default
+        if spec.name in table:
+            value = _layer(value, _from_pyproject(spec, table[spec.name], base), spec)
+        if spec.env and env.get(spec.env):
+            value = _layer(value, _from_env(spec, env[spec.env]), spec)
+        given = getattr(cli, spec.field)
+        if given is not None and given != ():
+            value = _layer(value, tuple(given) if spec.kind.accumulates else given, spec)
+        if spec.kind is OptionKind.NAMES:
+            value = tuple(dict.fromkeys(value))
+        values[spec.field] = value
+    return Options(**values)
 
 
 def load_runner_profiles(options: Options) -> Mapping[str, RunnerProfile]:

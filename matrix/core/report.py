@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import Counter
@@ -9,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import ConfigError, ReportError
@@ -17,6 +18,9 @@ from matrix.core.finding import Finding, Severity, Tool, spec_of
 from matrix.core.jsonio import MAX_DEPTH, depth_of, dumps_strict, loads_untrusted
 from matrix.core.textfiles import read_text
 from matrix.core.versions import checked_versions
+
+if TYPE_CHECKING:
+    from matrix.core.model import Matrix
 
 SCHEMA = "specmatrix.report/1"
 # Written at session start over the report path, replaced by the report when the run finishes: a run that dies
@@ -107,6 +111,23 @@ class RunnerInfo:
     skip_policy: str = "lenient"  # "lenient" | "strict": whether skips outside the matrix need an allowlist entry
 
 
+def matrix_digest(matrix: Matrix) -> str:
+    """What a report was judged against, beyond the matrix's name: a digest of everything that decides a cell's
+    expected outcome (axes, cells, rules, implementations, pins, cost model, layout), not of where the file lies."""
+    decided = (
+        matrix.name,
+        matrix.axes,
+        matrix.cells,
+        matrix.rules,
+        matrix.impls,
+        sorted(matrix.pins.items()),
+        matrix.cost,
+        matrix.page_promotions,
+        matrix.coverage,
+    )
+    return "sha256:" + hashlib.sha256(repr(decided).encode("utf-8", "backslashreplace")).hexdigest()
+
+
 @dataclass(frozen=True, kw_only=True)
 class Report:
     matrix: str
@@ -121,6 +142,8 @@ class Report:
     selectors: tuple[str, ...] = ()
     wall_seconds: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # `matrix_digest(matrix)` of the matrix the run was planned from; None in reports written before it was kept.
+    matrix_digest: str | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -139,6 +162,8 @@ class Report:
 def to_json(report: Report) -> dict[str, Any]:
     # The item lists are flat records: vars() is ~10x faster than asdict's deep copy for 20,000 cells.
     doc = asdict(replace(report, cells=(), outside=(), findings=()))
+    if report.matrix_digest is None:
+        del doc["matrix_digest"]  # a report that was given none says nothing, as the older ones do
     doc["cells"] = [dict(vars(c)) for c in report.cells]
     doc["outside"] = [dict(vars(o)) for o in report.outside]
     # The stored fields only (schema specmatrix.report/1): the rest of a `Finding` follows from its kind.
@@ -314,6 +339,7 @@ def from_json(doc: Any, where: str) -> Report:
         selectors=_str_list(doc, "selectors", where),
         wall_seconds=_optional_number(doc, "wall_seconds", where),
         extra=extra,
+        matrix_digest=_optional_str(doc, "matrix_digest", where),
     )
     seen: set[str] = set()
     for nodeid in [c.nodeid for c in cells] + [o.nodeid for o in outside]:

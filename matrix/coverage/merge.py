@@ -10,10 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from matrix.core.errors import ReportError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.finding import Finding, Severity
 from matrix.core.model import CoverageLayout, Expectation, Matrix, Outcome, RunnerProfile
-from matrix.core.report import CellStatus, FindingKind, Report, audit_finding
+from matrix.core.report import CellStatus, FindingKind, Report, audit_finding, matrix_digest
 from matrix.shard.output import PlannedShards
 
 
@@ -89,8 +90,19 @@ def _profile_for(report: Report, runners: Mapping[str, RunnerProfile]) -> Runner
     return RunnerProfile(name=info.name, gpus=info.gpus, capability=info.capability, labels=info.labels)
 
 
+_SKIPPED = (CellStatus.SKIPPED_EXPECTED, CellStatus.SKIPPED_UNEXPECTED)
+
+
+def _status_class(status: CellStatus, expected: Outcome) -> Coverage:
+    """What one reported status means against the matrix's expectation. A skip's class is never taken from the
+    report: a skip of a cell the matrix says must RUN is unexpected whatever the report calls it."""
+    if status in _SKIPPED:
+        return Coverage.SKIPPED_UNEXPECTED if expected is Outcome.RUN else Coverage.SKIPPED_EXPECTED
+    return _FROM_STATUS.get(status, Coverage.NEVER_RAN if expected is Outcome.RUN else Coverage.SKIPPED_EXPECTED)
+
+
 def _cell_status(statuses: Sequence[CellStatus], expected: Outcome) -> Coverage:
-    mapped = [_FROM_STATUS.get(s, Coverage.NEVER_RAN if expected is Outcome.RUN else Coverage.SKIPPED_EXPECTED) for s in statuses]
+    mapped = [_status_class(s, expected) for s in statuses]
     if not mapped:
         return Coverage.NEVER_RAN if expected is Outcome.RUN else Coverage.SKIPPED_EXPECTED
     return min(mapped, key=SEVERITY_ORDER.index)
@@ -164,6 +176,19 @@ def _shard_findings(sources: Sequence[ReportSource], planned: PlannedShards | No
     return findings
 
 
+def _same_matrix(matrix: Matrix, sources: Sequence[ReportSource]) -> None:
+    """A report planned from another matrix of the same name is refused: its cells would be judged by rules it was
+    not run with. A report without a digest (written before reports kept one) is judged by this matrix alone."""
+    digest = matrix_digest(matrix)
+    for source in sources:
+        if source.report.matrix_digest is not None and source.report.matrix_digest != digest:
+            raise ReportError(
+                f"{source.label}: planned from another matrix named {matrix.name!r} (its digest "
+                f"{source.report.matrix_digest[:19]}, this one's {digest[:19]}); merge reports with the matrix they ran "
+                "with (--matrix)"
+            )
+
+
 def merge(
     matrix: Matrix,
     runners: Mapping[str, RunnerProfile],
@@ -174,6 +199,7 @@ def merge(
     expect_shards: int | None = None,
 ) -> CoverageResult:
     """Count every runner a report came from, plus `expect_runners` (and the plan's runner)."""
+    _same_matrix(matrix, sources)
     profiles: dict[str, RunnerProfile] = {}
     versions: dict[str, dict[str, str]] = {}
     statuses: defaultdict[tuple[str, str], list[CellStatus]] = defaultdict(list)

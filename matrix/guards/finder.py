@@ -131,7 +131,8 @@ def _substituted(node: ast.AST, values: Mapping[str, ast.expr], where: ast.expr,
             fields[name] = items
         else:
             fields[name] = value
-    copied = type(node)()
+    # Built without __init__, its fields set as they are: Python 3.13 warns when a node is made without them.
+    copied = type(node).__new__(type(node))
     copied.__dict__.update(fields)
     if isinstance(copied, ast.expr):
         ast.copy_location(copied, where)

@@ -63,6 +63,11 @@ def test_json_report_round_trips_and_rechecks_to_the_same_findings(finished_run:
     assert recheck(report) == report.findings
     assert [f.kind for f in report.findings] == ["unexpected-skip", "unallowed-skip"]
     assert (report.shard, report.runner.skip_policy, report.detection_overridden) == ("3/8", "strict", True)
+    # The matrix it was planned from, beyond its name: coverage refuses a report of another matrix of that name.
+    from matrix.core.loader import load_matrix
+    from matrix.core.report import matrix_digest
+
+    assert report.matrix_digest == matrix_digest(load_matrix(finished_run / "tiny.toml"))
     assert doc["extra"]["xdist_workers"] == 2
 
 

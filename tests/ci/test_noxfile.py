@@ -211,3 +211,19 @@ def test_the_hard_exit_runner_keeps_pytests_exit_status(tmp_path: Path, body: st
     )
     assert result.returncode == code, result.stdout + result.stderr
     assert ("1 passed" if code == 0 else "1 failed") in result.stdout
+
+
+def test_tests_pythons_finds_every_other_cpython_3_11_or_newer(tmp_path: Path, monkeypatch) -> None:
+    """By name only (no interpreter started): pyenv's 3.12 and 3.13 are found, 3.10 and the running one are not."""
+    versions = tmp_path / "versions"
+    for version in ("3.10.13", "3.12.1", "3.13.0"):
+        exe = versions / version / "bin" / "python3"
+        exe.parent.mkdir(parents=True)
+        exe.write_text("", encoding="utf-8")
+        exe.chmod(0o755)
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))
+    found = NOXFILE.other_pythons()
+    assert [p for p in found if p.startswith(str(tmp_path))] == [
+        str(versions / v / "bin" / "python3") for v in ("3.12.1", "3.13.0")
+    ]
+    assert str(Path(sys.executable).resolve()) not in [str(Path(p).resolve()) for p in found]

@@ -97,47 +97,15 @@ def _action_copy(tmp_path: Path) -> Path:
     """The action's checkout as `uses:` fetches it: the package and its constraints, nothing installed."""
     action_path = tmp_path / "action"
     shutil.copytree(ROOT / "matrix", action_path / "matrix", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", action_path)
     (action_path / "ci").mkdir()
     shutil.copy(ROOT / "ci" / "constraints.txt", action_path / "ci")
     return action_path
 
 
-def _deps_only(tmp_path: Path) -> str:
-    """A folder holding only specmatrix's two dependencies (links), for a PYTHONPATH that brings nothing else."""
-    import packaging
-
-    deps = tmp_path / "deps"
-    deps.mkdir()
-    for module in (packaging, yaml):
-        (deps / module.__name__).symlink_to(Path(module.__file__).parent)
-    return str(deps)
-
-
-@pytest.mark.integration  # builds a venv: slow, run by `nox -s integration`
-def test_install_step_imports_the_action_checkout_into_a_venv_of_its_own(tmp_path, repo):
-    action_path = _action_copy(tmp_path)
-    extra = {"GITHUB_ACTION_PATH": str(action_path), "PYTHONPATH": _deps_only(tmp_path)}
-    done = _run_step(tmp_path, "Install specmatrix", {"python": sys.executable}, extra)
-    assert done.returncode == 0, done.stderr
-    py = Path(_outputs(tmp_path)["python"])
-    assert py.parent.parent == tmp_path / "runner-temp" / "specmatrix-action-venv"
-    assert done.stdout.startswith("specmatrix ")
-    env = {**_github_env(tmp_path, {}, {}), **extra}
-    where = subprocess.run(
-        [str(py), "-c", "import matrix; print(matrix.__file__)"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert Path(where.stdout.strip()).is_relative_to(action_path)
-    # Its dependencies were there: no pip was brought into the venv, nothing was fetched.
-    assert not list(py.parent.glob("pip*"))
-
-
 def test_install_step_refuses_a_python_older_than_3_11(tmp_path, repo):
-    found = (shutil.which(name) for name in ("python3.10", "python3.9"))
+    pyenv = sorted(str(p) for p in (Path.home() / ".pyenv" / "versions").glob("3.1[0-9].*/bin/python3") if "3.10." in str(p))
+    found = (*(shutil.which(name) for name in ("python3.10", "python3.9")), *pyenv)
     old = next((p for p in found if p and subprocess.run([p, "-V"], capture_output=True, check=False).returncode == 0), None)
     if old is None:
         pytest.skip("no Python older than 3.11 on this machine")
@@ -163,14 +131,14 @@ def test_install_step_works_with_the_distribution_python(tmp_path, repo):
     assert done.returncode == 0, done.stdout + done.stderr
     py = _outputs(tmp_path)["python"]
     audit = subprocess.run(
-        [py, "-m", "matrix", "guards", "test/registered"], cwd=repo, capture_output=True, text=True, check=False
+        [py, "-I", "-m", "matrix", "guards", "test/registered"], cwd=repo, capture_output=True, text=True, check=False
     )
     assert audit.returncode == 1, audit.stderr
     assert "silent-skip" in audit.stdout
 
 
 def test_audit_step_annotates_summarises_writes_sarif_and_the_last_step_fails(tmp_path, repo):
-    done = _run_step(tmp_path, "Audit skip guards", {"sarif": "true", "workflows": ""})
+    done = _run_step(tmp_path, "Audit", {"sarif": "true", "workflows": ""})
     assert done.returncode == 0, done.stderr
     assert "::error file=test/registered/attention/test_trtllm_mha_guard_bug.py,line=13," in done.stdout
     outputs = _outputs(tmp_path)
@@ -180,7 +148,7 @@ def test_audit_step_annotates_summarises_writes_sarif_and_the_last_step_fails(tm
     assert len(summary.splitlines()) < 100
     sarif = json.loads(Path(outputs["sarif-file"]).read_text())
     assert sarif["version"] == "2.1.0"
-    failed = _run_step(tmp_path, "Fail on new findings", {}, {"GUARDS_EXIT": outputs["exit-code"]})
+    failed = _run_step(tmp_path, "Fail on new findings", {}, {"SPECMATRIX_EXIT": outputs["exit-code"]})
     assert failed.returncode == 1
 
 
@@ -193,15 +161,15 @@ def test_audit_step_with_a_baseline_passes(tmp_path, repo):
         check=True,
         capture_output=True,
     )
-    done = _run_step(tmp_path, "Audit skip guards", {"baseline": "guards-baseline.json", "workflows": ""})
+    done = _run_step(tmp_path, "Audit", {"baseline": "guards-baseline.json", "workflows": ""})
     assert done.returncode == 0, done.stderr
     assert _outputs(tmp_path)["exit-code"] == "0"
     assert "sarif-file" not in _outputs(tmp_path)
-    assert _run_step(tmp_path, "Fail on new findings", {}, {"GUARDS_EXIT": "0"}).returncode == 0
+    assert _run_step(tmp_path, "Fail on new findings", {}, {"SPECMATRIX_EXIT": "0"}).returncode == 0
 
 
 def test_audit_step_stops_on_bad_input(tmp_path, repo):
-    done = _run_step(tmp_path, "Audit skip guards", {"path": "no/such/folder", "workflows": ""})
+    done = _run_step(tmp_path, "Audit", {"path": "no/such/folder", "workflows": ""})
     assert done.returncode == 2
     assert _outputs(tmp_path)["exit-code"] == "2"
 
@@ -209,10 +177,14 @@ def test_audit_step_stops_on_bad_input(tmp_path, repo):
 # --- pre-commit -----------------------------------------------------------------------------------------------
 
 
-def test_hook_definition():
-    (hook,) = yaml.safe_load(HOOKS.read_text(encoding="utf-8"))
-    assert hook["id"] == "specmatrix-guards"
-    assert hook["entry"] == "specmatrix guards"
+def hooks() -> dict[str, dict]:
+    return {hook["id"]: hook for hook in yaml.safe_load(HOOKS.read_text(encoding="utf-8"))}
+
+
+@pytest.mark.parametrize(("hook_id", "command"), [("specmatrix-guards", "guards"), ("specmatrix-pytest-audit", "pytest-audit")])
+def test_hook_definition(hook_id, command):
+    hook = hooks()[hook_id]
+    assert hook["entry"] == f"specmatrix {command}"
     assert hook["language"] == "python"
     assert hook["pass_filenames"] is False
 
@@ -259,32 +231,66 @@ def test_pre_commit_try_repo_runs_the_hook(tmp_path):
     assert subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True, check=True).stdout == ""
 
 
-HOOK_FILES = re.compile(yaml.safe_load(HOOKS.read_text(encoding="utf-8"))[0]["files"])
+# Paths each hook must run on: what the guard audit and the schedule read (workflows, the runner_configs table, the
+# scripts steps run, local actions), and what only pytest-audit reads (pytest's configuration files).
+SCHEDULE_INPUTS = [
+    "test/registered/attention/test_decode.py",
+    ".github/workflows/pr-test.yml",
+    ".github/workflows/nightly.yaml",
+    "scripts/ci/runner_configs.yml",
+    ".github/runner_configs.yaml",
+    "scripts/ci/run_suite.py",
+    "scripts/run_tests.sh",
+    ".github/actions/setup/action.yml",
+    ".buildkite/test_areas/kernels.yaml",
+    "ci/env/cuda.env",
+    "guards-baseline.json",
+    "ci/suite-map.toml",
+    "ci/runners.toml",
+]
+NEVER = ["README.md", "docs/workflows/pr-test.yml", "docs/notes.txt"]
+PYTEST_CONFIG = ["pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "sub/pyproject.toml", "ci/schedule.toml"]
 
 
-@pytest.mark.parametrize(
-    ("path", "runs"),
-    [
-        ("test/registered/attention/test_decode.py", True),
-        (".github/workflows/pr-test.yml", True),
-        (".github/workflows/nightly.yaml", True),
-        ("guards-baseline.json", True),
-        ("ci/suite-map.toml", True),
-        ("ci/runners.toml", True),
-        ("README.md", False),
-        ("docs/workflows/pr-test.yml", False),
-    ],
-)
-def test_hook_runs_when_what_decides_the_audit_changes(path, runs):
-    """`types: [python]` let a workflow-only commit (a suite renamed: its registrations unscheduled) through."""
-    assert bool(HOOK_FILES.search(path)) is runs
+@pytest.mark.parametrize("path", SCHEDULE_INPUTS + NEVER + PYTEST_CONFIG)
+@pytest.mark.parametrize("hook_id", ["specmatrix-guards", "specmatrix-pytest-audit"])
+def test_hook_runs_when_what_decides_the_audit_changes(hook_id, path):
+    """`types: [python]` let a workflow-only commit through; `scripts/ci/runner_configs.yml` (read by the schedule
+    to map runner configs to labels) did not start the hook either."""
+    runs = path in SCHEDULE_INPUTS or (hook_id == "specmatrix-pytest-audit" and path in PYTEST_CONFIG)
+    assert bool(re.search(hooks()[hook_id]["files"], path)) is runs
 
 
-def test_pre_commit_example_is_a_complete_config():
-    doc = yaml.safe_load((ROOT / "docs" / "examples" / "pre-commit-config.yaml").read_text(encoding="utf-8"))
+def test_hook_files_cover_every_place_the_schedule_reads():
+    """Derived from the readers: the runner_configs candidates and every CI script folder with every suffix."""
+    from matrix.schedule.files import CI_SCRIPT_DIRS
+    from matrix.schedule.runner_configs import CANDIDATES
+
+    read = [
+        *CANDIDATES,
+        *(f"{folder}/sub/x{suffix}" for folder in CI_SCRIPT_DIRS for suffix in (".sh", ".py", ".yml", ".yaml", ".bash", ".env")),
+    ]
+    for hook in hooks().values():
+        assert [p for p in read if not re.search(hook["files"], p)] == [], hook["id"]
+
+
+EXAMPLE_CONFIG = ROOT / "docs" / "examples" / "pre-commit-config.yaml"
+
+
+def test_pre_commit_example_is_a_local_hook_that_names_no_release():
+    """specmatrix has no release tags: the example runs the installed command (`repo: local`), with the files of
+    the published hook."""
+    doc = yaml.safe_load(EXAMPLE_CONFIG.read_text(encoding="utf-8"))
     (entry,) = doc["repos"]
-    assert set(entry) == {"repo", "rev", "hooks"}
-    assert entry["hooks"][0]["id"] == yaml.safe_load(HOOKS.read_text(encoding="utf-8"))[0]["id"]
+    assert entry["repo"] == "local"
+    assert "rev" not in entry
+    (hook,) = entry["hooks"]
+    published = hooks()[hook["id"]]
+    assert hook["entry"] == published["entry"]
+    assert hook["files"] == published["files"]
+    assert hook["language"] == "system"
+    assert hook["pass_filenames"] is False
+    assert "v0.1.0" not in EXAMPLE_CONFIG.read_text(encoding="utf-8")
 
 
 SCRATCH_TEST = """\
@@ -337,8 +343,9 @@ def test_a_workflow_only_commit_that_unschedules_a_suite_is_refused(tmp_path):
     workflows = project / ".github" / "workflows"
     workflows.mkdir(parents=True)
     (workflows / "pr-test.yml").write_text(SCRATCH_WORKFLOW.format(suite="base-b-test-4-gpu-b200"), encoding="utf-8")
-    config = yaml.safe_load((ROOT / "docs" / "examples" / "pre-commit-config.yaml").read_text(encoding="utf-8"))
-    config["repos"][0] |= {"repo": str(hook_repo), "rev": rev}
+    # The remote form docs/adoption.md describes: the example's hook id and args, pinned to a full commit SHA.
+    (example,) = yaml.safe_load(EXAMPLE_CONFIG.read_text(encoding="utf-8"))["repos"][0]["hooks"]
+    config = {"repos": [{"repo": str(hook_repo), "rev": rev, "hooks": [{"id": example["id"], "args": example["args"]}]}]}
     (project / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     (project / "guards-baseline.json").write_text(
         json.dumps({"schema": "specmatrix.guards-baseline/1", "entries": []}, indent=2) + "\n", encoding="utf-8"
@@ -382,4 +389,6 @@ def test_example_workflow_passes_only_inputs_the_action_has_and_needs_no_setup_s
     assert SHA_PIN.match(uses[0]["uses"]), uses[0]["uses"]
     assert set(uses[0]["with"]) <= set(action()["inputs"])
     assert not [s for s in job["steps"] if "setup-python" in s.get("uses", "")]
-    assert job["permissions"] == {"contents": "read", "security-events": "write"}
+    # What codeql-action's upload-sarif needs: security-events to write alerts, actions to read the run (private
+    # repositories), contents to read the checkout; nothing else.
+    assert job["permissions"] == {"contents": "read", "security-events": "write", "actions": "read"}

@@ -26,9 +26,28 @@ def test_round_trip_is_stable() -> None:
     assert json.dumps(baseline_document(again.entries)) == text
 
 
-def test_fingerprint_ignores_nothing_but_lines() -> None:
-    assert fingerprint("a", "t", "k", "r") != fingerprint("a", "t", "k", "r2")
-    assert fingerprint("a", "t", "k", "r") == fingerprint("a", "t", "k", "r")
+IDENTITY = {
+    "path": "test/registered/attention/test_x.py",
+    "test": "test/registered/attention/test_x.py::TestX::test_a",
+    "kind": "silent-skip",
+    "runner": "4-gpu-b200",
+}
+
+
+@pytest.mark.parametrize("part", sorted(IDENTITY))
+def test_every_part_of_a_findings_identity_changes_its_fingerprint(part: str) -> None:
+    assert fingerprint(**IDENTITY) != fingerprint(**(IDENTITY | {part: IDENTITY[part] + "2"}))
+
+
+def test_the_parts_cannot_run_into_each_other() -> None:
+    """`a` + `bc` and `ab` + `c` are different findings: the parts are kept apart, not concatenated."""
+    assert fingerprint("ab", "c", "k", "r") != fingerprint("a", "bc", "k", "r")
+
+
+def test_a_fingerprint_written_by_an_earlier_release_still_matches() -> None:
+    """Baselines committed to other repositories hold these values: the hash of one known identity is pinned."""
+    assert fingerprint(**IDENTITY) == "a36136cdc5d5dae8"
+    assert BaselineEntry(**IDENTITY).fingerprint == "a36136cdc5d5dae8"
 
 
 @pytest.mark.parametrize(

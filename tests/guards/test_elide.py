@@ -7,8 +7,11 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from matrix.core.loader import load_runners
 from matrix.guards import source as elide_module
@@ -234,6 +237,83 @@ def test_only_the_bodies_without_a_skip_are_blanked() -> None:
 )
 def test_a_region_is_clean_only_when_it_ends_outside_strings_and_continuations(region: str, clean: bool) -> None:
     assert clean_region(region) is clean
+
+
+def _string_end(text: str, at: int, quote: str) -> int | None:
+    """Where the string literal opened at `at` ends: a triple-quoted one if it closes, else a one-line one."""
+    n = len(text)
+    if text.startswith(quote * 3, at):
+        k = at + 3
+        while k < n:
+            if text[k] == "\\":
+                k += 2
+            elif text.startswith(quote * 3, k):
+                return k + 3
+            else:
+                k += 1
+    k = at + 1
+    while k < n:
+        char = text[k]
+        if char == "\\":
+            k += 2
+        elif char == quote:
+            return k + 1
+        elif char in "\r\n":
+            return None
+        else:
+            k += 1
+    return None
+
+
+def reference_clean(text: str) -> bool:
+    """The rule `clean_region` implements, written as a plain scanner: comments run to the line's end, a backslash
+    must start a continuation that the region goes on past, every string closes."""
+    k, n = 0, len(text)
+    while k < n:
+        char = text[k]
+        if char == "#":
+            ends = [e for e in (text.find("\n", k), text.find("\r", k)) if e >= 0]
+            k = min(ends, default=n)
+        elif char == "\\":
+            after = k + 3 if text.startswith("\r\n", k + 1) else k + 2 if text.startswith("\n", k + 1) else None
+            if after is None or after >= n:
+                return False
+            k = after
+        elif char in "\"'":
+            end = _string_end(text, k, char)
+            if end is None:
+                return False
+            k = end
+        else:
+            k += 1
+    return True
+
+
+# No f, r or b: an f-string prefix sends a region to the whole parse on Python 3.12+ before the pattern is tried.
+REGION_PIECES = st.sampled_from(['"', "'", '"""', "'''", "#", "\\", "\n", "\r", "\r\n", "a", " ", "x = 1"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(REGION_PIECES, max_size=16).map("".join))
+def test_the_region_pattern_agrees_with_a_plain_scanner_on_every_python(region: str) -> None:
+    """On CPython 3.11.2 the earlier pattern (possessive quantifiers) said a trailing continuation was clean."""
+    assert clean_region(region) is reference_clean(region)
+
+
+def test_the_region_pattern_uses_no_construct_whose_meaning_changed_within_3_11() -> None:
+    pattern = elide_module._CLEAN.pattern
+    for construct in ("*+", "++", "?+", "}+", "(?>"):
+        assert construct not in pattern, construct
+
+
+@pytest.mark.parametrize(
+    "region",
+    ["a" * 200_000 + '"', "'a' " * 50_000 + "'", '"""' + "a" * 200_000, "# x\n" * 50_000 + "\\", '"""' + '\\"' * 100_000],
+)
+def test_a_region_that_is_not_clean_is_rejected_in_linear_time(region: str) -> None:
+    started = time.perf_counter()
+    assert clean_region(region) is False
+    assert time.perf_counter() - started < 1.0
 
 
 def test_a_syntax_error_is_reported_where_a_skip_could_be_and_not_inside_a_blanked_body() -> None:

@@ -8,12 +8,19 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.ledger.conftest import FIXTURE_SUITE, ledger_cli, read_records, run_suite
+
+# CPython 3.12.1's unittest exits 5 when every test of a run skipped (3.11.2, 3.11.7 and 3.13.0 exit 0), so
+# a file whose every test skips fails there; these cases assert the exit 0 CI sees on the others.
+UNITTEST_ALL_SKIPPED_EXITS_5 = pytest.mark.skipif(
+    sys.version_info[:3] == (3, 12, 1), reason="CPython 3.12.1's unittest exits 5 when every test skipped"
+)
 
 PLANTED = {
     "attention/test_dense_backend_guard.py": {
@@ -53,6 +60,7 @@ def unfixed_run(hook_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
     return suite, ledger, run_suite(hook_venv, suite, ledger)
 
 
+@UNITTEST_ALL_SKIPPED_EXITS_5
 def test_the_runner_calls_the_suite_green(unfixed_run: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
     """What CI sees without the ledger: every file exits 0, so the suite passes."""
     _, _, done = unfixed_run

@@ -1,0 +1,123 @@
+"""Every option of the cascade, declared once: its name (the `[tool.specmatrix]` key; the environment variable is
+SPECMATRIX_ and the name in capitals), its kind, default, command-line flag, pytest plugin flag and help.
+
+argparse (`matrix.cli`), the pytest plugin's options (`matrix.audit.pytest_options`), the pyproject validation and
+the cascade (`matrix.core.options`) all read this table, as cibuildwheel's option reader reads its one list of
+options. Imported by the plugin into every pytest run, so it imports only the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+ENV_PREFIX = "SPECMATRIX_"
+
+
+class OptionKind(StrEnum):
+    PATH = "path"  # one file; a pyproject value is relative to the pyproject's folder
+    PATHS = "paths"  # files, accumulated over the sources; the environment separates them with ":"
+    NAME = "name"  # one name
+    NAMES = "names"  # names, accumulated (each once); the environment separates them with ","
+    SWITCH = "switch"  # true or false; the environment says 1/0, true/false, yes/no, on/off
+
+    @property
+    def accumulates(self) -> bool:
+        return self in (OptionKind.PATHS, OptionKind.NAMES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptionSpec:
+    name: str  # the pyproject key and the command line's dest
+    field: str  # the attribute of `Options` (and `CliOverrides`)
+    kind: OptionKind
+    default: object
+    help: str
+    metavar: str = ""
+    flag: str = ""  # the command line's flag; empty: none
+    plugin_flag: str = ""  # the pytest plugin's flag; empty: none
+    plugin_dest: str = ""  # its dest, where it is not pytest's default for the flag
+    plugin_help: str = ""
+    plugin_metavar: str = ""  # where pytest's help has always shown another than the command line's
+    from_env: bool = True  # False: no environment variable (the allowlist is named per run only)
+
+    @property
+    def env(self) -> str:
+        """The environment variable, derived from the name ("" when the option has none)."""
+        return ENV_PREFIX + self.name.upper() if self.from_env else ""
+
+    @property
+    def plugin_attr(self) -> str:
+        """Where pytest keeps the plugin flag's value on `config.option`."""
+        return self.plugin_dest or self.plugin_flag.removeprefix("--").replace("-", "_")
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec(
+        name="matrix",
+        field="matrix_path",
+        kind=OptionKind.PATH,
+        default=None,
+        metavar="FILE",
+        flag="--matrix",
+        help="matrix TOML file (default: [tool.specmatrix] matrix, $SPECMATRIX_MATRIX, else the built-in matrix)",
+        plugin_flag="--matrix",
+        plugin_dest="matrix_file",
+        plugin_metavar="PATH",
+        plugin_help="matrix TOML (default: cascade, then the built-in matrix)",
+    ),
+    OptionSpec(
+        name="runners",
+        field="runner_files",
+        kind=OptionKind.PATHS,
+        default=(),
+        metavar="FILE",
+        flag="--runners",
+        help="extra runner-profile TOML file, repeatable (default: [tool.specmatrix] runners, $SPECMATRIX_RUNNERS, else none)",
+        plugin_flag="--matrix-runners",
+        plugin_help="extra runner-profile TOML (repeatable)",
+    ),
+    OptionSpec(
+        name="runner",
+        field="runner",
+        kind=OptionKind.NAME,
+        default="auto",
+        metavar="NAME",
+        flag="--runner",
+        help="runner profile name, or 'auto' (default: auto, the profile this machine satisfies; "
+        "or [tool.specmatrix] runner, $SPECMATRIX_RUNNER)",
+        plugin_flag="--matrix-runner",
+        plugin_help="runner profile this run claims (checked against the machine), or 'auto'",
+    ),
+    OptionSpec(
+        name="allowlist",
+        field="allowlist",
+        kind=OptionKind.PATH,
+        default=None,
+        metavar="FILE",
+        flag="--allowlist",
+        help="allowlist TOML ([[allow]] test, reason, expires, link) (default: [tool.specmatrix] allowlist, else none)",
+        plugin_flag="--matrix-allowlist",
+        plugin_help="allowlist TOML for skips outside the matrix on strict runners",
+        from_env=False,
+    ),
+    OptionSpec(
+        name="replace_runners",
+        field="replace_runners",
+        kind=OptionKind.NAMES,
+        default=(),
+        metavar="NAME",
+        flag="--replace-runner",
+        help="let a --runners file redefine this built-in profile, repeatable (default: none; reusing a name is an error)",
+        plugin_flag="--matrix-replace-runner",
+        plugin_help="let a --matrix-runners file redefine this built-in profile (repeatable)",
+    ),
+    OptionSpec(
+        name="builtin_runners",
+        field="builtin_runners",
+        kind=OptionKind.SWITCH,
+        default=True,
+        help="False: the runner files' profiles only, none of the 13 built-in sglang ones",
+    ),
+)
+BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}
