@@ -59,7 +59,10 @@ def register(sub: Any) -> None:
         default=[],
         type=Path,
         metavar="FILE",
-        help="configurations a restored JIT cache holds (a cache manifest, or one key per line): they compile nothing (default: none)",
+        help=(
+            "configurations a restored JIT cache holds (a cache manifest, or one key per line): they compile nothing "
+            "(default: none)"
+        ),
     )
     add_output_options(p, ("json", "github"), default="json", renamed={"gha": "github"})
     p.add_argument(

@@ -34,11 +34,15 @@ SKIPPED_TEST = 'import pytest\npytestmark = pytest.mark.skip(reason="off")\n\n\n
 WORKFLOW = "on: pull_request\njobs:\n  unit:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest tests\n"
 
 
+# The modules of the package's runtime dependencies (pyproject.toml): what the install step checks for.
+DEPENDENCIES = "packaging, yaml, tree_sitter, tree_sitter_bash, jq, pytest"
+
+
 def _python_with_dependencies() -> str | None:
-    """An interpreter (3.11+, not itself a venv) whose own site-packages hold packaging and yaml: the action's venv,
+    """An interpreter (3.11+, not itself a venv) whose own site-packages hold the runtime dependencies: the action's venv,
     made from it with its packages, then needs no index. A venv's python would not do: the venv the action makes
     from it sees the base interpreter's packages, not the venv's."""
-    probe = "import sys, packaging, yaml; sys.exit(sys.version_info < (3, 11) or sys.prefix != sys.base_prefix)"
+    probe = f"import sys, {DEPENDENCIES}; sys.exit(sys.version_info < (3, 11) or sys.prefix != sys.base_prefix)"
     names = [getattr(sys, "_base_executable", ""), "python3", "python3.11", "python3.12", "python3.13"]
     names += sorted(str(p) for p in (Path.home() / ".pyenv" / "versions").glob("3.*/bin/python3"))
     seen: set[str] = set()
@@ -128,7 +132,7 @@ def run_action(runner: Runner, inputs: Mapping[str, str], done: Mapping[str, dic
 def base_python() -> str:
     found = _python_with_dependencies()
     if found is None:
-        pytest.skip("no Python 3.11+ here has packaging and yaml installed; the install step would need an index")
+        pytest.skip("no Python 3.11+ here has the runtime dependencies installed; the install step would need an index")
     return found
 
 
@@ -172,19 +176,23 @@ def test_a_matrix_module_in_the_workspace_cannot_stand_in_for_the_tool(tmp_path,
     assert finding in job.summary
 
 
-def test_the_guards_sarif_names_the_installed_version(tmp_path, base_python):
-    runner = _make_runner(tmp_path, {**AUDITS["guards"], **SHADOWS["package"]})
-    job = run_action(runner, {"command": "guards", "sarif": "true", "python": base_python})
+@pytest.mark.parametrize("command", sorted(AUDITS))
+def test_the_sarif_names_the_installed_version_and_files_from_the_root(tmp_path, base_python, command):
+    runner = _make_runner(tmp_path, {**AUDITS[command], **SHADOWS["package"]})
+    job = run_action(runner, {"command": command, "sarif": "true", "python": base_python})
     assert job.outputs["audit"]["exit-code"] == "1", job.log
     sarif = json.loads(Path(job.outputs["audit"]["sarif-file"]).read_text(encoding="utf-8"))
     assert sarif["runs"][0]["tool"]["driver"]["version"] == matrix.__version__
-    assert sarif["runs"][0]["results"]
+    results = sarif["runs"][0]["results"]
+    assert results
+    # Code scanning resolves a relative URI against the checkout root: each must name a file there.
+    uris = {loc["physicalLocation"]["artifactLocation"]["uri"] for r in results for loc in r["locations"]}
+    assert uris and all((runner.home / "workspace" / uri).is_file() for uri in uris), uris
 
 
 REFUSED = (
     ({"command": "lint"}, "input command must be guards or pytest-audit, got 'lint'"),
-    ({"command": "pytest-audit", "baseline": "b.json"}, "input baseline applies to guards only"),
-    ({"command": "pytest-audit", "sarif": "true"}, "input sarif applies to guards only"),
+    ({"command": "pytest-audit", "workflows": "."}, "input workflows applies to guards only"),
     ({"command": "guards", "path": "no/such/folder"}, "no/such/folder"),
 )
 
