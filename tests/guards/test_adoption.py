@@ -153,6 +153,8 @@ def test_audit_step_annotates_summarises_writes_sarif_and_the_last_step_fails(tm
 
 
 def test_audit_step_with_a_baseline_passes(tmp_path, repo):
+    # A checkout, as on a runner: the baseline written locally and the Action's run key paths from its top level.
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, capture_output=True)
     env = _github_env(tmp_path, {}, {})
     subprocess.run(
         ["specmatrix", "guards", "test/registered", "--write-baseline", "guards-baseline.json"],

@@ -34,9 +34,13 @@ IDENTITY = {
 }
 
 
+def _fingerprint(identity: dict[str, str]) -> str:
+    return fingerprint(identity["path"], identity["test"], identity["kind"], identity["runner"])
+
+
 @pytest.mark.parametrize("part", sorted(IDENTITY))
 def test_every_part_of_a_findings_identity_changes_its_fingerprint(part: str) -> None:
-    assert fingerprint(**IDENTITY) != fingerprint(**(IDENTITY | {part: IDENTITY[part] + "2"}))
+    assert _fingerprint(IDENTITY) != _fingerprint(IDENTITY | {part: IDENTITY[part] + "2"})
 
 
 def test_the_parts_cannot_run_into_each_other() -> None:
@@ -46,7 +50,7 @@ def test_the_parts_cannot_run_into_each_other() -> None:
 
 def test_a_fingerprint_written_by_an_earlier_release_still_matches() -> None:
     """Baselines committed to other repositories hold these values: the hash of one known identity is pinned."""
-    assert fingerprint(**IDENTITY) == "a36136cdc5d5dae8"
+    assert _fingerprint(IDENTITY) == "a36136cdc5d5dae8"
     assert BaselineEntry(**IDENTITY).fingerprint == "a36136cdc5d5dae8"
 
 
