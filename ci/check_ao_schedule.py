@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from matrix.core.errors import ConfigError  # noqa: E402
 from matrix.core.tomlfields import read_toml_file  # noqa: E402
 from matrix.schedule.declared import Declared, parse_declared  # noqa: E402
 from matrix.schedule.load import TreeLoader  # noqa: E402
@@ -63,9 +64,7 @@ def mismatches(declared: Declared, workflows: Mapping[str, str], load: TreeLoade
         if not files:
             out.append(f"{entry.job}: declares no test file")
         for file in files:
-            if not any(
-                file in started[name] and all(label in workflows[name] for label in entry.labels) for name in workflows
-            ):
+            if not any(file in started[name] and all(label in workflows[name] for label in entry.labels) for name in workflows):
                 out.append(f"{entry.job}: no workflow on {list(entry.labels)} starts `python {file}`")
     return out
 
@@ -82,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     if not workflows:
         print(f"{args.checkout}: no workflow under {WORKFLOWS} can be read", file=sys.stderr)
         return 2
-    declared = parse_declared(read_toml_file(args.schedule), str(args.schedule))
+    try:
+        declared = parse_declared(read_toml_file(args.schedule), str(args.schedule))
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
     problems = mismatches(declared, workflows, load)
     for problem in problems:
         print(problem)

@@ -222,7 +222,8 @@ def _unprofiled_verdict(item: TestItem, entry: ScheduleEntry) -> _RunnerVerdict:
     where = ", ".join(entry.other_runners) or ", ".join(entry.labels) or "(no runs-on)"
     for applied in item.guards:
         conditions = applied.guard.conditions
-        if applied.guard.kind is not GuardKind.EARLY_RETURN and conditions and all(isinstance(c, AlwaysSkips) for c in conditions):
+        unconditional = bool(conditions) and all(isinstance(c, AlwaysSkips) for c in conditions)
+        if unconditional and applied.guard.kind is not GuardKind.EARLY_RETURN:
             evaluation = Evaluation(skips=Tri.TRUE, steps=("unconditional skip",))
             return _RunnerVerdict(profile=where, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
     runs = bool(entry.other_runners) and not item.guards
