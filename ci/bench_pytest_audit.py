@@ -4,7 +4,9 @@ Usage: python ci/bench_pytest_audit.py --git-dir /path/to/flashinfer.git [--repe
        python ci/bench_pytest_audit.py --checkout ~/src/flashinfer
 Each run prints its wall and CPU seconds (user+sys of the audit process and its workers) and the 1-minute load
 average before it started; `--cpus` pins the runs to those CPUs (taskset semantics, Linux), so "on 2 cores" can
-be measured on a bigger machine. Exit 1 when the median wall time is over --target seconds.
+be measured on a bigger machine. Then a single-core `ast.parse` of the suite's files (everything under tests/,
+test_*.py and conftest.py elsewhere) in a fresh interpreter, and the audit's median over it.
+Exit 1 when the median wall time is over --target seconds.
 """
 
 from __future__ import annotations
@@ -28,6 +30,28 @@ from ci.pytest_audit_flashinfer import extract  # noqa: E402
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+# The parse yardstick: one fresh interpreter parses the suite's Python files (every file under tests/, and
+# test_*.py / conftest.py elsewhere) with ast.parse on one core; its CPU seconds are the process's own.
+PARSE = """
+import ast, pathlib, sys, time
+root = pathlib.Path(sys.argv[1])
+files = sorted(p for p in root.rglob("*.py") if p.relative_to(root).parts[0] == "tests"
+               or p.name.startswith("test_") or p.name == "conftest.py")
+sources = [p.read_bytes() for p in files]
+wall, cpu = time.perf_counter(), time.process_time()
+for source in sources:
+    ast.parse(source)
+print(len(files), sum(map(len, sources)), time.perf_counter() - wall, time.process_time() - cpu)
+"""
+
+
+def parse_yardstick(tree: Path) -> tuple[int, int, float, float]:
+    """(files, bytes, wall, cpu) of a single-core ast.parse of the suite's files, in a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-c", PARSE, str(tree)], capture_output=True, text=True, check=True)
+    files, size, wall, cpu = done.stdout.split()
+    return int(files), int(size), float(wall), float(cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,9 +102,14 @@ def main(argv: list[str] | None = None) -> int:
             walls.append(wall)
             spent.append(cpu)
             print(f"run {k}: wall {wall:.2f} s, cpu {cpu:.2f} s, load before {load:.2f}", flush=True)
+        load = os.getloadavg()[0]
+        files, size, parse_wall, parse_cpu = parse_yardstick(tree)
+    print(f"ast.parse of {files} files ({size / 1e6:.1f} MB), one core:", end=" ")
+    print(f"wall {parse_wall:.2f} s, cpu {parse_cpu:.2f} s, load before {load:.2f}")
     median = statistics.median(walls)
     print(f"wall best {min(walls):.2f} s, median {median:.2f} s", end="; ")
     print(f"cpu best {min(spent):.2f} s, median {statistics.median(spent):.2f} s")
+    print(f"audit / parse: wall {median / parse_wall:.2f}x, cpu {statistics.median(spent) / parse_cpu:.2f}x")
     return 0 if median <= args.target else 1
 
 

@@ -28,6 +28,7 @@ FEATURES = ("audit", "guards", "shard", "sglang_check", "coverage", "register", 
 WHAT_FOR = {
     ("coverage", "shard"): "the shard plan, to name a planned shard whose report is missing",
     ("register", "shard"): "cutting a runner config's cells into registered modules with the shard planner",
+    ("register", "guards"): "keeping only generated modules the guard audit finds nothing against, as CI schedules them",
     ("gpu", "audit"): "mapping pytest node ids back to cell ids when grouping items by kernel configuration",
     ("gpu", "sglang_check"): "which backend sglang built, the graph-buffer contract, the stand-ins' drift checks and the "
     "sglang edge: the GPU cells check what the CPU check checks",

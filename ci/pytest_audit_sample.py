@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     name = str(verdicts["tree"]["name"])
     options = " ".join(f"--schedule-file {_shown(s)}" for s in args.schedule_file)
     options += "".join(f" --runners {_shown(r)}" for r in args.runners)
-    command = f"specmatrix pytest-audit {name.upper()} {options}"
+    command = f"specmatrix pytest-audit {name.upper()} {options}".rstrip()
     text = section(name, args.tree, report, verdicts, command)
     print(text)
     if args.write is not None:

@@ -217,8 +217,15 @@ def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Eva
 
 def _unprofiled_verdict(item: TestItem, entry: ScheduleEntry) -> _RunnerVerdict:
     """An entry whose runner has no profile: a known runner (a label pack's ROCm, XPU or macOS host) runs a test
-    without guards; anything else there is unknown, never a skip."""
+    without guards; a guard made only of unconditional skips (`mark.skip`) skips there as anywhere, since it reads
+    no runner fact; anything else there is unknown."""
     where = ", ".join(entry.other_runners) or ", ".join(entry.labels) or "(no runs-on)"
+    for applied in item.guards:
+        conditions = applied.guard.conditions
+        unconditional = bool(conditions) and all(isinstance(c, AlwaysSkips) for c in conditions)
+        if unconditional and applied.guard.kind is not GuardKind.EARLY_RETURN:
+            evaluation = Evaluation(skips=Tri.TRUE, steps=("unconditional skip",))
+            return _RunnerVerdict(profile=where, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
     runs = bool(entry.other_runners) and not item.guards
     return _RunnerVerdict(profile=where, skips=Tri.FALSE if runs else Tri.UNKNOWN)
 

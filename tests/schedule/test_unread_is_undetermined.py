@@ -105,3 +105,20 @@ def test_guards_give_undetermined_for_a_suite_only_an_unread_job_may_run(tmp_pat
     doc = json.loads(capsys.readouterr().out)
     kinds = {f["kind"] for f in doc["findings"] if f["path"].endswith("test_q.py")}
     assert kind in kinds and ({"unscheduled", "undetermined"} - {kind}).isdisjoint(kinds)
+
+
+PARKED = (
+    "import pytest\n\n"
+    "@pytest.mark.skip(reason='parked while the widget is rewritten')\n"
+    "def test_parked():\n    pass\n\n"
+    "def test_parked_inside():\n    if True:\n        pass\n"
+)
+
+
+def test_an_unconditional_skip_skips_on_a_runner_with_no_cuda_profile_too(tmp_path, capsys):
+    # Only the macOS job and an unknown rack run it: no profile, but `mark.skip` reads no runner fact.
+    code, doc = audit(tmp_path, MACOS_ONLY, {"tests/test_k.py": PARKED}, capsys)
+    skips = [f for f in doc["findings"] if f["kind"] == "silent-skip"]
+    assert [f["test"] for f in skips] == ["tests/test_k.py::test_parked"]
+    assert skips[0]["guard_class"] == "unconditional"
+    assert doc["undetermined"] == 0 and code == 1
