@@ -32,7 +32,6 @@ WHAT_FOR = {
     ("gpu", "audit"): "mapping pytest node ids back to cell ids when grouping items by kernel configuration",
     ("gpu", "sglang_check"): "which backend sglang built, the graph-buffer contract, the stand-ins' drift checks and the "
     "sglang edge: the GPU cells check what the CPU check checks",
-    ("register", "guards"): "auditing each generated module as `guards` would, before it is written",
     ("ledger", "audit"): "accepting allowlisted skips",
     ("ledger", "guards"): "joining recorded outcomes with a suite's registrations, settling static findings, the baseline",
     (
