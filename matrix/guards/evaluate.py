@@ -274,6 +274,13 @@ class Evaluation:
     steps: tuple[str, ...]
     # The runner facts consulted (predicate names such as `is_sm90_supported`, `torch.cuda.device_count`).
     facts: tuple[str, ...] = ()
+    # Those of them that decided it: a fact read only by an `or` operand that was false (an `and` operand that
+    # was true) before another operand settled the answer is left out. None: every fact consulted.
+    decided: tuple[str, ...] | None = None
+
+    @property
+    def deciding(self) -> tuple[str, ...]:
+        return self.facts if self.decided is None else self.decided
 
     @property
     def constant(self) -> bool:
@@ -285,6 +292,9 @@ class Evaluation:
         shown = "; ".join(self.steps) or "no runner fact involved"
         return f"on {facts.describe()}: {shown} -> {verdict.get(self.skips, 'cannot tell whether it skips')}"
 
+
+# Fact reads kept for `Evaluation.decided` (the evaluation budget bounds them long before this).
+_MAX_READS = 4096
 
 _ORDER: Mapping[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Lt: operator.lt,
@@ -320,6 +330,9 @@ class _Evaluator(FunctionRunner):
         self.table = table
         self.steps: list[str] = []
         self.used: list[str] = []
+        # Every read of a fact in order, and the spans of it that an operand passed over by a short-circuit read.
+        self.reads: list[str] = []
+        self.passed: list[tuple[int, int]] = []
         self.active: set[str] = set()
         self.memo: dict[int, object] = {}
         self.active_links: set[int] = set()
@@ -343,6 +356,15 @@ class _Evaluator(FunctionRunner):
     def use(self, fact: str) -> None:
         if fact not in self.used:
             self.used.append(fact)
+        if len(self.reads) < _MAX_READS:
+            self.reads.append(fact)
+
+    def decided(self) -> tuple[str, ...]:
+        out: list[str] = []
+        for i, fact in enumerate(self.reads):
+            if fact not in out and not any(start <= i < end for start, end in self.passed):
+                out.append(fact)
+        return tuple(out) if out else tuple(self.used)
 
     def truth(self, node: ast.expr) -> Tri:
         return tri_of(self.value(node))
@@ -615,9 +637,13 @@ class _Evaluator(FunctionRunner):
         # Kleene logic with Python's short-circuit: a decisive operand stops evaluation.
         decisive = Tri.FALSE if isinstance(node.op, ast.And) else Tri.TRUE
         unknown = False
+        start = len(self.reads)
         for operand in node.values:
+            mark = len(self.reads)
             t = self.truth(operand)
             if t is decisive:
+                if mark > start:
+                    self.passed.append((start, mark))  # the operands before it did not decide the answer
                 return decisive is Tri.TRUE
             unknown = unknown or t is Tri.UNKNOWN
         return Unknown(why="an operand is unknown") if unknown else decisive is not Tri.TRUE
@@ -747,7 +773,12 @@ def evaluate_condition(
     finally:
         if probes is not None:
             probes.extend(evaluator.probes)
-    return Evaluation(skips=t.negated() if condition.negate else t, steps=tuple(evaluator.steps), facts=tuple(evaluator.used))
+    return Evaluation(
+        skips=t.negated() if condition.negate else t,
+        steps=tuple(evaluator.steps),
+        facts=tuple(evaluator.used),
+        decided=evaluator.decided(),
+    )
 
 
 def _installed(facts: RunnerFacts) -> object:
@@ -770,15 +801,17 @@ def evaluate_guard(
     local = dict(guard.local_names)
     steps: list[str] = []
     used: list[str] = []
+    decided: list[str] = []
     unknown = False
     for condition in guard.conditions:
         result = evaluate_condition(condition, facts, names, local, table, probes=probes)
         steps.extend(s for s in result.steps if s not in steps)
         used.extend(f for f in result.facts if f not in used)
+        decided.extend(f for f in result.deciding if f not in decided)
         if result.skips is Tri.FALSE:
-            return Evaluation(skips=Tri.FALSE, steps=tuple(steps), facts=tuple(used))
+            return Evaluation(skips=Tri.FALSE, steps=tuple(steps), facts=tuple(used), decided=tuple(result.deciding))
         unknown = unknown or result.skips is Tri.UNKNOWN
-    return Evaluation(skips=Tri.UNKNOWN if unknown else Tri.TRUE, steps=tuple(steps), facts=tuple(used))
+    return Evaluation(skips=Tri.UNKNOWN if unknown else Tri.TRUE, steps=tuple(steps), facts=tuple(used), decided=tuple(decided))
 
 
 def _same(a: object, b: object) -> bool:

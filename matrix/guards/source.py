@@ -471,7 +471,7 @@ def _straight_line(body: Sequence[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def collect_bindings(body: Sequence[ast.stmt]) -> Bindings:
+def collect_bindings(body: Sequence[ast.stmt], *, module: bool = False) -> Bindings:
     """Names assigned in a block; a name bound more than once (an import counts) maps to None (ambiguous).
 
     Names bound only by imports are left to the import table; `try: from m import X` / `except ImportError:
@@ -505,7 +505,57 @@ def collect_bindings(body: Sequence[ast.stmt]) -> Bindings:
     for name, value in _import_flags(body).items():
         if counts.get(name) == 2 and name not in imported:
             seen[name] = value
+    containers = {name for name, value in seen.items() if value is not None and _is_container(value)}
+    for name in _changed(body, containers, into_defs=not module) if containers else ():
+        seen[name] = None
     return tuple(seen.items())
+
+
+# A local list, dict or set a block fills (`ran = []`, then `ran.append(x)` in a loop) is not the empty value
+# it was bound to: reading it flow-insensitively would call `if not ran: pytest.skip(...)` certain. Such a name
+# is unknown wherever the block changes it in place or hands it to a call that may.
+_CONTAINERS = frozenset({"list", "dict", "set", "bytearray", "deque", "defaultdict", "OrderedDict", "Counter"})
+_READING_ATTRS = frozenset({"count", "index", "copy", "get", "keys", "values", "items"})
+_READING_CALLS = frozenset(
+    {"len", "bool", "any", "all", "sorted", "tuple", "list", "set", "frozenset", "sum", "min", "max", "str", "repr"}
+    | {"print", "isinstance", "enumerate", "zip", "iter", "reversed", "dict", "hash", "id", "type", "format"}
+)
+_DEFS = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
+
+def _is_container(value: ast.expr) -> bool:
+    if isinstance(value, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
+        return True
+    return isinstance(value, ast.Call) and (dotted(value.func) or "").rpartition(".")[2] in _CONTAINERS
+
+
+def _changed(body: Sequence[ast.stmt], names: set[str], *, into_defs: bool) -> set[str]:
+    """Names of `names` a block changes in place (a method call, an item assignment or `del`, `+=`, `global`)
+    or passes to a call that may (any call but a few reading builtins). An explicit stack: the block is
+    untrusted. A module body's own functions are not entered (they run only when called)."""
+    out: set[str] = set()
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names:
+            if node.attr not in _READING_ATTRS:
+                out.add(node.value.id)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in names:
+            if not isinstance(node.ctx, ast.Load):
+                out.add(node.value.id)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in names:
+            out.add(node.target.id)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            out.update(n for n in node.names if n in names)
+        elif isinstance(node, ast.Call) and (dotted(node.func) or "") not in _READING_CALLS:
+            # `f(*xs)` / `f(**kw)` hand the callee copies: only a plain argument can be changed by it.
+            for arg in [*node.args, *(k.value for k in node.keywords if k.arg is not None)]:
+                if isinstance(arg, ast.Name) and arg.id in names:
+                    out.add(arg.id)
+        if not into_defs and isinstance(node, _DEFS):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return out
 
 
 IMPORTABLE = "__importable__"
@@ -638,7 +688,7 @@ def collect_module_names(tree: ast.Module, blanked: frozenset[int] = frozenset()
         for stmt in straight_line(tree.body)
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and stmt.name not in reimported
     )
-    aliases = collect_bindings(tree.body)
+    aliases = collect_bindings(tree.body, module=True)
     assigned = {name for name, _ in aliases}
     ambiguous |= {name for name in functions if name in assigned}
     ambiguous |= {name for name, targets in _import_targets(tree).items() if len(targets) > 1}

@@ -188,7 +188,9 @@ class _Evaluator:
     def guard_class(self, applied: AppliedGuard, evaluation: Evaluation) -> GuardClass:
         if any(isinstance(c, AlwaysSkips) for c in applied.guard.conditions) or evaluation.constant:
             return GuardClass.UNCONDITIONAL
-        classes = {self.packs.class_of(f) for f in evaluation.facts}
+        # The facts that decided it, not every one consulted: `device_count() < 2 or WORLD_SIZE < 2` on a two-GPU
+        # runner is skipped by the variable.
+        classes = {self.packs.class_of(f) for f in evaluation.deciding}
         for wanted in _PRECEDENCE:
             if wanted in classes:
                 return wanted

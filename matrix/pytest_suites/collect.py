@@ -28,6 +28,7 @@ from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, M
 from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
 from matrix.pytest_suites.config import PytestConfig
+from matrix.pytest_suites.decorators import RUNNING_DECORATORS, runs_what_it_wraps
 from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.markers import ALL_TESTS, MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
@@ -275,6 +276,11 @@ class Collector:
                 _marker_guard(r, m, nodeid, node.lineno, names) for m in [*sorted(marks), ALL_TESTS] for r in rules.get(m, ())
             )
             guards.extend(self._decorator_rules(node, nodeid, names))
+            read_lines = {g.guard.line for g in guards if g.guard.scope == path or g.guard.scope.startswith(f"{path}::")}
+            for cls in found.classes:
+                for klass in self._class_chain(parsed, cls):
+                    guards.extend(self._unread_decorators(path, parsed, klass.decorator_list, nodeid, read_lines))
+            guards.extend(self._unread_decorators(path, parsed, node.decorator_list, nodeid, read_lines))
             guards.extend(self._fixture_guards(path, parsed, node, set(), 0, used=usefixtures([*exprs, *local_exprs], names)))
             guards.extend(self._helper_guards(path, parsed, node))
             guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
@@ -493,6 +499,68 @@ class Collector:
             )
             out.append(AppliedGuard(guard=guard, names=names, via=f"decorator {last}"))
         return out
+
+    def _unread_decorators(
+        self, path: str, parsed: _Parsed, decorators: Sequence[ast.expr], nodeid: str, read_lines: set[int]
+    ) -> list[AppliedGuard]:
+        """An undetermined guard for each decorator that is not read as a mark, a skip or a harmless wrapper."""
+        out: list[AppliedGuard] = []
+        for deco in decorators:
+            if deco.lineno in read_lines:
+                continue  # the guard finder or a pack read it as a skip
+            why = self._decorator_doubt(path, parsed, deco, 0)
+            if why is None:
+                continue
+            guard = Guard(
+                scope=nodeid,
+                kind=GuardKind.MARK_SKIPIF,
+                line=deco.lineno,
+                source=f"@{ast.unparse(deco)}"[:200],
+                conditions=(OpaqueCondition(why=why),),
+            )
+            out.append(AppliedGuard(guard=guard, names=parsed.analysis.names, via="an unread decorator"))
+        return out
+
+    def _decorator_doubt(self, path: str, parsed: _Parsed, deco: ast.expr, depth: int) -> str | None:
+        """None when a decorator is a mark, a skip read elsewhere or certainly runs its test; else why not."""
+        names = parsed.analysis.names
+        if _marks_of([deco], names):
+            return None
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        text = dotted(target)
+        shown = ast.unparse(deco)[:120]
+        if text is None:
+            return f"decorator {shown} is not read"
+        full = resolve(text, names.import_map)
+        last = full.rpartition(".")[2]
+        if full in RUNNING_DECORATORS or text in RUNNING_DECORATORS or last in self.packs.decorators:
+            return None
+        if full.startswith("unittest.") and last in ("skip", "skipIf", "skipUnless", "expectedFailure"):
+            return None
+        if depth >= MAX_IMPORT_DEPTH:
+            return f"decorator {shown} is imported through more than {MAX_IMPORT_DEPTH} files"
+        if isinstance(target, ast.Name) and target.id in _defs(parsed):
+            if runs_what_it_wraps(_defs(parsed)[target.id]):
+                return None
+            return f"decorator {shown} ({path}) is not read: it may skip or return something else"
+        if isinstance(target, ast.Name) and names.alias_map.get(target.id) is not None:
+            bound = names.alias_map[target.id]
+            assert bound is not None
+            return self._decorator_doubt(path, parsed, bound, depth + 1)
+        imported: ImportTarget | None = None
+        if isinstance(target, ast.Name):
+            imported = self._imports(path, parsed).get(target.id)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            module = self._imports(path, parsed).get(target.value.id + ".")
+            imported = (module[0], target.attr) if module is not None else None
+        if imported is not None and imported[1]:
+            for where in imported[0]:
+                other = self.parsed(where)
+                if other is not None and other.tree is not None:
+                    inner = ast.Name(id=imported[1], ctx=ast.Load(), lineno=deco.lineno, col_offset=0)
+                    found = self._decorator_doubt(where, other, inner, depth + 1)
+                    return None if found is None else f"decorator {shown}: {found}"
+        return f"decorator {shown} ({full}) is not defined in the project and no pack knows it"
 
     def _fixture_guards(
         self, path: str, parsed: _Parsed, node: _Function, seen: set[str], depth: int, *, used: Sequence[str] = ()

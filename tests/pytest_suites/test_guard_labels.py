@@ -74,3 +74,22 @@ def test_a_main_block_is_no_guard_under_pytest(
     report = audit({"tests/test_case.py": text}, schedule(("1-gpu-h100", "pytest tests/")))
     assert skipping(report) == {}
     assert report.undetermined == 0
+
+
+def test_an_environment_guard_is_labelled_environment(
+    audit: Callable[..., PytestAuditReport], skipping: Skipping, schedule: Callable[..., str]
+) -> None:
+    # Two GPUs are there on the runner; the unset WORLD_SIZE is what skips.
+    text = """
+    import os
+    import pytest
+    import torch
+
+    @pytest.mark.skipif(
+        torch.cuda.device_count() < 2 or int(os.environ.get("WORLD_SIZE", "1")) < 2, reason="needs torchrun"
+    )
+    def test_it():
+        pass
+    """
+    report = audit({"tests/test_case.py": text}, schedule(("h100-2gpu-torchrun", "pytest tests/")))
+    assert skipping(report) == {"tests/test_case.py::test_it": "environment"}
