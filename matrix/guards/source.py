@@ -554,6 +554,10 @@ def _changed(body: Sequence[ast.stmt], names: set[str], *, into_defs: bool) -> s
                     out.add(arg.id)
         if not into_defs and isinstance(node, _DEFS):
             continue
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            # A literal's constants name nothing: a data table of a million of them is skipped in one pass.
+            stack.extend(e for e in node.elts if not isinstance(e, ast.Constant))
+            continue
         stack.extend(ast.iter_child_nodes(node))
     return out
 
