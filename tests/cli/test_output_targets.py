@@ -27,6 +27,8 @@ def project(tmp_path: Path) -> Path:
         ("pytest-audit", "--summary", "tests/test_a.py"),
         ("pytest-audit", "--write-baseline", ".github/workflows/ci.yml"),
         ("schedule", "--output", ".github/workflows/ci.yml"),
+        ("guards", "--summary", "tests/test_a.py"),
+        ("guards", "--output", ".github/workflows/ci.yml"),
     ],
 )
 def test_an_output_onto_a_file_the_command_reads_is_refused(capsys, tmp_path, command, option, target):
