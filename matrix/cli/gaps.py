@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
-from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_OK, UsageError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.jsonio import dumps_indented
@@ -17,9 +15,7 @@ from matrix.core.model import Outcome
 from matrix.core.options import Options, load
 from matrix.core.output import finding_doc, text_line
 from matrix.core.planning import plan_for
-from matrix.coverage.gaps import untested_cells
-
-SCHEMA = "specmatrix.gaps/1"
+from matrix.coverage.gaps import SCHEMA, untested_cells
 
 
 def register(sub: Any) -> None:
@@ -86,9 +82,5 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
             f"(runners: {', '.join(runners) or 'none'})"
         )
         text = "\n".join(text_line(line) for line in lines)
-    if args.output is not None:
-        write_text_atomic(args.output, text + "\n")
-        print(f"specmatrix gaps: wrote {args.output}", file=sys.stderr)
-    else:
-        print(text)
+    print(text)  # with --output, the command runner writes what is printed to the file (matrix.cli.main)
     return EXIT_OK

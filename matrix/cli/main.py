@@ -138,8 +138,10 @@ def options_from(args: argparse.Namespace) -> Options:
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    # One line whatever the message quotes (a path or argument with a newline in it).
-    message = message.replace("\r", "\\r").replace("\n", "\\n")
+    # One line whatever the message quotes (a path or argument with a newline, form feed or other line break in it).
+    from matrix.core.output import text_value  # only when a command fails: a clean run never loads it
+
+    message = text_value(message)
     with contextlib.suppress(OSError, ValueError):  # stderr itself is gone: the exit code still says it
         print(f"{PROG}: error: {message}", file=sys.stderr)
     return code

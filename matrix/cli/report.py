@@ -15,6 +15,7 @@ from matrix.core.options import Options, load
 from matrix.core.report import IN_PROGRESS_SCHEMA
 from matrix.core.report import SCHEMA as RUN_REPORT_SCHEMA
 from matrix.core.textfiles import read_text
+from matrix.coverage.gaps import SCHEMA as GAPS_SCHEMA
 from matrix.coverage.html import render_html
 from matrix.coverage.inputs import (
     Adapted,
@@ -31,6 +32,7 @@ from matrix.coverage.inputs import (
     pytest_audit,
     run_report,
     unfinished_run,
+    untested_cells,
 )
 from matrix.coverage.merge import merge
 from matrix.coverage.page import page_data
@@ -52,6 +54,7 @@ ADAPTERS: dict[str, Adapter] = {
     LEDGER_SCHEMA_V1: ledger_join_v1,  # written before the ledger stored core findings
     PYTEST_AUDIT_SCHEMA: pytest_audit,
     COVERAGE_SCHEMA: coverage_merge,
+    GAPS_SCHEMA: untested_cells,
 }
 
 

@@ -12,6 +12,7 @@ from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.model import Cell, Expectation, Outcome
 
 KIND = "untested-cell"
+SCHEMA = "specmatrix.gaps/1"  # what `specmatrix gaps --format json` writes (and `report` reads)
 
 
 def untested_cells(

@@ -27,6 +27,7 @@ class InputKind(StrEnum):
     LEDGER_JOIN = "ledger join"
     PYTEST_AUDIT = "pytest audit"
     COVERAGE = "coverage merge"
+    GAPS = "untested cells"
 
 
 class RowSeverity(StrEnum):
@@ -271,6 +272,44 @@ def coverage_merge(source: Document) -> Adapted:
             created=source.modified,
             created_from="file modified",
             summary=f"{len(reports)} report(s) merged: {shown or 'no cells'}; {len(rows)} findings",
+        ),
+        findings=tuple(rows),
+    )
+
+
+def untested_cells(source: Document) -> Adapted:
+    """`specmatrix gaps --format json` (`specmatrix.gaps/1`): the cells no runner of a CI schedule would run, each
+    with the runners asked and why each one does not run it."""
+    where = source.label
+    doc = _document(where, source.doc)
+    rows = []
+    for f, fw in _findings(doc, where):
+        detail = _field(f, "detail", str, fw, "")
+        message = _field(f, "message", str, fw, "")
+        rows.append(
+            FindingRow(
+                origin=InputKind.GAPS,
+                kind=_field(f, "kind", str, fw),
+                severity=_severity(f, fw, Tool.COVERAGE),
+                path="",
+                line=None,
+                subject=_field(f, "subject", str, fw, ""),
+                runner=", ".join(_strings(f, "runners", fw)),
+                message="; ".join(part for part in (message, detail) if part),
+            )
+        )
+    runners = _strings(doc, "runners", where)
+    schedule = _field(doc, "schedule", str, where, "")
+    return Adapted(
+        file=InputFile(
+            label=where,
+            kind=InputKind.GAPS,
+            schema=str(doc.get("schema")),
+            created=source.modified,
+            created_from="file modified",
+            summary=f"{schedule or '.'}: {len(rows)} untested of {_field(doc, 'cells', int, where, 0)} cells "
+            f"(runners: {', '.join(runners) or 'none'})",
+            matrix=_field(doc, "matrix", str, where),
         ),
         findings=tuple(rows),
     )

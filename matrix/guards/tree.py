@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from matrix.core.errors import UsageError
 from matrix.core.finding import Finding
 from matrix.core.profile import RunnerProfile
-from matrix.core.textfiles import decode_python, read_limited, special_kind
+from matrix.core.textfiles import OutsideTreeError, decode_python, read_limited, read_tree_bytes, special_kind
 from matrix.guards.audit import AuditSettings, FileAudit, SuiteMap, audit_file, check_suite_map, load_suite_map
 from matrix.guards.cache import ResultCache, entry_text, file_key, seal, settings_key
 from matrix.guards.finder import TEST_FILE, analyse_source
@@ -54,6 +54,8 @@ class TreeListing:
     paths: tuple[str, ...]
     linked_dirs: tuple[str, ...] = ()
     relative: tuple[str, ...] = ()
+    # Files that are symlinks (by their walk path): read only when the target lies inside the root.
+    linked_files: frozenset[str] = frozenset()
 
     @property
     def files(self) -> tuple[Path, ...]:
@@ -84,6 +86,7 @@ def list_tree(root: Path) -> TreeListing:
         return TreeListing(paths=(str(root),), relative=(root.name,))
     found: list[tuple[tuple[str, ...], str]] = []
     linked: list[str] = []
+    linked_files: set[str] = set()
     stack: list[tuple[str, tuple[str, ...]]] = [(os.fspath(root), ())]
     while stack:
         folder, parts = stack.pop()
@@ -107,11 +110,14 @@ def list_tree(root: Path) -> TreeListing:
                     stack.append((entry.path, (*parts, name)))
             elif name.endswith(".py") and entry.is_file():
                 found.append(((*parts, name), entry.path))
+                if entry.is_symlink():
+                    linked_files.add(entry.path)
     found.sort()  # by path components, as Path sorts
     return TreeListing(
         paths=tuple(path for _, path in found),
         linked_dirs=tuple(sorted(linked)),
         relative=tuple("/".join(parts) for parts, _ in found),
+        linked_files=frozenset(linked_files),
     )
 
 
@@ -148,6 +154,11 @@ def read_file(path: Path | str) -> bytes:
 
 def unreadable(display: str, exc: OSError) -> FileAnalysis:
     return FileAnalysis(path=display, is_test_file=True, syntax_error=f"cannot read: {exc.strerror or exc}", error_line=1)
+
+
+def outside_tree(display: str) -> FileAnalysis:
+    problem = "a symlink to a file outside the audited tree; not read"
+    return FileAnalysis(path=display, is_test_file=True, syntax_error=problem, error_line=1)
 
 
 def read_source(path: Path, display: str) -> FileAnalysis | str:
@@ -356,7 +367,11 @@ def audit_tree(
     with _collector_paused(), _Misses(settings, jobs, sealed=cache.path is not None) as misses:
         for file, display in zip(files, listing.relative, strict=True):
             try:
-                data = read_file(file)
+                # A linked file is resolved first: a target outside the root is refused by its path in the tree.
+                data = read_tree_bytes(base, display, MAX_SOURCE_BYTES) if file in listing.linked_files else read_file(file)
+            except OutsideTreeError:
+                results[display] = audit_file(outside_tree(display), settings)
+                continue
             except OSError as exc:
                 results[display] = audit_file(unreadable(display, exc), settings)
                 continue

@@ -144,7 +144,7 @@ def read_invocation(
         except ValueError:
             doubts.append("PYTEST_ADDOPTS does not split as a shell would")
     try:
-        early, _ = _parse([*env_words, *command])
+        early, early_unknown = _parse([*env_words, *command])
     except _Unparsed as exc:
         return Invocation(doubts=(f"pytest's parser refuses the command line ({exc})",))
     try:
@@ -152,7 +152,8 @@ def read_invocation(
     except ConfigError as exc:
         return Invocation(doubts=(f"the configuration this command uses is not read: {exc}",))
     try:
-        namespace, unknown = _parse([*config.addopts, *env_words, *command])
+        # Without addopts the full command line is the one just parsed (a schedule may hold thousands of entries).
+        namespace, unknown = _parse([*config.addopts, *env_words, *command]) if config.addopts else (early, early_unknown)
     except _Unparsed as exc:
         return Invocation(config=config, doubts=(f"pytest's parser refuses the command line ({exc})",))
     if unknown:

@@ -20,6 +20,7 @@ from matrix.core.errors import OutputError
 from matrix.core.jsonio import seal as sealed_digest
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_limited
+from matrix.schedule.files import in_repo
 from matrix.schedule.model import (
     Gate,
     Origin,
@@ -49,6 +50,9 @@ def schedule_key(inputs: Iterable[Path], root: Path, runners: Mapping[str, Runne
     digest.update(readers.encode())
     for path in inputs:
         digest.update(str(path.relative_to(root)).encode() + b"\0")
+        if path.is_symlink() and not in_repo(root, path):
+            digest.update(b"\0outside")  # refused by the reader: its target's bytes are never read
+            continue
         try:
             digest.update(path.read_bytes())
         except OSError:

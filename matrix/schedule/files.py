@@ -11,7 +11,7 @@ from pathlib import Path
 
 from matrix.core.errors import ConfigError
 
-__all__ = ["CI_NAME", "ci_script_files", "ci_script_names", "find_workflows", "workflow_files"]
+__all__ = ["CI_NAME", "ci_script_files", "ci_script_names", "find_workflows", "in_repo", "workflow_files"]
 
 MAX_FILES = 512
 CI_SCRIPT_DIRS = ("scripts/ci", ".github/actions", ".github/scripts", ".buildkite", "ci")
@@ -38,6 +38,15 @@ def workflow_files(root: Path) -> tuple[Path, list[Path]]:
     return repo, files
 
 
+def in_repo(repo: Path, path: Path) -> bool:
+    """Whether `path`, every symlink resolved, lies inside `repo`: a CI file linked from outside the repository is
+    never read (its text would show up as the repository's schedule)."""
+    try:
+        return path.resolve().is_relative_to(repo.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
+
+
 def ci_script_files(repo: Path) -> list[Path]:
     """The scripts CI runs (`scripts/ci`, local actions), up to MAX_SCRIPT_BYTES in all."""
     out: list[Path] = []
@@ -48,6 +57,8 @@ def ci_script_files(repo: Path) -> list[Path]:
             continue
         for path in sorted(base.rglob("*")):
             if path.suffix not in (".sh", ".py", ".yml", ".yaml", ".bash", ".env") or not path.is_file():
+                continue
+            if path.is_symlink() and not in_repo(repo, path):
                 continue
             try:
                 budget -= path.stat().st_size

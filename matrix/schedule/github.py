@@ -31,7 +31,7 @@ from matrix.schedule.expressions import (
     expand,
     truthy,
 )
-from matrix.schedule.files import CI_NAME, ci_script_names, workflow_files
+from matrix.schedule.files import CI_NAME, ci_script_names, in_repo, workflow_files
 from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import (
     CommandReader,
@@ -136,8 +136,13 @@ def read_github(
     With `scripts` (repo-relative path -> text or None), the shell scripts a step runs are read too."""
     repo, files = workflow_files(root)
     workflows: dict[str, _Workflow] = {}
+    refused: list[UnreadJob] = []
     for path in files:
         name = path.relative_to(repo).as_posix()
+        if not in_repo(repo, path):  # named by its path in the tree; what lies outside is never read
+            reason = "the workflow is a link to a file outside the repository; not read"
+            refused.append(UnreadJob(origin=Origin(file=name, line=1, job="*"), reason=reason))
+            continue
         text = read_text(path, ConfigError)
         doc = load_yaml(text, name)
         if doc is None:
@@ -147,7 +152,8 @@ def read_github(
         check_shape(doc, name)
         workflows[name] = _Workflow(name=name, doc=doc, lines=tuple(text.splitlines()))
     walker = _Walker(repo=repo, workflows=workflows, readers=tuple(readers), runners=runners, scripts=scripts)
-    return walker.run()
+    schedule = walker.run()
+    return replace(schedule, unread=(*refused, *schedule.unread)) if refused else schedule
 
 
 # (selection, where it was read, the shell conditions it runs under, (labels, notes) of its own runner or None)

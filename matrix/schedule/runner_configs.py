@@ -14,6 +14,7 @@ from pathlib import Path
 
 from matrix.core.errors import ConfigError
 from matrix.core.textfiles import read_text
+from matrix.schedule.files import in_repo
 from matrix.schedule.yamldoc import load_yaml
 
 CANDIDATES = ("scripts/ci/runner_configs.yml", "scripts/ci/runner_configs.yaml", ".github/runner_configs.yml")
@@ -37,6 +38,8 @@ def find_table(root: Path) -> RunnerConfigTable | None:
     for relative in CANDIDATES:
         path = root / relative
         if path.is_file():
+            if not in_repo(root, path):
+                raise ConfigError(f"{relative}: a link to a file outside the repository; refusing to read it")
             return parse_table(read_text(path, ConfigError), relative)
     return None
 

@@ -394,6 +394,7 @@ def test_detection_override_survives_junk(detect: str, command: list[str]) -> No
     )
 )
 @example(argv=["cells", "\n"])  # a newline in an argument once made the error two lines
+@example(argv=["cells", "\x0c"])  # a form feed: str.splitlines breaks the error line there too
 def test_arbitrary_command_lines_survive(argv: list[str]) -> None:
     with workspace():
         run_cli(argv)

@@ -27,6 +27,8 @@ def project(tmp_path: Path) -> Path:
         ("pytest-audit", "--summary", "tests/test_a.py"),
         ("pytest-audit", "--write-baseline", ".github/workflows/ci.yml"),
         ("schedule", "--output", ".github/workflows/ci.yml"),
+        ("guards", "--summary", "tests/test_a.py"),
+        ("guards", "--output", ".github/workflows/ci.yml"),
     ],
 )
 def test_an_output_onto_a_file_the_command_reads_is_refused(capsys, tmp_path, command, option, target):
@@ -73,3 +75,20 @@ def test_register_and_report_print_json(capsys, tmp_path):
     page = json.loads(capsys.readouterr().out)
     assert page["inputs"] == [{"label": str(guards), "kind": "guard audit", "schema": "specmatrix.guards/1"}]
     assert page["bytes"] == len((tmp_path / "page.html").read_bytes())
+
+
+def test_the_markdown_tables_of_a_clean_pytest_audit_have_as_many_cells_in_every_row(capsys, tmp_path):
+    root = project(tmp_path)
+    assert main(["pytest-audit", str(root), "--format", "md"]) == 0
+    tables: list[list[str]] = []
+    previous = ""
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith("|"):
+            if not previous.startswith("|"):
+                tables.append([])
+            tables[-1].append(line)
+        previous = line
+    assert tables
+    for rows in tables:
+        widths = {row.strip().strip("|").count("|") for row in rows}
+        assert len(widths) == 1, rows  # GitHub renders no table whose separator and header differ

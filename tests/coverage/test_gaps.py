@@ -65,3 +65,11 @@ def test_a_schedule_on_more_runners_has_fewer_gaps(tmp_path, capsys):
 def test_no_workflows_is_exit_2(tmp_path, capsys):
     assert main(["gaps", str(tmp_path)]) == 2
     assert "no .github/workflows at or above it" in capsys.readouterr().err
+
+
+def test_gaps_output_writes_the_document_it_prints(tmp_path, capsys):
+    root = repo(tmp_path)
+    printed = run_json(capsys, "gaps", str(root / "test"), "--format", "json")
+    target = tmp_path / "gaps.json"
+    assert main(["gaps", str(root / "test"), "--format", "json", "--output", str(target)]) == 0
+    assert json.loads(target.read_text(encoding="utf-8")) == printed

@@ -30,6 +30,8 @@ def written_by_the_tool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> d
     main(["guards", str(suite), "--no-workflows", "--show", "info", "--format", "json", "--output", str(out["guards"])])
     main(["coverage", "--expect-runners", "4-gpu-b200", "--no-heatmap", "--out", str(tmp_path / "cov")])
     out["coverage"] = tmp_path / "cov" / "coverage.json"
+    out["gaps"] = tmp_path / "gaps.json"
+    main(["gaps", str(root), "--format", "json", "--output", str(out["gaps"])])
     capsys.readouterr()
     return out
 
@@ -47,9 +49,27 @@ def test_every_json_the_tool_writes_is_an_input(tmp_path, capsys):
     inputs = written_by_the_tool(tmp_path, capsys)
     data = page(tmp_path, capsys, *inputs.values())
     kinds = {i["kind"] for i in data["inputs"]}
-    assert kinds == {"pytest audit", "guard audit", "coverage merge"}
+    assert kinds == {"pytest audit", "guard audit", "coverage merge", "untested cells"}
     origins = {row[0] for row in data["findings"]}
-    assert origins == {"pytest audit", "guard audit", "coverage merge"}
+    assert origins == {"pytest audit", "guard audit", "coverage merge", "untested cells"}
+
+
+def test_the_untested_cells_of_gaps_are_listed_after_the_errors(tmp_path, capsys):
+    inputs = written_by_the_tool(tmp_path, capsys)
+    written = json.loads(inputs["gaps"].read_text(encoding="utf-8"))
+    assert written["findings"]  # a CPU-only schedule leaves the GPU cells untested
+    data = page(tmp_path, capsys, inputs["gaps"], inputs["guards"])
+    rows = [row for row in data["findings"] if row[0] == "untested cells"]
+    assert {row[1] for row in rows} == {"untested-cell"}
+    assert {row[2] for row in rows} == {"warning"}
+    shown = json.dumps(rows)
+    assert all(f["subject"] in shown for f in written["findings"])
+    severities = [row[2] for row in data["findings"]]
+    assert "error" in severities
+    rank = {"error": 0, "warning": 1, "info": 2}
+    assert severities == sorted(severities, key=rank.__getitem__)
+    (gaps,) = [i for i in data["inputs"] if i["kind"] == "untested cells"]
+    assert f"{len(rows)} untested" in gaps["summary"]
 
 
 def test_no_run_report_no_cell_grid(tmp_path, capsys):
