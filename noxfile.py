@@ -121,6 +121,8 @@ def tests_pythons(session: nox.Session) -> None:
     """`tests` on every other CPython 3.11+ this machine has (pass pytest arguments after --)."""
     if not OTHER_PYTHONS:
         session.skip("no other CPython 3.11+ on this machine")
+    # The CPU budgets of tests/ci/test_input_bounds.py are set on the `tests` session's interpreter.
+    session.env["SPECMATRIX_CPU_BUDGET_SCALE"] = "1.5"
     tests(session)
 
 

@@ -709,15 +709,17 @@ def pytestmark_exprs(body: Sequence[ast.stmt], aliases: Mapping[str, ast.expr | 
     out: list[ast.expr] = []
     for stmt in body:
         value: ast.expr | None = None
-        if (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets)) or (
-            isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == "pytestmark"
+        kind = type(stmt)  # what ast.parse builds (no subclasses): one lookup a statement, the common ones fall through
+        if (kind is ast.Assign and _names_pytestmark(stmt.targets)) or (  # type: ignore[attr-defined]
+            kind is ast.AnnAssign and isinstance(stmt.target, ast.Name) and stmt.target.id == "pytestmark"  # type: ignore[attr-defined]
         ):
             out.clear()
-            value = stmt.value
-        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == "pytestmark":
-            value = stmt.value
+            value = stmt.value  # type: ignore[attr-defined]
+        elif kind is ast.AugAssign and isinstance(stmt.target, ast.Name) and stmt.target.id == "pytestmark":  # type: ignore[attr-defined]
+            value = stmt.value  # type: ignore[attr-defined]
         elif (
-            isinstance(stmt, ast.Expr)
+            kind is ast.Expr
+            and isinstance(stmt, ast.Expr)
             and isinstance(stmt.value, ast.Call)
             and isinstance(stmt.value.func, ast.Attribute)
             and isinstance(stmt.value.func.value, ast.Name)
@@ -736,6 +738,14 @@ def pytestmark_exprs(body: Sequence[ast.stmt], aliases: Mapping[str, ast.expr | 
             assert value is not None
         out.extend(value.elts if isinstance(value, ast.List | ast.Tuple) else [value])
     return out
+
+
+def _names_pytestmark(targets: list[ast.expr]) -> bool:
+    # A loop, not any() over a generator: this runs once per assignment of every module audited.
+    for target in targets:  # noqa: SIM110
+        if type(target) is ast.Name and target.id == "pytestmark":
+            return True
+    return False
 
 
 def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:

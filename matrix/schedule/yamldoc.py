@@ -189,6 +189,9 @@ _TAG = "tag:yaml.org,2002:"
 _MAP, _SEQ, _STR = _TAG + "map", _TAG + "seq", _TAG + "str"
 # Scalar tags whose PyYAML safe constructor is a pure function of the node (called as is, so the values match).
 _SCALARS = {_TAG + name: f"construct_yaml_{name}" for name in ("null", "bool", "int", "float", "binary", "timestamp")}
+_INT = _TAG + "int"
+# Decimal digits with no leading zero (YAML 1.1 reads `012` as octal): matrix values such as `[0, 1, ..., 15]`.
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,17}")
 _BUILD_DEPTH = 100  # deeper documents go to PyYAML's constructor, which does not recurse
 
 
@@ -225,6 +228,8 @@ def _build(node: Any, loader: Any, shared: dict[int, Any] | None, depth: int = 0
             item.value if item.tag == _STR and item.id == "scalar" else _build(item, loader, shared, depth + 1)
             for item in node.value
         ]
+    elif kind == "scalar" and tag == _INT and _DECIMAL.fullmatch(node.value):
+        value = int(node.value)  # what construct_yaml_int gives a plain decimal (no sign, base, `_` or `:`)
     elif kind == "scalar" and tag in _SCALARS:
         try:
             value = getattr(loader, _SCALARS[tag])(node)

@@ -235,3 +235,20 @@ def test_the_alias_search_is_the_rule_on_many_seeded_texts():
     for _ in range(5000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
         assert yamldoc._aliased(text) == (ALIAS_RULE.search(text) is not None), text
+
+
+@pytest.mark.parametrize(
+    "scalar",
+    ["0", "7", "15", "012", "0o17", "0x1f", "0b11", "1_000", "-3", "+3", "1:30", "00", "123456789012345678901234567890"],
+)
+def test_an_integer_scalar_is_the_value_pyyaml_gives_it(scalar):
+    """Plain decimals take a shortcut past PyYAML's int constructor; every other spelling still goes through it."""
+    text = f"a: [{scalar}, {scalar}]\nb: {scalar}\n"
+    assert same(load_yaml(text, "w.yml"), pyyaml(text))
+
+
+@given(st.from_regex(r"[-+]?[0-9_]{1,24}", fullmatch=True))
+@settings(max_examples=200, deadline=None)
+def test_any_digit_run_reads_as_pyyaml_reads_it(scalar):
+    text = f"v: [{scalar}]\n"
+    assert same(load_yaml(text, "w.yml"), pyyaml(text))
