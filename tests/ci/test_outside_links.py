@@ -6,15 +6,12 @@ appear in no output, and the link's own path must be named where the file would 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from matrix.cli.main import main
+from .test_hostile_inputs import clean_env, run  # noqa: F401 (clean_env: an autouse fixture)
 
 MARK = "zz_outside_marker"
 
@@ -65,23 +62,6 @@ class TestFar(unittest.TestCase):
     def test_far(self):
         self.assertTrue(True)
 """
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in list(os.environ):
-        if var.startswith("SPECMATRIX_") or var == "GITHUB_STEP_SUMMARY":
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("SPECMATRIX_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-
-
-def run(*argv: object) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    assert "Traceback" not in err.getvalue()
-    return code, out.getvalue(), err.getvalue()
 
 
 def linked_workflow_repo(tmp_path: Path) -> Path:

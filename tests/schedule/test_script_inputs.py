@@ -4,37 +4,16 @@ Every fixture is written here."""
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from matrix.core.loader import load_runners
-from matrix.schedule.load import all_readers, load_schedule
 from matrix.schedule.model import PytestSelection, Schedule
 
+from .test_followed_files import repo, schedule_of
+
 RUNNERS = load_runners()
-
-
-def repo(tmp_path: Path, run: str, files: Mapping[str, str | bytes]) -> Path:
-    root = tmp_path / "repo"
-    (root / ".github" / "workflows").mkdir(parents=True)
-    flow = "on: [push]\njobs:\n  t:\n    runs-on: [self-hosted, sm86]\n    steps:\n      - run: |\n" + textwrap.indent(
-        run, " " * 10
-    )
-    (root / ".github" / "workflows" / "ci.yml").write_text(flow + "\n", encoding="utf-8")
-    for path, content in files.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            (root / path).write_bytes(content)
-        else:
-            (root / path).write_text(content, encoding="utf-8")
-    return root
-
-
-def schedule_of(root: Path) -> Schedule:
-    return load_schedule(root, RUNNERS, all_readers(), follow_scripts=True)
 
 
 def selected(schedule: Schedule) -> list[tuple[str, ...]]:
