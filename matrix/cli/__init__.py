@@ -1,6 +1,6 @@
 """The `specmatrix` command line: `main` (the one error boundary) and one module per command group.
 
-This module parses and runs on any Python 3: an older interpreter, or one without the two dependencies, gets one
+This module parses and runs on any Python 3: an older interpreter, or one without a runtime dependency, gets one
 line and exit 2 from `run` before any module that needs them is imported (never a traceback).
 """
 
@@ -14,8 +14,17 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 MINIMUM_PYTHON = (3, 11)
-# The runtime dependencies (import name -> what installs it: pip's name, Debian's package).
-DEPENDENCIES = {"packaging": ("packaging", "python3-packaging"), "yaml": ("pyyaml", "python3-yaml")}
+# The runtime dependencies (import name -> what installs it: pip's name, and Debian's package where one is named;
+# the others are installed with pip, at the versions pyproject.toml asks for).
+DEPENDENCIES: dict[str, tuple[str, str | None]] = {
+    "packaging": ("packaging", "python3-packaging"),
+    "yaml": ("pyyaml", "python3-yaml"),
+    "tree_sitter": ("tree-sitter", None),
+    "tree_sitter_bash": ("tree-sitter-bash", None),
+    "jq": ("jq", None),
+    "pytest": ("pytest", "python3-pytest"),
+    "_pytest": ("pytest", "python3-pytest"),  # pytest-audit imports pytest's own config and expression modules
+}
 EXIT_USAGE = 2  # matrix.core.errors.EXIT_USAGE, which an old interpreter cannot import
 
 
@@ -34,10 +43,8 @@ def missing_dependency(exc: ImportError) -> str | None:
     if not isinstance(exc, ModuleNotFoundError) or name not in DEPENDENCIES:
         return None
     pip, debian = DEPENDENCIES[name]
-    return (
-        f"the Python package {pip!r} is not installed for {sys.executable} "
-        f"(pip install {pip}; Debian and Ubuntu: apt install {debian})"
-    )
+    debian_line = f"; Debian and Ubuntu: apt install {debian}" if debian else ""
+    return f"the Python package {pip!r} is not installed for {sys.executable} (pip install {pip}{debian_line})"
 
 
 def _refuse(line: str) -> NoReturn:

@@ -59,9 +59,25 @@ def test_an_older_python_gets_one_line(python):
 
 @pytest.mark.parametrize(
     ("module", "args", "pip"),
-    [("packaging", ("cells",), "packaging"), ("packaging", ("--version",), "packaging"), ("yaml", ("schedule", "."), "pyyaml")],
+    [
+        ("packaging", ("cells",), "packaging"),
+        ("packaging", ("--version",), "packaging"),
+        ("yaml", ("schedule", "."), "pyyaml"),
+        # Imported only when a step's shell text is read (a workflow with a `run:` block) or pytest's own parser runs.
+        ("tree_sitter_bash", ("schedule", "{shell}"), "tree-sitter-bash"),
+        ("tree_sitter", ("schedule", "{shell}"), "tree-sitter"),
+        ("_pytest", ("pytest-audit", "{shell}"), "pytest"),
+    ],
 )
-def test_a_missing_dependency_is_one_line(module, args, pip):
+def test_a_missing_dependency_is_one_line(module, args, pip, tmp_path):
+    # A tree whose workflow has a shell step and a test, so the lazily imported readers are reached.
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "ci.yml").write_text(
+        "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: python -m pytest tests -q\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
+    args = tuple(arg.replace("{shell}", str(tmp_path)) for arg in args)
     # An entry of None in sys.modules makes its import fail as a missing module does.
     done = _run(sys.executable, *args, prelude=f"sys.modules[{module!r}] = None")
     assert done.returncode == 2, done.stdout + done.stderr
@@ -89,3 +105,15 @@ def test_the_distribution_python_without_packaging():
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert "apt install python3-packaging" in line
+
+
+def test_every_runtime_dependency_has_its_line():
+    """Each dependency pyproject.toml declares is one the entry point names when it is missing."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    from matrix.cli import DEPENDENCIES
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert {Requirement(line).name for line in declared} == {pip for pip, _ in DEPENDENCIES.values()}
