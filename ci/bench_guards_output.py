@@ -35,9 +35,9 @@ from typing import Any
 from matrix.cli.guards import FORMATS, render
 from matrix.core.finding import Severity
 from matrix.core.loader import load_runners
-from matrix.guards.audit import load_suite_map
-from matrix.guards.gate import gate
-from matrix.guards.tree import audit_tree
+from matrix.registered_suite.audit import load_suite_map
+from matrix.registered_suite.gate import gate
+from matrix.registered_suite.tree import audit_tree
 
 
 def least_cpu(work: Callable[[], object], repeat: int) -> float:
@@ -93,7 +93,7 @@ def compare(tree: Path, other: Path, repeat: int) -> None:
 
 # One warm run in a fresh interpreter with `time.perf_counter` marks (wall, and the process's CPU) where each stage
 # ends; the per-file work (reading, hashing, checking seals, decoding entries) is summed. Written for both layouts
-# of the cache (`matrix.guards.cache`, or the results cache inside `matrix.guards.tree` before it).
+# of the cache (`matrix.registered_suite.cache`, or the results cache inside `matrix.registered_suite.tree` before it).
 TIMELINE = r"""
 import sys, time
 start_wall, start_cpu = time.perf_counter(), time.process_time()
@@ -103,9 +103,9 @@ def mark(name):
 import importlib, json
 main_module = importlib.import_module("matrix.cli.main")
 guards_cli = importlib.import_module("matrix.cli.guards")
-tree = importlib.import_module("matrix.guards.tree")
+tree = importlib.import_module("matrix.registered_suite.tree")
 try:
-    cache = importlib.import_module("matrix.guards.cache")
+    cache = importlib.import_module("matrix.registered_suite.cache")
 except ImportError:
     cache = tree
 mark("imports (the guards command's modules)")

@@ -21,7 +21,7 @@ from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import SpecmatrixError, UsageError
 from matrix.guards.model import Platform
 from matrix.guards.source import read_registrations
-from matrix.guards.tree import python_files
+from matrix.registered_suite.tree import python_files
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTERED = Path("test") / "registered"

@@ -22,18 +22,35 @@ SECTION = re.compile(
     r"(<!-- (?:module table: (?P<package>[\w.]+)|(?P<imports>feature imports)) -->\n)(?P<body>.*?)(<!-- end of module table -->)",
     re.S,
 )
-FEATURES = ("audit", "guards", "shard", "sglang_check", "coverage", "register", "gpu", "ledger", "pytest_suites")
+FEATURES = (
+    "audit",
+    "guards",
+    "shard",
+    "sglang_check",
+    "pytest_suites",
+    "registered_suite",
+    "coverage",
+    "register",
+    "gpu",
+    "ledger",
+)
 # Why each feature package imports another: the one part of the imports table written by hand. A pair the code has
 # and this does not describe is drift.
 WHAT_FOR = {
     ("coverage", "shard"): "the shard plan, to name a planned shard whose report is missing",
     ("register", "shard"): "cutting a runner config's cells into registered modules with the shard planner",
-    ("register", "guards"): "keeping only generated modules the guard audit finds nothing against, as CI schedules them",
+    ("register", "guards"): "reading a generated module's guards with the guard engine",
+    ("register", "registered_suite"): "keeping only generated modules the guard audit finds nothing against, as CI "
+    "schedules them",
     ("gpu", "audit"): "mapping pytest node ids back to cell ids when grouping items by kernel configuration",
     ("gpu", "sglang_check"): "which backend sglang built, the graph-buffer contract, the stand-ins' drift checks and the "
     "sglang edge: the GPU cells check what the CPU check checks",
     ("ledger", "audit"): "accepting allowlisted skips",
-    ("ledger", "guards"): "joining recorded outcomes with a suite's registrations, settling static findings, the baseline",
+    ("ledger", "guards"): "reading a suite's registrations and the records of its static findings",
+    ("ledger", "registered_suite"): "joining recorded outcomes with a suite's registrations, settling static findings, "
+    "the baseline",
+    ("registered_suite", "guards"): "reading each registered file's registrations and guards and evaluating the guards "
+    "on the runners the file is registered for",
     (
         "pytest_suites",
         "guards",

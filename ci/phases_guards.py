@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
     from pathlib import Path
 
     from matrix.cli.main import main as cli
-    from matrix.guards import tree
+    from matrix.registered_suite import tree
 
     if not argv or not Path(argv[0]).is_dir():
         print(__doc__.strip().splitlines()[2].strip())

@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 from matrix.core.loader import load_runners
-from matrix.guards.audit import AuditSettings, audit_file, load_suite_map
 from matrix.guards.finder import _EXACT_MARKS, _SKIP_ALIAS, TEST_FILE, _GuardFinder
 from matrix.guards.model import FileAnalysis
 from matrix.guards.source import SourceText, collect_module_names, elide, proven, read_registrations
+from matrix.registered_suite.audit import AuditSettings, audit_file, load_suite_map
 
 STAGES = ("read, mark, blank", "parse", "names", "walk", "registrations", "audit")
 

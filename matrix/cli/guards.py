@@ -20,18 +20,18 @@ from matrix.core.finding import Severity, Tool
 from matrix.core.gate import repo_prefix
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
-from matrix.guards.audit import load_suite_map, read_suite_list
-from matrix.guards.cache import ENV_VAR, cache_folder
-from matrix.guards.gate import (
+from matrix.guards.model import GuardReport
+from matrix.registered_suite.audit import load_suite_map, read_suite_list
+from matrix.registered_suite.cache import ENV_VAR, cache_folder
+from matrix.registered_suite.gate import (
     Gate,
     gate,
     to_json,
     to_markdown,
     to_text,
 )
-from matrix.guards.intent import MatrixIntent
-from matrix.guards.model import GuardReport
-from matrix.guards.tree import audit_tree, default_jobs
+from matrix.registered_suite.intent import MatrixIntent
+from matrix.registered_suite.tree import audit_tree, default_jobs
 
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
     from matrix.schedule.model import Schedule

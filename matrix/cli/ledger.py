@@ -19,13 +19,13 @@ from matrix.core.loader import read_toml_file
 from matrix.core.machine import AUTO
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
-from matrix.guards.audit import load_suite_map
-from matrix.guards.tree import check_root, tree_inputs
 from matrix.ledger.join import JoinSettings, join
 from matrix.ledger.pth import install_hook, uninstall_hook
 from matrix.ledger.records import BadLine, Process, read_ledger
 from matrix.ledger.registered import read_suite
 from matrix.ledger.render import to_github, to_json, to_markdown, to_text
+from matrix.registered_suite.audit import load_suite_map
+from matrix.registered_suite.tree import check_root, tree_inputs
 
 FORMATS = FINDING_FORMATS
 

@@ -37,10 +37,10 @@ from matrix.coverage.inputs import (
 from matrix.coverage.merge import merge
 from matrix.coverage.page import page_data
 from matrix.coverage.views import COVERAGE_SCHEMA
-from matrix.guards.gate import REPORT_SCHEMA as GUARDS_SCHEMA
 from matrix.ledger.render import SCHEMA as LEDGER_SCHEMA
 from matrix.ledger.render import SCHEMA_V1 as LEDGER_SCHEMA_V1
 from matrix.pytest_suites.render import SCHEMA as PYTEST_AUDIT_SCHEMA
+from matrix.registered_suite.gate import REPORT_SCHEMA as GUARDS_SCHEMA
 from matrix.shard.output import read_plan
 
 PAGE_SUMMARY_SCHEMA = "specmatrix.report-page/1"  # what `report --format json` prints about the page it wrote

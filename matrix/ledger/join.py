@@ -13,10 +13,10 @@ from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, DetectionError, Specmatri
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.machine import MachineFacts, auto_runner, differences, find_runner
 from matrix.core.model import RunnerProfile
-from matrix.guards.gate import Baseline, BaselineEntry, fingerprint
 from matrix.guards.model import GuardFindingKind
 from matrix.ledger.records import BadLine, Process, RunnerSeen, TestRecord, TestStatus
 from matrix.ledger.registered import RegisteredFile, SuiteView
+from matrix.registered_suite.gate import Baseline, BaselineEntry, fingerprint
 
 SILENT_SKIP_KIND = GuardFindingKind.SILENT_SKIP.value
 RAN = frozenset({TestStatus.PASSED, TestStatus.FAILED, TestStatus.ERROR, TestStatus.XFAILED, TestStatus.XPASSED})

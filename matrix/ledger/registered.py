@@ -9,11 +9,11 @@ from pathlib import Path
 
 from matrix.core.finding import Finding
 from matrix.core.model import RunnerProfile
-from matrix.guards.audit import AuditSettings, SuiteMap, registration_findings
 from matrix.guards.finder import TEST_FILE
 from matrix.guards.model import FileAnalysis
 from matrix.guards.source import read_registrations
-from matrix.guards.tree import audit_tree, python_files, read_source
+from matrix.registered_suite.audit import AuditSettings, SuiteMap, registration_findings
+from matrix.registered_suite.tree import audit_tree, python_files, read_source
 
 
 @dataclass(frozen=True, kw_only=True)

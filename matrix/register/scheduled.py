@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from matrix.core.finding import Severity
 from matrix.core.profile import RunnerProfile
-from matrix.guards.audit import AuditSettings, audit_file, load_suite_map
 from matrix.guards.finder import analyse_source
 from matrix.register.modules import GeneratedModule
+from matrix.registered_suite.audit import AuditSettings, audit_file, load_suite_map
 
 if TYPE_CHECKING:
     from matrix.schedule.model import Schedule

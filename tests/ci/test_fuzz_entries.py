@@ -19,7 +19,7 @@ from tests.ci.test_fuzz_readers import SETTINGS, VALID_REPORT, json_hazard, json
 from tests.ci.test_hostile_inputs import S
 
 VALID_ENTRY: dict[str, Any] = {
-    # A finding is the list of its fields in `matrix.guards.cache.ENTRY_FIELDS` order.
+    # A finding is the list of its fields in `matrix.registered_suite.cache.ENTRY_FIELDS` order.
     "findings": [
         [
             "never-runs",
@@ -59,7 +59,7 @@ entry_value = st.one_of(mangled(VALID_ENTRY).map(_loaded), json_value)
 @example(raw={**VALID_ENTRY, "findings": [VALID_ENTRY["findings"][0][:7]]})
 @example(raw={**VALID_ENTRY, "findings": ["never-runs"]})
 def test_a_cache_entry_decodes_to_typed_records_or_is_refused(raw: Any) -> None:
-    from matrix.guards.cache import BadEntry, decode
+    from matrix.registered_suite.cache import BadEntry, decode
 
     try:
         audit = decode(raw, "test_s.py")
@@ -77,7 +77,7 @@ def test_a_cache_entry_decodes_to_typed_records_or_is_refused(raw: Any) -> None:
 @SETTINGS
 @given(entry=entry_value, wrap=st.sampled_from(["text", "canonical", "line", "resealed"]))
 def test_an_edited_cache_file_never_changes_the_verdict(entry: Any, wrap: str) -> None:
-    from matrix.guards.cache import cache_text, parse_cache, seal
+    from matrix.registered_suite.cache import cache_text, parse_cache, seal
 
     with workspace() as folder:
         root = folder / "suite"

@@ -123,7 +123,7 @@ def test_ledger_root_with_a_bom_keeps_the_runtime_skip(tmp_path: Path) -> None:
 
 
 def _cache_entries(cache: Path) -> tuple[Path, dict[str, tuple[str, str]]]:
-    from matrix.guards.cache import parse_cache
+    from matrix.registered_suite.cache import parse_cache
 
     (path,) = cache.glob("guards-*.cache")
     return path, parse_cache(path.read_bytes())
@@ -131,7 +131,7 @@ def _cache_entries(cache: Path) -> tuple[Path, dict[str, tuple[str, str]]]:
 
 @pytest.mark.parametrize("edit", ["empty", "null", "line-text", "path-int"])
 def test_an_edited_cache_entry_is_a_miss(tmp_path: Path, edit: str) -> None:
-    from matrix.guards.cache import cache_text
+    from matrix.registered_suite.cache import cache_text
 
     root = suite(tmp_path)
     cache = tmp_path / "c"

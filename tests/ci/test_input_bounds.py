@@ -37,8 +37,8 @@ work = Path(sys.argv[1])
 # The modules the commands load, imported (and compiled, on a first run) before the timed work: the budget is the
 # input's cost, not the interpreter's compile of the package.
 import importlib
-for _m in ("matrix.cli.guards", "matrix.cli.schedule", "matrix.cli.pytest_audit", "matrix.guards.tree",
-           "matrix.guards.audit", "matrix.guards.finder", "matrix.guards.evaluate", "matrix.schedule.github",
+for _m in ("matrix.cli.guards", "matrix.cli.schedule", "matrix.cli.pytest_audit", "matrix.registered_suite.tree",
+           "matrix.registered_suite.audit", "matrix.guards.finder", "matrix.guards.evaluate", "matrix.schedule.github",
            "matrix.schedule.shell", "matrix.pytest_suites.run", "matrix.pytest_suites.collect"):
     importlib.import_module(_m)
 def cli(*argv):
@@ -49,7 +49,7 @@ def cli(*argv):
 CASES = {
     # The audited file just under the size cap, made of the statement that costs most to parse per byte.
     "audited-file-at-the-cap": """
-        from matrix.guards.tree import MAX_SOURCE_BYTES
+        from matrix.registered_suite.tree import MAX_SOURCE_BYTES
         root = work / "suite"; root.mkdir()
         body = S + "X = 1\\n" * ((MAX_SOURCE_BYTES - len(S)) // 6)
         (root / "test_big.py").write_text(body)
@@ -68,7 +68,7 @@ CASES = {
     # test body is one long run of a's: each name is found in it at every offset, so every name search stops at its
     # hit bound (without it: 64 searches of half a million hits each).
     "helpers-named-everywhere": """
-        from matrix.guards.tree import MAX_SOURCE_BYTES
+        from matrix.registered_suite.tree import MAX_SOURCE_BYTES
         root = work / "suite"; root.mkdir()
         helpers = "".join(f"def {'a' * k}():\\n    return 1\\n\\n" for k in range(1, 65))
         line = "    x = " + "a" * 200 + "\\n"
@@ -81,7 +81,7 @@ CASES = {
     """,
     # A literal list at the cap: one node per two bytes.
     "literal-at-the-cap": """
-        from matrix.guards.tree import MAX_SOURCE_BYTES
+        from matrix.registered_suite.tree import MAX_SOURCE_BYTES
         root = work / "suite"; root.mkdir()
         (root / "test_lit.py").write_text(S + "X = [" + "1," * ((MAX_SOURCE_BYTES - len(S) - 10) // 2) + "]\\n")
         def work():
@@ -91,7 +91,7 @@ CASES = {
     # the entries, so the case is held to a quarter of the budget (SHARE): 20,000 entries against the whole budget
     # cost four times the CPU to show the same per-entry bound.
     "cache-of-bad-entries": """
-        from matrix.guards.cache import ResultCache, cache_text, seal
+        from matrix.registered_suite.cache import ResultCache, cache_text, seal
         folder = work / "c"; folder.mkdir()
         bad = {"findings": [["never-runs", 5, "7", "", [], "", "", ""]] * 20, "registered": True, "runners": []}
         text = json.dumps(bad, sort_keys=True, separators=(",", ":"))

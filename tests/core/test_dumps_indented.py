@@ -21,9 +21,9 @@ from matrix.core.finding import Severity, Tool
 from matrix.core.jsonio import dumps_indented
 from matrix.core.loader import load_runners
 from matrix.core.output import sarif_document
-from matrix.guards.audit import load_suite_map
-from matrix.guards.gate import baseline_document, error_keys, gate, to_json_doc, updated_entries
-from matrix.guards.tree import audit_tree
+from matrix.registered_suite.audit import load_suite_map
+from matrix.registered_suite.gate import baseline_document, error_keys, gate, to_json_doc, updated_entries
+from matrix.registered_suite.tree import audit_tree
 
 FIXTURE_SUITE = Path(__file__).parents[1] / "guards" / "fixture_suite"
 

@@ -16,12 +16,12 @@ import pytest
 from matrix.audit.reports import render_markdown, summary_lines
 from matrix.cli.main import main
 from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, write_report
-from matrix.guards.gate import to_markdown as guards_markdown
-from matrix.guards.gate import to_text as guards_text
 from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
 from matrix.ledger.join import LedgerFindingKind, LedgerReport, ledger_finding
 from matrix.ledger.render import to_markdown as ledger_markdown
 from matrix.ledger.render import to_text as ledger_text
+from matrix.registered_suite.gate import to_markdown as guards_markdown
+from matrix.registered_suite.gate import to_text as guards_text
 from tests.core.test_option_cascade import SM90_ONLY
 
 FORGED = "x\n::error file=fake.py,line=1::INJECTED"

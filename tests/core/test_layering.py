@@ -89,11 +89,35 @@ PLANTS = {
         contract="Layers",
         chain="matrix.guards.planted -> matrix.audit",
     ),
-    "guard-records-import-the-gate": Plant(
+    "guard-engine-imports-the-registered-suite-audit": Plant(
         module="matrix/guards/model.py",
-        source="from matrix.guards.gate import gate\n",
-        contract="Guard audit modules",
-        chain="matrix.guards.model -> matrix.guards.gate",
+        source="from matrix.registered_suite.gate import gate\n",
+        contract="Layers",
+        chain="matrix.guards.model -> matrix.registered_suite.gate",
+    ),
+    "pytest-audit-imports-the-registered-suite-audit": Plant(
+        module="matrix/pytest_suites/planted.py",
+        source="from matrix.registered_suite import tree\n",
+        contract="Layers",
+        chain="matrix.pytest_suites.planted -> matrix.registered_suite",
+    ),
+    "registered-suite-audit-imports-the-pytest-audit": Plant(
+        module="matrix/registered_suite/planted.py",
+        source="from matrix.pytest_suites import rules\n",
+        contract="Layers",
+        chain="matrix.registered_suite.planted -> matrix.pytest_suites",
+    ),
+    "guard-records-import-the-finder": Plant(
+        module="matrix/guards/model.py",
+        source="from matrix.guards.finder import analyse_source\n",
+        contract="Guard engine modules",
+        chain="matrix.guards.model -> matrix.guards.finder",
+    ),
+    "what-a-test-tests-imports-the-gate": Plant(
+        module="matrix/registered_suite/tested.py",
+        source="from matrix.registered_suite.gate import gate\n",
+        contract="Registered-suite audit modules",
+        chain="matrix.registered_suite.tested -> matrix.registered_suite.gate",
     ),
     "new-package-in-no-layer": Plant(
         module="matrix/planted.py",

@@ -27,11 +27,11 @@ from matrix.core.output import (
     text_value,
 )
 from matrix.core.report import CellResult, CellStatus, FindingKind, Report, RunnerInfo
-from matrix.guards.gate import gate
 from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
 from matrix.ledger import render as ledger_render
 from matrix.ledger.join import LedgerFindingKind, LedgerReport, ledger_finding
 from matrix.pytest_suites import render as pytest_audit_render
+from matrix.registered_suite.gate import gate
 
 HOSTILE = {
     "newline": "a\nb\r\nc",

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from matrix.core.loader import load_runners
 from matrix.guards import source as elide_module
-from matrix.guards.audit import AuditSettings, audit_file, load_suite_map
 from matrix.guards.finder import _EXACT_MARKS, analyse_source, analyse_tree
 from matrix.guards.model import FileAnalysis, finding_fields
 from matrix.guards.source import SourceText, clean_region, elide, proven
+from matrix.registered_suite.audit import AuditSettings, audit_file, load_suite_map
 
 from .test_prefilter import bench_module
 

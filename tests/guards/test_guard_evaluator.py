@@ -117,7 +117,7 @@ def test_a_guard_behind_a_skip_that_decides_is_not_evaluated(monkeypatch: pytest
     """The class guard skips on the H100 runner, so there the method's guard decides nothing and is not evaluated;
     on the B200 runner the class runs, and the method's guard is evaluated and reported undetermined. Planted:
     evaluating before asking whether an outer guard decides (the eager order) evaluates it on H100 too."""
-    from matrix.guards.audit import AuditSettings, audit_file, load_suite_map
+    from matrix.registered_suite.audit import AuditSettings, audit_file, load_suite_map
 
     analysis = analyse_source("t/test_lazy.py", _LAZY)
     seen: list[tuple[int, str]] = []

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from matrix.guards import audit_tree
 from matrix.guards import finder as finder_module
 from matrix.guards.model import GuardReport
 from matrix.guards.source import _LINE, SourceText
+from matrix.registered_suite import audit_tree
 
 from .conftest import FIXTURE_SUITE
 

@@ -20,8 +20,8 @@ from matrix.core.levels import levels_for
 from matrix.core.model import RunnerProfile
 from matrix.guards.model import GuardFindingKind
 from matrix.guards.source import read_registrations
-from matrix.guards.tree import audit_tree
 from matrix.register.modules import ALLOWED_IMPORTS, CELL_MODULE, cell_cases, generate, render_module
+from matrix.registered_suite.tree import audit_tree
 from matrix.shard.cost import workload_for
 from matrix.shard.workload import work_seconds
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from matrix.cli.main import main
 from matrix.guards.model import GuardFindingKind
-from matrix.guards.tree import audit_tree
+from matrix.registered_suite.tree import audit_tree
 from matrix.schedule.load import load_schedule
 
 # A CI that runs the base-b stage on the B200 and the H100 pool only; the 8-GPU B200 job runs another stage.

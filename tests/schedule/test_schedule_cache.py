@@ -7,8 +7,8 @@ import dataclasses
 from pathlib import Path
 
 from matrix.core.loader import load_runners
-from matrix.guards.audit import AuditSettings
-from matrix.guards.tree import settings_key
+from matrix.registered_suite.audit import AuditSettings
+from matrix.registered_suite.tree import settings_key
 from matrix.schedule.cache import fingerprint
 from matrix.schedule.load import load_schedule
 

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from matrix.guards import audit_tree
-from matrix.guards.audit import load_suite_map
 from matrix.guards.model import GuardFindingKind, GuardReport
+from matrix.registered_suite import audit_tree
+from matrix.registered_suite.audit import load_suite_map
 
 from .conftest import FIXTURE_SUITE
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from matrix.core.errors import ConfigError
-from matrix.guards.gate import BaselineEntry, baseline_document, fingerprint, parse_baseline
+from matrix.registered_suite.gate import BaselineEntry, baseline_document, fingerprint, parse_baseline
 
 
 def test_round_trip_is_stable() -> None:

@@ -14,10 +14,10 @@ import pytest
 
 from matrix.cli.main import main
 from matrix.core.errors import ConfigError
-from matrix.guards import audit_tree
-from matrix.guards.audit import parse_suite_map
-from matrix.guards.intent import MatrixIntent
 from matrix.guards.model import GuardFindingKind as K
+from matrix.registered_suite import audit_tree
+from matrix.registered_suite.audit import parse_suite_map
+from matrix.registered_suite.intent import MatrixIntent
 
 H100, B200, B200X8 = "1-gpu-h100", "4-gpu-b200", "8-gpu-b200"
 

@@ -22,9 +22,9 @@ from matrix.core.errors import OutputError
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.jsonio import canonical, seal_text
 from matrix.core.textfiles import read_limited
-from matrix.guards.audit import AuditSettings, FileAudit
 from matrix.guards.model import GuardFindingKind, finding_fields
 from matrix.guards.predicates import PREDICATES
+from matrix.registered_suite.audit import AuditSettings, FileAudit
 
 # /3: entries hold core `Finding` fields (subject, source, message); a /2 file is a clean miss.
 # /4: an entry holds its audit as the canonical JSON text the seal is taken over, so a warm run checks a seal by
@@ -129,7 +129,7 @@ def _finding(raw: Any, display: str) -> Finding:
     """`guard_finding(...)` of an entry's finding, checked field by field.
 
     The record is built with its fields set at once, not through `Finding.__init__` (14 frozen-field assignments):
-    a warm run builds one per cached finding, thousands of them. `tests/guards/test_results_cache.py` holds it
+    a warm run builds one per cached finding, thousands of them. `tests/registered_suite/test_results_cache.py` holds it
     equal, field for field and in field order, to what `guard_finding` builds."""
     if type(raw) is not list or len(raw) != len(ENTRY_FIELDS):
         raise BadEntry(_SHAPE)

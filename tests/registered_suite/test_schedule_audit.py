@@ -9,12 +9,12 @@ import pytest
 from matrix.cli.main import main
 from matrix.core.errors import ConfigError
 from matrix.core.loader import load_runners
-from matrix.guards import audit_tree
 from matrix.guards.model import GuardFindingKind
+from matrix.registered_suite import audit_tree
 from matrix.schedule.load import load_schedule as _load
 
 K = GuardFindingKind
-WORKFLOWS = Path(__file__).parent / "fixture_workflows"
+WORKFLOWS = Path(__file__).parent.parent / "guards" / "fixture_workflows"
 RUNNERS = load_runners()
 
 

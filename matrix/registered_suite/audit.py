@@ -22,8 +22,6 @@ from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import package_text, read_text
 from matrix.core.tomlfields import read_toml, read_toml_file
 from matrix.guards.evaluate import Evaluation, GuardEvaluator, Tri
-from matrix.guards.intent import MatrixIntent
-from matrix.guards.judge import Placement, SkipCase, judge_skip
 from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
     FileAnalysis,
@@ -35,8 +33,10 @@ from matrix.guards.model import (
     guard_finding,
 )
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
-from matrix.guards.scripted import script_findings
-from matrix.guards.tested import file_server_args
+from matrix.registered_suite.intent import MatrixIntent
+from matrix.registered_suite.judge import Placement, SkipCase, judge_skip
+from matrix.registered_suite.scripted import script_findings
+from matrix.registered_suite.tested import file_server_args
 
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
     from matrix.schedule.model import Schedule, ScheduleEntry

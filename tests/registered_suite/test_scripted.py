@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from matrix.core.loader import load_runners
-from matrix.guards import audit_tree
 from matrix.guards.finder import analyse_source
 from matrix.guards.model import GuardFindingKind as K
-from matrix.guards.scripted import empty_tests, names_of_tests, script_run
+from matrix.registered_suite import audit_tree
+from matrix.registered_suite.scripted import empty_tests, names_of_tests, script_run
 from matrix.schedule.load import load_schedule
 
 RUNNERS = load_runners()

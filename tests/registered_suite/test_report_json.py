@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 from matrix.core import jsonio
 from matrix.core.finding import Finding, Severity
 from matrix.core.loader import load_runners
-from matrix.guards import gate as gate_module
-from matrix.guards.audit import load_suite_map
-from matrix.guards.gate import Baseline, BaselineEntry, Gate, error_keys, gate, to_json, to_json_doc
 from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
-from matrix.guards.tree import audit_tree
+from matrix.registered_suite import gate as gate_module
+from matrix.registered_suite.audit import load_suite_map
+from matrix.registered_suite.gate import Baseline, BaselineEntry, Gate, error_keys, gate, to_json, to_json_doc
+from matrix.registered_suite.tree import audit_tree
 
-FIXTURE_SUITE = Path(__file__).parent / "fixture_suite"
+FIXTURE_SUITE = Path(__file__).parent.parent / "guards" / "fixture_suite"
 
 
 def report_of(findings: tuple[Finding, ...]) -> GuardReport:

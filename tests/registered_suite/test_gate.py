@@ -14,8 +14,8 @@ import pytest
 
 from matrix.cli.main import main
 from matrix.core.output import escape_data, escape_property, finding_annotation
-from matrix.guards.gate import read_baseline
 from matrix.guards.model import GuardFindingKind, guard_finding
+from matrix.registered_suite.gate import read_baseline
 
 K = GuardFindingKind
 BUG = "attention/test_trtllm_mha_guard_bug.py"
@@ -215,7 +215,7 @@ def test_the_schema_check_catches_a_planted_defect(capsys, suite_copy, monkeypat
 def test_a_warm_run_reads_the_cache_and_a_change_invalidates_it(capsys, suite_copy, private_cache, monkeypatch):
     code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
     (cache_file,) = private_cache.glob("guards-*.cache")
-    from matrix.guards import tree
+    from matrix.registered_suite import tree
 
     def refuse(*args, **kwargs):
         raise AssertionError("parsed although cached")
@@ -246,7 +246,7 @@ def test_a_cache_file_of_an_older_schema_is_a_clean_miss(capsys, suite_copy, pri
     file one JSON document), sealed as those schemas sealed them, are not read: neither the JSON document those
     schemas wrote nor the same entries in this schema's lines under the older schema's name."""
     from matrix.core.jsonio import seal
-    from matrix.guards.cache import parse_cache
+    from matrix.registered_suite.cache import parse_cache
 
     code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json")
     (cache_file,) = private_cache.glob("guards-*.cache")
@@ -282,7 +282,7 @@ def test_cache_can_be_moved_disabled_and_survives_corruption(capsys, suite_copy,
 
 
 def test_parallel_and_serial_runs_agree(capsys, shared_suite, monkeypatch):
-    from matrix.guards import tree
+    from matrix.registered_suite import tree
 
     monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 1)
     _, serial, _ = run(capsys, "guards", str(shared_suite), "--format", "json", "--no-cache", "--jobs", "1")
@@ -292,11 +292,11 @@ def test_parallel_and_serial_runs_agree(capsys, shared_suite, monkeypatch):
 
 def test_entries_sealed_by_workers_are_warm_hits(capsys, suite_copy, private_cache, monkeypatch):
     """Workers seal the entries they audit; a serial run then reads every one of them, parsing nothing."""
-    from matrix.guards import tree
+    from matrix.registered_suite import tree
 
     monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 1)
     code, cold, _ = run(capsys, "guards", str(suite_copy), "--format", "json", "--jobs", "2")
-    from matrix.guards.cache import parse_cache
+    from matrix.registered_suite.cache import parse_cache
 
     entries = parse_cache(next(private_cache.glob("guards-*.cache")).read_bytes())
     assert any(json.loads(text) is not None for _, text in entries.values())
@@ -311,8 +311,8 @@ def test_entries_sealed_by_workers_are_warm_hits(capsys, suite_copy, private_cac
 def test_misses_come_back_in_the_order_they_were_added(monkeypatch):
     """Chunks go to workers while files are still being added; the results keep the order of the listing."""
     from matrix.core.loader import load_runners
-    from matrix.guards import tree
-    from matrix.guards.audit import AuditSettings
+    from matrix.registered_suite import tree
+    from matrix.registered_suite.audit import AuditSettings
 
     monkeypatch.setattr(tree, "PARALLEL_THRESHOLD", 3)
     settings = AuditSettings(runners=load_runners(), suite_map=tree.load_suite_map())

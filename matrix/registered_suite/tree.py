@@ -18,11 +18,11 @@ from matrix.core.errors import UsageError
 from matrix.core.finding import Finding
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import OutsideTreeError, decode_python, read_limited, read_tree_bytes, special_kind
-from matrix.guards.audit import AuditSettings, FileAudit, SuiteMap, audit_file, check_suite_map, load_suite_map
-from matrix.guards.cache import ResultCache, entry_text, file_key, seal, settings_key
 from matrix.guards.finder import TEST_FILE, analyse_source
-from matrix.guards.intent import MatrixIntent
 from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, guard_finding
+from matrix.registered_suite.audit import AuditSettings, FileAudit, SuiteMap, audit_file, check_suite_map, load_suite_map
+from matrix.registered_suite.cache import ResultCache, entry_text, file_key, seal, settings_key
+from matrix.registered_suite.intent import MatrixIntent
 
 if TYPE_CHECKING:  # the records load with the workflow readers, which a run without workflows never imports
     from matrix.schedule.model import Schedule
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the records load with the workflow readers, which a run wit
 # The edge of the guard audit: find and read the files under a path, then audit each one.
 #
 # Files are parsed in worker processes (ast work is CPU-bound), and each file's findings are cached by
-# content hash (`matrix.guards.cache`), so a warm run only reads and hashes the tree.
+# content hash (`matrix.registered_suite.cache`), so a warm run only reads and hashes the tree.
 
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 # Below this many files to parse, starting worker processes costs more than it saves.

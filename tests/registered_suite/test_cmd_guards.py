@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from matrix.guards.gate import REPORT_SCHEMA
+from matrix.registered_suite.gate import REPORT_SCHEMA
 from tests.cli.test_cli import run
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import package_text, read_text
 from matrix.core.tomlfields import MAX_TOML_BYTES, read_toml, read_toml_file
-from matrix.guards.tested import TABLE, Subject, SubjectTable, parse_overrides, parse_tested, subject_of
+from matrix.registered_suite.tested import TABLE, Subject, SubjectTable, parse_overrides, parse_tested, subject_of
 
 if TYPE_CHECKING:  # the matrix records load only when a skip is judged
     from matrix.core.model import Matrix

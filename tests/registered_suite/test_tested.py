@@ -6,8 +6,8 @@ import pytest
 
 from matrix.core.errors import ConfigError
 from matrix.core.loader import load_matrix
-from matrix.guards.intent import MatrixIntent
-from matrix.guards.tested import SubjectTable, file_server_args, parse_overrides, parse_tested, subject_of
+from matrix.registered_suite.intent import MatrixIntent
+from matrix.registered_suite.tested import SubjectTable, file_server_args, parse_overrides, parse_tested, subject_of
 
 BACKENDS = ("triton", "trtllm_mha", "flashinfer", "fa3")
 DECLARED = parse_tested(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from matrix.cli.main import main
 
-FIXTURE_SUITE = Path(__file__).parent / "fixture_suite"
+FIXTURE_SUITE = Path(__file__).parent.parent / "guards" / "fixture_suite"
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

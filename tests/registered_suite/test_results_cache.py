@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from matrix.core.finding import Finding
-from matrix.guards import cache
-from matrix.guards.audit import FileAudit
 from matrix.guards.model import GuardFindingKind, guard_finding
+from matrix.registered_suite import cache
+from matrix.registered_suite.audit import FileAudit
 
 
 def _findings() -> list[Finding]:

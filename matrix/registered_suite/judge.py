@@ -1,6 +1,6 @@
 """A guard that skips a test on registered runners, judged together with the matrix and where the test still runs.
 
-- The matrix knows the backend the test tests (`matrix.guards.tested`): where that backend runs (by
+- The matrix knows the backend the test tests (`matrix.registered_suite.tested`): where that backend runs (by
   `matrix.core.expect.expected`), the skip is an error, a missing guard arm, and the message names the rule; where it
   cannot run, the skip is by design (info).
 - The matrix knows nothing of it: an arch gate on a runner while the test runs on another runner of the file or
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from matrix.core.finding import Finding
 from matrix.guards.evaluate import Evaluation
-from matrix.guards.intent import MatrixIntent
 from matrix.guards.model import Guard, GuardFindingKind, guard_finding
 from matrix.guards.predicates import RunnerFacts
+from matrix.registered_suite.intent import MatrixIntent
 
 Kind = GuardFindingKind
 

@@ -6,8 +6,8 @@ import textwrap
 from pathlib import Path
 
 from matrix.core.loader import load_runners
-from matrix.guards import audit_tree
 from matrix.guards.model import GuardFindingKind as K
+from matrix.registered_suite import audit_tree
 from matrix.schedule.load import load_schedule
 
 RUNNERS = load_runners()

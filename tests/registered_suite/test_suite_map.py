@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from matrix.core.errors import ConfigError, UsageError
-from matrix.guards import audit as suites
-from matrix.guards.audit import check_suite_map, load_suite_map, parse_suite_map, read_suite_list, target_of
 from matrix.guards.model import Platform, Registration
+from matrix.registered_suite import audit as suites
+from matrix.registered_suite.audit import check_suite_map, load_suite_map, parse_suite_map, read_suite_list, target_of
 
 # Real sglang suite names (test/registered, 2026-07) -> the profiles they run on.
 MAPPING: list[tuple[Platform, str, tuple[str, ...]]] = [
