@@ -146,6 +146,11 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
                 "gates": [g.value for g in e.gates],
                 "assumptions": list(e.assumptions),
                 "origin": _origin(e.origin),
+                **(
+                    {}
+                    if e.container is None
+                    else {"container": {"name": e.container.name, "unread": e.container.unread, "notes": list(e.container.notes)}}
+                ),
             }
             for e in schedule.entries
         ],

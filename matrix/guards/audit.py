@@ -22,6 +22,7 @@ from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import package_text, read_text
 from matrix.core.tomlfields import read_toml, read_toml_file
 from matrix.guards.evaluate import Evaluation, GuardEvaluator, Tri
+from matrix.guards.gated import gated_guards
 from matrix.guards.intent import MatrixIntent
 from matrix.guards.judge import Placement, SkipCase, judge_skip
 from matrix.guards.model import (
@@ -34,7 +35,7 @@ from matrix.guards.model import (
     Registration,
     guard_finding,
 )
-from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
+from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts, container_note
 from matrix.guards.scripted import script_findings
 from matrix.guards.tested import file_server_args
 
@@ -215,6 +216,8 @@ _ARCH_FACTS = frozenset(
 )
 _GPU_COUNT = frozenset({"torch.cuda.device_count"})
 _CI = frozenset({"is_in_ci", "is_in_amd_ci", "env"})
+# Guards that do not skip: the test runs and passes having tested nothing (silent-pass).
+_NOT_SKIPS = frozenset({GuardKind.EARLY_RETURN, GuardKind.GATED_ASSERTIONS})
 _PLATFORM = frozenset({"is_hip", "is_npu", "is_xpu", "torch.version.hip"})
 
 
@@ -299,7 +302,18 @@ def audit_file(analysis: FileAnalysis, settings: AuditSettings, text: str | None
                 reason="no register_*_ci(...) call: no CI suite runs this file",
             )
         )
-    findings.extend(guard_findings(analysis, runners, settings, elsewhere=elsewhere_of(analysis, settings), env=env, text=text))
+    gated = gated_guards(analysis, text) if text is not None else ()
+    findings.extend(
+        guard_findings(
+            replace(analysis, guards=(*analysis.guards, *gated)) if gated else analysis,
+            runners,
+            settings,
+            elsewhere=elsewhere_of(analysis, settings),
+            env=env,
+            text=text,
+            containers=runner_containers(analysis, runners, settings),
+        )
+    )
     if text is not None and analysis.is_test_file:
         guarded = frozenset(g.scope for g in analysis.guards)
         # How the files are started is read from the schedule: a run_suite.py job runs each one as a script.
@@ -470,6 +484,37 @@ def runner_env(analysis: FileAnalysis, runners: tuple[str, ...], settings: Audit
 RUN_TIME = "${{ run time }}"
 
 
+def runner_containers(analysis: FileAnalysis, runners: tuple[str, ...], settings: AuditSettings) -> dict[str, tuple[str, str]]:
+    """Per runner whose selecting jobs run the file inside a container they start: (which, why its environment may
+    hold more than `runner_env` says, "" when fully read); a runner where only some jobs do so is not fully read."""
+    if settings.schedule is None:
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for name in runners:
+        entries = [
+            entry
+            for reg in analysis.registrations
+            if reg.problem is None and reg.platform in IN_SCOPE_PLATFORMS
+            for entry in selecting_runs(reg, settings.schedule)
+            if name in entry.profiles
+        ]
+        boxed = [e for e in entries if e.container is not None]
+        if not boxed:
+            continue
+        where = "; ".join(
+            dict.fromkeys(
+                f"the container {c.name} of job {e.origin.job} ({e.origin.file}:{e.origin.line})"
+                for e in boxed
+                if (c := e.container)
+            )
+        )
+        unread = "; ".join(dict.fromkeys(e.container.unread for e in boxed if e.container and e.container.unread))
+        if len(boxed) < len(entries):
+            unread = "; ".join(x for x in (unread, "other selecting jobs run it on the runner itself") if x)
+        out[name] = (where, unread)
+    return out
+
+
 def unscheduled_reasons(reg: Registration, settings: AuditSettings) -> list[str]:
     """Why no workflow would pick this registration up; empty when one does."""
     suite = reg.suite or ""
@@ -566,6 +611,7 @@ def guard_findings(
     elsewhere: tuple[str, ...] = (),
     env: Mapping[str, Mapping[str, str]] | None = None,
     text: str | None = None,
+    containers: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[Finding]:
     """Silent skips, tests that never run, deliberate disables and undetermined guards, over the file's runners."""
     if not runners or not analysis.guards:
@@ -579,11 +625,13 @@ def guard_findings(
             env=env.get(name, {}),
             env_closed=name in env,
             env_open=open_names,
+            container=(containers or {}).get(name, ("", ""))[0],
+            container_unread=(containers or {}).get(name, ("", ""))[1],
         )
         for name in runners
     }
-    early = tuple(g for g in analysis.guards if g.kind is GuardKind.EARLY_RETURN)
-    guards = tuple(g for g in analysis.guards if g.kind is not GuardKind.EARLY_RETURN)
+    early = tuple(g for g in analysis.guards if g.kind in _NOT_SKIPS)
+    guards = tuple(g for g in analysis.guards if g.kind not in _NOT_SKIPS)
     evaluate = GuardEvaluator(analysis.names, settings.predicates)
     # A guard is evaluated on a runner only when a finding depends on it: not behind an outer guard that
     # already skips there (the outer one decides), which spares a good share of a densely guarded file.
@@ -700,11 +748,16 @@ def guard_findings(
             result = evaluate(guard, facts[runner])
             if result.skips is Tri.TRUE and not result.constant:
                 passing.append(runner)
-                reasons.append(result.explain(facts[runner]).replace("the guard is true, so it skips", "it returns early"))
+                said = "it returns early" if guard.kind is GuardKind.EARLY_RETURN else "none of its assertions runs"
+                why = result.explain(facts[runner]).replace("the guard is true, so it skips", said)
+                reasons.append("; ".join(x for x in (why, container_note(facts[runner], result.facts)) if x))
         if passing:
             hint = (
                 "the test returns before testing anything and is counted as a pass: make it a visible skip "
                 "(self.skipTest(...) / pytest.skip(...)) so CI reports it, or drop the early return"
+                if guard.kind is GuardKind.EARLY_RETURN
+                else "the test passes having checked nothing: set the variable where the job runs the tests "
+                "(`docker exec -e`, the job's env), or assert unconditionally"
             )
             findings.append(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons), hint))
     for index, guard in enumerate(guards):
