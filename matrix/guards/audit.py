@@ -742,10 +742,13 @@ def guard_findings(
             continue
         passing: list[str] = []
         reasons: list[str] = []
+        unsure: list[tuple[str, str]] = []
         for runner in runners:
             if skipper(guard.scope, runner) is not None:
                 continue  # skipped before the body runs: already reported as a skip
             result = evaluate(guard, facts[runner])
+            if result.skips is Tri.UNKNOWN and guard.kind is GuardKind.GATED_ASSERTIONS:
+                unsure.append((runner, "; ".join(result.steps)))
             if result.skips is Tri.TRUE and not result.constant:
                 passing.append(runner)
                 said = "it returns early" if guard.kind is GuardKind.EARLY_RETURN else "none of its assertions runs"
@@ -760,6 +763,11 @@ def guard_findings(
                 "(`docker exec -e`, the job's env), or assert unconditionally"
             )
             findings.append(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons), hint))
+        if unsure:
+            reason = f"cannot tell whether its assertions run on {', '.join(r for r, _ in unsure)}: " + "; ".join(
+                dict.fromkeys(why for _, why in unsure)
+            )
+            findings.append(_finding(Kind.UNDETERMINED, guard, tuple(r for r, _ in unsure), reason))
     for index, guard in enumerate(guards):
         if never_runs(guard.scope):
             continue

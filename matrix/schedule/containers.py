@@ -228,8 +228,12 @@ def _run(words: Sequence[str]) -> ContainerStart | None:
     name = ""
     env: list[tuple[str, str]] = []
     unread: list[str] = []
+    lost = False
     i = 0
-    while i < len(words) and words[i].startswith("-"):
+    while i < len(words) and (words[i].startswith("-") or lost):
+        if lost and not words[i].startswith("-"):
+            i += 1
+            continue
         option, eq, inline = words[i].partition("=")
         if option in _RUN_VALUED and not eq:
             value, i = (words[i + 1] if i + 1 < len(words) else ""), i + 2
@@ -239,9 +243,9 @@ def _run(words: Sequence[str]) -> ContainerStart | None:
             or (not option.startswith("--") and set(option[1:]) <= _SHORT_FLAGS and not eq)
         ):
             value, i = inline, i + 1
-        else:
+        else:  # whether it takes a value is not known: the words after it are read for `--name` only
             unread.append(f"`docker run {option}` is an option this reader does not know")
-            return ContainerStart(name=name, image="", unread=tuple(unread)) if name else None
+            value, i, lost = inline, i + 1, True
         if option == "--name":
             name = value
         elif option in ("-e", "--env") and "=" in value:
@@ -253,7 +257,7 @@ def _run(words: Sequence[str]) -> ContainerStart | None:
             unread.append(f"`docker run --env-file {value}` is read at run time")
     if not name:
         return None  # an unnamed container is not the one a `docker exec NAME` reaches
-    image = words[i] if i < len(words) else ""
+    image = words[i] if i < len(words) and not lost else ""
     return ContainerStart(name=name, image=image, env=tuple(env), unread=tuple(unread))
 
 
