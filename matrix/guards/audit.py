@@ -337,6 +337,7 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
     findings: list[Finding] = []
     active: list[str] = []
     pending: list[tuple[Registration, str, tuple[str, ...]]] = []  # unscheduled: judged once `active` is known
+    elsewhere: list[str] = []  # registrations of other platforms a job selects: the file runs there
     for reg in analysis.registrations:
 
         def finding(kind: Kind, reason: str, runners: tuple[str, ...] = (), reg: Registration = reg) -> Finding:
@@ -353,6 +354,12 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
                 continue
             reason = f"{reg.function} targets {reg.platform.value}; runner profiles describe CUDA and GPU-less machines only"
             findings.append(finding(Kind.OUT_OF_SCOPE, reason))
+            if settings.schedule is not None and reg.platform is not Platform.OTHER:
+                # run_suite.py's --hw names the platform: a job selecting it runs the file on that platform's runner
+                ran = settings.schedule.suite_entries(reg.suite or "", reg.platform.value, reg.nightly)
+                labels = dict.fromkeys(label for e in ran for label in (e.other_runners or e.labels))
+                if ran:
+                    elsewhere.append(f"{reg.function} (suite {reg.suite}) on {', '.join(labels) or 'its runner'}")
             continue
         suite = reg.suite or ""
         target = target_for(reg, settings)
@@ -382,15 +389,20 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
             continue
         active.extend(p for p in target.profiles if p not in active)
     for reg, reason, profiles in pending:
-        findings.append(unscheduled_finding(analysis.path, reg, reason, profiles, active))
+        findings.append(unscheduled_finding(analysis.path, reg, reason, profiles, active, elsewhere=elsewhere))
     ordered = tuple(name for name in settings.runners if name in active)
     return findings, ordered
 
 
-def unscheduled_finding(path: str, reg: Registration, reason: str, profiles: tuple[str, ...], active: Sequence[str]) -> Finding:
-    """An unscheduled registration: dead (a warning) when another registration still runs the file, else an error
-    (the file runs nowhere). The reason says whether the runners this one names are among those."""
+def unscheduled_finding(
+    path: str, reg: Registration, reason: str, profiles: tuple[str, ...], active: Sequence[str], *, elsewhere: Sequence[str] = ()
+) -> Finding:
+    """An unscheduled registration: dead (a warning) when another registration still runs the file (also one of
+    another platform a job selects), else an error (the file runs nowhere). The reason says where it still runs."""
     kind = Kind.UNSCHEDULED
+    if not active and elsewhere:
+        kind = Kind.DEAD_REGISTRATION
+        reason += f"; the file still runs through {'; '.join(elsewhere)}, which no runner profile describes"
     if active:
         kind = Kind.DEAD_REGISTRATION
         runs = ", ".join(active)
