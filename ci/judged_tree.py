@@ -40,12 +40,16 @@ BY_DESIGN = (
     ("8-gpu-models/test_mistral_large3.py", 19),
     ("8-gpu-models/test_nvidia_nemotron_3_super_nightly.py", 99),
 )
-# Found by hand on the same tree: (path, line or 0 for the file, the kind that reports it).
+# Found by hand on the same tree: (path, line or 0 for the file, the kind that reports it, text its reason holds).
 MISSES = (
-    ("unit/mem_cache/test_unified_radix_cache_bench.py", 0, "never-runs"),
-    ("tokenizer/test_skip_tokenizer_init.py", 251, "silent-pass"),
-    ("vlm/test_vision_openai_server_a.py", 154, "silent-pass"),
-    ("cpu/test_cpu_graph.py", 84, "silent-pass"),
+    ("unit/mem_cache/test_unified_radix_cache_bench.py", 0, "never-runs", "__main__"),
+    ("tokenizer/test_skip_tokenizer_init.py", 251, "silent-pass", "pass"),
+    ("vlm/test_vision_openai_server_a.py", 154, "silent-pass", "pass"),
+    # the only assertion gated on is_in_ci(); the xeon job runs the suite by `docker exec` without SGLANG_IS_IN_CI
+    ("cpu/test_cpu_graph.py", 84, "silent-pass", "SGLANG_IS_IN_CI is not set there"),
+    # facts bound in try/except: `_cuda_major()` decided on the CUDA 13 runner, HAS_MORI reduced to an import
+    ("unit/mem_cache/test_minimax_sparse_pool_host_unit.py", 408, "never-runs", "_cuda_major() >= 13"),
+    ("unit/mem_cache/test_umbp_store.py", 98, "undetermined", "whether mori.umbp is installed"),
 )
 
 
@@ -148,10 +152,12 @@ def main() -> int:
             failed.append(f"{path}:{line}")
 
     print("\nmisses found by hand:")
-    for path, line, kind in MISSES:
-        got = [f for f in at(findings, path, line) if f["kind"] == kind]
+    for path, line, kind, text in MISSES:
+        got = [f for f in at(findings, path, line) if f["kind"] == kind and text in str(f["reason"]) + str(f.get("guard"))]
         where = f"{path}:{line}" if line else path
-        print(f"  {where}: {kind} {'reported' if got else 'NOT reported'}")
+        print(f"  {where}: {kind} ({text}) {'reported' if got else 'NOT reported'}")
+        if not got:
+            failed.append(where)
 
     unscheduled = [f for f in findings if f["kind"] == "unscheduled"]
     dead = [f for f in findings if f["kind"] == "dead-registration"]
