@@ -111,6 +111,9 @@ def _entries(schedule: Schedule) -> list[str]:
         gates = "/".join(g.value for g in entry.gates)
         lines.append(f"{_selection(entry)}  on {', '.join(entry.labels)} -> {profiles}  [{gates}]")
         lines.append(f"    from {entry.origin}")
+        if entry.container is not None:
+            unread = f"; not fully read: {entry.container.unread}" if entry.container.unread else ""
+            lines.append(f"    in the container {entry.container.name} (its environment only{unread})")
         for assumption in entry.assumptions:
             lines.append(f"    assumed: {assumption}")
     return lines
@@ -146,6 +149,11 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
                 "gates": [g.value for g in e.gates],
                 "assumptions": list(e.assumptions),
                 "origin": _origin(e.origin),
+                **(
+                    {}
+                    if e.container is None
+                    else {"container": {"name": e.container.name, "unread": e.container.unread, "notes": list(e.container.notes)}}
+                ),
             }
             for e in schedule.entries
         ],

@@ -79,6 +79,8 @@ class GuardKind(StrEnum):
     MAIN_EXIT = "sys.exit(0) in __main__"
     # Not a skip: `if is_in_ci(): return` in a test body; the test passes having tested nothing (silent-pass).
     EARLY_RETURN = "return in a test body"
+    # Not a skip either: every assertion of a test under an `if` on the CI environment (`matrix.registered_suite.gated`).
+    GATED_ASSERTIONS = "assertions under an if"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -41,6 +41,11 @@ class RunnerFacts:
     # mentions (`env_open` lists the names CI files do mention), is unset on this runner.
     env_closed: bool = False
     env_open: frozenset[str] = frozenset()
+    # Set when every selecting job runs the tests inside a container it starts (`docker exec`): `env` is then all
+    # the container is given (the runner's own environment and the profile's `in_ci` do not reach it), unless
+    # `container_unread` says why it may hold more.
+    container: str = ""
+    container_unread: str = ""
 
     def describe(self) -> str:
         p = self.profile
@@ -148,6 +153,10 @@ def env_value(facts: RunnerFacts, variable: str) -> str | Unknown | None:
         if "${{" in value:
             return Unknown(why=f"{variable} is set at run time on {facts.profile.name} (`{value}`)")
         return value
+    if facts.container:
+        if facts.container_unread:
+            return Unknown(why=f"whether {variable} is set in {facts.container}: {facts.container_unread}")
+        return None
     if facts.env_closed and variable not in facts.env_open:
         return None
     return Unknown(why=f"whether {variable} is set on {facts.profile.name} (the workflows do not say)")
@@ -155,11 +164,13 @@ def env_value(facts: RunnerFacts, variable: str) -> str | Unknown | None:
 
 def _in_ci(facts: RunnerFacts) -> object:
     # sglang.test.test_utils.is_in_ci() reads SGLANG_IS_IN_CI.
-    value = env_value(facts, "SGLANG_IS_IN_CI") if "SGLANG_IS_IN_CI" in facts.env else None
+    value = env_value(facts, "SGLANG_IS_IN_CI") if "SGLANG_IS_IN_CI" in facts.env or facts.container else None
     if isinstance(value, str):
         return _truthy(value)
     if isinstance(value, Unknown):
         return value
+    if facts.container:
+        return False  # the container is not given SGLANG_IS_IN_CI: the runner's own setting does not reach it
     if facts.profile.in_ci is not None:
         return facts.profile.in_ci
     return Unknown(why=f"profile {facts.profile.name} does not say whether it is a CI runner (in_ci)")
@@ -229,14 +240,16 @@ def environment(name: str, node: ast.Call | ast.Subscript, facts: RunnerFacts) -
         if name != "os.environ[]" or not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
             return NOT_ENV
         found = env_value(facts, key.value)
-        return Unknown(why=f"os.environ[{key.value!r}] raises KeyError, {unset_note(key.value)}") if found is None else found
+        if found is None:
+            return Unknown(why=f"os.environ[{key.value!r}] raises KeyError, {unset_note(key.value, facts)}")
+        return found
     last = name.rpartition(".")[2]
     if name not in ("os.environ.get", "os.getenv") and last != "get_bool_env_var":
         return NOT_ENV
     if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
         return Unknown(why="an environment variable with a computed name")
     variable = node.args[0].value
-    if variable not in facts.env and variable == "SGLANG_IS_IN_CI" and facts.profile.in_ci is not None:
+    if variable not in facts.env and variable == "SGLANG_IS_IN_CI" and facts.profile.in_ci is not None and not facts.container:
         return facts.profile.in_ci if last == "get_bool_env_var" else ("true" if facts.profile.in_ci else None)
     value = env_value(facts, variable)
     if value is None:
@@ -252,13 +265,30 @@ def environment(name: str, node: ast.Call | ast.Subscript, facts: RunnerFacts) -
 def unset_variable(node: ast.Call | ast.Subscript, facts: RunnerFacts) -> str | None:
     """The variable an environment read names, when the schedule says it is unset on this runner."""
     key = node.slice if isinstance(node, ast.Subscript) else (node.args[0] if node.args else None)
+    if facts.container:
+        return None  # said by container_note, not as "no CI file mentions it"
     if isinstance(key, ast.Constant) and isinstance(key.value, str) and env_value(facts, key.value) is None:
         return key.value
     return None
 
 
-def unset_note(variable: str) -> str:
+def unset_note(variable: str, facts: RunnerFacts | None = None) -> str:
+    if facts is not None and facts.container:
+        return f"{variable} is unset: {facts.container} is not given it"
     return f"{variable} is unset: no scheduled job selecting the test sets it, and no CI file mentions it"
+
+
+def container_note(facts: RunnerFacts, used: Iterable[str]) -> str:
+    """Why an environment fact is what it is inside the job's container ("" when the tests run on the runner)."""
+    if not facts.container or facts.container_unread or not {"is_in_ci", "is_in_amd_ci", "env"} & set(used):
+        return ""
+    given = ", ".join(sorted(k for k in facts.env if not k.startswith("@"))) or "nothing"
+    ci = [v for f, v in (("is_in_ci", "SGLANG_IS_IN_CI"), ("is_in_amd_ci", "SGLANG_IS_IN_CI_AMD")) if f in used]
+    told = f"{' and '.join(ci)} {'is' if len(ci) == 1 else 'are'} not set there, " if ci and not set(ci) & set(facts.env) else ""
+    return (
+        f"the tests run in {facts.container}: {told}the runner's environment (and its profile's in_ci) does not reach "
+        f"it; it is given only {given[:200]}"
+    )
 
 
 def _default(node: ast.Call) -> object:

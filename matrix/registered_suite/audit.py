@@ -32,7 +32,8 @@ from matrix.guards.model import (
     Registration,
     guard_finding,
 )
-from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts
+from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts, container_note
+from matrix.registered_suite.gated import gated_guards
 from matrix.registered_suite.intent import MatrixIntent
 from matrix.registered_suite.judge import Placement, SkipCase, judge_skip
 from matrix.registered_suite.scripted import script_findings
@@ -215,6 +216,8 @@ _ARCH_FACTS = frozenset(
 )
 _GPU_COUNT = frozenset({"torch.cuda.device_count"})
 _CI = frozenset({"is_in_ci", "is_in_amd_ci", "env"})
+# Guards that do not skip: the test runs and passes having tested nothing (silent-pass).
+_NOT_SKIPS = frozenset({GuardKind.EARLY_RETURN, GuardKind.GATED_ASSERTIONS})
 _PLATFORM = frozenset({"is_hip", "is_npu", "is_xpu", "torch.version.hip"})
 
 
@@ -299,7 +302,18 @@ def audit_file(analysis: FileAnalysis, settings: AuditSettings, text: str | None
                 reason="no register_*_ci(...) call: no CI suite runs this file",
             )
         )
-    findings.extend(guard_findings(analysis, runners, settings, elsewhere=elsewhere_of(analysis, settings), env=env, text=text))
+    gated = gated_guards(analysis, text) if text is not None else ()
+    findings.extend(
+        guard_findings(
+            replace(analysis, guards=(*analysis.guards, *gated)) if gated else analysis,
+            runners,
+            settings,
+            elsewhere=elsewhere_of(analysis, settings),
+            env=env,
+            text=text,
+            containers=runner_containers(analysis, runners, settings),
+        )
+    )
     if text is not None and analysis.is_test_file:
         guarded = frozenset(g.scope for g in analysis.guards)
         # How the files are started is read from the schedule: a run_suite.py job runs each one as a script.
@@ -323,6 +337,7 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
     findings: list[Finding] = []
     active: list[str] = []
     pending: list[tuple[Registration, str, tuple[str, ...]]] = []  # unscheduled: judged once `active` is known
+    elsewhere: list[str] = []  # registrations of other platforms a job selects: the file runs there
     for reg in analysis.registrations:
 
         def finding(kind: Kind, reason: str, runners: tuple[str, ...] = (), reg: Registration = reg) -> Finding:
@@ -339,6 +354,12 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
                 continue
             reason = f"{reg.function} targets {reg.platform.value}; runner profiles describe CUDA and GPU-less machines only"
             findings.append(finding(Kind.OUT_OF_SCOPE, reason))
+            if settings.schedule is not None and reg.platform is not Platform.OTHER:
+                # run_suite.py's --hw names the platform: a job selecting it runs the file on that platform's runner
+                ran = settings.schedule.suite_entries(reg.suite or "", reg.platform.value, reg.nightly)
+                labels = dict.fromkeys(label for e in ran for label in (e.other_runners or e.labels))
+                if ran:
+                    elsewhere.append(f"{reg.function} (suite {reg.suite}) on {', '.join(labels) or 'its runner'}")
             continue
         suite = reg.suite or ""
         target = target_for(reg, settings)
@@ -368,15 +389,20 @@ def registration_findings(analysis: FileAnalysis, settings: AuditSettings) -> tu
             continue
         active.extend(p for p in target.profiles if p not in active)
     for reg, reason, profiles in pending:
-        findings.append(unscheduled_finding(analysis.path, reg, reason, profiles, active))
+        findings.append(unscheduled_finding(analysis.path, reg, reason, profiles, active, elsewhere=elsewhere))
     ordered = tuple(name for name in settings.runners if name in active)
     return findings, ordered
 
 
-def unscheduled_finding(path: str, reg: Registration, reason: str, profiles: tuple[str, ...], active: Sequence[str]) -> Finding:
-    """An unscheduled registration: dead (a warning) when another registration still runs the file, else an error
-    (the file runs nowhere). The reason says whether the runners this one names are among those."""
+def unscheduled_finding(
+    path: str, reg: Registration, reason: str, profiles: tuple[str, ...], active: Sequence[str], *, elsewhere: Sequence[str] = ()
+) -> Finding:
+    """An unscheduled registration: dead (a warning) when another registration still runs the file (also one of
+    another platform a job selects), else an error (the file runs nowhere). The reason says where it still runs."""
     kind = Kind.UNSCHEDULED
+    if not active and elsewhere:
+        kind = Kind.DEAD_REGISTRATION
+        reason += f"; the file still runs through {'; '.join(elsewhere)}, which no runner profile describes"
     if active:
         kind = Kind.DEAD_REGISTRATION
         runs = ", ".join(active)
@@ -468,6 +494,37 @@ def runner_env(analysis: FileAnalysis, runners: tuple[str, ...], settings: Audit
 
 
 RUN_TIME = "${{ run time }}"
+
+
+def runner_containers(analysis: FileAnalysis, runners: tuple[str, ...], settings: AuditSettings) -> dict[str, tuple[str, str]]:
+    """Per runner whose selecting jobs run the file inside a container they start: (which, why its environment may
+    hold more than `runner_env` says, "" when fully read); a runner where only some jobs do so is not fully read."""
+    if settings.schedule is None:
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for name in runners:
+        entries = [
+            entry
+            for reg in analysis.registrations
+            if reg.problem is None and reg.platform in IN_SCOPE_PLATFORMS
+            for entry in selecting_runs(reg, settings.schedule)
+            if name in entry.profiles
+        ]
+        boxed = [e for e in entries if e.container is not None]
+        if not boxed:
+            continue
+        where = "; ".join(
+            dict.fromkeys(
+                f"the container {c.name} of job {e.origin.job} ({e.origin.file}:{e.origin.line})"
+                for e in boxed
+                if (c := e.container)
+            )
+        )
+        unread = "; ".join(dict.fromkeys(e.container.unread for e in boxed if e.container and e.container.unread))
+        if len(boxed) < len(entries):
+            unread = "; ".join(x for x in (unread, "other selecting jobs run it on the runner itself") if x)
+        out[name] = (where, unread)
+    return out
 
 
 def unscheduled_reasons(reg: Registration, settings: AuditSettings) -> list[str]:
@@ -566,6 +623,7 @@ def guard_findings(
     elsewhere: tuple[str, ...] = (),
     env: Mapping[str, Mapping[str, str]] | None = None,
     text: str | None = None,
+    containers: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[Finding]:
     """Silent skips, tests that never run, deliberate disables and undetermined guards, over the file's runners."""
     if not runners or not analysis.guards:
@@ -579,11 +637,13 @@ def guard_findings(
             env=env.get(name, {}),
             env_closed=name in env,
             env_open=open_names,
+            container=(containers or {}).get(name, ("", ""))[0],
+            container_unread=(containers or {}).get(name, ("", ""))[1],
         )
         for name in runners
     }
-    early = tuple(g for g in analysis.guards if g.kind is GuardKind.EARLY_RETURN)
-    guards = tuple(g for g in analysis.guards if g.kind is not GuardKind.EARLY_RETURN)
+    early = tuple(g for g in analysis.guards if g.kind in _NOT_SKIPS)
+    guards = tuple(g for g in analysis.guards if g.kind not in _NOT_SKIPS)
     evaluate = GuardEvaluator(analysis.names, settings.predicates)
     # A guard is evaluated on a runner only when a finding depends on it: not behind an outer guard that
     # already skips there (the outer one decides), which spares a good share of a densely guarded file.
@@ -694,19 +754,32 @@ def guard_findings(
             continue
         passing: list[str] = []
         reasons: list[str] = []
+        unsure: list[tuple[str, str]] = []
         for runner in runners:
             if skipper(guard.scope, runner) is not None:
                 continue  # skipped before the body runs: already reported as a skip
             result = evaluate(guard, facts[runner])
+            if result.skips is Tri.UNKNOWN and guard.kind is GuardKind.GATED_ASSERTIONS:
+                unsure.append((runner, "; ".join(result.steps)))
             if result.skips is Tri.TRUE and not result.constant:
                 passing.append(runner)
-                reasons.append(result.explain(facts[runner]).replace("the guard is true, so it skips", "it returns early"))
+                said = "it returns early" if guard.kind is GuardKind.EARLY_RETURN else "none of its assertions runs"
+                why = result.explain(facts[runner]).replace("the guard is true, so it skips", said)
+                reasons.append("; ".join(x for x in (why, container_note(facts[runner], result.facts)) if x))
         if passing:
             hint = (
                 "the test returns before testing anything and is counted as a pass: make it a visible skip "
                 "(self.skipTest(...) / pytest.skip(...)) so CI reports it, or drop the early return"
+                if guard.kind is GuardKind.EARLY_RETURN
+                else "the test passes having checked nothing: set the variable where the job runs the tests "
+                "(`docker exec -e`, the job's env), or assert unconditionally"
             )
             findings.append(_finding(Kind.SILENT_PASS, guard, tuple(passing), " | ".join(reasons), hint))
+        if unsure:
+            reason = f"cannot tell whether its assertions run on {', '.join(r for r, _ in unsure)}: " + "; ".join(
+                dict.fromkeys(why for _, why in unsure)
+            )
+            findings.append(_finding(Kind.UNDETERMINED, guard, tuple(r for r, _ in unsure), reason))
     for index, guard in enumerate(guards):
         if never_runs(guard.scope):
             continue

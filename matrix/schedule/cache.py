@@ -22,6 +22,7 @@ from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_limited
 from matrix.schedule.files import in_repo
 from matrix.schedule.model import (
+    Container,
     Gate,
     Origin,
     PytestSelection,
@@ -34,7 +35,7 @@ from matrix.schedule.model import (
     selection_fields,
 )
 
-SCHEMA = "specmatrix.schedule-cache/3"
+SCHEMA = "specmatrix.schedule-cache/4"
 MAX_CACHE_BYTES = 64 * 1024 * 1024
 _PACKAGE = Path(__file__).parent
 
@@ -145,6 +146,7 @@ def to_doc(schedule: Schedule) -> dict[str, Any]:
                 list(e.assumptions),
                 _origin(e.origin),
                 list(e.other_runners),
+                None if e.container is None else [e.container.name, e.container.unread, list(e.container.notes)],
             ]
             for e in schedule.entries
         ],
@@ -167,8 +169,9 @@ def from_doc(doc: dict[str, Any]) -> Schedule:
             assumptions=tuple(assumptions),
             origin=_origin_of(origin),
             other_runners=tuple(str(o) for o in others),
+            container=None if box is None else Container(name=str(box[0]), unread=str(box[1]), notes=tuple(box[2])),
         )
-        for sel, labels, profiles, env, gates, assumptions, origin, others in doc["entries"]
+        for sel, labels, profiles, env, gates, assumptions, origin, others, box in doc["entries"]
     )
     return Schedule(
         entries=entries,

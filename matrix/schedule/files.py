@@ -11,7 +11,7 @@ from pathlib import Path
 
 from matrix.core.errors import ConfigError
 
-__all__ = ["CI_NAME", "ci_script_files", "ci_script_names", "find_workflows", "in_repo", "workflow_files"]
+__all__ = ["CI_NAME", "ci_script_files", "ci_script_names", "container_files", "find_workflows", "in_repo", "workflow_files"]
 
 MAX_FILES = 512
 CI_SCRIPT_DIRS = ("scripts/ci", ".github/actions", ".github/scripts", ".buildkite", "ci")
@@ -90,3 +90,29 @@ def find_workflows(start: Path) -> Path | None:
         if (folder / ".github" / "workflows").is_dir():
             return folder
     return None
+
+
+# Where a job's `docker build -f FILE` is looked for (and what the schedule cache hashes): the root and these
+# folders, three levels deep. A Dockerfile elsewhere is not read, and the container built from it is unread.
+CONTAINER_DIRS = ("", "docker", "ci", "scripts", ".github", ".buildkite")
+MAX_CONTAINER_FILES = 128
+
+
+def container_files(repo: Path) -> list[Path]:
+    """The Dockerfiles (`Dockerfile`, `X.Dockerfile`, `Dockerfile.X`, `Containerfile`) a job may build its image from."""
+    out: list[Path] = []
+    for folder in CONTAINER_DIRS:
+        base = repo / folder if folder else repo
+        if not base.is_dir():
+            continue
+        for depth in range(1, 4 if folder else 2):
+            for path in sorted(base.glob("/".join(["*"] * depth))):
+                if _dockerfile(path.name) and path.is_file() and in_repo(repo, path):
+                    out.append(path)
+                    if len(out) >= MAX_CONTAINER_FILES:
+                        return out
+    return out
+
+
+def _dockerfile(name: str) -> bool:
+    return name in ("Dockerfile", "Containerfile") or name.endswith(".Dockerfile") or name.startswith("Dockerfile.")

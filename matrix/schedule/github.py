@@ -35,6 +35,7 @@ from matrix.schedule.files import CI_NAME, ci_script_names, in_repo, workflow_fi
 from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import (
     CommandReader,
+    Container,
     Gate,
     Origin,
     Schedule,
@@ -47,7 +48,7 @@ from matrix.schedule.model import (
     called_from,
 )
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
-from matrix.schedule.shell import FOLLOWED, commands
+from matrix.schedule.shell import CONTAINER, FOLLOWED, commands
 from matrix.schedule.strategy import NO_MATRIX, Expansion, expand_matrix
 from matrix.schedule.workflow_doc import (
     OUTPUT_ECHO,
@@ -198,6 +199,8 @@ class _Walker:
         self._unknown_paths: dict[tuple[str, ...], Unknown] = {}
         self._interest: dict[str, bool] = {}
         self._lines: dict[tuple[str, str, int], int] = {}
+        self._docker_steps: list[tuple[str, str]] = []
+        self._container_paths: frozenset[str] | None = None
         self._key_lines: dict[str, dict[str, int]] = {}
         self._stack: list[str] = []
         self._script_results: dict[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...], Origin], ScriptResult] = {}
@@ -658,11 +661,16 @@ class _Walker:
         env = {**wf_env, **self._env(ctx, job.get("env"), event=event, matrix=matrix, env=wf_env, notes=job_notes)}
         label_sets = self._labels(ctx, job.get("runs-on"), matrix, event, job_notes)
         working = run_default(job) or run_default(ctx.workflow.doc) or "."
+        self._docker_steps = []  # the job's `docker run` / `docker build` steps so far (`_container_env`)
         for step in job.get("steps") or []:
             run = step.get("run")
             if run is None:
                 continue
             text = str(run)
+            if "docker" in text:
+                found, _ = expand(text, self.lookup(ctx, event, matrix, env, _Notes()))
+                if isinstance(found, str):
+                    self._docker_steps.append((found, str(step.get("working-directory", working))))
             first_line, echoes = run_facts(text)
             if not self._interesting(run):
                 env.update(echoes)
@@ -730,6 +738,10 @@ class _Walker:
                 self.unread.append(UnreadJob(origin=origin, reason=_shown(command.unread, unknown)))
                 continue
             context_env = {**env, **dict(command.env)}
+            container: Container | None = None
+            if CONTAINER in context_env:
+                inside, container = self._container_env(command.env)
+                context_env = {k: v for k, v in context_env.items() if k != CONTAINER}
             context = StepContext(working_dir=command.working_dir, env=context_env, origin=origin)
             used = [
                 f"{unknown[int(m.group(1))].text} is known only at run time"
@@ -748,7 +760,7 @@ class _Walker:
                 found.extend(self._scripts(command.words, context, unknown))
             if not found:
                 continue
-            env_items = tuple(sorted(context_env.items()))
+            env_items = tuple(sorted((inside if container is not None else context_env).items()))
             for selection, where, conditions, elsewhere in found:
                 # A selection that runs on its own runner (a Modal function's GPU) keeps that runner.
                 sets = label_sets if elsewhere is None else [elsewhere]
@@ -774,6 +786,7 @@ class _Walker:
                         assumptions=tuple(dict.fromkeys(assumptions)),
                         origin=where,
                         other_runners=others,
+                        container=container,
                     )
                     self.entries_left -= 1
                     if self.entries_left < 0:
@@ -783,6 +796,29 @@ class _Walker:
                     self.entries.append((entry, ()))
                     if not profiles and not others:
                         self._unknown_label(labels, origin)
+
+    def _container_env(self, pairs: Sequence[tuple[str, str]]) -> tuple[dict[str, str], Container]:
+        """What a command run through `docker exec` sees: the container's environment (read from the job's steps
+        before it) and what its own script sets after the `docker exec` (the pairs after the CONTAINER one)."""
+        from matrix.schedule.containers import container_of, read_job
+        from matrix.schedule.files import container_files
+
+        names = [k for k, _ in pairs]
+        at = len(names) - 1 - names[::-1].index(CONTAINER)
+        if self._container_paths is None:
+            self._container_paths = frozenset(p.relative_to(self.repo).as_posix() for p in container_files(self.repo))
+        allowed = self._container_paths
+
+        def load(path: str) -> str | None:
+            try:
+                return read_text(self.repo / path, ConfigError) if path in allowed else None
+            except ConfigError:
+                return None  # an unreadable Dockerfile leaves the container unread, never the schedule
+
+        env, container = container_of(pairs[at][1], read_job(self._docker_steps), load)
+        inside = dict(env)
+        inside.update((k, v) for k, v in pairs[at + 1 :] if k != CONTAINER)
+        return inside, container
 
     def _scripts(self, words: Sequence[str], context: StepContext, unknown: tuple[Unknown, ...]) -> list[_Followed]:
         """What the shell scripts, make targets and Modal functions a command runs select (each at its own

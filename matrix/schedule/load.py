@@ -93,7 +93,7 @@ def load_schedule(
     `cache_dir` (and the default readers) a schedule read before from the same files is reused; with
     `follow_scripts` the shell scripts steps run (inside the repository) are read too."""
     from matrix.schedule.cache import cached, schedule_key
-    from matrix.schedule.files import ci_script_files, workflow_files
+    from matrix.schedule.files import ci_script_files, container_files, workflow_files
     from matrix.schedule.runner_configs import CANDIDATES
 
     chosen = default_readers() if readers is None else tuple(readers)
@@ -106,7 +106,7 @@ def load_schedule(
             schedule = replace(schedule, sources=tuple(dict.fromkeys((*schedule.sources, *scripts.read))))
         return schedule
     repo, files = workflow_files(root)
-    inputs = [*files, *(repo / c for c in CANDIDATES if (repo / c).is_file()), *ci_script_files(repo)]
+    inputs = [*files, *(repo / c for c in CANDIDATES if (repo / c).is_file()), *ci_script_files(repo), *container_files(repo)]
     key = schedule_key(inputs, repo, runners, ",".join(type(r).__name__ for r in chosen))
     return cached(cache_dir, key, lambda: _read(root, chosen, runners))
 

@@ -84,6 +84,16 @@ def selection_fields(selection: Selection) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Container:
+    """The container an entry's command runs in (`docker exec NAME ...`): the runner's environment does not reach
+    it, so the entry's `env` is all the command sees, unless `unread` says why the container may hold more."""
+
+    name: str
+    unread: str = ""
+    notes: tuple[str, ...] = ()  # assumptions made to read it (a Docker Official Image's own variables)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScheduleEntry:
     """One thing CI runs: what it selects, where (labels as written and the profiles they resolve to), its
     environment, when it runs, the assumptions made to read it statically, and where it was read."""
@@ -98,6 +108,8 @@ class ScheduleEntry:
     # Known runners without a CUDA profile the labels name (a label pack's ROCm, XPU, NPU or macOS host): the
     # entry runs there, and no guard is judged there.
     other_runners: tuple[str, ...] = ()
+    # Set when the command runs inside a container the job started: `env` is then the container's, not the job's.
+    container: Container | None = None
 
     @property
     def env_map(self) -> Mapping[str, str]:

@@ -7,6 +7,8 @@ tree-sitter-bash): comments, arrays, `if`/`case`/`&&` branches with their condit
 from __future__ import annotations
 
 import functools
+import json
+import posixpath
 import re
 import shlex
 from collections.abc import Callable, Mapping
@@ -135,9 +137,20 @@ def unwrap(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str
 _DOCKER_VALUED = frozenset({"-e", "--env", "-w", "--workdir", "-u", "--user", "--env-file", "--detach-keys"})
 
 
+# The pair `docker exec` leaves in a command's env: the runner's own environment stops there, and what reaches the
+# command is the container's (`matrix.schedule.containers`). Its value is `exec_marker`'s JSON: the container, the
+# `-e X=1` pairs, and why the container may hold more than the readers can see ("" when nothing).
+CONTAINER = "@container"
+# `source FILE` in the command a container runs: a virtualenv's `bin/activate` sets no variable a test reads.
+_CONTAINER_SOURCES = re.compile(r"(?:^|[;&|(])\s*(?:source|\.)\s+([^\s;&|)]+)")
+
+
 def _docker_exec(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str | None]:
-    """`docker exec [options] CONTAINER command...` -> (command, its `-w` folder); `-e X=1` options go to `env`."""
+    """`docker exec [options] CONTAINER command...` -> (command, its `-w` folder); the container and its
+    `-e X=1` options go to `env` as one CONTAINER pair."""
     folder: str | None = None
+    given: list[tuple[str, str]] = []
+    unread: list[str] = []
     i = 0
     while i < len(words) and words[i].startswith("-"):
         option, eq, inline = words[i].partition("=")
@@ -149,10 +162,27 @@ def _docker_exec(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str
             i += 1
         if option in ("-e", "--env") and _ASSIGN.match(value):
             name, _, assigned = value.partition("=")
-            env.append((name, assigned))
+            given.append((name, assigned))
+        elif option in ("-e", "--env"):
+            unread.append(f"`docker exec -e {value}` passes the runner's {value}")
+        elif option == "--env-file":
+            unread.append(f"`docker exec --env-file {value}` is read at run time")
         elif option in ("-w", "--workdir"):
             folder = value
-    return words[i + 1 :], folder  # past the container
+    command = words[i + 1 :]
+    if len(command) > 2 and command[1] == "-c" and posixpath.basename(command[0]) in ("bash", "sh", "zsh", "dash"):
+        for path in _CONTAINER_SOURCES.findall(command[2]):
+            if not path.endswith("/bin/activate"):
+                unread.append(f"`source {path}` in the container may set variables")
+    container = words[i] if i < len(words) else ""
+    env.append((CONTAINER, json.dumps([container, given, "; ".join(unread)])))
+    return command, folder  # past the container
+
+
+def exec_marker(value: str) -> tuple[str, tuple[tuple[str, str], ...], str]:
+    """A CONTAINER pair's value: (the container, the `docker exec -e` pairs, why more may be set or "")."""
+    name, given, unread = json.loads(value)
+    return str(name), tuple((str(k), str(v)) for k, v in given), str(unread)
 
 
 def split_words(text: str) -> tuple[str, ...]:

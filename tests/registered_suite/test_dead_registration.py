@@ -47,3 +47,29 @@ def test_dead_on_the_same_runner_elsewhere_and_lost(tmp_path):
     assert "on 4-gpu-b200 (not on 1-gpu-h100)" in got[("test_other_runner.py", K.DEAD_REGISTRATION)].message
     assert not got[("test_same_runner.py", K.DEAD_REGISTRATION)].failing
     assert got[("test_runs_nowhere.py", K.UNSCHEDULED)].failing
+
+
+def test_a_file_another_platform_runs_is_dead_not_lost(tmp_path):
+    workflow = WORKFLOW + (
+        "  rocm:\n    runs-on: linux-mi325-1gpu-sglang\n    steps:\n"
+        "      - run: python3 test/run_suite.py --hw amd --suite stage-r-rocm-small\n"
+    )
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "w.yml").write_text(workflow)
+    suite = tmp_path / "test"
+    rocm = "from sglang.test.ci.ci_register import register_amd_ci\n"
+    write(
+        suite,
+        "test_rocm_runs_it.py",
+        rocm + 'register_amd_ci(est_time=9, suite="stage-r-rocm-small")\nregister_cuda_ci(est_time=9, suite="gone")\n',
+    )
+    write(
+        suite,
+        "test_rocm_unscheduled.py",
+        rocm + 'register_amd_ci(est_time=9, suite="stage-r-gone")\nregister_cuda_ci(est_time=9, suite="gone")\n',
+    )
+    report = audit_tree(suite, RUNNERS, schedule=load_schedule(tmp_path, RUNNERS))
+    got = {(f.path, f.kind): f for f in report.findings if f.kind in (K.UNSCHEDULED, K.DEAD_REGISTRATION)}
+    assert set(got) == {("test_rocm_runs_it.py", K.DEAD_REGISTRATION), ("test_rocm_unscheduled.py", K.UNSCHEDULED)}
+    message = got[("test_rocm_runs_it.py", K.DEAD_REGISTRATION)].message
+    assert "register_amd_ci (suite stage-r-rocm-small) on linux-mi325-1gpu-sglang" in message

@@ -13,7 +13,7 @@ from matrix.schedule.files import find_workflows
 from matrix.schedule.github import read_github
 from matrix.schedule.load import load_schedule
 from matrix.schedule.model import Gate, Selection, StepContext, SuiteSelection
-from matrix.schedule.shell import commands
+from matrix.schedule.shell import CONTAINER, commands
 
 RUNNERS = load_runners()
 
@@ -239,7 +239,10 @@ def test_matrix_include_and_exclude(tmp_path):
     ("script", "expected"),
     [
         ('bash -c "source venv/bin/activate && cd test && python3 run_suite.py --hw cpu --suite a"', [("a", "test", {})]),
-        ("docker exec -w /x box bash -c 'cd /src/test && python3 run_suite.py --suite b'", [("b", "/src/test", {})]),
+        (
+            "docker exec -w /x box bash -c 'cd /src/test && python3 run_suite.py --suite b'",
+            [("b", "/src/test", {CONTAINER: '["box", [], ""]'})],  # the container's env, read by the walker
+        ),
         ("IS_BLACKWELL=1 python3 run_suite.py --suite c", [("c", ".", {"IS_BLACKWELL": "1"})]),
         ("cd test\nenv A=1 timeout 600 python3 run_suite.py --suite d || status=$?", [("d", "test", {"A": "1"})]),
         ("uv run python test/run_suite.py --suite e; echo done", [("e", ".", {})]),

@@ -9,7 +9,7 @@ from pathlib import Path
 from matrix.core.loader import load_runners
 from matrix.registered_suite.audit import AuditSettings
 from matrix.registered_suite.tree import settings_key
-from matrix.schedule.cache import fingerprint
+from matrix.schedule.cache import SCHEMA, fingerprint
 from matrix.schedule.load import load_schedule
 
 RUNNERS = load_runners()
@@ -59,8 +59,30 @@ def test_a_body_edited_under_its_header_is_a_miss(tmp_path):
     first = load_schedule(repo(tmp_path, "stage-a"), RUNNERS, cache_dir=cache)
     (stored,) = cache.glob("schedule-*.json")
     header, body = stored.read_text(encoding="utf-8").split("\n", 1)
-    assert header.startswith('{"schema":"specmatrix.schedule-cache/3"') and "\n" not in body
+    assert header.startswith(f'{{"schema":"{SCHEMA}"') and "\n" not in body
     stored.write_text(header + "\n" + body.replace("stage-a", "stage-z"), encoding="utf-8")
     assert load_schedule(repo(tmp_path, "stage-a"), RUNNERS, cache_dir=cache) == first
     stored.write_text(body, encoding="utf-8")  # no header line at all
     assert load_schedule(repo(tmp_path, "stage-a"), RUNNERS, cache_dir=cache) == first
+
+
+def test_the_dockerfile_a_job_builds_its_container_from_keys_the_cache(tmp_path):
+    """A container's environment comes from the Dockerfile: editing it must read the schedule again."""
+    root = tmp_path / "repo"
+    (root / ".github" / "workflows").mkdir(parents=True)
+    (root / "docker").mkdir()
+    (root / ".github" / "workflows" / "w.yml").write_text(
+        "on: push\njobs:\n  j:\n    runs-on: ubuntu-24.04\n    steps:\n"
+        "      - run: docker build -t img -f docker/c.Dockerfile .\n"
+        "      - run: docker run -d --name box img\n"
+        "      - run: docker exec box python3 run_suite.py --hw cpu --suite stage-c\n",
+        encoding="utf-8",
+    )
+    cache = tmp_path / "cache"
+    envs = []
+    for value in ("one", "two"):
+        (root / "docker" / "c.Dockerfile").write_text(f"FROM debian:12\nENV MARK={value}\n", encoding="utf-8")
+        (entry,) = load_schedule(root, RUNNERS, cache_dir=cache).entries
+        envs.append(dict(entry.env).get("MARK"))
+        assert entry.container is not None and entry.container.name == "box"
+    assert envs == ["one", "two"]
