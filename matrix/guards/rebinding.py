@@ -10,9 +10,26 @@ and capture patterns, `del name`, an assignment expression `(name := value)` any
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+import contextlib
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 
 _DEFS = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+# Whether the file being read may hold an assignment expression, and a `global`/`nonlocal` (its text says so):
+# finding either takes a walk of every expression, which a file that holds neither is spared. Unknown: walked.
+_DECLARES = re.compile(r"^[ \t]*(?:global|nonlocal)[ \t]", re.M)
+_SPELLED: ContextVar[tuple[bool, bool]] = ContextVar("rebinding_spelled", default=(True, True))
+
+
+@contextlib.contextmanager
+def reading(text: str) -> Iterator[None]:
+    """Bindings read inside this block are of a file whose source is `text`."""
+    token = _SPELLED.set((":=" in text, _DECLARES.search(text) is not None))
+    try:
+        yield
+    finally:
+        _SPELLED.reset(token)
 
 
 def rebound(body: Sequence[ast.stmt], statements: Iterable[ast.stmt], names: set[str]) -> set[str]:
@@ -38,7 +55,12 @@ def rebound(body: Sequence[ast.stmt], statements: Iterable[ast.stmt], names: set
                 out.update(n.name for n in ast.walk(case.pattern) if isinstance(n, ast.MatchAs | ast.MatchStar) and n.name)
                 out.update(n.rest for n in ast.walk(case.pattern) if isinstance(n, ast.MatchMapping) and n.rest)
                 out.update(_assigned(case.body))
-    return (out | _walked(body, names)) & names
+    walrus, declared = _SPELLED.get()
+    if walrus:
+        out |= _walrus(body)
+    if declared:
+        out |= _declared(body, 0)
+    return out & names
 
 
 def _targets(node: ast.expr) -> list[str]:
@@ -56,23 +78,34 @@ def _assigned(body: Sequence[ast.stmt]) -> set[str]:
     return out
 
 
-def _walked(body: Sequence[ast.stmt], names: set[str]) -> set[str]:
-    """Assignment expressions in the block's own scope, and `global`/`nonlocal` of a name in a function it defines
-    (an explicit stack: the block is untrusted)."""
+def _walrus(body: Sequence[ast.stmt]) -> set[str]:
+    """Names assignment expressions bind in the block's own scope (an explicit stack: the block is untrusted)."""
     out: set[str] = set()
-    stack: list[tuple[ast.AST, bool]] = [(s, False) for s in body]
+    stack: list[ast.AST] = list(body)
     while stack:
-        node, nested = stack.pop()
-        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name) and not nested:
+        node = stack.pop()
+        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
             out.add(node.target.id)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            out.update(node.names)
         elif isinstance(node, ast.List | ast.Tuple | ast.Set):
             # A literal's constants bind nothing: a data table of a million of them is skipped in one pass.
-            stack.extend((e, nested) for e in node.elts if not isinstance(e, ast.Constant))
+            stack.extend(e for e in node.elts if not isinstance(e, ast.Constant))
             continue
-        elif isinstance(node, ast.Constant | ast.Name | ast.alias):
-            continue
-        inner = nested or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef)
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-    return out & names
+        elif isinstance(node, ast.Constant | ast.Name | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue  # a nested scope's `:=` binds there
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _declared(body: Sequence[ast.stmt], depth: int) -> set[str]:
+    """Names a `global`/`nonlocal` statement names anywhere in the block, nested functions included (statements
+    only: neither can sit in an expression), bounded in depth."""
+    out: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, ast.Global | ast.Nonlocal):
+            out.update(stmt.names)
+        elif depth < 64:
+            for field in ("body", "orelse", "handlers", "finalbody", "cases"):
+                inner = getattr(stmt, field, None)
+                if inner:
+                    out |= _declared(inner, depth + 1)
+    return out
