@@ -28,6 +28,7 @@ from matrix.guards.model import (
     TestScope,
     dotted,
 )
+from matrix.guards.rebinding import reading
 from matrix.guards.source import (
     SourceText,
     blanked_lines,
@@ -238,6 +239,11 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
     """Parse one file (never import it) and read its registrations, scopes and guards.
 
     Function bodies that cannot hold a skip are left out of the parse (`matrix.guards.source`)."""
+    with reading(text):  # what the binding readers need not look for in this file
+        return _analyse_source(path, text)
+
+
+def _analyse_source(path: str, text: str) -> FileAnalysis:
     is_test = TEST_FILE.match(path.rpartition("/")[2]) is not None
     source = SourceText(text)
     lowered = text.lower()
@@ -272,7 +278,8 @@ def analyse_source(path: str, text: str) -> FileAnalysis:
 def analyse_tree(path: str, text: str, tree: ast.Module) -> FileAnalysis:
     """`analyse_source` for a file the caller has already parsed whole (the tree is only read)."""
     is_test = TEST_FILE.match(path.rpartition("/")[2]) is not None
-    return _analysis(path, is_test, tree, None, collect_module_names(tree), text=text)
+    with reading(text):
+        return _analysis(path, is_test, tree, None, collect_module_names(tree), text=text)
 
 
 def skip_aliases(names: ModuleNames) -> list[str]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from matrix.guards.model import Bindings, ModuleNames, Platform, Registration, dotted
+from matrix.guards.rebinding import rebound
 
 # --- source text ------------------------------------------------------------------------------------------------------
 # Source text of a node, as `ast.get_source_segment` gives it, without re-splitting the file per call.
@@ -508,6 +509,8 @@ def collect_bindings(body: Sequence[ast.stmt], *, module: bool = False) -> Bindi
     containers = {name for name, value in seen.items() if value is not None and _is_container(value)}
     for name in _changed(body, containers, into_defs=not module) if containers else ():
         seen[name] = None
+    for name in rebound(body, straight_line(body), {name for name, value in seen.items() if value is not None}):
+        seen[name] = None  # also bound by `with as`, `except as`, `match`, `del`, `:=`, `def`, or `global` elsewhere
     return tuple(seen.items())
 
 

@@ -29,6 +29,7 @@ from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.decorators import RUNNING_DECORATORS, runs_what_it_wraps
+from matrix.pytest_suites.imported import ImportResolver
 from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.markers import ALL_TESTS, MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
@@ -156,6 +157,7 @@ class Collector:
         self.call_memo: CallMemo = {}
         self.modules = ProjectModules(load, self._bases)
         self.ignores: dict[str, ConftestIgnores] = {}
+        self.imported = ImportResolver(self._definitions, self._bases)
 
     # --- files ----------------------------------------------------------------------------------------------
 
@@ -179,6 +181,10 @@ class Collector:
                 result.fixtures = {s.name: s for s in tree.body if isinstance(s, _Function) and _is_fixture(s, analysis.names)}
         self.cache[path] = result
         return result
+
+    def _definitions(self, path: str) -> tuple[ast.Module, ModuleNames] | None:
+        parsed = self.parsed(path)
+        return (parsed.tree, parsed.analysis.names) if parsed is not None and parsed.tree is not None else None
 
     def _bases(self, path: str) -> tuple[str, ...]:
         return sys_path_dirs(path, self.conftests(path), self._exists)
@@ -242,7 +248,7 @@ class Collector:
         module_marks = _marks_of(module_exprs, names)
         tests: list[TestItem] = []
         notes: list[str] = []
-        for found in module_tests(parsed.tree, names, self.config):
+        for found in module_tests(parsed.tree, names, self.config, functools.partial(self.imported, path)):
             node = found.node
             nodeid = f"{path}::{found.name}"
             top = found.classes[0] if found.classes else None
@@ -295,7 +301,7 @@ class Collector:
                 guards=tuple(guards),
                 doubts=tuple(doubts),
                 hidden_id=self._may_have_id(path, parsed, node, exprs, local_exprs),
-                opaque_marks=any(self._opaque(path, parsed, e) for e in (*exprs, *local_exprs)),
+                opaque_marks=found.opaque or any(self._opaque(path, parsed, e) for e in (*exprs, *local_exprs)),
             )
             param = read_parametrize(node.decorator_list, names)
             tests.extend(self._cases(path, parsed, item, param, rules=rules, notes=notes) if param is not None else (item,))

@@ -74,6 +74,7 @@ class Invocation:
     doubts: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
     why_not: str | None = None
+    continue_on_errors: bool = False  # --continue-on-collection-errors
 
 
 _PARSER: list[Any] = []
@@ -188,6 +189,7 @@ def read_invocation(
         confcutdir=_relative(namespace.confcutdir, cwd) if namespace.confcutdir else _confcutdir(config),
         doubts=tuple(doubts),
         assumptions=tuple(assumptions),
+        continue_on_errors=bool(getattr(namespace, "continue_on_collection_errors", False)),
     )
 
 

@@ -10,17 +10,19 @@ doubt, so the audit calls it undetermined instead of guessing.
 from __future__ import annotations
 
 import ast
+import copy
 import fnmatch
 import glob
 import os
 import posixpath
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from matrix.guards.model import ModuleNames, dotted
 from matrix.guards.source import resolve
 from matrix.pytest_suites.config import MAX_DEPTH, MAX_FILES, PytestConfig
+from matrix.pytest_suites.imported import ImportedDef, plain
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 MAX_CLASS_DEPTH = 8
@@ -136,6 +138,8 @@ class FoundTest:
     doubts: tuple[str, ...] = ()
     # Marks applied by assignment after the definition (`test_w = pytest.mark.slow(test_w)`).
     applied: tuple[ast.expr, ...] = ()
+    # Defined in another module with marks or calls not read here: which markers it carries is unknown.
+    opaque: bool = False
 
     @property
     def name(self) -> str:
@@ -147,6 +151,7 @@ class _Module:
     names: ModuleNames
     config: PytestConfig
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    foreign: dict[int, ImportedDef] = field(default_factory=dict)  # imported classes (by id) and their origin
 
 
 def _dunder_test(body: Sequence[ast.stmt]) -> bool | None:
@@ -180,8 +185,12 @@ def _wrapped_mark(value: ast.expr, name: str) -> ast.expr | None:
     return None
 
 
-def module_tests(tree: ast.Module, names: ModuleNames, config: PytestConfig) -> list[FoundTest]:
-    """The tests of a module in pytest's order of definition, with their classes and doubts."""
+Imports = Callable[[ast.ImportFrom], dict[str, ImportedDef] | None]
+
+
+def module_tests(tree: ast.Module, names: ModuleNames, config: PytestConfig, imported: Imports | None = None) -> list[FoundTest]:
+    """The tests of a module in pytest's order of definition, with their classes and doubts (`imported` follows
+    an import of a test function or class, or of a test class's base, to its definition)."""
     # Module-level `__test__ = False` (PyCollector.collect: `if not getattr(self.obj, "__test__", True)`).
     if _dunder_test(tree.body) is False:
         return []
@@ -192,17 +201,17 @@ def module_tests(tree: ast.Module, names: ModuleNames, config: PytestConfig) -> 
         if isinstance(stmt, ast.ClassDef):
             module.classes[stmt.name] = stmt
             found = _class_tests(module, stmt, (), 0)
+            found = [_inherited(module, t) for t in found] if module.foreign else found
         elif isinstance(stmt, _Function):
             found = _function_test(module, stmt, ())
         elif isinstance(stmt, ast.ImportFrom):
             _rebind(stmt, bound)
-            found = _imported_tests(stmt, config)
-            if not found:
-                continue
-            for test in found:
-                if test.node.name not in bound:
-                    order.append(test.node.name)
-                bound[test.node.name] = [replace(test, doubts=(*test.doubts, condition)) if condition else test]
+            defs = imported(stmt) if imported is not None and _may_bind_tests(stmt, config, tree) else None
+            groups = _resolved(module, defs) if defs is not None else [(t.node.name, [t]) for t in _imported_tests(stmt, config)]
+            for key, tests in groups:
+                if key not in bound:
+                    order.append(key)
+                bound[key] = [replace(t, doubts=(*t.doubts, condition)) for t in tests] if condition else tests
             continue
         elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.Delete):
             _rebind(stmt, bound)
@@ -236,8 +245,77 @@ def _imported_tests(stmt: ast.ImportFrom, config: PytestConfig) -> list[FoundTes
             col_offset=stmt.col_offset,
         )
         where = "." * stmt.level + (stmt.module or "")
-        out.append(FoundTest(node=node, doubts=(f"{local} is imported from {where} (line {stmt.lineno}): not read",)))
+        out.append(
+            FoundTest(node=node, doubts=(f"{local} is imported from {where} (line {stmt.lineno}): not read",), opaque=True)
+        )
     return out
+
+
+def _may_bind_tests(stmt: ast.ImportFrom, config: PytestConfig, tree: ast.Module) -> bool:
+    """An import worth following: a star, a test name, or a base of one of the module's classes."""
+    bases = {dotted(b) for c in tree.body if isinstance(c, ast.ClassDef) for b in c.bases}
+    return any(
+        a.name == "*"
+        or matches_name(a.asname or a.name, config.python_functions)
+        or matches_name(a.asname or a.name, config.python_classes)
+        or (a.asname or a.name) in bases
+        for a in stmt.names
+    )
+
+
+def _resolved(module: _Module, defs: dict[str, ImportedDef]) -> list[tuple[str, list[FoundTest]]]:
+    """The tests an import binds, each defined in its own module; an imported class is also a base the module's
+    classes may name."""
+    out: list[tuple[str, list[FoundTest]]] = []
+    for local, imported in defs.items():
+        node = imported.node
+        if isinstance(node, ast.ClassDef):
+            if local != node.name:
+                node = copy.copy(node)
+                node.name = local
+            module.classes[local] = node
+            module.foreign[id(node)] = imported
+            home = _Module(names=imported.names, config=module.config, classes={**imported.classes, local: node})
+            chain = _mro(node, home)
+            found = [_judged(t, imported, (*chain, *t.classes[1:])) for t in _class_tests(home, node, (), 0)]
+        elif matches_name(local, module.config.python_functions) and not _is_fixture(node, imported.names):
+            function = copy.copy(node)
+            function.name = local
+            found = [_judged(FoundTest(node=function), imported, ())]
+        else:
+            continue
+        out.append((local, found))
+    return out
+
+
+def _judged(test: FoundTest, imported: ImportedDef, chain: Sequence[ast.ClassDef]) -> FoundTest:
+    """A test defined in another module: read here when it carries nothing of its own there (see imported.py);
+    otherwise its marks, guards and body are not read, and it is kept with a doubt."""
+    bare = tuple(_bare_class(c) for c in test.classes)
+    if plain(imported, test.node, tuple(chain)):
+        return replace(test, classes=bare)
+    function = copy.copy(test.node)
+    function.decorator_list, function.body = [], [ast.Pass()]
+    doubt = f"{test.node.name} is defined in {imported.origin} with marks, calls or module-level skips not read here"
+    return replace(test, node=function, classes=bare, doubts=(*test.doubts, doubt), opaque=True)
+
+
+def _bare_class(node: ast.ClassDef) -> ast.ClassDef:
+    # Its bases name classes of another module; its marks are judged by `plain`: the collector reads neither.
+    out = copy.copy(node)
+    out.bases, out.decorator_list = [], []
+    out.body = [s for s in node.body if not isinstance(s, ast.Assign | ast.AnnAssign | ast.AugAssign)]
+    return out
+
+
+def _inherited(module: _Module, test: FoundTest) -> FoundTest:
+    """A method a module's class inherits from an imported class: judged as that class's own tests are."""
+    imported = module.foreign.get(id(test.owner)) if test.owner is not None else None
+    if imported is None:
+        return test
+    assert test.owner is not None
+    judged = _judged(replace(test, classes=(test.owner,)), imported, (test.owner,))
+    return replace(judged, classes=test.classes)
 
 
 def _rebind(stmt: ast.Assign | ast.AnnAssign | ast.Delete | ast.ImportFrom, bound: dict[str, list[FoundTest]]) -> None:

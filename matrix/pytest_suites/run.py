@@ -13,8 +13,10 @@ from typing import Any
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.textfiles import OutsideTreeError, SpecialFileError, decode_python, read_text, read_tree_bytes
+from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
-from matrix.pytest_suites.collect import Collector
+from matrix.pytest_suites.collect import Collector, TestFile
+from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors
 from matrix.pytest_suites.config import read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.packs import builtin_packs
@@ -158,8 +160,10 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
     _STATE["collector"] = collector = Collector(load, config, builtin_packs(), markers)
     collector.problem = load.problem
     read = invocations(inputs.root, schedule)
-    _STATE["auditor"] = auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
     paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
+    conftests = unparsed(collector, sorted({c for p in paths for c in collector.conftest_chain(p)}))
+    read = with_collection_errors(read, conftests, collector.conftest_ignores)
+    _STATE["auditor"] = auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
     try:
         if jobs > 1 and len(paths) > 1 and "fork" in multiprocessing.get_all_start_methods():
             # Largest files first so the workers finish together; fork shares the schedule and packs.
@@ -168,9 +172,17 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
                 done = dict(pool.imap_unordered(_audit_path, ordered, chunksize=2))
         else:
             done = dict(_audit_path(p) for p in paths)
+        # A test file that does not parse stops the commands that collect it: audited again with that known (rare).
+        unread = [p for p in paths if any(f.finding.kind is GuardFindingKind.UNPARSABLE for f in done[p].findings)]
+        torn = unparsed(collector, unread)
+        again = with_collection_errors(read, torn, collector.conftest_ignores)
+        if again != read:
+            _STATE["auditor"] = auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, again)
+            done = dict(_audit_path(p) for p in paths)
     finally:
         _STATE.clear()
-    return combine(str(inputs.root), [done[p] for p in paths], schedule, notes=auditor.not_run)
+    broken = [auditor.audit_file(TestFile(path=c.path, tests=(), error=c.why)) for c in conftests]
+    return combine(str(inputs.root), [*(done[p] for p in paths), *broken], schedule, notes=auditor.not_run)
 
 
 def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> tuple[dict[str, ItemOutcome], tuple[str, ...]]:
@@ -181,15 +193,29 @@ def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     collector = Collector(load, config, builtin_packs(), markers)
     collector.problem = load.problem
     read = invocations(inputs.root, schedule)
+    paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
+    chains = sorted({c for p in paths for c in collector.conftest_chain(p)})
+    read = with_collection_errors(read, unparsed(collector, [*chains, *paths]), collector.conftest_ignores)
     auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
     out: dict[str, ItemOutcome] = {}
     broken: list[str] = []
-    for path in discover(inputs.root, config, [a for i in read for a in i.args if i.runs]):
+    for path in paths:
         collected = collector.collect(path)
         if collected.error is not None:
             broken.append(path)
         out.update(auditor.outcomes(collected))
     return out, tuple(broken)
+
+
+def unparsed(collector: Collector, paths: Sequence[str]) -> list[BrokenFile]:
+    """Those of `paths` that are read but do not parse, with the line pytest's error would name."""
+    out: list[BrokenFile] = []
+    for path in paths:
+        parsed = collector.parsed(path)
+        if parsed is not None and parsed.tree is None:
+            error = parsed.analysis.syntax_error or "does not parse"
+            out.append(BrokenFile(path=path, why=f"line {parsed.analysis.error_line}: {error}"))
+    return out
 
 
 def _size(path: Path) -> int:

@@ -103,13 +103,51 @@ def _snippet(kind: str, i: int) -> str:
             f"def test_flavoured_{i}(flavour_{i}):\n    pass\n"
         ),
         "body_skip": f"def test_body_{i}():\n    pytest.skip('not here')\n",
+        # Imported tests (their modules are written by `_companion`).
+        "imported_class": f"from shelf_{i} import TestShelf{i}\n",
+        "imported_star": f"from bulk_{i} import *\n",
+        "imported_base": f"from shelf_{i} import Base{i}\n\n\nclass TestOwn{i}(Base{i}):\n    pass\n",
+        "imported_marked": f"from marked_{i} import test_marked_{i}\n",
+        # A name rebound in a way other than a plain assignment before the guard reads it.
+        "rebound_with": (
+            f"level_{i} = (10, 0)\nwith contextlib.nullcontext((8, 0)) as level_{i}:\n    pass\n\n\n"
+            f"@pytest.mark.skipif(level_{i} < (9, 0), reason='old')\ndef test_with_{i}():\n    pass\n"
+        ),
+        "rebound_walrus": (
+            f"def test_walrus_{i}():\n    level = (10, 0)\n    if (level := (8, 0)) is None:\n        pass\n"
+            "    if level < (9, 0):\n        pytest.skip('old')\n"
+        ),
+        "rebound_match": (
+            f"def test_match_{i}():\n    level = (10, 0)\n    match os.sep:\n        case '/':\n"
+            "            level = (8, 0)\n        case _:\n            pass\n    if level < (9, 0):\n        pytest.skip('old')\n"
+        ),
+        "rebound_cond": (
+            f"def test_cond_cap_{i}():\n    level = torch.cuda.get_device_capability()\n"
+            "    if os.environ.get('PRETEND_OLD'):\n        level = (8, 0)\n    if level < (9, 0):\n        pytest.skip('old')\n"
+        ),
     }[kind]
+
+
+def _companion(kind: str, i: int) -> tuple[str, str] | None:
+    """The module an `imported_*` snippet imports from (name, text), written beside the test file."""
+    shelf = f"class Base{i}:\n    def test_inherited(self):\n        pass\n\n\nclass TestShelf{i}(Base{i}):\n    def test_own(self):\n        pass\n"
+    return {
+        "imported": (f"shared_{i}.py", "def test_shared():\n    pass\n"),
+        "imported_class": (f"shelf_{i}.py", shelf),
+        "imported_base": (f"shelf_{i}.py", shelf),
+        "imported_star": (f"bulk_{i}.py", f"def test_bulk_{i}():\n    pass\n\n\ndef _hidden_{i}():\n    pass\n\n\n{shelf}"),
+        "imported_marked": (
+            f"marked_{i}.py",
+            f"import pytest\n\n\n@pytest.mark.slow\ndef test_marked_{i}():\n    pass\n",
+        ),
+    }.get(kind)
 
 
 KINDS = [
     "plain", "slow", "gpu", "alias", "applied", "cap10", "cap8", "skip", "param", "klass", "inherit", "nested",
     "dunder", "unittest", "cond_true", "cond_false", "class_mark", "check", "checkclass", "dunder_true", "imported",
-    "fixture_param", "body_skip",
+    "fixture_param", "body_skip", "imported_class", "imported_star", "imported_base", "imported_marked",
+    "rebound_with", "rebound_walrus", "rebound_match", "rebound_cond",
 ]  # fmt: skip
 FILES = [
     "tests/test_a.py", "tests/test_ab.py", "tests/sub/test_b.py", "tests/check_c.py", "tests/e_test.py",
@@ -131,6 +169,7 @@ COMMAND_OPTIONS = [
     "--deselect=tests/test_a.py::test_plain_0", "--co", "-k sub", "-m gpu -m slow", "-k x", "-k 'not y'",
     "-o testpaths=other", "--rootdir=tests", "-p no:randomly", "--ignore=tests", "-c tox.ini", "-k Spec",
     "--setup-only", "-k flavoured", "-m 'slow and not gpu'", "--deselect tests/test_a.py::TestBox0",
+    "--continue-on-collection-errors",
 ]  # fmt: skip
 ADDOPTS_ENV = ["-m gpu", "-k cap", "--ignore=tests", "-m 'not gpu'", "--co", "-k 'not plain'"]
 CONFTEST = [
@@ -150,7 +189,10 @@ CONFTEST = [
     "        if 'gpu' in item.keywords:\n            item.add_marker(pytest.mark.skip(reason='no GPU'))",
     "import pytest\nimport torch\n\n\ndef pytest_runtest_setup(item):\n"
     "    if item.get_closest_marker('slow') and torch.cuda.device_count() < 2:\n        pytest.skip('two GPUs')",
+    "import pytest\n\nSETTINGS = (",  # does not parse: a collection error
 ]
+# A test file that does not parse (a collection error for the commands that collect it).
+TORN = "def test_torn(:\n    pass\n"
 
 
 @dataclass
@@ -187,16 +229,18 @@ def cases(draw: st.DrawFn) -> Case:
     counter = 0
     for path in paths:
         kinds = draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=4))
-        parts = ["import unittest\n\nimport pytest\nimport torch\n"]
+        parts = ["import contextlib\nimport os\nimport unittest\n\nimport pytest\nimport torch\n"]
         if draw(st.booleans()) and draw(st.booleans()) and draw(st.booleans()):
             parts.append("__test__ = False\n")
         for kind in kinds:
             parts.append(_snippet(kind, counter))
-            if kind == "imported":
-                folder = path.rpartition("/")[0]
-                case.files[f"{folder}/shared_{counter}.py"] = "def test_shared():\n    pass\n"
+            companion = _companion(kind, counter)
+            if companion is not None:
+                case.files[f"{path.rpartition('/')[0]}/{companion[0]}"] = companion[1]
             counter += 1
         case.files[path] = "\n\n".join(parts)
+        if draw(st.booleans()) and draw(st.booleans()) and draw(st.booleans()):
+            case.files[path] += "\n\n" + TORN
         if draw(st.booleans()) and draw(st.booleans()):
             case.latin1.add(path)
     if draw(st.booleans()):
@@ -204,7 +248,8 @@ def cases(draw: st.DrawFn) -> Case:
         options = {k: draw(st.sampled_from(OPTIONS[k])) for k in chosen}
         case.files.update(_config_file(draw(st.sampled_from(CONFIG_NAMES)), options))
     if draw(st.booleans()) and draw(st.booleans()):
-        case.files["conftest.py"] = draw(st.sampled_from(CONFTEST)) + "\n"
+        where = draw(st.sampled_from(["conftest.py", "conftest.py", "tests/conftest.py", "tests/sub/conftest.py"]))
+        case.files[where] = draw(st.sampled_from(CONFTEST)) + "\n"
     words = ["pytest"]
     path = draw(st.sampled_from(COMMAND_PATHS))
     if path:

@@ -1,0 +1,64 @@
+"""A test file or conftest.py that does not parse: pytest reports a collection error and, without
+`--continue-on-collection-errors`, runs no test of that command; a conftest it loads at startup stops it even with it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from matrix.guards.model import GuardFindingKind
+from matrix.pytest_suites.audit import PytestAuditReport
+from tests.pytest_suites.test_pytest_oracle import Case, check
+
+PLAIN = "def test_{0}():\n    pass\n"
+BROKEN = "import pytest\n\nHOLD = (\n"
+
+TREES = {
+    "sub-conftest": {
+        "tests/test_near.py": PLAIN.format("near"),
+        "tests/deep/test_far.py": PLAIN.format("far"),
+        "tests/deep/conftest.py": BROKEN,
+        "elsewhere/test_apart.py": PLAIN.format("apart"),
+    },
+    "startup-conftest": {
+        "tests/test_near.py": PLAIN.format("near"),
+        "tests/conftest.py": BROKEN,
+        "elsewhere/test_apart.py": PLAIN.format("apart"),
+    },
+    "test-file": {
+        "tests/test_near.py": PLAIN.format("near"),
+        "tests/test_torn.py": "def test_torn(:\n    pass\n",
+        "elsewhere/test_apart.py": PLAIN.format("apart"),
+    },
+}
+COMMANDS = [
+    "pytest",
+    "pytest tests",
+    "pytest tests -k near",
+    "pytest tests --continue-on-collection-errors",
+    "pytest --continue-on-collection-errors",
+    "pytest elsewhere",
+    "pytest tests/test_near.py",
+    "pytest tests/deep/test_far.py --continue-on-collection-errors",
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("tree", sorted(TREES))
+def test_collection_errors_agree_with_pytest(tree: str, command: str, tmp_path: Path, oracle_stub: Path) -> None:
+    if "deep" in command and "tests/deep/test_far.py" not in TREES[tree]:
+        pytest.skip("the command names a file this tree lacks")
+    check(Case(files=TREES[tree], command=command), tmp_path, oracle_stub)
+
+
+def test_a_conftest_that_does_not_parse_is_a_finding_and_its_tests_do_not_run(
+    audit: Callable[..., PytestAuditReport], schedule: Callable[..., str]
+) -> None:
+    report = audit(TREES["sub-conftest"], schedule(("1-gpu-h100", "pytest tests")))
+    (broken,) = report.of_kind(GuardFindingKind.UNPARSABLE)
+    assert broken.finding.scope == "tests/deep/conftest.py"
+    assert "line 3" in broken.finding.message
+    assert any("tests/deep/conftest.py" in a and "runs no test" in a for a in report.assumptions)
+    assert report.scheduled_tests == 0
