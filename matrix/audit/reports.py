@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Protocol
 from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import OutputError, UsageError
 from matrix.core.finding import Finding, Severity
+from matrix.core.junit import MESSAGE_LIMIT, escape, outcome, quoteattr
 from matrix.core.output import bounded_markdown, md_code, md_details, md_text, text_line
 from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, in_progress_document, write_report
 
@@ -125,41 +125,7 @@ def render_markdown(report: Report) -> str:
 
 
 _SUITE = "specmatrix"
-_MESSAGE_LIMIT = 1000
 _FAILING = {CellStatus.FAILED: "failure", CellStatus.ERROR: "error", CellStatus.CRASHED: "error", CellStatus.NOT_RUN: "error"}
-# XML 1.0 allows tab, LF, CR and U+0020 upwards, minus surrogates and U+FFFE/U+FFFF: anything else (a control
-# character in a failure message, a lone surrogate in a skip reason) makes the whole file unreadable to JUnit
-# parsers, so it is written as a visible `\xNN` / `\uNNNN` escape instead. Spelled as the (small) set of invalid
-# characters rather than the negated valid ranges: the same set, compiled in well under 1 ms instead of about 7 ms
-# in every process that loads the audit.
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def xml_safe(text: str) -> str:
-    """Text with every character XML 1.0 cannot carry replaced by its escape."""
-    return _XML_INVALID.sub(_visible, text)
-
-
-def escape(text: str) -> str:
-    # Imported here, not at the top: xml.sax.saxutils pulls in urllib.request and http.client (about 8 ms), and
-    # every engaged pytest process (each xdist worker too) imports this module, while only the one writing the
-    # report calls it.
-    from xml.sax import saxutils
-
-    return saxutils.escape(xml_safe(text))
-
-
-def quoteattr(text: str) -> str:
-    from xml.sax import saxutils
-
-    return saxutils.quoteattr(xml_safe(text))
-
-
 _OUTSIDE_FAILING = {"failed": "failure", "error": "error", "crashed": "error", "not-run": "error"}
 
 
@@ -180,26 +146,21 @@ def _case(nodeid: str, seconds: float, body: str = "") -> str:
     return f"    <testcase {attrs}>{body}</testcase>" if body else f"    <testcase {attrs} />"
 
 
-def _outcome(tag: str, kind: str, message: str) -> str:
-    """<failure>/<error> with the message as attribute (clipped) and as text (whole)."""
-    return f"<{tag} type={quoteattr(kind)} message={quoteattr(message[:_MESSAGE_LIMIT])}>{escape(message)}</{tag}>"
-
-
 def _skipped(message: str) -> str:
-    return f'<skipped type="pytest.skip" message={quoteattr(message[:_MESSAGE_LIMIT])} />'
+    return f'<skipped type="pytest.skip" message={quoteattr(message[:MESSAGE_LIMIT])} />'
 
 
 def _cell_body(cell: CellResult, finding: Finding | None) -> tuple[str, str | None]:
     status = cell.status
     if status is CellStatus.SKIPPED_UNEXPECTED:
         text = f"unexpected skip: {cell.skip_reason or 'no reason given'} ({cell.reason})"
-        return _outcome("failure", "unexpected-skip", text), "failures"
+        return outcome("failure", "unexpected-skip", text), "failures"
     if status is CellStatus.SKIPPED_EXPECTED:
         return _skipped(cell.skip_reason or cell.reason), "skipped"
     tag = _FAILING.get(status)
     if tag is not None:
         text = finding.message if finding is not None else (cell.message or status.value)
-        return _outcome(tag, status.value, text), ("failures" if tag == "failure" else "errors")
+        return outcome(tag, status.value, text), ("failures" if tag == "failure" else "errors")
     if finding is not None:
         return f"<system-out>{escape('warning: ' + finding.message)}</system-out>", None
     return "", None
@@ -207,18 +168,18 @@ def _cell_body(cell: CellResult, finding: Finding | None) -> tuple[str, str | No
 
 def _outside_body(result: OutsideResult, finding: Finding | None) -> tuple[str, str | None]:
     if finding is not None:
-        return _outcome("failure", finding.kind, finding.message), "failures"
+        return outcome("failure", finding.kind, finding.message), "failures"
     if result.status in ("skipped", "xfailed"):
         return _skipped(result.skip_reason or result.status), "skipped"
     tag = _OUTSIDE_FAILING.get(result.status)
     if tag is not None:
-        return _outcome(tag, result.status, result.status), ("failures" if tag == "failure" else "errors")
+        return outcome(tag, result.status, result.status), ("failures" if tag == "failure" else "errors")
     return "", None
 
 
 def _allowlist_body(finding: Finding) -> tuple[str, str | None]:
     if finding.severity is Severity.ERROR:
-        return _outcome("failure", finding.kind, finding.message), "failures"
+        return outcome("failure", finding.kind, finding.message), "failures"
     return f"<system-out>{escape('warning: ' + finding.message)}</system-out>", None
 
 

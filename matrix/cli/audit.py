@@ -77,6 +77,9 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
     if args.format == "sarif":
         print(emit.sarif(everything, tool=Tool.AUDIT, prefix=None))
         return code
+    if args.format == "junit":
+        print(emit.junit(everything, tool=Tool.AUDIT, root="", prefix=None))
+        return code
     if args.format == "md":
         print("\n".join(render_markdown(replace(report, findings=found)) for _, report, found in judged), end="")
         return code

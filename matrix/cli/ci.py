@@ -271,13 +271,14 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     if args.format == "md":
         print(files["summary.md"].decode(), end="")
         return code
-    if args.format in ("github", "sarif"):
+    if args.format in ("github", "sarif", "junit"):
         found = result.findings
-        print(
-            emit.github(found, root="", prefix=None)
-            if args.format == "github"
-            else emit.sarif(found, tool=Tool.COVERAGE, prefix=None)
-        )
+        if args.format == "github":
+            print(emit.github(found, root="", prefix=None))
+        elif args.format == "sarif":
+            print(emit.sarif(found, tool=Tool.COVERAGE, prefix=None))
+        else:
+            print(emit.junit(found, tool=Tool.COVERAGE, root="", prefix=None))
         return code
     for finding in result.errors:
         print(text_line(f"{finding.kind}: {finding.message}"))

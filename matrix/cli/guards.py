@@ -140,6 +140,8 @@ def render(
         return emit.github(result.shown, root=report.root, prefix=prefix)
     if fmt == "sarif":
         return emit.sarif(result.shown, tool=Tool.GUARDS, prefix=prefix, help_uri=help_uri)
+    if fmt == "junit":
+        return emit.junit(result.shown, tool=Tool.GUARDS, root=report.root, prefix=prefix)
     return to_text(report, result, status=status)
 
 
@@ -196,8 +198,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
         intent=MatrixIntent.from_paths(options.matrix_path, args.tested_by),
     )
-    if args.format == "sarif":  # the only output that carries fingerprints; thousands of findings otherwise
-        report = replace(report, findings=stamped(report.findings, prefix))
+    report = replace(report, findings=stamped(report.findings, prefix))
     wrote: str | None = None
     if args.write_baseline is not None:
         written = write_gate_baseline(args.write_baseline, report.findings, prefix)

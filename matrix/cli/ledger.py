@@ -132,6 +132,8 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         text = to_github(report, prefix)
     elif fmt == "sarif":
         text = emit.sarif(report.findings, tool=Tool.LEDGER, prefix=prefix)
+    elif fmt == "junit":
+        text = emit.junit(report.findings, tool=Tool.LEDGER, root=report.root, prefix=prefix)
     else:
         text = {"text": to_text, "json": to_json, "md": to_markdown}[fmt](report)
     print(text.rstrip("\n"))

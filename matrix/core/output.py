@@ -22,7 +22,7 @@ from typing import Any
 from matrix.core.finding import Finding, KindSpec, Severity, Tool, kinds_of, spec_of
 
 # What every command that reports findings prints with --format (the same set everywhere).
-FINDING_FORMATS = ("text", "json", "md", "github", "sarif")
+FINDING_FORMATS = ("text", "json", "md", "github", "sarif", "junit")
 
 # C0 and C1 controls, DEL, the line and paragraph separators and the bidi overrides: shown as escapes, never raw.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")

@@ -149,9 +149,7 @@ def to_json_doc(
         "runners": list(report.runners),
         "counts": {k.value: v for k, v in report.counts().items()},
         "exit_code": exit_code if exit_code is not None else report.exit_code if gate is None else gate.exit_code,
-        "findings": [{**finding_fields(f), "failing": f.failing, "severity": f.severity.value} for f in report.findings]
-        if findings
-        else None,
+        "findings": [_finding_doc(f) for f in report.findings] if findings else None,
     }
     if gate is not None and gate.with_baseline:
         doc["baseline"] = baseline_doc(gate)
@@ -170,8 +168,12 @@ def to_json(report: GuardReport, gate: Gate | None = None, *, exit_code: int | N
     return "{\n  " + ",\n  ".join(parts) + "\n}"
 
 
-# A finding's entry in the report (`to_json_doc`): its `finding_fields`, then these two.
-_REPORT_FIELDS = ("kind", "path", "line", "test", "runners", "guard", "reason", "hint", "failing", "severity")
+# A finding's entry in the report (`to_json_doc`): its `finding_fields`, then these three.
+_REPORT_FIELDS = ("kind", "path", "line", "test", "runners", "guard", "reason", "hint", "failing", "severity", "fingerprint")
+
+
+def _finding_doc(f: Finding) -> dict[str, Any]:
+    return {**finding_fields(f), "failing": f.failing, "severity": f.severity.value, "fingerprint": f.fingerprint}
 
 
 def findings_json(findings: tuple[Finding, ...], literal: Callable[[str], str]) -> str:
@@ -182,7 +184,7 @@ def findings_json(findings: tuple[Finding, ...], literal: Callable[[str], str]) 
     that is not a `str`), or a `finding_fields` that grew a field, is written the general way."""
     if not findings:
         return "[]"
-    laid_out = (*finding_fields(findings[0]), "failing", "severity") == _REPORT_FIELDS
+    laid_out = tuple(_finding_doc(findings[0])) == _REPORT_FIELDS
     kinds: dict[tuple[Tool, str, Severity], tuple[str, bool, str]] = {}
     items = []
     for f in findings:
@@ -198,9 +200,10 @@ def findings_json(findings: tuple[Finding, ...], literal: Callable[[str], str]) 
             and type(f.source) is str
             and type(f.message) is str
             and type(f.hint) is str
+            and type(f.fingerprint) is str
             and type(runners) is tuple
         ):
-            entry = {**finding_fields(f), "failing": f.failing, "severity": f.severity.value}
+            entry = _finding_doc(f)
             items.append(nested(dumps_indented(entry), 2))
             continue
         facts = kinds.get((f.tool, kind, f.severity))
@@ -211,7 +214,8 @@ def findings_json(findings: tuple[Finding, ...], literal: Callable[[str], str]) 
             f'{{\n      "kind": {facts[0]},\n      "path": {literal(f.path)},\n      "line": {int.__repr__(f.line)},'
             f'\n      "test": {literal(f.subject or f.path)},\n      "runners": {shown},\n      "guard": {literal(f.source)},'
             f'\n      "reason": {literal(f.message)},\n      "hint": {literal(f.hint)},'
-            f'\n      "failing": {"true" if facts[1] and not f.accepted_by else "false"},\n      "severity": {facts[2]}\n    }}'
+            f'\n      "failing": {"true" if facts[1] and not f.accepted_by else "false"},\n      "severity": {facts[2]},'
+            f'\n      "fingerprint": {literal(f.fingerprint)}\n    }}'
         )
     return "[\n    " + ",\n    ".join(items) + "\n  ]"
 

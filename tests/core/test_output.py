@@ -242,7 +242,7 @@ def test_annotation_escaping_per_the_toolkit() -> None:
 
 
 def test_sarif_document_shape(tmp_path: Path) -> None:
-    finding = Finding(tool=Tool.GUARDS, kind="silent-skip", severity=Severity.ERROR, subject="t", message="m", path="a b.py")
+    finding = Finding(tool=Tool.GUARDS, kind="silent-skip", subject="t", message="m", path="a b.py")
     doc = sarif_document([finding], tool=Tool.GUARDS, prefix="test/reg", version="1", help_uri="https://example.org/h")
     run = doc["runs"][0]
     # From the repository root, with no base id: code scanning resolves the URI against the checkout as it is.
