@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from matrix.cli.options import add_output_options
+from matrix.cli.options import add_output_options, add_table_option
 from matrix.core import emit
 from matrix.core.atomic import ensure_dir, refuse_input_targets, same_file, write_bytes_atomic, write_text_atomic
 from matrix.core.baseline import stamped
@@ -38,11 +38,7 @@ DURATIONS_HELP = "measured reports whose cell durations replace the cost table (
 
 def register(sub: Any) -> None:
     p = sub.add_parser("shard", help="split the cells a runner must run into CI jobs (GitHub matrix or JSON plan)")
-    p.add_argument(
-        "--runner",
-        metavar="NAME",
-        help="runner profile the jobs run on (default: auto, the profile this machine satisfies; or $SPECMATRIX_RUNNER)",
-    )
+    add_table_option(p, "runner", note="the profile the jobs run on")
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--shards", type=int, metavar="N", help="number of jobs (no default: give --shards or --budget)")
     size.add_argument(

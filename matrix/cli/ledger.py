@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.audit.findings import parse_allowlist
-from matrix.cli.options import add_allowlist_option, add_deprecated_path, add_output_options, add_summary_option
+from matrix.cli.options import add_allowlist_option, add_deprecated_path, add_output_options, add_summary_option, add_table_option
 from matrix.core import emit
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
 from matrix.core.baseline import Baseline, read_baseline, stamped
@@ -49,9 +49,7 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="the registered suite, e.g. test/registered (default: none; required unless --install-hook/--uninstall-hook)",
     )
-    p.add_argument(
-        "--runner", help="runner profile the ledgers come from, or 'auto' (from each process's recorded machine; default: auto)"
-    )
+    add_table_option(p, "runner", note="the profile the ledgers come from; auto: each process's recorded machine")
     p.add_argument(
         "--baseline",
         type=Path,

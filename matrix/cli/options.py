@@ -1,4 +1,5 @@
-"""The command-line names every command shares, declared once: `--format`, `--output`, `--allowlist`.
+"""The command-line names every command shares, declared once: `--format`, `--output`, and each command's rows of
+the option table (`--runner`, `--allowlist`: `add_table_option`).
 
 `--format json` prints JSON on stdout and `--output FILE` writes what would be printed to FILE (atomically), in
 every command that prints a result. Older spellings keep working and say once, on stderr, what replaces them
@@ -12,9 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from matrix.core.option_table import BY_NAME, OptionKind
 from matrix.core.options import warn_deprecated
-
-ALLOWLIST_HELP = "allowlist TOML ([[allow]] test, reason, expires, link) (default: [tool.specmatrix] allowlist, else none)"
 
 
 def _set_format(parser: argparse.ArgumentParser, ns: argparse.Namespace, dest: str, value: str, option: str) -> None:
@@ -94,9 +94,23 @@ def add_output_options(
     )
 
 
+def add_table_option(p: argparse.ArgumentParser, name: str, *, note: str = "") -> None:
+    """One row of the option table (`matrix.core.option_table`) on one command: flag, dest, metavar, type and help
+    all from the row; `note` says what the option means for this command, after the row's help."""
+    spec = BY_NAME[name]
+    p.add_argument(
+        spec.flag,
+        dest=spec.name,
+        type=Path if spec.kind in (OptionKind.PATH, OptionKind.PATHS) else str,
+        action="append" if spec.kind.accumulates else "store",
+        metavar=spec.metavar,
+        help=f"{spec.help}; {note}" if note else spec.help,
+    )
+
+
 def add_allowlist_option(p: argparse.ArgumentParser, *, old: str = "") -> None:
     """`--allowlist FILE` (the cascade's `allowlist`); `old` keeps an earlier spelling working."""
-    p.add_argument("--allowlist", type=Path, metavar="FILE", help=ALLOWLIST_HELP)
+    add_table_option(p, "allowlist")
     if old:
         p.add_argument(old, dest="allowlist", type=Path, action=_DeprecatedValue, help=argparse.SUPPRESS)
 
