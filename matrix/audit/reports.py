@@ -13,7 +13,7 @@ import datetime as dt
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -21,8 +21,9 @@ from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import OutputError, UsageError
 from matrix.core.finding import Finding, Severity
 from matrix.core.junit import MESSAGE_LIMIT, escape, outcome, quoteattr
-from matrix.core.output import bounded_markdown, md_code, md_details, md_text, text_line
+from matrix.core.output import md_code, md_text, text_line
 from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, in_progress_document, write_report
+from matrix.core.writers import Block, Column, Style, Table, markdown_summary
 
 FINDING_LIMIT = 50
 
@@ -89,31 +90,61 @@ def verdict(report: Report) -> str:
     return f"{word} ({errors} error(s), {warnings} warning(s))"
 
 
+def _severity_word(f: Finding) -> str:
+    return "**error**" if f.severity is Severity.ERROR else "warning"
+
+
 def render_markdown(report: Report) -> str:
-    lines = [f"## specmatrix skip audit: {verdict(report)}", "", _runner_line(report), ""]
+    head = [f"## specmatrix skip audit: {verdict(report)}", "", _runner_line(report), ""]
     by_nodeid = {c.nodeid: c for c in report.cells}
-    unexpected = [f for f in report.findings if f.kind == FindingKind.UNEXPECTED_SKIP]
-    if unexpected:
-        table = ["| Test | Skip reason | Must run because |", "|---|---|---|"]
-        for f in unexpected[:ROW_LIMIT]:
-            cell = by_nodeid.get(f.subject)
-            skip = cell.skip_reason if cell is not None and cell.skip_reason else "-"
-            must = cell.reason.removeprefix("must run: ") if cell is not None else f.message
-            table.append(f"| {md_code(f.subject)} | {md_text(skip)} | {md_text(must)} |")
-        if len(unexpected) > ROW_LIMIT:
-            table.append(f"| … and {len(unexpected) - ROW_LIMIT} more (see the JSON report) | | |")
-        lines += [f"### Unexpected skips ({len(unexpected)})", "", *md_details(_ROWS.format(n=len(unexpected)), table), ""]
-    others = [f for f in report.findings if f.kind != FindingKind.UNEXPECTED_SKIP]
-    if others:
-        table = ["| Severity | Kind | Subject | Detail |", "|---|---|---|---|"]
-        for f in others[:ROW_LIMIT]:
-            sev = "**error**" if f.severity is Severity.ERROR else "warning"
-            table.append(f"| {sev} | {f.kind} | {md_code(f.subject)} | {md_text(f.message)} |")
-        if len(others) > ROW_LIMIT:
-            table.append(f"| … | | {len(others) - ROW_LIMIT} more (see the JSON report) | |")
-        lines += [f"### Other findings ({len(others)})", "", *md_details(_ROWS.format(n=len(others)), table), ""]
+
+    def skip(f: Finding) -> str:
+        cell = by_nodeid.get(f.subject)
+        return cell.skip_reason if cell is not None and cell.skip_reason else "-"
+
+    def must(f: Finding) -> str:
+        cell = by_nodeid.get(f.subject)
+        return cell.reason.removeprefix("must run: ") if cell is not None else f.message
+
+    subject = Column(header="", value=lambda f: f.subject, style=Style.CODE)
+    unexpected_table = Table(
+        columns=(
+            replace(subject, header="Test"),
+            Column(header="Skip reason", value=skip),
+            Column(header="Must run because", value=must),
+        ),
+        limit=ROW_LIMIT,
+        more=lambda n: f"| … and {n} more (see the JSON report) | | |",
+    )
+    others_table = Table(
+        columns=(
+            Column(
+                header="Severity", value=lambda f: "**error**" if f.severity is Severity.ERROR else "warning", style=Style.RAW
+            ),
+            Column(header="Kind", value=lambda f: f.kind, style=Style.RAW),
+            replace(subject, header="Subject"),
+            Column(header="Detail", value=lambda f: f.message),
+        ),
+        limit=ROW_LIMIT,
+        more=lambda n: f"| … | | {n} more (see the JSON report) | |",
+    )
+    blocks = []
+    for title, table, found in (
+        ("Unexpected skips", unexpected_table, [f for f in report.findings if f.kind == FindingKind.UNEXPECTED_SKIP]),
+        ("Other findings", others_table, [f for f in report.findings if f.kind != FindingKind.UNEXPECTED_SKIP]),
+    ):
+        if found:
+            blocks.append(
+                Block(
+                    heading=f"### {title} ({len(found)})",
+                    summary=_ROWS.format(n=len(found)),
+                    table=table,
+                    findings=found,
+                    gap=True,
+                )
+            )
     counts = report.counts
-    lines += ["### Counts", "", "| Status | Items |", "|---|---:|"]
+    lines = ["### Counts", "", "| Status | Items |", "|---|---:|"]
     lines += [f"| {s.value} | {counts[s.value]} |" for s in CellStatus]
     lines += [f"| **planned** | **{report.planned}** |", ""]
     if report.outside:
@@ -121,7 +152,7 @@ def render_markdown(report: Report) -> str:
         allowed = sum(1 for o in report.outside if o.allowed_by)
         shown = md_text(", ".join(f"{n} {s}" for s, n in sorted(outside.items())))
         lines += [f"Outside the matrix: {len(report.outside)} test(s): {shown}; {allowed} skip(s) allowlisted.", ""]
-    return bounded_markdown(lines) + "\n"
+    return markdown_summary(head, blocks, lines) + "\n"
 
 
 _SUITE = "specmatrix"

@@ -21,11 +21,12 @@ from matrix.core.jsonio import dumps_indented, dumps_strict
 from matrix.core.machine import AUTO, find_runner
 from matrix.core.model import Outcome, RunnerProfile
 from matrix.core.options import Options, load
-from matrix.core.output import FINDING_FORMATS, text_line
+from matrix.core.output import FINDING_FORMATS
 from matrix.core.planning import Plan, plan_for
 from matrix.core.report import read_report
 from matrix.core.selectors import select
 from matrix.core.textfiles import read_text
+from matrix.core.writers import View, text_report
 from matrix.coverage.merge import ReportSource, merge
 from matrix.coverage.views import coverage_document, coverage_markdown
 from matrix.register.modules import DEFAULT_STAGE, GeneratedModule, generate
@@ -276,10 +277,12 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
         else:
             print(emit.junit(found, tool=Tool.COVERAGE, root="", prefix=None))
         return code
-    for finding in result.errors:
-        print(text_line(f"{finding.kind}: {finding.message}"))
-    print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")
+    summary = f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md"
+    print(text_report(COVERAGE_TEXT, result.errors, tail=[summary]))
     return code
+
+
+COVERAGE_TEXT = View(tool=Tool.COVERAGE, lines=lambda f: [f"{f.kind}: {f.message}"])
 
 
 def cmd_register(args: argparse.Namespace, options: Options) -> int:

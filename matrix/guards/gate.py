@@ -27,7 +27,8 @@ from matrix.core.gate import Gate, baseline_doc, entry_lines, error_keys, gate_l
 from matrix.core.gate import gate as gate_findings
 from matrix.core.gate import status_line as gate_status
 from matrix.core.jsonio import dumps_indented, nested, string_literals
-from matrix.core.output import bounded_markdown, kind_sections, md_code, md_details, md_text, text_lines
+from matrix.core.output import md_code, md_text
+from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields
 
 __all__ = [  # the baseline's names, where callers of the guard audit have always found them
@@ -128,11 +129,9 @@ def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None
         lines.append(f"    why: {f.message}")
         return lines + ([f"    fix: {f.hint}"] if f.hint else [])
 
-    lines = kind_sections(shown, Tool.GUARDS, ORDER, lines_of)
-    lines += entry_lines(gate)
-    lines += (summary_line(report, with_exit=False) + _gate_line(report, gate)).split("\n")
-    lines.append(status or status_line(report, gate))
-    return text_lines(lines)
+    tail = [*entry_lines(gate), *(summary_line(report, with_exit=False) + _gate_line(report, gate)).split("\n")]
+    tail.append(status or status_line(report, gate))
+    return text_report(View(tool=Tool.GUARDS, lines=lines_of, order=ORDER), shown, tail=tail)
 
 
 def to_json_doc(
@@ -243,22 +242,22 @@ def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int
     kinds = [k for k in ORDER if any(f.kind == k for f in shown)]
     # Stay under MD_MAX_LINES whatever the tree: each kind's block costs 7 lines plus its rows.
     room = MD_MAX_LINES - len(lines) - 4 - 8 * len(kinds)
-    per_kind = max(1, min(MD_ROWS_PER_KIND, room // max(1, len(kinds))))
+    table = Table(
+        columns=(
+            Column(header="where", value=lambda f: f"{shown_path(report, f)}:{f.line}", style=Style.CODE),
+            Column(header="test", value=lambda f: f.scope, style=Style.CODE, limit=120),
+            Column(header="runners", value=lambda f: ", ".join(f.runners)),
+            Column(header="why", value=lambda f: f.hint or f.message, limit=300),
+        ),
+        limit=max(1, min(MD_ROWS_PER_KIND, room // max(1, len(kinds)))),
+        more=lambda n: f"| ... | {n} more (see the annotations or --format text) | | |",
+    )
+    blocks = []
     for kind in kinds:
         found = [f for f in shown if f.kind == kind]
-        table = ["| where | test | runners | why |", "|---|---|---|---|"]
-        table += [
-            f"| {md_code(f'{shown_path(report, f)}:{f.line}')} | {md_code(f.scope, 120)} | "
-            f"{md_text(', '.join(f.runners))} | {md_text(f.hint or f.message, 300)} |"
-            for f in found[:per_kind]
-        ]
-        if len(found) > per_kind:
-            table.append(f"| ... | {len(found) - per_kind} more (see the annotations or --format text) | | |")
-        lines += md_details(f"{md_text(title(kind))}: {len(found)}", table)
-    lines.append("")
+        blocks.append(Block(summary=f"{md_text(title(kind))}: {len(found)}", table=table, findings=found))
+    tail = [""]
     if gate is not None and (gate.with_baseline or gate.hidden):
-        lines.append(md_text(_gate_line(report, gate).strip()))
-        lines.append("")
+        tail += [md_text(_gate_line(report, gate).strip()), ""]
     verdict = "**fails**" if exit_code else "passes"
-    lines.append(f"The audit {verdict} (exit {exit_code}).")
-    return bounded_markdown(lines)
+    return markdown_summary(lines, blocks, [*tail, f"The audit {verdict} (exit {exit_code})."])

@@ -195,9 +195,17 @@ def test_json_writers(writer: str, name: str, s: str) -> None:
     assert "\n::" not in out
 
 
+JUNIT_WRITERS: dict[str, Callable[[str], str]] = {
+    "plugin junit": lambda s: render_junit(audit_report(s)),
+    "guards junit": guards("junit"),
+}
+
+
+@pytest.mark.parametrize("writer", JUNIT_WRITERS)
 @pytest.mark.parametrize(("name", "s"), CASES, ids=IDS)
-def test_junit_is_well_formed(name: str, s: str) -> None:
-    ET.fromstring(render_junit(audit_report(s)))
+def test_junit_is_well_formed(writer: str, name: str, s: str) -> None:
+    root = ET.fromstring(JUNIT_WRITERS[writer](s))
+    assert root.tag == "testsuites" and root.findall(".//testcase")
 
 
 @pytest.mark.parametrize(("name", "s"), CASES, ids=IDS)
