@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from matrix.cli.options import add_output_options, add_table_option
+from matrix.cli.options import add_output_options, add_table_option, add_workflow_options
 from matrix.core import emit
 from matrix.core.atomic import ensure_dir, refuse_input_targets, same_file, write_bytes_atomic, write_text_atomic
 from matrix.core.baseline import stamped
@@ -113,17 +113,12 @@ def register(sub: Any) -> None:
         help="only cells this selector keeps, e.g. 'draft-*', repeatable (default: every cell expected to RUN)",
     )
     p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
-    wf = p.add_mutually_exclusive_group()
-    wf.add_argument(
-        "--workflows",
-        type=Path,
-        metavar="DIR",
-        help=(
-            "repository root (or its .github/workflows) whose CI must run each module; a module no scheduled job runs "
-            "on its runner is left out, with the reason (default: the nearest .github/workflows at or above --out)"
-        ),
+    add_workflow_options(
+        p,
+        read="repository root (or its .github/workflows) whose CI must run each module; a module no scheduled job runs "
+        "on its runner is left out, with the reason (default: the nearest .github/workflows at or above --out)",
+        skip="write every runner config's module, scheduled or not",
     )
-    wf.add_argument("--no-workflows", action="store_true", help="write every runner config's module, scheduled or not")
     add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_register)
 

@@ -121,6 +121,19 @@ def add_deprecated_path(p: argparse.ArgumentParser, old: str, dest: str, *, key:
     p.add_argument(old, dest=dest, type=Path, action=action, key=key or f"{old} FILE", metavar="FILE", help=argparse.SUPPRESS)
 
 
+def add_workflow_options(p: argparse.ArgumentParser, *, read: str, skip: str) -> None:
+    """`--workflows DIR` or `--no-workflows` (one of them): `read` says what the workflows decide for this command,
+    `skip` what leaving them out does."""
+    wf = p.add_mutually_exclusive_group()
+    wf.add_argument("--workflows", type=Path, metavar="DIR", help=read)
+    wf.add_argument("--no-workflows", action="store_true", help=skip)
+
+
+def add_suite_map_option(p: argparse.ArgumentParser, *, default: str) -> None:
+    """`--suite-map FILE`: the TOML [suite] table mapping sglang suites to runner profiles."""
+    p.add_argument("--suite-map", type=Path, metavar="FILE", help=f"TOML [suite] table mapping {default}")
+
+
 def add_summary_option(p: argparse.ArgumentParser) -> None:
     """`--summary FILE`: append a Markdown job summary (GitHub's `$GITHUB_STEP_SUMMARY` keeps earlier steps')."""
     p.add_argument(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ import pytest
 from matrix.cli.main import main
 from matrix.core.finding import Finding, Tool, kinds_of
 from matrix.core.junit import junit
-from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, write_report
+from matrix.core.report import write_report
+from tests.core.test_escaping import audit_report
 
 REPO = Path(__file__).resolve().parents[2]
 COUNTS = ("tests", "failures", "errors", "skipped")
@@ -103,26 +105,9 @@ def test_pytest_audit_junit(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
 
 
 def _report(tmp_path: Path) -> Path:
-    cell = CellResult(
-        nodeid="tests/test_a.py::test_a[c1]",
-        cell="c1",
-        test="test_a",
-        expected="run",
-        rule=None,
-        reason="must run: always",
-        status=CellStatus.SKIPPED_UNEXPECTED,
-        skip_reason="flaky",
-    )
-    report = Report(
-        matrix="frozen-kv-mtp-draft-attention",
-        runner=RunnerInfo(name="cpu", gpus=0, capability=None),
-        versions={},
-        detection_overridden=False,
-        created="2026-01-01T00:00:00+00:00",
-        cells=(cell,),
-    )
-    path = tmp_path / "cpu.json"
-    write_report(report, path)
+    """A run report with one unexpected skip (the escaping tests' report), judged against the built-in matrix."""
+    path = tmp_path / "run.json"
+    write_report(replace(audit_report("flaky"), matrix="frozen-kv-mtp-draft-attention"), path)
     return path
 
 
