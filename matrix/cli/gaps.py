@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
+from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_OK, UsageError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.finding import Tool
@@ -64,7 +65,7 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
         for cell_id, exp in expectations(loaded.matrix, profile, versions).items():
             if exp.outcome is Outcome.RUN:
                 elsewhere.setdefault(cell_id, []).append(name)
-    findings = untested_cells(loaded.matrix.cells, {n: p.expectations for n, p in plans.items()}, elsewhere)
+    findings = stamped(untested_cells(loaded.matrix.cells, {n: p.expectations for n, p in plans.items()}, elsewhere), "")
     if args.format == "json":
         doc = {
             "schema": SCHEMA,
