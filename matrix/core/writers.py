@@ -9,12 +9,12 @@ and the size bound of a job summary.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from matrix.core.finding import Finding, Tool
-from matrix.core.output import bounded_markdown, kind_sections, md_code, md_details, md_text, text_lines
+from matrix.core.finding import Finding, Tool, spec_of
+from matrix.core.output import bounded_markdown, md_code, md_text, text_lines
 
 
 class Style(StrEnum):
@@ -59,6 +59,32 @@ class View:
     tool: Tool
     lines: Callable[[Finding], list[str]]  # one finding's lines
     order: tuple[str, ...] = ()  # kinds grouped under their titles in this order; empty: one list in the order given
+
+
+def kind_sections(
+    findings: Iterable[Finding], tool: Tool, order: Sequence[str], lines_of: Callable[[Finding], list[str]]
+) -> list[str]:
+    """Findings grouped by kind in `order`: a `== TITLE: N` heading (the kind's `KindSpec.title`), each finding's
+    lines as `lines_of` words them, then a blank line. The one grouped text layout every audit's text output uses."""
+    by_kind: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_kind.setdefault(f.kind, []).append(f)
+    lines: list[str] = []
+    for kind in order:
+        found = by_kind.get(kind)
+        if not found:
+            continue
+        lines.append(f"== {spec_of(tool, kind).title}: {len(found)}")
+        for f in found:
+            lines += lines_of(f)
+        lines.append("")
+    return lines
+
+
+def md_details(summary: str, body: Sequence[str]) -> list[str]:
+    """A collapsed block (`summary` is Markdown already escaped): a step summary keeps its verdict and counts on the
+    page and each table one click away. The one block layout every audit's Markdown uses."""
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
 
 
 def text_report(view: View, findings: Sequence[Finding], *, head: Sequence[str] = (), tail: Sequence[str] = ()) -> str:
