@@ -26,7 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 B200 = {"source": "SPECMATRIX_DETECT", "gpus": 4, "capability": [10, 0], "name": "NVIDIA B200"}
-FORMATS = ("text", "json", "md", "github", "sarif")
+FORMATS = ("text", "json", "md", "github", "sarif", "junit")
 
 
 def ledger_text() -> str:

@@ -11,18 +11,19 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import OutputError, UsageError
 from matrix.core.finding import Finding, Severity
-from matrix.core.output import bounded_markdown, md_code, md_details, md_text, text_line
+from matrix.core.junit import MESSAGE_LIMIT, escape, outcome, quoteattr
+from matrix.core.output import md_code, md_text, text_line
 from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, in_progress_document, write_report
+from matrix.core.writers import Block, Column, Style, Table, markdown_summary
 
 FINDING_LIMIT = 50
 
@@ -89,31 +90,61 @@ def verdict(report: Report) -> str:
     return f"{word} ({errors} error(s), {warnings} warning(s))"
 
 
+def _severity_word(f: Finding) -> str:
+    return "**error**" if f.severity is Severity.ERROR else "warning"
+
+
 def render_markdown(report: Report) -> str:
-    lines = [f"## specmatrix skip audit: {verdict(report)}", "", _runner_line(report), ""]
+    head = [f"## specmatrix skip audit: {verdict(report)}", "", _runner_line(report), ""]
     by_nodeid = {c.nodeid: c for c in report.cells}
-    unexpected = [f for f in report.findings if f.kind == FindingKind.UNEXPECTED_SKIP]
-    if unexpected:
-        table = ["| Test | Skip reason | Must run because |", "|---|---|---|"]
-        for f in unexpected[:ROW_LIMIT]:
-            cell = by_nodeid.get(f.subject)
-            skip = cell.skip_reason if cell is not None and cell.skip_reason else "-"
-            must = cell.reason.removeprefix("must run: ") if cell is not None else f.message
-            table.append(f"| {md_code(f.subject)} | {md_text(skip)} | {md_text(must)} |")
-        if len(unexpected) > ROW_LIMIT:
-            table.append(f"| … and {len(unexpected) - ROW_LIMIT} more (see the JSON report) | | |")
-        lines += [f"### Unexpected skips ({len(unexpected)})", "", *md_details(_ROWS.format(n=len(unexpected)), table), ""]
-    others = [f for f in report.findings if f.kind != FindingKind.UNEXPECTED_SKIP]
-    if others:
-        table = ["| Severity | Kind | Subject | Detail |", "|---|---|---|---|"]
-        for f in others[:ROW_LIMIT]:
-            sev = "**error**" if f.severity is Severity.ERROR else "warning"
-            table.append(f"| {sev} | {f.kind} | {md_code(f.subject)} | {md_text(f.message)} |")
-        if len(others) > ROW_LIMIT:
-            table.append(f"| … | | {len(others) - ROW_LIMIT} more (see the JSON report) | |")
-        lines += [f"### Other findings ({len(others)})", "", *md_details(_ROWS.format(n=len(others)), table), ""]
+
+    def skip(f: Finding) -> str:
+        cell = by_nodeid.get(f.subject)
+        return cell.skip_reason if cell is not None and cell.skip_reason else "-"
+
+    def must(f: Finding) -> str:
+        cell = by_nodeid.get(f.subject)
+        return cell.reason.removeprefix("must run: ") if cell is not None else f.message
+
+    subject = Column(header="", value=lambda f: f.subject, style=Style.CODE)
+    unexpected_table = Table(
+        columns=(
+            replace(subject, header="Test"),
+            Column(header="Skip reason", value=skip),
+            Column(header="Must run because", value=must),
+        ),
+        limit=ROW_LIMIT,
+        more=lambda n: f"| … and {n} more (see the JSON report) | | |",
+    )
+    others_table = Table(
+        columns=(
+            Column(
+                header="Severity", value=lambda f: "**error**" if f.severity is Severity.ERROR else "warning", style=Style.RAW
+            ),
+            Column(header="Kind", value=lambda f: f.kind, style=Style.RAW),
+            replace(subject, header="Subject"),
+            Column(header="Detail", value=lambda f: f.message),
+        ),
+        limit=ROW_LIMIT,
+        more=lambda n: f"| … | | {n} more (see the JSON report) | |",
+    )
+    blocks = []
+    for title, table, found in (
+        ("Unexpected skips", unexpected_table, [f for f in report.findings if f.kind == FindingKind.UNEXPECTED_SKIP]),
+        ("Other findings", others_table, [f for f in report.findings if f.kind != FindingKind.UNEXPECTED_SKIP]),
+    ):
+        if found:
+            blocks.append(
+                Block(
+                    heading=f"### {title} ({len(found)})",
+                    summary=_ROWS.format(n=len(found)),
+                    table=table,
+                    findings=found,
+                    gap=True,
+                )
+            )
     counts = report.counts
-    lines += ["### Counts", "", "| Status | Items |", "|---|---:|"]
+    lines = ["### Counts", "", "| Status | Items |", "|---|---:|"]
     lines += [f"| {s.value} | {counts[s.value]} |" for s in CellStatus]
     lines += [f"| **planned** | **{report.planned}** |", ""]
     if report.outside:
@@ -121,45 +152,11 @@ def render_markdown(report: Report) -> str:
         allowed = sum(1 for o in report.outside if o.allowed_by)
         shown = md_text(", ".join(f"{n} {s}" for s, n in sorted(outside.items())))
         lines += [f"Outside the matrix: {len(report.outside)} test(s): {shown}; {allowed} skip(s) allowlisted.", ""]
-    return bounded_markdown(lines) + "\n"
+    return markdown_summary(head, blocks, lines) + "\n"
 
 
 _SUITE = "specmatrix"
-_MESSAGE_LIMIT = 1000
 _FAILING = {CellStatus.FAILED: "failure", CellStatus.ERROR: "error", CellStatus.CRASHED: "error", CellStatus.NOT_RUN: "error"}
-# XML 1.0 allows tab, LF, CR and U+0020 upwards, minus surrogates and U+FFFE/U+FFFF: anything else (a control
-# character in a failure message, a lone surrogate in a skip reason) makes the whole file unreadable to JUnit
-# parsers, so it is written as a visible `\xNN` / `\uNNNN` escape instead. Spelled as the (small) set of invalid
-# characters rather than the negated valid ranges: the same set, compiled in well under 1 ms instead of about 7 ms
-# in every process that loads the audit.
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def xml_safe(text: str) -> str:
-    """Text with every character XML 1.0 cannot carry replaced by its escape."""
-    return _XML_INVALID.sub(_visible, text)
-
-
-def escape(text: str) -> str:
-    # Imported here, not at the top: xml.sax.saxutils pulls in urllib.request and http.client (about 8 ms), and
-    # every engaged pytest process (each xdist worker too) imports this module, while only the one writing the
-    # report calls it.
-    from xml.sax import saxutils
-
-    return saxutils.escape(xml_safe(text))
-
-
-def quoteattr(text: str) -> str:
-    from xml.sax import saxutils
-
-    return saxutils.quoteattr(xml_safe(text))
-
-
 _OUTSIDE_FAILING = {"failed": "failure", "error": "error", "crashed": "error", "not-run": "error"}
 
 
@@ -180,26 +177,21 @@ def _case(nodeid: str, seconds: float, body: str = "") -> str:
     return f"    <testcase {attrs}>{body}</testcase>" if body else f"    <testcase {attrs} />"
 
 
-def _outcome(tag: str, kind: str, message: str) -> str:
-    """<failure>/<error> with the message as attribute (clipped) and as text (whole)."""
-    return f"<{tag} type={quoteattr(kind)} message={quoteattr(message[:_MESSAGE_LIMIT])}>{escape(message)}</{tag}>"
-
-
 def _skipped(message: str) -> str:
-    return f'<skipped type="pytest.skip" message={quoteattr(message[:_MESSAGE_LIMIT])} />'
+    return f'<skipped type="pytest.skip" message={quoteattr(message[:MESSAGE_LIMIT])} />'
 
 
 def _cell_body(cell: CellResult, finding: Finding | None) -> tuple[str, str | None]:
     status = cell.status
     if status is CellStatus.SKIPPED_UNEXPECTED:
         text = f"unexpected skip: {cell.skip_reason or 'no reason given'} ({cell.reason})"
-        return _outcome("failure", "unexpected-skip", text), "failures"
+        return outcome("failure", "unexpected-skip", text), "failures"
     if status is CellStatus.SKIPPED_EXPECTED:
         return _skipped(cell.skip_reason or cell.reason), "skipped"
     tag = _FAILING.get(status)
     if tag is not None:
         text = finding.message if finding is not None else (cell.message or status.value)
-        return _outcome(tag, status.value, text), ("failures" if tag == "failure" else "errors")
+        return outcome(tag, status.value, text), ("failures" if tag == "failure" else "errors")
     if finding is not None:
         return f"<system-out>{escape('warning: ' + finding.message)}</system-out>", None
     return "", None
@@ -207,18 +199,18 @@ def _cell_body(cell: CellResult, finding: Finding | None) -> tuple[str, str | No
 
 def _outside_body(result: OutsideResult, finding: Finding | None) -> tuple[str, str | None]:
     if finding is not None:
-        return _outcome("failure", finding.kind, finding.message), "failures"
+        return outcome("failure", finding.kind, finding.message), "failures"
     if result.status in ("skipped", "xfailed"):
         return _skipped(result.skip_reason or result.status), "skipped"
     tag = _OUTSIDE_FAILING.get(result.status)
     if tag is not None:
-        return _outcome(tag, result.status, result.status), ("failures" if tag == "failure" else "errors")
+        return outcome(tag, result.status, result.status), ("failures" if tag == "failure" else "errors")
     return "", None
 
 
 def _allowlist_body(finding: Finding) -> tuple[str, str | None]:
     if finding.severity is Severity.ERROR:
-        return _outcome("failure", finding.kind, finding.message), "failures"
+        return outcome("failure", finding.kind, finding.message), "failures"
     return f"<system-out>{escape('warning: ' + finding.message)}</system-out>", None
 
 

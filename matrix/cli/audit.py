@@ -17,8 +17,9 @@ from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
 from matrix.core.finding import Finding, Severity, Tool
 from matrix.core.jsonio import dumps_indented, dumps_strict
 from matrix.core.options import Options
-from matrix.core.output import FINDING_FORMATS, finding_doc, text_lines
+from matrix.core.output import FINDING_FORMATS, finding_doc
 from matrix.core.report import Report, read_report
+from matrix.core.writers import View, text_report
 
 AUDIT_SCHEMA = "specmatrix.audit/1"
 
@@ -77,6 +78,9 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
     if args.format == "sarif":
         print(emit.sarif(everything, tool=Tool.AUDIT, prefix=None))
         return code
+    if args.format == "junit":
+        print(emit.junit(everything, tool=Tool.AUDIT, root="", prefix=None))
+        return code
     if args.format == "md":
         print("\n".join(render_markdown(replace(report, findings=found)) for _, report, found in judged), end="")
         return code
@@ -84,19 +88,22 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
     if args.format == "json":
         print(dumps_indented({"schema": AUDIT_SCHEMA, "ok": not failed, "reports": summaries}))
         return code
-    lines: list[str] = []
-    for s in summaries:
+    texts = []
+    for s, (_, _, found) in zip(summaries, judged, strict=True):
         counts = " + ".join(f"{n} {status}" for status, n in s["counts"].items() if n) or "0"
-        errors = sum(f["severity"] == Severity.ERROR.value for f in s["findings"])
+        errors = sum(f.severity is Severity.ERROR for f in found)
         shard = f" shard {s['shard']}" if s["shard"] else ""
-        lines.append(f"{s['path']}: runner {s['runner']}{shard}: planned {s['planned']} = {counts}")
-        lines += [f"  {f['severity']}: {f['kind']} {f['subject']}: {f['message']}" for f in s["findings"]]
-        if not s["consistent"]:
-            lines.append("  note: the findings recorded in this report differ from its statuses; judged from the statuses")
-        lines.append(f"  {'FAILED' if errors else 'ok'}: {errors} error(s), {len(s['findings']) - errors} warning(s)")
-    # Node ids and skip reasons come from the tests: escaped so no line forges a workflow command.
-    print(text_lines(lines))
+        tail = [] if s["consistent"] else [INCONSISTENT]
+        tail.append(f"  {'FAILED' if errors else 'ok'}: {errors} error(s), {len(found) - errors} warning(s)")
+        head = f"{s['path']}: runner {s['runner']}{shard}: planned {s['planned']} = {counts}"
+        # Node ids and skip reasons come from the tests: escaped so no line forges a workflow command.
+        texts.append(text_report(TEXT_VIEW, found, head=[head], tail=tail))
+    print("\n".join(texts))
     return code
+
+
+INCONSISTENT = "  note: the findings recorded in this report differ from its statuses; judged from the statuses"
+TEXT_VIEW = View(tool=Tool.AUDIT, lines=lambda f: [f"  {f.severity.value}: {f.kind} {f.subject}: {f.message}"])
 
 
 TIMELINE_SCHEMA = "specmatrix.timeline/1"

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from matrix.cli.options import add_output_options
+from matrix.cli.options import add_output_options, add_table_option, add_workflow_options
 from matrix.core import emit
 from matrix.core.atomic import ensure_dir, refuse_input_targets, same_file, write_bytes_atomic, write_text_atomic
 from matrix.core.baseline import stamped
@@ -21,11 +21,12 @@ from matrix.core.jsonio import dumps_indented, dumps_strict
 from matrix.core.machine import AUTO, find_runner
 from matrix.core.model import Outcome, RunnerProfile
 from matrix.core.options import Options, load
-from matrix.core.output import FINDING_FORMATS, text_line
+from matrix.core.output import FINDING_FORMATS
 from matrix.core.planning import Plan, plan_for
 from matrix.core.report import read_report
 from matrix.core.selectors import select
 from matrix.core.textfiles import read_text
+from matrix.core.writers import View, text_report
 from matrix.coverage.merge import ReportSource, merge
 from matrix.coverage.views import coverage_document, coverage_markdown
 from matrix.register.modules import DEFAULT_STAGE, GeneratedModule, generate
@@ -38,11 +39,7 @@ DURATIONS_HELP = "measured reports whose cell durations replace the cost table (
 
 def register(sub: Any) -> None:
     p = sub.add_parser("shard", help="split the cells a runner must run into CI jobs (GitHub matrix or JSON plan)")
-    p.add_argument(
-        "--runner",
-        metavar="NAME",
-        help="runner profile the jobs run on (default: auto, the profile this machine satisfies; or $SPECMATRIX_RUNNER)",
-    )
+    add_table_option(p, "runner", note="the profile the jobs run on")
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--shards", type=int, metavar="N", help="number of jobs (no default: give --shards or --budget)")
     size.add_argument(
@@ -116,17 +113,12 @@ def register(sub: Any) -> None:
         help="only cells this selector keeps, e.g. 'draft-*', repeatable (default: every cell expected to RUN)",
     )
     p.add_argument("--durations", nargs="+", action="extend", default=[], type=Path, metavar="REPORT", help=DURATIONS_HELP)
-    wf = p.add_mutually_exclusive_group()
-    wf.add_argument(
-        "--workflows",
-        type=Path,
-        metavar="DIR",
-        help=(
-            "repository root (or its .github/workflows) whose CI must run each module; a module no scheduled job runs "
-            "on its runner is left out, with the reason (default: the nearest .github/workflows at or above --out)"
-        ),
+    add_workflow_options(
+        p,
+        read="repository root (or its .github/workflows) whose CI must run each module; a module no scheduled job runs "
+        "on its runner is left out, with the reason (default: the nearest .github/workflows at or above --out)",
+        skip="write every runner config's module, scheduled or not",
     )
-    wf.add_argument("--no-workflows", action="store_true", help="write every runner config's module, scheduled or not")
     add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_register)
 
@@ -271,18 +263,21 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     if args.format == "md":
         print(files["summary.md"].decode(), end="")
         return code
-    if args.format in ("github", "sarif"):
+    if args.format in ("github", "sarif", "junit"):
         found = result.findings
-        print(
-            emit.github(found, root="", prefix=None)
-            if args.format == "github"
-            else emit.sarif(found, tool=Tool.COVERAGE, prefix=None)
-        )
+        if args.format == "github":
+            print(emit.github(found, root="", prefix=None))
+        elif args.format == "sarif":
+            print(emit.sarif(found, tool=Tool.COVERAGE, prefix=None))
+        else:
+            print(emit.junit(found, tool=Tool.COVERAGE, root="", prefix=None))
         return code
-    for finding in result.errors:
-        print(text_line(f"{finding.kind}: {finding.message}"))
-    print(f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md")
+    summary = f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md"
+    print(text_report(COVERAGE_TEXT, result.errors, tail=[summary]))
     return code
+
+
+COVERAGE_TEXT = View(tool=Tool.COVERAGE, lines=lambda f: [f"{f.kind}: {f.message}"])
 
 
 def cmd_register(args: argparse.Namespace, options: Options) -> int:

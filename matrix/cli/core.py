@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from matrix.cli.options import add_output_options
+from matrix.cli.options import add_output_options, add_table_option
 from matrix.cli.tables import cells_table, runners_table
 from matrix.core.detect import detect
 from matrix.core.errors import EXIT_OK, EXIT_USAGE, DetectionError, UsageError
@@ -21,15 +21,11 @@ from matrix.core.selectors import select
 
 CELLS_SCHEMA = "specmatrix.cells/1"
 EXPLAIN_SCHEMA = "specmatrix.explain/1"
-RUNNER_HELP = (
-    "runner profile name, or 'auto' (default: auto, the profile this machine satisfies; "
-    "or [tool.specmatrix] runner, $SPECMATRIX_RUNNER)"
-)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("cells", help="every cell with its expected outcome on a runner")
-    p.add_argument("--runner", metavar="NAME", help=RUNNER_HELP)
+    add_table_option(p, "runner")
     p.add_argument(
         "--select",
         action="append",
@@ -42,7 +38,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("explain", help="the rule trail that decides one cell on a runner")
     p.add_argument("cell", help="cell id")
-    p.add_argument("--runner", metavar="NAME", help=RUNNER_HELP)
+    add_table_option(p, "runner")
     add_output_options(p, ("text", "json"), legacy_flags=("json",))
     p.set_defaults(func=cmd_explain)
 

@@ -8,13 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
+from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_OK, UsageError
 from matrix.core.expect import effective_versions, expectations
+from matrix.core.finding import Tool
 from matrix.core.jsonio import dumps_indented
 from matrix.core.model import Outcome
 from matrix.core.options import Options, load
-from matrix.core.output import finding_doc, text_line
+from matrix.core.output import finding_doc
 from matrix.core.planning import plan_for
+from matrix.core.writers import View, text_report
 from matrix.coverage.gaps import SCHEMA, untested_cells
 
 
@@ -62,7 +65,7 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
         for cell_id, exp in expectations(loaded.matrix, profile, versions).items():
             if exp.outcome is Outcome.RUN:
                 elsewhere.setdefault(cell_id, []).append(name)
-    findings = untested_cells(loaded.matrix.cells, {n: p.expectations for n, p in plans.items()}, elsewhere)
+    findings = stamped(untested_cells(loaded.matrix.cells, {n: p.expectations for n, p in plans.items()}, elsewhere), "")
     if args.format == "json":
         doc = {
             "schema": SCHEMA,
@@ -74,13 +77,15 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
         }
         text = dumps_indented(doc)
     else:
-        lines = [f"{f.subject}: {f.message.split('; ', 1)[1]}" for f in findings]
         possible = sum("which no job of the schedule uses" in f.message for f in findings)
-        lines.append(f"{possible} of them would run on a runner profile the schedule does not use")
-        lines.append(
+        tail = [
+            f"{possible} of them would run on a runner profile the schedule does not use",
             f"{len(findings)} of {len(loaded.matrix.cells)} cells untested by the schedule under {root} "
-            f"(runners: {', '.join(runners) or 'none'})"
-        )
-        text = "\n".join(text_line(line) for line in lines)
+            f"(runners: {', '.join(runners) or 'none'})",
+        ]
+        text = text_report(TEXT_VIEW, findings, tail=tail)
     print(text)  # with --output, the command runner writes what is printed to the file (matrix.cli.main)
     return EXIT_OK
+
+
+TEXT_VIEW = View(tool=Tool.COVERAGE, lines=lambda f: [f"{f.subject}: {f.message.split('; ', 1)[1]}"])

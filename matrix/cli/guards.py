@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
-from matrix.cli.options import add_output_options, add_summary_option
+from matrix.cli.options import add_output_options, add_suite_map_option, add_summary_option, add_workflow_options
 from matrix.core import emit
 from matrix.core.atomic import append_text
 from matrix.core.baseline import stamped
@@ -66,26 +66,12 @@ def register(sub: Any) -> None:
             "(default: none, suite names are not checked against a list)"
         ),
     )
-    p.add_argument(
-        "--suite-map",
-        type=Path,
-        metavar="FILE",
-        help="TOML [suite] table mapping suite names or globs to profiles (default: the built-in suite map)",
-    )
-    wf = p.add_mutually_exclusive_group()
-    wf.add_argument(
-        "--workflows",
-        type=Path,
-        metavar="DIR",
-        help=(
-            "repository root (or its .github/workflows): which job runs which suite, on which runner, with --nightly"
-            " or not (default: the nearest .github/workflows at or above PATH; none found: suite names only)"
-        ),
-    )
-    wf.add_argument(
-        "--no-workflows",
-        action="store_true",
-        help="do not read any workflows, even when PATH lies in a repository that has them (default: read them)",
+    add_suite_map_option(p, default="suite names or globs to profiles (default: the built-in suite map)")
+    add_workflow_options(
+        p,
+        read="repository root (or its .github/workflows): which job runs which suite, on which runner, with --nightly"
+        " or not (default: the nearest .github/workflows at or above PATH; none found: suite names only)",
+        skip="do not read any workflows, even when PATH lies in a repository that has them (default: read them)",
     )
     p.add_argument(
         "--tested-by",
@@ -140,6 +126,8 @@ def render(
         return emit.github(result.shown, root=report.root, prefix=prefix)
     if fmt == "sarif":
         return emit.sarif(result.shown, tool=Tool.GUARDS, prefix=prefix, help_uri=help_uri)
+    if fmt == "junit":
+        return emit.junit(result.shown, tool=Tool.GUARDS, root=report.root, prefix=prefix)
     return to_text(report, result, status=status)
 
 
@@ -196,8 +184,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
         intent=MatrixIntent.from_paths(options.matrix_path, args.tested_by),
     )
-    if args.format == "sarif":  # the only output that carries fingerprints; thousands of findings otherwise
-        report = replace(report, findings=stamped(report.findings, prefix))
+    report = replace(report, findings=stamped(report.findings, prefix))
     wrote: str | None = None
     if args.write_baseline is not None:
         written = write_gate_baseline(args.write_baseline, report.findings, prefix)

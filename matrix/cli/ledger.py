@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from matrix.audit.findings import parse_allowlist
-from matrix.cli.options import add_allowlist_option, add_deprecated_path, add_output_options, add_summary_option
+from matrix.cli.options import (
+    add_allowlist_option,
+    add_deprecated_path,
+    add_output_options,
+    add_suite_map_option,
+    add_summary_option,
+    add_table_option,
+)
 from matrix.core import emit
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
 from matrix.core.baseline import Baseline, read_baseline, stamped
@@ -49,9 +56,7 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="the registered suite, e.g. test/registered (default: none; required unless --install-hook/--uninstall-hook)",
     )
-    p.add_argument(
-        "--runner", help="runner profile the ledgers come from, or 'auto' (from each process's recorded machine; default: auto)"
-    )
+    add_table_option(p, "runner", note="the profile the ledgers come from; auto: each process's recorded machine")
     p.add_argument(
         "--baseline",
         type=Path,
@@ -59,12 +64,7 @@ def register(sub: Any) -> None:
         help="guard baseline (specmatrix.baseline/2, or the older guards-baseline/1; default: none)",
     )
     add_allowlist_option(p, old="--allow")
-    p.add_argument(
-        "--suite-map",
-        type=Path,
-        metavar="FILE",
-        help="TOML [suite] table mapping suites to profiles (default: the built-in sglang suite conventions)",
-    )
+    add_suite_map_option(p, default="suites to profiles (default: the built-in sglang suite conventions)")
     p.add_argument("--partial", action="store_true", help="the ledgers cover one shard: a file without record is no finding")
     add_output_options(p, FORMATS)
     add_summary_option(p)
@@ -132,6 +132,8 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         text = to_github(report, prefix)
     elif fmt == "sarif":
         text = emit.sarif(report.findings, tool=Tool.LEDGER, prefix=prefix)
+    elif fmt == "junit":
+        text = emit.junit(report.findings, tool=Tool.LEDGER, root=report.root, prefix=prefix)
     else:
         text = {"text": to_text, "json": to_json, "md": to_markdown}[fmt](report)
     print(text.rstrip("\n"))

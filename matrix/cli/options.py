@@ -1,4 +1,5 @@
-"""The command-line names every command shares, declared once: `--format`, `--output`, `--allowlist`.
+"""The command-line names every command shares, declared once: `--format`, `--output`, and each command's rows of
+the option table (`--runner`, `--allowlist`: `add_table_option`).
 
 `--format json` prints JSON on stdout and `--output FILE` writes what would be printed to FILE (atomically), in
 every command that prints a result. Older spellings keep working and say once, on stderr, what replaces them
@@ -12,9 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from matrix.core.option_table import BY_NAME, OptionKind
 from matrix.core.options import warn_deprecated
-
-ALLOWLIST_HELP = "allowlist TOML ([[allow]] test, reason, expires, link) (default: [tool.specmatrix] allowlist, else none)"
 
 
 def _set_format(parser: argparse.ArgumentParser, ns: argparse.Namespace, dest: str, value: str, option: str) -> None:
@@ -94,9 +94,23 @@ def add_output_options(
     )
 
 
+def add_table_option(p: argparse.ArgumentParser, name: str, *, note: str = "") -> None:
+    """One row of the option table (`matrix.core.option_table`) on one command: flag, dest, metavar, type and help
+    all from the row; `note` says what the option means for this command, after the row's help."""
+    spec = BY_NAME[name]
+    p.add_argument(
+        spec.flag,
+        dest=spec.name,
+        type=Path if spec.kind in (OptionKind.PATH, OptionKind.PATHS) else str,
+        action="append" if spec.kind.accumulates else "store",
+        metavar=spec.metavar,
+        help=f"{spec.help}; {note}" if note else spec.help,
+    )
+
+
 def add_allowlist_option(p: argparse.ArgumentParser, *, old: str = "") -> None:
     """`--allowlist FILE` (the cascade's `allowlist`); `old` keeps an earlier spelling working."""
-    p.add_argument("--allowlist", type=Path, metavar="FILE", help=ALLOWLIST_HELP)
+    add_table_option(p, "allowlist")
     if old:
         p.add_argument(old, dest="allowlist", type=Path, action=_DeprecatedValue, help=argparse.SUPPRESS)
 
@@ -105,6 +119,19 @@ def add_deprecated_path(p: argparse.ArgumentParser, old: str, dest: str, *, key:
     """A file option kept under its old name and meaning (`ledger --json FILE`), with a warning."""
     action = _DeprecatedValue
     p.add_argument(old, dest=dest, type=Path, action=action, key=key or f"{old} FILE", metavar="FILE", help=argparse.SUPPRESS)
+
+
+def add_workflow_options(p: argparse.ArgumentParser, *, read: str, skip: str) -> None:
+    """`--workflows DIR` or `--no-workflows` (one of them): `read` says what the workflows decide for this command,
+    `skip` what leaving them out does."""
+    wf = p.add_mutually_exclusive_group()
+    wf.add_argument("--workflows", type=Path, metavar="DIR", help=read)
+    wf.add_argument("--no-workflows", action="store_true", help=skip)
+
+
+def add_suite_map_option(p: argparse.ArgumentParser, *, default: str) -> None:
+    """`--suite-map FILE`: the TOML [suite] table mapping sglang suites to runner profiles."""
+    p.add_argument("--suite-map", type=Path, metavar="FILE", help=f"TOML [suite] table mapping {default}")
 
 
 def add_summary_option(p: argparse.ArgumentParser) -> None:

@@ -121,6 +121,8 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
         text = emit.github(live, root=str(args.root), prefix=found) + ("\n" if live else "")
     elif fmt == "sarif":
         text = emit.sarif(live, tool=Tool.PYTEST_AUDIT, prefix=found, help_uri=args.help_uri) + "\n"
+    elif fmt == "junit":
+        text = emit.junit(live, tool=Tool.PYTEST_AUDIT, root=str(args.root), prefix=found) + "\n"
     elif fmt == "json":
         text = to_json(shown, result, exit_code=exit_code)
     elif fmt == "md":

@@ -52,7 +52,7 @@ class BaselineEntry:
 
     @property
     def fingerprint(self) -> str:
-        return fingerprint(self.path, self.test, self.kind, self.runner)
+        return key_fingerprint((self.path, self.test, self.kind, self.runner))
 
     def expired(self, today: dt.date) -> bool:
         return self.expires is not None and self.expires < today
@@ -96,6 +96,12 @@ def _test_key(prefix: str, path: str, test: str) -> str:
     return in_repo(prefix, test) if path and test.startswith(path) else test
 
 
+def key_fingerprint(key: Key) -> str:
+    """The one fingerprint of a finding: a baseline entry's, a gate's lookup, `Finding.fingerprint`, SARIF's
+    `partialFingerprints` (a finding on several runners is keyed by their names joined with commas)."""
+    return fingerprint(*key)
+
+
 def keys_of(finding: Finding, prefix: str) -> list[Key]:
     """(path, test, kind, runner) from the repository root, one per runner of the finding (`*` when it names none)."""
     path = in_repo(prefix, finding.path)
@@ -107,9 +113,8 @@ def stamped(findings: Iterable[Finding], prefix: str) -> tuple[Finding, ...]:
     """Every finding with its fingerprint set: the one of its baseline key (its runners joined when several)."""
     out = []
     for f in findings:
-        path = in_repo(prefix, f.path)
-        runner = ",".join(f.runners) or ANY_RUNNER
-        out.append(replace(f, fingerprint=fingerprint(path, _test_key(prefix, f.path, f.scope), f.kind, runner)))
+        key = (in_repo(prefix, f.path), _test_key(prefix, f.path, f.scope), f.kind, ",".join(f.runners) or ANY_RUNNER)
+        out.append(replace(f, fingerprint=key_fingerprint(key)))
     return tuple(out)
 
 
@@ -218,7 +223,7 @@ def _inside(path: str, prefix: str) -> bool:
 def compare_keys(baseline: Baseline, keys: Iterable[Key], today: dt.date, prefix: str = "") -> BaselineComparison:
     """Match current finding keys against a baseline by fingerprint; entries outside `prefix` are not judged."""
     entries = baseline.by_fingerprint()
-    current = {fingerprint(*key) for key in keys}
+    current = {key_fingerprint(key) for key in keys}
     known = current & set(entries)
     expired = tuple(entries[f] for f in sorted(known) if entries[f].expired(today))
     stale = tuple(e for f, e in entries.items() if f not in current and _inside(e.path, prefix))

@@ -1,4 +1,4 @@
-"""The emitters every finding command shares for the formats code hosts read: GitHub annotations and SARIF.
+"""The emitters every finding command shares for the formats code hosts read: GitHub annotations, SARIF and JUnit.
 
 Both name files from the repository root (`matrix.core.gate.repo_prefix`): the runner resolves an annotation's
 `file` and code scanning a SARIF URI against the checkout. With no repository root known, annotations fall back
@@ -12,7 +12,8 @@ from pathlib import Path, PurePosixPath
 
 from matrix.core.finding import Finding, Tool
 from matrix.core.jsonio import dumps_indented
-from matrix.core.output import finding_annotation, sarif_document, tool_version
+from matrix.core.junit import junit as junit_document
+from matrix.core.output import finding_annotation, message_of, sarif_document, tool_version
 
 
 def cwd_path(root: str, path: str, cwd: Path) -> str:
@@ -54,3 +55,9 @@ def sarif(findings: Sequence[Finding], *, tool: Tool, prefix: str | None, help_u
     """The SARIF 2.1.0 document of `findings`, indented."""
     doc = sarif_document(findings, tool=tool, prefix=prefix or "", version=tool_version(), help_uri=help_uri)
     return dumps_indented(doc)
+
+
+def junit(findings: Sequence[Finding], *, tool: Tool, root: str, prefix: str | None) -> str:
+    """The JUnit XML of `findings` (`matrix.core.junit`), files named as annotations name them."""
+    file_of = repo_files(root, prefix)
+    return junit_document(findings, tool=tool, file_of=file_of, message_of=message_of)

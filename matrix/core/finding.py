@@ -71,7 +71,6 @@ class Finding:
 
     tool: Tool
     kind: str
-    severity: Severity
     subject: str  # the test, cell, node id, allowlist entry or file the finding is about
     message: str
     path: str = ""
@@ -83,6 +82,11 @@ class Finding:
     accepted_by: str = ""  # a baseline or allowlist entry that acknowledges it
     fingerprint: str = ""
     evidence: str = ""  # where the audit read what it judged (a ledger line `FILE:LINE`, an input file)
+
+    @property
+    def severity(self) -> Severity:
+        """The kind's severity (`KindSpec.severity`): no audit decides it a second time."""
+        return (_REGISTRY.get((self.tool, self.kind)) or spec_of(self.tool, self.kind)).severity
 
     @property
     def spec(self) -> KindSpec:

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matrix.core.baseline import Baseline, BaselineEntry, Key, compare_keys, keys_of
+from matrix.core.baseline import Baseline, BaselineEntry, Key, compare_keys, key_fingerprint, keys_of
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.core.finding import Finding, Severity
-from matrix.core.finding import fingerprint as fingerprint_of
 
 MAX_PARENTS = 64  # a git top level further up than this is not looked for
 
@@ -96,7 +95,7 @@ def gate(
     if baseline is not None:
         comparison = compare_keys(baseline, error_keys(findings, prefix), today or dt.date.today(), prefix)
         for index, f in enumerate(findings):
-            if f.failing and all(fingerprint_of(*k) in comparison.known for k in keys_of(f, prefix)):
+            if f.failing and all(key_fingerprint(k) in comparison.known for k in keys_of(f, prefix)):
                 baselined.add(index)
         stale, expired = comparison.stale, comparison.expired
     live = [f for i, f in enumerate(findings) if i not in baselined]

@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from matrix.core.finding import Finding, KindSpec, Severity, Tool, kinds_of, spec_of
+from matrix.core.finding import Finding, KindSpec, Severity, Tool, kinds_of
 
 # What every command that reports findings prints with --format (the same set everywhere).
-FINDING_FORMATS = ("text", "json", "md", "github", "sarif")
+FINDING_FORMATS = ("text", "json", "md", "github", "sarif", "junit")
 
 # C0 and C1 controls, DEL, the line and paragraph separators and the bidi overrides: shown as escapes, never raw.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -56,26 +56,6 @@ def text_lines(lines: Iterable[str]) -> str:
     return "\n".join(text_line(line) for line in lines)
 
 
-def kind_sections(
-    findings: Iterable[Finding], tool: Tool, order: Sequence[str], lines_of: Callable[[Finding], list[str]]
-) -> list[str]:
-    """Findings grouped by kind in `order`: a `== TITLE: N` heading (the kind's `KindSpec.title`), each finding's
-    lines as `lines_of` words them, then a blank line. The one grouped text layout every audit's text output uses."""
-    by_kind: dict[str, list[Finding]] = {}
-    for f in findings:
-        by_kind.setdefault(f.kind, []).append(f)
-    lines: list[str] = []
-    for kind in order:
-        found = by_kind.get(kind)
-        if not found:
-            continue
-        lines.append(f"== {spec_of(tool, kind).title}: {len(found)}")
-        for f in found:
-            lines += lines_of(f)
-        lines.append("")
-    return lines
-
-
 _MD_PUNCT = re.compile(r"([\\`*\[\]|])")
 
 
@@ -95,12 +75,6 @@ def md_code(text: str, limit: int = 0) -> str:
     (A backtick span would show HTML entities literally, so it could not both escape `<` and read well.)
     """
     return f"<code>{md_text(text, limit)}</code>"
-
-
-def md_details(summary: str, body: Sequence[str]) -> list[str]:
-    """A collapsed block (`summary` is Markdown already escaped): a step summary keeps its verdict and counts on the
-    page and each table one click away. The one block layout every audit's Markdown uses."""
-    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
 
 
 # GitHub caps a step summary at 1 MiB; stop well before it whatever the findings hold.

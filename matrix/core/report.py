@@ -87,15 +87,18 @@ class OutsideResult:
     worker: str | None = None
 
 
-def audit_finding(*, kind: FindingKind, subject: str, message: str, severity: Severity | None = None) -> Finding:
-    """A skip-audit or coverage finding as the report stores it; its severity is its kind's (matrix/core/kinds.py).
+def audit_finding(*, kind: FindingKind, subject: str, message: str) -> Finding:
+    """A skip-audit or coverage finding as the report stores it; its severity is its kind's (matrix/core/kinds.py)."""
+    tool = Tool.COVERAGE if kind in COVERAGE_KINDS else Tool.AUDIT
+    return Finding(tool=tool, kind=kind.value, subject=subject, message=message)
 
-    A caller that still names one must name the registry's: a second decision would drift from it."""
+
+def stored_severity(kind: FindingKind, stored: Severity, where: str) -> None:
+    """A report's stored severity must be its kind's: a file that says otherwise was written by another table."""
     tool = Tool.COVERAGE if kind in COVERAGE_KINDS else Tool.AUDIT
     decided = spec_of(tool, kind.value).severity
-    if severity is not None and severity is not decided:
-        raise ConfigError(f"finding kind {tool.value}/{kind.value} is {decided.value}, not {severity.value}")
-    return Finding(tool=tool, kind=kind.value, severity=decided, subject=subject, message=message)
+    if stored is not decided:
+        raise ConfigError(f"{where}: finding kind {tool.value}/{kind.value} is {decided.value}, not {stored.value}")
 
 
 # The kinds only the coverage merge produces; the rest come from the skip audit (matrix/core/kinds.py).
@@ -315,14 +318,9 @@ def from_json(doc: Any, where: str) -> Report:
         )
     findings = []
     for f, fw in _objects(_list_field(doc, "findings", where), f"{where}: findings"):
-        findings.append(
-            audit_finding(
-                kind=_enum(FindingKind, _need(f, "kind", str, fw), f"{fw}: kind"),
-                severity=_enum(Severity, _need(f, "severity", str, fw), f"{fw}: severity"),
-                subject=_need(f, "subject", str, fw),
-                message=_need(f, "message", str, fw),
-            )
-        )
+        kind = _enum(FindingKind, _need(f, "kind", str, fw), f"{fw}: kind")
+        stored_severity(kind, _enum(Severity, _need(f, "severity", str, fw), f"{fw}: severity"), fw)
+        findings.append(audit_finding(kind=kind, subject=_need(f, "subject", str, fw), message=_need(f, "message", str, fw)))
     extra = doc.get("extra", {})
     if not isinstance(extra, dict) or depth_of(extra) > MAX_DEPTH:
         raise ReportError(f"{where}: field 'extra' must be an object at most {MAX_DEPTH} levels deep")

@@ -34,7 +34,6 @@ def untested_cells(
             Finding(
                 tool=Tool.COVERAGE,
                 kind=KIND,
-                severity=spec.severity,
                 subject=cell.id,
                 message=f"no runner of the CI schedule runs {cell.id} ({len(runners)} runners); " + _could(cell.id, elsewhere),
                 runners=runners,

@@ -122,7 +122,6 @@ def _summarised(
     noun = "cell" if len(ids) == 1 else "cells"
     return audit_finding(
         kind=kind,
-        severity=Severity.ERROR,
         subject=f"{runner}: {bucket}",
         message=f"{bucket} {what} on {runner}{elsewhere} ({len(ids)} {noun}: {shown})",
     )
@@ -157,7 +156,6 @@ def _shard_findings(sources: Sequence[ReportSource], planned: PlannedShards | No
                 findings.append(
                     audit_finding(
                         kind=FindingKind.MISSING_REPORT,
-                        severity=Severity.ERROR,
                         subject=f"shard {index}",
                         message=f"shard {index} of {len(planned.shards)} on {planned.runner} ({len(cells)} cells) has no report",
                     )
@@ -168,7 +166,6 @@ def _shard_findings(sources: Sequence[ReportSource], planned: PlannedShards | No
             findings.append(
                 audit_finding(
                     kind=FindingKind.MISSING_REPORT,
-                    severity=Severity.ERROR,
                     subject="shards",
                     message=f"expected {expect_shards} shard reports, found {len(labels)}",
                 )

@@ -6,7 +6,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from matrix.core.output import bounded_markdown, finding_doc, md_code, md_text
+from matrix.core.output import finding_doc, md_code, md_text
+from matrix.core.writers import markdown_summary
 from matrix.coverage.merge import SEVERITY_ORDER, Coverage, CoverageResult
 
 COVERAGE_SCHEMA = "specmatrix.coverage/1"
@@ -118,4 +119,4 @@ def coverage_markdown(result: CoverageResult, *, heatmap: str | None = None) -> 
         f"{md_code(s.label)} ({md_text(s.report.runner.name)}, {len(s.report.cells)} results)" for s in result.sources
     )
     lines += ["", f"Reports: {sources or 'none'}.", ""]
-    return bounded_markdown(lines)
+    return markdown_summary(lines, [])

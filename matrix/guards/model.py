@@ -226,9 +226,6 @@ class GuardFindingKind(StrEnum):
 FAILING_KINDS = frozenset(k for k in GuardFindingKind if spec_of(Tool.GUARDS, k.value).fails)
 
 
-_SEVERITY = {k: spec_of(Tool.GUARDS, k.value).severity for k in GuardFindingKind}
-
-
 def guard_finding(
     kind: GuardFindingKind,
     *,
@@ -249,7 +246,6 @@ def guard_finding(
     return Finding(
         tool=tool,
         kind=kind.value,
-        severity=_SEVERITY[kind] if tool is Tool.GUARDS else spec_of(tool, kind.value).severity,
         subject="" if test == path else test,
         message=reason,
         path=path,

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from matrix.audit.findings import AllowEntry
+from matrix.core.baseline import Baseline, BaselineEntry, key_fingerprint
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, DetectionError, SpecmatrixError
-from matrix.core.finding import Finding, Tool, spec_of
+from matrix.core.finding import Finding, Tool
 from matrix.core.machine import MachineFacts, auto_runner, differences, find_runner
 from matrix.core.model import RunnerProfile
 from matrix.guards.model import GuardFindingKind
@@ -55,7 +56,6 @@ def ledger_finding(
     return Finding(
         tool=Tool.LEDGER,
         kind=kind.value,
-        severity=spec_of(Tool.LEDGER, kind.value).severity,
         subject=test,
         message=message,
         path=path,
@@ -373,7 +373,7 @@ def _accepted(
         if entry.expires >= settings.today and entry.covers(test, reason):
             return f"allowlist {entry.label} until {entry.expires.isoformat()}"
     for scope in _chain(test):
-        found = baseline.get(fingerprint(path, scope, SILENT_SKIP_KIND, runner))
+        found = baseline.get(key_fingerprint((path, scope, SILENT_SKIP_KIND, runner)))
         if found is not None and not found.expired(settings.today):
             return f"baseline entry for {scope}" + (f": {found.reason}" if found.reason else "")
     return ""

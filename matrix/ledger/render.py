@@ -12,7 +12,8 @@ from typing import Any
 from matrix.core import emit
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.jsonio import dumps_indented
-from matrix.core.output import bounded_markdown, finding_doc, kind_sections, md_code, md_details, md_text, text_lines
+from matrix.core.output import finding_doc, md_code, md_text, text_lines
+from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 from matrix.ledger.join import LedgerFindingKind, LedgerReport
 
 # /2: findings in the core record's shape (`finding_doc`). /1 had `test`, `runner` and `static` in their place
@@ -70,9 +71,8 @@ def to_text(report: LedgerReport) -> str:
         lines += [f"    {f.detail}"] if f.detail else []
         return lines + ([f"    accepted by {f.accepted_by}"] if f.accepted_by else [])
 
-    lines = kind_sections(report.findings, Tool.LEDGER, tuple(Kind), lines_of)
-    lines += summary_line(report).split("\n")
-    return text_lines(lines)
+    view = View(tool=Tool.LEDGER, lines=lines_of, order=tuple(Kind))
+    return text_report(view, report.findings, tail=summary_line(report).split("\n"))
 
 
 def to_json_doc(report: LedgerReport) -> dict[str, Any]:
@@ -112,18 +112,27 @@ def to_markdown(report: LedgerReport) -> str:
             f"{st.get('error', 0)} | {st.get('skipped', 0)} |"
         )
     lines += ["", "| finding | count |", "|---|---:|", *(f"| {k.value} | {len(report.of_kind(k))} |" for k in Kind), ""]
-    shown = report.findings[:MD_ROWS]
-    if shown:
-        table = ["| | kind | where | test | runner | what |", "|---|---|---|---|---|---|"]
-        for f in shown:
-            where = md_code(f"{_shown(report, f.path)}:{f.line}") if f.path else ""
-            what = md_text(f.message + (f"; {f.detail}" if f.detail and f.kind != Kind.SETTLED else ""))
-            test = md_code(_about(f)) if _about(f) else ""
-            table.append(f"| {_label(f)} | {f.kind} | {where} | {test} | {md_text(_runner(f))} | {what} |")
-        if len(report.findings) > MD_ROWS:
-            table.append(f"\n{len(report.findings) - MD_ROWS} more in the JSON report.")
-        lines += md_details(f"{len(report.failing)} failing, {len(report.findings)} in all", table)
-    return bounded_markdown(lines) + "\n"
+    blocks = []
+    if report.findings:
+        summary = f"{len(report.failing)} failing, {len(report.findings)} in all"
+        blocks.append(Block(summary=summary, table=findings_table(report), findings=report.findings))
+    return markdown_summary(lines, blocks) + "\n"
+
+
+def findings_table(report: LedgerReport) -> Table:
+    """The ledger summary's table of findings, as data: its columns, how many rows, what says the rest."""
+    return Table(
+        columns=(
+            Column(header="", value=_label, style=Style.RAW),
+            Column(header="kind", value=lambda f: f.kind, style=Style.RAW),
+            Column(header="where", value=lambda f: f"{_shown(report, f.path)}:{f.line}" if f.path else "", style=Style.CODE),
+            Column(header="test", value=_about, style=Style.CODE),
+            Column(header="runner", value=_runner),
+            Column(header="what", value=lambda f: f.message + (f"; {f.detail}" if f.detail and f.kind != Kind.SETTLED else "")),
+        ),
+        limit=MD_ROWS,
+        more=lambda n: f"\n{n} more in the JSON report.",
+    )
 
 
 def to_github(report: LedgerReport, prefix: str | None = None) -> str:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from matrix.core.finding import Tool, spec_of
+from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.gate import Gate, baseline_doc, entry_lines, gate_line, status_line
 from matrix.core.jsonio import dumps_indented
-from matrix.core.output import bounded_markdown, md_code, md_details, md_text, text_lines
+from matrix.core.output import md_code, md_text
+from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 from matrix.guards.model import GuardFindingKind, finding_fields
 from matrix.pytest_suites.audit import PytestAuditReport, PytestFinding
+from matrix.pytest_suites.packs import GuardClass
 
 SCHEMA = "specmatrix.pytest-audit/1"
 _SHOWN = (GuardFindingKind.SILENT_SKIP, GuardFindingKind.NEVER_RUNS, GuardFindingKind.UNSCHEDULED, GuardFindingKind.UNPARSABLE)
@@ -39,19 +41,22 @@ def summary_lines(report: PytestAuditReport) -> list[str]:
 
 def to_text(report: PytestAuditReport, gate: Gate | None = None) -> str:
     """The findings, the jobs not read, the counts; with a baseline, its leftovers and the gate's status line."""
-    lines: list[str] = []
-    for f in report.findings:
-        g = f.finding
-        if g.kind in _SHOWN:
-            runners = f" on {', '.join(g.runners)}" if g.runners else ""
-            guard = f" [{g.source}]" if g.source else ""
-            lines.append(f"{g.path}:{g.line}: {g.kind}: {g.scope}{runners}: {g.message}{guard}")
-    lines.extend(f"{u.origin}: not read: {u.reason}" for u in report.unread)
+    lines = [f"{u.origin}: not read: {u.reason}" for u in report.unread]
     lines.extend(f"{u.origin}: unknown runner label {u.label!r}" for u in report.unknown_labels)
     lines.extend(summary_lines(report))
     if gate is not None and gate.with_baseline:
         lines += ["", *entry_lines(gate), gate_line(gate), status_line(gate)]
-    return text_lines(lines) + "\n"
+    shown = [f.finding for f in report.findings if f.finding.kind in _SHOWN]
+    return text_report(TEXT_VIEW, shown, tail=lines) + "\n"
+
+
+def _line(g: Finding) -> list[str]:
+    runners = f" on {', '.join(g.runners)}" if g.runners else ""
+    guard = f" [{g.source}]" if g.source else ""
+    return [f"{g.path}:{g.line}: {g.kind}: {g.scope}{runners}: {g.message}{guard}"]
+
+
+TEXT_VIEW = View(tool=Tool.PYTEST_AUDIT, lines=_line)
 
 
 def _finding_doc(f: PytestFinding) -> dict[str, Any]:
@@ -106,38 +111,47 @@ def count_table(report: PytestAuditReport) -> list[str]:
     return head + rows
 
 
-def findings_table(findings: Sequence[PytestFinding], *, files: bool) -> list[str]:
+def findings_table(classes: Mapping[int, GuardClass], *, files: bool) -> Table:
+    """The table of one kind's findings: by file (a file that never runs) or by test, with each one's guard class."""
+    guard_class = Column(header="class", value=lambda f: classes[id(f)].value, style=Style.RAW)
+    runners = Column(header="runners", value=lambda f: ", ".join(f.runners))
     if files:
-        lines = ["| file | class | runners | why |", "|---|---|---|---|"]
-        lines += [
-            f"| {md_code(f.finding.path, 200)} | {f.guard_class.value} | {md_text(', '.join(f.finding.runners))} "
-            f"| {md_text(f.finding.message, 200)} |"
-            for f in findings
-        ]
-        return lines
-    lines = ["| test | class | runners | guard |", "|---|---|---|---|"]
-    lines += [
-        f"| {md_code(f.finding.scope, 160)} | {f.guard_class.value} | {md_text(', '.join(f.finding.runners))} "
-        f"| {md_code(f.finding.source, 160)} |"
-        for f in findings
-    ]
-    return lines
+        return Table(
+            columns=(
+                Column(header="file", value=lambda f: f.path, style=Style.CODE, limit=200),
+                guard_class,
+                runners,
+                Column(header="why", value=lambda f: f.message, limit=200),
+            )
+        )
+    return Table(
+        columns=(
+            Column(header="test", value=lambda f: f.scope, style=Style.CODE, limit=160),
+            guard_class,
+            runners,
+            Column(header="guard", value=lambda f: f.source, style=Style.CODE, limit=160),
+        )
+    )
 
 
 def to_markdown(report: PytestAuditReport, gate: Gate | None = None) -> str:
     lines = ["## pytest audit", "", *(f"- {md_text(line)}" for line in summary_lines(report)), "", *count_table(report), ""]
     if gate is not None and gate.with_baseline:
         lines += [md_text(gate_line(gate)), ""]
+    classes = {id(f.finding): f.guard_class for f in report.findings}
+    blocks = []
     for kind, files in (
         (GuardFindingKind.NEVER_RUNS, True),
         (GuardFindingKind.UNSCHEDULED, True),
         (GuardFindingKind.SILENT_SKIP, False),
     ):
-        found = report.of_kind(kind)
+        found = [f.finding for f in report.of_kind(kind)]
         if found:
-            lines += [*md_details(f"{kind.value}: {len(found)} {md_text(_title(kind))}", findings_table(found, files=files)), ""]
+            summary = f"{kind.value}: {len(found)} {md_text(_title(kind))}"
+            blocks.append(Block(summary=summary, table=findings_table(classes, files=files), findings=found, gap=True))
+    tail = []
     if report.unread:
-        lines += ["Jobs not read (declare them):", ""]
-        lines += [f"- {md_code(str(u.origin), 200)}: {md_text(u.reason, 200)}" for u in report.unread]
-        lines.append("")
-    return bounded_markdown(lines)
+        tail += ["Jobs not read (declare them):", ""]
+        tail += [f"- {md_code(str(u.origin), 200)}: {md_text(u.reason, 200)}" for u in report.unread]
+        tail.append("")
+    return markdown_summary(lines, blocks, tail)

@@ -19,7 +19,7 @@ from typing import Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError
-from matrix.core.finding import Finding, Tool, spec_of
+from matrix.core.finding import Finding, Tool
 from matrix.core.jsonio import canonical, seal_text
 from matrix.core.textfiles import read_limited
 from matrix.guards.model import GuardFindingKind, finding_fields
@@ -117,7 +117,7 @@ class BadEntry(Exception):
 
 _AUDIT_KEYS = frozenset({"findings", "registered", "runners"})
 MAX_ENTRY_FINDINGS = 100_000
-_SEVERITY = {kind.value: spec_of(Tool.GUARDS, kind.value).severity for kind in GuardFindingKind}
+_KINDS = frozenset(kind.value for kind in GuardFindingKind)
 _LINE_LIMIT = 2**31
 _SHAPE = "a finding must be a list of " + ", ".join(ENTRY_FIELDS)
 _DECODER = json.JSONDecoder()
@@ -134,7 +134,7 @@ def _finding(raw: Any, display: str) -> Finding:
     if type(raw) is not list or len(raw) != len(ENTRY_FIELDS):
         raise BadEntry(_SHAPE)
     kind, path, line, test, runners, guard, reason, hint = raw
-    if type(kind) is not str or kind not in _SEVERITY:
+    if type(kind) is not str or kind not in _KINDS:
         raise BadEntry(f"unknown finding kind {kind[:40]!r}" if type(kind) is str else "finding 'kind' must be a string")
     if type(path) is not str or path != display:
         raise BadEntry("a finding of another file")
@@ -154,7 +154,6 @@ def _finding(raw: Any, display: str) -> Finding:
         {
             "tool": Tool.GUARDS,
             "kind": kind,
-            "severity": _SEVERITY[kind],
             "subject": "" if test == path else test,
             "message": reason,
             "path": path,

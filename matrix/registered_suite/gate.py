@@ -27,7 +27,8 @@ from matrix.core.gate import Gate, baseline_doc, entry_lines, error_keys, gate_l
 from matrix.core.gate import gate as gate_findings
 from matrix.core.gate import status_line as gate_status
 from matrix.core.jsonio import dumps_indented, nested, string_literals
-from matrix.core.output import bounded_markdown, kind_sections, md_code, md_details, md_text, text_lines
+from matrix.core.output import md_code, md_text
+from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields
 
 __all__ = [  # the baseline's names, where callers of the guard audit have always found them
@@ -128,11 +129,9 @@ def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None
         lines.append(f"    why: {f.message}")
         return lines + ([f"    fix: {f.hint}"] if f.hint else [])
 
-    lines = kind_sections(shown, Tool.GUARDS, ORDER, lines_of)
-    lines += entry_lines(gate)
-    lines += (summary_line(report, with_exit=False) + _gate_line(report, gate)).split("\n")
-    lines.append(status or status_line(report, gate))
-    return text_lines(lines)
+    tail = [*entry_lines(gate), *(summary_line(report, with_exit=False) + _gate_line(report, gate)).split("\n")]
+    tail.append(status or status_line(report, gate))
+    return text_report(View(tool=Tool.GUARDS, lines=lines_of, order=ORDER), shown, tail=tail)
 
 
 def to_json_doc(
@@ -149,9 +148,7 @@ def to_json_doc(
         "runners": list(report.runners),
         "counts": {k.value: v for k, v in report.counts().items()},
         "exit_code": exit_code if exit_code is not None else report.exit_code if gate is None else gate.exit_code,
-        "findings": [{**finding_fields(f), "failing": f.failing, "severity": f.severity.value} for f in report.findings]
-        if findings
-        else None,
+        "findings": [_finding_doc(f) for f in report.findings] if findings else None,
     }
     if gate is not None and gate.with_baseline:
         doc["baseline"] = baseline_doc(gate)
@@ -170,8 +167,12 @@ def to_json(report: GuardReport, gate: Gate | None = None, *, exit_code: int | N
     return "{\n  " + ",\n  ".join(parts) + "\n}"
 
 
-# A finding's entry in the report (`to_json_doc`): its `finding_fields`, then these two.
-_REPORT_FIELDS = ("kind", "path", "line", "test", "runners", "guard", "reason", "hint", "failing", "severity")
+# A finding's entry in the report (`to_json_doc`): its `finding_fields`, then these three.
+_REPORT_FIELDS = ("kind", "path", "line", "test", "runners", "guard", "reason", "hint", "failing", "severity", "fingerprint")
+
+
+def _finding_doc(f: Finding) -> dict[str, Any]:
+    return {**finding_fields(f), "failing": f.failing, "severity": f.severity.value, "fingerprint": f.fingerprint}
 
 
 def findings_json(findings: tuple[Finding, ...], literal: Callable[[str], str]) -> str:
@@ -182,7 +183,7 @@ def findings_json(findings: tuple[Finding, ...], literal: Callable[[str], str]) 
     that is not a `str`), or a `finding_fields` that grew a field, is written the general way."""
     if not findings:
         return "[]"
-    laid_out = (*finding_fields(findings[0]), "failing", "severity") == _REPORT_FIELDS
+    laid_out = tuple(_finding_doc(findings[0])) == _REPORT_FIELDS
     kinds: dict[tuple[Tool, str, Severity], tuple[str, bool, str]] = {}
     items = []
     for f in findings:
@@ -198,9 +199,10 @@ def findings_json(findings: tuple[Finding, ...], literal: Callable[[str], str]) 
             and type(f.source) is str
             and type(f.message) is str
             and type(f.hint) is str
+            and type(f.fingerprint) is str
             and type(runners) is tuple
         ):
-            entry = {**finding_fields(f), "failing": f.failing, "severity": f.severity.value}
+            entry = _finding_doc(f)
             items.append(nested(dumps_indented(entry), 2))
             continue
         facts = kinds.get((f.tool, kind, f.severity))
@@ -211,7 +213,8 @@ def findings_json(findings: tuple[Finding, ...], literal: Callable[[str], str]) 
             f'{{\n      "kind": {facts[0]},\n      "path": {literal(f.path)},\n      "line": {int.__repr__(f.line)},'
             f'\n      "test": {literal(f.subject or f.path)},\n      "runners": {shown},\n      "guard": {literal(f.source)},'
             f'\n      "reason": {literal(f.message)},\n      "hint": {literal(f.hint)},'
-            f'\n      "failing": {"true" if facts[1] and not f.accepted_by else "false"},\n      "severity": {facts[2]}\n    }}'
+            f'\n      "failing": {"true" if facts[1] and not f.accepted_by else "false"},\n      "severity": {facts[2]},'
+            f'\n      "fingerprint": {literal(f.fingerprint)}\n    }}'
         )
     return "[\n    " + ",\n    ".join(items) + "\n  ]"
 
@@ -239,22 +242,22 @@ def to_markdown(report: GuardReport, gate: Gate | None = None, *, exit_code: int
     kinds = [k for k in ORDER if any(f.kind == k for f in shown)]
     # Stay under MD_MAX_LINES whatever the tree: each kind's block costs 7 lines plus its rows.
     room = MD_MAX_LINES - len(lines) - 4 - 8 * len(kinds)
-    per_kind = max(1, min(MD_ROWS_PER_KIND, room // max(1, len(kinds))))
+    table = Table(
+        columns=(
+            Column(header="where", value=lambda f: f"{shown_path(report, f)}:{f.line}", style=Style.CODE),
+            Column(header="test", value=lambda f: f.scope, style=Style.CODE, limit=120),
+            Column(header="runners", value=lambda f: ", ".join(f.runners)),
+            Column(header="why", value=lambda f: f.hint or f.message, limit=300),
+        ),
+        limit=max(1, min(MD_ROWS_PER_KIND, room // max(1, len(kinds)))),
+        more=lambda n: f"| ... | {n} more (see the annotations or --format text) | | |",
+    )
+    blocks = []
     for kind in kinds:
         found = [f for f in shown if f.kind == kind]
-        table = ["| where | test | runners | why |", "|---|---|---|---|"]
-        table += [
-            f"| {md_code(f'{shown_path(report, f)}:{f.line}')} | {md_code(f.scope, 120)} | "
-            f"{md_text(', '.join(f.runners))} | {md_text(f.hint or f.message, 300)} |"
-            for f in found[:per_kind]
-        ]
-        if len(found) > per_kind:
-            table.append(f"| ... | {len(found) - per_kind} more (see the annotations or --format text) | | |")
-        lines += md_details(f"{md_text(title(kind))}: {len(found)}", table)
-    lines.append("")
+        blocks.append(Block(summary=f"{md_text(title(kind))}: {len(found)}", table=table, findings=found))
+    tail = [""]
     if gate is not None and (gate.with_baseline or gate.hidden):
-        lines.append(md_text(_gate_line(report, gate).strip()))
-        lines.append("")
+        tail += [md_text(_gate_line(report, gate).strip()), ""]
     verdict = "**fails**" if exit_code else "passes"
-    lines.append(f"The audit {verdict} (exit {exit_code}).")
-    return bounded_markdown(lines)
+    return markdown_summary(lines, blocks, [*tail, f"The audit {verdict} (exit {exit_code})."])

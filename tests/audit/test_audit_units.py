@@ -230,7 +230,7 @@ _EDGES = sorted({c + d for c in (0x0, 0x9, 0xD, 0x20, 0xD7FF, 0xE000, 0xFFFD, 0x
 
 
 def test_xml_safe_escapes_exactly_what_xml_1_0_cannot_carry() -> None:
-    from matrix.audit.reports import xml_safe
+    from matrix.core.junit import xml_safe
 
     codes = [c for c in _EDGES if 0 <= c <= 0x10FFFF]
     got = {c: xml_safe(f"a{chr(c)}b") for c in codes}

@@ -195,9 +195,17 @@ def test_json_writers(writer: str, name: str, s: str) -> None:
     assert "\n::" not in out
 
 
+JUNIT_WRITERS: dict[str, Callable[[str], str]] = {
+    "plugin junit": lambda s: render_junit(audit_report(s)),
+    "guards junit": guards("junit"),
+}
+
+
+@pytest.mark.parametrize("writer", JUNIT_WRITERS)
 @pytest.mark.parametrize(("name", "s"), CASES, ids=IDS)
-def test_junit_is_well_formed(name: str, s: str) -> None:
-    ET.fromstring(render_junit(audit_report(s)))
+def test_junit_is_well_formed(writer: str, name: str, s: str) -> None:
+    root = ET.fromstring(JUNIT_WRITERS[writer](s))
+    assert root.tag == "testsuites" and root.findall(".//testcase")
 
 
 @pytest.mark.parametrize(("name", "s"), CASES, ids=IDS)
@@ -242,7 +250,7 @@ def test_annotation_escaping_per_the_toolkit() -> None:
 
 
 def test_sarif_document_shape(tmp_path: Path) -> None:
-    finding = Finding(tool=Tool.GUARDS, kind="silent-skip", severity=Severity.ERROR, subject="t", message="m", path="a b.py")
+    finding = Finding(tool=Tool.GUARDS, kind="silent-skip", subject="t", message="m", path="a b.py")
     doc = sarif_document([finding], tool=Tool.GUARDS, prefix="test/reg", version="1", help_uri="https://example.org/h")
     run = doc["runs"][0]
     # From the repository root, with no base id: code scanning resolves the URI against the checkout as it is.

@@ -39,6 +39,10 @@ def test_gaps_agree_with_cells_on_every_runner_of_the_schedule(tmp_path, capsys)
     assert doc["runners"] == ["cpu", "1-gpu-h100"]
     gaps = {f["subject"] for f in doc["findings"]}
     assert {f["kind"] for f in doc["findings"]} == {"untested-cell"}
+    # Every finding carries the one fingerprint (its key's), distinct per cell.
+    assert len({f["fingerprint"] for f in doc["findings"]}) == len(doc["findings"]) and all(
+        f["fingerprint"] for f in doc["findings"]
+    )
     run_somewhere: set[str] = set()
     every: set[str] = set()
     for runner in doc["runners"]:

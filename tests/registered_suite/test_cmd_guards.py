@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,38 @@ def test_json_output_follows_the_schema(capsys, shared_suite):
     assert doc["counts"]["silent-skip"] == 3
     assert sum(doc["counts"].values()) == len(doc["findings"])
     first = doc["findings"][0]
-    assert set(first) == {"kind", "path", "line", "test", "runners", "guard", "reason", "failing", "hint", "severity"}
+    assert set(first) == {
+        "kind",
+        "path",
+        "line",
+        "test",
+        "runners",
+        "guard",
+        "reason",
+        "failing",
+        "hint",
+        "severity",
+        "fingerprint",
+    }
+
+
+def test_every_finding_carries_the_one_fingerprint_baselines_and_sarif_use(capsys, tmp_path):
+    # A repository root of its own, so paths are keyed from it; the fixture suite copied under it.
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    suite = repo / "suite"
+    shutil.copytree(Path(__file__).parent / "fixture_suite", suite)
+    _, out, _ = run(capsys, "guards", str(suite), "--no-workflows", "--show", "info", "--format", "json")
+    findings = json.loads(out)["findings"]
+    assert all(len(f["fingerprint"]) == 16 for f in findings)
+    assert len({f["fingerprint"] for f in findings}) == len(findings)
+    _, out, _ = run(capsys, "guards", str(suite), "--no-workflows", "--show", "info", "--format", "sarif")
+    sarif = {r["partialFingerprints"]["specmatrix/guards/v1"] for r in json.loads(out)["runs"][0]["results"]}
+    assert sarif == {f["fingerprint"] for f in findings}
+    run(capsys, "guards", str(suite), "--no-workflows", "--write-baseline", str(tmp_path / "b.json"))
+    written = {e["fingerprint"] for e in json.loads((tmp_path / "b.json").read_text())["entries"]}
+    single = {f["fingerprint"] for f in findings if f["failing"] and len(f["runners"]) <= 1}
+    assert single and single <= written
 
 
 @pytest.mark.parametrize("show", ["warning", "info"])
