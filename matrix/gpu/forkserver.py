@@ -180,7 +180,7 @@ def _preload_summary() -> tuple[str | None, dict[str, object]]:
         "nvml": nvml,
         "answered_from_nvml": state.answered,
         "threads": state.threads,
-        "cuda_driver_mapped": state.driver_mapped,
+        "cuda_driver_mapped_by": state.driver_mapped_by,
     }
 
 

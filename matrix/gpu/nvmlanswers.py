@@ -2,16 +2,19 @@
 
 flashinfer 0.7.2 asks `torch.cuda.get_device_capability` at import (flashinfer/jit/env.py builds a
 `CompilationContext`, flashinfer/compilation_context.py reads every device's capability), and sglang's
-`get_device_sm` and `is_sm*_supported` ask it too. Through torch the question starts CUDA (`torch.cuda._lazy_init`),
-and a process holding a CUDA context cannot fork a GPU worker. NVML (libnvidia-ml, the driver's management library)
-knows the same capability without a CUDA context. While the server imports, `torch.cuda.get_device_capability` and
-`torch.cuda.get_device_name` are answered from NVML; afterwards torch's own functions are back (in the server, so in
-every forked worker), and a reference a library kept to the stand-in forwards to torch's function.
+`get_device_sm`, `is_sm*_supported` and JIT arch detection (sglang/kernels/jit/utils/arch.py
+`_init_jit_cuda_arch_once`: `current_device()`, then its capability) ask too. Through torch the question starts CUDA
+(`torch.cuda._lazy_init`), and a process holding a CUDA context cannot fork a GPU worker. NVML (libnvidia-ml, the
+driver's management library) knows the same capability without a CUDA context. While the server imports,
+`torch.cuda.get_device_capability`, `get_device_name` and `current_device` are answered from NVML; afterwards
+torch's own functions are back (in the server, so in every forked worker), and a reference a library kept to a
+stand-in forwards to torch's function.
 
 Answered only where the answer cannot depend on which GPU a worker is later pinned to: every GPU of the host has the
 same capability and name (CUDA's default device order, fastest first, need not be NVML's PCI order, so on a mixed
-host an ordinal names no NVML device for sure), and the ordinal is one CUDA would make visible. Anything else goes
-to torch's function, which the preload then cuts short (docs/gpu.md).
+host an ordinal names no NVML device for sure), and the ordinal is one CUDA would make visible. The current device
+of a process that never initialised CUDA is ordinal 0 (selecting another one initialises CUDA, which the preload
+refuses). Anything else goes to torch's function, which the preload then cuts short (docs/gpu.md).
 """
 
 from __future__ import annotations
@@ -144,14 +147,27 @@ class NvmlAnswers:
         query.__name__ = query.__qualname__ = name
         return query
 
+    def _current_device(self) -> Callable[[], object]:
+        original = self._originals["current_device"]
+
+        def current_device() -> object:
+            if not self.active or self._visible(0) is None:
+                return original()
+            self.answered.append("current_device()")
+            return 0
+
+        return current_device
+
     def __enter__(self) -> NvmlAnswers:
         answers: dict[str, Callable[[], object]] = {
             "get_device_capability": lambda: self.gpu.capability,
             "get_device_name": lambda: self.gpu.name,
         }
-        for name, answer in answers.items():
+        for name in (*answers, "current_device"):
             self._originals[name] = getattr(self.cuda, name)
+        for name, answer in answers.items():
             setattr(self.cuda, name, self._stand_in(name, answer))
+        self.cuda.current_device = self._current_device()  # type: ignore[attr-defined]
         self.active = True
         return self
 

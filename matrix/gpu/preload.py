@@ -58,7 +58,7 @@ class Preload:
     unsafe: str | None = None  # why nothing may be forked (CUDA initialised, or a library swallowed the abort)
     answered: dict[str, int] = field(default_factory=dict)  # device query -> times NVML answered it
     threads: list[str] = field(default_factory=list)  # live threads when the preload ended (fork copies only one)
-    driver_mapped: bool = False  # libcuda in the server's address space: something called the CUDA driver
+    driver_mapped_by: str | None = None  # the first import after which libcuda is in the server's address space
 
 
 def _call_sites() -> list[str]:
@@ -86,6 +86,8 @@ def preload(modules: Sequence[str], gpu: Gpu | None = None, gpus: int = 0, env: 
                 answers = NvmlAnswers(cuda=torch.cuda, gpu=gpu, env=os.environ if env is None else env, gpus=gpus)
                 answers.__enter__()
             cut = _import_one(name, state, asked)
+            if state.driver_mapped_by is None and driver_mapped():
+                state.driver_mapped_by = name
             torch = sys.modules.get("torch")
             if torch is not None and torch.cuda.is_initialized():
                 state.unsafe = f"CUDA initialised while importing {name}"
@@ -103,7 +105,6 @@ def preload(modules: Sequence[str], gpu: Gpu | None = None, gpus: int = 0, env: 
             answers.__exit__(None, None, None)
             state.answered = dict(collections.Counter(answers.answered))
         state.threads = sorted(t.name for t in threading.enumerate())
-        state.driver_mapped = driver_mapped()
 
 
 def _import_one(name: str, state: Preload, asked: list[list[str]]) -> list[str] | None:
@@ -139,8 +140,8 @@ def _import_one(name: str, state: Preload, asked: list[list[str]]) -> list[str] 
 
 
 def driver_mapped(maps: str = "/proc/self/maps") -> bool:
-    """Whether the CUDA driver library (libcuda.so) is mapped into this process: loaded by a CUDA call that torch
-    did not see (a worker forked after the driver started fails its first CUDA call)."""
+    """Whether the CUDA driver library (libcuda.so) is mapped into this process. Loaded is not initialised (a
+    library may open it at import); a worker forked after cuInit fails its first CUDA call, so the cells show it."""
     try:
         with open(maps, encoding="utf-8", errors="replace") as handle:
             return any("/libcuda.so" in line for line in handle)

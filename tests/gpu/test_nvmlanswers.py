@@ -111,33 +111,46 @@ def _cuda() -> tuple[types.ModuleType, list[object]]:
         asked.append(("name", device))
         return "from torch"
 
+    def current_device() -> int:
+        asked.append(("current", None))
+        return 5
+
     cuda.get_device_capability = get_device_capability  # type: ignore[attr-defined]
     cuda.get_device_name = get_device_name  # type: ignore[attr-defined]
+    cuda.current_device = current_device  # type: ignore[attr-defined]
     return cuda, asked
 
 
 def test_answers_come_from_nvml_for_visible_ordinals_and_torch_has_its_functions_back() -> None:
     cuda, asked = _cuda()
-    originals = (cuda.get_device_capability, cuda.get_device_name)
+    originals = (cuda.get_device_capability, cuda.get_device_name, cuda.current_device)
     with NvmlAnswers(cuda=cuda, gpu=H200, env={"CUDA_VISIBLE_DEVICES": "1,0"}, gpus=2) as answers:
         bound = cuda.get_device_capability  # `from torch.cuda import get_device_capability` in a library
+        bound_current = cuda.current_device
+        assert cuda.current_device() == 0
         assert cuda.get_device_capability() == (9, 0)
         assert cuda.get_device_capability("cuda:1") == (9, 0)
         assert cuda.get_device_name(0) == "NVIDIA H200"
         assert asked == []
         assert cuda.get_device_capability(2) == (7, 5)  # not visible: torch's question (the preload cuts it)
         assert cuda.get_device_name("meta") == "from torch"
-    assert answers.answered == ["get_device_capability(0)", "get_device_capability(1)", "get_device_name(0)"]
-    assert (cuda.get_device_capability, cuda.get_device_name) == originals
-    assert bound(0) == (7, 5)  # a kept reference forwards to torch once the preload is over
-    assert asked == [("capability", 2), ("name", "meta"), ("capability", 0)]
+    assert answers.answered == [
+        "current_device()",
+        "get_device_capability(0)",
+        "get_device_capability(1)",
+        "get_device_name(0)",
+    ]
+    assert (cuda.get_device_capability, cuda.get_device_name, cuda.current_device) == originals
+    assert bound(0) == (7, 5) and bound_current() == 5  # a kept reference forwards to torch once the preload is over
+    assert asked == [("capability", 2), ("name", "meta"), ("capability", 0), ("current", None)]
 
 
 def test_device_ids_not_read_here_are_left_to_torch() -> None:
     cuda, asked = _cuda()
     with NvmlAnswers(cuda=cuda, gpu=H200, env={"CUDA_VISIBLE_DEVICES": "GPU-5d2c"}, gpus=2) as answers:
         assert cuda.get_device_capability(0) == (7, 5)
-    assert answers.answered == [] and asked == [("capability", 0)]
+        assert cuda.current_device() == 5
+    assert answers.answered == [] and asked == [("capability", 0), ("current", None)]
 
 
 # A torch stand-in whose device questions start "CUDA" (lazily), as torch's do.
@@ -156,14 +169,21 @@ def get_device_name(device=None):
 def get_device_properties(device=None):
     cuda._lazy_init()
     return types.SimpleNamespace(multi_processor_count=132)
+def current_device():
+    cuda._lazy_init()
+    return 0
 cuda._lazy_init = _lazy_init
+cuda.current_device = current_device
 cuda.get_device_capability = cuda.ORIGINAL = get_device_capability
 cuda.get_device_name = get_device_name
 cuda.get_device_properties = get_device_properties
 cuda.is_initialized = lambda: cuda.state["initialised"]
 """
-# flashinfer 0.7.2's shape: the capability of every device at import (kept), from the server's process.
-ARCH_LIB = "import os, torch\nARCH = torch.cuda.get_device_capability(0)\nIMPORTED_IN = os.getpid()\n"
+# flashinfer 0.7.2's and sglang's shapes: the capability of a device, and of the current one, at import (kept).
+ARCH_LIB = (
+    "import os, torch\nARCH = torch.cuda.get_device_capability(0)\n"
+    "JIT_ARCH = torch.cuda.get_device_capability(torch.cuda.current_device())\nIMPORTED_IN = os.getpid()\n"
+)
 SM_COUNT_LIB = "import torch\nSMS = torch.cuda.get_device_properties(0).multi_processor_count\n"
 WORKER_TEST = """
 import os, sys, torch
@@ -172,7 +192,7 @@ def test_the_library_was_imported_by_the_server_with_nvml_answers():
     arch_lib = sys.modules.get("arch_lib")
     assert arch_lib is not None, "not preloaded"
     assert arch_lib.IMPORTED_IN == os.getppid() != os.getpid()
-    assert arch_lib.ARCH == (9, 0)
+    assert arch_lib.ARCH == arch_lib.JIT_ARCH == (9, 0)
 
 def test_the_worker_has_torch_functions_and_no_cuda_from_the_server():
     assert torch.cuda.get_device_capability is torch.cuda.ORIGINAL
@@ -200,7 +220,7 @@ def test_a_library_asking_the_capability_at_import_is_preloaded_with_nvml_answer
     done, status = _serve(tmp_path, "torch,arch_lib,sm_count_lib", str(library))
     assert status["state"] == "ready", status
     assert status["nvml"] == "2 GPU(s), all NVIDIA H200 sm90", status
-    assert status["answered_from_nvml"] == {"get_device_capability(0)": 1}, status
+    assert status["answered_from_nvml"] == {"get_device_capability(0)": 2, "current_device()": 1}, status
     assert "arch_lib" in status["preload_seconds"] and "arch_lib" not in status["deferred"], status  # type: ignore[operator]
     # A question NVML does not answer is still cut short and left to the workers.
     assert any("sm_count_lib.py:2" in line for line in status["deferred"]["sm_count_lib"]), status  # type: ignore[index]
