@@ -14,6 +14,7 @@ import pytest
 
 from matrix.gpu.forkserver import NVML_ENV, PRELOAD_ENV
 from matrix.gpu.nvmlanswers import Gpu, NvmlAnswers, ordinal, read_nvml, uniform, visible_count
+from matrix.gpu.preload import driver_mapped
 
 ROOT = Path(__file__).resolve().parents[2]
 H200 = Gpu(capability=(9, 0), name="NVIDIA H200")
@@ -236,3 +237,12 @@ def test_a_host_of_mixed_gpus_is_not_answered(tmp_path: Path) -> None:
     assert status["state"] == "ready" and status["answered_from_nvml"] == {}, status
     assert "not all of one kind" in str(status["nvml"]) and "arch_lib" in status["deferred"], status  # type: ignore[operator]
     assert "1 failed, 1 passed" in done.stdout and "not preloaded" in done.stdout, done.stdout[-3000:]
+
+
+def test_the_cuda_driver_library_is_seen_in_the_address_space(tmp_path: Path) -> None:
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f01 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\n", encoding="utf-8")
+    assert not driver_mapped(str(maps))
+    maps.write_text("7f00-7f01 r-xp 0 08:01 2 /usr/lib/x86_64-linux-gnu/libcuda.so.570.1\n", encoding="utf-8")
+    assert driver_mapped(str(maps))
+    assert not driver_mapped(str(tmp_path / "absent"))
