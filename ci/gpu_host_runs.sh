@@ -16,6 +16,8 @@
 #   bash ci/gpu_host_runs.sh apart-check   # target/draft apart cells (forked workers), cellrun target levels, mutations
 #   bash ci/gpu_host_runs.sh measure       # cold, sealed + restored caches in a fresh tree, warm forked, warm plain
 #   bash ci/gpu_host_runs.sh fork-check    # the target/draft cells: cold, warm plain, warm with forked workers
+#   bash ci/gpu_host_runs.sh fork-warm     # the full matrix: cold, warm plain, warm forked (per run; per host, 4 and 8)
+#   bash ci/gpu_host_runs.sh fork-host     # the full matrix cold, warm through the host's fork server, the apart mutations
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -42,7 +44,16 @@ MUTATION_CELLS=('--matrix-select=draft-{triton,trtllm_mha}-*-page{16,64}-hd128-g
 SGLANG_IMPORT="import time; t=time.perf_counter(); import torch; t1=time.perf_counter(); import sglang.srt.mem_cache.memory_pool, sglang.srt.layers.attention.attention_registry, sglang.srt.layers.attention.triton_backend, sglang.srt.layers.attention.trtllm_mha_backend, sglang.srt.speculative.frozen_kv_mtp_worker_v2, sglang.test.kits.attention_unittest.attention_methods.dense_attention; print(f'torch {t1-t:.1f} s, then the sglang draft path {time.perf_counter()-t1:.1f} s')"
 # The draft cells with the target's backend set apart from the draft's.
 APART='--matrix-select=draft-*-tgt_*'
-PRELOAD_PROBE="import time; t=time.perf_counter(); from matrix.gpu.forkserver import PRELOAD, preload; s, c = preload(PRELOAD); print(s); print(f'preload {time.perf_counter()-t:.1f} s; CUDA initialised by: {c}')"
+PRELOAD_PROBE="import time; t=time.perf_counter(); from matrix.gpu.preload import PRELOAD, preload; from matrix.gpu.nvmlanswers import read_nvml, uniform; g = read_nvml(); known = isinstance(g, tuple); s = preload(PRELOAD, uniform(g) if known else None, len(g) if known else 0); print(g); print(s); print(f'preload {time.perf_counter()-t:.1f} s')"
+# One fork server for the host (GPU 0), its import paid once before the runs that name it (SPECMATRIX_FORK_SERVER=$S).
+S=/tmp/specmatrix-host.sock
+host_server() {
+  rm -f "$S" "$S.json"; local s0; s0=$(date +%s%N)
+  CUDA_VISIBLE_DEVICES=0 python3 -m matrix.gpu.forkserver serve --socket "$S" > "$R/server.log" 2>&1 & SP=$!
+  for _ in $(seq 240); do [ -f "$S.json" ] && break; kill -0 $SP 2>/dev/null || break; sleep 0.25; done
+  echo "server-up  wall_ms=$(( ($(date +%s%N) - s0) / 1000000 )) ready=$([ -f "$S.json" ] && echo yes || echo no)" | tee -a "$R/steps.txt"
+  cp "$S.json" "$R/fork-server-host.json" 2>/dev/null
+}
 case "$MODE" in
   x2)
     rm -rf /tmp/jit-x2; caches x2
@@ -153,7 +164,32 @@ case "$MODE" in
     step warm 50 $W $G --matrix-workers-per-gpu 4 "$SMALL" --matrix-report "$R/small-warm.json"
     step warm-fork 50 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 "$SMALL" --matrix-report "$R/small-warm-fork.json"
     cp gpu-report/fork-server.json "$R/fork-server.json" 2>/dev/null ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small)"; exit 2 ;;
+  fork-warm)  # GPU 0: cold with four workers (fills the caches), warm plain, warm forked from a server started by the
+    # run, then a server started once for the host (its import paid before the runs) serving warm runs of 4 and 8 workers
+    rm -rf /tmp/jit-w; caches w
+    W=CUDA_VISIBLE_DEVICES=0
+    step cold 260 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
+    step warm 100 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/warm.json"
+    step warm-fork 100 $W $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-fork.json"
+    cp gpu-report/fork-server.json "$R/fork-server-run.json" 2>/dev/null
+    host_server
+    step warm-host 100 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-host.json"
+    step warm-host8 100 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 8 --matrix-report "$R/warm-host8.json"
+    kill $SP 2>/dev/null; cat "$R/fork-server-run.json" | head -c 3000 ;;
+  fork-host)  # GPU 0: cold with four workers, the host's fork server, warm runs through it, the draft-backend mutations
+    rm -rf /tmp/jit-w; caches w
+    W=CUDA_VISIBLE_DEVICES=0
+    step cold 260 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
+    host_server
+    step warm-host 90 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-host.json"
+    cp gpu-report/fork-server.json "$R/fork-server-run.json" 2>/dev/null
+    step mutations 190 $W python3 -m tools.gpu.mutate --baseline --mutation draft-backend-ignores-override \
+      --mutation draft-runner-ignores-override --out "$R/mutations" -- tests/gpu -m gpu -p no:cacheprovider -p no:benchmark \
+      -p matrix.plugin -W ignore::DeprecationWarning -W ignore::FutureWarning --matrix-runner auto "$APART" \
+      --matrix-workers-per-gpu 4 -n 4 --dist loadgroup
+    step warm-host2 80 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-host2.json"
+    kill $SP 2>/dev/null; head -c 4000 "$R/fork-server-host.json"; cat "$R/mutations/mutations.md" 2>/dev/null ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small, fork-warm, fork-host)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"

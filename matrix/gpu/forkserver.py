@@ -7,8 +7,10 @@ its stdin, stdout and stderr, argv, environment and working directory to the ser
 forks, and the child becomes that worker (`python -c BOOTSTRAP` emulated on the received descriptors), already
 holding every preloaded module. xdist, `--dist loadgroup` and the reports are unchanged.
 
-If a preload initialises CUDA, or the server does not come up, the run says so and takes the plain path (each worker
-imports for itself). Nothing here imports torch or sglang at module level.
+Device capability and name questions asked at import are answered from NVML during the preload
+(matrix/gpu/preload.py, matrix/gpu/nvmlanswers.py). If a preload initialises CUDA, or the server does not come up,
+the run says so and takes the plain path (each worker imports for itself). Nothing here imports torch or sglang at
+module level.
 """
 
 from __future__ import annotations
@@ -26,110 +28,23 @@ import threading
 import time
 import types
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from matrix.core.atomic import write_text_atomic
+from matrix.gpu.nvmlanswers import NVML_LIBRARY, read_nvml, uniform
+from matrix.gpu.preload import PRELOAD, CudaAtImport, Preload, preload
+
+__all__ = ["PRELOAD", "CudaAtImport", "Preload", "main", "preload", "run"]
 
 SOCKET_ENV = "SPECMATRIX_FORK_SERVER"
 READY = "SPECMATRIX-FORK-READY "
 UNSAFE = "SPECMATRIX-FORK-UNSAFE "
-# What the GPU checks import (matrix/gpu/*.py), in order; each is imported once, in the server, up to the first one
-# that asks for CUDA at import (flashinfer 0.7.2 does: docs/gpu.md), which is left to the workers with all after it.
-PRELOAD = (
-    "torch",
-    "triton",
-    "triton.language",
-    "transformers",
-    "torch._dynamo",
-    "torch._inductor.config",
-    "flashinfer",
-    "flashinfer.decode",
-    "sglang.srt.layers.attention.attention_registry",
-    "sglang.srt.layers.attention.triton_backend",
-    "sglang.srt.layers.attention.trtllm_mha_backend",
-    "sglang.srt.layers.radix_attention",
-    "sglang.srt.model_executor.model_runner",
-    "sglang.srt.speculative.frozen_kv_mtp_worker_v2",
-    "sglang.srt.speculative.frozen_kv_mtp_cuda_graph_runner",
-    "sglang.test.kits.attention_unittest.attention_methods.dense_attention",
-    "sglang.test.kits.attention_unittest.runner_modes.speculative_draft_runner",
-    "sglang.test.kits.attention_unittest.runner_modes.speculative_target_verify_runner",
-)
 PRELOAD_ENV = "SPECMATRIX_FORK_PRELOAD"  # comma-separated modules instead of PRELOAD (tests use small ones)
+NVML_ENV = "SPECMATRIX_FORK_NVML"  # the NVML library to read instead of libnvidia-ml.so.1 ("off": none)
 MAX_HEADER = 4 * 1024 * 1024  # argv + environment of one worker; anything larger is not a worker's request
 
 
 # --- server -------------------------------------------------------------------------------------------------------
-
-
-class CudaAtImport(BaseException):
-    """Raised inside torch's lazy CUDA initialisation while preloading: the import that asked for the device is cut
-    short before CUDA starts, so the server stays fork-safe; the worker imports that module itself. A BaseException,
-    so that `except Exception` / `except ImportError` fallbacks in libraries do not turn it into a degraded import."""
-
-
-@dataclass
-class Preload:
-    """What the server holds: seconds per module, the modules left to the workers, and where each asked for CUDA."""
-
-    seconds: dict[str, float] = field(default_factory=dict)
-    deferred: dict[str, list[str]] = field(default_factory=dict)  # module -> call sites of the CUDA request
-    unsafe: str | None = None  # why nothing may be forked (CUDA initialised, or a library swallowed the abort)
-
-
-def _call_sites() -> list[str]:
-    import traceback
-
-    frames = [f for f in traceback.extract_stack()[:-2] if "/torch/" not in f.filename and "<frozen" not in f.filename]
-    return [f"{f.filename}:{f.lineno} ({f.line})" for f in frames[-3:]]
-
-
-def preload(modules: Sequence[str]) -> Preload:
-    """Import `modules` in order until one asks for CUDA at import: that import is cut short (CudaAtImport) before
-    CUDA starts, every module it added is dropped again (a half-imported package tree breaks later imports), its call
-    site is recorded, and it and every later module are left to the workers (re-running their imports here could
-    repeat module-level registrations). Unsafe (fork nothing) when CUDA got initialised anyway, or a library caught
-    the cut and went on (it may have cached a degraded state)."""
-    import importlib
-
-    state = Preload()
-    asked: list[list[str]] = []
-
-    def refuse() -> None:
-        asked.append(_call_sites())
-        raise CudaAtImport
-
-    for k, name in enumerate(modules):
-        torch = sys.modules.get("torch")
-        original = torch.cuda._lazy_init if torch is not None else None
-        if torch is not None:
-            torch.cuda._lazy_init = refuse
-        before = set(sys.modules)
-        start = time.perf_counter()
-        cut: list[str] | None = None
-        try:
-            importlib.import_module(name)
-        except CudaAtImport:
-            cut = asked[-1]
-        except Exception as exc:
-            cut = [f"{type(exc).__name__}: {exc}"]
-        finally:
-            if torch is not None and original is not None:
-                torch.cuda._lazy_init = original
-        state.seconds[name] = round(time.perf_counter() - start, 3)
-        torch = sys.modules.get("torch")
-        if torch is not None and torch.cuda.is_initialized():
-            state.unsafe = f"CUDA initialised while importing {name}"
-            return state
-        if cut is None and asked:
-            state.unsafe = f"importing {name}: a library caught the CUDA cut-off and went on ({asked[0]})"
-            return state
-        if cut is not None:
-            for added in set(sys.modules) - before:
-                del sys.modules[added]
-            state.deferred[name] = cut
-            state.deferred.update({later: ["after " + name] for later in modules[k + 1 :]})
-            return state
-    return state
 
 
 def plugin_packages() -> set[str]:
@@ -203,6 +118,10 @@ def _serve_one(conn: socket.socket, listener: socket.socket, children: set[int])
         conn.close()
         return
     request = json.loads(_recv_exact(conn, size))
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():  # never fork a CUDA context (the preload checked; again)
+        conn.close()
+        return
     pid = os.fork()
     if pid == 0:  # the worker
         code = 1
@@ -238,14 +157,39 @@ def _serve_one(conn: socket.socket, listener: socket.socket, children: set[int])
     threading.Thread(target=report, daemon=True).start()
 
 
-def serve(path: str) -> int:
+def _preload_summary() -> tuple[str | None, dict[str, object]]:
+    """Preload (PRELOAD, or the modules of SPECMATRIX_FORK_PRELOAD) with device questions answered from NVML where
+    the host has one kind of GPU; (why forking is unsafe or None, the status)."""
     # torch.cuda.is_available() through NVML, not the driver: the CUDA driver must stay uninitialised before fork.
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     modules = tuple(m for m in os.environ.get(PRELOAD_ENV, "").split(",") if m) or PRELOAD
-    state = preload(modules)
-    summary = {"preload_seconds": state.seconds, "deferred": state.deferred, "total": round(sum(state.seconds.values()), 3)}
-    if state.unsafe is not None:
-        print(UNSAFE + json.dumps({"reason": state.unsafe, **summary}), flush=True)
+    library = os.environ.get(NVML_ENV, NVML_LIBRARY)
+    gpus = read_nvml(library) if library != "off" else "NVML not read"
+    kind = uniform(gpus) if isinstance(gpus, tuple) else None
+    if isinstance(gpus, str):
+        nvml = gpus
+    elif kind is None:
+        nvml = f"{len(gpus)} GPU(s), not all of one kind: not answered"
+    else:
+        nvml = f"{len(gpus)} GPU(s), all {kind.name} sm{kind.capability[0]}{kind.capability[1]}"
+    state = preload(modules, kind, len(gpus) if isinstance(gpus, tuple) else 0)
+    return state.unsafe, {
+        "preload_seconds": state.seconds,
+        "deferred": state.deferred,
+        "total": round(sum(state.seconds.values()), 3),
+        "nvml": nvml,
+        "answered_from_nvml": state.answered,
+        "threads": state.threads,
+        "cuda_driver_mapped_by": state.driver_mapped_by,
+    }
+
+
+def serve(path: str) -> int:
+    """Preload, then fork a worker per request on the socket `path` until SIGTERM; the status goes to stdout (the
+    launcher reads it) and, once ready, to `path`.json (a launcher that finds the server already up reads it)."""
+    unsafe, summary = _preload_summary()
+    if unsafe is not None:
+        print(UNSAFE + json.dumps({"reason": unsafe, **summary}), flush=True)
         return 3
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -259,6 +203,7 @@ def serve(path: str) -> int:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
+    write_text_atomic(Path(path + ".json"), json.dumps({"state": "ready", **summary}, indent=2) + "\n")
     print(READY + json.dumps(summary), flush=True)
     while True:
         conn, _ = listener.accept()
@@ -345,8 +290,22 @@ def _wait_ready(proc: subprocess.Popen[str], timeout: float) -> tuple[str, dict[
     return "failed", {"message": f"no status line within {timeout:.0f} s (exit {proc.poll()})"}
 
 
+def _shared_server(sock: str) -> tuple[str, dict[str, object]]:
+    """A server already up on this host (started with `serve --socket SOCK`, named by SPECMATRIX_FORK_SERVER): its
+    status from SOCK.json, the import paid once for every run that uses it."""
+    status = Path(sock + ".json")
+    try:
+        details = json.loads(status.read_text(encoding="utf-8")) if Path(sock).is_socket() else None
+    except (OSError, ValueError):
+        details = None
+    if not isinstance(details, dict) or details.get("state") != "ready":
+        return "failed", {"message": f"no ready fork server at {sock}"}
+    return "ready", {**{k: v for k, v in details.items() if k != "state"}, "shared_server": sock}
+
+
 def run(pytest_args: Sequence[str], *, timeout: float = 300.0, status_file: Path | None = None) -> int:
-    """pytest with workers forked from the preloading server; the plain path when that is unsafe or impossible."""
+    """pytest with workers forked from the preloading server (the one SPECMATRIX_FORK_SERVER names, else one started
+    for this run); the plain path when that is unsafe or impossible."""
     plain = [sys.executable, "-m", "pytest", *pytest_args]
     with tempfile.TemporaryDirectory(prefix="specmatrix-fork-") as tmp:
         client = write_client(Path(tmp))
@@ -354,17 +313,20 @@ def run(pytest_args: Sequence[str], *, timeout: float = 300.0, status_file: Path
         if forked is None:
             print("fork server: no -n N among the pytest arguments; plain path", flush=True)
             return subprocess.run(plain, check=False).returncode
-        sock = str(Path(tmp) / "server.sock")
         start = time.perf_counter()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", sock], stdout=subprocess.PIPE, text=True
-        )
-        state, details = _wait_ready(server, timeout)
+        server: subprocess.Popen[str] | None = None
+        sock = os.environ.get(SOCKET_ENV, "")
+        if sock:
+            state, details = _shared_server(sock)
+        else:
+            sock = str(Path(tmp) / "server.sock")
+            command = [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", sock]
+            server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+            state, details = _wait_ready(server, timeout)
         details = {"state": state, "server_start_seconds": round(time.perf_counter() - start, 3), **details}
         print("fork server: " + json.dumps(details), flush=True)
         if status_file is not None:
-            status_file.parent.mkdir(parents=True, exist_ok=True)
-            status_file.write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
+            write_text_atomic(status_file, json.dumps(details, indent=2) + "\n")
         try:
             if state != "ready":
                 print(f"fork server: {state}; every worker imports for itself (plain path)", flush=True)
@@ -372,17 +334,18 @@ def run(pytest_args: Sequence[str], *, timeout: float = 300.0, status_file: Path
             env = {**os.environ, SOCKET_ENV: sock}
             return subprocess.run([sys.executable, "-m", "pytest", *forked], env=env, check=False).returncode
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            if server is not None:
+                server.terminate()
+                try:
+                    server.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    server.kill()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m matrix.gpu.forkserver")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve_p = sub.add_parser("serve", help="preload, then fork a worker per client request (internal)")
+    serve_p = sub.add_parser("serve", help="preload, then fork a worker per client request (status in SOCKET.json)")
     serve_p.add_argument("--socket", required=True)
     run_p = sub.add_parser("run", help="pytest with its xdist workers forked from one preloading process")
     run_p.add_argument("--status", type=Path, default=None, help="write the server's preload status (JSON) here")

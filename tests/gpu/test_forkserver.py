@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from matrix.gpu.forkserver import PRELOAD_ENV, forked_args
+from matrix.gpu.forkserver import PRELOAD_ENV, SOCKET_ENV, forked_args
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = "import os\nSERVER_PID = os.getpid()\n"
@@ -119,3 +120,54 @@ def test_a_library_that_swallows_the_cut_off_keeps_the_plain_path(tmp_path: Path
 )
 def test_the_worker_count_becomes_forked_workers(args: list[str], expected: list[str] | None) -> None:
     assert forked_args(args, Path("C")) == expected
+
+
+def test_a_server_already_up_serves_every_run_on_the_host(tmp_path: Path) -> None:
+    """One import per host: a server started once (`serve --socket S`) forks the workers of two runs in a row (the
+    process that imported the probe is each worker's parent), each run's status names it; the run never stops it."""
+    (tmp_path / "specmatrix_probe.py").write_text(PROBE, encoding="utf-8")
+    (tmp_path / "test_probe.py").write_text(TEST, encoding="utf-8")
+    sock = tmp_path / "host.sock"
+    env = {**os.environ, PRELOAD_ENV: "specmatrix_probe", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", str(sock)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            if Path(str(sock) + ".json").exists() or server.poll() is not None:
+                break
+            time.sleep(0.1)
+        for k in range(2):
+            status = tmp_path / f"status{k}.json"
+            command = [sys.executable, "-m", "matrix.gpu.forkserver", "run", "--status", str(status), "--", "-n", "2"]
+            command += ["-p", "no:cacheprovider", "-p", "no:benchmark", "-W", "error", "-q", "test_probe.py"]
+            done = subprocess.run(
+                command,
+                cwd=tmp_path,
+                env={**env, SOCKET_ENV: str(sock)},
+                capture_output=True,
+                text=True,
+                timeout=240,
+                check=False,
+            )
+            details = json.loads(status.read_text(encoding="utf-8"))
+            assert details["state"] == "ready" and details["shared_server"] == str(sock), details
+            assert "3 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+            assert server.poll() is None  # still up for the next run
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_a_named_server_that_is_not_up_takes_the_plain_path(tmp_path: Path) -> None:
+    (tmp_path / "test_probe.py").write_text("def test_plain():\n    pass\n", encoding="utf-8")
+    status = tmp_path / "status.json"
+    command = [sys.executable, "-m", "matrix.gpu.forkserver", "run", "--status", str(status), "--", "-n", "2"]
+    command += ["-p", "no:cacheprovider", "-p", "no:benchmark", "-q", "test_probe.py"]
+    env = {**os.environ, SOCKET_ENV: str(tmp_path / "gone.sock"), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False)
+    assert json.loads(status.read_text(encoding="utf-8"))["state"] == "failed"
+    assert "plain path" in done.stdout and "1 passed" in done.stdout, done.stdout[-3000:]
