@@ -152,7 +152,10 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
             }
             for e in schedule.entries
         ],
-        "unread": [{"origin": _origin(u.origin), "reason": u.reason} for u in schedule.unread],
+        "unread": [
+            {"origin": _origin(u.origin), "reason": u.reason, **({"reach": list(u.reach)} if u.reach is not None else {})}
+            for u in schedule.unread
+        ],
         "not_run": [{"origin": _origin(u.origin), "reason": u.reason} for u in schedule.not_run],
         "unknown_labels": [
             {"label": u.label, "nearest": list(u.nearest), "origin": _origin(u.origin)} for u in schedule.unknown_labels

@@ -45,6 +45,7 @@ from matrix.schedule.model import (
     UnreadableCommand,
     UnreadJob,
     called_from,
+    unread_entry,
 )
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
 from matrix.schedule.shell import FOLLOWED, commands
@@ -743,7 +744,7 @@ class _Walker:
                 try:
                     found.extend((selection, origin, (), None) for selection in reader.selections(command.words, context))
                 except UnreadableCommand as exc:
-                    self.unread.append(UnreadJob(origin=origin, reason=_shown(exc.reason, unknown)))
+                    self.unread.append(unread_entry(origin, _shown(exc.reason, unknown), exc.reach))
             if self.scripts is not None:
                 found.extend(self._scripts(command.words, context, unknown))
             if not found:
@@ -796,7 +797,7 @@ class _Walker:
         if key not in self._script_results:  # the same step in every matrix job reads the same scripts
             self._script_results[key] = follow(words, context, self.scripts, self.readers, budget=ScriptBudget())
         result = self._script_results[key]
-        self.unread.extend(UnreadJob(origin=where, reason=_shown(reason, unknown)) for where, reason in result.unread)
+        self.unread.extend(result.unread_jobs(lambda reason: _shown(reason, unknown)))
         conditions = dict(result.conditions)
         runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
         return [(s, where, conditions.get(s, ()), runners.get(s)) for s, where in result.selections]

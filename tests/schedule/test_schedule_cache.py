@@ -59,7 +59,7 @@ def test_a_body_edited_under_its_header_is_a_miss(tmp_path):
     first = load_schedule(repo(tmp_path, "stage-a"), RUNNERS, cache_dir=cache)
     (stored,) = cache.glob("schedule-*.json")
     header, body = stored.read_text(encoding="utf-8").split("\n", 1)
-    assert header.startswith('{"schema":"specmatrix.schedule-cache/3"') and "\n" not in body
+    assert header.startswith('{"schema":"specmatrix.schedule-cache/4"') and "\n" not in body
     stored.write_text(header + "\n" + body.replace("stage-a", "stage-z"), encoding="utf-8")
     assert load_schedule(repo(tmp_path, "stage-a"), RUNNERS, cache_dir=cache) == first
     stored.write_text(body, encoding="utf-8")  # no header line at all
