@@ -12,7 +12,7 @@ from matrix.core.errors import ConfigError
 from matrix.core.jsonio import dumps_indented
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import text_lines
-from matrix.schedule.load import all_readers, find_workflows, load_declared, load_schedule
+from matrix.schedule.load import all_readers, find_workflows, load_schedule
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, SuiteSelection, selection_fields
 
 SCHEMA = "specmatrix.schedule/1"
@@ -49,7 +49,10 @@ def cmd_schedule(args: argparse.Namespace, options: Options) -> int:
     runners = load_runner_profiles(options)
     # Every reader, and the scripts steps run, so pytest entries show beside sglang's run_suite.py ones.
     schedule = load_schedule(root, runners, all_readers(), follow_scripts=True)
-    declared = [(str(path), load_declared(path, root, runners, all_readers())[0]) for path in args.schedule_file]
+    declared = [
+        (str(path), load_schedule(root, runners, all_readers(), workflows=False, schedule_files=(path,)))
+        for path in args.schedule_file
+    ]
     if args.format == "json":
         print(to_json(schedule, declared))
     else:
@@ -157,7 +160,10 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
             }
             for e in schedule.entries
         ],
-        "unread": [{"origin": _origin(u.origin), "reason": u.reason} for u in schedule.unread],
+        "unread": [
+            {"origin": _origin(u.origin), "reason": u.reason, **({"reach": list(u.reach)} if u.reach is not None else {})}
+            for u in schedule.unread
+        ],
         "not_run": [{"origin": _origin(u.origin), "reason": u.reason} for u in schedule.not_run],
         "unknown_labels": [
             {"label": u.label, "nearest": list(u.nearest), "origin": _origin(u.origin)} for u in schedule.unknown_labels

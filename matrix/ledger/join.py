@@ -17,7 +17,6 @@ from matrix.core.model import RunnerProfile
 from matrix.guards.model import GuardFindingKind
 from matrix.ledger.records import BadLine, Process, RunnerSeen, TestRecord, TestStatus
 from matrix.ledger.registered import RegisteredFile, SuiteView
-from matrix.registered_suite.gate import Baseline, BaselineEntry, fingerprint
 
 SILENT_SKIP_KIND = GuardFindingKind.SILENT_SKIP.value
 RAN = frozenset({TestStatus.PASSED, TestStatus.FAILED, TestStatus.ERROR, TestStatus.XFAILED, TestStatus.XPASSED})

@@ -313,17 +313,19 @@ class SuiteAuditor:
                 if early and all(v.skips is Tri.TRUE for v in early):
                     passes.append(_test_finding(item, early, self.evaluator, kind=GuardFindingKind.SILENT_PASS))
         findings = [*skips, *passes]
-        if skips and self.unread:
+        # Only the unread entries that could run this file count: one whose text bounds it elsewhere cannot.
+        unread = [u for u in self.unread if u.may_run(test_file.path)]
+        if skips and unread:
             assumptions.append(
                 f"{test_file.path}: its skips are judged on the runners of the entries read; "
-                f"{len(self.unread)} CI job(s) not read may send it elsewhere"
+                f"{len(unread)} CI job(s) not read may send it elsewhere"
             )
-        if test_file.tests and not scheduled and self.unread:
+        if test_file.tests and not scheduled and unread:
             # A job the reader could not read may run it: "cannot read" is never "does not run".
             unread_only = len(test_file.tests)
-            first = self.unread[0]
+            first = unread[0]
             assumptions.append(
-                f"{test_file.path}: no entry read selects it, but {len(self.unread)} CI job(s) could not be read "
+                f"{test_file.path}: no entry read selects it, but {len(unread)} CI job(s) could not be read "
                 f"(first: {first.origin}: {first.reason}): whether it runs is undetermined"
             )
         elif test_file.tests and not scheduled:

@@ -12,7 +12,7 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
-from matrix.core.textfiles import OutsideTreeError, SpecialFileError, decode_python, read_text, read_tree_bytes
+from matrix.core.textfiles import OutsideTreeError, SpecialFileError, decode_python, read_tree_bytes
 from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.collect import Collector, TestFile
@@ -21,12 +21,10 @@ from matrix.pytest_suites.config import read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.packs import builtin_packs
 from matrix.pytest_suites.rules import discover
-from matrix.schedule.buildkite import read_test_area
-from matrix.schedule.github import read_github
-from matrix.schedule.load import MAX_SOURCE_BYTES, TreeLoader, load_declared
+from matrix.schedule.load import MAX_SOURCE_BYTES, load_schedule
 from matrix.schedule.model import PytestSelection, Schedule
 from matrix.schedule.pytest_command import PytestCommandReader
-from matrix.schedule.yamldoc import MAX_BYTES, load_yaml
+from matrix.schedule.sources import declared_markers
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,43 +40,19 @@ def has_workflows(root: Path) -> bool:
     return (root / ".github" / "workflows").is_dir()
 
 
-def _merge(schedules: Sequence[Schedule]) -> Schedule:
-    return Schedule.merge(schedules)
-
-
-def _step_lines(text: str) -> dict[str, int]:
-    # The line of each step's `key:` (or `- label:`), for origins; YAML loaders drop positions.
-    lines: dict[str, int] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        stripped = raw.strip().removeprefix("- ")
-        for field in ("key:", "label:"):
-            if stripped.startswith(field):
-                lines.setdefault(stripped[len(field) :].strip().strip("\"'"), number)
-    return lines
-
-
 def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> tuple[Schedule, dict[str, str]]:
     """Every schedule the inputs name (the checkout's GitHub workflows, declared files, Buildkite test areas),
     and the declared marker conditions."""
-    load = TreeLoader(inputs.root)
-    readers = (PytestCommandReader(),)
-    schedules: list[Schedule] = []
-    markers: dict[str, str] = {}
-    if inputs.workflows and has_workflows(inputs.root):
-        schedules.append(read_github(inputs.root, readers, profiles, scripts=load))
-    for path in inputs.schedule_files:
-        declared, declared_markers = load_declared(path, inputs.root, profiles, readers)
-        markers.update(declared_markers)
-        schedules.append(declared)
-    for path in inputs.buildkite_files:
-        text = read_text(path, ConfigError, limit=MAX_BYTES)
-        data = load_yaml(text, str(path))  # the workflows' bounded reader: aliases, nesting and size
-        try:
-            name = path.resolve().relative_to(inputs.root.resolve()).as_posix()
-        except ValueError:
-            name = path.name
-        schedules.append(read_test_area(data, name, profiles, readers, _step_lines(text)))
-    return _merge(schedules), markers
+    schedule = load_schedule(
+        inputs.root,
+        profiles,
+        (PytestCommandReader(),),
+        follow_scripts=True,
+        workflows=inputs.workflows and has_workflows(inputs.root),
+        schedule_files=inputs.schedule_files,
+        buildkite_files=inputs.buildkite_files,
+    )
+    return schedule, declared_markers(inputs.schedule_files)
 
 
 class SourceLoader:

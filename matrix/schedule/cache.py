@@ -35,7 +35,7 @@ from matrix.schedule.model import (
     selection_fields,
 )
 
-SCHEMA = "specmatrix.schedule-cache/4"
+SCHEMA = "specmatrix.schedule-cache/5"
 MAX_CACHE_BYTES = 64 * 1024 * 1024
 _PACKAGE = Path(__file__).parent
 
@@ -150,7 +150,7 @@ def to_doc(schedule: Schedule) -> dict[str, Any]:
             ]
             for e in schedule.entries
         ],
-        "unread": [[_origin(u.origin), u.reason] for u in schedule.unread],
+        "unread": [[_origin(u.origin), u.reason, None if u.reach is None else list(u.reach)] for u in schedule.unread],
         "not_run": [[_origin(u.origin), u.reason] for u in schedule.not_run],
         "unknown": [[u.label, _origin(u.origin), list(u.nearest)] for u in schedule.unknown_labels],
         "sources": list(schedule.sources),
@@ -175,7 +175,10 @@ def from_doc(doc: dict[str, Any]) -> Schedule:
     )
     return Schedule(
         entries=entries,
-        unread=tuple(UnreadJob(origin=_origin_of(o), reason=str(r)) for o, r in doc["unread"]),
+        unread=tuple(
+            UnreadJob(origin=_origin_of(o), reason=str(r), reach=None if b is None else tuple(str(x) for x in b))
+            for o, r, b in doc["unread"]
+        ),
         not_run=tuple(UnreadJob(origin=_origin_of(o), reason=str(r)) for o, r in doc["not_run"]),
         unknown_labels=tuple(
             UnknownLabel(label=str(label), origin=_origin_of(o), nearest=tuple(n)) for label, o, n in doc["unknown"]

@@ -38,6 +38,7 @@ from matrix.schedule.model import (
     UnknownLabel,
     UnreadableCommand,
     UnreadJob,
+    unread_entry,
 )
 from matrix.schedule.pytest_command import ScriptLoader, read_script
 
@@ -153,7 +154,7 @@ def declared_schedule(
         if d.script is not None:
             result = read_script(d.script, load, readers, context)
             found.extend(result.selections)
-            unread.extend(UnreadJob(origin=o, reason=why) for o, why in result.unread)
+            unread.extend(result.unread_jobs())
         else:
             assert d.command is not None
             try:
@@ -164,7 +165,7 @@ def declared_schedule(
                 try:
                     found.extend((s, origin) for s in reader.selections(words, context))
                 except UnreadableCommand as exc:
-                    unread.append(UnreadJob(origin=origin, reason=exc.reason))
+                    unread.append(unread_entry(origin, exc.reason, exc.reach))
         if not found:
             unread.append(UnreadJob(origin=origin, reason="no pytest invocation found in what the job runs"))
         entries.extend(

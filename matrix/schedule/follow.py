@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from matrix.schedule.make_targets import make_call, recipe_script
 from matrix.schedule.modal_functions import ModalFunction, modal_call, modal_label, read_function
-from matrix.schedule.model import CommandReader, Origin, StepContext
+from matrix.schedule.model import CommandReader, Origin, Selection, StepContext, UnreadableCommand
 from matrix.schedule.pytest_command import (
     MAX_SCRIPT_DEPTH,
     MAX_SCRIPTS,
@@ -20,11 +20,14 @@ from matrix.schedule.pytest_command import (
     ScriptBudget,
     ScriptLoader,
     ScriptResult,
+    _relative,
     called_scripts,
     missing_reason,
     read_script,
     read_text,
+    strip_prefixes,
 )
+from matrix.schedule.python_scripts import PythonRun, is_test_file, main_block, python_run, unittest_reach
 from matrix.schedule.session_files import nox_script, session_call, tox_script
 
 
@@ -43,6 +46,7 @@ def follow(
         return _NOTHING
     parts: list[ScriptResult] = []
     unread: list[tuple[Origin, str]] = []
+    bounds: list[tuple[tuple[Origin, str], tuple[str, ...]]] = []
     for called, why in called_scripts(words, context):
         if called is None:
             unread.append((context.origin, why))
@@ -72,6 +76,9 @@ def follow(
             unread.extend((context.origin, f"{path}: {p}") for p in problems)
             inner = StepContext(working_dir=posixpath.dirname(path) or ".", env=dict(context.env), origin=context.origin)
             parts.append(read_text(script, path, load, readers, inner, depth=depth + 1, budget=budget, calling=(*calling, path)))
+    run = python_run(strip_prefixes(words))
+    if run is not None:
+        parts.append(_python(run, context, load, readers, budget=budget, depth=depth))
     modal = modal_call(words, context.working_dir)
     if modal is not None:
         text = _take(modal.path, load, context, unread, budget=budget, depth=depth)
@@ -86,6 +93,7 @@ def follow(
         unread=(*unread, *(u for p in parts for u in p.unread)),
         conditions=tuple(c for p in parts for c in p.conditions),
         runners=tuple(r for p in parts for r in p.runners),
+        bounds=(*bounds, *(b for p in parts for b in p.bounds)),
     )
 
 
@@ -113,7 +121,53 @@ _HANDS_OVER = frozenset(
 
 def _may_follow(words: Sequence[str]) -> bool:
     """A first test, never the verdict: a command that runs a script, make or modal names one of these."""
-    return bool(words) and (posixpath.basename(words[0]) in _HANDS_OVER or any(".sh" in w for w in words))
+    return bool(words) and (
+        posixpath.basename(words[0]) in _HANDS_OVER or words[0].startswith("python") or any(".sh" in w for w in words)
+    )
+
+
+def _python(
+    run: PythonRun,
+    context: StepContext,
+    load: ScriptLoader,
+    readers: Sequence[CommandReader],
+    *,
+    budget: ScriptBudget,
+    depth: int,
+) -> ScriptResult:
+    """`python -m unittest ...` (unread, bounded by its arguments where they name paths) and a test file run as a
+    script (read through its `__main__` block, else unread); a script that is not a test file is not this reader's."""
+    here = context.origin
+    if run.unittest:
+        item = (here, "runs python -m unittest, whose selection this audit does not read")
+        found = unittest_reach(run.arguments, context.working_dir)
+        return ScriptResult(unread=(item,), bounds=((item, found),) if found is not None else ())
+    if not is_test_file(run.script):
+        return _NOTHING
+    if "$" in run.script or "`" in run.script or "__UNRESOLVED_" in run.script:
+        return ScriptResult(unread=((here, f"runs the test file {run.script[:80]}, a path known only at run time"),))
+    path = _relative(run.script, context.working_dir)
+    if path.startswith(("/", "~", "../")):
+        return ScriptResult(unread=((here, f"runs the test file {run.script[:80]}, outside the checkout"),))
+    unread: list[tuple[Origin, str]] = []
+    text = _take(path, load, context, unread, budget=budget, depth=depth)
+    if text is None:
+        return ScriptResult(unread=tuple(unread))
+    block = main_block(text, run.script)  # `__file__` is the path as the command gives it, from its folder
+    if block.unread:
+        item = (here, block.unread)
+        return ScriptResult(unread=(item,), bounds=((item, (path,)),) if block.bounded else ())
+    arguments = block.pytest_arguments or (run.script,)
+    how = "pytest.main" if block.pytest_arguments else "unittest.main or run_tests (its unittest.TestCase classes)"
+    note = f"{path} is run as a script: its __main__ block runs it with {how}"
+    selections: list[tuple[Selection, Origin]] = []
+    for reader in readers:
+        try:
+            selections.extend((s, here) for s in reader.selections(["pytest", *arguments], context))
+        except UnreadableCommand as exc:
+            item = (here, f"{path} run as a script: {exc.reason}")
+            return ScriptResult(unread=(item,), bounds=((item, exc.reach),) if exc.reach is not None else ())
+    return ScriptResult(selections=tuple(selections), conditions=tuple((s, (note,)) for s, _ in selections))
 
 
 def _take(
@@ -170,4 +224,5 @@ def _modal(
         unread=(*result.unread, *unread),
         conditions=result.conditions,
         runners=(*result.runners, *((s, (label,), (note,)) for s, _ in result.selections)),
+        bounds=result.bounds,
     )

@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_limited
 from matrix.schedule.model import CommandReader, Schedule
 
+if TYPE_CHECKING:
+    from matrix.schedule.sources import ScheduleSource
+
 # The walker, the readers and the declared-file reader are imported when a schedule is read: a
 # `guards --no-workflows` run never loads them.
 
-__all__ = ["TreeLoader", "all_readers", "default_readers", "find_workflows", "load_declared", "load_schedule"]
+__all__ = [
+    "TreeLoader",
+    "all_readers",
+    "default_readers",
+    "find_workflows",
+    "load_schedule",
+    "read_sources",
+    "sources",
+]
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
@@ -88,41 +99,52 @@ def load_schedule(
     *,
     cache_dir: Path | None = None,
     follow_scripts: bool = False,
+    workflows: bool = True,
+    schedule_files: Sequence[Path] = (),
+    buildkite_files: Sequence[Path] = (),
 ) -> Schedule:
-    """The schedule of the GitHub workflows under `root` (a repository root or its `.github/workflows`); with
-    `cache_dir` (and the default readers) a schedule read before from the same files is reused; with
+    """The schedule every command audits: the GitHub workflows under `root` (a repository root or its
+    `.github/workflows`; unless `workflows` is false), then each declared file, then each Buildkite file, merged.
+    With `cache_dir` (and the default readers) a workflow schedule read before from the same files is reused; with
     `follow_scripts` the shell scripts steps run (inside the repository) are read too."""
-    from matrix.schedule.cache import cached, schedule_key
-    from matrix.schedule.files import ci_script_files, container_files, workflow_files
-    from matrix.schedule.runner_configs import CANDIDATES
-
     chosen = default_readers() if readers is None else tuple(readers)
-    if cache_dir is None or readers is not None or follow_scripts:
-        from matrix.schedule.github import read_github
-
-        scripts = TreeLoader(workflow_files(root)[0]) if follow_scripts else None
-        schedule = read_github(root, chosen, runners, scripts=scripts)
-        if scripts is not None and scripts.read:  # "files read" names the scripts, Makefiles and Modal files too
-            schedule = replace(schedule, sources=tuple(dict.fromkeys((*schedule.sources, *scripts.read))))
-        return schedule
-    repo, files = workflow_files(root)
-    inputs = [*files, *(repo / c for c in CANDIDATES if (repo / c).is_file()), *ci_script_files(repo), *container_files(repo)]
-    key = schedule_key(inputs, repo, runners, ",".join(type(r).__name__ for r in chosen))
-    return cached(cache_dir, key, lambda: _read(root, chosen, runners))
-
-
-def _read(root: Path, readers: tuple[CommandReader, ...], runners: Mapping[str, RunnerProfile]) -> Schedule:
-    from matrix.schedule.github import read_github  # only when the cache has no schedule for these files
-
-    return read_github(root, readers, runners)
+    return read_sources(
+        sources(
+            root,
+            cache_dir=cache_dir if readers is None else None,
+            follow_scripts=follow_scripts,
+            workflows=workflows,
+            schedule_files=schedule_files,
+            buildkite_files=buildkite_files,
+        ),
+        runners,
+        chosen,
+    )
 
 
-def load_declared(
-    path: Path, root: Path, runners: Mapping[str, RunnerProfile], readers: Sequence[CommandReader]
-) -> tuple[Schedule, dict[str, str]]:
-    """A declared schedule file (scripts it names read from the checkout at `root`) and its marker conditions."""
-    from matrix.core.tomlfields import read_toml_file
-    from matrix.schedule.declared import declared_schedule, parse_declared
+def sources(
+    root: Path,
+    *,
+    cache_dir: Path | None = None,
+    follow_scripts: bool = False,
+    workflows: bool = True,
+    schedule_files: Sequence[Path] = (),
+    buildkite_files: Sequence[Path] = (),
+) -> list[ScheduleSource]:
+    """The schedule sources a command names, in the order their entries are listed."""
+    from matrix.schedule.sources import BuildkiteFile, DeclaredFile, GithubWorkflows
 
-    declared = parse_declared(read_toml_file(path), str(path))
-    return declared_schedule(declared, runners, TreeLoader(root), readers), dict(declared.markers)
+    found: list[ScheduleSource] = []
+    if workflows:
+        found.append(GithubWorkflows(root=root, follow_scripts=follow_scripts, cache_dir=cache_dir))
+    found += [DeclaredFile(path=path, root=root) for path in schedule_files]
+    found += [BuildkiteFile(path=path, root=root) for path in buildkite_files]
+    return found
+
+
+def read_sources(
+    found: Sequence[ScheduleSource], runners: Mapping[str, RunnerProfile], readers: tuple[CommandReader, ...]
+) -> Schedule:
+    """Each source read, then merged (one source's schedule is returned as read)."""
+    schedules = [source.read(runners, readers) for source in found]
+    return schedules[0] if len(schedules) == 1 else Schedule.merge(schedules)

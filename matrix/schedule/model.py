@@ -118,10 +118,35 @@ class ScheduleEntry:
 
 @dataclass(frozen=True, kw_only=True)
 class UnreadJob:
-    """A CI job or step that may run tests but could not be read statically: listed, never dropped silently."""
+    """A CI job or step that may run tests but could not be read statically: listed, never dropped silently.
+    `reach` bounds what it could run when its text still says so (the literal paths of `pytest tests/a -k "$F"`,
+    the test file a `python tests/test_x.py` step runs): repository-relative files or folders; None when nothing
+    bounds it, and then every test may be run by it."""
 
     origin: Origin
     reason: str
+    reach: tuple[str, ...] | None = None
+
+    def may_run(self, path: str) -> bool:
+        """Whether a test file at repository-relative `path` is within what this entry could run."""
+        if self.reach is None:
+            return True
+        return any(within(path, folder) for folder in self.reach)
+
+
+def within(path: str, folder: str) -> bool:
+    """Whether repository-relative `path` is `folder` or lies under it (`.` holds everything)."""
+    folder = folder.rstrip("/")
+    return folder in (".", "") or path == folder or path.startswith(folder + "/")
+
+
+def unread_entry(origin: Origin, reason: str, reach: Sequence[str] | None = None) -> UnreadJob:
+    """An unread entry; one its text bounds says so in its reason, so every report shows which paths it could run."""
+    if reach is None:
+        return UnreadJob(origin=origin, reason=reason)
+    shown = ", ".join(reach[:8]) + (f" and {len(reach) - 8} more" if len(reach) > 8 else "")
+    said = f"{reason}; it can run only tests under {shown}"
+    return UnreadJob(origin=origin, reason=said, reach=tuple(reach))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +225,7 @@ class UnreadableCommand(Exception):
     """Raised by a CommandReader that recognises a command it cannot read statically (a suite given by an
     expression); the walker records it as an `UnreadJob` with this reason instead of dropping it."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, reach: tuple[str, ...] | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.reach = reach  # the paths the command could still run, when its words bound them (`UnreadJob.reach`)

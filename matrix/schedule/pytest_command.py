@@ -15,7 +15,16 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from matrix.schedule.model import CommandReader, Origin, PytestSelection, Selection, StepContext, UnreadableCommand
+from matrix.schedule.model import (
+    CommandReader,
+    Origin,
+    PytestSelection,
+    Selection,
+    StepContext,
+    UnreadableCommand,
+    UnreadJob,
+    unread_entry,
+)
 from matrix.schedule.shell import FOLLOWED
 from matrix.schedule.wrapped import pytest_call, runs_tests
 
@@ -153,10 +162,60 @@ class PytestCommandReader:
             # A folder outside the checkout (`cd /src/tests`, `docker exec -w /x`): where the repository is there is
             # not known, so the relative paths name nothing here.
             raise UnreadableCommand(f"pytest runs in {context.working_dir[:80]}, a folder outside the checkout")
-        late = next((a for a in args if _RUN_TIME in a), None)
-        if late is not None:  # the GitHub walker's stand-in for a `${{ ... }}` it could not resolve
-            raise UnreadableCommand(f"pytest argument {late[:80]} is known only at run time")
-        return (parse_pytest_arguments([expand(a, context.env) for a in args], context.working_dir),)
+        # The GitHub walker's stand-in for a `${{ ... }}` it could not resolve, or a command substitution the shell
+        # reader keeps as written (`$(cat list)`): either may be any words at run time.
+        late = next((a for a in args if _RUN_TIME in a or "$(" in a or "`" in a), None)
+        if late is not None:
+            raise _unread(f"pytest argument {late[:80]} is known only at run time", args, context.working_dir)
+        try:
+            expanded = [expand(a, context.env) for a in args]
+        except UnexpandedVariable as exc:
+            bounded = _unread(exc.reason, args, context.working_dir)
+            exc.reason, exc.reach = bounded.reason, bounded.reach
+            raise
+        return (parse_pytest_arguments(expanded, context.working_dir),)
+
+
+def _unread(reason: str, args: Sequence[str], working_dir: str) -> UnreadableCommand:
+    """A pytest command with a run-time part, bounded by `reach` where its words bound it."""
+    found = reach(args, working_dir)
+    # The shell reader drops quotes: a bound assumes each run-time value stays one word (`-k "$FILTER"`).
+    return UnreadableCommand(reason if found is None else f"{reason} (each run-time value taken as one word)", found)
+
+
+def _late(word: str) -> bool:
+    """Whether a word holds a part only the run knows (a variable, a command substitution, an expression)."""
+    return "$" in word or "`" in word or _RUN_TIME in word
+
+
+def reach(args: Sequence[str], working_dir: str) -> tuple[str, ...] | None:
+    """The repository-relative paths a pytest command whose words are partly known only at run time can still run:
+    its literal test paths, when every run-time part is an option's value (`-k "$FILTER"`) or a name under a
+    literal folder (`tests/attention/$NAME`). None when a run-time word may name a path anywhere (`$(cat list)`,
+    `$EXTRA_ARGS`), when `--pyargs` makes the paths module names, or when no path is written (pytest then runs its
+    `testpaths` or the folder it starts in)."""
+    words = list(args)[:MAX_WORDS]
+    paths: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--pyargs" or (word.startswith("-") and _late(word.partition("=")[0])):
+            return None
+        if word.startswith("-"):
+            name, eq, _ = word.partition("=")
+            option = name if word.startswith("--") else word[:2]
+            if option in _VALUED and not eq and not (option in _SHORT_VALUED and len(word) > 2):
+                i += 1  # the value: whatever the run gives it, it is this option's, not a path
+        elif _late(word):
+            literal = re.split(r"\$|`|" + _RUN_TIME, word, maxsplit=1)[0]
+            folder = literal.rpartition("/")[0]
+            if not folder or _late(folder):
+                return None  # the run-time part may be a whole path, or several
+            paths.append(_relative(folder.split("::", 1)[0], working_dir))
+        else:
+            paths.append(_relative(word.split("::", 1)[0], working_dir))
+        i += 1
+    return tuple(dict.fromkeys(paths)) or None
 
 
 def parse_pytest_arguments(args: Sequence[str], working_dir: str) -> PytestSelection:
@@ -226,6 +285,13 @@ class ScriptResult:
     # Selections that run on another runner than the step's (a Modal function's GPU): (selection, labels,
     # the assumptions those labels rest on).
     runners: tuple[tuple[Selection, tuple[str, ...], tuple[str, ...]], ...] = ()
+    # The unread items whose text bounds what they could run: ((origin, reason), repository-relative paths).
+    bounds: tuple[tuple[tuple[Origin, str], tuple[str, ...]], ...] = ()
+
+    def unread_jobs(self, shown: Callable[[str], str] = str) -> list[UnreadJob]:
+        """The unread items as schedule records, each with its bound (`shown` rewrites a reason for display)."""
+        bound = dict(self.bounds)
+        return [unread_entry(where, shown(reason), bound.get((where, reason))) for where, reason in self.unread]
 
 
 _LIST_OPERATORS = frozenset({"&&", "||", ";", "|", "&"})
@@ -366,6 +432,7 @@ def read_text(
     unread: list[tuple[Origin, str]] = []
     conditions: list[tuple[Selection, tuple[str, ...]]] = []
     runners: list[tuple[Selection, tuple[str, ...], tuple[str, ...]]] = []
+    bounds: list[tuple[tuple[Origin, str], tuple[str, ...]]] = []
     for command in commands(text, context.working_dir, _keywords(readers), context.env, load):
         origin = replace(here, file=command.file or path, line=command.line)
         if command.unread:
@@ -377,16 +444,26 @@ def read_text(
         selections.extend((s, origin) for s in found)
         conditions.extend((s, command.conditions) for s in found if command.conditions)
         if problem is not None:
-            unread.append((origin, _conditional(problem, command.conditions)))
+            item = (origin, _conditional(problem.reason, command.conditions))
+            unread.append(item)
+            if problem.reach is not None:
+                bounds.append((item, problem.reach))
         inner = follow(words, step, load, readers, budget=budget, depth=depth, calling=calling)
         selections.extend(inner.selections)
         unread.extend(inner.unread)
         runners.extend(inner.runners)
+        bounds.extend(inner.bounds)
         own = dict(inner.conditions)
         conditions.extend(
             (s, (*command.conditions, *own.get(s, ()))) for s, _ in inner.selections if command.conditions or s in own
         )
-    return ScriptResult(selections=tuple(selections), unread=tuple(unread), conditions=tuple(conditions), runners=tuple(runners))
+    return ScriptResult(
+        selections=tuple(selections),
+        unread=tuple(unread),
+        conditions=tuple(conditions),
+        runners=tuple(runners),
+        bounds=tuple(bounds),
+    )
 
 
 def _conditional(reason: str, conditions: tuple[str, ...]) -> str:
@@ -401,13 +478,15 @@ def _keywords(readers: Sequence[CommandReader]) -> tuple[str, ...] | None:
     return (*(k for ks in found if ks for k in ks), *FOLLOWED)
 
 
-def _command(words: Sequence[str], context: StepContext, readers: Sequence[CommandReader]) -> tuple[list[Selection], str | None]:
+def _command(
+    words: Sequence[str], context: StepContext, readers: Sequence[CommandReader]
+) -> tuple[list[Selection], UnreadableCommand | None]:
     found: list[Selection] = []
     for reader in readers:
         try:
             found.extend(reader.selections(words, context))
         except UnreadableCommand as exc:
-            return [], exc.reason
+            return [], exc
     return found, None
 
 

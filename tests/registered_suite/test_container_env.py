@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from matrix.core.loader import load_runners
-from matrix.registered_suite import audit_tree
 from matrix.guards.model import GuardFindingKind
+from matrix.registered_suite import audit_tree
 from matrix.schedule.load import load_schedule
 
 K = GuardFindingKind

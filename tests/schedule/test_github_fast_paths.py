@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from matrix.core.loader import load_runners
-from matrix.schedule import github, workflow_doc
+from matrix.schedule import github, github_context, github_values, workflow_doc
 from matrix.schedule.expressions import OneOf, Unknown, expand
 from matrix.schedule.files import CI_NAME
 from matrix.schedule.load import load_schedule
@@ -45,10 +45,10 @@ LINES = ("jobs:", "  build:", "    steps:", "  test:", "  test: again", "#  lint
 def test_the_job_line_index_finds_what_the_scan_finds(seed, tmp_path):
     rng = random.Random(seed)
     lines = tuple(rng.choice(LINES) for _ in range(rng.randint(0, 12)))
-    walker = github._Walker(repo=tmp_path, workflows={}, readers=(), runners=RUNNERS)
-    workflow = github._Workflow(name="w.yml", doc={}, lines=lines)
+    walker = github.Walker(repo=tmp_path, workflows={}, readers=(), runners=RUNNERS)
+    workflow = github_context.Workflow(name="w.yml", doc={}, lines=lines)
     for needle in ("jobs:", "build:", "test:", "lint:", ":", "missing:", "steps:", " test: "):
-        assert walker._line_of(workflow, needle) == workflow_doc.find_line(lines, needle.strip(), 0), (lines, needle)
+        assert walker.line_of(workflow, needle) == workflow_doc.find_line(lines, needle.strip(), 0), (lines, needle)
 
 
 class LazyMapping(Mapping[str, Any]):
@@ -108,7 +108,7 @@ CONTEXT = {
     ],
 )
 def test_context_lookups_are_what_they_were(head, path):
-    assert github._walk_path(CONTEXT, path, head) == walk_path_as_it_was(CONTEXT, path, head)
+    assert github_values.walk_path(CONTEXT, path, head) == walk_path_as_it_was(CONTEXT, path, head)
 
 
 @pytest.mark.parametrize("text", ["", "plain text", "linux-mi35x-gpu-8", "$HOME ${X}", "{{ not an expression }}", " ${ {x} }"])

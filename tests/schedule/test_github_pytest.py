@@ -13,9 +13,10 @@ import pytest
 
 from matrix.core.loader import load_runners
 from matrix.schedule.declared import declared_schedule, parse_declared
-from matrix.schedule.github import _Walker, read_github
+from matrix.schedule.github import Walker, read_github
 from matrix.schedule.model import Gate, Origin, PytestSelection, Schedule, ScheduleEntry
 from matrix.schedule.pytest_command import PytestCommandReader
+from matrix.schedule.shell import FOLLOWED
 
 RUNNERS = load_runners()
 READERS = (PytestCommandReader(),)
@@ -159,9 +160,9 @@ def test_without_a_script_loader_scripts_are_not_followed(tmp_path: Path) -> Non
 
 def test_the_pytest_reader_gives_the_walker_its_keywords(tmp_path: Path) -> None:
     assert PytestCommandReader.keywords == ("pytest", "py.test")
-    walker = _Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS, scripts={}.get)
-    assert walker.keywords == ("pytest", "py.test", ".sh", "make", "modal", "tox", "nox")
-    assert _Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS).keywords == ("pytest", "py.test")
+    walker = Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS, scripts={}.get)
+    assert walker.keywords == ("pytest", "py.test", *FOLLOWED)
+    assert Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS).keywords == ("pytest", "py.test")
 
 
 DECLARED = """

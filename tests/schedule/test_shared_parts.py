@@ -240,7 +240,7 @@ jobs:
         calls.append(body)
         return real(body, resolve, parts)
 
-    monkeypatch.setattr("matrix.schedule.github.evaluate_shared", counted)
+    monkeypatch.setattr("matrix.schedule.github_values.evaluate_shared", counted)
     schedule = load_schedule(repo(tmp_path, {".github/workflows/m.yml": workflow}), RUNNERS)
     assert sorted(e.selection.suite for e in schedule.entries) == ["s-0", "s-1", "s-2", "s-3"]  # type: ignore[union-attr]
     assert all(e.gates == (Gate.ALWAYS, Gate.MANUAL) for e in schedule.entries)

@@ -1,0 +1,105 @@
+"""The records the GitHub Actions walk passes down its stages (workflow -> job -> step); pure.
+
+Each stage gets what it reads as a frozen record (`WorkflowContext`, `JobContext`) and writes what it finds into
+the `Found` it is handed, so a workflow walked once can hand its findings to every caller under that caller's chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from matrix.schedule.model import Gate, Origin, ScheduleEntry, UnknownLabel, UnreadJob, called_from
+
+# Each possible label set of a job's `runs-on`, with the assumptions behind it.
+LabelSets = list[tuple[tuple[str, ...], tuple[str, ...]]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workflow:
+    name: str  # repo-relative path
+    doc: Mapping[str, Any]
+    lines: tuple[str, ...]
+
+
+class Notes:
+    """Assumptions made while resolving one job's values (kept in order, once each). A plain class: a walk makes
+    a few thousand, and a dataclass's generated `__init__` with a default factory costs twice as much."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, *, items: list[str] | None = None) -> None:
+        self.items: list[str] = [] if items is None else items
+
+    def add(self, text: str) -> None:
+        if text not in self.items:
+            self.items.append(text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkflowContext:
+    """One workflow as a walk reaches it: the events that start it, its inputs, the chain of calls to it (`via`,
+    added to what it finds by the caller), and the workflows being called on the way (`calling`: a cycle stops)."""
+
+    workflow: Workflow
+    events: tuple[str, ...]
+    inputs: Mapping[str, Any]
+    via: tuple[str, ...]
+    depth: int = 0
+    calling: tuple[str, ...] = ()
+    # (event, condition text) -> its truth: an `if:` reads only the inputs, the event and the echoed outputs
+    # (never the matrix or env), so the same text in the same walk has the same value (a step's `if:` in every
+    # matrix job).
+    conditions: dict[tuple[str, str], bool | None] = field(default_factory=dict, compare=False, repr=False)
+    # event -> the values of the parts of `if:` texts read so far (`evaluate_shared`): sglang's jobs repeat the
+    # same clauses (`github.repository == ... || github.event_name == ...`, a job filter) with one name changed.
+    parts: dict[str, dict[int, Any]] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobContext:
+    """One job leg (a matrix combination) as its steps see it: the workflow, where the job is, the event it is read
+    for, its gates, matrix values, runner label sets, the workflow's env and the folder its `run:` steps start in."""
+
+    workflow: WorkflowContext
+    origin: Origin
+    event: str
+    gates: tuple[Gate, ...]
+    matrix: Mapping[str, Any]
+    label_sets: LabelSets
+    working: str = "."
+
+
+Record = TypeVar("Record", ScheduleEntry, UnknownLabel)
+Rooted = tuple[Record, tuple[str, ...]]  # a record, and the call chain to add to its origin's
+
+
+class Found:
+    """What a walk of one workflow finds: entries and unknown labels (with the call chain that reaches them from
+    the workflow walked), jobs not read and jobs never started. Mutable by design: the stages of one walk add to it."""
+
+    __slots__ = ("entries", "not_run", "unknown", "unread")
+
+    def __init__(self) -> None:
+        self.entries: list[Rooted[ScheduleEntry]] = []
+        self.unread: list[UnreadJob] = []
+        self.not_run: list[UnreadJob] = []
+        self.unknown: dict[tuple[str, str], Rooted[UnknownLabel]] = {}
+
+    def add_under(self, other: Found, via: tuple[str, ...]) -> None:
+        """Take what a called workflow found, as reached through `via`."""
+        self.entries.extend(((e, (*chain, *via)) for e, chain in other.entries) if via else other.entries)
+        self.unread.extend(replace(u, origin=under(u.origin, via)) for u in other.unread)
+        self.not_run.extend(replace(u, origin=under(u.origin, via)) for u in other.not_run)
+        for label, chain in other.unknown.values():
+            moved = (*chain, *via)
+            self.unknown.setdefault((label.label, str(label.origin) + called_from(moved)), (label, moved))
+
+
+def under(origin: Origin, via: tuple[str, ...]) -> Origin:
+    return replace(origin, via=(*origin.via, *via)) if via else origin
+
+
+def rooted(record: Record, via: tuple[str, ...]) -> Record:
+    return replace(record, origin=under(record.origin, via)) if via else record

@@ -1,0 +1,244 @@
+"""The step stage of the GitHub Actions walk: a job leg's `run:` steps (and an external workflow's `with.script`),
+command by command, through the CommandReaders and the files the commands hand work to; each selection becomes a
+schedule entry on each of the job's label sets, and what cannot be read an unread entry."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, expand
+from matrix.schedule.github_context import Found, JobContext, LabelSets, Notes
+from matrix.schedule.model import (
+    Container,
+    Origin,
+    ScheduleEntry,
+    Selection,
+    StepContext,
+    UnreadableCommand,
+    UnreadJob,
+    unread_entry,
+)
+from matrix.schedule.shell import CONTAINER, commands
+from matrix.schedule.workflow_doc import run_facts
+
+if TYPE_CHECKING:
+    from matrix.schedule.github import Walker
+
+MAX_ENTRIES = 20_000  # entries one read makes (with the job budget, `github.MAX_WALK_JOBS`)
+
+# (selection, where it was read, the shell conditions it runs under, (labels, notes) of its own runner or None)
+_Followed = tuple[Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]] | None]
+
+
+def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, str], notes: Notes, found: Found) -> None:
+    """Each `run:` step of one job leg, in order: `$GITHUB_ENV` writes of a step reach the steps after it."""
+    ctx, event, matrix, origin = job.workflow, job.event, job.matrix, job.origin
+    docker_steps: list[tuple[str, str]] = []  # the leg's `docker run` / `docker build` steps so far (`_container_env`)
+    for step in steps or []:
+        run = step.get("run")
+        if run is None:
+            continue
+        text = str(run)
+        if "docker" in text:
+            seen, _ = expand(text, walker.values.lookup(ctx.inputs, event, matrix, env, Notes()))
+            if isinstance(seen, str):
+                docker_steps.append((seen, str(step.get("working-directory", job.working))))
+        first_line, echoes = run_facts(text)
+        if not walker.interesting(run):
+            env.update(echoes)
+            continue
+        step_notes = notes
+        if step.get("if") is not None:
+            said = Notes()
+            if walker.values.step_condition(ctx, step["if"], event, matrix=matrix, env=env, notes=said) is False:
+                continue
+            if said.items:
+                step_notes = Notes(items=[*notes.items, *(x for x in said.items if x not in notes.items)])
+        step_env = {**env, **walker.values.env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=notes)}
+        script, unknown = expand(text, walker.values.lookup(ctx.inputs, event, matrix, step_env, notes))
+        line = walker.line_of(ctx.workflow, first_line, after=origin.line)
+        step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
+        if isinstance(script, Unknown) and script.bound:
+            found.unread.append(UnreadJob(origin=step_origin, reason=f"run: {script.bound}"))
+            continue
+        where = step.get("working-directory", job.working)
+        start = str(where) if isinstance(where, str | int | float) else job.working
+        for one in script.values if isinstance(script, OneOf) else (script,):
+            read_commands(
+                walker,
+                job,
+                str(one),
+                unknown=unknown,
+                start=start,
+                env=step_env,
+                origin=step_origin,
+                notes=step_notes,
+                found=found,
+                docker_steps=docker_steps,
+            )
+        env.update(echoes)
+
+
+def read_commands(
+    walker: Walker,
+    job: JobContext,
+    script: str,
+    *,
+    unknown: tuple[Unknown, ...],
+    start: str,
+    env: Mapping[str, str],
+    origin: Origin,
+    notes: Notes,
+    found: Found,
+    docker_steps: Sequence[tuple[str, str]] = (),
+) -> None:
+    """Every command of one step's script (in folder `start`) through the readers and the files it follows;
+    `docker_steps` are the job's container steps before it (what a `docker exec` command runs inside)."""
+    for command in commands(script, start, walker.keywords, env):
+        if command.unread:
+            found.unread.append(UnreadJob(origin=origin, reason=shown(command.unread, unknown)))
+            continue
+        context_env = {**env, **dict(command.env)}
+        container: Container | None = None
+        inside: dict[str, str] = {}
+        if CONTAINER in context_env:
+            inside, container = _container_env(walker, command.env, docker_steps)
+            context_env = {k: v for k, v in context_env.items() if k != CONTAINER}
+        context = StepContext(working_dir=command.working_dir, env=context_env, origin=origin)
+        used = [
+            f"{unknown[int(m.group(1))].text} is known only at run time"
+            for w in command.words
+            if "__UNRESOLVED_" in w
+            for m in PLACEHOLDER.finditer(w)
+            if int(m.group(1)) < len(unknown)
+        ]
+        selected: list[_Followed] = []
+        for reader in walker.readers:
+            try:
+                selected.extend((selection, origin, (), None) for selection in reader.selections(command.words, context))
+            except UnreadableCommand as exc:
+                found.unread.append(unread_entry(origin, shown(exc.reason, unknown), exc.reach))
+        if walker.scripts is not None:
+            selected.extend(_scripts(walker, command.words, context, unknown, found))
+        if not selected:
+            continue
+        env_items = tuple(sorted((inside if container is not None else context_env).items()))
+        for selection, where, conditions, elsewhere in selected:
+            # A selection that runs on its own runner (a Modal function's GPU) keeps that runner.
+            sets: LabelSets = job.label_sets if elsewhere is None else [elsewhere]
+            after = (*dict.fromkeys(used), *command.conditions, *conditions)
+            for labels, label_notes in sets:
+                before = (*notes.items, *label_notes)
+                if not _entry(
+                    walker,
+                    job,
+                    labels=labels,
+                    selection=selection,
+                    where=where,
+                    env_items=env_items,
+                    container=container,
+                    origin=origin,
+                    found=found,
+                    before=before,
+                    after=after,
+                ):
+                    return
+
+
+def _entry(
+    walker: Walker,
+    job: JobContext,
+    *,
+    labels: tuple[str, ...],
+    selection: Selection,
+    where: Origin,
+    env_items: tuple[tuple[str, str], ...],
+    container: Container | None,
+    origin: Origin,
+    found: Found,
+    before: tuple[str, ...],
+    after: tuple[str, ...],
+) -> bool:
+    """One entry of `selection` on one label set (its assumptions: `before`, the labels', then `after`); False once
+    the read's entry budget is spent."""
+    resolution = walker.resolution(labels)
+    profiles, others = resolution.profiles, resolution.others
+    mixed: tuple[str, ...] = ()
+    if resolution.unknown and (profiles or others):
+        # GitHub sends a job only to a runner carrying every label: one no profile knows leaves it unknown.
+        mixed = (
+            f"runs-on also names {', '.join(resolution.unknown)}, which no runner profile or label pack "
+            f"knows: the runner is not known (a job goes only to a runner carrying every label)",
+        )
+        profiles, others = (), ()
+    entry = ScheduleEntry(
+        selection=selection,
+        labels=labels,
+        profiles=profiles,
+        env=env_items,
+        gates=job.gates,
+        assumptions=tuple(dict.fromkeys((*before, *resolution.assumptions, *mixed, *after))),
+        origin=where,
+        other_runners=others,
+        container=container,
+    )
+    walker.entries_left -= 1
+    if walker.entries_left < 0:
+        reason = f"not read: the read's budget of {MAX_ENTRIES} schedule entries is spent"
+        found.unread.append(UnreadJob(origin=origin, reason=reason))
+        return False
+    found.entries.append((entry, ()))
+    if not profiles and not others:
+        unknown = walker.labels.unknown(labels, origin)
+        found.unknown.setdefault((unknown.label, str(origin)), (unknown, ()))
+    return True
+
+
+def _container_env(
+    walker: Walker, pairs: Sequence[tuple[str, str]], docker_steps: Sequence[tuple[str, str]]
+) -> tuple[dict[str, str], Container]:
+    """What a command run through `docker exec` sees: the container's environment (read from the job's steps
+    before it) and what its own script sets after the `docker exec` (the pairs after the CONTAINER one)."""
+    from matrix.core.errors import ConfigError
+    from matrix.core.textfiles import read_text
+    from matrix.schedule.containers import container_of, read_job
+
+    names = [k for k, _ in pairs]
+    at = len(names) - 1 - names[::-1].index(CONTAINER)
+    allowed = walker.container_paths()
+
+    def load(path: str) -> str | None:
+        try:
+            return read_text(walker.repo / path, ConfigError) if path in allowed else None
+        except ConfigError:
+            return None  # an unreadable Dockerfile leaves the container unread, never the schedule
+
+    env, container = container_of(pairs[at][1], read_job(docker_steps), load)
+    inside = dict(env)
+    inside.update((k, v) for k, v in pairs[at + 1 :] if k != CONTAINER)
+    return inside, container
+
+
+def _scripts(
+    walker: Walker, words: Sequence[str], context: StepContext, unknown: tuple[Unknown, ...], found: Found
+) -> list[_Followed]:
+    """What the shell scripts, make targets and Modal functions a command runs select (each at its own
+    file:line, called from the step, with the shell conditions it runs under and, for a Modal function, its
+    own runner); what is missing, over the budget or named only at run time is listed as unread."""
+    result = walker.follow(words, context)
+    found.unread.extend(result.unread_jobs(lambda reason: shown(reason, unknown)))
+    conditions = dict(result.conditions)
+    runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
+    return [(s, where, conditions.get(s, ()), runners.get(s)) for s, where in result.selections]
+
+
+def shown(reason: str, unknown: tuple[Unknown, ...]) -> str:
+    """A reason with the walker's stand-ins for run-time expressions shown as the expressions."""
+
+    def put(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        return "${{ " + unknown[index].text + " }}" if index < len(unknown) else match.group(0)
+
+    return PLACEHOLDER.sub(put, reason)
