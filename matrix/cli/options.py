@@ -134,6 +134,11 @@ def add_suite_map_option(p: argparse.ArgumentParser, *, default: str) -> None:
     p.add_argument("--suite-map", type=Path, metavar="FILE", help=f"TOML [suite] table mapping {default}")
 
 
+def add_schedule_file_option(p: argparse.ArgumentParser, *, help: str) -> None:
+    """`--schedule-file FILE`, repeatable: a declared schedule TOML (what the workflows cannot say)."""
+    p.add_argument("--schedule-file", type=Path, action="append", default=[], metavar="FILE", help=help)
+
+
 def add_summary_option(p: argparse.ArgumentParser) -> None:
     """`--summary FILE`: append a Markdown job summary (GitHub's `$GITHUB_STEP_SUMMARY` keeps earlier steps')."""
     p.add_argument(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
-from matrix.cli.options import add_deprecated_path, add_output_options, add_summary_option
+from matrix.cli.options import add_deprecated_path, add_output_options, add_schedule_file_option, add_summary_option
 from matrix.core import emit
 from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.baseline import stamped
@@ -39,12 +39,8 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("root", type=Path, help="the checkout (repository root)")
-    p.add_argument(
-        "--schedule-file",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
+    add_schedule_file_option(
+        p,
         help="declared schedule TOML ([[entry]] job, labels, script or pytest, gates, env; [markers]); "
         "repeatable (default: none)",
     )

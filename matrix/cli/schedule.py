@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from matrix.cli.options import add_output_options
+from matrix.cli.options import add_output_options, add_schedule_file_option
 from matrix.core.errors import ConfigError
 from matrix.core.jsonio import dumps_indented
 from matrix.core.options import Options, load_runner_profiles
@@ -31,12 +31,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument("path", type=Path, nargs="?", default=Path("."), help="repository root or a folder inside it (default: .)")
     add_output_options(p, ("text", "json"))
-    p.add_argument(
-        "--schedule-file",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
+    add_schedule_file_option(
+        p,
         help="a declared schedule TOML for what the workflows cannot say, shown in its own section; repeatable (default: none)",
     )
     p.set_defaults(func=cmd_schedule)
