@@ -34,7 +34,7 @@ from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
 from matrix.pytest_suites.invocation import Invocation
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
 from matrix.pytest_suites.select import Selected, collected, selects
-from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
+from matrix.schedule.model import Container, PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
 
 # When a skip reads several kinds of fact, the finding names the first of these it read.
 _PRECEDENCE = (
@@ -113,13 +113,13 @@ class _Evaluator:
         self.profiles = profiles
         self.installed = installed
         self.table: dict[str, Predicate] = dict(packs.table)
-        self.cache: dict[tuple[int, int, str, tuple[tuple[str, str], ...]], Evaluation] = {}
+        self.cache: dict[tuple[int, int, str, tuple[tuple[str, str], ...], Container | None], Evaluation] = {}
         # Keyed by object ids: the collected files hold every guard and names object for the whole audit.
         self.rewritten: dict[tuple[int, int], tuple[Guard, ModuleNames]] = {}
         self.names: dict[int, ModuleNames] = {}
 
     def evaluate(self, applied: AppliedGuard, entry: ScheduleEntry, profile: str) -> Evaluation:
-        key = (id(applied.guard), id(applied.names), profile, entry.env)
+        key = (id(applied.guard), id(applied.names), profile, entry.env, entry.container)
         found = self.cache.get(key)
         if found is None:
             guard, names = self._rewrite(applied)
@@ -131,6 +131,9 @@ class _Evaluator:
                 env=entry.env_map,
                 env_closed=True,
                 env_open=self.ci_names,
+                # run through `docker exec`: only what the container is given reaches the tests
+                container=f"the container {entry.container.name}" if entry.container else "",
+                container_unread=entry.container.unread if entry.container else "",
             )
             found = evaluate_guard(guard, facts, names, self.table)
             self.cache[key] = found

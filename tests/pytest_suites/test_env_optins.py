@@ -63,3 +63,40 @@ def test_a_variable_a_ci_file_mentions_is_undetermined(
     report = audit(files, schedule(("1-gpu-h100", "pytest tests/")))
     assert skipping(report) == {}
     assert report.undetermined == 1
+
+
+CONTAINER_JOB = """
+name: ci
+on: [push]
+jobs:
+  gpu:
+    runs-on: 1-gpu-h100
+    env:
+      KIT_BACKEND: tiles
+    steps:
+      - run: docker build -t kit-img -f ci/kit.Dockerfile .
+      - run: docker run -d --name kit-box kit-img sleep infinity
+      - run: docker exec {options} kit-box pytest tests/
+"""
+
+
+@pytest.mark.parametrize(
+    ("options", "dockerfile", "outcome"),
+    [
+        ("", "FROM debian:12\n", "skips"),  # the job's env stays outside the container
+        ("-e KIT_BACKEND=tiles", "FROM debian:12\n", "runs"),
+        ("", "FROM debian:12\nENV KIT_BACKEND=tiles\n", "runs"),
+        ("--env-file kit.env", "FROM debian:12\n", "undetermined"),
+    ],
+)
+def test_in_a_container_only_what_it_is_given_counts(
+    audit: Callable[..., PytestAuditReport], skipping: Skipping, options: str, dockerfile: str, outcome: str
+) -> None:
+    files = {
+        "tests/test_case.py": MODULE_LEVEL,
+        ".github/workflows/ci.yml": CONTAINER_JOB.format(options=options),
+        "ci/kit.Dockerfile": dockerfile,
+    }
+    report = audit(files)
+    got = "skips" if skipping(report) else "undetermined" if report.undetermined else "runs"
+    assert got == outcome

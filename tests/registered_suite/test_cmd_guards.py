@@ -10,6 +10,7 @@ import pytest
 
 from matrix.registered_suite.gate import REPORT_SCHEMA
 from tests.cli.test_cli import run
+from tests.guards.conftest import FIXTURE_SUITE
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +59,7 @@ def test_every_finding_carries_the_one_fingerprint_baselines_and_sarif_use(capsy
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     suite = repo / "suite"
-    shutil.copytree(Path(__file__).parent / "fixture_suite", suite)
+    shutil.copytree(FIXTURE_SUITE, suite)
     _, out, _ = run(capsys, "guards", str(suite), "--no-workflows", "--show", "info", "--format", "json")
     findings = json.loads(out)["findings"]
     assert all(len(f["fingerprint"]) == 16 for f in findings)
