@@ -558,8 +558,28 @@ def _changed(body: Sequence[ast.stmt], names: set[str], *, into_defs: bool) -> s
             # A literal's constants name nothing: a data table of a million of them is skipped in one pass.
             stack.extend(e for e in node.elts if not isinstance(e, ast.Constant))
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        _push_children(node, stack)
     return out
+
+
+# Fields of a node class that never hold a node the scan above matches: names and numbers, and `ctx` (a Load or
+# Store singleton on every name, attribute and subscript, a third of the nodes `ast.iter_child_nodes` yields).
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "name", "module", "level", "kind", "conversion", "type_comment"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+
+
+def _push_children(node: ast.AST, stack: list[ast.AST]) -> None:
+    """`stack.extend(ast.iter_child_nodes(node))` without the nodes of `_LEAF_FIELDS`."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+    for name in fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            stack.append(value)
+        elif isinstance(value, list):
+            stack.extend(v for v in value if isinstance(v, ast.AST))
 
 
 IMPORTABLE = "__importable__"
