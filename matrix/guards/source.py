@@ -454,21 +454,28 @@ def _straight_line(body: Sequence[ast.stmt]) -> list[ast.stmt]:
     # An explicit stack: audited files are untrusted, so deep nesting must not exhaust Python's recursion.
     stack: list[Iterator[ast.stmt]] = [iter(body)]
     while stack:
-        stmt = next(stack[-1], None)
-        if stmt is None:
+        # The statements of the block on top, in order, until one opens a block of its own (entered first).
+        for stmt in stack[-1]:
+            out.append(stmt)
+            # ast.parse builds these classes themselves (no subclasses): one set lookup a statement.
+            if type(stmt) not in _BLOCK_STATEMENTS:
+                continue
+            inner: list[ast.stmt] = []
+            if isinstance(stmt, ast.If | ast.For | ast.While | ast.AsyncFor):
+                inner = [*stmt.body, *stmt.orelse]
+            elif isinstance(stmt, ast.With | ast.AsyncWith):
+                inner = stmt.body
+            elif isinstance(stmt, ast.Try | ast.TryStar):
+                inner = [*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse, *stmt.finalbody]
+            if inner:
+                stack.append(iter(inner))
+                break
+        else:
             stack.pop()
-            continue
-        out.append(stmt)
-        inner: list[ast.stmt] = []
-        if isinstance(stmt, ast.If | ast.For | ast.While | ast.AsyncFor):
-            inner = [*stmt.body, *stmt.orelse]
-        elif isinstance(stmt, ast.With | ast.AsyncWith):
-            inner = stmt.body
-        elif isinstance(stmt, ast.Try | ast.TryStar):
-            inner = [*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse, *stmt.finalbody]
-        if inner:
-            stack.append(iter(inner))
     return out
+
+
+_BLOCK_STATEMENTS = frozenset({ast.If, ast.For, ast.While, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.TryStar})
 
 
 def collect_bindings(body: Sequence[ast.stmt], *, module: bool = False) -> Bindings:
