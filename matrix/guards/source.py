@@ -55,7 +55,7 @@ class SourceText:
         `lowered` is `text.lower()` when the caller has it already."""
         unique = [w for w in dict.fromkeys(words) if w]
         text = self.text
-        starts = list(itertools.accumulate((len(line) for line in self.lines), initial=0))
+        starts = list(itertools.accumulate(map(len, self.lines), initial=0))
         # Each hit is mapped to its line by the line start offsets.
         hits: list[int] = []
         if text.isascii() and all(w.isascii() for w in unique):
