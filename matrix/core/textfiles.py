@@ -103,6 +103,35 @@ def resolve_in_tree(root: Path, relative: str) -> Path:
     return target
 
 
+class TreeResolver:
+    """`resolve_in_tree` for many files of one tree: each folder is resolved once and remembered, then only the
+    file's own name is looked at (resolved when it is a symlink). The answer is `resolve_in_tree`'s: a path is
+    resolved component by component, so resolving its folder first and then its last component is the same."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.base = root.resolve()
+        self.folders: dict[str, Path] = {}
+
+    def __call__(self, relative: str) -> Path:
+        folder, _, name = relative.rpartition("/")
+        if relative.startswith("/") or ".." in relative.split("/") or name in ("", "."):
+            return resolve_in_tree(self.root, relative)
+        real = self.folders.get(folder)
+        if real is None:
+            real = self.folders[folder] = (self.base / folder).resolve() if folder else self.base
+        target = real / name
+        try:
+            linked = stat.S_ISLNK(os.lstat(target).st_mode)
+        except OSError:
+            linked = False
+        if linked:
+            target = target.resolve()
+        if not target.is_relative_to(self.base):
+            raise OutsideTreeError(f"{relative}: a symlink to a file outside the audited tree; refusing to read it")
+        return target
+
+
 def read_tree_bytes(root: Path, relative: str, limit: int) -> bytes:
     """The bytes of a file of an audited tree (`read_limited` after `resolve_in_tree`); at most `limit + 1`."""
     return read_limited(resolve_in_tree(root, relative), limit)

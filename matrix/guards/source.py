@@ -56,7 +56,7 @@ class SourceText:
         `lowered` is `text.lower()` when the caller has it already."""
         unique = [w for w in dict.fromkeys(words) if w]
         text = self.text
-        starts = list(itertools.accumulate((len(line) for line in self.lines), initial=0))
+        starts = list(itertools.accumulate(map(len, self.lines), initial=0))
         # Each hit is mapped to its line by the line start offsets.
         hits: list[int] = []
         if text.isascii() and all(w.isascii() for w in unique):
@@ -455,21 +455,28 @@ def _straight_line(body: Sequence[ast.stmt]) -> list[ast.stmt]:
     # An explicit stack: audited files are untrusted, so deep nesting must not exhaust Python's recursion.
     stack: list[Iterator[ast.stmt]] = [iter(body)]
     while stack:
-        stmt = next(stack[-1], None)
-        if stmt is None:
+        # The statements of the block on top, in order, until one opens a block of its own (entered first).
+        for stmt in stack[-1]:
+            out.append(stmt)
+            # ast.parse builds these classes themselves (no subclasses): one set lookup a statement.
+            if type(stmt) not in _BLOCK_STATEMENTS:
+                continue
+            inner: list[ast.stmt] = []
+            if isinstance(stmt, ast.If | ast.For | ast.While | ast.AsyncFor):
+                inner = [*stmt.body, *stmt.orelse]
+            elif isinstance(stmt, ast.With | ast.AsyncWith):
+                inner = stmt.body
+            elif isinstance(stmt, ast.Try | ast.TryStar):
+                inner = [*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse, *stmt.finalbody]
+            if inner:
+                stack.append(iter(inner))
+                break
+        else:
             stack.pop()
-            continue
-        out.append(stmt)
-        inner: list[ast.stmt] = []
-        if isinstance(stmt, ast.If | ast.For | ast.While | ast.AsyncFor):
-            inner = [*stmt.body, *stmt.orelse]
-        elif isinstance(stmt, ast.With | ast.AsyncWith):
-            inner = stmt.body
-        elif isinstance(stmt, ast.Try | ast.TryStar):
-            inner = [*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse, *stmt.finalbody]
-        if inner:
-            stack.append(iter(inner))
     return out
+
+
+_BLOCK_STATEMENTS = frozenset({ast.If, ast.For, ast.While, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.TryStar})
 
 
 def collect_bindings(body: Sequence[ast.stmt], *, module: bool = False) -> Bindings:
@@ -561,8 +568,28 @@ def _changed(body: Sequence[ast.stmt], names: set[str], *, into_defs: bool) -> s
             # A literal's constants name nothing: a data table of a million of them is skipped in one pass.
             stack.extend(e for e in node.elts if not isinstance(e, ast.Constant))
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        _push_children(node, stack)
     return out
+
+
+# Fields of a node class that never hold a node the scan above matches: names and numbers, and `ctx` (a Load or
+# Store singleton on every name, attribute and subscript, a third of the nodes `ast.iter_child_nodes` yields).
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "name", "module", "level", "kind", "conversion", "type_comment"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+
+
+def _push_children(node: ast.AST, stack: list[ast.AST]) -> None:
+    """`stack.extend(ast.iter_child_nodes(node))` without the nodes of `_LEAF_FIELDS`."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+    for name in fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            stack.append(value)
+        elif isinstance(value, list):
+            stack.extend(v for v in value if isinstance(v, ast.AST))
 
 
 IMPORTABLE = "__importable__"

@@ -66,10 +66,12 @@ def _walk(
         key = f"{callee.path}::{callee.function.name}"
         if key in seen:
             continue
-        values = literal_arguments(callee.function, call)
-        via = " -> ".join((*chain, callee.function.name))
-        for guard in callee.guards:
-            if guard.kind in _BODY_KINDS:
+        raised = [g for g in callee.guards if g.kind in _BODY_KINDS]
+        if raised:
+            # The arguments are read only for a callee that raises a skip itself (most called functions do not).
+            values = literal_arguments(callee.function, call)
+            via = " -> ".join((*chain, callee.function.name))
+            for guard in raised:
                 yield bind_arguments(guard, values), callee.names, via
         yield from _walk(callee.path, callee.function.body, resolve, (*chain, callee.function.name), seen | {key}, memo=memo)
 

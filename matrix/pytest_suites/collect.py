@@ -117,6 +117,8 @@ class _Parsed:
     fixtures: dict[str, _Function] = field(default_factory=dict)
     helpers: dict[str, tuple[Guard, ...]] = field(default_factory=dict)
     calls: bool = False
+    # The text may name a `marks=` keyword (NFKC folds non-ASCII identifiers, so non-ASCII text always may).
+    marks: bool = True
     imports: dict[str, ImportTarget] | None = None
     defs: dict[str, _Function] | None = None
     callees: dict[str, Callee] | None = None
@@ -176,7 +178,8 @@ class Collector:
             if tree is not None:
                 analysis = replace(analysis, names=self.modules.attach(path, tree, analysis.names))
             calls = any(name in text for name in self.packs.calls)
-            result = _Parsed(analysis=analysis, tree=tree, helpers=dict(analysis.helpers), calls=calls)
+            marks = "marks" in text or not text.isascii()
+            result = _Parsed(analysis=analysis, tree=tree, helpers=dict(analysis.helpers), calls=calls, marks=marks)
             if tree is not None:
                 result.fixtures = {s.name: s for s in tree.body if isinstance(s, _Function) and _is_fixture(s, analysis.names)}
         self.cache[path] = result
@@ -303,7 +306,7 @@ class Collector:
                 hidden_id=self._may_have_id(path, parsed, node, exprs, local_exprs),
                 opaque_marks=found.opaque or any(self._opaque(path, parsed, e) for e in (*exprs, *local_exprs)),
             )
-            param = read_parametrize(node.decorator_list, names)
+            param = read_parametrize(node.decorator_list, names, may_mark=parsed.marks)
             tests.extend(self._cases(path, parsed, item, param, rules=rules, notes=notes) if param is not None else (item,))
         return TestFile(path=path, tests=tuple(tests), notes=tuple(notes), conftest_ignores=self.conftest_ignores(path))
 
@@ -470,11 +473,7 @@ class Collector:
             return True
         for conftest in [path, *self.conftests(path)]:
             c = self.parsed(conftest)
-            if (
-                c is not None
-                and c.tree is not None
-                and any(isinstance(s, _Function) and s.name == "pytest_generate_tests" for s in c.tree.body)
-            ):
+            if c is not None and c.tree is not None and "pytest_generate_tests" in _defs(c):
                 return True
         for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
             found = self._fixture(path, parsed, arg.arg)
@@ -652,7 +651,8 @@ class Collector:
                 found = True
             else:
                 text = self.load(path)
-                found = text is not None and _SKIP_CALL.search(text) is not None
+                # Every form of the pattern holds "skip" or "Skip": a plain search rules most files out.
+                found = text is not None and ("skip" in text or "Skip" in text) and _SKIP_CALL.search(text) is not None
             self.skip_text[path] = found
         return found
 

@@ -97,7 +97,45 @@ def _parser() -> Any:
     return _PARSER[0]
 
 
+# Command lines already parsed, by their words: a schedule repeats a command across the jobs of a matrix.
+_PARSED: dict[tuple[str, ...], tuple[argparse.Namespace, list[str]]] = {}
+MAX_PARSED = 4_096
+
+
 def _parse(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    key = tuple(args)
+    found = _PARSED.get(key)
+    if found is None:
+        if args and all(_positional(a) for a in args):
+            # Only paths: argparse gives every word to the one positional (`file_or_dir`, nargs="*") and every
+            # option its default, so the parse of no words with these paths is the parse of these words.
+            empty, unknown = _parse([])
+            paths = _copy(empty)
+            paths.file_or_dir = list(args)
+            found = (paths, unknown)
+        else:
+            found = _parse_words(args)
+        if len(_PARSED) >= MAX_PARSED:
+            _PARSED.clear()
+        _PARSED[key] = found
+    namespace, unknown = found
+    return _copy(namespace), list(unknown)
+
+
+def _copy(namespace: argparse.Namespace) -> argparse.Namespace:
+    # A copy per caller (the cached one is never handed out); Namespace(**fields) sets each of ~150 fields in turn.
+    out = argparse.Namespace()
+    out.__dict__.update(vars(namespace))
+    return out
+
+
+def _positional(word: str) -> bool:
+    # A word argparse can only read as a positional: not an option (`-`), not a file of arguments (`@`, pytest's
+    # `fromfile_prefix_chars`).
+    return bool(word) and word[0] not in "-@"
+
+
+def _parse_words(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
     from _pytest.config.exceptions import UsageError
 
     try:

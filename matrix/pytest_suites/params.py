@@ -53,12 +53,15 @@ class _NotLiteral(Exception):
     pass
 
 
-def read_parametrize(decorators: list[ast.expr], names: ModuleNames, cap: int = MAX_CASES) -> Parametrized | None:
-    """The parametrize decorators of a test; None when it has none."""
+def read_parametrize(
+    decorators: list[ast.expr], names: ModuleNames, cap: int = MAX_CASES, *, may_mark: bool = True
+) -> Parametrized | None:
+    """The parametrize decorators of a test; None when it has none. `may_mark=False`: the file's text has no
+    `marks` keyword, so the values are not searched for one."""
     calls = [d for d in decorators if isinstance(d, ast.Call) and _is_parametrize(d, names)]
     if not calls:
         return None
-    marked = any(
+    marked = may_mark and any(
         isinstance(n, ast.Call) and any(k.arg == "marks" for k in n.keywords) for c in calls for n in ast.walk(c) if n is not c
     )
     argnames: set[str] = set()

@@ -90,6 +90,8 @@ def discover(root: Path, config: PytestConfig, named: Sequence[str] = ()) -> tup
     extra = sorted({posixpath.normpath(n.split("::")[0]) for n in named if not n.startswith(("/", ".."))})
     for start in dict.fromkeys([*testpath_args(root, config), *extra]):
         where = root / start
+        if not os.path.lexists(where):
+            continue  # nothing there to list (a schedule may name thousands of paths that no checkout has)
         if not where.resolve().is_relative_to(base):
             continue
         if where.is_file():

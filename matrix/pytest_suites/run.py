@@ -12,7 +12,7 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
-from matrix.core.textfiles import OutsideTreeError, SpecialFileError, decode_python, read_tree_bytes
+from matrix.core.textfiles import OutsideTreeError, SpecialFileError, TreeResolver, decode_python, read_limited
 from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.collect import Collector, TestFile
@@ -55,6 +55,10 @@ def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     return schedule, declared_markers(inputs.schedule_files)
 
 
+# The texts a SourceLoader keeps (characters); past it files are read again when asked again.
+MAX_KEPT_CHARS = 64 * 1024 * 1024
+
+
 class SourceLoader:
     """Repository-relative path -> Python source text as the interpreter decodes it (BOM, coding cookie), or None;
     symlinks resolved and a target outside the checkout refused. Why a file was not read is kept, by path only."""
@@ -62,10 +66,24 @@ class SourceLoader:
     def __init__(self, root: Path):
         self.root = root.resolve()
         self.problems: dict[str, str] = {}
+        self.resolve = TreeResolver(self.root)
+        # Each answer, kept: the collector asks for a file's text to parse it, to see that it exists and whether
+        # it says "skip", and the linker for a module; reading, resolving and decoding it once is enough.
+        self.texts: dict[str, str | None] = {}
+        self.kept = 0
 
     def __call__(self, path: str) -> str | None:
+        if path in self.texts:
+            return self.texts[path]
+        text = self._load(path)
+        if self.kept < MAX_KEPT_CHARS:
+            self.texts[path] = text
+            self.kept += len(text) if text is not None else 0
+        return text
+
+    def _load(self, path: str) -> str | None:
         try:
-            data = read_tree_bytes(self.root, path, MAX_SOURCE_BYTES)
+            data = read_limited(self.resolve(path), MAX_SOURCE_BYTES)
         except OutsideTreeError:
             self.problems[path] = "a symlink to a file outside the audited tree; not read"
             return None
@@ -138,6 +156,11 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
     conftests = unparsed(collector, sorted({c for p in paths for c in collector.conftest_chain(p)}))
     read = with_collection_errors(read, conftests, collector.conftest_ignores)
     _STATE["auditor"] = auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
+    # Collection allocates millions of acyclic syntax-tree nodes that reference counting frees: the cyclic
+    # collector's passes over them free nothing, so it is off while files are collected (the workers inherit
+    # that), as in the guard audit's workers (guards/tree.py).
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
         if jobs > 1 and len(paths) > 1 and "fork" in multiprocessing.get_all_start_methods():
             # Largest files first so the workers finish together; fork shares the schedule and packs.
@@ -155,6 +178,8 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
             done = dict(_audit_path(p) for p in paths)
     finally:
         _STATE.clear()
+        if was_enabled:
+            gc.enable()
     broken = [auditor.audit_file(TestFile(path=c.path, tests=(), error=c.why)) for c in conftests]
     return combine(str(inputs.root), [*(done[p] for p in paths), *broken], schedule, notes=auditor.not_run)
 

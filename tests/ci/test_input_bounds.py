@@ -39,7 +39,8 @@ work = Path(sys.argv[1])
 import importlib
 for _m in ("matrix.cli.guards", "matrix.cli.schedule", "matrix.cli.pytest_audit", "matrix.registered_suite.tree",
            "matrix.registered_suite.audit", "matrix.guards.finder", "matrix.guards.evaluate", "matrix.schedule.github",
-           "matrix.schedule.shell", "matrix.pytest_suites.run", "matrix.pytest_suites.collect"):
+           "matrix.schedule.shell", "matrix.pytest_suites.run", "matrix.pytest_suites.collect",
+           "matrix.schedule.github_jobs", "matrix.schedule.github_steps", "_pytest.config"):
     importlib.import_module(_m)
 def cli(*argv):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -156,6 +157,27 @@ CASES = {
         )
         def work():
             return cli("schedule", root, "--format", "json")
+    """,
+    # A chain of reusable workflows 7 calls deep (8 files, 1.9 KB): each level fans out over 6 values and hands the
+    # next an input that differs per value, the last runs pytest on a path made of it. The job budget ends the walk
+    # at 1,680 pytest commands, every one different, each of which pytest-audit reads as pytest would.
+    "reusable-workflow-chain-through-pytest-audit": """
+        root = work / "repo"; wf = root / ".github" / "workflows"; wf.mkdir(parents=True)
+        values = "[" + ", ".join(str(i) for i in range(6)) + "]"
+        names = "abcdefgh"
+        for i, name in enumerate(names[:-1]):
+            (wf / f"{name}.yml").write_text(
+                "on:\\n  workflow_call:\\n    inputs:\\n      x: {type: string}\\n" + ("  push:\\n" if i == 0 else "")
+                + f"jobs:\\n  fan:\\n    strategy:\\n      matrix:\\n        v: {values}\\n"
+                f"    uses: ./.github/workflows/{names[i + 1]}.yml\\n    with:\\n      x: p${{{{ matrix.v }}}}${{{{ inputs.x }}}}\\n"
+            )
+        (wf / "h.yml").write_text(
+            "on:\\n  workflow_call:\\n    inputs:\\n      x: {type: string}\\njobs:\\n  run:\\n    runs-on: 1-gpu-h100\\n"
+            f"    strategy:\\n      matrix:\\n        v: {values}\\n"
+            "    steps:\\n      - run: pytest tests/${{ inputs.x }}/${{ matrix.v }}\\n"
+        )
+        def work():
+            return cli("pytest-audit", root, "--format", "json")
     """,
     # format() amplification through env: a 1 MB value in the workflow env, 300 copies of it in the job's, 8 of those
     # in the step's (2.6 GB without the value bound).

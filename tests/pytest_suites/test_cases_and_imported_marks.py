@@ -100,7 +100,7 @@ ABSOLUTE_REEXPORT = {
 
 
 def _off_cases(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(collect, "read_parametrize", lambda decorators, names: None)
+    monkeypatch.setattr(collect, "read_parametrize", lambda decorators, names, **_: None)
 
 
 def _off_imports(monkeypatch: pytest.MonkeyPatch) -> None:
