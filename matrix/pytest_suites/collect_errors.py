@@ -27,6 +27,7 @@ class BrokenFile:
 
     path: str
     why: str
+    line: int = 1  # where the parser stopped
 
     @property
     def is_conftest(self) -> bool:

@@ -59,7 +59,7 @@ def test_a_conftest_that_does_not_parse_is_a_finding_and_its_tests_do_not_run(
     report = audit(TREES["sub-conftest"], schedule(("1-gpu-h100", "pytest tests")))
     (broken,) = report.of_kind(GuardFindingKind.UNPARSABLE)
     assert broken.finding.scope == "tests/deep/conftest.py"
-    assert "line 3" in broken.finding.message
+    assert "line 3" in broken.finding.message and broken.finding.line == 3
     assert any("tests/deep/conftest.py" in a and "runs no test" in a for a in report.assumptions)
     assert report.scheduled_tests == 0
     # Selected by the command, which stops first: never runs (not "no CI entry selects it").
