@@ -1,5 +1,6 @@
-"""Bindings of a block the assignment reader does not see as such: a guard that reads a name bound one of these ways
-is not decided from the name's plain assignment.
+"""Names a block binds other than by assignment (`with as`, `:=`, `match`, `del`, `global`): their value is unknown.
+
+A guard that reads a name bound one of these ways is not decided from the name's plain assignment.
 
 `collect_bindings` keeps a name's value when a block assigns it once; Python binds names in more ways
 (the language reference, "Naming and binding"): `with ... as name`, `except E as name`, a `match` case's body

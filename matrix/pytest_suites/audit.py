@@ -331,6 +331,9 @@ class SuiteAuditor:
                 f"{test_file.path}: no entry read selects it, but {len(unread)} CI job(s) could not be read "
                 f"(first: {first.origin}: {first.reason}): whether it runs is undetermined"
             )
+        elif test_file.tests and not scheduled and (stopped := self._stopped(test_file)):
+            # Selected, but every command that collects it stops on a collection error first.
+            findings.append(_file_finding(GuardFindingKind.NEVER_RUNS, test_file.path, stopped, GuardClass.UNKNOWN))
         elif test_file.tests and not scheduled:
             findings.append(
                 _file_finding(GuardFindingKind.UNSCHEDULED, test_file.path, "no CI entry selects this file", GuardClass.UNKNOWN)
@@ -349,6 +352,16 @@ class SuiteAuditor:
             assumptions=tuple(assumptions),
             unread_only=unread_only,
         )
+
+    def _stopped(self, test_file: TestFile) -> str | None:
+        """Why pytest runs nothing of a file a command would collect but for a collection error (see collect_errors.py)."""
+        for invocation in self.invocations:
+            if (
+                invocation.collection_error
+                and collected(test_file.path, replace(invocation, runs=True), test_file.conftest_ignores)[0]
+            ):
+                return f"collected by a CI command that runs no test: {invocation.why_not}"
+        return None
 
     def outcomes(self, test_file: TestFile) -> dict[str, ItemOutcome]:
         """Each collected test's outcome over the whole schedule (the differential tests compare these with pytest)."""

@@ -27,6 +27,7 @@ class BrokenFile:
 
     path: str
     why: str
+    line: int = 1  # where the parser stopped
 
     @property
     def is_conftest(self) -> bool:
@@ -111,7 +112,7 @@ def with_collection_errors(
             elif entered:
                 stop = stop or f"{said}: a collection error, and pytest runs no test without --continue-on-collection-errors"
         if stop is not None:
-            out.append(replace(invocation, runs=False, why_not=stop))
+            out.append(replace(invocation, runs=False, why_not=stop, collection_error=True))
         else:
             out.append(replace(invocation, ignore=(*invocation.ignore, *skipped), doubts=(*invocation.doubts, *doubts)))
     return out

@@ -75,6 +75,7 @@ class Invocation:
     assumptions: tuple[str, ...] = ()
     why_not: str | None = None
     continue_on_errors: bool = False  # --continue-on-collection-errors
+    collection_error: bool = False  # `why_not` is a file that does not parse (collect_errors.py)
 
 
 _PARSER: list[Any] = []

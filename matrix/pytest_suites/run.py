@@ -6,7 +6,7 @@ import ast
 import gc
 import multiprocessing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +180,7 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
         _STATE.clear()
         if was_enabled:
             gc.enable()
-    broken = [auditor.audit_file(TestFile(path=c.path, tests=(), error=c.why)) for c in conftests]
+    broken = [_at_line(auditor.audit_file(TestFile(path=c.path, tests=(), error=c.why)), c.line) for c in conftests]
     return combine(str(inputs.root), [*(done[p] for p in paths), *broken], schedule, notes=auditor.not_run)
 
 
@@ -206,6 +206,11 @@ def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     return out, tuple(broken)
 
 
+def _at_line(audit: FileAudit, line: int) -> FileAudit:
+    """A broken conftest's finding, at the line its parse stopped."""
+    return replace(audit, findings=tuple(replace(f, finding=replace(f.finding, line=line)) for f in audit.findings))
+
+
 def unparsed(collector: Collector, paths: Sequence[str]) -> list[BrokenFile]:
     """Those of `paths` that are read but do not parse, with the line pytest's error would name."""
     out: list[BrokenFile] = []
@@ -213,7 +218,8 @@ def unparsed(collector: Collector, paths: Sequence[str]) -> list[BrokenFile]:
         parsed = collector.parsed(path)
         if parsed is not None and parsed.tree is None:
             error = parsed.analysis.syntax_error or "does not parse"
-            out.append(BrokenFile(path=path, why=f"line {parsed.analysis.error_line}: {error}"))
+            line = parsed.analysis.error_line
+            out.append(BrokenFile(path=path, why=f"line {line}: {error}", line=line))
     return out
 
 

@@ -59,6 +59,11 @@ def test_a_conftest_that_does_not_parse_is_a_finding_and_its_tests_do_not_run(
     report = audit(TREES["sub-conftest"], schedule(("1-gpu-h100", "pytest tests")))
     (broken,) = report.of_kind(GuardFindingKind.UNPARSABLE)
     assert broken.finding.scope == "tests/deep/conftest.py"
-    assert "line 3" in broken.finding.message
+    assert "line 3" in broken.finding.message and broken.finding.line == 3
     assert any("tests/deep/conftest.py" in a and "runs no test" in a for a in report.assumptions)
     assert report.scheduled_tests == 0
+    # Selected by the command, which stops first: never runs (not "no CI entry selects it").
+    stopped = {f.finding.scope: f.finding.message for f in report.of_kind(GuardFindingKind.NEVER_RUNS)}
+    assert sorted(stopped) == ["tests/deep/test_far.py", "tests/test_near.py"]
+    assert all("tests/deep/conftest.py does not parse" in m for m in stopped.values())
+    assert [f.finding.scope for f in report.of_kind(GuardFindingKind.UNSCHEDULED)] == ["elsewhere/test_apart.py"]
