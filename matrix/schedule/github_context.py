@@ -79,22 +79,42 @@ class Found:
     """What a walk of one workflow finds: entries and unknown labels (with the call chain that reaches them from
     the workflow walked), jobs not read and jobs never started. Mutable by design: the stages of one walk add to it."""
 
-    __slots__ = ("entries", "not_run", "unknown", "unread")
+    __slots__ = ("_seen", "entries", "not_run", "unknown", "unread")
 
     def __init__(self) -> None:
         self.entries: list[Rooted[ScheduleEntry]] = []
         self.unread: list[UnreadJob] = []
         self.not_run: list[UnreadJob] = []
         self.unknown: dict[tuple[str, str], Rooted[UnknownLabel]] = {}
+        self._seen: set[object] = set()  # every entry and job record taken from a called workflow so far
+
+    def add_entry(self, entry: ScheduleEntry) -> None:
+        self.entries.append((entry, ()))
 
     def add_under(self, other: Found, via: tuple[str, ...]) -> None:
-        """Take what a called workflow found, as reached through `via`."""
-        self.entries.extend(((e, (*chain, *via)) for e, chain in other.entries) if via else other.entries)
-        self.unread.extend(replace(u, origin=under(u.origin, via)) for u in other.unread)
-        self.not_run.extend(replace(u, origin=under(u.origin, via)) for u in other.not_run)
+        """Take what a called workflow found, as reached through `via`. What is already here is not added again:
+        the legs of a matrix that call one workflow with inputs its results do not show (`with: {x: p${{ matrix.v }}}`
+        into a job that only passes `x` on) find the same entries, and kept per leg they multiply by each level of
+        a call chain (6 legs over 7 levels: 6**7 copies of each entry, where the schedule lists one)."""
+        for entry, chain in other.entries:
+            rooted_entry = (entry, (*chain, *via))
+            if self._first(rooted_entry):
+                self.entries.append(rooted_entry)
+        for kind, mine, theirs in (("unread", self.unread, other.unread), ("not run", self.not_run, other.not_run)):
+            for job in theirs:
+                moved = replace(job, origin=under(job.origin, via))
+                if self._first((kind, moved)):
+                    mine.append(moved)
         for label, chain in other.unknown.values():
             moved = (*chain, *via)
             self.unknown.setdefault((label.label, str(label.origin) + called_from(moved)), (label, moved))
+
+    def _first(self, key: object) -> bool:
+        """Whether `key` is taken for the first time (and now is)."""
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
 
 
 def under(origin: Origin, via: tuple[str, ...]) -> Origin:

@@ -189,7 +189,7 @@ def _entry(
         reason = f"not read: the read's budget of {MAX_ENTRIES} schedule entries is spent"
         found.unread.append(UnreadJob(origin=origin, reason=reason))
         return False
-    found.entries.append((entry, ()))
+    found.add_entry(entry)
     if not profiles and not others:
         unknown = walker.labels.unknown(labels, origin)
         found.unknown.setdefault((unknown.label, str(origin)), (unknown, ()))

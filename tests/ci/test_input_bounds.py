@@ -179,6 +179,25 @@ CASES = {
         def work():
             return cli("pytest-audit", root, "--format", "json")
     """,
+    # The same chain where each level passes on only its own leg's value (`x: p${{ matrix.v }}`): every leg of a
+    # level calls the next with one of 6 inputs, so the 6 legs find the same entries, 6**7 copies of each by the top.
+    "reusable-workflow-chain-same-results": """
+        root = work / "repo"; wf = root / ".github" / "workflows"; wf.mkdir(parents=True)
+        names = "abcdefgh"
+        for i, name in enumerate(names[:-1]):
+            (wf / f"{name}.yml").write_text(
+                "on:\\n  workflow_call:\\n    inputs:\\n      x: {type: string}\\n" + ("  push:\\n" if i == 0 else "")
+                + "jobs:\\n  fan:\\n    strategy:\\n      matrix:\\n        v: [1, 2, 3, 4, 5, 6]\\n"
+                f"    uses: ./.github/workflows/{names[i + 1]}.yml\\n    with:\\n      x: p${{{{ matrix.v }}}}\\n"
+            )
+        (wf / "h.yml").write_text(
+            "on:\\n  workflow_call:\\n    inputs:\\n      x: {type: string}\\njobs:\\n  run:\\n    runs-on: 1-gpu-h100\\n"
+            "    steps:\\n      - run: pytest tests -k ${{ inputs.x }}\\n"
+        )
+        def work():
+            cli("schedule", root, "--format", "json")
+            return cli("pytest-audit", root, "--format", "json")
+    """,
     # format() amplification through env: a 1 MB value in the workflow env, 300 copies of it in the job's, 8 of those
     # in the step's (2.6 GB without the value bound).
     "format-amplification-through-env": """
