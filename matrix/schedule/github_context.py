@@ -102,9 +102,9 @@ class Found:
                 self.entries.append(rooted_entry)
         for kind, mine, theirs in (("unread", self.unread, other.unread), ("not run", self.not_run, other.not_run)):
             for job in theirs:
-                moved = replace(job, origin=under(job.origin, via))
-                if self._first((kind, moved)):
-                    mine.append(moved)
+                taken = replace(job, origin=under(job.origin, via))
+                if self._first((kind, taken)):
+                    mine.append(taken)
         for label, chain in other.unknown.values():
             moved = (*chain, *via)
             self.unknown.setdefault((label.label, str(label.origin) + called_from(moved)), (label, moved))
