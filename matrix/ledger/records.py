@@ -140,6 +140,15 @@ def _runner(raw: Any) -> RunnerSeen:
     return RunnerSeen(source=source, gpus=gpus, capability=capability, name=str(name)[:200] if name is not None else None)
 
 
+def _told(raw: Any, known: RunnerSeen) -> RunnerSeen:
+    """`raw`'s runner facts where it has them, else what was `known`."""
+    try:
+        seen = _runner(raw)
+    except _Bad:
+        return known
+    return seen if seen.gpus is not None else known
+
+
 def _record(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise _Bad("not a JSON object")
@@ -212,6 +221,10 @@ class _Builder:
             self.open[pid] = current
             if kind == "process":
                 return
+        if current["runner"].gpus is None:
+            # The process record could not tell its machine (or was cut), but a later record of the same process
+            # does: its facts judge the process, rather than leaving every record of it unjudged.
+            current["runner"] = _told(data.get("runner"), current["runner"])
         if kind == "test":
             current["tests"].append(
                 TestRecord(

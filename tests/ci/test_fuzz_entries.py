@@ -154,6 +154,8 @@ ledger_line = st.one_of(
 @SETTINGS
 @given(lines=st.lists(st.one_of(ledger_line.map(lambda t: t.encode("utf-8", "surrogatepass")), junk_bytes), max_size=8))
 @example(lines=[json.dumps(VALID_LINES[0]).encode(), b"x" * (1024 * 1024 + 5), json.dumps(VALID_LINES[2]).encode()])
+# Found by the deep profile: a process record without runner facts before test and exit records that have them.
+@example(lines=[json.dumps({**VALID_LINES[0], "runner": {}}).encode(), *(json.dumps(x).encode() for x in VALID_LINES[1:])])
 def test_every_ledger_line_is_a_record_or_a_reported_bad_line(lines: list[bytes]) -> None:
     from matrix.core.errors import ReportError
 

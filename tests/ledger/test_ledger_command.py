@@ -167,6 +167,18 @@ def test_processes_without_runner_facts(tmp_path: Path, capsys: pytest.CaptureFi
     assert "4-gpu-b200: 5/5 registered files ran" in ledger_cli(capsys, ledger, "--root", ROOT, "--runner", "4-gpu-b200")[1]
 
 
+def test_a_later_record_of_the_process_names_the_machine_its_first_could_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The process record has no runner facts (cut, or written before detection); its test and exit records do.
+    path = "registered/attention/test_dense_backend_guard.py"
+    text = line("process", 7, {"source": "unknown"}, script=path, argv=[])
+    text += line("test", 7, B200, file=path, test=f"{path}::TestDenseBackend::test_decode", status="skipped", reason="r")
+    text += line("exit", 7, B200, status=0, how="end", tests=1)
+    code, out, _ = ledger_cli(capsys, write(tmp_path, "l.jsonl", text), "--root", ROOT)
+    assert code == 1 and "no runner facts" not in out and "skipped at runtime on 4-gpu-b200" in out
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
