@@ -58,3 +58,13 @@ def test_an_id_used_twice_is_refused() -> None:
     data["swa_combination"].append(dict(data["swa_combination"][0]))
     with pytest.raises(ConfigError, match="swa_combination id 'frozen-kv-mtp-gemma4' used twice"):
         parse_matrix(data, "m.toml")
+
+
+def test_a_changed_entry_changes_the_matrix_digest() -> None:
+    """A report judged against another SWA table is not this matrix's report."""
+    from matrix.core.report import matrix_digest
+
+    data = _builtin()
+    before = matrix_digest(parse_matrix(data, "m.toml"))
+    data["swa_combination"][1]["outcome"] = "accepted"
+    assert matrix_digest(parse_matrix(data, "m.toml")) != before
