@@ -28,6 +28,7 @@ from matrix.core.model import (
     VersionRequirement,
 )
 from matrix.core.runner_files import default_runners_text, load_runners, parse_runners
+from matrix.core.swa_table import parse_swa_combinations
 from matrix.core.textfiles import package_text
 from matrix.core.tomlfields import (
     expect_keys,
@@ -63,7 +64,11 @@ def load_matrix(path: Path | None = None) -> Matrix:
 
 def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
     """Validate a parsed matrix document and expand its groups into cells."""
-    expect_keys(data, {"name", "pins", "axis", "group", "impl", "rule", "cost", "page_promotion", "coverage", "tested"}, source)
+    expect_keys(
+        data,
+        {"name", "pins", "axis", "group", "impl", "rule", "cost", "page_promotion", "swa_combination", "coverage", "tested"},
+        source,
+    )
     axes = tuple(_parse_axis(t, f"{source}: axis #{i + 1}") for i, t in enumerate(tables_field(data.get("axis", []), source)))
     if not axes:
         raise ConfigError(f"{source}: no [[axis]] defined")
@@ -113,6 +118,7 @@ def parse_matrix(data: Mapping[str, Any], source: str) -> Matrix:
         cost=_parse_cost(table_field(data.get("cost", {}), f"{source}: [cost]"), by_name, source),
         source_path=source,
         page_promotions=promotions,
+        swa_combinations=parse_swa_combinations(data.get("swa_combination", []), by_name, source),
         coverage=_parse_coverage(data.get("coverage"), axes, source),
     )
 

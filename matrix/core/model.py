@@ -132,6 +132,37 @@ class PagePromotion:
     source: str
 
 
+class SwaOutcome(StrEnum):
+    """What sglang's speculative server-args hook does with a combination."""
+
+    ACCEPTED = "accepted"  # no error, no "has no effect" warning
+    WINDOW_IGNORED = "window-ignored"  # accepted, with sglang's warning that the draft window has no effect
+    REFUSED = "refused"  # the hook raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class SwaCombination:
+    """What sglang's server arguments do with a sliding-window target, a speculative path and its backends.
+
+    Every pair of `target_backends` x `draft_backends` (None: the flag left unset) is one combination; read by the
+    sglang configuration check (matrix/sglang_check/swa.py), not by `expected`.
+    """
+
+    id: str
+    architecture: str
+    sliding_window_pattern: int | None
+    hierarchical_cache: bool
+    algorithm: str
+    target_backends: tuple[str, ...]
+    draft_backends: tuple[str | None, ...]
+    draft_window_size: int | None
+    num_draft_tokens: int
+    outcome: SwaOutcome
+    disable_hybrid_swa_memory: bool
+    reason: str
+    source: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class BackendCost:
     cell_seconds: float
@@ -168,6 +199,7 @@ class Matrix:
     cost: CostModel
     source_path: str
     page_promotions: tuple[PagePromotion, ...] = ()
+    swa_combinations: tuple[SwaCombination, ...] = ()
     coverage: CoverageLayout | None = None  # None: the first axis as rows, the next two as columns
 
     @property

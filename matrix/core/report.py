@@ -126,6 +126,7 @@ def matrix_digest(matrix: Matrix) -> str:
         sorted(matrix.pins.items()),
         matrix.cost,
         matrix.page_promotions,
+        matrix.swa_combinations,
         matrix.coverage,
     )
     return "sha256:" + hashlib.sha256(repr(decided).encode("utf-8", "backslashreplace")).hexdigest()

@@ -6,14 +6,17 @@ Only decisions run for real here; nothing that needs a GPU (kernels, flashinfer 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
+from matrix.core.model import SwaOutcome
 from matrix.sglang_check.agreement import ServerConfig, SglangVerdict, SpecPath
 from matrix.sglang_check.pages import PageConfig
+from matrix.sglang_check.swa import BACKEND_FIELDS, SwaConfig, SwaVerdict
 
 DRAFT_FIELD = "speculative_draft_attention_backend"
 # A fixture model configuration: sglang's model_config_of hands back a `_model_config` that carries no source key.
@@ -268,3 +271,50 @@ def target_verify_shapes(
     backend = trtllm_mha_without_init(num_draft_tokens=num_draft_tokens, max_num_pages=max_num_pages, device=device)
     backend.init_cuda_graph_state(max_bs, max_bs * num_draft_tokens)
     return tensor_shapes(backend.target_verify_metadata)
+
+
+class _Messages(logging.Handler):
+    """Collects what one sglang logger says while a hook runs."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+# sglang's warning when a draft window is given to a path that does not read it (speculative_hook.py).
+WINDOW_IGNORED_MARK = "--speculative-draft-window-size has no effect"
+
+
+def swa_verdict(config: SwaConfig) -> SwaVerdict:
+    """Run sglang's model overrides for the entry's architecture, then its speculative server-args hook, on a real
+    ServerArgs record whose model configuration is a fixture (only the fields the overrides read)."""
+    from sglang.srt.arg_groups import speculative_hook
+    from sglang.srt.arg_groups.overrides import collect_model_override_declarations
+    from sglang.srt.server_args import ServerArgs
+
+    entry = config.entry
+    server_args = ServerArgs(model_path="dummy", **config.server_fields())
+    hf_config = SimpleNamespace(architectures=[entry.architecture], sliding_window_pattern=entry.sliding_window_pattern)
+    server_args._model_config = SimpleNamespace(hf_config=hf_config, quantization=None)
+    declared: dict[str, object] = {}
+    for _, declaration in collect_model_override_declarations(entry.architecture, server_args, hf_config):
+        declared.update(declaration)  # sglang's order: the last writer wins
+    changed = tuple(f for f in BACKEND_FIELDS if f in declared and declared[f] != config.server_fields().get(f))
+    disable = bool(declared.get("disable_hybrid_swa_memory", False))
+    listener = _Messages()
+    logger = logging.getLogger(speculative_hook.__name__)
+    logger.addHandler(listener)
+    try:
+        speculative_hook.handle_speculative_decoding(server_args)
+    except (ValueError, NotImplementedError) as exc:
+        return SwaVerdict(
+            outcome=SwaOutcome.REFUSED, disable_hybrid_swa_memory=disable, changed_backends=changed, message=str(exc)
+        )
+    finally:
+        logger.removeHandler(listener)
+    ignored = [m for m in listener.messages if m.startswith(WINDOW_IGNORED_MARK)]
+    outcome = SwaOutcome.WINDOW_IGNORED if ignored else SwaOutcome.ACCEPTED
+    return SwaVerdict(outcome=outcome, disable_hybrid_swa_memory=disable, changed_backends=changed, message=" ".join(ignored))

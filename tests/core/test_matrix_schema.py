@@ -127,6 +127,9 @@ def test_the_schema_lists_exactly_the_keys_the_loader_accepts():
     assert _loader_allows(parse_matrix, builtin, builtin["page_promotion"][0]) == set(
         props["page_promotion"]["items"]["properties"]
     )
+    assert _loader_allows(parse_matrix, builtin, builtin["swa_combination"][0]) == set(
+        props["swa_combination"]["items"]["properties"]
+    )
     one = builtin["cost"]["backend"]["fa3"]
     assert _loader_allows(parse_matrix, builtin, one) == set(
         props["cost"]["properties"]["backend"]["additionalProperties"]["properties"]
