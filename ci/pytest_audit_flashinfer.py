@@ -4,8 +4,8 @@ Usage:
     python ci/pytest_audit_flashinfer.py --checkout ~/src/flashinfer
     python ci/pytest_audit_flashinfer.py --git-dir /path/to/flashinfer.git     # a bare clone: HEAD is extracted
 Options: --schedule FILE (default ci/schedules/flashinfer-pr-test.toml), --out FILE (default docs/pytest-audit.md),
---jobs N (default 2). What CI runs comes from the checkout's workflows and the scripts they run, merged with the
-declared schedule (PR Test builds its GPU matrix at run time); the page records the commit, the command and every
+--jobs N (default 2), --commit TEXT (the commit an extracted --checkout came from). What CI runs comes from the
+checkout's workflows and the scripts they run, merged with the declared schedule (PR Test builds its GPU matrix at run time); the page records the commit, the command and every
 count, so anyone can rerun it on their checkout.
 """
 
@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from matrix.core.atomic import write_text_atomic  # noqa: E402
 from matrix.core.runner_files import load_runners  # noqa: E402
+from matrix.core.writers import md_table  # noqa: E402
 from matrix.guards.model import GuardFindingKind  # noqa: E402
 from matrix.pytest_suites.audit import PytestAuditReport  # noqa: E402
 from matrix.pytest_suites.render import count_table, findings_table, summary_lines  # noqa: E402
@@ -54,6 +55,7 @@ def extract(git_dir: Path, into: Path) -> str:
 def page(report: PytestAuditReport, commit: str, command: str, seconds: float) -> str:
     never = report.of_kind(GuardFindingKind.NEVER_RUNS)
     skips = report.of_kind(GuardFindingKind.SILENT_SKIP)
+    classes = {id(f.finding): f.guard_class for f in report.findings}
     folders = Counter(f.finding.path.split("/")[1] if f.finding.path.count("/") > 1 else "(top)" for f in skips)
     lines = [
         "# pytest audit of flashinfer's CI",
@@ -93,13 +95,13 @@ def page(report: PytestAuditReport, commit: str, command: str, seconds: float) -
         "",
         f"## Files that never run in this CI ({len(never)})",
         "",
-        *findings_table(never, files=True),
+        *md_table(findings_table(classes, files=True), [f.finding for f in never]),
         "",
         f"## Tests that skip on every runner CI sends them to ({len(skips)})",
         "",
         "<details><summary>the full list</summary>",
         "",
-        *findings_table(skips, files=False),
+        *md_table(findings_table(classes, files=False), [f.finding for f in skips]),
         "",
         "</details>",
         "",
@@ -139,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedule", type=Path, default=ROOT / "ci/schedules/flashinfer-pr-test.toml")
     parser.add_argument("--out", type=Path, default=ROOT / "docs/pytest-audit.md")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--commit", help="the commit a --checkout without git metadata was extracted from (shown)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="specmatrix-flashinfer-") as scratch:
         if args.git_dir is not None:
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 subprocess.run(
                     ["git", "-C", str(tree), "log", "-1", "--format=%H %cs"], capture_output=True, text=True, check=False
                 ).stdout.strip()
-                or "(not a git checkout)"
+                or (f"{args.commit} (an extracted tree of that commit)" if args.commit else "(not a git checkout)")
             )
         started = time.perf_counter()
         report = run_audit(AuditInput(root=tree, schedule_files=(args.schedule,)), load_runners(), jobs=args.jobs)
