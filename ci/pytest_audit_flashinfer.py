@@ -5,8 +5,8 @@ Usage:
     python ci/pytest_audit_flashinfer.py --git-dir /path/to/flashinfer.git     # a bare clone: HEAD is extracted
 Options: --schedule FILE (default ci/schedules/flashinfer-pr-test.toml), --out FILE (default docs/pytest-audit.md),
 --jobs N (default 2), --commit TEXT (the commit an extracted --checkout came from). What CI runs comes from the
-checkout's workflows and the scripts they run, merged with the declared schedule (PR Test builds its GPU matrix at run time); the page records the commit, the command and every
-count, so anyone can rerun it on their checkout.
+checkout's workflows and the scripts they run, merged with the declared schedule (PR Test builds its GPU matrix at
+run time); the page records the commit, the command and every count, so anyone can rerun it on their checkout.
 """
 
 from __future__ import annotations
