@@ -120,7 +120,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkout", type=Path)
     parser.add_argument("--tests", default="test/registered")
-    parser.add_argument("--code", type=Path)
+    # The checkout this script belongs to by default: the commands run with the checkout of the tree as their folder,
+    # where an uninstalled `matrix` package would not be found.
+    parser.add_argument("--code", type=Path, default=Path(__file__).resolve().parents[1])
     args = parser.parse_args()
     checkout = args.checkout.resolve()
     tests = checkout / args.tests
