@@ -12,7 +12,7 @@ from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_OK, UsageError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.finding import Tool
-from matrix.core.json_report import json_report
+from matrix.core.json_report import JsonReport, json_report
 from matrix.core.model import Outcome
 from matrix.core.options import Options, load
 from matrix.core.planning import plan_for
@@ -67,7 +67,7 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
     findings = stamped(untested_cells(loaded.matrix.cells, {n: p.expectations for n, p in plans.items()}, elsewhere), "")
     if args.format == "json":
         head = {"matrix": loaded.matrix.name, "schedule": str(root), "runners": runners, "cells": len(loaded.matrix.cells)}
-        text = json_report(schema=SCHEMA, findings=findings, head=head)
+        text = json_report(JsonReport(schema=SCHEMA, findings=findings, head=head))
     else:
         possible = sum("which no job of the schedule uses" in f.message for f in findings)
         tail = [

@@ -18,7 +18,7 @@ real tree writes thousands.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from matrix.core.finding import Finding
@@ -57,46 +57,45 @@ def finding_entries(findings: Sequence[Finding], shape: Shape = CORE) -> list[di
     return [finding_entry(f, shape) for f in findings]
 
 
-def json_document(
-    *,
-    schema: str,
-    findings: Sequence[Finding],
-    head: Mapping[str, Any] | None = None,
-    tail: Mapping[str, Any] | None = None,
-    shape: Shape = CORE,
-) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True)
+class JsonReport:
+    """One report as the audit gives it: its schema, its findings, its own fields before (`head`) and after
+    (`tail`) them, and the shape of its findings."""
+
+    schema: str
+    findings: Sequence[Finding]
+    head: Mapping[str, Any] = field(default_factory=dict)
+    tail: Mapping[str, Any] = field(default_factory=dict)
+    shape: Shape = CORE
+
+    def __post_init__(self) -> None:
+        _check(self.head, self.tail)
+
+
+def json_document(report: JsonReport) -> dict[str, Any]:
     """The report as a document: `schema`, `head`, the findings, `tail`."""
-    _check(head, tail)
-    return {"schema": schema, **(head or {}), FINDINGS: finding_entries(findings, shape), **(tail or {})}
+    return {"schema": report.schema, **report.head, FINDINGS: finding_entries(report.findings, report.shape), **report.tail}
 
 
-def json_report(
-    *,
-    schema: str,
-    findings: Sequence[Finding],
-    head: Mapping[str, Any] | None = None,
-    tail: Mapping[str, Any] | None = None,
-    shape: Shape = CORE,
-) -> str:
-    """`json.dumps(json_document(...), indent=2)`, the findings written by `findings_json`."""
-    _check(head, tail)
+def json_report(report: JsonReport) -> str:
+    """`json.dumps(json_document(report), indent=2)`, the findings written by `findings_json`."""
     literal = string_literals()
-    parts = [f"{literal('schema')}: {literal(schema)}"]
-    for key, value in (head or {}).items():
+    parts = [f"{literal('schema')}: {literal(report.schema)}"]
+    for key, value in report.head.items():
         parts.append(f"{literal(key)}: {nested(dumps_indented(value), 1)}")
-    parts.append(f"{literal(FINDINGS)}: {findings_json(findings, shape, literal)}")
-    for key, value in (tail or {}).items():
+    parts.append(f"{literal(FINDINGS)}: {findings_json(report.findings, report.shape, literal)}")
+    for key, value in report.tail.items():
         parts.append(f"{literal(key)}: {nested(dumps_indented(value), 1)}")
     return "{\n  " + ",\n  ".join(parts) + "\n}"
 
 
-def _check(head: Mapping[str, Any] | None, tail: Mapping[str, Any] | None) -> None:
+def _check(head: Mapping[str, Any], tail: Mapping[str, Any]) -> None:
     # The envelope's own keys are the writer's: an audit that sets them would write its own findings.
-    for fields in (head or {}, tail or {}):
+    for fields in (head, tail):
         taken = {"schema", FINDINGS} & set(fields)
         if taken:
             raise ValueError(f"the report envelope writes {sorted(taken)} itself")
-    both = set(head or {}) & set(tail or {})
+    both = set(head) & set(tail)
     if both:
         raise ValueError(f"fields both before and after the findings: {sorted(both)}")
 

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from matrix.core.json_report import json_document
+from matrix.core.json_report import JsonReport, json_document
 from matrix.core.output import md_code, md_text
 from matrix.core.writers import markdown_summary
 from matrix.coverage.merge import SEVERITY_ORDER, Coverage, CoverageResult
@@ -75,7 +75,7 @@ def coverage_document(result: CoverageResult) -> dict[str, Any]:
             for e in result.entries
         ],
     }
-    return json_document(schema=COVERAGE_SCHEMA, findings=result.findings, head=head, tail=tail)
+    return json_document(JsonReport(schema=COVERAGE_SCHEMA, findings=result.findings, head=head, tail=tail))
 
 
 _SHORT = {

@@ -11,7 +11,7 @@ from typing import Any
 
 from matrix.core import emit
 from matrix.core.finding import Finding, Tool, spec_of
-from matrix.core.json_report import json_report
+from matrix.core.json_report import JsonReport, json_report
 from matrix.core.output import md_code, md_text, text_lines
 from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 from matrix.ledger.join import LedgerFindingKind, LedgerReport
@@ -88,7 +88,7 @@ def _json_head(report: LedgerReport) -> dict[str, Any]:
 
 
 def to_json(report: LedgerReport) -> str:
-    return json_report(schema=SCHEMA, findings=report.findings, head=_json_head(report))
+    return json_report(JsonReport(schema=SCHEMA, findings=report.findings, head=_json_head(report)))
 
 
 def to_markdown(report: LedgerReport) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.gate import Gate, baseline_doc, entry_lines, gate_line, status_line
-from matrix.core.json_report import Shape, json_report
+from matrix.core.json_report import JsonReport, Shape, json_report
 from matrix.core.output import md_code, md_text
 from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 from matrix.guards.model import GuardFindingKind, finding_fields
@@ -87,7 +87,7 @@ def to_json(report: PytestAuditReport, gate: Gate | None = None, *, exit_code: i
     if gate is not None and gate.with_baseline:
         tail["baseline"] = baseline_doc(gate)
     findings = [p.finding for p in report.findings]
-    return json_report(schema=SCHEMA, findings=findings, head=head, tail=tail, shape=_shape(report)) + "\n"
+    return json_report(JsonReport(schema=SCHEMA, findings=findings, head=head, tail=tail, shape=_shape(report))) + "\n"
 
 
 def _row(cells: Sequence[str]) -> str:

@@ -26,7 +26,7 @@ from matrix.core.finding import Finding, Severity, Tool, fingerprint, kinds_of, 
 from matrix.core.gate import Gate, baseline_doc, entry_lines, error_keys, gate_line
 from matrix.core.gate import gate as gate_findings
 from matrix.core.gate import status_line as gate_status
-from matrix.core.json_report import Shape, json_document, json_report
+from matrix.core.json_report import JsonReport, Shape, json_document, json_report
 from matrix.core.output import md_code, md_text
 from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields
@@ -134,9 +134,9 @@ def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None
     return text_report(View(tool=Tool.GUARDS, lines=lines_of, order=ORDER), shown, tail=tail)
 
 
-def _json_fields(report: GuardReport, gate: Gate | None, exit_code: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The report's own fields before and after its findings. `exit_code` replaces the audit's own where the
-    command returns another (`--write-baseline`: 0)."""
+def json_of(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> JsonReport:
+    """The report for the JSON writer: its own fields before and after its findings. `exit_code` replaces the
+    audit's own where the command returns another (`--write-baseline`: 0)."""
     head: dict[str, Any] = {
         "root": report.root,
         "files_scanned": report.files_scanned,
@@ -147,7 +147,7 @@ def _json_fields(report: GuardReport, gate: Gate | None, exit_code: int | None) 
         "exit_code": exit_code if exit_code is not None else report.exit_code if gate is None else gate.exit_code,
     }
     tail = {"baseline": baseline_doc(gate)} if gate is not None and gate.with_baseline else {}
-    return head, tail
+    return JsonReport(schema=REPORT_SCHEMA, findings=report.findings, head=head, tail=tail, shape=JSON_SHAPE)
 
 
 # A finding's entry: its `finding_fields`, then the verdict fields every finding report carries.
@@ -155,13 +155,11 @@ JSON_SHAPE = Shape(fields=finding_fields)
 
 
 def to_json_doc(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> dict[str, Any]:
-    head, tail = _json_fields(report, gate, exit_code)
-    return json_document(schema=REPORT_SCHEMA, findings=report.findings, head=head, tail=tail, shape=JSON_SHAPE)
+    return json_document(json_of(report, gate, exit_code=exit_code))
 
 
 def to_json(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
-    head, tail = _json_fields(report, gate, exit_code)
-    return json_report(schema=REPORT_SCHEMA, findings=report.findings, head=head, tail=tail, shape=JSON_SHAPE)
+    return json_report(json_of(report, gate, exit_code=exit_code))
 
 
 # A job summary is read in a browser: keep the page short, put each kind's rows in a collapsed block.

@@ -23,7 +23,7 @@ from matrix.cli.guards import render as guards_render
 from matrix.core import json_report as json_report_module
 from matrix.core.baseline import stamped
 from matrix.core.finding import Finding, Severity, Tool, spec_of
-from matrix.core.json_report import CORE, Shape, finding_entry, json_document, json_report
+from matrix.core.json_report import CORE, JsonReport, Shape, finding_entry, json_document, json_report
 from matrix.core.output import finding_doc
 from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, write_report
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields, guard_finding
@@ -58,11 +58,14 @@ def guard(reason: str = "why", kind: GuardFindingKind = GuardFindingKind.SILENT_
 
 def test_the_envelope_is_schema_head_findings_tail_in_that_order() -> None:
     findings = [guard(), guard(kind=GuardFindingKind.UNPARSABLE)]
-    doc = json_document(schema="s/1", findings=findings, head={"root": "r", "n": 2}, tail={"exit_code": 1})
+    doc = json_document(JsonReport(schema="s/1", findings=findings, head={"root": "r", "n": 2}, tail={"exit_code": 1}))
     assert list(doc) == ["schema", "root", "n", "findings", "exit_code"]
     assert doc["schema"] == "s/1"
     assert doc["findings"] == [finding_doc(f) for f in findings]
-    assert json.loads(json_report(schema="s/1", findings=findings, head={"root": "r", "n": 2}, tail={"exit_code": 1})) == doc
+    assert (
+        json.loads(json_report(JsonReport(schema="s/1", findings=findings, head={"root": "r", "n": 2}, tail={"exit_code": 1})))
+        == doc
+    )
 
 
 def test_an_audits_own_fields_are_followed_by_the_verdict_the_kind_decides() -> None:
@@ -81,14 +84,14 @@ def test_an_audits_own_fields_are_followed_by_the_verdict_the_kind_decides() -> 
 @pytest.mark.parametrize("key", ["schema", "findings"])
 def test_an_audit_cannot_set_the_envelopes_own_keys(key: str) -> None:
     with pytest.raises(ValueError, match="writes"):
-        json_report(schema="s/1", findings=[], head={key: []})
+        json_report(JsonReport(schema="s/1", findings=[], head={key: []}))
     with pytest.raises(ValueError, match="writes"):
-        json_document(schema="s/1", findings=[], tail={key: []})
+        json_document(JsonReport(schema="s/1", findings=[], tail={key: []}))
 
 
 def test_a_field_both_before_and_after_the_findings_is_refused() -> None:
     with pytest.raises(ValueError, match="both"):
-        json_report(schema="s/1", findings=[], head={"a": 1}, tail={"a": 2})
+        json_report(JsonReport(schema="s/1", findings=[], head={"a": 1}, tail={"a": 2}))
 
 
 VALUES = st.one_of(
@@ -112,10 +115,10 @@ VALUES = st.one_of(
 def test_the_text_is_json_dumps_of_the_document(reasons: list[str], extra: dict[str, Any], head: dict[str, Any]) -> None:
     findings = [guard(r) for r in reasons]
     for shape in (CORE, Shape(fields=lambda f: {**finding_fields(f), **extra})):
-        doc = json_document(schema="s/1", findings=findings, head=head, tail={"exit_code": 0}, shape=shape)
-        assert json_report(schema="s/1", findings=findings, head=head, tail={"exit_code": 0}, shape=shape) == json.dumps(
-            doc, indent=2
-        )
+        doc = json_document(JsonReport(schema="s/1", findings=findings, head=head, tail={"exit_code": 0}, shape=shape))
+        assert json_report(
+            JsonReport(schema="s/1", findings=findings, head=head, tail={"exit_code": 0}, shape=shape)
+        ) == json.dumps(doc, indent=2)
 
 
 # --- every finding command's JSON goes through the one writer ---------------------------------------------------
