@@ -15,9 +15,10 @@ from matrix.core import emit
 from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
 from matrix.core.finding import Finding, Severity, Tool
+from matrix.core.json_report import finding_entries
 from matrix.core.jsonio import dumps_indented, dumps_strict
 from matrix.core.options import Options
-from matrix.core.output import FINDING_FORMATS, finding_doc
+from matrix.core.output import FINDING_FORMATS
 from matrix.core.report import Report, read_report
 from matrix.core.writers import View, text_report
 
@@ -57,7 +58,7 @@ def _summary(path: Path, report: Report, findings: tuple[Finding, ...]) -> dict[
         "planned": report.planned,
         "counts": report.counts,
         "consistent": sorted(map(_key, findings)) == sorted(map(_key, report.findings)),
-        "findings": [finding_doc(f) for f in findings],
+        "findings": finding_entries(findings),
     }
 
 

@@ -12,10 +12,9 @@ from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_OK, UsageError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.finding import Tool
-from matrix.core.jsonio import dumps_indented
+from matrix.core.json_report import JsonReport, json_report
 from matrix.core.model import Outcome
 from matrix.core.options import Options, load
-from matrix.core.output import finding_doc
 from matrix.core.planning import plan_for
 from matrix.core.writers import View, text_report
 from matrix.coverage.gaps import SCHEMA, untested_cells
@@ -67,15 +66,8 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
                 elsewhere.setdefault(cell_id, []).append(name)
     findings = stamped(untested_cells(loaded.matrix.cells, {n: p.expectations for n, p in plans.items()}, elsewhere), "")
     if args.format == "json":
-        doc = {
-            "schema": SCHEMA,
-            "matrix": loaded.matrix.name,
-            "schedule": str(root),
-            "runners": runners,
-            "cells": len(loaded.matrix.cells),
-            "findings": [finding_doc(f) for f in findings],
-        }
-        text = dumps_indented(doc)
+        head = {"matrix": loaded.matrix.name, "schedule": str(root), "runners": runners, "cells": len(loaded.matrix.cells)}
+        text = json_report(JsonReport(schema=SCHEMA, findings=findings, head=head))
     else:
         possible = sum("which no job of the schedule uses" in f.message for f in findings)
         tail = [

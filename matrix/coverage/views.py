@@ -6,7 +6,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from matrix.core.output import finding_doc, md_code, md_text
+from matrix.core.json_report import JsonReport, json_document
+from matrix.core.output import md_code, md_text
 from matrix.core.writers import markdown_summary
 from matrix.coverage.merge import SEVERITY_ORDER, Coverage, CoverageResult
 
@@ -51,15 +52,15 @@ def totals(result: CoverageResult) -> dict[str, int]:
 
 
 def coverage_document(result: CoverageResult) -> dict[str, Any]:
-    return {
-        "schema": COVERAGE_SCHEMA,
+    head = {
         "runners": list(result.runners),
         "reports": [
             {"path": s.label, "runner": s.report.runner.name, "shard": s.report.shard, "cells": len(s.report.cells)}
             for s in result.sources
         ],
         "totals": totals(result),
-        "findings": [finding_doc(f) for f in result.findings],
+    }
+    tail = {
         "buckets": [
             {
                 "arch": b.arch,
@@ -74,6 +75,7 @@ def coverage_document(result: CoverageResult) -> dict[str, Any]:
             for e in result.entries
         ],
     }
+    return json_document(JsonReport(schema=COVERAGE_SCHEMA, findings=result.findings, head=head, tail=tail))
 
 
 _SHORT = {

@@ -11,8 +11,8 @@ from typing import Any
 
 from matrix.core import emit
 from matrix.core.finding import Finding, Tool, spec_of
-from matrix.core.jsonio import dumps_indented
-from matrix.core.output import finding_doc, md_code, md_text, text_lines
+from matrix.core.json_report import JsonReport, json_report
+from matrix.core.output import md_code, md_text, text_lines
 from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 from matrix.ledger.join import LedgerFindingKind, LedgerReport
 
@@ -75,9 +75,8 @@ def to_text(report: LedgerReport) -> str:
     return text_report(view, report.findings, tail=summary_line(report).split("\n"))
 
 
-def to_json_doc(report: LedgerReport) -> dict[str, Any]:
+def _json_head(report: LedgerReport) -> dict[str, Any]:
     return {
-        "schema": SCHEMA,
         "root": report.root,
         "ledgers": list(report.ledgers),
         "processes": report.processes,
@@ -85,12 +84,11 @@ def to_json_doc(report: LedgerReport) -> dict[str, Any]:
         "runners": [{**asdict(s), "statuses": dict(s.statuses)} for s in report.runners],
         "counts": {k.value: len(report.of_kind(k)) for k in Kind},
         "exit_code": report.exit_code,
-        "findings": [finding_doc(f) for f in report.findings],
     }
 
 
 def to_json(report: LedgerReport) -> str:
-    return dumps_indented(to_json_doc(report))
+    return json_report(JsonReport(schema=SCHEMA, findings=report.findings, head=_json_head(report)))
 
 
 def to_markdown(report: LedgerReport) -> str:

@@ -7,11 +7,11 @@ from typing import Any
 
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.gate import Gate, baseline_doc, entry_lines, gate_line, status_line
-from matrix.core.jsonio import dumps_indented
+from matrix.core.json_report import JsonReport, Shape, json_report
 from matrix.core.output import md_code, md_text
 from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 from matrix.guards.model import GuardFindingKind, finding_fields
-from matrix.pytest_suites.audit import PytestAuditReport, PytestFinding
+from matrix.pytest_suites.audit import PytestAuditReport
 from matrix.pytest_suites.packs import GuardClass
 
 SCHEMA = "specmatrix.pytest-audit/1"
@@ -59,21 +59,14 @@ def _line(g: Finding) -> list[str]:
 TEXT_VIEW = View(tool=Tool.PYTEST_AUDIT, lines=_line)
 
 
-def _finding_doc(f: PytestFinding) -> dict[str, Any]:
-    # The guard audit's fields, then what every finding command's JSON carries (`failing`, severity, fingerprint).
-    g = f.finding
-    return {
-        **finding_fields(g),
-        "guard_class": f.guard_class.value,
-        "failing": g.failing,
-        "severity": g.severity.value,
-        "fingerprint": g.fingerprint,
-    }
+def _shape(report: PytestAuditReport) -> Shape:
+    # The guard audit's fields and the guard's class; the report writer adds the verdict fields.
+    classes = {id(p.finding): p.guard_class.value for p in report.findings}
+    return Shape(fields=lambda g: {**finding_fields(g), "guard_class": classes[id(g)]})
 
 
 def to_json(report: PytestAuditReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
-    doc: dict[str, Any] = {
-        "schema": SCHEMA,
+    head: dict[str, Any] = {
         "root": report.root,
         "files": report.files,
         "tests": report.tests,
@@ -82,7 +75,8 @@ def to_json(report: PytestAuditReport, gate: Gate | None = None, *, exit_code: i
         "undetermined_unread": report.unread_only,
         "runners": list(report.runners),
         "counts": {k.value: {c.value: n for c, n in report.class_counts(k).items()} for k in _SHOWN},
-        "findings": [_finding_doc(f) for f in report.findings],
+    }
+    tail: dict[str, Any] = {
         "unread": [{"origin": str(u.origin), "reason": u.reason} for u in report.unread],
         "unknown_labels": [
             {"origin": str(u.origin), "label": u.label, "nearest": list(u.nearest)} for u in report.unknown_labels
@@ -91,8 +85,9 @@ def to_json(report: PytestAuditReport, gate: Gate | None = None, *, exit_code: i
         "exit_code": exit_code if exit_code is not None else gate.exit_code if gate is not None else report.exit_code,
     }
     if gate is not None and gate.with_baseline:
-        doc["baseline"] = baseline_doc(gate)
-    return dumps_indented(doc) + "\n"
+        tail["baseline"] = baseline_doc(gate)
+    findings = [p.finding for p in report.findings]
+    return json_report(JsonReport(schema=SCHEMA, findings=findings, head=head, tail=tail, shape=_shape(report))) + "\n"
 
 
 def _row(cells: Sequence[str]) -> str:

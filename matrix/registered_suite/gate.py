@@ -26,7 +26,7 @@ from matrix.core.finding import Finding, Severity, Tool, fingerprint, kinds_of, 
 from matrix.core.gate import Gate, baseline_doc, entry_lines, error_keys, gate_line
 from matrix.core.gate import gate as gate_findings
 from matrix.core.gate import status_line as gate_status
-from matrix.core.jsonio import dumps_indented, nested, string_literals
+from matrix.core.json_report import JsonReport, Shape, json_document, json_report
 from matrix.core.output import md_code, md_text
 from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields
@@ -134,13 +134,10 @@ def to_text(report: GuardReport, gate: Gate | None = None, *, status: str | None
     return text_report(View(tool=Tool.GUARDS, lines=lines_of, order=ORDER), shown, tail=tail)
 
 
-def to_json_doc(
-    report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None, findings: bool = True
-) -> dict[str, Any]:
-    """`exit_code` replaces the audit's own where the command returns another (`--write-baseline`: 0); without
-    `findings` the document holds None in their place (`to_json` writes them itself)."""
-    doc: dict[str, Any] = {
-        "schema": REPORT_SCHEMA,
+def json_of(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> JsonReport:
+    """The report for the JSON writer: its own fields before and after its findings. `exit_code` replaces the
+    audit's own where the command returns another (`--write-baseline`: 0)."""
+    head: dict[str, Any] = {
         "root": report.root,
         "files_scanned": report.files_scanned,
         "test_files": report.test_files,
@@ -148,75 +145,21 @@ def to_json_doc(
         "runners": list(report.runners),
         "counts": {k.value: v for k, v in report.counts().items()},
         "exit_code": exit_code if exit_code is not None else report.exit_code if gate is None else gate.exit_code,
-        "findings": [_finding_doc(f) for f in report.findings] if findings else None,
     }
-    if gate is not None and gate.with_baseline:
-        doc["baseline"] = baseline_doc(gate)
-    return doc
+    tail = {"baseline": baseline_doc(gate)} if gate is not None and gate.with_baseline else {}
+    return JsonReport(schema=REPORT_SCHEMA, findings=report.findings, head=head, tail=tail, shape=JSON_SHAPE)
+
+
+# A finding's entry: its `finding_fields`, then the verdict fields every finding report carries.
+JSON_SHAPE = Shape(fields=finding_fields)
+
+
+def to_json_doc(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> dict[str, Any]:
+    return json_document(json_of(report, gate, exit_code=exit_code))
 
 
 def to_json(report: GuardReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
-    """`dumps_indented(to_json_doc(...))`, with the findings (nearly all of a report's text) written by
-    `findings_json`; the rest of the document as `dumps_indented` writes it."""
-    doc = to_json_doc(report, gate, exit_code=exit_code, findings=False)
-    literal = string_literals()
-    parts = []
-    for key, value in doc.items():
-        text = findings_json(report.findings, literal) if key == "findings" else nested(dumps_indented(value), 1)
-        parts.append(f"{literal(key)}: {text}")
-    return "{\n  " + ",\n  ".join(parts) + "\n}"
-
-
-# A finding's entry in the report (`to_json_doc`): its `finding_fields`, then these three.
-_REPORT_FIELDS = ("kind", "path", "line", "test", "runners", "guard", "reason", "hint", "failing", "severity", "fingerprint")
-
-
-def _finding_doc(f: Finding) -> dict[str, Any]:
-    return {**finding_fields(f), "failing": f.failing, "severity": f.severity.value, "fingerprint": f.fingerprint}
-
-
-def findings_json(findings: tuple[Finding, ...], literal: Callable[[str], str]) -> str:
-    """The report's `findings` list as `dumps_indented` writes it at its depth in the report (one level in),
-    each finding laid out by one f-string rather than walked as a dict: a warm run writes thousands.
-
-    A finding with a field of another type than the layout assumes (a `line` that is not an exact `int`, a text
-    that is not a `str`), or a `finding_fields` that grew a field, is written the general way."""
-    if not findings:
-        return "[]"
-    laid_out = tuple(_finding_doc(findings[0])) == _REPORT_FIELDS
-    kinds: dict[tuple[Tool, str, Severity], tuple[str, bool, str]] = {}
-    items = []
-    for f in findings:
-        kind, runners = f.kind, f.runners
-        names = [literal(r) for r in runners if type(r) is str]
-        if not (
-            laid_out
-            and len(names) == len(runners)
-            and type(kind) is str
-            and type(f.line) is int
-            and type(f.path) is str
-            and type(f.subject) is str
-            and type(f.source) is str
-            and type(f.message) is str
-            and type(f.hint) is str
-            and type(f.fingerprint) is str
-            and type(runners) is tuple
-        ):
-            entry = _finding_doc(f)
-            items.append(nested(dumps_indented(entry), 2))
-            continue
-        facts = kinds.get((f.tool, kind, f.severity))
-        if facts is None:  # the kind's literal, whether it fails, the severity's literal
-            facts = kinds[(f.tool, kind, f.severity)] = (literal(kind), spec_of(f.tool, kind).fails, literal(f.severity.value))
-        shown = "[]" if not names else "[\n        " + ",\n        ".join(names) + "\n      ]"
-        items.append(
-            f'{{\n      "kind": {facts[0]},\n      "path": {literal(f.path)},\n      "line": {int.__repr__(f.line)},'
-            f'\n      "test": {literal(f.subject or f.path)},\n      "runners": {shown},\n      "guard": {literal(f.source)},'
-            f'\n      "reason": {literal(f.message)},\n      "hint": {literal(f.hint)},'
-            f'\n      "failing": {"true" if facts[1] and not f.accepted_by else "false"},\n      "severity": {facts[2]},'
-            f'\n      "fingerprint": {literal(f.fingerprint)}\n    }}'
-        )
-    return "[\n    " + ",\n    ".join(items) + "\n  ]"
+    return json_report(json_of(report, gate, exit_code=exit_code))
 
 
 # A job summary is read in a browser: keep the page short, put each kind's rows in a collapsed block.

@@ -17,8 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from matrix.core import json_report as json_report_module
 from matrix.core import jsonio
 from matrix.core.finding import Finding, Severity
+from matrix.core.json_report import Shape
 from matrix.core.loader import load_runners
 from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
 from matrix.registered_suite import gate as gate_module
@@ -126,7 +128,7 @@ def test_a_left_out_escape_is_caught(fixture_report: GuardReport, monkeypatch: p
         literal = raw()
         return lambda s: literal(s).replace('\\"', '"')
 
-    monkeypatch.setattr(gate_module, "string_literals", careless)
+    monkeypatch.setattr(json_report_module, "string_literals", careless)
     quoted = report_of((_odd(source='skipIf(x, "why")'),))
     assert not agrees(quoted, None)
 
@@ -134,15 +136,16 @@ def test_a_left_out_escape_is_caught(fixture_report: GuardReport, monkeypatch: p
 def test_a_layout_that_loses_a_line_break_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     report = report_of((_odd(), _odd(runners=())))
     assert agrees(report, None)
-    real = gate_module.findings_json
-    monkeypatch.setattr(gate_module, "findings_json", lambda *a: real(*a).replace(',\n      "guard"', ', "guard"'))
+    real = json_report_module.findings_json
+    monkeypatch.setattr(json_report_module, "findings_json", lambda *a: real(*a).replace(',\n      "guard"', ', "guard"'))
     assert not agrees(report, None)
 
 
 def test_a_field_added_to_finding_fields_is_written_the_general_way(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The layout knows the fields of `finding_fields`; one more there and every finding goes the general way."""
+    """The layout knows plain values only; a field of another type sends its finding the general way."""
     real = gate_module.finding_fields
-    monkeypatch.setattr(gate_module, "finding_fields", lambda f: {**real(f), "extra": 1})
+    monkeypatch.setattr(gate_module, "JSON_SHAPE", Shape(fields=lambda f: {**real(f), "extra": 1, "odd": 0.5}))
     report = report_of((_odd(),))
     assert '"extra": 1' in to_json(report, None)
+    assert '"odd": 0.5' in to_json(report, None)
     assert agrees(report, None)
