@@ -149,12 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             tree = Path(scratch) / "tree"
         else:
             tree = args.checkout
-            commit = (
-                subprocess.run(
-                    ["git", "-C", str(tree), "log", "-1", "--format=%H %cs"], capture_output=True, text=True, check=False
-                ).stdout.strip()
-                or (f"{args.commit} (an extracted tree of that commit)" if args.commit else "(not a git checkout)")
-            )
+            commit = subprocess.run(
+                ["git", "-C", str(tree), "log", "-1", "--format=%H %cs"], capture_output=True, text=True, check=False
+            ).stdout.strip() or (f"{args.commit} (an extracted tree of that commit)" if args.commit else "(not a git checkout)")
         started = time.perf_counter()
         report = run_audit(AuditInput(root=tree, schedule_files=(args.schedule,)), load_runners(), jobs=args.jobs)
         seconds = time.perf_counter() - started
