@@ -10,6 +10,7 @@ from typing import Any
 from matrix.audit.findings import recheck
 from matrix.audit.reports import render_markdown
 from matrix.audit.timeline import Scaling, Timeline, render_scaling, render_timeline, timeline
+from matrix.cli.gating import CELLS, add_gate_options, apply_gate
 from matrix.cli.options import add_deprecated_path, add_output_options
 from matrix.core import emit
 from matrix.core.baseline import stamped
@@ -32,6 +33,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
     add_output_options(p, FINDING_FORMATS, legacy_flags=("json",))
+    add_gate_options(p)
     p.set_defaults(func=cmd_audit)
     p = sub.add_parser("timeline", help="per-worker start-up, busy time and finish spread of a run; --reference: speedup")
     p.add_argument("report", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
@@ -73,11 +75,18 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
     failed = any(f.failing for _, _, found in judged for f in found)
     code = EXIT_FINDINGS if failed else EXIT_OK
     everything = [f for _, _, found in judged for f in found]
+    if args.baseline is not None or args.write_baseline is not None:
+        # Report findings name matrix cells, not files: the baseline keys them as they are.
+        gated = apply_gate(args, everything, "", "audit", code, anchor=CELLS)
+        kept = {id(f) for f in gated.findings}
+        judged = [(path, report, tuple(f for f in found if id(f) in kept)) for path, report, found in judged]
+        everything = list(gated.findings)
+        code, failed = gated.exit_code, gated.exit_code != EXIT_OK
     if args.format == "github":
         print(emit.github(everything, root="", prefix=None))
         return code
     if args.format == "sarif":
-        print(emit.sarif(everything, tool=Tool.AUDIT, prefix=None))
+        print(emit.sarif(everything, tool=Tool.AUDIT, prefix=None, help_uri=args.help_uri))
         return code
     if args.format == "junit":
         print(emit.junit(everything, tool=Tool.AUDIT, root="", prefix=None))

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from matrix.cli.gating import CELLS, add_gate_options, apply_gate
 from matrix.cli.options import add_output_options, add_table_option, add_workflow_options
 from matrix.core import emit
 from matrix.core.atomic import ensure_dir, refuse_input_targets, same_file, write_bytes_atomic, write_text_atomic
@@ -91,6 +92,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--no-heatmap", action="store_true", help="skip the PNG/SVG picture")
     add_output_options(p, FINDING_FORMATS)
+    add_gate_options(p)
     p.set_defaults(func=cmd_coverage)
 
     p = sub.add_parser("register", help="write sglang registered test modules, one per runner config")
@@ -257,6 +259,8 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     for name, data in files.items():
         write_bytes_atomic(out / name, data)
     code = EXIT_FINDINGS if any(f.failing for f in result.findings) else EXIT_OK
+    gated = apply_gate(args, result.findings, "", "coverage", code, anchor=CELLS)  # cell findings name no file: keyed as they are
+    code = gated.exit_code
     if args.format == "json":
         print(files["coverage.json"].decode().rstrip("\n"))
         return code
@@ -264,16 +268,18 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
         print(files["summary.md"].decode(), end="")
         return code
     if args.format in ("github", "sarif", "junit"):
-        found = result.findings
+        found = gated.findings
         if args.format == "github":
             print(emit.github(found, root="", prefix=None))
         elif args.format == "sarif":
-            print(emit.sarif(found, tool=Tool.COVERAGE, prefix=None))
+            print(emit.sarif(found, tool=Tool.COVERAGE, prefix=None, help_uri=args.help_uri))
         else:
             print(emit.junit(found, tool=Tool.COVERAGE, root="", prefix=None))
         return code
-    summary = f"specmatrix coverage: {len(sources)} report(s), {len(result.errors)} finding(s); wrote {out}/coverage.md"
-    print(text_report(COVERAGE_TEXT, result.errors, tail=[summary]))
+    kept = {id(f) for f in gated.findings}
+    errors = [f for f in result.errors if id(f) in kept]
+    summary = f"specmatrix coverage: {len(sources)} report(s), {len(errors)} finding(s); wrote {out}/coverage.md"
+    print(text_report(COVERAGE_TEXT, errors, tail=[summary]))
     return code
 
 

@@ -7,16 +7,20 @@ import os
 from pathlib import Path
 from typing import Any
 
+from matrix.cli.gating import CELLS, add_gate_options, apply_gate
 from matrix.cli.options import add_output_options
+from matrix.core import emit
 from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_OK, UsageError
 from matrix.core.expect import effective_versions, expectations
-from matrix.core.finding import Tool
+from matrix.core.finding import Finding, Tool
+from matrix.core.gate import repo_prefix
 from matrix.core.json_report import JsonReport, json_report
 from matrix.core.model import Outcome
 from matrix.core.options import Options, load
+from matrix.core.output import FINDING_FORMATS, md_text
 from matrix.core.planning import plan_for
-from matrix.core.writers import View, text_report
+from matrix.core.writers import Block, Column, Table, View, markdown_summary, text_report
 from matrix.coverage.gaps import SCHEMA, untested_cells
 
 
@@ -27,7 +31,7 @@ def register(sub: Any) -> None:
         description=(
             "Read the CI schedule of PATH (its nearest .github/workflows, as `guards` reads it), take every runner "
             "profile a job runs on, and list each matrix cell none of them is expected to RUN (kind untested-cell). "
-            "Exit 0; 2 on bad input."
+            "Exit 0 (untested cells do not fail; --baseline: 1 on expired entries); 2 on bad input."
         ),
     )
     p.add_argument("path", type=Path, nargs="?", default=Path("."), help="a path in the repository (default: .)")
@@ -37,7 +41,8 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="repository root (or its .github/workflows) to read instead (default: the nearest at or above PATH)",
     )
-    add_output_options(p, ("text", "json"))
+    add_output_options(p, FINDING_FORMATS)
+    add_gate_options(p)
     p.set_defaults(func=cmd_gaps)
 
 
@@ -65,7 +70,19 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
             if exp.outcome is Outcome.RUN:
                 elsewhere.setdefault(cell_id, []).append(name)
     findings = stamped(untested_cells(loaded.matrix.cells, {n: p.expectations for n, p in plans.items()}, elsewhere), "")
-    if args.format == "json":
+    # Cell findings name no file (their path is the matrix's): the baseline keys them as they are.
+    gated = apply_gate(args, findings, "", "gaps", EXIT_OK, anchor=CELLS)
+    findings = gated.findings
+    found = repo_prefix(args.path, args.repo_root)
+    if args.format == "github":
+        text = emit.github(findings, root=str(args.path), prefix=found)
+    elif args.format == "sarif":
+        text = emit.sarif(findings, tool=Tool.COVERAGE, prefix=found, help_uri=args.help_uri)
+    elif args.format == "junit":
+        text = emit.junit(findings, tool=Tool.COVERAGE, root=str(args.path), prefix=found)
+    elif args.format == "md":
+        text = _markdown(findings, len(loaded.matrix.cells), runners, root)
+    elif args.format == "json":
         head = {"matrix": loaded.matrix.name, "schedule": str(root), "runners": runners, "cells": len(loaded.matrix.cells)}
         text = json_report(JsonReport(schema=SCHEMA, findings=findings, head=head))
     else:
@@ -77,7 +94,23 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
         ]
         text = text_report(TEXT_VIEW, findings, tail=tail)
     print(text)  # with --output, the command runner writes what is printed to the file (matrix.cli.main)
-    return EXIT_OK
+    return gated.exit_code
+
+
+def _markdown(findings: tuple[Finding, ...], cells: int, runners: list[str], root: Path) -> str:
+    head = [
+        f"**specmatrix gaps**: {len(findings)} of {cells} cells untested by the schedule under {md_text(str(root))} "
+        f"(runners: {md_text(', '.join(runners) or 'none')})",
+        "",
+    ]
+    table = Table(
+        columns=(
+            Column(header="Cell", value=lambda f: f.subject),
+            Column(header="Why", value=lambda f: f.message.split("; ", 1)[-1]),
+        )
+    )
+    blocks = [Block(summary=f"Untested cells ({len(findings)})", table=table, findings=findings)] if findings else []
+    return markdown_summary(head, blocks)
 
 
 TEXT_VIEW = View(tool=Tool.COVERAGE, lines=lambda f: [f"{f.subject}: {f.message.split('; ', 1)[1]}"])

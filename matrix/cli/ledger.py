@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.audit.findings import parse_allowlist
+from matrix.cli.gating import add_baseline_options, apply_gate
 from matrix.cli.options import (
     add_allowlist_option,
     add_deprecated_path,
@@ -57,12 +58,7 @@ def register(sub: Any) -> None:
         help="the registered suite, e.g. test/registered (default: none; required unless --install-hook/--uninstall-hook)",
     )
     add_table_option(p, "runner", note="the profile the ledgers come from; auto: each process's recorded machine")
-    p.add_argument(
-        "--baseline",
-        type=Path,
-        metavar="FILE",
-        help="guard baseline (specmatrix.baseline/2, or the older guards-baseline/1; default: none)",
-    )
+    add_baseline_options(p, "guard baseline (specmatrix.baseline/2, or the older guards-baseline/1; default: none)", today=False)
     add_allowlist_option(p, old="--allow")
     add_suite_map_option(p, default="suites to profiles (default: the built-in sglang suite conventions)")
     p.add_argument("--partial", action="store_true", help="the ledgers cover one shard: a file without record is no finding")
@@ -123,6 +119,10 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
     report = join(suite, processes, bad, settings, ledgers=[str(p) for p in args.ledgers])
     prefix = repo_prefix(args.root)
     report = replace(report, findings=stamped(report.findings, prefix or ""))
+    # The join accepted the runtime skips the baseline lists (and said so); the one gate judges the rest:
+    # --write-baseline writes the error findings and exits 0, --baseline drops those it lists.
+    gated = apply_gate(args, report.findings, prefix or "", "ledger", report.exit_code)
+    report = replace(report, findings=gated.findings)
     if args.summary is not None:
         append_text(args.summary, to_markdown(report))
     if getattr(args, "json_file", None) is not None:
@@ -137,4 +137,4 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
     else:
         text = {"text": to_text, "json": to_json, "md": to_markdown}[fmt](report)
     print(text.rstrip("\n"))
-    return report.exit_code
+    return gated.exit_code
