@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")
     add_output_options(p, FINDING_FORMATS, legacy_flags=("json",))
-    add_gate_options(p)
+    add_gate_options(p, root=False)
     p.set_defaults(func=cmd_audit)
     p = sub.add_parser("timeline", help="per-worker start-up, busy time and finish spread of a run; --reference: speedup")
     p.add_argument("report", type=Path, metavar="REPORT", help="JSON report written by --matrix-report")

@@ -92,7 +92,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--no-heatmap", action="store_true", help="skip the PNG/SVG picture")
     add_output_options(p, FINDING_FORMATS)
-    add_gate_options(p)
+    add_gate_options(p, root=False)
     p.set_defaults(func=cmd_coverage)
 
     p = sub.add_parser("register", help="write sglang registered test modules, one per runner config")

@@ -17,16 +17,12 @@ from matrix.core.finding import Finding, Severity
 from matrix.core.gate import error_keys, gate, gate_line
 
 
-def add_gate_options(p: argparse.ArgumentParser) -> None:
+def add_gate_options(p: argparse.ArgumentParser, *, root: bool = True) -> None:
+    """The gate's options; `root=False` for a command whose findings name matrix cells, not files (no `--root`:
+    nothing of its output would start from it)."""
     add_baseline_options(p)
-    p.add_argument(
-        "--root",
-        dest="repo_root",
-        type=Path,
-        metavar="DIR",
-        help="the repository root SARIF URIs, annotations and baseline paths start from "
-        "(default: the git top level, else the nearest folder holding .github)",
-    )
+    if root:
+        _root_option(p)
     p.add_argument(
         "--help-uri",
         metavar="URL",
@@ -115,3 +111,14 @@ def apply_gate(
     for entry in result.expired:
         print(f"specmatrix {prog}: expired baseline entry: {entry.path}: {entry.kind}: {entry.test}", file=sys.stderr)
     return Gated(findings=tuple(f for f, k in zip(findings, keyed, strict=True) if id(k) in kept), exit_code=result.exit_code)
+
+
+def _root_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--root",
+        dest="repo_root",
+        type=Path,
+        metavar="DIR",
+        help="the repository root SARIF URIs, annotations and baseline paths start from "
+        "(default: the git top level, else the nearest folder holding .github)",
+    )
