@@ -26,7 +26,8 @@ _SPELLED: ContextVar[tuple[bool, bool]] = ContextVar("rebinding_spelled", defaul
 @contextlib.contextmanager
 def reading(text: str) -> Iterator[None]:
     """Bindings read inside this block are of a file whose source is `text`."""
-    token = _SPELLED.set((":=" in text, _DECLARES.search(text) is not None))
+    declares = ("global" in text or "nonlocal" in text) and _DECLARES.search(text) is not None
+    token = _SPELLED.set((":=" in text, declares))
     try:
         yield
     finally:
