@@ -29,6 +29,19 @@ B200 = {"source": "SPECMATRIX_DETECT", "gpus": 4, "capability": [10, 0], "name":
 FORMATS = ("text", "json", "md", "github", "sarif", "junit")
 
 
+def run_own(project: Path, report: Path) -> None:
+    """The example project's tests on the cpu runner, its run report written to `report`."""
+    command = [sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "--matrix-runner", "cpu"]
+    subprocess.run(
+        [*command, "--matrix-report", str(report)],
+        cwd=project,
+        capture_output=True,
+        check=False,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
 def ledger_text() -> str:
     def rec(kind: str, pid: int, **fields: object) -> str:
         return json.dumps({"ledger": 1, "runner": B200, "kind": kind, **fields, "pid": pid, "time": 1.0}) + "\n"
@@ -139,52 +152,14 @@ def snapshot(out: Path, sglang: Path | None, flashinfer: Path | None) -> None:
         own = tmp / "own"
         shutil.copytree(REPO / "examples" / "own-matrix", own)
         reports = tmp / "reports"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "tests",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--matrix-runner",
-                "cpu",
-                "--matrix-report",
-                str(reports / "cpu.json"),
-            ],
-            cwd=own,
-            capture_output=True,
-            check=False,
-            timeout=600,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
+        run_own(own, reports / "cpu.json")
         # A second run with a planted test that skips a cell the matrix says must run: findings in every output.
         (own / "tests" / "test_planted.py").write_text(
             "import pytest\n\n\ndef test_planted(matrix_cell):\n    if matrix_cell.seqlen == 128:\n"
             "        pytest.skip('flaky on CI')\n",
             encoding="utf-8",
         )
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "tests",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--matrix-runner",
-                "cpu",
-                "--matrix-report",
-                str(reports / "planted" / "cpu.json"),
-            ],
-            cwd=own,
-            capture_output=True,
-            check=False,
-            timeout=600,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
+        run_own(own, reports / "planted" / "cpu.json")
         for name, report in (("own", reports / "cpu.json"), ("planted", reports / "planted" / "cpu.json")):
             for fmt in FORMATS:
                 run(out, f"audit-{name}.{fmt}", ["audit", str(report), "--format", fmt], own, tmp)

@@ -116,6 +116,19 @@ def _joined(root: str, path: str) -> str:
     return str(PurePosixPath(root) / path) if path and root not in ("", ".") else path
 
 
+def _stamped(source: Document, doc: Mapping[str, Any], kind: InputKind, summary: str, matrix: str | None = None) -> InputFile:
+    """An input with no `created` field of its own: dated by its file's modification time."""
+    return InputFile(
+        label=source.label,
+        kind=kind,
+        schema=str(doc.get("schema")),
+        created=source.modified,
+        created_from="file modified",
+        summary=summary,
+        matrix=matrix,
+    )
+
+
 def _document(where: str, doc: Any) -> Mapping[str, Any]:
     if not isinstance(doc, dict):
         raise ReportError(f"{where}: not a JSON object")
@@ -230,14 +243,7 @@ def _static_audit(source: Document, kind: InputKind, tool: Tool, files_key: str,
     scanned = _field(doc, files_key, int, where, 0)
     exit_code = _field(doc, "exit_code", int, where, 0)
     return Adapted(
-        file=InputFile(
-            label=where,
-            kind=kind,
-            schema=str(doc.get("schema")),
-            created=source.modified,
-            created_from="file modified",
-            summary=f"{root or '.'}: {scanned} {files_word}, {len(rows)} findings, exit {exit_code}",
-        ),
+        file=_stamped(source, doc, kind, f"{root or '.'}: {scanned} {files_word}, {len(rows)} findings, exit {exit_code}"),
         findings=tuple(rows),
     )
 
@@ -265,13 +271,8 @@ def coverage_merge(source: Document) -> Adapted:
     shown = ", ".join(f"{n} {k}" for k, n in totals.items() if isinstance(n, int) and not isinstance(n, bool) and n)
     reports = _field(doc, "reports", list, where, [])
     return Adapted(
-        file=InputFile(
-            label=where,
-            kind=InputKind.COVERAGE,
-            schema=str(doc.get("schema")),
-            created=source.modified,
-            created_from="file modified",
-            summary=f"{len(reports)} report(s) merged: {shown or 'no cells'}; {len(rows)} findings",
+        file=_stamped(
+            source, doc, InputKind.COVERAGE, f"{len(reports)} report(s) merged: {shown or 'no cells'}; {len(rows)} findings"
         ),
         findings=tuple(rows),
     )
@@ -301,13 +302,11 @@ def untested_cells(source: Document) -> Adapted:
     runners = _strings(doc, "runners", where)
     schedule = _field(doc, "schedule", str, where, "")
     return Adapted(
-        file=InputFile(
-            label=where,
-            kind=InputKind.GAPS,
-            schema=str(doc.get("schema")),
-            created=source.modified,
-            created_from="file modified",
-            summary=f"{schedule or '.'}: {len(rows)} untested of {_field(doc, 'cells', int, where, 0)} cells "
+        file=_stamped(
+            source,
+            doc,
+            InputKind.GAPS,
+            f"{schedule or '.'}: {len(rows)} untested of {_field(doc, 'cells', int, where, 0)} cells "
             f"(runners: {', '.join(runners) or 'none'})",
             matrix=_field(doc, "matrix", str, where),
         ),
@@ -371,13 +370,11 @@ def _ledger_join(source: Document, fields: Callable[[Mapping[str, Any], str], tu
         )
     ledgers = _field(doc, "ledgers", list, where, [])
     return Adapted(
-        file=InputFile(
-            label=where,
-            kind=InputKind.LEDGER_JOIN,
-            schema=str(doc.get("schema")),
-            created=source.modified,
-            created_from="file modified",
-            summary=f"{root or '.'}: {len(ledgers)} ledger(s), {_field(doc, 'processes', int, where, 0)} process(es), "
+        file=_stamped(
+            source,
+            doc,
+            InputKind.LEDGER_JOIN,
+            f"{root or '.'}: {len(ledgers)} ledger(s), {_field(doc, 'processes', int, where, 0)} process(es), "
             f"{len(rows)} findings, exit {_field(doc, 'exit_code', int, where, 0)}",
         ),
         findings=tuple(rows),

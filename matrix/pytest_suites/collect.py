@@ -28,13 +28,13 @@ from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, M
 from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
 from matrix.pytest_suites.config import PytestConfig
-from matrix.pytest_suites.decorators import RUNNING_DECORATORS, runs_what_it_wraps
+from matrix.pytest_suites.decorators import NO_MARK_DECORATORS, RUNNING_DECORATORS, runs_what_it_wraps
 from matrix.pytest_suites.imported import ImportResolver
 from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.markers import ALL_TESTS, MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
 from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
-from matrix.pytest_suites.rules import module_tests
+from matrix.pytest_suites.rules import is_fixture, module_tests
 from matrix.pytest_suites.select import ConftestIgnores
 from matrix.pytest_suites.skipmarks import (
     ImportTarget,
@@ -46,22 +46,6 @@ from matrix.pytest_suites.skipmarks import (
 )
 
 MAX_FIXTURE_DEPTH = 4
-# Decorators known to add no pytest marker (so `-m` and `-k` are decided without them).
-PLAIN_DECORATORS = frozenset(
-    {
-        "pytest.fixture",
-        "staticmethod",
-        "classmethod",
-        "property",
-        "functools.wraps",
-        "functools.cache",
-        "functools.lru_cache",
-        "functools.cached_property",
-        "contextlib.contextmanager",
-        "typing.overload",
-        "abc.abstractmethod",
-    }
-)
 # Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
 MAX_IMPORT_DEPTH = 4
 # How a function skips in its own text (`pytest.skip(`, `skipTest`, `SkipTest`, `importorskip`, a skip mark):
@@ -181,7 +165,7 @@ class Collector:
             marks = "marks" in text or not text.isascii()
             result = _Parsed(analysis=analysis, tree=tree, helpers=dict(analysis.helpers), calls=calls, marks=marks)
             if tree is not None:
-                result.fixtures = {s.name: s for s in tree.body if isinstance(s, _Function) and _is_fixture(s, analysis.names)}
+                result.fixtures = {s.name: s for s in tree.body if isinstance(s, _Function) and is_fixture(s, analysis.names)}
         self.cache[path] = result
         return result
 
@@ -446,7 +430,7 @@ class Collector:
         if _marks_of([expr], names):
             return False
         target = expr.func if isinstance(expr, ast.Call) else expr
-        if resolve(dotted(target) or "", names.import_map) in PLAIN_DECORATORS:
+        if resolve(dotted(target) or "", names.import_map) in NO_MARK_DECORATORS:
             return False
         found = self._resolve_mark(path, parsed, target, 0, local=True)
         if found is not None and found[0] is not target:
@@ -739,14 +723,6 @@ def _marker_guard(rule: MarkerRule, marker: str, nodeid: str, line: int, names: 
     )
     via = f"marker {marker}" if marker != ALL_TESTS else "a conftest hook"
     return AppliedGuard(guard=guard, names=rule.names or names, via=via)
-
-
-def _is_fixture(node: _Function, names: ModuleNames) -> bool:
-    for deco in node.decorator_list:
-        target = deco.func if isinstance(deco, ast.Call) else deco
-        if resolve(dotted(target) or "", names.import_map).endswith("fixture"):
-            return True
-    return False
 
 
 def _mark_name(node: ast.expr, names: ModuleNames) -> str | None:

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import ast
 
-# Decorators that always call the test they wrap (sources: Python's functools, contextlib, abc, typing, dataclasses
-# and unittest.mock documentation; pytest's `pytest.fixture`; torch's `torch.no_grad` / `torch.inference_mode` /
-# `torch.enable_grad`; hypothesis' `given` / `settings` / `example` / `seed`; the responses library's
-# `responses.activate`, which runs the test inside its HTTP mock).
-RUNNING_DECORATORS = frozenset(
+# Decorators known to call the test they wrap and to add no pytest marker (so `-m` and `-k` are decided without
+# them).
+NO_MARK_DECORATORS = frozenset(
     {
         "pytest.fixture",
         "staticmethod",
@@ -31,11 +29,19 @@ RUNNING_DECORATORS = frozenset(
         "functools.cache",
         "functools.lru_cache",
         "functools.cached_property",
-        "functools.partial",
         "contextlib.contextmanager",
-        "contextlib.asynccontextmanager",
         "typing.overload",
         "abc.abstractmethod",
+    }
+)
+# Decorators that always call the test they wrap (sources: Python's functools, contextlib, abc, typing, dataclasses
+# and unittest.mock documentation; pytest's `pytest.fixture`; torch's `torch.no_grad` / `torch.inference_mode` /
+# `torch.enable_grad`; hypothesis' `given` / `settings` / `example` / `seed`; the responses library's
+# `responses.activate`, which runs the test inside its HTTP mock).
+RUNNING_DECORATORS = NO_MARK_DECORATORS | frozenset(
+    {
+        "functools.partial",
+        "contextlib.asynccontextmanager",
         "dataclasses.dataclass",
         "unittest.mock.patch",
         "unittest.mock.patch.object",

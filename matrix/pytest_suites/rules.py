@@ -165,8 +165,9 @@ def _dunder_test(body: Sequence[ast.stmt]) -> bool | None:
     return value
 
 
-def _is_fixture(node: _Function, names: ModuleNames) -> bool:
-    # `istestfunction`: a function carrying a fixture marker is not a test, whatever its name.
+def is_fixture(node: _Function, names: ModuleNames) -> bool:
+    """Whether `node` carries pytest's fixture decorator (`istestfunction`: such a function is not a test, whatever
+    its name)."""
     for deco in node.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
         if resolve(dotted(target) or "", names.import_map).endswith("fixture"):
@@ -280,7 +281,7 @@ def _resolved(module: _Module, defs: dict[str, ImportedDef]) -> list[tuple[str, 
             home = _Module(names=imported.names, config=module.config, classes={**imported.classes, local: node})
             chain = _mro(node, home)
             found = [_judged(t, imported, (*chain, *t.classes[1:])) for t in _class_tests(home, node, (), 0)]
-        elif matches_name(local, module.config.python_functions) and not _is_fixture(node, imported.names):
+        elif matches_name(local, module.config.python_functions) and not is_fixture(node, imported.names):
             function = copy.copy(node)
             function.name = local
             found = [_judged(FoundTest(node=function), imported, ())]
@@ -375,7 +376,7 @@ def _short(node: ast.expr) -> str:
 def _function_test(module: _Module, node: _Function, classes: tuple[ast.ClassDef, ...]) -> list[FoundTest]:
     """`python_functions` ("test" prefix by default), not a fixture, and not `__test__ = False` set on it
     (`_pytest/python.py`, istestfunction and pytest_pycollect_makeitem)."""
-    if not matches_name(node.name, module.config.python_functions) or _is_fixture(node, module.names):
+    if not matches_name(node.name, module.config.python_functions) or is_fixture(node, module.names):
         return []
     return [FoundTest(node=node, classes=classes)]
 
