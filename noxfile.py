@@ -179,6 +179,52 @@ def _probe(session: nox.Session, code: str) -> str:
     return lines[-1] if lines else ""
 
 
+def _plugin_installed(session: nox.Session) -> bool:
+    """Whether the pytest11 entry point is installed where pytest will run. Without a venv that interpreter is this
+    one, with the same environment, so nox's own metadata answers (a probe process cost about 0.4 s per run)."""
+    if session.venv_backend == "none":
+        import importlib.metadata
+
+        return any(e.value == "matrix.plugin" for e in importlib.metadata.entry_points(group="pytest11"))
+    return _probe(session, PLUGIN_INSTALLED) == "True"
+
+
+GPUS_ENV = "SPECMATRIX_GPUS"  # the number of GPUs the run sees, given by the job: no probe at all
+NVML_MODULE = ROOT / "matrix" / "gpu" / "nvmlanswers.py"  # stdlib only: loaded by path, nox's env need not have it
+
+
+def _nvml_gpus(env: dict[str, str]) -> int | None:
+    """The GPUs CUDA will show under the environment's CUDA_VISIBLE_DEVICES, counted by NVML (ctypes, no torch, no
+    CUDA context); None where NVML cannot say (no driver library, UUIDs or MIG names in CUDA_VISIBLE_DEVICES)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("specmatrix_nvml_count", NVML_MODULE)
+    if spec is None or spec.loader is None:
+        return None
+    module = sys.modules.get(spec.name)
+    if module is None:
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)
+    gpus = module.read_nvml()
+    return None if isinstance(gpus, str) else module.visible_count(env.get("CUDA_VISIBLE_DEVICES"), len(gpus))
+
+
+def gpu_count(session: nox.Session, env: dict[str, str]) -> int:
+    """How many GPUs the workers will see: SPECMATRIX_GPUS when the job gives it, else NVML's count, else torch's
+    (the probe that imports torch and starts CUDA: 5-6 s of every run on the H200 host, docs/gpu.md)."""
+    given = env.get(GPUS_ENV, "").strip()
+    if given:
+        if not given.isdigit() or len(given) > 3:
+            session.error(f"{GPUS_ENV} must be a GPU count, not {given[:40]!r}")
+        return int(given)
+    counted = _nvml_gpus(env)
+    if counted is not None:
+        return counted
+    count = _probe(session, GPU_COUNT)  # no torch (a CPU box): the last line is an ImportError
+    return int(count) if count.isdigit() else 0
+
+
 def jit_cache_env(env: dict[str, str]) -> dict[str, str]:
     """One flashinfer and one triton JIT cache per host, shared by every xdist worker (and later runs)."""
     base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "specmatrix"
@@ -215,13 +261,12 @@ def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
     args += ["-p", "no:cacheprovider"]
     # GPU images carry pytest-benchmark (it warns under xdist); torch's inductor, imported by sglang, warns at import.
     args += ["-p", "no:benchmark", *GPU_THIRD_PARTY_WARNINGS]
-    if _probe(session, PLUGIN_INSTALLED) != "True":
+    if not _plugin_installed(session):
         args += ["-p", "matrix.plugin"]  # running from a plain checkout (no install): load the plugin by name
     given = session.posargs
     workers_given = any(a.startswith(("-n", "--numprocesses")) for a in given)
     if not workers_given:
-        count = _probe(session, GPU_COUNT)  # no torch (a CPU box): the last line is an ImportError
-        gpus = int(count) if count.isdigit() else 0
+        gpus = gpu_count(session, dict(os.environ))
         if gpus > 0:
             args += ["-n", str(gpus * _workers_per_gpu(given))]
             workers_given = True

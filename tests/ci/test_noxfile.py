@@ -26,25 +26,97 @@ NOXFILE = _noxfile()
 
 
 class FakeSession:
-    """Answers the two probes the way a host with `gpus` GPUs (None: no torch) and an installed plugin would."""
+    """Answers the two probes the way a host with `gpus` GPUs (None: no torch) and an installed plugin would, and
+    records each probe it was asked to run."""
 
-    venv_backend = "none"
-
-    def __init__(self, posargs: list[str], gpus: int | None) -> None:
+    def __init__(self, posargs: list[str], gpus: int | None, venv_backend: str = "none") -> None:
         self.posargs = posargs
         self.gpus = gpus
+        self.venv_backend = venv_backend
+        self.probes: list[str] = []
 
     def run(self, *args: str, **_: Any) -> str:
         code = args[-1]
+        self.probes.append(code)
         if code == NOXFILE.GPU_COUNT:
             return "ModuleNotFoundError: No module named 'torch'" if self.gpus is None else f"{self.gpus}\n"
         assert code == NOXFILE.PLUGIN_INSTALLED
         return "True\n"
 
+    def error(self, message: str) -> None:
+        raise SystemExit(message)
+
+
+@pytest.fixture(autouse=True)
+def _no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests say what NVML answers; none reads this machine's driver."""
+    monkeypatch.setattr(NOXFILE, "_nvml_gpus", lambda env: None)
+    monkeypatch.delenv(NOXFILE.GPUS_ENV, raising=False)
+
 
 def _args(posargs: list[str], gpus: int | None) -> list[str]:
     result: list[str] = NOXFILE.gpu_pytest_args(FakeSession(posargs, gpus), "gpu-report/report.json")
     return result
+
+
+def test_no_torch_probe_when_the_job_gives_the_gpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SPECMATRIX_GPUS=3: three workers and no process that imports torch (the probe was 5-6 s of a warm run)."""
+    monkeypatch.setenv(NOXFILE.GPUS_ENV, "3")
+    session = FakeSession([], gpus=1)
+    args = NOXFILE.gpu_pytest_args(session, "r.json")
+    assert args[args.index("-n") + 1] == "3" and NOXFILE.GPU_COUNT not in session.probes
+
+
+def test_no_torch_probe_when_nvml_counts_the_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(NOXFILE, "_nvml_gpus", lambda env: 2)
+    session = FakeSession(["--matrix-workers-per-gpu", "4"], gpus=1)
+    args = NOXFILE.gpu_pytest_args(session, "r.json")
+    assert args[args.index("-n") + 1] == "8" and session.probes == []  # no venv: the plugin is asked in-process
+
+
+def test_the_plugin_probe_runs_only_in_a_venv() -> None:
+    """With a venv pytest runs another interpreter: only a process of that interpreter can say what it has."""
+    session = FakeSession(["-n", "1"], gpus=1, venv_backend="uv")
+    NOXFILE.gpu_pytest_args(session, "r.json")
+    assert session.probes == [NOXFILE.PLUGIN_INSTALLED]
+
+
+@pytest.mark.parametrize("value", ["two", "-1", "1e3", "9999"])
+def test_a_bad_gpu_count_is_refused(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(NOXFILE.GPUS_ENV, value)
+    with pytest.raises(SystemExit, match=f"SPECMATRIX_GPUS must be a GPU count, not {value!r}"):
+        NOXFILE.gpu_pytest_args(FakeSession([], gpus=1), "r.json")
+
+
+@pytest.mark.parametrize(("visible", "count"), [(None, 4), ("0", 1), ("2,0", 2), ("3,7", 1), ("GPU-1234", None)])
+def test_nvml_count_follows_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch, visible: str | None, count: int | None) -> None:
+    """The count through the stdlib-only module loaded by path, over a host NVML says has four GPUs."""
+    monkeypatch.undo()  # the real _nvml_gpus
+    import matrix.gpu.nvmlanswers as nvml
+
+    four = tuple(nvml.Gpu(capability=(9, 0), name="NVIDIA H200") for _ in range(4))
+    real_loader = importlib.util.spec_from_file_location
+    seen: list[str] = []
+
+    def loader(name: str, path: Path) -> Any:
+        spec = real_loader(name, path)
+        seen.append(str(path))
+        assert spec is not None and spec.loader is not None
+        exec_module = spec.loader.exec_module
+
+        def patched(module: ModuleType) -> None:
+            exec_module(module)
+            module.read_nvml = lambda: four  # type: ignore[attr-defined]
+
+        spec.loader.exec_module = patched  # type: ignore[method-assign]
+        return spec
+
+    monkeypatch.setattr(importlib.util, "spec_from_file_location", loader)
+    monkeypatch.delitem(sys.modules, "specmatrix_nvml_count", raising=False)
+    env = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+    assert NOXFILE._nvml_gpus(env) == count
+    assert seen == [str(NOXFILE.NVML_MODULE)]
+    sys.modules.pop("specmatrix_nvml_count", None)  # the stand-in answer stays in this test
 
 
 def test_one_worker_per_gpu_grouped_by_configuration() -> None:
