@@ -14,7 +14,7 @@ import pytest
 from matrix.gpu.forkserver import PRELOAD_ENV, SOCKET_ENV, forked_args
 
 ROOT = Path(__file__).resolve().parents[2]
-PROBE = "import os\nSERVER_PID = os.getpid()\n"
+PROBE = "import os\nSERVER_PID = os.getpid()\nHEAP = [[k] for k in range(100)]\n"
 # A torch stand-in with lazy CUDA initialisation, and a library that asks for the device at import (what a preload
 # must never do before fork: flashinfer 0.7.2 does, docs/gpu.md).
 LAZY_TORCH = """
@@ -42,6 +42,10 @@ def test_worker_holds_the_preloaded_module():
     probe = sys.modules.get("specmatrix_probe")
     assert probe is not None, "not preloaded"
     assert probe.SERVER_PID == os.getppid() != os.getpid()
+    import gc  # the preloaded heap is frozen: a worker's collections do not walk it
+
+    assert gc.get_freeze_count() >= len(probe.HEAP)
+    assert not any(obj is probe.HEAP[0] for obj in gc.get_objects())
 
 def test_runs_on_an_xdist_worker():
     assert os.environ.get("PYTEST_XDIST_WORKER")
@@ -75,6 +79,7 @@ def test_workers_are_forked_from_the_preloading_server(tmp_path: Path) -> None:
     H200): the worker re-imports it, so pytest can still rewrite it (else: a warning, an error under -W error)."""
     done, status = _run(tmp_path, "specmatrix_probe,torch,hypothesis")
     assert status["state"] == "ready", status
+    assert isinstance(status["frozen_objects"], int) and status["frozen_objects"] > 100, status
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "3 passed" in done.stdout
 
