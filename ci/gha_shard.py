@@ -25,6 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reports", type=Path, required=True)
     parser.add_argument("--workers", type=int, required=True, help="pytest-xdist workers, one per GPU (0: no xdist)")
     parser.add_argument("--launcher", choices=["nox", "pytest"], default="nox", help="pytest: run in this interpreter")
+    parser.add_argument(
+        "--fork-server",
+        action="store_true",
+        help="fork the workers from the host's fork server (SPECMATRIX_FORK_SERVER; nox launcher only)",
+    )
     parser.add_argument("extra", nargs="*", help="more pytest arguments (test paths), after --")
     args = parser.parse_args(argv)
     workers = args.workers
@@ -33,8 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         *args.extra,
         *pytest_args(shard=args.shard, runner=args.runner, select=args.select, reports=args.reports, workers=workers),
     ]
+    if args.fork_server and args.launcher != "nox":
+        parser.error("--fork-server needs the nox launcher (the gpu session starts the forked workers)")
     if args.launcher == "nox":
-        command = [sys.executable, "-m", "nox", "-s", "gpu", "--", *forwarded]
+        # A session flag (noxfile.py FORK_SERVER): a server that is not up, or unsafe, leaves the plain path.
+        command = [sys.executable, "-m", "nox", "-s", "gpu", "--", *forwarded, *(["--matrix-fork-server"] * args.fork_server)]
     else:
         command = [sys.executable, "-m", "pytest", *forwarded]
     print("+ " + " ".join(command), flush=True)

@@ -470,7 +470,9 @@ def test_plan_step_as_written_emits_a_matrix_the_gpu_job_can_use(tmp_path, defau
     values = dict(line.split("=", 1) for line in output.read_text().splitlines())
     matrix = json.loads(values["matrix"])
     assert int(values["shards"]) == len(matrix["include"]) <= 256
-    used = set(re.findall(r"matrix\.([\w-]+)", json.dumps(doc["jobs"]["gpu"])))
+    expressions = re.findall(r"\$\{\{(.*?)\}\}", json.dumps(doc["jobs"]["gpu"]))  # not `python -m matrix.gpu...`
+    used = {key for text in expressions for key in re.findall(r"\bmatrix\.([\w-]+)", text)}
+    assert {"select", "runs-on", "shard"} <= used
     covered: list[str] = []
     for entry in matrix["include"]:
         assert used <= set(entry), f"GPU job reads matrix keys the plan lacks: {used - set(entry)}"
@@ -559,3 +561,52 @@ def test_plan_step_uses_checked_in_measured_durations(tmp_path, default_matrix, 
     source = json.loads((tmp_path / "plan" / "plan.json").read_text())["durations"]
     total = len(run_cells(default_matrix, runners["4-gpu-b200"]))
     assert source.startswith(f"measured for 5 of {total} cells") if measured else source == "cost table"
+
+
+def _gha_shard() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("specmatrix_gha_shard", ROOT / "ci" / "gha_shard.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["fork-server", "plain"])
+def test_the_shard_asks_the_gpu_session_for_forked_workers(tmp_path, monkeypatch, fork):
+    """The job's `--fork-server` reaches `nox -s gpu` as its session flag (after `--`); without it nothing is added."""
+    gha_shard = _gha_shard()
+    ran: list[list[str]] = []
+    monkeypatch.setattr(
+        gha_shard.subprocess, "run", lambda command, check: ran.append(command) or subprocess.CompletedProcess(command, 0)
+    )
+    argv = ["--shard", "1", "--runner", "1-gpu-h200", "--select", "draft-*", "--workers", "1", "--reports", str(tmp_path)]
+    assert gha_shard.main([*argv, *(["--fork-server"] if fork else [])]) == 0
+    (command,) = ran
+    after = command[command.index("--") + 1 :]
+    assert ("--matrix-fork-server" in after) is fork and command.count("--matrix-fork-server") == int(fork)
+
+
+def test_a_fork_server_without_nox_is_refused(tmp_path, capsys):
+    argv = ["--shard", "1", "--runner", "r", "--select", "x", "--workers", "1", "--reports", str(tmp_path), "--fork-server"]
+    with pytest.raises(SystemExit) as exc:
+        _gha_shard().main([*argv, "--launcher", "pytest"])
+    assert exc.value.code == 2 and "--fork-server needs the nox launcher" in capsys.readouterr().err
+
+
+def test_the_gpu_job_starts_the_fork_server_before_the_shard_and_names_it():
+    """The server starts in the background before the cache steps, with the run's cache directories (flashinfer reads
+    its workspace at import), and the shard step names the same socket and passes --fork-server."""
+    steps = load(TEXT)["jobs"]["gpu"]["steps"]
+    names = [str(s.get("name", "")) for s in steps]
+    start = next(i for i, n in enumerate(names) if n.startswith("Start the fork server"))
+    shard = next(i for i, n in enumerate(names) if n.startswith("Run the shard"))
+    assert (
+        start < names.index("Check the JIT caches (another key is emptied, a damaged kernel removed and compiled again)") < shard
+    )
+    start_env, shard_env = steps[start]["env"], steps[shard]["env"]
+    assert start_env["SPECMATRIX_FORK_SERVER"] == shard_env["SPECMATRIX_FORK_SERVER"]
+    for name in ("FLASHINFER_WORKSPACE_BASE", "TRITON_CACHE_DIR"):
+        assert start_env[name] == shard_env[name]
+    assert "--fork-server" in steps[shard]["run"] and "&" in steps[start]["run"]
