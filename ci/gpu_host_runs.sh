@@ -18,6 +18,10 @@
 #   bash ci/gpu_host_runs.sh fork-check    # the target/draft cells: cold, warm plain, warm with forked workers
 #   bash ci/gpu_host_runs.sh fork-warm     # the full matrix: cold, warm plain, warm forked (per run; per host, 4 and 8)
 #   bash ci/gpu_host_runs.sh fork-host     # the full matrix cold, warm through the host's fork server, the apart mutations
+#   bash ci/gpu_host_runs.sh cell-profile  # the full matrix cold, warm through the host's server, one group profiled
+#   bash ci/gpu_host_runs.sh freeze-host   # the full matrix cold, then warm runs through a frozen and an unfrozen server
+#   bash ci/gpu_host_runs.sh freeze-ab     # the full matrix cold, then warm runs through the server with and without the freeze
+#   bash ci/gpu_host_runs.sh freeze-final  # the full matrix cold, three warm runs through the host's server, a CI shard
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -36,6 +40,8 @@ step() { # name timeout env... -- command
   printf "%-10s rc=%s wall_ms=%s fi_so=%s triton=%s\n" "$name" $rc $(( ($(date +%s%N) - s) / 1000000 )) \
     "$(find "$FLASHINFER_WORKSPACE_BASE" -name '*.so' 2>/dev/null | wc -l)" "$(ls "$TRITON_CACHE_DIR" 2>/dev/null | wc -l)" | tee -a "$R/steps.txt"
   tail -4 "$R/$name.log"
+  # What is done so far comes back even when the call is cut short at its limit.
+  cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 }
 G="python3 -m nox -s gpu --force-venv-backend none --"
 # The mutation table's 25 hd128 graph cells and the tests that reach sglang's mutated modules.
@@ -52,6 +58,16 @@ host_server() {
   CUDA_VISIBLE_DEVICES=0 python3 -m matrix.gpu.forkserver serve --socket "$S" > "$R/server.log" 2>&1 & SP=$!
   for _ in $(seq 240); do [ -f "$S.json" ] && break; kill -0 $SP 2>/dev/null || break; sleep 0.25; done
   echo "server-up  wall_ms=$(( ($(date +%s%N) - s0) / 1000000 )) ready=$([ -f "$S.json" ] && echo yes || echo no)" | tee -a "$R/steps.txt"
+  cp "$S.json" "$R/fork-server-host.json" 2>/dev/null
+}
+# The same server started in the background (as a CI job's earlier step would), waited for before the runs that name it.
+host_server_bg() {
+  rm -f "$S" "$S.json"; HS0=$(date +%s%N)
+  CUDA_VISIBLE_DEVICES=0 python3 -m matrix.gpu.forkserver serve --socket "$S" > "$R/server.log" 2>&1 & SP=$!
+}
+host_server_wait() {
+  for _ in $(seq 240); do [ -f "$S.json" ] && break; kill -0 $SP 2>/dev/null || break; sleep 0.25; done
+  echo "server-up  since_start_ms=$(( ($(date +%s%N) - HS0) / 1000000 )) ready=$([ -f "$S.json" ] && echo yes || echo no)" | tee -a "$R/steps.txt"
   cp "$S.json" "$R/fork-server-host.json" 2>/dev/null
 }
 case "$MODE" in
@@ -189,7 +205,68 @@ case "$MODE" in
       --matrix-workers-per-gpu 4 -n 4 --dist loadgroup
     step warm-host2 80 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-host2.json"
     kill $SP 2>/dev/null; head -c 4000 "$R/fork-server-host.json"; cat "$R/mutations/mutations.md" 2>/dev/null ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small, fork-warm, fork-host)"; exit 2 ;;
+  cell-profile)  # GPU 0: cold with four workers while the host's server preloads, warm runs through it (GPU count
+    # from NVML, then given), then one configuration group's cells in one process under cProfile (where a cell goes)
+    rm -rf /tmp/jit-w; caches w
+    W=CUDA_VISIBLE_DEVICES=0
+    host_server_bg
+    step cold 270 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
+    host_server_wait
+    step warm-host 80 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-host.json"
+    step warm-host-gpus 80 $W SPECMATRIX_GPUS=1 SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-host-gpus.json"
+    kill $SP 2>/dev/null
+    ONE_GROUP='--matrix-select=draft-{triton,trtllm_mha}-*-page16-hd128-gqa4-bf16-* target-*-page16-hd128-*-gqa4-bf16-*'
+    PL=$(python3 -c "import importlib.metadata as m; print('' if any(e.value == 'matrix.plugin' for e in m.entry_points(group='pytest11')) else '-p matrix.plugin')")
+    step profile 100 $W python3 -m cProfile -o "$R/profile.pstats" -m pytest tests/gpu -m gpu $PL -p no:cacheprovider \
+      -p no:benchmark -W ignore::DeprecationWarning -W ignore::FutureWarning --matrix-runner auto "$ONE_GROUP" \
+      --matrix-report "$R/profile.json" -q
+    python3 -c "import pstats; p = pstats.Stats('$R/profile.pstats'); p.sort_stats('cumulative').print_stats(90); p.sort_stats('tottime').print_stats(40)" > "$R/profile.txt" 2>&1
+    head -c 9000 "$R/profile.txt" ;;
+  freeze-host)  # GPU 0: cold with four workers while two host servers preload: the server as built (its heap frozen
+    # before it forks) and the same server with gc.freeze made a no-op; warm runs alternate between them, then one
+    # shard through ci/gha_shard.py --fork-server (the CI job's path)
+    rm -rf /tmp/jit-w; caches w
+    W=CUDA_VISIBLE_DEVICES=0; S2=/tmp/specmatrix-unfrozen.sock; rm -f "$S2" "$S2.json"
+    host_server_bg
+    CUDA_VISIBLE_DEVICES=0 python3 -c "import gc, sys; gc.freeze = lambda: None; from matrix.gpu.forkserver import main; sys.exit(main(['serve', '--socket', '$S2']))" > "$R/server-unfrozen.log" 2>&1 & SP2=$!
+    step cold 270 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
+    host_server_wait
+    for _ in $(seq 120); do [ -f "$S2.json" ] && break; sleep 0.25; done; cp "$S2.json" "$R/fork-server-unfrozen.json" 2>/dev/null
+    for k in 1 2 3; do
+      step warm-frozen$k 75 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-frozen$k.json"
+      [ $k -lt 3 ] && step warm-unfrozen$k 75 $W SPECMATRIX_FORK_SERVER=$S2 $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-unfrozen$k.json"
+    done
+    grep -h '"frozen_objects"' "$R/fork-server-host.json" "$R/fork-server-unfrozen.json"
+    kill $SP $SP2 2>/dev/null ;;
+  freeze-ab)  # GPU 0: cold with four workers while two host servers preload: the server as built and the same server
+    # without freeze_preloaded_heap (the code before it); warm runs alternate between them (as many as the budget allows)
+    rm -rf /tmp/jit-w; caches w
+    W=CUDA_VISIBLE_DEVICES=0; S2=/tmp/specmatrix-asbefore.sock; rm -f "$S2" "$S2.json"
+    host_server_bg
+    CUDA_VISIBLE_DEVICES=0 python3 -c "import sys, matrix.gpu.forkserver as f; f.freeze_preloaded_heap = lambda: 0; sys.exit(f.main(['serve', '--socket', '$S2']))" > "$R/server-asbefore.log" 2>&1 & SP2=$!
+    step cold 270 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
+    host_server_wait
+    for _ in $(seq 120); do [ -f "$S2.json" ] && break; sleep 0.25; done; cp "$S2.json" "$R/fork-server-asbefore.json" 2>/dev/null
+    for k in 1 2; do
+      step warm-frozen$k 60 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-frozen$k.json"
+      step warm-asbefore$k 60 $W SPECMATRIX_FORK_SERVER=$S2 $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-asbefore$k.json"
+    done
+    kill $SP $SP2 2>/dev/null ;;
+  freeze-final)  # GPU 0: cold with four workers while the host's server preloads, three warm runs through it, then
+    # the whole matrix as one shard the CI job's way (ci/gha_shard.py --fork-server, the server named in the env)
+    rm -rf /tmp/jit-w; caches w
+    W=CUDA_VISIBLE_DEVICES=0
+    host_server_bg
+    step cold 270 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
+    host_server_wait
+    for k in 1 2 3; do
+      step warm-host$k 70 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-host$k.json"
+    done
+    step shard 70 $W NOX_DEFAULT_VENV_BACKEND=none SPECMATRIX_FORK_SERVER=$S python3 ci/gha_shard.py --shard 1 --runner 1-gpu-h200 \
+      --select 'draft-* target-*' --workers 4 --reports "$R/shard" --fork-server -- --matrix-workers-per-gpu 4
+    grep -h '"frozen_objects"' "$R/fork-server-host.json"; grep -h "fork server:" "$R/shard.log" | cut -c1-300
+    kill $SP 2>/dev/null ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small, fork-warm, fork-host, cell-profile, freeze-host, freeze-ab, freeze-final)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"

@@ -189,11 +189,12 @@ def freeze_preloaded_heap() -> int:
     """Move every object the preload left (torch, sglang, transformers: modules, classes, their tables) to the
     collector's permanent generation, which every forked worker inherits; the number of objects moved.
 
-    sglang's graph capture runs `gc.collect()` before every capture (its `freeze_gc`), a full collection: in a worker
-    holding the preloaded heap that walked all of it, about 0.25 s each, so 0.25 s of every runner cell (cProfile,
-    docs/gpu.md). Frozen, a collection walks what the worker made since it started. What the preload made lives as
-    long as the process anyway; what a worker's cells make is still collected. (Python's gc docs: `gc.freeze()`
-    right before fork for a pre-fork server.)
+    sglang's graph capture starts with a full `gc.collect()` (its `freeze_gc`); in one process holding the preload
+    each took about 0.26 s (cProfile, docs/gpu.md). Frozen, a worker's collections walk what the worker made since it
+    started, until sglang's own `gc.unfreeze()` after a capture (taken when the run's graph settings leave
+    `enable_cudagraph_gc` off) puts everything back. What the preload made lives as long as the process anyway; what
+    a worker's cells make is still collected. (Python's gc docs: `gc.freeze()` right before fork for a pre-fork
+    server.)
     """
     gc.collect()
     gc.freeze()
