@@ -2,7 +2,8 @@
 
 A doc names a command in a fenced block of any language, an indented block, or an inline code span. Each
 `specmatrix ...` and `python -m matrix ...` found there is parsed by the real parser (`build_parser`), never run:
-the command, every flag, and each value a flag restricts to choices, an int, a float or a date must be accepted.
+the command, every flag, and each value a flag restricts to choices, an int, a float or a date must be accepted,
+and no spelling may be one the parser calls deprecated.
 A usage synopsis parses too: `[optional]` parts are kept, the first of `a | b` alternatives is taken, `X...` is one
 `X`, and a placeholder (`FILE`, `<path>`, `$VAR`) is given a value of the type its flag expects. `python ci/X.py`
 names a script that exists, with flags its own parser accepts. A command that cannot parse by design is in
@@ -233,13 +234,16 @@ def parse(words: list[str], *, whole: bool = True) -> str:
     if not whole:
         _nothing_required(parser)
     argv = argv_of(words, parser, set(sub.choices), whole=whole)
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    warnings = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(warnings):
         try:
             args = parser.parse_args(argv)
         except UsageError as error:
             return str(error)
         except SystemExit as leave:  # --help, --version
             return "" if leave.code in (0, None) else f"exit {leave.code}"
+    if "is deprecated" in warnings.getvalue():  # the parser's own line naming the replacement
+        return warnings.getvalue().strip()
     if whole and getattr(args, "command", None) is None:
         return "no command"
     return ""
@@ -372,6 +376,8 @@ def test_commands_are_found_in_every_kind_of_code() -> None:
         ("specmatrix shard --runner R (--shards N | --budget MINUTES)", ""),
         ("specmatrix ledger --install-hook | --uninstall-hook", ""),
         ("specmatrix ledger --install-hook --uninstall-hook", "not allowed with argument"),
+        ("specmatrix shard --runner R --shards 4 --format gha", "--format gha is deprecated; use --format github"),
+        ("specmatrix guards PATH --json", "--json is deprecated; use --format json"),
     ],
 )
 def test_a_command_parses_or_says_why_not(text: str, complaint: str) -> None:
