@@ -6,7 +6,8 @@ the command, every flag, and each value a flag restricts to choices, an int, a f
 and no spelling may be one the parser calls deprecated.
 A usage synopsis parses too: `[optional]` parts are kept, the first of `a | b` alternatives is taken, `X...` is one
 `X`, and a placeholder (`FILE`, `<path>`, `$VAR`) is given a value of the type its flag expects. `python ci/X.py`
-names a script that exists, with flags its own parser accepts. A command that cannot parse by design is in
+and `python -m matrix.X` (an entry point of its own) name a script or module that exists, with flags its `--help`
+lists. A command that cannot parse by design is in
 NOT_A_COMMAND with the reason. docs/architecture.md ("Docs that are tested") describes the convention.
 """
 
@@ -34,7 +35,7 @@ SPAN = re.compile(r"(?<!`)`(?!`)(?P<code>[^`]+?)`(?!`)")
 # Where a command starts: the program, after an optional prompt or environment assignments.
 PROGRAM = re.compile(
     r"(?:^|(?<=[\s(]))(?:(?:[A-Z_][A-Z0-9_]*=\S*\s+)*)"
-    r"(?P<program>specmatrix(?=\s)(?!\s*=)|(?:\"?\$py\"?|python3?|\.nox/\w+/bin/python3?|\S*/bin/python3?)\s+(?:-P\s+)?-m\s+matrix(?=\s|$)|python3?\s+ci/[\w./-]+\.py(?=\s|$))"
+    r"(?P<program>specmatrix(?=\s)(?!\s*=)|(?:\"?\$py\"?|python3?|\.nox/\w+/bin/python3?|\S*/bin/python3?)\s+(?:-P\s+)?-m\s+matrix(?:\.[\w.]*\w)?(?=\s|$)|python3?\s+ci/[\w./-]+\.py(?=\s|$))"
 )
 # Where a command can begin in a shell or YAML line: the line's start, after a prompt, a YAML key that runs a
 # command, or a shell operator.
@@ -259,6 +260,8 @@ def _program_and_args(command: Command) -> tuple[str, list[str]]:
     if script is not None:
         return script, words[words.index(script) + 1 :]
     i = words.index("-m")
+    if words[i + 1] != "matrix":  # an entry point of its own (`python -m matrix.gpu.cellrun`)
+        return f"-m {words[i + 1]}", words[i + 2 :]
     return "specmatrix", words[i + 2 :]
 
 
@@ -290,11 +293,9 @@ def test_every_exemption_is_still_in_the_docs() -> None:
         assert any(t.startswith(prefix) for t in texts), f"NOT_A_COMMAND lists {prefix!r}, which no doc shows"
 
 
-def _script_flags(script: Path) -> set[str]:
-    done = subprocess.run(
-        [sys.executable, str(script), "--help"], check=False, capture_output=True, text=True, cwd=REPO, timeout=60
-    )
-    assert done.returncode == 0, f"{script}: --help exits {done.returncode}: {done.stderr[-300:]}"
+def _script_flags(program: list[str]) -> set[str]:
+    done = subprocess.run([*program, "--help"], check=False, capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert done.returncode == 0, f"{program}: --help exits {done.returncode}: {done.stderr[-300:]}"
     return set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", done.stdout))
 
 
@@ -306,14 +307,23 @@ def script_flags() -> dict[str, set[str]]:
 @pytest.mark.parametrize("command", SCRIPTS, ids=lambda c: c.where)
 def test_every_ci_script_in_the_docs_exists_and_takes_its_flags(command: Command, script_flags: dict[str, set[str]]) -> None:
     script, args = _program_and_args(command)
-    path = REPO / script
+    if script.startswith("-m "):
+        # A module's own parser, with its subcommand when it has one (`forkserver serve`): --help of that part.
+        module = script.removeprefix("-m ")
+        path = REPO.joinpath(*module.split(".")).with_suffix(".py")
+        subcommand = args[:1] if args and args[0].isidentifier() and args[0].islower() else []
+        program = [sys.executable, "-m", module, *subcommand]
+    else:
+        path = REPO / script
+        program = [sys.executable, str(path)]
     assert path.is_file(), f"{command.where}: `{command.text}` names {script}, which does not exist"
-    if script not in script_flags:
-        script_flags[script] = _script_flags(path)
+    key = " ".join(program[1:])
+    if key not in script_flags:
+        script_flags[key] = _script_flags(program)
     for arg in args:
         flag = arg.split("=", 1)[0]
         if flag.startswith("-") and flag not in ("-", "--"):
-            assert flag in script_flags[script], f"{command.where}: {script} has no flag {flag} (see its --help)"
+            assert flag in script_flags[key], f"{command.where}: {script} has no flag {flag} (see its --help)"
 
 
 # --- the reader itself, shown red on planted defects -----------------------------------------------------------------
