@@ -17,10 +17,12 @@ import argparse
 import contextlib
 import datetime as dt
 import io
+import itertools
 import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -285,6 +287,50 @@ def test_every_command_in_the_docs_parses(command: Command) -> None:
     _, words = _program_and_args(command)
     complaint = parse(words, whole=command.whole)
     assert complaint == "", f"{command.where}: `{command.text}` does not parse: {complaint}"
+
+
+RUNNER_FLAGS = ("--runner", "--only-runners", "--expect-runners", "--replace-runner")
+
+
+def unknown_runners(words: list[str], known: set[str]) -> list[str]:
+    """The runner profiles a command's runner flags name that no profile file defines (placeholders aside)."""
+    out = []
+    for flag, value in itertools.pairwise(words):
+        if flag in RUNNER_FLAGS:
+            out += [v for v in value.split(",") if v and not PLACEHOLDER.match(v) and v not in known]
+    return out
+
+
+@pytest.fixture(scope="module")
+def known_runners() -> set[str]:
+    """The built-in profiles, those of the docs' example project (`examples/own-matrix`), and `auto`."""
+    from matrix.core.loader import load_runners
+
+    with (REPO / "examples" / "own-matrix" / "runners.toml").open("rb") as stream:
+        own = set(tomllib.load(stream)["runner"])
+    return {*load_runners(), *own, "auto"}
+
+
+def test_every_runner_a_doc_command_names_exists(known_runners: set[str]) -> None:
+    unknown = [f"{c.where}: {r}" for c in CLI for r in unknown_runners(_program_and_args(c)[1], known_runners)]
+    assert unknown == []
+    planted = _program_and_args(Command(where="doc.md:1", text="specmatrix cells --runner 4-gpu-b300"))[1]
+    assert unknown_runners(planted, known_runners) == ["4-gpu-b300"]
+    assert unknown_runners(["guards", "p", "--only-runners", "4-gpu-b200,NAMES"], known_runners) == []
+
+
+CELL_ID = re.compile(r"^(?:draft|target)-[\w-]+$")
+
+
+def test_every_cell_a_doc_command_names_exists() -> None:
+    from matrix.core.loader import load_matrix
+
+    cells = {c.id for c in load_matrix().cells}
+    named = [(c.where, w) for c in COMMANDS for w in _program_and_args(c)[1] if CELL_ID.match(w)]
+    assert len(named) >= 3
+    assert [f"{where}: {w}" for where, w in named if w not in cells] == []
+    assert "draft-fa3-topk1-page16-hd128-gqa4-bf16-graph" in cells
+    assert "draft-fa3-topk1-page16-hd128-gqa4-bf16-graf" not in cells  # what a typo in a doc would name
 
 
 def test_every_exemption_is_still_in_the_docs() -> None:
