@@ -24,6 +24,9 @@ def main(argv: list[str]) -> int:
     from matrix.cli.main import main as cli
     from matrix.registered_suite import tree
 
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return 0
     if not argv or not Path(argv[0]).is_dir():
         print(__doc__.strip().splitlines()[2].strip())
         return 2

@@ -27,6 +27,9 @@ STAGES = ("read, mark, blank", "parse", "names", "walk", "registrations", "audit
 
 
 def main() -> int:
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return 0
     if len(sys.argv) != 2 or not Path(sys.argv[1]).is_dir():
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2

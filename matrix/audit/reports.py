@@ -19,13 +19,15 @@ from typing import Protocol
 
 from matrix.core.atomic import append_text, write_text_atomic
 from matrix.core.errors import OutputError, UsageError
-from matrix.core.finding import Finding, Severity
+from matrix.core.finding import Finding, Severity, Tool
 from matrix.core.junit import MESSAGE_LIMIT, escape, outcome, quoteattr
 from matrix.core.output import md_code, md_text, text_line
 from matrix.core.report import CellResult, CellStatus, FindingKind, OutsideResult, Report, in_progress_document, write_report
-from matrix.core.writers import Block, Column, Style, Table, markdown_summary
+from matrix.core.writers import Block, Column, Style, Table, View, markdown_summary, text_report
 
 FINDING_LIMIT = 50
+# The terminal summary's wording of a finding: one line, written by the shared text writer.
+SUMMARY_VIEW = View(tool=Tool.AUDIT, lines=lambda f: [f"{f.spec.shown_label} {f.subject}: {f.message}"])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,10 +50,11 @@ def summary_lines(report: Report, written: list[str]) -> list[Line]:
         allowed = sum(1 for o in report.outside if o.allowed_by)
         shown = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
         lines.append(Line(text=f"outside the matrix: {len(report.outside)} test(s) ({shown}); {allowed} skip(s) allowlisted"))
-    for finding in report.findings[:FINDING_LIMIT]:
+    listed = report.findings[:FINDING_LIMIT]
+    written_lines = text_report(SUMMARY_VIEW, listed).split("\n") if listed else []
+    for finding, text in zip(listed, written_lines, strict=True):  # the view gives each finding one line
         error = finding.severity is Severity.ERROR
-        label = finding.spec.shown_label
-        lines.append(Line(text=f"{label} {finding.subject}: {finding.message}", red=error, yellow=not error))
+        lines.append(Line(text=text, red=error, yellow=not error))
     if len(report.findings) > FINDING_LIMIT:
         lines.append(Line(text=f"... and {len(report.findings) - FINDING_LIMIT} more finding(s) in the report"))
     lines += [Line(text=f"report: {p}") for p in written]
@@ -63,7 +66,8 @@ def summary_lines(report: Report, written: list[str]) -> list[Line]:
                 red=True,
             )
         )
-    # Skip reasons and node ids come from the tests: one visible line each, never a workflow command.
+    # Skip reasons and node ids come from the tests: one visible line each, never a workflow command (the finding
+    # lines are made safe by the writer already; `text_line` leaves a safe line as it is).
     return [Line(text=text_line(line.text), red=line.red, yellow=line.yellow) for line in lines]
 
 

@@ -16,8 +16,8 @@ from matrix.core import emit
 from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, ReportError
 from matrix.core.finding import Finding, Severity, Tool
-from matrix.core.json_report import finding_entries
-from matrix.core.jsonio import dumps_indented, dumps_strict
+from matrix.core.json_report import JsonReport, finding_entries, json_report
+from matrix.core.jsonio import dumps_strict
 from matrix.core.options import Options
 from matrix.core.output import FINDING_FORMATS
 from matrix.core.report import Report, read_report
@@ -96,7 +96,9 @@ def cmd_audit(args: argparse.Namespace, options: Options) -> int:
         return code
     summaries = [_summary(path, report, found) for path, report, found in judged]
     if args.format == "json":
-        print(dumps_indented({"schema": AUDIT_SCHEMA, "ok": not failed, "reports": summaries}))
+        # Each report's summary keeps its own findings; the envelope's `findings` are all of them.
+        fields = {"ok": not failed, "reports": summaries}
+        print(json_report(JsonReport(schema=AUDIT_SCHEMA, findings=everything, exit_code=code, head=fields)))
         return code
     texts = []
     for s, (_, _, found) in zip(summaries, judged, strict=True):

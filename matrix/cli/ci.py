@@ -241,9 +241,9 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     out: Path = args.out
     # Every output is rendered in memory first: a missing matplotlib or a bad value then writes nothing at all,
     # rather than a coverage.json beside a stale coverage.md.
-    files: dict[str, bytes] = {
-        "coverage.json": (dumps_strict(coverage_document(result), where="coverage.json", indent=2) + "\n").encode()
-    }
+    # coverage.json holds the merge's own verdict; a baseline given on the command line changes what it prints.
+    merged_code = EXIT_FINDINGS if any(f.failing for f in result.findings) else EXIT_OK
+    files: dict[str, bytes] = {"coverage.json": _coverage_json(coverage_document(result, exit_code=merged_code))}
     heatmap = None
     if not args.no_heatmap and result.entries:
         from matrix.coverage.heatmap import PlottingUnavailable, render_heatmap
@@ -258,11 +258,14 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     ensure_dir(out)
     for name, data in files.items():
         write_bytes_atomic(out / name, data)
-    code = EXIT_FINDINGS if any(f.failing for f in result.findings) else EXIT_OK
-    gated = apply_gate(args, result.findings, "", "coverage", code, anchor=CELLS)  # cell findings name no file: keyed as they are
+    gated = apply_gate(args, result.findings, "", "coverage", merged_code, anchor=CELLS)  # cell findings name no file
     code = gated.exit_code
     if args.format == "json":
-        print(files["coverage.json"].decode().rstrip("\n"))
+        printed = files["coverage.json"]
+        if args.baseline is not None or args.write_baseline is not None:
+            failing = sum(f.failing for f in gated.findings)
+            printed = _coverage_json(coverage_document(result, exit_code=code, failing=failing))
+        print(printed.decode().rstrip("\n"))
         return code
     if args.format == "md":
         print(files["summary.md"].decode(), end="")
@@ -281,6 +284,10 @@ def cmd_coverage(args: argparse.Namespace, options: Options) -> int:
     summary = f"specmatrix coverage: {len(sources)} report(s), {len(errors)} finding(s); wrote {out}/coverage.md"
     print(text_report(COVERAGE_TEXT, errors, tail=[summary]))
     return code
+
+
+def _coverage_json(document: dict[str, Any]) -> bytes:
+    return (dumps_strict(document, where="coverage.json", indent=2) + "\n").encode()
 
 
 COVERAGE_TEXT = View(tool=Tool.COVERAGE, lines=lambda f: [f"{f.kind}: {f.message}"])

@@ -84,7 +84,7 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
         text = _markdown(findings, len(loaded.matrix.cells), runners, root)
     elif args.format == "json":
         head = {"matrix": loaded.matrix.name, "schedule": str(root), "runners": runners, "cells": len(loaded.matrix.cells)}
-        text = json_report(JsonReport(schema=SCHEMA, findings=findings, head=head))
+        text = json_report(JsonReport(schema=SCHEMA, findings=findings, exit_code=gated.exit_code, head=head))
     else:
         possible = sum("which no job of the schedule uses" in f.message for f in findings)
         tail = [

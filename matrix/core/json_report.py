@@ -1,9 +1,11 @@
 """The one JSON writer of findings: every finding command's `--format json` is this envelope around its findings.
 
-A report document is `schema` first, then the audit's own top-level fields before the findings (`head`), the
-findings, then its fields after them (`tail`: for a gate, its `exit_code` and `baseline`). The audit gives those
-fields as data; the writer decides how a finding is written, so the findings of every command carry the same
-verdict fields, taken from the finding (`Finding.failing` and `Finding.severity` follow from the kind's `KindSpec`,
+Every report document has one envelope, in this order: `schema`, `tool` (`{"name": "specmatrix", "version": ...}`),
+the audit's own top-level fields (`head`), `counts` (the audit's own, or the findings per kind), `exit_code` (what
+the command returns), `failing` (how many findings fail the run: failing, and not acknowledged by a baseline), the
+`findings`, then the audit's fields after them (`tail`, e.g. a gate's `baseline`). The audit gives its fields as
+data; the writer decides how a finding is written, so the findings of every command carry the same verdict fields,
+taken from the finding (`Finding.failing` and `Finding.severity` follow from the kind's `KindSpec`,
 `Finding.fingerprint` is the one fingerprint baselines and SARIF use).
 
 A finding is written in one of two shapes (`Shape`): the whole core record (`finding_doc`: `specmatrix.ledger/2`,
@@ -21,12 +23,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from matrix import __version__
 from matrix.core.finding import Finding
 from matrix.core.jsonio import dumps_indented, nested, string_literals
 from matrix.core.output import finding_doc
 
 FINDINGS = "findings"
 VERDICT_FIELDS = ("failing", "severity", "fingerprint")
+# The keys every report document has; the writer sets them, an audit's own fields may not.
+ENVELOPE = ("schema", "tool", "counts", "exit_code", "failing", FINDINGS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,25 +69,49 @@ class JsonReport:
 
     schema: str
     findings: Sequence[Finding]
+    exit_code: int
     head: Mapping[str, Any] = field(default_factory=dict)
     tail: Mapping[str, Any] = field(default_factory=dict)
     shape: Shape = CORE
+    counts: Mapping[str, Any] | None = None  # the audit's own counts; None: the findings per kind
+    failing: int | None = None  # None: the failing findings among `findings` (a gate that keeps all of them says)
 
     def __post_init__(self) -> None:
         _check(self.head, self.tail)
 
 
+def kind_counts(findings: Sequence[Finding]) -> dict[str, int]:
+    """The findings per kind, kinds in name order."""
+    found: dict[str, int] = {}
+    for f in findings:
+        found[f.kind] = found.get(f.kind, 0) + 1
+    return dict(sorted(found.items()))
+
+
+def _envelope_head(report: JsonReport) -> dict[str, Any]:
+    """What the document holds before its findings: `schema`, `tool`, the audit's head, `counts`, `exit_code`,
+    `failing`."""
+    return {
+        "schema": report.schema,
+        # The package's own version, which pyproject.toml's is (tests/core/test_json_report.py): reading the
+        # installed distribution's would import importlib.metadata on every run.
+        "tool": {"name": "specmatrix", "version": __version__},
+        **report.head,
+        "counts": dict(report.counts) if report.counts is not None else kind_counts(report.findings),
+        "exit_code": report.exit_code,
+        "failing": report.failing if report.failing is not None else sum(f.failing for f in report.findings),
+    }
+
+
 def json_document(report: JsonReport) -> dict[str, Any]:
-    """The report as a document: `schema`, `head`, the findings, `tail`."""
-    return {"schema": report.schema, **report.head, FINDINGS: finding_entries(report.findings, report.shape), **report.tail}
+    """The report as a document: the envelope, the audit's head, the findings, its tail."""
+    return {**_envelope_head(report), FINDINGS: finding_entries(report.findings, report.shape), **report.tail}
 
 
 def json_report(report: JsonReport) -> str:
     """`json.dumps(json_document(report), indent=2)`, the findings written by `findings_json`."""
     literal = string_literals()
-    parts = [f"{literal('schema')}: {literal(report.schema)}"]
-    for key, value in report.head.items():
-        parts.append(f"{literal(key)}: {nested(dumps_indented(value), 1)}")
+    parts = [f"{literal(key)}: {nested(dumps_indented(value), 1)}" for key, value in _envelope_head(report).items()]
     parts.append(f"{literal(FINDINGS)}: {findings_json(report.findings, report.shape, literal)}")
     for key, value in report.tail.items():
         parts.append(f"{literal(key)}: {nested(dumps_indented(value), 1)}")
@@ -90,9 +119,9 @@ def json_report(report: JsonReport) -> str:
 
 
 def _check(head: Mapping[str, Any], tail: Mapping[str, Any]) -> None:
-    # The envelope's own keys are the writer's: an audit that sets them would write its own findings.
+    # The envelope's own keys are the writer's: an audit that sets them would write its own verdict.
     for fields in (head, tail):
-        taken = {"schema", FINDINGS} & set(fields)
+        taken = set(ENVELOPE) & set(fields)
         if taken:
             raise ValueError(f"the report envelope writes {sorted(taken)} itself")
     both = set(head) & set(tail)

@@ -51,7 +51,8 @@ def totals(result: CoverageResult) -> dict[str, int]:
     return {c.value: counts[c] for c in Coverage}
 
 
-def coverage_document(result: CoverageResult) -> dict[str, Any]:
+def coverage_document(result: CoverageResult, *, exit_code: int, failing: int | None = None) -> dict[str, Any]:
+    """coverage.json: the merge's envelope (`exit_code` and `failing` as the command decides them) and its tables."""
     head = {
         "runners": list(result.runners),
         "reports": [
@@ -75,7 +76,9 @@ def coverage_document(result: CoverageResult) -> dict[str, Any]:
             for e in result.entries
         ],
     }
-    return json_document(JsonReport(schema=COVERAGE_SCHEMA, findings=result.findings, head=head, tail=tail))
+    return json_document(
+        JsonReport(schema=COVERAGE_SCHEMA, findings=result.findings, exit_code=exit_code, head=head, tail=tail, failing=failing)
+    )
 
 
 _SHORT = {

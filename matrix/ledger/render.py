@@ -82,13 +82,20 @@ def _json_head(report: LedgerReport) -> dict[str, Any]:
         "processes": report.processes,
         "records": report.records,
         "runners": [{**asdict(s), "statuses": dict(s.statuses)} for s in report.runners],
-        "counts": {k.value: len(report.of_kind(k)) for k in Kind},
-        "exit_code": report.exit_code,
     }
 
 
 def to_json(report: LedgerReport) -> str:
-    return json_report(JsonReport(schema=SCHEMA, findings=report.findings, head=_json_head(report)))
+    return json_report(
+        JsonReport(
+            schema=SCHEMA,
+            findings=report.findings,
+            exit_code=report.exit_code,
+            head=_json_head(report),
+            counts={k.value: len(report.of_kind(k)) for k in Kind},
+            failing=len(report.failing),
+        )
+    )
 
 
 def to_markdown(report: LedgerReport) -> str:

@@ -119,14 +119,17 @@ class _Evaluator:
         self.names: dict[int, ModuleNames] = {}
 
     def evaluate(self, applied: AppliedGuard, entry: ScheduleEntry, profile: str) -> Evaluation:
-        key = (id(applied.guard), id(applied.names), profile, entry.env, entry.container)
+        return self.evaluate_on(applied, entry, self.profiles[profile])
+
+    def evaluate_on(self, applied: AppliedGuard, entry: ScheduleEntry, runner: RunnerProfile) -> Evaluation:
+        key = (id(applied.guard), id(applied.names), runner.name, entry.env, entry.container)
         found = self.cache.get(key)
         if found is None:
             guard, names = self._rewrite(applied)
             # The job's environment is what its entry sets; a variable no CI file mentions is unset there (an opt-in
             # such as `LIGER_KERNEL_IMPL == "cutile"` that no job gives never holds).
             facts = RunnerFacts(
-                profile=self.profiles[profile],
+                profile=runner,
                 installed=self.installed,
                 env=entry.env_map,
                 env_closed=True,
@@ -220,10 +223,30 @@ def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Eva
     return _RunnerVerdict(profile=profile, skips=Tri.UNKNOWN if unknown else Tri.FALSE)
 
 
-def _unprofiled_verdict(item: TestItem, entry: ScheduleEntry) -> _RunnerVerdict:
+# Two machines as unlike as a runner can be: a guard on an entry whose runner has no profile is judged on both,
+# and its answer kept only when it is the same on both and no fact of the machine decided it (only the job's
+# environment, which the entry gives, or nothing at all).
+_UNPROFILED = (
+    RunnerProfile(name="(no profile: no GPU)", gpus=0, capability=None),
+    RunnerProfile(
+        name="(no profile: eight GPUs)",
+        gpus=8,
+        capability=(12, 0),
+        device_name="(any)",
+        in_ci=True,
+        amd_ci=True,
+        cuda="99.0",
+        host_arch="aarch64",
+    ),
+)
+_MACHINE_FREE = frozenset({"env"})
+
+
+def _unprofiled_verdict(item: TestItem, entry: ScheduleEntry, evaluator: _Evaluator) -> _RunnerVerdict:
     """An entry whose runner has no profile: a known runner (a label pack's ROCm, XPU or macOS host) runs a test
     without guards; a guard made only of unconditional skips (`mark.skip`) skips there as anywhere, since it reads
-    no runner fact; anything else there is unknown."""
+    no runner fact, and so does one that only the job's environment decides (an opt-in variable the job does not
+    set); anything else there is unknown."""
     where = ", ".join(entry.other_runners) or ", ".join(entry.labels) or "(no runs-on)"
     for applied in item.guards:
         conditions = applied.guard.conditions
@@ -231,6 +254,12 @@ def _unprofiled_verdict(item: TestItem, entry: ScheduleEntry) -> _RunnerVerdict:
         if unconditional and applied.guard.kind is not GuardKind.EARLY_RETURN:
             evaluation = Evaluation(skips=Tri.TRUE, steps=("unconditional skip",))
             return _RunnerVerdict(profile=where, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
+    for applied in item.guards:
+        if applied.guard.kind is GuardKind.EARLY_RETURN:
+            continue
+        both = [evaluator.evaluate_on(applied, entry, runner) for runner in _UNPROFILED]
+        if all(e.skips is Tri.TRUE and set(e.deciding) <= _MACHINE_FREE for e in both):
+            return _RunnerVerdict(profile=where, skips=Tri.TRUE, guard=applied, evaluation=both[0])
     runs = bool(entry.other_runners) and not item.guards
     return _RunnerVerdict(profile=where, skips=Tri.FALSE if runs else Tri.UNKNOWN)
 
@@ -303,7 +332,7 @@ class SuiteAuditor:
             for s in chosen:
                 assumptions.extend(a for a in (*s.entry.assumptions, *s.assumptions) if a not in assumptions)
             verdicts = [self._verdict(item, s, p) for s in chosen for p in s.entry.profiles]
-            verdicts += [_unprofiled_verdict(item, s.entry) for s in chosen if not s.entry.profiles]
+            verdicts += [self._unprofiled(item, s) for s in chosen if not s.entry.profiles]
             # No verdict at all: every entry that selects it names runners no profile knows; nothing is certain.
             if verdicts and all(v.skips is Tri.TRUE for v in verdicts):
                 if len({v.guard.guard.line for v in verdicts if v.guard is not None}) > 1:
@@ -371,6 +400,7 @@ class SuiteAuditor:
         for item in test_file.tests:
             chosen = [s for s in (selects(e, i, item, ignores, found) for e, i, found in pairs) if s is not None]
             verdicts = [self._verdict(item, s, p) for s in chosen for p in s.entry.profiles]
+            verdicts += [self._unprofiled(item, s) for s in chosen if not s.entry.profiles]
             if not chosen:
                 out[item.nodeid] = ItemOutcome.NOT_SELECTED
             elif verdicts and all(v.skips is Tri.TRUE for v in verdicts):
@@ -380,6 +410,10 @@ class SuiteAuditor:
             else:
                 out[item.nodeid] = ItemOutcome.UNDETERMINED
         return out
+
+    def _unprofiled(self, item: TestItem, selected: Selected) -> _RunnerVerdict:
+        verdict = _unprofiled_verdict(item, selected.entry, self.evaluator)
+        return replace(verdict, skips=Tri.UNKNOWN) if selected.skips_unsure and verdict.skips is Tri.TRUE else verdict
 
     def _verdict(self, item: TestItem, selected: Selected, profile: str) -> _RunnerVerdict:
         verdict = _verdict(item, selected.entry, profile, self.evaluator)

@@ -74,7 +74,6 @@ def to_json(report: PytestAuditReport, gate: Gate | None = None, *, exit_code: i
         "undetermined": report.undetermined,
         "undetermined_unread": report.unread_only,
         "runners": list(report.runners),
-        "counts": {k.value: {c.value: n for c, n in report.class_counts(k).items()} for k in _SHOWN},
     }
     tail: dict[str, Any] = {
         "unread": [{"origin": str(u.origin), "reason": u.reason} for u in report.unread],
@@ -82,12 +81,21 @@ def to_json(report: PytestAuditReport, gate: Gate | None = None, *, exit_code: i
             {"origin": str(u.origin), "label": u.label, "nearest": list(u.nearest)} for u in report.unknown_labels
         ],
         "assumptions": list(report.assumptions),
-        "exit_code": exit_code if exit_code is not None else gate.exit_code if gate is not None else report.exit_code,
     }
     if gate is not None and gate.with_baseline:
         tail["baseline"] = baseline_doc(gate)
     findings = [p.finding for p in report.findings]
-    return json_report(JsonReport(schema=SCHEMA, findings=findings, head=head, tail=tail, shape=_shape(report))) + "\n"
+    document = JsonReport(
+        schema=SCHEMA,
+        findings=findings,
+        exit_code=exit_code if exit_code is not None else gate.exit_code if gate is not None else report.exit_code,
+        head=head,
+        tail=tail,
+        shape=_shape(report),
+        counts={k.value: {c.value: n for c, n in report.class_counts(k).items()} for k in _SHOWN},
+        failing=len(gate.new_errors) if gate is not None else None,  # the findings hold the baselined ones too
+    )
+    return json_report(document) + "\n"
 
 
 def _row(cells: Sequence[str]) -> str:

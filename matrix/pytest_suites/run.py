@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import multiprocessing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from matrix.pytest_suites.config import read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.packs import builtin_packs
 from matrix.pytest_suites.rules import discover
+from matrix.pytest_suites.workers import CollectingWorkers, can_fork
 from matrix.schedule.load import MAX_SOURCE_BYTES, load_schedule
 from matrix.schedule.model import PytestSelection, Schedule
 from matrix.schedule.pytest_command import PytestCommandReader
@@ -40,10 +40,9 @@ def has_workflows(root: Path) -> bool:
     return (root / ".github" / "workflows").is_dir()
 
 
-def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> tuple[Schedule, dict[str, str]]:
-    """Every schedule the inputs name (the checkout's GitHub workflows, declared files, Buildkite test areas),
-    and the declared marker conditions."""
-    schedule = load_schedule(
+def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> Schedule:
+    """Every schedule the inputs name: the checkout's GitHub workflows, declared files, Buildkite test areas."""
+    return load_schedule(
         inputs.root,
         profiles,
         (PytestCommandReader(),),
@@ -52,7 +51,6 @@ def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
         schedule_files=inputs.schedule_files,
         buildkite_files=inputs.buildkite_files,
     )
-    return schedule, declared_markers(inputs.schedule_files)
 
 
 # The texts a SourceLoader keeps (characters); past it files are read again when asked again.
@@ -105,16 +103,6 @@ class SourceLoader:
         return self.problems.get(path)
 
 
-_STATE: dict[str, object] = {}
-
-
-def _audit_path(path: str) -> tuple[str, FileAudit]:
-    collector = _STATE["collector"]
-    auditor = _STATE["auditor"]
-    assert isinstance(collector, Collector) and isinstance(auditor, SuiteAuditor)
-    return path, auditor.audit_file(collector.collect(path))
-
-
 def invocations(root: Path, schedule: Schedule) -> list[Invocation]:
     """Each pytest entry's command as pytest reads it in this checkout (configuration, addopts, PYTEST_ADDOPTS)."""
     out: list[Invocation] = []
@@ -142,42 +130,51 @@ def run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: i
 
 def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: int) -> PytestAuditReport:
     config = read_pytest_config(inputs.root)  # a configuration file pytest cannot read is one line, first
-    schedule, markers = read_schedule(inputs, profiles)
+    markers = declared_markers(inputs.schedule_files)
     for marker, text in markers.items():
         try:
             ast.parse(text, mode="eval")
         except (SyntaxError, ValueError, RecursionError):
             raise ConfigError(f"marker {marker!r}: condition does not parse: {text!r}") from None
     load = SourceLoader(inputs.root)
-    _STATE["collector"] = collector = Collector(load, config, builtin_packs(), markers)
+    collector = Collector(load, config, builtin_packs(), markers)
     collector.problem = load.problem
-    read = invocations(inputs.root, schedule)
-    paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
-    conftests = unparsed(collector, sorted({c for p in paths for c in collector.conftest_chain(p)}))
-    read = with_collection_errors(read, conftests, collector.conftest_ignores)
-    _STATE["auditor"] = auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
     # Collection allocates millions of acyclic syntax-tree nodes that reference counting frees: the cyclic
     # collector's passes over them free nothing, so it is off while files are collected (the workers inherit
-    # that), as in the guard audit's workers (guards/tree.py).
+    # that), as in the guard audit's workers (registered_suite/tree.py).
     was_enabled = gc.isenabled()
     gc.disable()
+    workers: CollectingWorkers | None = None
     try:
-        if jobs > 1 and len(paths) > 1 and "fork" in multiprocessing.get_all_start_methods():
-            # Largest files first so the workers finish together; fork shares the schedule and packs.
-            ordered = sorted(paths, key=lambda p: -_size(inputs.root / p))
-            with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                done = dict(pool.imap_unordered(_audit_path, ordered, chunksize=2))
+        if jobs > 1 and can_fork():
+            # pytest's own discovery (testpaths, else the rootdir) is known before the schedule: the workers start
+            # on it while the workflows are read.
+            early = discover(inputs.root, config)
+            if len(early) > 1:
+                sizes = {p: _size(inputs.root / p) for p in early}
+                workers = CollectingWorkers(
+                    jobs, collector=collector, early=early, sizes=sizes, profiles=profiles, installed=inputs.installed
+                )
+        schedule = read_schedule(inputs, profiles)
+        read = invocations(inputs.root, schedule)
+        paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
+        conftests = unparsed(collector, sorted({c for p in paths for c in collector.conftest_chain(p)}))
+        read = with_collection_errors(read, conftests, collector.conftest_ignores)
+        auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
+        if workers is not None:
+            done = workers.audit(paths, schedule, read)
         else:
-            done = dict(_audit_path(p) for p in paths)
+            done = {p: auditor.audit_file(collector.collect(p)) for p in paths}
         # A test file that does not parse stops the commands that collect it: audited again with that known (rare).
         unread = [p for p in paths if any(f.finding.kind is GuardFindingKind.UNPARSABLE for f in done[p].findings)]
         torn = unparsed(collector, unread)
         again = with_collection_errors(read, torn, collector.conftest_ignores)
         if again != read:
-            _STATE["auditor"] = auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, again)
-            done = dict(_audit_path(p) for p in paths)
+            auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, again)
+            done = {p: auditor.audit_file(collector.collect(p)) for p in paths}
     finally:
-        _STATE.clear()
+        if workers is not None:
+            workers.close()
         if was_enabled:
             gc.enable()
     broken = [_at_line(auditor.audit_file(TestFile(path=c.path, tests=(), error=c.why)), c.line) for c in conftests]
@@ -187,7 +184,7 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
 def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> tuple[dict[str, ItemOutcome], tuple[str, ...]]:
     """Every collected test's outcome (node id -> outcome) and the files that could not be read or parsed."""
     config = read_pytest_config(inputs.root)
-    schedule, markers = read_schedule(inputs, profiles)
+    schedule, markers = read_schedule(inputs, profiles), declared_markers(inputs.schedule_files)
     load = SourceLoader(inputs.root)
     collector = Collector(load, config, builtin_packs(), markers)
     collector.problem = load.problem

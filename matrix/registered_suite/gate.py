@@ -143,11 +143,18 @@ def json_of(report: GuardReport, gate: Gate | None = None, *, exit_code: int | N
         "test_files": report.test_files,
         "registered_files": report.registered_files,
         "runners": list(report.runners),
-        "counts": {k.value: v for k, v in report.counts().items()},
-        "exit_code": exit_code if exit_code is not None else report.exit_code if gate is None else gate.exit_code,
     }
     tail = {"baseline": baseline_doc(gate)} if gate is not None and gate.with_baseline else {}
-    return JsonReport(schema=REPORT_SCHEMA, findings=report.findings, head=head, tail=tail, shape=JSON_SHAPE)
+    return JsonReport(
+        schema=REPORT_SCHEMA,
+        findings=report.findings,
+        exit_code=exit_code if exit_code is not None else report.exit_code if gate is None else gate.exit_code,
+        head=head,
+        tail=tail,
+        shape=JSON_SHAPE,
+        counts={k.value: v for k, v in report.counts().items()},
+        failing=len(gate.new_errors) if gate is not None else None,  # the findings hold the baselined ones too
+    )
 
 
 # A finding's entry: its `finding_fields`, then the verdict fields every finding report carries.

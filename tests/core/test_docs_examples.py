@@ -2,7 +2,7 @@
 
 A ```console block with a `$ specmatrix ...` line is an example. Each `$ ` line is a command; the lines up to
 the next one are its expected stdout. A line that is exactly `...` stands for any number of lines (elided
-output). A block that cannot run here (it needs a GPU, the sglang tree or an earlier run) carries
+output). A command line ending in `# exit N` states its exit status, which is checked too. A block that cannot run here (it needs a GPU, the sglang tree or an earlier run) carries
 `<!-- example: not run (why) -->` on the line before its fence. docs/architecture.md ("Docs that are tested")
 describes the convention.
 """
@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```console\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
 NOT_RUN = re.compile(r"<!-- example: not run \((?P<why>[^)]+)\) -->\s*$")
 ELIDED = "..."
+EXIT = re.compile(r"#\s*exit (?P<code>\d+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -88,13 +89,20 @@ def all_examples() -> list[Example]:
 EXAMPLES = all_examples()
 
 
-def run_command(line: str) -> str:
+def stated_exit(line: str) -> int | None:
+    """The exit status a command line states with a trailing `# exit N`, if it states one."""
+    found = EXIT.search(line)
+    return int(found.group("code")) if found else None
+
+
+def run_command(line: str) -> tuple[str, int]:
+    """What the command prints on stdout, and its exit status."""
     argv = shlex.split(line, comments=True)
     assert argv[0] == "specmatrix", f"only specmatrix commands run here: {line}"
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(io.StringIO()):
-        main(argv[1:])
-    return buffer.getvalue()
+        code = main(argv[1:])
+    return buffer.getvalue(), code
 
 
 @pytest.fixture
@@ -114,8 +122,11 @@ def test_the_docs_hold_runnable_examples() -> None:
 @pytest.mark.parametrize("example", [e for e in EXAMPLES if not e.not_run], ids=lambda e: e.where)
 def test_example_output_is_current(example: Example, in_repo: None) -> None:
     for command, expected in example.commands:
-        actual = run_command(command).splitlines()
+        printed, code = run_command(command)
+        actual = printed.splitlines()
         assert matches(expected, actual), f"{example.where}: `{command}` printed:\n" + "\n".join(actual)
+        stated = stated_exit(command)
+        assert stated in (None, code), f"{example.where}: `{command}` exits {code}, the doc says {stated}"
 
 
 @pytest.mark.parametrize("example", [e for e in EXAMPLES if e.not_run], ids=lambda e: e.where)
@@ -151,12 +162,19 @@ def test_parsing_finds_commands_outputs_and_markers() -> None:
 def test_a_current_example_passes_and_a_stale_one_fails(in_repo: None) -> None:
     (example, _) = examples_of(DOC, "doc.md")
     command, expected = example.commands[0]
-    actual = run_command(command).splitlines()
+    actual = run_command(command)[0].splitlines()
     assert matches(expected, actual)
     stale = [line.replace("sm100", "sm90") for line in expected]
     assert not matches(stale, actual)
     assert not matches([*expected, "one line more"], actual)
     assert not matches(expected[:1], actual)  # output cut short without a `...`
+
+
+def test_a_stated_exit_status_is_checked(in_repo: None) -> None:
+    assert stated_exit("specmatrix cells --runner nowhere   # exit 2") == 2
+    assert stated_exit("specmatrix cells   # every cell") is None
+    assert run_command("specmatrix cells --runner nowhere   # exit 2")[1] == 2
+    assert run_command("specmatrix runners   # exit 0")[1] == 0
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import io
 import json
 import sys
 import tempfile
+import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from matrix.cli.guards import render as guards_render
 from matrix.core import json_report as json_report_module
 from matrix.core.baseline import stamped
 from matrix.core.finding import Finding, Severity, Tool, spec_of
-from matrix.core.json_report import CORE, JsonReport, Shape, finding_entry, json_document, json_report
+from matrix.core.json_report import CORE, ENVELOPE, JsonReport, Shape, finding_entry, json_document, json_report
 from matrix.core.output import finding_doc
 from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo, write_report
 from matrix.guards.model import GuardFindingKind, GuardReport, finding_fields, guard_finding
@@ -56,16 +57,29 @@ def guard(reason: str = "why", kind: GuardFindingKind = GuardFindingKind.SILENT_
     return found
 
 
-def test_the_envelope_is_schema_head_findings_tail_in_that_order() -> None:
-    findings = [guard(), guard(kind=GuardFindingKind.UNPARSABLE)]
-    doc = json_document(JsonReport(schema="s/1", findings=findings, head={"root": "r", "n": 2}, tail={"exit_code": 1}))
-    assert list(doc) == ["schema", "root", "n", "findings", "exit_code"]
+def test_the_envelope_is_schema_tool_head_verdict_findings_tail_in_that_order() -> None:
+    findings = [guard(), guard(kind=GuardFindingKind.UNDETERMINED), guard()]
+    report = JsonReport(schema="s/1", findings=findings, exit_code=1, head={"root": "r", "n": 2}, tail={"after": 1})
+    doc = json_document(report)
+    assert list(doc) == ["schema", "tool", "root", "n", "counts", "exit_code", "failing", "findings", "after"]
     assert doc["schema"] == "s/1"
+    assert doc["tool"] == {"name": "specmatrix", "version": matrix.__version__}
+    assert doc["counts"] == {"silent-skip": 2, "undetermined": 1}  # by default, the findings per kind
+    assert (doc["exit_code"], doc["failing"]) == (1, sum(f.failing for f in findings))
+    assert doc["failing"] == 2  # silent-skip fails, undetermined does not (its KindSpec)
     assert doc["findings"] == [finding_doc(f) for f in findings]
-    assert (
-        json.loads(json_report(JsonReport(schema="s/1", findings=findings, head={"root": "r", "n": 2}, tail={"exit_code": 1})))
-        == doc
-    )
+    assert json.loads(json_report(report)) == doc
+
+
+def test_an_audits_own_counts_and_a_gates_failing_replace_the_defaults() -> None:
+    report = JsonReport(schema="s/1", findings=[guard()], exit_code=0, counts={"silent-skip": {"x": 1}}, failing=0)
+    doc = json_document(report)
+    assert (doc["counts"], doc["exit_code"], doc["failing"]) == ({"silent-skip": {"x": 1}}, 0, 0)
+
+
+def test_the_version_the_json_names_is_the_distributions() -> None:
+    with (PACKAGE.parent / "pyproject.toml").open("rb") as stream:
+        assert tomllib.load(stream)["project"]["version"] == matrix.__version__
 
 
 def test_an_audits_own_fields_are_followed_by_the_verdict_the_kind_decides() -> None:
@@ -81,17 +95,17 @@ def test_an_audits_own_fields_are_followed_by_the_verdict_the_kind_decides() -> 
         assert entry["fingerprint"] == f.fingerprint != ""
 
 
-@pytest.mark.parametrize("key", ["schema", "findings"])
+@pytest.mark.parametrize("key", ENVELOPE)
 def test_an_audit_cannot_set_the_envelopes_own_keys(key: str) -> None:
     with pytest.raises(ValueError, match="writes"):
-        json_report(JsonReport(schema="s/1", findings=[], head={key: []}))
+        json_report(JsonReport(schema="s/1", findings=[], exit_code=0, head={key: []}))
     with pytest.raises(ValueError, match="writes"):
-        json_document(JsonReport(schema="s/1", findings=[], tail={key: []}))
+        json_document(JsonReport(schema="s/1", findings=[], exit_code=0, tail={key: []}))
 
 
 def test_a_field_both_before_and_after_the_findings_is_refused() -> None:
     with pytest.raises(ValueError, match="both"):
-        json_report(JsonReport(schema="s/1", findings=[], head={"a": 1}, tail={"a": 2}))
+        json_report(JsonReport(schema="s/1", findings=[], exit_code=0, head={"a": 1}, tail={"a": 2}))
 
 
 VALUES = st.one_of(
@@ -110,15 +124,13 @@ VALUES = st.one_of(
 @given(
     reasons=st.lists(st.text(), max_size=3),
     extra=st.dictionaries(st.text(max_size=4), VALUES, max_size=3),
-    head=st.dictionaries(st.sampled_from(["root", "runners", "counts"]), VALUES, max_size=3),
+    head=st.dictionaries(st.sampled_from(["root", "runners", "ok"]), VALUES, max_size=3),
 )
 def test_the_text_is_json_dumps_of_the_document(reasons: list[str], extra: dict[str, Any], head: dict[str, Any]) -> None:
     findings = [guard(r) for r in reasons]
     for shape in (CORE, Shape(fields=lambda f: {**finding_fields(f), **extra})):
-        doc = json_document(JsonReport(schema="s/1", findings=findings, head=head, tail={"exit_code": 0}, shape=shape))
-        assert json_report(
-            JsonReport(schema="s/1", findings=findings, head=head, tail={"exit_code": 0}, shape=shape)
-        ) == json.dumps(doc, indent=2)
+        report = JsonReport(schema="s/1", findings=findings, exit_code=0, head=head, tail={"after": extra}, shape=shape)
+        assert json_report(report) == json.dumps(json_document(report), indent=2)
 
 
 # --- every finding command's JSON goes through the one writer ---------------------------------------------------
@@ -188,6 +200,35 @@ def test_every_finding_commands_json_is_written_by_the_one_writer(command: str, 
     after = _findings_of(json.loads(COMMANDS[command]()))
     assert [f.pop("marked") for f in after] == [True] * len(before)
     assert after == before
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_finding_commands_json_has_the_one_envelope(command: str) -> None:
+    doc = json.loads(COMMANDS[command]())
+    assert [k for k in doc if k in ENVELOPE] == list(ENVELOPE), command
+    assert doc["failing"] == sum(f["failing"] for f in doc["findings"])
+    assert doc["exit_code"] == (1 if doc["failing"] else 0)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["gaps", ".", "--format", "json"],
+        ["coverage", "docs/results/h200x1-grouped-cold.json", "--no-heatmap", "--format", "json", "--out"],
+    ],
+    ids=["gaps", "coverage"],
+)
+def test_the_cell_audits_json_has_the_one_envelope(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matrix.cli.main import main
+
+    monkeypatch.chdir(PACKAGE.parent)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main([*argv, str(tmp_path)] if argv[-1] == "--out" else argv)
+    doc = json.loads(out.getvalue())
+    assert [k for k in doc if k in ENVELOPE] == list(ENVELOPE)
+    assert (doc["exit_code"], doc["failing"]) == (code, sum(f["failing"] for f in doc["findings"]))
+    assert doc["tool"]["version"] == matrix.__version__
 
 
 # Modules that hold a `findings` key that is not a finding report's JSON: the run report as a test session stores it

@@ -69,3 +69,28 @@ def test_a_summary_puts_each_block_in_a_collapsed_table_between_head_and_tail() 
         "",
         "end",
     ]
+
+
+def test_the_plugins_terminal_summary_words_its_findings_through_the_text_writer(monkeypatch) -> None:
+    """A finding line the writer did not write shows here: the summary would then have formatted it itself."""
+    from matrix.audit import reports
+    from matrix.audit.findings import cell_findings
+    from matrix.core.report import CellResult, CellStatus, Report, RunnerInfo
+
+    cells = tuple(
+        CellResult(
+            nodeid=f"t.py::test[{n}]", cell="c", test="t.py::test", expected="run", rule=None, reason="why",
+            status=CellStatus.SKIPPED_UNEXPECTED, skip_reason="no\nGPU",
+        )
+        for n in range(3)
+    )  # fmt: skip
+    report = Report(
+        matrix="m", runner=RunnerInfo(name="4-gpu-b200", gpus=4, capability=(10, 0)), versions={},
+        detection_overridden=False, created="2026-07-01", cells=cells, findings=tuple(cell_findings(list(cells))),
+    )  # fmt: skip
+    before = [line.text for line in reports.summary_lines(report, []) if "t.py::test[" in line.text]
+    assert len(before) == 3 and all("no\\nGPU" in line for line in before)  # escaped once, by the writer
+    real = reports.text_report
+    monkeypatch.setattr(reports, "text_report", lambda view, fs, **kw: real(view, fs, **kw).replace("t.py", "T.PY"))
+    after = [line.text for line in reports.summary_lines(report, []) if "::test[" in line.text]
+    assert after == [line.replace("t.py", "T.PY") for line in before]

@@ -453,3 +453,57 @@ def test_collection_hooks_that_skip_by_marker(audit: Audit, tmp_path: Path, orac
     assert tuple(v for v, s in zip(verdicts, said, strict=True) if s != "undetermined") == tuple(
         s for s in said if s != "undetermined"
     )
+
+
+OPT_IN_WORKFLOW = """\
+on: [pull_request]
+jobs:
+  rocm:
+    runs-on: linux-mi300-gpu-1
+    steps:
+      - run: {command}
+"""
+OPT_IN_TEST = """\
+import os
+
+import pytest
+import torch
+
+pytestmark = [
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU"),
+    pytest.mark.skipif(os.environ.get("TILE_IMPL", "") != "tile", reason="opt-in"),
+]
+
+
+def test_routes():
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "skips"),
+    [
+        pytest.param("python -m pytest t", True, id="no-job-sets-it"),
+        pytest.param("TILE_IMPL=tile python -m pytest t", False, id="the-job-sets-it"),
+        pytest.param("TILE_IMPL=other python -m pytest t", True, id="the-job-sets-another-value"),
+    ],
+)
+def test_an_opt_in_variable_decides_on_a_runner_with_no_profile(audit: Audit, command: str, skips: bool) -> None:
+    """A label pack's ROCm runner has no profile, so the GPU guard is unknown there; the opt-in guard reads only
+    the job's environment, which the entry gives: when the job does not set the value, the test skips there."""
+    files = {"t/test_m.py": OPT_IN_TEST, ".github/workflows/ci.yml": OPT_IN_WORKFLOW.format(command=command)}
+    report = audit(files)
+    found = _skipping(report)
+    assert found == ({"t/test_m.py::test_routes"} if skips else set())
+    assert report.undetermined == (0 if skips else 1)
+    if skips:
+        (finding,) = report.of_kind(GuardFindingKind.SILENT_SKIP)
+        assert "TILE_IMPL" in finding.finding.message
+
+
+def test_a_machine_fact_on_a_runner_with_no_profile_stays_undetermined(audit: Audit) -> None:
+    """Only a guard no machine fact decides is judged there: `device_count() < 2` is not."""
+    source = "import pytest\nimport torch\n\n\n@pytest.mark.skipif(torch.cuda.device_count() < 2, reason='two')\ndef test_x():\n    pass\n"
+    files = {"t/test_m.py": source, ".github/workflows/ci.yml": OPT_IN_WORKFLOW.format(command="python -m pytest t")}
+    report = audit(files)
+    assert not report.findings and report.undetermined == 1
