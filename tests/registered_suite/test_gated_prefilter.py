@@ -25,6 +25,8 @@ PIECES = st.sampled_from(
         "is_in_ci_x",
         "environ",
         "os.environ",
+        "xenviron",
+        "_getenv",
         "getenv",
         "get_bool_env_var",
         "is_in_amd_ci",
@@ -49,4 +51,5 @@ def test_examples() -> None:
     assert _gates("x = 1\nelif os.environ.get('A'):\n")
     assert not _gates("x = is_in_ci()\nif x:\n    assert y\n")
     assert not _gates("if_ready = getenv('A')\n")
+    assert not _gates("if xenviron or self._getenv:\n")  # a name inside a longer word is not the name
     assert not _gates("if ready:\n    y = is_in_ci_now\n")
