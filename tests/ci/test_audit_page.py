@@ -3,20 +3,17 @@ kept line, ci/pytest_audit_sample.py replaces one sample section. Each must keep
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
+
+from tests.ci_scripts import ci_script
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "pytest-audit.md"
 
 
 def script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, REPO / "ci" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ci_script(name)
 
 
 def test_the_sample_sections_lie_below_the_line_the_flashinfer_page_keeps() -> None:

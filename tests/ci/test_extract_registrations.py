@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import subprocess
@@ -14,17 +13,15 @@ from types import ModuleType
 
 import pytest
 
+from tests.ci_scripts import ci_script
+
 ROOT = Path(__file__).resolve().parents[2]
 EXTRACT = ROOT / "ci" / "extract_registrations.py"
 DATA = ROOT / "ci" / "data" / "sglang-registrations-2026-07.json"
 
 
 def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"specmatrix_ci_{name}", ROOT / "ci" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ci_script(name)
 
 
 BENCH = _load("bench_shards")

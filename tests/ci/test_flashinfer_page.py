@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from tests.ci_scripts import ci_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,10 +23,7 @@ def test_everywhere():
 
 
 def test_the_page_lists_a_silent_skip_of_a_small_checkout(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("pytest_audit_flashinfer", ROOT / "ci" / "pytest_audit_flashinfer.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = ci_script("pytest_audit_flashinfer")
     (tmp_path / "tree" / "tests").mkdir(parents=True)
     (tmp_path / "tree" / "tests" / "test_kernels.py").write_text(SUITE)
     out = tmp_path / "page.md"

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from matrix.core.selectors import select
+from tests.ci_scripts import ci_script
 
 from .conftest import run_cells
 
@@ -564,13 +565,7 @@ def test_plan_step_uses_checked_in_measured_durations(tmp_path, default_matrix, 
 
 
 def _gha_shard() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("specmatrix_gha_shard", ROOT / "ci" / "gha_shard.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ci_script("gha_shard")
 
 
 @pytest.mark.parametrize("fork", [True, False], ids=["fork-server", "plain"])

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+
+from tests.ci_scripts import ci_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
@@ -14,11 +15,7 @@ DOC = ROOT / "docs" / "architecture.md"
 
 @pytest.fixture(scope="module")
 def tables():
-    spec = importlib.util.spec_from_file_location("module_tables", ROOT / "ci" / "module_tables.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ci_script("module_tables")
 
 
 def test_every_module_table_matches_the_code(tables):

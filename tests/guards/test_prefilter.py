@@ -5,7 +5,6 @@ of the fixture suite and of the benchmark's tree as the full look gives it."""
 from __future__ import annotations
 
 import bisect
-import importlib.util
 import random
 import re
 from pathlib import Path
@@ -18,6 +17,7 @@ from matrix.guards import finder as finder_module
 from matrix.guards.model import GuardReport
 from matrix.guards.source import _LINE, SourceText
 from matrix.registered_suite import audit_tree
+from tests.ci_scripts import ci_script
 
 from .conftest import FIXTURE_SUITE
 
@@ -25,11 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench_module():
-    spec = importlib.util.spec_from_file_location("specmatrix_ci_bench_guards", ROOT / "ci" / "bench_guards.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ci_script("bench_guards")
 
 
 def regex_marks(text: str, words: list[str], exact: tuple[str, ...]) -> list[int]:

@@ -3,13 +3,13 @@ those workflows (ci/check_ao_schedule.py): a declared file no workflow on the de
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 from pathlib import Path
 from types import ModuleType
 
 from matrix.schedule.declared import parse_declared
 from matrix.schedule.load import TreeLoader
+from tests.ci_scripts import ci_script
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,11 +30,7 @@ WORKFLOW = textwrap.dedent(
 
 
 def checker() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_ao_schedule", REPO / "ci" / "check_ao_schedule.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ci_script("check_ao_schedule")
 
 
 def entry(labels: list[str], files: str) -> dict[str, object]:

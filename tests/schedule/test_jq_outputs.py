@@ -4,7 +4,6 @@ not run; the declared-schedule check against such a matrix. Every fixture is wri
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import textwrap
 from pathlib import Path
@@ -15,6 +14,7 @@ from matrix.schedule.declared import parse_declared
 from matrix.schedule.jq_outputs import job_outputs, step_outputs
 from matrix.schedule.load import all_readers, load_schedule
 from matrix.schedule.model import PytestSelection
+from tests.ci_scripts import ci_script
 
 RUNNERS = load_runners()
 REPO = Path(__file__).resolve().parents[2]
@@ -96,11 +96,7 @@ def test_a_value_from_the_run_keeps_the_output_unknown() -> None:
 
 
 def checker() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_flashinfer_schedule", REPO / "ci" / "check_flashinfer_schedule.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ci_script("check_flashinfer_schedule")
 
 
 def test_the_declared_schedule_check_names_a_stale_entry(tmp_path: Path) -> None:
