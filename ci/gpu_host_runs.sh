@@ -70,6 +70,17 @@ host_server_wait() {
   echo "server-up  since_start_ms=$(( ($(date +%s%N) - HS0) / 1000000 )) ready=$([ -f "$S.json" ] && echo yes || echo no)" | tee -a "$R/steps.txt"
   cp "$S.json" "$R/fork-server-host.json" 2>/dev/null
 }
+# An A/B of warm runs through two host servers: the host's (as built) and a second one, `python3 -c CODE` (a patched
+# server; SOCKET in CODE stands for its socket, /tmp/specmatrix-NAME.sock); the matrix runs cold while both preload.
+ab_servers() {  # NAME CODE
+  rm -rf /tmp/jit-w; caches w
+  W=CUDA_VISIBLE_DEVICES=0; S2=/tmp/specmatrix-$1.sock; rm -f "$S2" "$S2.json"
+  host_server_bg
+  CUDA_VISIBLE_DEVICES=0 python3 -c "${2//SOCKET/$S2}" > "$R/server-$1.log" 2>&1 & SP2=$!
+  step cold 270 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
+  host_server_wait
+  for _ in $(seq 120); do [ -f "$S2.json" ] && break; sleep 0.25; done; cp "$S2.json" "$R/fork-server-$1.json" 2>/dev/null
+}
 case "$MODE" in
   x2)
     rm -rf /tmp/jit-x2; caches x2
@@ -225,13 +236,7 @@ case "$MODE" in
   freeze-host)  # GPU 0: cold with four workers while two host servers preload: the server as built (its heap frozen
     # before it forks) and the same server with gc.freeze made a no-op; warm runs alternate between them, then one
     # shard through ci/gha_shard.py --fork-server (the CI job's path)
-    rm -rf /tmp/jit-w; caches w
-    W=CUDA_VISIBLE_DEVICES=0; S2=/tmp/specmatrix-unfrozen.sock; rm -f "$S2" "$S2.json"
-    host_server_bg
-    CUDA_VISIBLE_DEVICES=0 python3 -c "import gc, sys; gc.freeze = lambda: None; from matrix.gpu.forkserver import main; sys.exit(main(['serve', '--socket', '$S2']))" > "$R/server-unfrozen.log" 2>&1 & SP2=$!
-    step cold 270 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
-    host_server_wait
-    for _ in $(seq 120); do [ -f "$S2.json" ] && break; sleep 0.25; done; cp "$S2.json" "$R/fork-server-unfrozen.json" 2>/dev/null
+    ab_servers unfrozen "import gc, sys; gc.freeze = lambda: None; from matrix.gpu.forkserver import main; sys.exit(main(['serve', '--socket', 'SOCKET']))"
     for k in 1 2 3; do
       step warm-frozen$k 75 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-frozen$k.json"
       [ $k -lt 3 ] && step warm-unfrozen$k 75 $W SPECMATRIX_FORK_SERVER=$S2 $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-unfrozen$k.json"
@@ -240,13 +245,7 @@ case "$MODE" in
     kill $SP $SP2 2>/dev/null ;;
   freeze-ab)  # GPU 0: cold with four workers while two host servers preload: the server as built and the same server
     # without freeze_preloaded_heap (the code before it); warm runs alternate between them (as many as the budget allows)
-    rm -rf /tmp/jit-w; caches w
-    W=CUDA_VISIBLE_DEVICES=0; S2=/tmp/specmatrix-asbefore.sock; rm -f "$S2" "$S2.json"
-    host_server_bg
-    CUDA_VISIBLE_DEVICES=0 python3 -c "import sys, matrix.gpu.forkserver as f; f.freeze_preloaded_heap = lambda: 0; sys.exit(f.main(['serve', '--socket', '$S2']))" > "$R/server-asbefore.log" 2>&1 & SP2=$!
-    step cold 270 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
-    host_server_wait
-    for _ in $(seq 120); do [ -f "$S2.json" ] && break; sleep 0.25; done; cp "$S2.json" "$R/fork-server-asbefore.json" 2>/dev/null
+    ab_servers asbefore "import sys, matrix.gpu.forkserver as f; f.freeze_preloaded_heap = lambda: 0; sys.exit(f.main(['serve', '--socket', 'SOCKET']))"
     for k in 1 2; do
       step warm-frozen$k 60 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-frozen$k.json"
       step warm-asbefore$k 60 $W SPECMATRIX_FORK_SERVER=$S2 $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-asbefore$k.json"
