@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from matrix.core.errors import SpecmatrixError
 from matrix.core.model import RunnerProfile
 from matrix.pytest_suites.audit import FileAudit, SuiteAuditor
 from matrix.pytest_suites.collect import Collector, TestFile
@@ -28,8 +29,8 @@ from matrix.pytest_suites.packs import builtin_packs
 from matrix.schedule.model import Schedule
 
 
-class WorkerError(RuntimeError):
-    """A worker process stopped without its results (killed, or out of memory)."""
+class WorkerError(SpecmatrixError):
+    """A worker process stopped without its results (killed, or out of memory): one line and exit 2, no report."""
 
 
 def can_fork() -> bool:

@@ -69,6 +69,28 @@ def test_a_worker_that_dies_is_an_error_not_a_short_report(tmp_path: Path, monke
         _audit(tmp_path, 2)
 
 
+def test_the_command_says_a_dead_worker_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from matrix.cli.main import main
+
+    real = collect.Collector.collect
+
+    def dying(self: collect.Collector, path: str) -> collect.TestFile:
+        if path.endswith("test_4.py"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, path)
+
+    monkeypatch.setattr(collect.Collector, "collect", dying)
+    root = tmp_path / "repo"
+    write_tree(root, FILES)
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN, encoding="utf-8")
+    assert main(["pytest-audit", str(root), "--schedule-file", str(plan), "--jobs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a worker reading test files stopped (exit code -9)" in err
+
+
 def test_bad_input_read_while_the_workers_run_stops_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import multiprocessing
 
