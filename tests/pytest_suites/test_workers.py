@@ -56,32 +56,29 @@ def test_an_error_in_a_worker_is_raised_in_the_main_process(tmp_path: Path, monk
         _audit(tmp_path, 2)
 
 
-def test_a_worker_that_dies_is_an_error_not_a_short_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def dying(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker that takes tests/test_4.py is killed (SIGKILL) while it collects it."""
     real = collect.Collector.collect
 
-    def dying(self: collect.Collector, path: str) -> collect.TestFile:
+    def collect_or_die(self: collect.Collector, path: str) -> collect.TestFile:
         if path.endswith("test_4.py"):
             os.kill(os.getpid(), signal.SIGKILL)
         return real(self, path)
 
-    monkeypatch.setattr(collect.Collector, "collect", dying)
+    monkeypatch.setattr(collect.Collector, "collect", collect_or_die)
+
+
+@pytest.mark.usefixtures("dying")
+def test_a_worker_that_dies_is_an_error_not_a_short_report(tmp_path: Path) -> None:
     with pytest.raises(workers.WorkerError, match="stopped"):
         _audit(tmp_path, 2)
 
 
-def test_the_command_says_a_dead_worker_in_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.mark.usefixtures("dying")
+def test_the_command_says_a_dead_worker_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from matrix.cli.main import main
 
-    real = collect.Collector.collect
-
-    def dying(self: collect.Collector, path: str) -> collect.TestFile:
-        if path.endswith("test_4.py"):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real(self, path)
-
-    monkeypatch.setattr(collect.Collector, "collect", dying)
     root = tmp_path / "repo"
     write_tree(root, FILES)
     plan = tmp_path / "plan.toml"
