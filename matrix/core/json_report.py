@@ -19,6 +19,7 @@ real tree writes thousands.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,10 +83,7 @@ class JsonReport:
 
 def kind_counts(findings: Sequence[Finding]) -> dict[str, int]:
     """The findings per kind, kinds in name order."""
-    found: dict[str, int] = {}
-    for f in findings:
-        found[f.kind] = found.get(f.kind, 0) + 1
-    return dict(sorted(found.items()))
+    return dict(sorted(Counter(f.kind for f in findings).items()))
 
 
 def _envelope_head(report: JsonReport) -> dict[str, Any]:

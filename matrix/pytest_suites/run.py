@@ -149,12 +149,10 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
         if jobs > 1 and can_fork():
             # pytest's own discovery (testpaths, else the rootdir) is known before the schedule: the workers start
             # on it while the workflows are read.
-            early = discover(inputs.root, config)
+            # Largest first, so that the workers finish together.
+            early = sorted(discover(inputs.root, config), key=lambda p: -_size(inputs.root / p))
             if len(early) > 1:
-                sizes = {p: _size(inputs.root / p) for p in early}
-                workers = CollectingWorkers(
-                    jobs, collector=collector, early=early, sizes=sizes, profiles=profiles, installed=inputs.installed
-                )
+                workers = CollectingWorkers(jobs, collector=collector, early=early, profiles=profiles, installed=inputs.installed)
         schedule = read_schedule(inputs, profiles)
         read = invocations(inputs.root, schedule)
         paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])

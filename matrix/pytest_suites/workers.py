@@ -38,7 +38,8 @@ def can_fork() -> bool:
 
 
 class CollectingWorkers:
-    """`jobs` forked processes collecting `early` (repository-relative test files) from the moment they start."""
+    """`jobs` forked processes collecting `early` (repository-relative test files, in the order to take them) from
+    the moment they start."""
 
     def __init__(
         self,
@@ -46,20 +47,17 @@ class CollectingWorkers:
         *,
         collector: Collector,
         early: Sequence[str],
-        sizes: Mapping[str, int],
         profiles: Mapping[str, RunnerProfile],
         installed: frozenset[str],
     ):
         context = multiprocessing.get_context("fork")
-        ordered = sorted(early, key=lambda p: -sizes.get(p, 0))
-        self.early = frozenset(ordered)
-        counter: Any = context.Value("q", 0)
+        self.early = frozenset(early)
+        # The list and the collector reach each child by the fork itself; only the counter is shared memory.
+        shared = _Shared(collector=collector, early=early, counter=context.Value("q", 0), profiles=profiles, installed=installed)
         self.links: list[Connection] = []
         self.processes: list[Any] = []
         for _ in range(jobs):
             mine, theirs = context.Pipe()
-            # The list and the collector reach the child by the fork itself; only the counter is shared.
-            shared = _Shared(collector=collector, early=ordered, counter=counter, profiles=profiles, installed=installed)
             process = context.Process(target=_work, args=(shared, theirs), daemon=True)
             process.start()
             theirs.close()

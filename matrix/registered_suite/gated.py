@@ -24,7 +24,7 @@ from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, S
 _ENV_NAMES = frozenset({"is_in_ci", "is_in_amd_ci", "environ", "getenv", "get_bool_env_var"})
 # The leading `\b` is tested by hand on each occurrence (`_WORD`): written into the pattern, it makes the engine
 # try every position of the file (three times slower over sglang's registered suite).
-_NAME = re.compile(r"(?:is_in_(?:amd_)?ci|environ|getenv|get_bool_env_var)\b")
+_NAME = re.compile(rf"(?:{'|'.join(sorted(_ENV_NAMES))})\b")
 _WORD = re.compile(r"\w")
 _IF_START = re.compile(r"[ \t]*(?:el)?if\b")
 _CHECKS = re.compile(r"check|verify|validate|expect|compare|assert", re.IGNORECASE)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from matrix.cli.main import main
+from tests.core.test_docs_commands import doc_files
 
 REPO = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```console\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -81,7 +82,7 @@ def matches(expected: list[str] | tuple[str, ...], actual: list[str]) -> bool:
 
 def all_examples() -> list[Example]:
     out = []
-    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+    for path in doc_files():
         out += examples_of(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
     return out
 
