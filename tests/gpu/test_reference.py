@@ -77,3 +77,74 @@ def test_a_wrong_prefix_is_caught() -> None:
         rows.query, paged.k_slots, paged.v_slots, token_slots=paged.token_slots, requests=shifted, seq_lens=rows.seq_lens
     )
     assert float((good - bad).abs().max()) > 0.1
+
+
+def _per_row(query, k_slots, v_slots, token_slots, requests, seq_lens):  # type: ignore[no-untyped-def]
+    """One row at a time over its own length: what the reference computes, written the plain way."""
+    out = torch.zeros(query.shape, dtype=torch.float32)
+    for row in range(query.shape[0]):
+        n = int(seq_lens[row])
+        if n:
+            slots = token_slots[int(requests[row]), :n].long()
+            out[row] = _dense(query[row], k_slots[slots], v_slots[slots])
+    return out
+
+
+def _fixture(cell_id: str):  # type: ignore[no-untyped-def]
+    from matrix.gpu.paged import build_requests, expand_rows
+
+    case = draft_case(load_matrix().cell(cell_id))
+    paged = build_requests(case, case.max_bs, device="cpu")
+    return paged, expand_rows(paged)
+
+
+@pytest.mark.parametrize("cell_id", CELLS, ids=["bf16-page16", "bf16-page64", "fp8kv"])
+@pytest.mark.parametrize("chunk", [None, 1], ids=["one-block", "tiny-blocks"])
+def test_all_rows_at_once_match_one_row_at_a_time(cell_id: str, chunk: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Masked to each row's own length (a shorter row, an empty one, junk slots past the length): the same values."""
+    from matrix.gpu import reference
+
+    if chunk is not None:
+        monkeypatch.setattr(reference, "CHUNK_ELEMENTS", chunk)  # one row per block
+    paged, rows = _fixture(cell_id)
+    lens = rows.seq_lens.clone()
+    lens[1] = 3
+    lens[2] = 0
+    table = paged.token_slots.clone()
+    table[:, int(lens.max()) :] = paged.k_slots.shape[0] - 1  # past every length: a real slot that must not count
+    got = reference.reference_decode(
+        rows.query, paged.k_slots, paged.v_slots, token_slots=table, requests=rows.requests, seq_lens=lens
+    )
+    want = _per_row(rows.query, paged.k_slots, paged.v_slots, table, rows.requests, lens)
+    assert torch.allclose(got, want, atol=1e-5)
+    assert float(got[2].abs().max()) == 0.0
+
+
+def test_the_reference_reads_nothing_back_to_the_host() -> None:
+    """No `int(tensor)` / `.item()` per row: on a GPU each is a synchronisation, and four workers sharing one GPU
+    wait for each other's kernels at every one (red on a per-row loop: two reads a row)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from matrix.gpu.reference import reference_decode
+
+    class Reads(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.count = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            if func is torch.ops.aten._local_scalar_dense.default:
+                self.count += 1
+            return func(*args, **(kwargs or {}))
+
+    paged, rows = _fixture(CELLS[0])
+    with Reads() as reads:
+        reference_decode(
+            rows.query,
+            paged.k_slots,
+            paged.v_slots,
+            token_slots=paged.token_slots,
+            requests=rows.requests,
+            seq_lens=rows.seq_lens,
+        )
+    assert reads.count == 0
