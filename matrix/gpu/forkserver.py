@@ -75,7 +75,7 @@ def _recv_exact(conn: socket.socket, size: int) -> bytes:
     return bytes(chunks)
 
 
-def _become_worker(request: dict[str, object], fds: list[int]) -> int:
+def _become_worker(request: dict[str, object], fds: list[int], plugins: frozenset[str]) -> int:
     """In the forked child: take the client's descriptors, environment and directory, run `-c CODE` as python does."""
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
@@ -98,7 +98,7 @@ def _become_worker(request: dict[str, object], fds: list[int]) -> int:
     # pytest rewrites the asserts of every pytest plugin's distribution and refuses (a warning, an error under
     # -W error) a module imported before it starts: this package (imported to run the server) and any plugin a
     # preload pulled in (anyio, through transformers, on the H200) are imported afresh by the worker.
-    tops = plugin_packages() | {"matrix"}
+    tops = plugins | {"matrix"}
     for name in [m for m in sys.modules if m.partition(".")[0] in tops]:
         del sys.modules[name]
     sys.argv = ["-c", *argv[code_at + 1 :]]
@@ -109,7 +109,7 @@ def _become_worker(request: dict[str, object], fds: list[int]) -> int:
     return 0
 
 
-def _serve_one(conn: socket.socket, listener: socket.socket, children: set[int]) -> None:
+def _serve_one(conn: socket.socket, listener: socket.socket, children: set[int], plugins: frozenset[str]) -> None:
     msg, fds, _, _ = socket.recv_fds(conn, 8, 3)
     if len(msg) != 8 or len(fds) != 3:
         conn.close()
@@ -130,7 +130,7 @@ def _serve_one(conn: socket.socket, listener: socket.socket, children: set[int])
             listener.close()
             conn.close()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            code = _become_worker(request, fds)
+            code = _become_worker(request, fds, plugins)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:
@@ -208,6 +208,8 @@ def serve(path: str) -> int:
     if unsafe is not None:
         print(UNSAFE + json.dumps({"reason": unsafe, **summary}), flush=True)
         return 3
+    # Read once here, not in every worker: the distributions on the server's sys.path, which each forked worker keeps.
+    plugins = frozenset(plugin_packages())
     summary["frozen_objects"] = freeze_preloaded_heap()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -226,7 +228,7 @@ def serve(path: str) -> int:
     while True:
         conn, _ = listener.accept()
         try:
-            _serve_one(conn, listener, children)
+            _serve_one(conn, listener, children, plugins)
         except (ConnectionError, ValueError, OSError) as exc:
             print(f"fork server: a request failed: {exc}", file=sys.stderr, flush=True)
             conn.close()
