@@ -22,6 +22,8 @@
 #   bash ci/gpu_host_runs.sh freeze-host   # the full matrix cold, then warm runs through a frozen and an unfrozen server
 #   bash ci/gpu_host_runs.sh freeze-ab     # the full matrix cold, then warm runs through the server with and without the freeze
 #   bash ci/gpu_host_runs.sh freeze-final  # the full matrix cold, three warm runs through the host's server, a CI shard
+#   bash ci/gpu_host_runs.sh tree-ab       # the full matrix cold, then warm runs alternating this tree and an older one
+#                                          # (its copy in .ab/old: `git archive REV | tar -x -C .ab/old`), each with its server
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -265,7 +267,25 @@ case "$MODE" in
       --select 'draft-* target-*' --workers 4 --reports "$R/shard" --fork-server -- --matrix-workers-per-gpu 4
     grep -h '"frozen_objects"' "$R/fork-server-host.json"; grep -h "fork server:" "$R/shard.log" | cut -c1-300
     kill $SP 2>/dev/null ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small, fork-warm, fork-host, cell-profile, freeze-host, freeze-ab, freeze-final)"; exit 2 ;;
+  tree-ab)  # GPU 0: cold with four workers while two host servers preload, this tree's and the older tree's (.ab/old,
+    # run from its own directory with its own matrix package first on the path); warm runs alternate between the two
+    [ -d .ab/old/matrix ] || { echo "no .ab/old tree"; exit 2; }
+    rm -rf /tmp/jit-w; caches w
+    W=CUDA_VISIBLE_DEVICES=0; OLD=$PWD/.ab/old; S2=/tmp/specmatrix-old.sock; rm -f "$S2" "$S2.json"
+    OLDPATH="$OLD:${PYTHONPATH#"$PWD:"}"
+    host_server_bg
+    (cd "$OLD" && CUDA_VISIBLE_DEVICES=0 PYTHONPATH="$OLDPATH" python3 -m matrix.gpu.forkserver serve --socket "$S2") > "$R/server-old.log" 2>&1 & SP2=$!
+    step cold 270 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
+    host_server_wait
+    for _ in $(seq 240); do [ -f "$S2.json" ] && break; kill -0 $SP2 2>/dev/null || break; sleep 0.25; done
+    cp "$S2.json" "$R/fork-server-old.json" 2>/dev/null
+    for k in 1 2 3; do
+      step warm-new$k 60 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-new$k.json"
+      step warm-old$k 60 $W SPECMATRIX_FORK_SERVER=$S2 PYTHONPATH="$OLDPATH" bash -c "cd '$OLD' && $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report '$R/warm-old$k.json'"
+    done
+    grep -h '"frozen_objects"\|"total"' "$R/fork-server-host.json" "$R/fork-server-old.json"
+    kill $SP $SP2 2>/dev/null ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small, fork-warm, fork-host, cell-profile, freeze-host, freeze-ab, freeze-final, tree-ab)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"
