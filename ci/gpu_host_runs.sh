@@ -272,7 +272,9 @@ case "$MODE" in
     [ -d .ab/old/matrix ] || { echo "no .ab/old tree"; exit 2; }
     rm -rf /tmp/jit-w; caches w
     W=CUDA_VISIBLE_DEVICES=0; OLD=$PWD/.ab/old; S2=/tmp/specmatrix-old.sock; rm -f "$S2" "$S2.json"
-    OLDPATH="$OLD:${PYTHONPATH#"$PWD:"}"
+    # ci/worker_clock.py marks each process's start-up (-p worker_clock), in both trees' runs and servers alike
+    mkdir -p /tmp/clock && cp ci/worker_clock.py /tmp/clock/ && export PYTHONPATH="/tmp/clock:$PYTHONPATH"
+    OLDPATH="$OLD:/tmp/clock:${PYTHONPATH#"/tmp/clock:$PWD:"}"
     host_server_bg
     (cd "$OLD" && CUDA_VISIBLE_DEVICES=0 PYTHONPATH="$OLDPATH" python3 -m matrix.gpu.forkserver serve --socket "$S2") > "$R/server-old.log" 2>&1 & SP2=$!
     step cold 270 $W $G --matrix-workers-per-gpu 4 --matrix-report "$R/cold.json"
@@ -280,9 +282,12 @@ case "$MODE" in
     for _ in $(seq 240); do [ -f "$S2.json" ] && break; kill -0 $SP2 2>/dev/null || break; sleep 0.25; done
     cp "$S2.json" "$R/fork-server-old.json" 2>/dev/null
     for k in 1 2 3; do
-      step warm-new$k 60 $W SPECMATRIX_FORK_SERVER=$S $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report "$R/warm-new$k.json"
-      step warm-old$k 60 $W SPECMATRIX_FORK_SERVER=$S2 PYTHONPATH="$OLDPATH" bash -c "cd '$OLD' && $G --matrix-fork-server --matrix-workers-per-gpu 4 --matrix-report '$R/warm-old$k.json'"
+      step warm-new$k 60 $W SPECMATRIX_FORK_SERVER=$S SPECMATRIX_CLOCK="$R/clock-new$k.jsonl" $G --matrix-fork-server \
+        --matrix-workers-per-gpu 4 -p worker_clock --matrix-report "$R/warm-new$k.json"
+      step warm-old$k 60 $W SPECMATRIX_FORK_SERVER=$S2 SPECMATRIX_CLOCK="$R/clock-old$k.jsonl" PYTHONPATH="$OLDPATH" bash -c \
+        "cd '$OLD' && $G --matrix-fork-server --matrix-workers-per-gpu 4 -p worker_clock --matrix-report '$R/warm-old$k.json'"
     done
+    python3 ci/worker_clock.py "$R"/clock-*.jsonl | tee "$R/clock.txt"
     grep -h '"frozen_objects"\|"total"' "$R/fork-server-host.json" "$R/fork-server-old.json"
     kill $SP $SP2 2>/dev/null ;;
   *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small, fork-warm, fork-host, cell-profile, freeze-host, freeze-ab, freeze-final, tree-ab)"; exit 2 ;;

@@ -1,0 +1,99 @@
+"""Where a pytest-xdist run's start-up goes: wall-clock marks per process, one JSON line each, to $SPECMATRIX_CLOCK.
+
+A pytest plugin (`-p worker_clock` with this directory on the path; ci/gpu_host_runs.sh tree-ab). Each process writes
+its role (controller or the worker's id), when it started (from /proc: for a forked worker, the fork), and when it
+loaded this plugin, configured, started the session, finished collecting and began its first item; the controller
+adds when each worker came up and reported its collection. Read with ci/worker_clock.py REPORT.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+CLOCK_ENV = "SPECMATRIX_CLOCK"
+LOADED = time.time()
+_marks: dict[str, float] = {"loaded": LOADED}
+_role = ["controller"]
+
+
+def _process_start() -> float | None:
+    """This process's start in seconds since the epoch (Linux: /proc/self/stat field 22 and the boot time)."""
+    try:
+        fields = Path("/proc/self/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _mark(name: str) -> None:
+    _marks.setdefault(name, time.time())
+
+
+def _write() -> None:
+    path = os.environ.get(CLOCK_ENV)
+    if not path:
+        return
+    line = json.dumps({"role": _role[0], "pid": os.getpid(), "process_start": _process_start(), **_marks})
+    with open(path, "a", encoding="utf-8") as handle:  # one short line per process, appended
+        handle.write(line + "\n")
+
+
+def pytest_configure(config: Any) -> None:
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        _role[0] = str(worker.get("workerid", "worker"))
+    _mark("configured")
+
+
+def pytest_sessionstart(session: Any) -> None:
+    _mark("session_started")
+
+
+def pytest_collection_finish(session: Any) -> None:
+    _mark("collected")
+
+
+def pytest_runtest_setup(item: Any) -> None:
+    _mark("first_item")
+
+
+def pytest_testnodeready(node: Any) -> None:
+    _mark(f"node_ready_{node.gateway.id}")
+
+
+def pytest_xdist_node_collection_finished(node: Any, ids: Any) -> None:
+    _mark(f"node_collected_{node.gateway.id}")
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    _mark("first_report")
+
+
+def pytest_unconfigure(config: Any) -> None:
+    _mark("unconfigured")
+    _write()
+
+
+def summary(lines: list[dict[str, Any]]) -> str:
+    """Seconds after the controller loaded this plugin, per process and mark."""
+    controller = next((d for d in lines if d.get("role") == "controller"), None)
+    if controller is None:
+        return "no controller line"
+    zero = float(controller["loaded"])
+    out = []
+    for d in sorted(lines, key=lambda d: (d.get("role") != "controller", str(d.get("role")))):
+        marks = sorted(((k, v) for k, v in d.items() if isinstance(v, float)), key=lambda kv: kv[1])
+        out.append(f"{d.get('role')}: " + ", ".join(f"{k} {v - zero:+.2f}" for k, v in marks))
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        rows = [json.loads(line) for line in Path(name).read_text(encoding="utf-8").splitlines() if line.strip()]
+        print(f"{name}\n{summary(rows)}")
