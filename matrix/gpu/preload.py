@@ -19,17 +19,6 @@ from dataclasses import dataclass, field
 
 from matrix.gpu.nvmlanswers import Gpu, NvmlAnswers
 
-# What a worker's first torch.compile call imports (sglang's spec_utils._select_top_k_tokens_later is compiled with
-# dynamic=True): inductor, AOT autograd and triton codegen, about 600 modules that each worker otherwise imports inside
-# its first draft cell. Last in PRELOAD, so that one of them asking for CUDA at import defers only these.
-COMPILE_STACK = (
-    "torch._functorch.aot_autograd",
-    "torch._inductor.compile_fx",
-    "torch._inductor.codegen.triton",
-    "torch._inductor.runtime.triton_heuristics",
-    "torch._dynamo.backends.inductor",
-)
-
 # What the GPU checks import (matrix/gpu/*.py), in order; each is imported once, in the server, up to the first one
 # that asks for CUDA at import (flashinfer 0.7.2 does: docs/gpu.md), which is left to the workers with all after it.
 PRELOAD = (
@@ -51,7 +40,6 @@ PRELOAD = (
     "sglang.test.kits.attention_unittest.attention_methods.dense_attention",
     "sglang.test.kits.attention_unittest.runner_modes.speculative_draft_runner",
     "sglang.test.kits.attention_unittest.runner_modes.speculative_target_verify_runner",
-    *COMPILE_STACK,
 )
 
 
