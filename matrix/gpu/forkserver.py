@@ -5,7 +5,10 @@ CUDA: a forked child of a process holding a CUDA context cannot use the GPU), th
 replaced by `--tx N*popen//python=CLIENT`. execnet starts each worker as `CLIENT -u -c BOOTSTRAP`; the client hands
 its stdin, stdout and stderr, argv, environment and working directory to the server over a Unix socket, the server
 forks, and the child becomes that worker (`python -c BOOTSTRAP` emulated on the received descriptors), already
-holding every preloaded module. xdist, `--dist loadgroup` and the reports are unchanged.
+holding every preloaded module. pytest's controller starts the same way (`CLIENT -c CONTROLLER ARGS`), so its runner
+detection finds torch imported. The client forwards SIGINT, SIGTERM and SIGHUP to its forked child (the server sends
+the child's pid first, its exit status last), so an interrupted or timed-out run stops its controller and workers.
+xdist, `--dist loadgroup` and the reports are unchanged.
 
 Device capability and name questions asked at import are answered from NVML during the preload
 (matrix/gpu/preload.py, matrix/gpu/nvmlanswers.py). If a preload initialises CUDA, or the server does not come up,
@@ -146,6 +149,7 @@ def _serve_one(conn: socket.socket, listener: socket.socket, children: set[int],
     for fd in fds:
         os.close(fd)
     children.add(pid)
+    conn.sendall(pid.to_bytes(4, "big"))  # the client forwards its signals to this pid
 
     def report() -> None:
         _, status = os.waitpid(pid, 0)
@@ -237,20 +241,34 @@ def serve(path: str) -> int:
 # --- client (written to a file; execnet runs it as the worker's "python") --------------------------------------------
 
 CLIENT = """#!{python} -S
-import json, os, socket, sys
+import json, os, signal, socket, sys
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 conn.connect(os.environ[{env!r}])
 header = json.dumps({{"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd()}}).encode()
 socket.send_fds(conn, [len(header).to_bytes(8, "big")], [0, 1, 2])
 conn.sendall(header)
-status = b""
-while len(status) < 4:
-    chunk = conn.recv(4 - len(status))
-    if not chunk:
-        sys.exit(70)
-    status += chunk
-sys.exit(int.from_bytes(status, "big", signed=True) & 0xFF)
+def read(size):
+    data = b""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            sys.exit(70)
+        data += chunk
+    return data
+child = int.from_bytes(read(4), "big")
+def forward(signum, frame):
+    try:
+        os.kill(child, signum)
+    except OSError:
+        pass
+for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+    signal.signal(getattr(signal, name), forward)
+sys.exit(int.from_bytes(read(4), "big", signed=True) & 0xFF)
 """
+
+
+# What the controller runs, as `python -c CONTROLLER PYTEST_ARGS` (pytest reads sys.argv[1:], as under `-m pytest`).
+CONTROLLER = "import sys, pytest; sys.exit(pytest.console_main())"
 
 
 def write_client(directory: Path) -> Path:
@@ -352,7 +370,9 @@ def run(pytest_args: Sequence[str], *, timeout: float = 300.0, status_file: Path
                 print(f"fork server: {state}; every worker imports for itself (plain path)", flush=True)
                 return subprocess.run(plain, check=False).returncode
             env = {**os.environ, SOCKET_ENV: sock}
-            return subprocess.run([sys.executable, "-m", "pytest", *forked], env=env, check=False).returncode
+            # The controller is forked from the server too: the runner detection it starts with (matrix.core.detect,
+            # `import torch`: 4-7 s of every warm run's step on the H200, docs/gpu.md) finds torch imported.
+            return subprocess.run([str(client), "-c", CONTROLLER, *forked], env=env, check=False).returncode
         finally:
             if server is not None:
                 server.terminate()

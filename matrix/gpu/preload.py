@@ -22,6 +22,9 @@ from matrix.gpu.nvmlanswers import Gpu, NvmlAnswers
 # What the GPU checks import (matrix/gpu/*.py), in order; each is imported once, in the server, up to the first one
 # that asks for CUDA at import (flashinfer 0.7.2 does: docs/gpu.md), which is left to the workers with all after it.
 PRELOAD = (
+    # pytest itself (not a pytest11 plugin, so never imported afresh by a worker; matrix/gpu/forkserver.py): every
+    # worker and the controller import it first thing. First, so that it is preloaded whatever is cut later.
+    "pytest",
     "torch",
     "triton",
     "triton.language",

@@ -50,6 +50,9 @@ def test_worker_holds_the_preloaded_module():
 def test_runs_on_an_xdist_worker():
     assert os.environ.get("PYTEST_XDIST_WORKER")
 
+def test_the_test_module_is_rewritten():
+    assert "@pytest_ar" in globals()
+
 def test_a_package_left_to_the_worker_imports_there():
     if "deep_pkg.inner.uses" not in os.environ.get("SPECMATRIX_FORK_PRELOAD", ""):
         return
@@ -76,12 +79,13 @@ def _run(tmp_path: Path, preload: str) -> tuple[subprocess.CompletedProcess[str]
 
 def test_workers_are_forked_from_the_preloading_server(tmp_path: Path) -> None:
     """With a pytest plugin's package among the preloads (hypothesis here; anyio came in through transformers on the
-    H200): the worker re-imports it, so pytest can still rewrite it (else: a warning, an error under -W error)."""
-    done, status = _run(tmp_path, "specmatrix_probe,torch,hypothesis")
+    H200): the worker re-imports it, so pytest can still rewrite it (else: a warning, an error under -W error). pytest
+    itself preloaded (as PRELOAD does) leaves the test module's asserts rewritten."""
+    done, status = _run(tmp_path, "pytest,specmatrix_probe,torch,hypothesis")
     assert status["state"] == "ready", status
     assert isinstance(status["frozen_objects"], int) and status["frozen_objects"] > 100, status
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "3 passed" in done.stdout
+    assert "4 passed" in done.stdout
 
 
 def test_an_import_that_asks_for_cuda_is_left_to_the_workers(tmp_path: Path) -> None:
@@ -109,7 +113,7 @@ def test_a_library_that_swallows_the_cut_off_keeps_the_plain_path(tmp_path: Path
     assert status["state"] == "unsafe" and "swallowing_lib" in str(status["reason"]), status
     assert "swallowing_lib.py:3" in str(status["reason"]), status
     assert "plain path" in done.stdout
-    assert "1 failed, 2 passed" in done.stdout, done.stdout[-3000:]
+    assert "1 failed, 3 passed" in done.stdout, done.stdout[-3000:]
     assert "not preloaded" in done.stdout
 
 
@@ -160,7 +164,7 @@ def test_a_server_already_up_serves_every_run_on_the_host(tmp_path: Path) -> Non
             )
             details = json.loads(status.read_text(encoding="utf-8"))
             assert details["state"] == "ready" and details["shared_server"] == str(sock), details
-            assert "3 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+            assert "4 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
             assert server.poll() is None  # still up for the next run
     finally:
         server.terminate()
@@ -176,3 +180,59 @@ def test_a_named_server_that_is_not_up_takes_the_plain_path(tmp_path: Path) -> N
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False)
     assert json.loads(status.read_text(encoding="utf-8"))["state"] == "failed"
     assert "plain path" in done.stdout and "1 passed" in done.stdout, done.stdout[-3000:]
+
+
+CONTROLLER_CONFTEST = """
+import os, sys
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the controller
+        with open(os.environ["CONTROLLER_SEEN"], "w") as handle:
+            handle.write(str(int("specmatrix_probe" in sys.modules)))
+"""
+
+
+def test_the_controller_is_forked_from_the_server_too(tmp_path: Path) -> None:
+    """The controller's runner detection imports torch: forked from the server, it finds it (here: the probe) loaded."""
+    (tmp_path / "specmatrix_probe.py").write_text(PROBE, encoding="utf-8")
+    (tmp_path / "test_probe.py").write_text(TEST, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(CONTROLLER_CONFTEST, encoding="utf-8")
+    seen = tmp_path / "controller.txt"
+    env = {**os.environ, PRELOAD_ENV: "specmatrix_probe", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    env["CONTROLLER_SEEN"] = str(seen)
+    command = [sys.executable, "-m", "matrix.gpu.forkserver", "run", "--", "-n", "2", "-p", "no:cacheprovider"]
+    command += ["-p", "no:benchmark", "-W", "error", "-q", "test_probe.py"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False)
+    assert "4 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    assert seen.read_text(encoding="utf-8") == "1"
+
+
+def test_a_signal_to_the_client_stops_the_forked_child(tmp_path: Path) -> None:
+    """A timed-out or cancelled run signals the processes it started, the clients: each passes it on to its forked
+    child, which dies of it and the client reports that (128 + SIGTERM), instead of the child living on."""
+    import signal
+
+    from matrix.gpu.forkserver import write_client
+
+    sock = tmp_path / "host.sock"
+    env = {**os.environ, PRELOAD_ENV: "json", "SPECMATRIX_FORK_NVML": "off", "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", str(sock)], env=env, stdout=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(600):
+            if Path(str(sock) + ".json").exists() or server.poll() is not None:
+                break
+            time.sleep(0.1)
+        started = tmp_path / "started"
+        code = f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(120)"
+        client = subprocess.Popen([str(write_client(tmp_path)), "-c", code], env={**env, SOCKET_ENV: str(sock)})
+        for _ in range(600):
+            if started.exists():
+                break
+            time.sleep(0.1)
+        client.send_signal(signal.SIGTERM)
+        assert client.wait(timeout=30) == (-signal.SIGTERM) & 0xFF  # the child's own death, reported
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
