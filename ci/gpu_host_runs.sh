@@ -23,7 +23,8 @@
 #   bash ci/gpu_host_runs.sh freeze-ab     # the full matrix cold, then warm runs through the server with and without the freeze
 #   bash ci/gpu_host_runs.sh freeze-final  # the full matrix cold, three warm runs through the host's server, a CI shard
 #   bash ci/gpu_host_runs.sh tree-ab       # the full matrix cold, then warm runs alternating this tree and an older one
-#                                          # (its copy in .ab/old: `git archive REV | tar -x -C .ab/old`), each with its server
+#                                          # (its copy in .ab/old: `git archive REV | tar -x -C .ab/old`), each with its server;
+#                                          # ORDER="new old new ..." sets the warm runs (default three of each, alternating)
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -281,11 +282,16 @@ case "$MODE" in
     host_server_wait
     for _ in $(seq 240); do [ -f "$S2.json" ] && break; kill -0 $SP2 2>/dev/null || break; sleep 0.25; done
     cp "$S2.json" "$R/fork-server-old.json" 2>/dev/null
-    for k in 1 2 3; do
-      step warm-new$k 60 $W SPECMATRIX_FORK_SERVER=$S SPECMATRIX_CLOCK="$R/clock-new$k.jsonl" $G --matrix-fork-server \
-        --matrix-workers-per-gpu 4 -p worker_clock --matrix-report "$R/warm-new$k.json"
-      step warm-old$k 60 $W SPECMATRIX_FORK_SERVER=$S2 SPECMATRIX_CLOCK="$R/clock-old$k.jsonl" PYTHONPATH="$OLDPATH" bash -c \
-        "cd '$OLD' && $G --matrix-fork-server --matrix-workers-per-gpu 4 -p worker_clock --matrix-report '$R/warm-old$k.json'"
+    declare -A n=([new]=0 [old]=0)
+    for arm in ${ORDER:-new old new old new old}; do  # the runs in this order, as many as the budget allows
+      k=$(( ${n[$arm]} + 1 )); n[$arm]=$k
+      if [ "$arm" = new ]; then
+        step warm-new$k 60 $W SPECMATRIX_FORK_SERVER=$S SPECMATRIX_CLOCK="$R/clock-new$k.jsonl" $G --matrix-fork-server \
+          --matrix-workers-per-gpu 4 -p worker_clock --matrix-report "$R/warm-new$k.json"
+      else
+        step warm-old$k 60 $W SPECMATRIX_FORK_SERVER=$S2 SPECMATRIX_CLOCK="$R/clock-old$k.jsonl" PYTHONPATH="$OLDPATH" bash -c \
+          "cd '$OLD' && $G --matrix-fork-server --matrix-workers-per-gpu 4 -p worker_clock --matrix-report '$R/warm-old$k.json'"
+      fi
     done
     python3 ci/worker_clock.py "$R"/clock-*.jsonl | tee "$R/clock.txt"
     grep -h '"frozen_objects"\|"total"' "$R/fork-server-host.json" "$R/fork-server-old.json"

@@ -8,6 +8,7 @@ adds when each worker came up and reported its collection. Read with ci/worker_c
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -19,6 +20,22 @@ CLOCK_ENV = "SPECMATRIX_CLOCK"
 LOADED = time.time()
 _marks: dict[str, float] = {"loaded": LOADED}
 _role = ["controller"]
+# Time in the cyclic collector from this plugin's load on, per generation (sglang's capture starts with a full
+# gc.collect(); Python's own collections come on top): [collections, seconds] each.
+_gc: dict[int, list[float]] = {0: [0, 0.0], 1: [0, 0.0], 2: [0, 0.0]}
+_gc_started = [0.0]
+
+
+def _on_gc(phase: str, info: dict[str, int]) -> None:
+    if phase == "start":
+        _gc_started[0] = time.perf_counter()
+        return
+    entry = _gc.setdefault(int(info.get("generation", 2)), [0, 0.0])
+    entry[0] += 1
+    entry[1] += time.perf_counter() - _gc_started[0]
+
+
+gc.callbacks.append(_on_gc)
 
 
 def _process_start() -> float | None:
@@ -39,7 +56,13 @@ def _write() -> None:
     path = os.environ.get(CLOCK_ENV)
     if not path:
         return
-    line = json.dumps({"role": _role[0], "pid": os.getpid(), "process_start": _process_start(), **_marks})
+    collector = {
+        "gc_seconds": {str(g): round(v[1], 3) for g, v in _gc.items()},
+        "gc_collections": {str(g): int(v[0]) for g, v in _gc.items()},
+        "gc_tracked_at_end": len(gc.get_objects()),
+        "gc_frozen": gc.get_freeze_count(),
+    }
+    line = json.dumps({"role": _role[0], "pid": os.getpid(), "process_start": _process_start(), **_marks, **collector})
     with open(path, "a", encoding="utf-8") as handle:  # one short line per process, appended
         handle.write(line + "\n")
 
@@ -89,7 +112,9 @@ def summary(lines: list[dict[str, Any]]) -> str:
     out = []
     for d in sorted(lines, key=lambda d: (d.get("role") != "controller", str(d.get("role")))):
         marks = sorted(((k, v) for k, v in d.items() if isinstance(v, float)), key=lambda kv: kv[1])
-        out.append(f"{d.get('role')}: " + ", ".join(f"{k} {v - zero:+.2f}" for k, v in marks))
+        collector = f"; gc {d.get('gc_seconds')} s in {d.get('gc_collections')} collections, {d.get('gc_tracked_at_end')}"
+        collector += f" tracked at the end, {d.get('gc_frozen')} frozen"
+        out.append(f"{d.get('role')}: " + ", ".join(f"{k} {v - zero:+.2f}" for k, v in marks) + collector)
     return "\n".join(out)
 
 
