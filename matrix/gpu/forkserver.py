@@ -133,6 +133,9 @@ def _serve_one(conn: socket.socket, listener: socket.socket, children: set[int],
             listener.close()
             conn.close()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            # Python's own Ctrl-C handling, whatever the server had: a server started in the background by a shell
+            # ignores SIGINT, and a forked child would inherit that and never see the interrupt its client passes on.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             code = _become_worker(request, fds, plugins)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
@@ -267,8 +270,8 @@ sys.exit(int.from_bytes(read(4), "big", signed=True) & 0xFF)
 """
 
 
-# What the controller runs, as `python -c CONTROLLER PYTEST_ARGS` (pytest reads sys.argv[1:], as under `-m pytest`).
-CONTROLLER = "import sys, pytest; sys.exit(pytest.console_main())"
+# What the controller runs, as `python -c CONTROLLER PYTEST_ARGS` (pytest.main reads sys.argv[1:], as `-m pytest` does).
+CONTROLLER = "import sys, pytest; sys.exit(int(pytest.main()))"
 
 
 def write_client(directory: Path) -> Path:
@@ -341,6 +344,20 @@ def _shared_server(sock: str) -> tuple[str, dict[str, object]]:
     return "ready", {**{k: v for k, v in details.items() if k != "state"}, "shared_server": sock}
 
 
+def _wait_interrupted(client: subprocess.Popen[bytes]) -> int:
+    """The client's exit status. Interrupted (Ctrl-C, `timeout -s INT`: one signal to the whole process group), the
+    client got the same signal and passed it on to the controller: wait for the controller's interrupted summary
+    rather than kill the client (subprocess.run would), which would leave the controller running."""
+    try:
+        return client.wait()
+    except KeyboardInterrupt:
+        try:
+            return client.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            raise
+
+
 def run(pytest_args: Sequence[str], *, timeout: float = 300.0, status_file: Path | None = None) -> int:
     """pytest with workers forked from the preloading server (the one SPECMATRIX_FORK_SERVER names, else one started
     for this run); the plain path when that is unsafe or impossible."""
@@ -359,7 +376,9 @@ def run(pytest_args: Sequence[str], *, timeout: float = 300.0, status_file: Path
         else:
             sock = str(Path(tmp) / "server.sock")
             command = [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", sock]
-            server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+            # Its own session: an interrupt of the run reaches the controller (through its client), not the server,
+            # which this launcher stops itself once the controller has finished.
+            server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
             state, details = _wait_ready(server, timeout)
         details = {"state": state, "server_start_seconds": round(time.perf_counter() - start, 3), **details}
         print("fork server: " + json.dumps(details), flush=True)
@@ -372,7 +391,7 @@ def run(pytest_args: Sequence[str], *, timeout: float = 300.0, status_file: Path
             env = {**os.environ, SOCKET_ENV: sock}
             # The controller is forked from the server too: the runner detection it starts with (matrix.core.detect,
             # `import torch`: 4-7 s of every warm run's step on the H200, docs/gpu.md) finds torch imported.
-            return subprocess.run([str(client), "-c", CONTROLLER, *forked], env=env, check=False).returncode
+            return _wait_interrupted(subprocess.Popen([str(client), "-c", CONTROLLER, *forked], env=env))
         finally:
             if server is not None:
                 server.terminate()

@@ -207,9 +207,15 @@ def test_the_controller_is_forked_from_the_server_too(tmp_path: Path) -> None:
     assert seen.read_text(encoding="utf-8") == "1"
 
 
-def test_a_signal_to_the_client_stops_the_forked_child(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("SIGTERM", (-15) & 0xFF), ("SIGINT", 1)],
+    ids=["sigterm-kills", "sigint-interrupts-though-the-server-ignores-it"],
+)
+def test_a_signal_to_the_client_stops_the_forked_child(tmp_path: Path, name: str, expected: int) -> None:
     """A timed-out or cancelled run signals the processes it started, the clients: each passes it on to its forked
-    child, which dies of it and the client reports that (128 + SIGTERM), instead of the child living on."""
+    child, which dies of it and the client reports that (128 + SIGTERM; KeyboardInterrupt, exit 1), instead of the
+    child living on. The server here ignores SIGINT, as one started in the background by a shell does."""
     import signal
 
     from matrix.gpu.forkserver import write_client
@@ -217,7 +223,11 @@ def test_a_signal_to_the_client_stops_the_forked_child(tmp_path: Path) -> None:
     sock = tmp_path / "host.sock"
     env = {**os.environ, PRELOAD_ENV: "json", "SPECMATRIX_FORK_NVML": "off", "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(
-        [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", str(sock)], env=env, stdout=subprocess.DEVNULL
+        [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", str(sock)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 (the shell's `&`)
     )
     try:
         for _ in range(600):
@@ -231,8 +241,62 @@ def test_a_signal_to_the_client_stops_the_forked_child(tmp_path: Path) -> None:
             if started.exists():
                 break
             time.sleep(0.1)
-        client.send_signal(signal.SIGTERM)
-        assert client.wait(timeout=30) == (-signal.SIGTERM) & 0xFF  # the child's own death, reported
+        client.send_signal(getattr(signal, name))
+        try:
+            assert client.wait(timeout=30) == expected  # the child's own end, reported
+        finally:
+            if client.poll() is None:
+                client.kill()
+                client.wait()
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+INTERRUPTED_CONFTEST = """
+import os
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):
+        with open(os.environ["CONTROLLER_SEEN"], "w") as handle:
+            handle.write(str(os.getpid()))
+"""
+
+
+def test_an_interrupted_run_stops_its_forked_controller(tmp_path: Path) -> None:
+    """Ctrl-C or `timeout -s INT` signals the launcher's process group: the forked controller gets it through its
+    client, prints pytest's interrupted summary (exit 2), and is gone when the launcher returns."""
+    import signal
+
+    (tmp_path / "specmatrix_probe.py").write_text(PROBE, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(INTERRUPTED_CONFTEST, encoding="utf-8")
+    (tmp_path / "test_slow.py").write_text("import time\n\ndef test_slow():\n    time.sleep(120)\n", encoding="utf-8")
+    seen = tmp_path / "controller.txt"
+    env = {**os.environ, PRELOAD_ENV: "specmatrix_probe", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    env["CONTROLLER_SEEN"] = str(seen)
+    command = [sys.executable, "-m", "matrix.gpu.forkserver", "run", "--", "-n", "1", "-p", "no:cacheprovider"]
+    command += ["-p", "no:benchmark", "test_slow.py"]
+    launcher = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        for _ in range(1200):
+            if seen.exists() and seen.read_text(encoding="utf-8"):
+                break
+            time.sleep(0.1)
+        time.sleep(3)  # the worker is in test_slow by now
+        os.killpg(launcher.pid, signal.SIGINT)
+        out, _ = launcher.communicate(timeout=90)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+    controller = int(seen.read_text(encoding="utf-8"))
+    assert launcher.returncode == 2, out[-3000:]  # pytest's own exit status for an interrupted run
+    for _ in range(50):
+        try:
+            os.kill(controller, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the controller {controller} outlived its run:\n{out[-2000:]}")
