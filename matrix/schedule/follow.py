@@ -8,6 +8,7 @@ One `ScriptBudget` bounds a whole read: the scripts, Makefiles and Modal files f
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Sequence
 
 from matrix.schedule.make_targets import make_call, recipe_script
@@ -143,7 +144,7 @@ def _python(
         found = unittest_reach(run.arguments, context.working_dir)
         return ScriptResult(unread=(item,), bounds=((item, found),) if found is not None else ())
     if not is_test_file(run.script):
-        return _NOTHING
+        return _launcher(run, context, load, budget=budget, depth=depth)
     if "$" in run.script or "`" in run.script or "__UNRESOLVED_" in run.script:
         return ScriptResult(unread=((here, f"runs the test file {run.script[:80]}, a path known only at run time"),))
     path = _relative(run.script, context.working_dir)
@@ -168,6 +169,34 @@ def _python(
             item = (here, f"{path} run as a script: {exc.reason}")
             return ScriptResult(unread=(item,), bounds=((item, exc.reach),) if exc.reach is not None else ())
     return ScriptResult(selections=tuple(selections), conditions=tuple((s, (note,)) for s, _ in selections))
+
+
+# A Python script that starts pytest itself (`subprocess.run([sys.executable, "-m", "pytest", target])`,
+# `pytest.main(args)`) chooses what runs in Python, which no reader here follows: the word is enough to say so.
+_STARTS_PYTEST = re.compile(r"\bpytest\b")
+
+
+def _launcher(run: PythonRun, context: StepContext, load: ScriptLoader, *, budget: ScriptBudget, depth: int) -> ScriptResult:
+    """A Python script of the checkout that is not a test file: unread, and free to run any test, when its text
+    names pytest (a CI launcher); nothing otherwise (a build or lint script)."""
+    from matrix.schedule.shell_tree import from_workspace
+
+    rooted = from_workspace(run.script)
+    script = rooted if rooted is not None else run.script
+    if "$" in script or "`" in script or "__UNRESOLVED_" in script or not script.endswith(".py"):
+        return _NOTHING
+    path = _relative(script, "." if rooted is not None else context.working_dir)
+    if path.startswith(("/", "~", "../")):
+        return _NOTHING
+    unread: list[tuple[Origin, str]] = []
+    text = _take(path, load, context, unread, budget=budget, depth=depth)
+    if text is None:  # a script not in the tree runs nothing; one not read (too deep, over budget) may
+        return ScriptResult(unread=tuple(u for u in unread if "is not in the tree" not in u[1]))
+    if _STARTS_PYTEST.search(text) is None:
+        return _NOTHING
+    return ScriptResult(
+        unread=((context.origin, f"runs {path}, a Python script that starts pytest itself: what it runs is not read"),)
+    )
 
 
 def _take(
