@@ -8,7 +8,6 @@ One `ScriptBudget` bounds a whole read: the scripts, Makefiles and Modal files f
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Sequence
 
 from matrix.schedule.make_targets import make_call, recipe_script
@@ -28,7 +27,7 @@ from matrix.schedule.pytest_command import (
     read_text,
     strip_prefixes,
 )
-from matrix.schedule.python_scripts import PythonRun, is_test_file, main_block, python_run, unittest_reach
+from matrix.schedule.python_scripts import PythonRun, is_test_file, main_block, python_run, starts_pytest, unittest_reach
 from matrix.schedule.session_files import nox_script, session_call, tox_script
 
 
@@ -171,14 +170,10 @@ def _python(
     return ScriptResult(selections=tuple(selections), conditions=tuple((s, (note,)) for s, _ in selections))
 
 
-# A Python script that starts pytest itself (`subprocess.run([sys.executable, "-m", "pytest", target])`,
-# `pytest.main(args)`) chooses what runs in Python, which no reader here follows: the word is enough to say so.
-_STARTS_PYTEST = re.compile(r"\bpytest\b")
-
-
 def _launcher(run: PythonRun, context: StepContext, load: ScriptLoader, *, budget: ScriptBudget, depth: int) -> ScriptResult:
-    """A Python script of the checkout that is not a test file: unread, and free to run any test, when its text
-    names pytest (a CI launcher); nothing otherwise (a build or lint script)."""
+    """A Python script of the checkout that is not a test file: unread, and free to run any test, when it starts
+    pytest itself (`python_scripts.starts_pytest`: it decides in Python what pytest runs, which no reader here
+    follows); nothing otherwise (a build or lint script)."""
     from matrix.schedule.shell_tree import from_workspace
 
     rooted = from_workspace(run.script)
@@ -192,7 +187,7 @@ def _launcher(run: PythonRun, context: StepContext, load: ScriptLoader, *, budge
     text = _take(path, load, context, unread, budget=budget, depth=depth)
     if text is None:  # a script not in the tree runs nothing; one not read (too deep, over budget) may
         return ScriptResult(unread=tuple(u for u in unread if "is not in the tree" not in u[1]))
-    if _STARTS_PYTEST.search(text) is None:
+    if not starts_pytest(text):
         return _NOTHING
     return ScriptResult(
         unread=((context.origin, f"runs {path}, a Python script that starts pytest itself: what it runs is not read"),)

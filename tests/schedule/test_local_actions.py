@@ -169,3 +169,22 @@ def test_a_python_script_that_starts_pytest_is_a_job_not_read(tmp_path, capsys, 
     report = _audit(root, capsys)
     assert (report["undetermined_unread"] == 2) is undetermined
     assert bool(report["counts"]["unscheduled"]) is not undetermined
+
+
+@pytest.mark.parametrize(
+    ("text", "starts"),
+    [
+        pytest.param('"""Summarise what pytest wrote."""\nprint(1)\n', False, id="docstring"),
+        pytest.param("# pytest runs elsewhere\nprint(1)\n", False, id="comment"),
+        pytest.param("import pytest\nassert pytest.approx(1) == 1\n", False, id="imports-pytest-only"),
+        pytest.param("import pytest, sys\nsys.exit(pytest.main(['tests']))\n", True, id="pytest-main"),
+        pytest.param("from ci.pytest_runner import run_all\nrun_all()\n", True, id="runner-helper"),
+        pytest.param("import subprocess\nsubprocess.run(['python3', '-m', 'pytest', 'tests'])\n", True, id="argv"),
+        pytest.param("cmd = 'x'\nprint(f'python3 -m pytest {cmd} -x')\n", True, id="f-string"),
+        pytest.param("def broken(:\n    pytest\n", True, id="unparsable"),
+    ],
+)
+def test_which_scripts_start_pytest(text, starts):
+    from matrix.schedule.python_scripts import starts_pytest
+
+    assert starts_pytest(text) is starts
