@@ -7,8 +7,8 @@ Usage:
 For each tree: the schedule's entries (and those read through a make target or a Modal function), the jobs not
 read with their reasons grouped, the unknown runner labels, the files read (scripts, Makefiles, Modal files
 included), the CPU seconds of a cold schedule read; then pytest-audit's counts (test files, tests, scheduled,
-undetermined, findings by kind). Both commands run as a user runs them (`python -m matrix.cli ...`, the cache
-off), so the figures are the CLI's own.
+undetermined, tests only a job not read may run, findings by kind). Both commands run as a user runs them
+(`python -m matrix.cli ...`, the cache off), so the figures are the CLI's own.
 """
 
 from __future__ import annotations
@@ -67,11 +67,11 @@ def report(tree: Path, findings: int) -> list[str]:
         f"- not read, by reason: {_shares(reasons) or 'none'}",
         f"- unknown labels: {', '.join(sorted(labels)) or 'none'}",
         f"- pytest-audit (exit {code}): {audit['files']} test files, {audit['tests']} tests, {audit['scheduled_tests']} "
-        f"scheduled, {audit['undetermined']} undetermined",
+        f"scheduled, {audit['undetermined']} undetermined, {audit['undetermined_unread']} that only a job not read may run",
         f"- findings: {_shares(Counter({k: sum(v.values()) for k, v in counts.items() if v})) or 'none'}",
     ]
-    if findings:
-        out += ["", f"First {findings} findings:", ""]
+    if findings and audit["findings"]:
+        out += ["", f"First {min(findings, len(audit['findings']))} findings:", ""]
         out += [f"{i}. `{f['kind']}` {f['test']} ({f['reason'][:120]})" for i, f in enumerate(audit["findings"][:findings], 1)]
     return [*out, ""]
 

@@ -31,8 +31,9 @@ from matrix.pytest_suites.audit import PytestAuditReport  # noqa: E402
 from matrix.pytest_suites.render import count_table, findings_table, summary_lines  # noqa: E402
 from matrix.pytest_suites.run import AuditInput, run_audit  # noqa: E402
 
-# The workflows and the container wrapper (`ci/bash.sh`) the jobs hand their scripts to: the walker reads them.
-PATHS = ("tests", "scripts", "pytest.ini", "pyproject.toml", ".github/workflows", "ci/bash.sh")
+# The workflows and the container wrapper (`ci/bash.sh`) the jobs hand their scripts to: the walker reads them; the
+# Jenkinsfile is listed as CI that is not read (matrix/data/external_ci.toml).
+PATHS = ("tests", "scripts", "pytest.ini", "pyproject.toml", ".github/workflows", "ci/bash.sh", "Jenkinsfile")
 
 
 def _git(git_dir: Path, *args: str) -> str:

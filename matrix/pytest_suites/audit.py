@@ -412,17 +412,19 @@ class SuiteAuditor:
         return out
 
     def _unprofiled(self, item: TestItem, selected: Selected) -> _RunnerVerdict:
-        verdict = _unprofiled_verdict(item, selected.entry, self.evaluator)
-        return replace(verdict, skips=Tri.UNKNOWN) if selected.skips_unsure and verdict.skips is Tri.TRUE else verdict
+        return _doubted(_unprofiled_verdict(item, selected.entry, self.evaluator), selected)
 
     def _verdict(self, item: TestItem, selected: Selected, profile: str) -> _RunnerVerdict:
-        verdict = _verdict(item, selected.entry, profile, self.evaluator)
-        if selected.skips_unsure:
-            return replace(verdict, skips=Tri.UNKNOWN)
-        if verdict.skips is Tri.FALSE and selected.doubts:
-            # It would run if it is there and selected as read; a doubt about either makes that unknown.
-            return replace(verdict, skips=Tri.UNKNOWN)
-        return verdict
+        return _doubted(_verdict(item, selected.entry, profile, self.evaluator), selected)
+
+
+def _doubted(verdict: _RunnerVerdict, selected: Selected) -> _RunnerVerdict:
+    """A runner's verdict under what the selection left unsure, the same for runners with and without a profile:
+    skips not all read (conftests pytest does not load) make any verdict unknown; a doubt that the test is there
+    and selected as read makes "runs" unknown."""
+    if selected.skips_unsure or (verdict.skips is Tri.FALSE and selected.doubts):
+        return replace(verdict, skips=Tri.UNKNOWN)
+    return verdict
 
 
 def _plain(entry: ScheduleEntry) -> Invocation:

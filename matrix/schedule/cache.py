@@ -44,9 +44,10 @@ def schedule_key(inputs: Iterable[Path], root: Path, runners: Mapping[str, Runne
     digest = hashlib.sha256(SCHEMA.encode())
     for path in sorted(_PACKAGE.glob("*.py")):
         digest.update(path.read_bytes())
-    labels = _PACKAGE.parent / "data" / "runner_labels.toml"  # the label packs decide profiles too
-    if labels.is_file():
-        digest.update(labels.read_bytes())
+    for data in ("runner_labels.toml", "external_ci.toml"):  # the label packs decide profiles; the CI pack hand-offs
+        packed = _PACKAGE.parent / "data" / data
+        if packed.is_file():
+            digest.update(packed.read_bytes())
     digest.update(repr(sorted((n, repr(p)) for n, p in runners.items())).encode())
     digest.update(readers.encode())
     for path in inputs:

@@ -27,7 +27,7 @@ from matrix.schedule.pytest_command import (
     read_text,
     strip_prefixes,
 )
-from matrix.schedule.python_scripts import PythonRun, is_test_file, main_block, python_run, unittest_reach
+from matrix.schedule.python_scripts import PythonRun, is_test_file, main_block, python_run, starts_pytest, unittest_reach
 from matrix.schedule.session_files import nox_script, session_call, tox_script
 
 
@@ -143,7 +143,7 @@ def _python(
         found = unittest_reach(run.arguments, context.working_dir)
         return ScriptResult(unread=(item,), bounds=((item, found),) if found is not None else ())
     if not is_test_file(run.script):
-        return _NOTHING
+        return _launcher(run, context, load, budget=budget, depth=depth)
     if "$" in run.script or "`" in run.script or "__UNRESOLVED_" in run.script:
         return ScriptResult(unread=((here, f"runs the test file {run.script[:80]}, a path known only at run time"),))
     path = _relative(run.script, context.working_dir)
@@ -168,6 +168,30 @@ def _python(
             item = (here, f"{path} run as a script: {exc.reason}")
             return ScriptResult(unread=(item,), bounds=((item, exc.reach),) if exc.reach is not None else ())
     return ScriptResult(selections=tuple(selections), conditions=tuple((s, (note,)) for s, _ in selections))
+
+
+def _launcher(run: PythonRun, context: StepContext, load: ScriptLoader, *, budget: ScriptBudget, depth: int) -> ScriptResult:
+    """A Python script of the checkout that is not a test file: unread, and free to run any test, when it starts
+    pytest itself (`python_scripts.starts_pytest`: it decides in Python what pytest runs, which no reader here
+    follows); nothing otherwise (a build or lint script)."""
+    from matrix.schedule.shell_tree import from_workspace
+
+    rooted = from_workspace(run.script)
+    script = rooted if rooted is not None else run.script
+    if "$" in script or "`" in script or "__UNRESOLVED_" in script or not script.endswith(".py"):
+        return _NOTHING
+    path = _relative(script, "." if rooted is not None else context.working_dir)
+    if path.startswith(("/", "~", "../")):
+        return _NOTHING
+    unread: list[tuple[Origin, str]] = []
+    text = _take(path, load, context, unread, budget=budget, depth=depth)
+    if text is None:  # a script not in the tree runs nothing; one not read (too deep, over budget) may
+        return ScriptResult(unread=tuple(u for u in unread if "is not in the tree" not in u[1]))
+    if not starts_pytest(text):
+        return _NOTHING
+    return ScriptResult(
+        unread=((context.origin, f"runs {path}, a Python script that starts pytest itself: what it runs is not read"),)
+    )
 
 
 def _take(

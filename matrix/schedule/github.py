@@ -21,12 +21,14 @@ from matrix.core.errors import ConfigError
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_text
 from matrix.schedule.expressions import expand
+from matrix.schedule.external_ci import handoffs
 from matrix.schedule.files import CI_NAME, ci_script_names, in_repo, workflow_files
 from matrix.schedule.github_context import Found, Notes, Workflow, WorkflowContext, rooted
 from matrix.schedule.github_jobs import MAX_WALK_JOBS, expansion_read, matrices, spend, walk_external, walk_job
 from matrix.schedule.github_steps import MAX_ENTRIES
 from matrix.schedule.github_values import KnownValues
 from matrix.schedule.labels import LabelIndex, Resolution
+from matrix.schedule.local_actions import LocalActions
 from matrix.schedule.model import CommandReader, Gate, Origin, Schedule, StepContext, UnreadJob
 from matrix.schedule.shell import FOLLOWED
 from matrix.schedule.workflow_doc import (
@@ -87,6 +89,7 @@ def read_github(
         workflows[name] = Workflow(name=name, doc=doc, lines=tuple(text.splitlines()))
     walker = Walker(repo=repo, workflows=workflows, readers=tuple(readers), runners=runners, scripts=scripts)
     schedule = walker.run()
+    refused.extend(handoffs(workflows.values()))  # CI another service runs, started from these workflows
     return replace(schedule, unread=(*refused, *schedule.unread)) if refused else schedule
 
 
@@ -123,6 +126,7 @@ class Walker:
         self._key_lines: dict[str, dict[str, int]] = {}
         self._script_results: dict[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...], Origin], ScriptResult] = {}
         self._container_paths: frozenset[str] | None = None
+        self.actions = LocalActions(repo)
         # Every reader names the text its commands hold: lines without any are not split.
         found = [getattr(r, "keywords", None) for r in self.readers]
         self.keywords = None if any(k is None for k in found) else tuple(k for ks in found if ks for k in ks)
@@ -145,7 +149,7 @@ class Walker:
                 ctx = WorkflowContext(workflow=wf, events=events, inputs=dispatch_inputs(wf.doc), via=(), calling=(wf.name,))
                 self.walk(ctx, found)
         table = self.values.table
-        sources = tuple(self.workflows) + ((table.source,) if table else ())
+        sources = tuple(self.workflows) + tuple(self.actions.read) + ((table.source,) if table else ())
         names: set[str] = set()
         for wf in self.workflows.values():
             names.update(CI_NAME.findall("\n".join(wf.lines)))  # one scan per file: \b stops at a line break
@@ -177,9 +181,12 @@ class Walker:
         jobs = doc.get("jobs") or {}
         wf_envs: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {}  # per event: the same for every job
         skipped = self._skipped(ctx, jobs)
-        for job_id, job in jobs.items():
-            uses = job.get("uses")
-            if not isinstance(uses, str) and not any(self.interesting(step.get("run")) for step in job.get("steps") or []):
+        for job_id, written in jobs.items():
+            uses = written.get("uses")
+            # A local composite action's steps are the job's own (`local_actions`); one not read is said so.
+            steps, problems = self.actions.expand(written.get("steps"))
+            job = written if steps is written.get("steps") else {**written, "steps": steps}
+            if not isinstance(uses, str) and not problems and not any(self.interesting(step.get("run")) for step in steps or []):
                 continue
             origin = Origin(file=ctx.workflow.name, line=self.line_of(ctx.workflow, f"{job_id}:"), job=str(job_id), via=ctx.via)
             never = skipped(str(job_id))
@@ -191,6 +198,7 @@ class Walker:
             if not events:
                 continue
             gates = _gates(events, job.get("if"))
+            found.unread.extend(UnreadJob(origin=origin, reason=problem) for problem in problems)
             if isinstance(uses, str) and not uses.startswith("./") and ".github/workflows/" in uses:
                 walk_external(self, ctx, job, uses=uses, event=events[0], gates=gates, origin=origin, notes=notes, found=found)
                 continue

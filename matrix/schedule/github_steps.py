@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, expand
 from matrix.schedule.github_context import Found, JobContext, LabelSets, Notes
+from matrix.schedule.local_actions import ACTION, ActionStep
 from matrix.schedule.model import (
     Container,
     Origin,
@@ -58,8 +59,13 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 step_notes = Notes(items=[*notes.items, *(x for x in said.items if x not in notes.items)])
         step_env = {**env, **walker.values.env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=notes)}
         script, unknown = expand(text, walker.values.lookup(ctx.inputs, event, matrix, step_env, notes))
-        line = walker.line_of(ctx.workflow, first_line, after=origin.line)
-        step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
+        marker = step.get(ACTION)
+        if isinstance(marker, ActionStep):  # a step of a local composite action: its own file and line
+            called = walker.line_of(ctx.workflow, marker.uses, after=origin.line)
+            step_origin = Origin(file=marker.file, line=marker.line, job=origin.job, via=(*origin.via, f"{origin.file}:{called}"))
+        else:
+            line = walker.line_of(ctx.workflow, first_line, after=origin.line)
+            step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
         if isinstance(script, Unknown) and script.bound:
             found.unread.append(UnreadJob(origin=step_origin, reason=f"run: {script.bound}"))
             continue

@@ -136,7 +136,8 @@ def sources(
 
     found: list[ScheduleSource] = []
     if workflows:
-        found.append(GithubWorkflows(root=root, follow_scripts=follow_scripts, cache_dir=cache_dir))
+        given = frozenset(path.resolve() for path in buildkite_files)  # read below, so not listed as CI not read
+        found.append(GithubWorkflows(root=root, follow_scripts=follow_scripts, cache_dir=cache_dir, given=given))
     found += [DeclaredFile(path=path, root=root) for path in schedule_files]
     found += [BuildkiteFile(path=path, root=root) for path in buildkite_files]
     return found

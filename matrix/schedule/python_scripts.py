@@ -184,3 +184,43 @@ def _dotted(node: ast.expr) -> str:
 def _relative(path: str, working_dir: str) -> str:
     joined = posixpath.normpath(posixpath.join(working_dir, path)) if not path.startswith("/") else path
     return joined.removeprefix("./")
+
+
+# A pytest command word in a string: `"pytest"`, `"-m pytest"`, `f"python3 -m pytest {cmd}"`, `"py.test"`.
+_PYTEST_WORD = re.compile(r"(?:^|\s)(?:pytest|py\.test)(?:\s|$)")
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def starts_pytest(text: str) -> bool:
+    """Whether a Python script (not a test file) may start pytest itself: it calls `pytest.main`, imports a helper
+    whose name says pytest (`from runner.pytest_runner import run_pytest`), or holds a string, other than a
+    docstring, that is a pytest command word (`[sys.executable, "-m", "pytest", target]`). A comment or docstring
+    naming pytest does not count; a script that does not parse may (its text names pytest)."""
+    if "pytest" not in text and "py.test" not in text:
+        return False
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, _DOCUMENTED) and node.body and isinstance(node.body[0], ast.Expr)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) not in docstrings and _PYTEST_WORD.search(node.value):
+                return True
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            named = [module, *(a.name for a in node.names)]
+            if any("pytest" in n and n != "pytest" for n in named):
+                return True
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "main"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "pytest"
+        ):
+            return True
+    return False

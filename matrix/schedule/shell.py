@@ -17,9 +17,10 @@ from matrix.schedule.shell_tree import Command
 
 MAX_SCRIPT = 256 * 1024
 # Text a command handing work to another file holds (`bash x.sh`, `make test`, `modal run -m m::f`, `tox -e e`,
-# `python tests/test_x.py`, `python -m unittest`): a line with one of these is read when scripts are followed.
+# `python tests/test_x.py`, `python -m unittest`, `python tools/run_ci.py`): a line with one of these is read when
+# scripts are followed.
 # A test file's name is matched with what stands before it, so a shell variable such as `test_file` does not count.
-FOLLOWED = (".sh", "make", "modal", "tox", "nox", "unittest", "/test_", "python test_", "python3 test_", "_test.py")
+FOLLOWED = (".sh", "make", "modal", "tox", "nox", "unittest", "/test_", "python test_", "python3 test_", "_test.py", ".py")
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Words in front of a command that run it unchanged (their options taken off with them).

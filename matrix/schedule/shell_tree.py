@@ -556,6 +556,12 @@ def _join(scope: _Scope, branches: list[_Scope], certain: bool) -> None:
 _WORKSPACE = re.compile(r"^(?:\$\{?GITHUB_WORKSPACE\}?|\$\{?CI_PROJECT_DIR\}?|\$\{?BUILDKITE_BUILD_CHECKOUT_PATH\}?)(?=/|$)")
 
 
+def from_workspace(path: str) -> str | None:
+    """`path` from the repository root when it starts at the checkout (`$GITHUB_WORKSPACE/x`), else None."""
+    rooted = _WORKSPACE.sub(".", path, count=1)
+    return posixpath.normpath(rooted) if rooted != path else None
+
+
 def _moved(working_dir: str, target: str) -> str:
     target = _WORKSPACE.sub(".", target)  # the checkout: the repository root
     if target.startswith("/") or "$" in target or target in ("-", "~") or target.startswith("~"):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from matrix.core.errors import ConfigError
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_text
-from matrix.schedule.model import CommandReader, Schedule
+from matrix.schedule.model import CommandReader, Schedule, UnreadJob
 
 if TYPE_CHECKING:
     from matrix.schedule.declared import Declared
@@ -32,11 +32,14 @@ class ScheduleSource(Protocol):
 class GithubWorkflows:
     """The workflows under `root` (a repository root or its `.github/workflows`); with `follow_scripts` the shell
     scripts, make targets, Modal functions and tox/nox sessions steps run (inside the repository) are read too, and
-    named among the files read; with `cache_dir` a schedule read before from the same files is reused."""
+    named among the files read; with `cache_dir` a schedule read before from the same files is reused. The CI
+    files of other services in the repository (GitLab CI, Jenkins, ...) are listed as unread jobs that may run any
+    test (`matrix.schedule.external_ci`), except those in `given` (resolved paths another source reads)."""
 
     root: Path
     follow_scripts: bool = False
     cache_dir: Path | None = None
+    given: frozenset[Path] = frozenset()
 
     def read(self, runners: Mapping[str, RunnerProfile], readers: tuple[CommandReader, ...]) -> Schedule:
         from matrix.schedule.files import workflow_files
@@ -46,27 +49,45 @@ class GithubWorkflows:
             return self._cached(runners, readers, self.cache_dir)
         from matrix.schedule.github import read_github  # the walker: only a run that reads workflows loads it
 
-        scripts = TreeLoader(workflow_files(self.root)[0]) if self.follow_scripts else None
-        schedule = read_github(self.root, readers, runners, scripts=scripts)
+        repo = workflow_files(self.root)[0]
+        scripts = TreeLoader(repo) if self.follow_scripts else None
+        schedule = _with_unread(read_github(self.root, readers, runners, scripts=scripts), self._other_ci(repo))
         if scripts is not None and scripts.read:  # "files read" names the scripts, Makefiles and Modal files too
             schedule = replace(schedule, sources=tuple(dict.fromkeys((*schedule.sources, *scripts.read))))
         return schedule
 
+    def _other_ci(self, repo: Path) -> tuple[UnreadJob, ...]:
+        from matrix.schedule.external_ci import other_ci_files
+
+        return tuple(u for u in other_ci_files(repo) if (repo / u.origin.file).resolve() not in self.given)
+
     def _cached(self, runners: Mapping[str, RunnerProfile], readers: tuple[CommandReader, ...], cache_dir: Path) -> Schedule:
         from matrix.schedule.cache import cached, schedule_key
         from matrix.schedule.files import ci_script_files, container_files, workflow_files
+        from matrix.schedule.local_actions import local_action_files
         from matrix.schedule.runner_configs import CANDIDATES
 
         repo, files = workflow_files(self.root)
+        others = self._other_ci(repo)
         inputs = [*files, *(repo / c for c in CANDIDATES if (repo / c).is_file()), *ci_script_files(repo), *container_files(repo)]
+        # The other services' CI files are named in the key (a folder by its name only): one that appears or goes
+        # gives another key.
+        inputs += [repo / u.origin.file for u in others if (repo / u.origin.file).is_file()]
+        inputs += local_action_files(repo, [read_text(f, ConfigError) for f in files])  # the composite actions used
         key = schedule_key(inputs, repo, runners, ",".join(type(r).__name__ for r in readers))
+        if any((repo / u.origin.file).is_dir() for u in others):
+            key = schedule_key([], repo, runners, f"{key}:" + ",".join(u.origin.file for u in others))
 
         def read() -> Schedule:
             from matrix.schedule.github import read_github  # only when the cache has no schedule for these files
 
-            return read_github(self.root, readers, runners)
+            return _with_unread(read_github(self.root, readers, runners), others)
 
         return cached(cache_dir, key, read)
+
+
+def _with_unread(schedule: Schedule, unread: tuple[UnreadJob, ...]) -> Schedule:
+    return replace(schedule, unread=(*schedule.unread, *unread)) if unread else schedule
 
 
 @dataclass(frozen=True, kw_only=True)

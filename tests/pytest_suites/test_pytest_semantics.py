@@ -507,3 +507,15 @@ def test_a_machine_fact_on_a_runner_with_no_profile_stays_undetermined(audit: Au
     files = {"t/test_m.py": source, ".github/workflows/ci.yml": OPT_IN_WORKFLOW.format(command="python -m pytest t")}
     report = audit(files)
     assert not report.findings and report.undetermined == 1
+
+
+@pytest.mark.parametrize("runs_on", ["linux-mi300-gpu-1", "ubuntu-latest"], ids=["no-profile", "profiled"])
+def test_a_selection_doubt_leaves_a_guardless_test_undetermined_on_any_runner(audit: Audit, runs_on: str) -> None:
+    """A conftest that sets collect_ignore from a call may drop the file: "runs" is not certain, whether or not
+    the runner has a profile (the label pack's ROCm runner has none)."""
+    workflow = OPT_IN_WORKFLOW.format(command="python -m pytest t").replace("linux-mi300-gpu-1", runs_on)
+    files = {"t/test_m.py": "def test_plain():\n    pass\n", ".github/workflows/ci.yml": workflow}
+    assert audit(files).undetermined == 0
+    files["t/conftest.py"] = "import os\n\ncollect_ignore = os.listdir('skipped')\n"
+    report = audit(files)
+    assert report.undetermined == 1 and not report.findings

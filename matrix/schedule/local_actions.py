@@ -1,0 +1,211 @@
+"""Local actions a workflow step uses (`uses: ./.github/actions/gpu-test`): a composite action's steps are read as
+the job's own steps at that point; any other local action, or one that cannot be read, is a job not read.
+
+GitHub's docs ("Creating a composite action", "Metadata syntax for GitHub Actions"): the action is the folder's
+`action.yml` (or `action.yaml`); `runs.using: composite` runs `runs.steps` in the caller's job, where
+`${{ inputs.<id> }}` is the step's `with.<id>` or else `inputs.<id>.default` (an empty string when neither is
+given), and `${{ github.action_path }}` the action's folder. The caller step's `env:` reaches the action's steps,
+and its `if:` decides whether any of them runs. A `with:` value that is itself an expression
+(`${{ env.FILTER }}`) is put in as written, so the walker evaluates it in the job, as GitHub does.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from matrix.core.errors import ConfigError
+from matrix.core.textfiles import read_text
+from matrix.schedule.files import in_repo
+from matrix.schedule.yamldoc import load_yaml
+
+__all__ = ["ACTION", "ActionStep", "LocalActions", "local_action_files"]
+
+ACTION_FILES = ("action.yml", "action.yaml")
+MAX_DEPTH = 4  # composite actions inside composite actions
+MAX_STEPS = 1024  # steps one job may grow to
+MAX_ACTION_BYTES = 1024 * 1024
+_INPUT = re.compile(r"\$\{\{\s*inputs\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
+_ACTION_PATH = re.compile(r"\$\{\{\s*github\.action_path\s*\}\}")
+_USES_LOCAL = re.compile(r"uses:\s*['\"]?\./([^\s'\"@#]+)")
+_WRAPPED = re.compile(r"^\s*\$\{\{(.*)\}\}\s*$", re.S)
+
+
+# The key under which a step read from an action carries where it came from: not a string, so no YAML key can be it.
+class _Key:
+    def __repr__(self) -> str:
+        return "ACTION"
+
+
+ACTION = _Key()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActionStep:
+    """Where a step read from a local action is written: the action file, the step's line there, the `uses:` that
+    called the action (as the caller's workflow writes it)."""
+
+    file: str
+    line: int
+    uses: str
+
+
+class LocalActions:
+    """The local actions of one repository, each file read once."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.read: dict[str, None] = {}  # the action files read, in order
+        self._docs: dict[str, tuple[str, Mapping[str, Any], tuple[str, ...]] | str] = {}
+
+    def expand(self, steps: Any) -> tuple[Any, list[str]]:
+        """`steps` with each local composite action's steps in place of its `uses:` step, and why any local
+        action was not read (one line each); the list itself when no step uses a local action."""
+        if not isinstance(steps, list) or not any(_local(s) for s in steps):
+            return steps, []
+        problems: list[str] = []
+        out = self._expand(steps, 0, problems)
+        return out, problems
+
+    def _expand(self, steps: Sequence[Any], depth: int, problems: list[str]) -> list[Any]:
+        out: list[Any] = []
+        for step in steps:
+            uses = _local(step)
+            if uses is None:
+                out.append(step)
+                continue
+            if depth >= MAX_DEPTH:
+                problems.append(f"uses {uses}: local actions nested deeper than {MAX_DEPTH}; not read")
+                continue
+            found = self._action(uses)
+            if isinstance(found, str):
+                problems.append(f"uses {uses}: {found}")
+                continue
+            name, doc, lines = found
+            inner: list[Any] = []
+            cursor = 0  # the action's steps are found in order, each on or after the line of the one before
+            for raw in doc["runs"].get("steps") or []:
+                if isinstance(raw, Mapping):
+                    cursor = _line_of(raw, lines, cursor)
+                    inner.append(_step(raw, step, doc, ActionStep(file=name, line=cursor, uses=uses)))
+            out.extend(self._expand(inner, depth + 1, problems))
+            if len(out) > MAX_STEPS:
+                problems.append(f"uses {uses}: more than {MAX_STEPS} steps once local actions are read; the rest not read")
+                return out[:MAX_STEPS]
+        return out
+
+    def _action(self, uses: str) -> tuple[str, Mapping[str, Any], tuple[str, ...]] | str:
+        """(action file, its document, its lines), or why it is not read."""
+        known = self._docs.get(uses)
+        if known is None:
+            known = self._docs[uses] = self._load(uses)
+        return known
+
+    def _load(self, uses: str) -> tuple[str, Mapping[str, Any], tuple[str, ...]] | str:
+        folder = posixpath.normpath(uses.split("@", 1)[0].removeprefix("./"))
+        if folder.startswith("..") or posixpath.isabs(folder):
+            return "the action lies outside the repository; not read"
+        for file in ACTION_FILES:
+            name = posixpath.join(folder, file) if folder != "." else file
+            path = self.repo / name
+            if not path.is_file():
+                continue
+            if not in_repo(self.repo, path):
+                return f"{name} is a link to a file outside the repository; not read"
+            try:
+                text = read_text(path, ConfigError, name, limit=MAX_ACTION_BYTES)
+                doc = load_yaml(text, name)
+            except ConfigError as exc:
+                return f"{exc}; not read"
+            self.read[name] = None
+            runs = doc.get("runs") if isinstance(doc, Mapping) else None
+            using = runs.get("using") if isinstance(runs, Mapping) else None
+            if using != "composite":
+                return f"{name} runs {using or 'nothing'} (not a composite action), which is not read"
+            return name, doc, tuple(text.splitlines())
+        return f"no action.yml or action.yaml in {folder}; not read"
+
+
+def _local(step: Any) -> str | None:
+    uses = step.get("uses") if isinstance(step, Mapping) else None
+    return uses if isinstance(uses, str) and uses.startswith("./") else None
+
+
+def _line_of(step: Mapping[str, Any], lines: tuple[str, ...], after: int) -> int:
+    """The line (1-based) of the action file that holds the step's `run:` (its first line) or `uses:`, at or after
+    line `after`; `after` (or 1) when the text is not found as written."""
+    run, uses = step.get("run"), step.get("uses")
+    text = str(run).strip().splitlines()[0] if isinstance(run, str) and run.strip() else uses if isinstance(uses, str) else ""
+    if text:
+        for number in range(max(after, 1), len(lines) + 1):
+            if text in lines[number - 1]:
+                return number
+    return max(after, 1)
+
+
+def _step(inner: Mapping[str, Any], caller: Mapping[str, Any], doc: Mapping[str, Any], where: ActionStep) -> dict[Any, Any]:
+    """One of the action's steps as the caller's job runs it."""
+    name = where.file
+    given = _mapping(caller.get("with"))
+    declared = _mapping(doc.get("inputs"))
+
+    def value(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key in given and given[key] is not None:
+            return _text(given[key])
+        spec = declared.get(key)
+        default = spec.get("default") if isinstance(spec, Mapping) else None
+        return _text(default) if default is not None else ""
+
+    folder = posixpath.dirname(name) or "."
+
+    def put(text: str) -> str:
+        return _ACTION_PATH.sub(folder, _INPUT.sub(value, text))
+
+    step: dict[Any, Any] = {k: put(v) if isinstance(v, str) else v for k, v in inner.items()}
+    if isinstance(inner.get("env"), Mapping) or isinstance(caller.get("env"), Mapping):
+        own = {k: put(v) if isinstance(v, str) else v for k, v in _mapping(inner.get("env")).items()}
+        step["env"] = {**_mapping(caller.get("env")), **own}
+    if caller.get("if") is not None:
+        step["if"] = f"({_bare(caller['if'])}) && ({_bare(step['if'])})" if step.get("if") is not None else caller["if"]
+    step[ACTION] = where
+    return step
+
+
+def _mapping(value: Any) -> Mapping[Any, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _bare(condition: Any) -> str:
+    """An `if:` without its optional `${{ }}` wrapper."""
+    text = str(condition)
+    wrapped = _WRAPPED.match(text)
+    return wrapped.group(1).strip() if wrapped else text.strip()
+
+
+def local_action_files(repo: Path, workflow_texts: Sequence[str]) -> list[Path]:
+    """The action files the workflows may use locally (a `uses: ./path` of theirs), for the schedule cache's key;
+    an action another action uses is found in the action file's own text."""
+    seen: dict[Path, None] = {}
+    pending = list(workflow_texts)
+    while pending and len(seen) < 256:
+        for folder in _USES_LOCAL.findall(pending.pop()):
+            for file in ACTION_FILES:
+                path = repo / posixpath.normpath(folder) / file
+                if path not in seen and path.is_file() and in_repo(repo, path):
+                    seen[path] = None
+                    try:
+                        pending.append(path.read_text(encoding="utf-8", errors="replace")[:MAX_ACTION_BYTES])
+                    except OSError:
+                        continue
+    return list(seen)
