@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import read_text
+from matrix.core.textfiles import read_limited, read_text
 from matrix.schedule.files import in_repo
 from matrix.schedule.yamldoc import load_yaml
 
@@ -205,7 +205,7 @@ def local_action_files(repo: Path, workflow_texts: Sequence[str]) -> list[Path]:
                 if path not in seen and path.is_file() and in_repo(repo, path):
                     seen[path] = None
                     try:
-                        pending.append(path.read_text(encoding="utf-8", errors="replace")[:MAX_ACTION_BYTES])
+                        pending.append(read_limited(path, MAX_ACTION_BYTES).decode("utf-8", "replace"))
                     except OSError:
                         continue
     return list(seen)
