@@ -6,7 +6,9 @@ GitHub's docs ("Creating a composite action", "Metadata syntax for GitHub Action
 `${{ inputs.<id> }}` is the step's `with.<id>` or else `inputs.<id>.default` (an empty string when neither is
 given), and `${{ github.action_path }}` the action's folder. The caller step's `env:` reaches the action's steps,
 and its `if:` decides whether any of them runs. A `with:` value that is itself an expression
-(`${{ env.FILTER }}`) is put in as written, so the walker evaluates it in the job, as GitHub does.
+(`${{ env.FILTER }}`) is put in as written, so the walker evaluates it in the job, as GitHub does; inside a larger
+expression or an `if:` (`inputs.gpu == 'true'`), each reference becomes an operand (that expression, or the text as
+a string literal).
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ ACTION_FILES = ("action.yml", "action.yaml")
 MAX_DEPTH = 4  # composite actions inside composite actions
 MAX_STEPS = 1024  # steps one job may grow to
 MAX_ACTION_BYTES = 1024 * 1024
-_INPUT = re.compile(r"\$\{\{\s*inputs\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
-_ACTION_PATH = re.compile(r"\$\{\{\s*github\.action_path\s*\}\}")
+_EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
+_INPUT_REF = re.compile(r"(?<![\w.-])inputs\.([A-Za-z_][A-Za-z0-9_-]*)")
+_ACTION_PATH_REF = re.compile(r"(?<![\w.-])github\.action_path\b")
 _USES_LOCAL = re.compile(r"uses:\s*['\"]?\./([^\s'\"@#]+)")
 _WRAPPED = re.compile(r"^\s*\$\{\{(.*)\}\}\s*$", re.S)
 
@@ -147,31 +150,60 @@ def _line_of(step: Mapping[str, Any], lines: tuple[str, ...], after: int) -> int
     return max(after, 1)
 
 
-def _step(inner: Mapping[str, Any], caller: Mapping[str, Any], doc: Mapping[str, Any], where: ActionStep) -> dict[Any, Any]:
-    """One of the action's steps as the caller's job runs it."""
-    name = where.file
-    given = _mapping(caller.get("with"))
-    declared = _mapping(doc.get("inputs"))
+class _Inputs:
+    """The action's `inputs` and `github.action_path` as one call of it gives them, put into its steps' text."""
 
-    def value(match: re.Match[str]) -> str:
-        key = match.group(1)
-        if key in given and given[key] is not None:
-            return _text(given[key])
-        spec = declared.get(key)
+    def __init__(self, caller: Mapping[str, Any], doc: Mapping[str, Any], folder: str) -> None:
+        self.given = _mapping(caller.get("with"))
+        self.declared = _mapping(doc.get("inputs"))
+        self.folder = folder
+
+    def value(self, key: str) -> str:
+        """The input's text: the caller's `with:` value, else its default, else "" (GitHub's empty string)."""
+        if key in self.given and self.given[key] is not None:
+            return _text(self.given[key])
+        spec = self.declared.get(key)
         default = spec.get("default") if isinstance(spec, Mapping) else None
         return _text(default) if default is not None else ""
 
-    folder = posixpath.dirname(name) or "."
+    def operand(self, key: str) -> str:
+        """The input as an operand of an expression: the caller's own expression, or a quoted string literal."""
+        text = self.value(key)
+        wrapped = _WRAPPED.match(text)
+        return f"({wrapped.group(1).strip()})" if wrapped else "'" + text.replace("'", "''") + "'"
 
-    def put(text: str) -> str:
-        return _ACTION_PATH.sub(folder, _INPUT.sub(value, text))
+    def text(self, text: str) -> str:
+        """`${{ inputs.ID }}` and `${{ github.action_path }}` replaced by their text; inside a larger expression
+        each reference becomes an operand, so the walker evaluates the expression in the caller's job."""
 
-    step: dict[Any, Any] = {k: put(v) if isinstance(v, str) else v for k, v in inner.items()}
+        def one(match: re.Match[str]) -> str:
+            inner = match.group(1).strip()
+            alone = _INPUT_REF.fullmatch(inner)
+            if alone is not None:
+                return self.value(alone.group(1))
+            if inner == "github.action_path":
+                return self.folder
+            return "${{ " + self.condition(inner) + " }}"
+
+        return _EXPRESSION.sub(one, text)
+
+    def condition(self, text: str) -> str:
+        """An expression (an `if:` without its wrapper) with each reference an operand."""
+        text = _ACTION_PATH_REF.sub("'" + self.folder.replace("'", "''") + "'", text)
+        return _INPUT_REF.sub(lambda m: self.operand(m.group(1)), text)
+
+
+def _step(inner: Mapping[str, Any], caller: Mapping[str, Any], doc: Mapping[str, Any], where: ActionStep) -> dict[Any, Any]:
+    """One of the action's steps as the caller's job runs it."""
+    inputs = _Inputs(caller, doc, posixpath.dirname(where.file) or ".")
+    step: dict[Any, Any] = {k: inputs.text(v) if isinstance(v, str) else v for k, v in inner.items()}
+    if isinstance(inner.get("if"), str):
+        step["if"] = inputs.condition(_bare(inner["if"]))
     if isinstance(inner.get("env"), Mapping) or isinstance(caller.get("env"), Mapping):
-        own = {k: put(v) if isinstance(v, str) else v for k, v in _mapping(inner.get("env")).items()}
+        own = {k: inputs.text(v) if isinstance(v, str) else v for k, v in _mapping(inner.get("env")).items()}
         step["env"] = {**_mapping(caller.get("env")), **own}
     if caller.get("if") is not None:
-        step["if"] = f"({_bare(caller['if'])}) && ({_bare(step['if'])})" if step.get("if") is not None else caller["if"]
+        step["if"] = f"({_bare(caller['if'])}) && ({step['if']})" if step.get("if") is not None else caller["if"]
     step[ACTION] = where
     return step
 

@@ -188,3 +188,28 @@ def test_which_scripts_start_pytest(text, starts):
     from matrix.schedule.python_scripts import starts_pytest
 
     assert starts_pytest(text) is starts
+
+
+GATED = """name: gated
+inputs:
+  run-gpu:
+    default: 'false'
+  folder:
+    default: ''
+runs:
+  using: composite
+  steps:
+    - if: inputs.run-gpu == 'true'
+      shell: bash
+      run: python -m pytest ${{ inputs.folder || 'tests/gpu' }}
+"""
+
+
+@pytest.mark.parametrize(("given", "runs"), [("'true'", True), ("'false'", False), (None, False)])
+def test_an_inputs_condition_and_expression_are_read_with_the_callers_values(tmp_path, capsys, given, runs):
+    caller = f"\n        with:\n          run-gpu: {given}\n" if given is not None else ""
+    root = _repo(
+        tmp_path, {".github/workflows/ci.yml": WORKFLOW.format(caller=caller), ".github/actions/suite/action.yml": GATED}
+    )
+    entries = _schedule(root, capsys)["entries"]
+    assert [e["selection"]["paths"] for e in entries] == ([["tests/gpu"]] if runs else [])
