@@ -582,8 +582,11 @@ class _GuardFinder:
                         conds = (*conds, ExprCondition(expr=stmt.test, negate=True))
                     elif else_exits:
                         conds = (*conds, ExprCondition(expr=stmt.test))
+                    conds = _past(stmt, conds, body_exits, else_exits)
                 elif isinstance(stmt, ast.Return | ast.Raise | ast.Continue | ast.Break):
                     return
+                elif type(stmt) in _LEAVING_BLOCKS:
+                    conds = _past(stmt, conds)
                 continue
             found = self.marked_skip(stmt, module_level)
             if found is None and test_body and conds and isinstance(stmt, ast.Return) and stmt.value is None:
@@ -619,6 +622,7 @@ class _GuardFinder:
                     conds = (*conds, negated)
                 elif else_exits:
                     conds = (*conds, ExprCondition(expr=test))
+                conds = _past(stmt, conds, body_exits, else_exits)
             elif isinstance(stmt, ast.For | ast.AsyncFor | ast.While):
                 inside = (*conds, OpaqueCondition(why="the skip is inside a loop"))
                 self.walk(stmt.body, inside, nodeid, module_level=module_level, sink=out)
@@ -637,6 +641,8 @@ class _GuardFinder:
                     self.walk(case.body, inside, nodeid, module_level=module_level, sink=out)
             if self.exits([stmt]):
                 return
+            if type(stmt) in _LEAVING_BLOCKS:
+                conds = _past(stmt, conds)
 
     def marked_skip(self, stmt: ast.stmt, module_level: bool) -> tuple[GuardKind, tuple[SkipCondition, ...]] | None:
         """`skip_statement`, answered None at once for a statement on no marked line.
@@ -777,3 +783,51 @@ def _string_condition(node: ast.expr) -> ExprCondition | OpaqueCondition:
         except SyntaxError:
             return OpaqueCondition(why="a condition string does not parse")
     return ExprCondition(expr=node)
+
+
+# --- code past a block that may leave the function ----------------------------------------------------------------
+# `for d in devices: if ok(d): return d` then `pytest.skip(...)`: the skip runs only when the loop did not return,
+# which the walk does not model; the statements after such a block get an opaque condition (the skip is then
+# undetermined, never "unconditional"). An `if` whose branch ends in a return is modelled (its test, negated).
+
+_LEAVING_BLOCKS = frozenset({ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match})
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _past(
+    stmt: ast.stmt, conds: tuple[SkipCondition, ...], body_exits: bool = False, else_exits: bool = False
+) -> tuple[SkipCondition, ...]:
+    """`conds` for the statements after `stmt`: with an opaque condition added when a `return` or `raise` inside
+    it (not in a nested function or class, and not an `if` branch's last statement, which the walk models) may
+    end the function before them."""
+    if isinstance(stmt, ast.If):
+        inside = [*(stmt.body if not body_exits else ()), *(stmt.orelse if not else_exits else ())]
+    else:
+        inside = [stmt]
+    line = _leaves(inside)
+    if line is None:
+        return conds
+    why = f"reached only when the block at line {stmt.lineno} does not return or raise (line {line})"
+    return (*conds, OpaqueCondition(why=why))
+
+
+def _leaves(statements: list[ast.stmt]) -> int | None:
+    """The line of a `return` or `raise` among `statements`, the blocks nested in them included."""
+    stack = list(statements)
+    seen = 0
+    while stack and seen < 100_000:
+        node = stack.pop()
+        seen += 1
+        if isinstance(node, ast.Return | ast.Raise):
+            return node.lineno
+        if isinstance(node, _NESTED_SCOPES):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                stack.extend(inner)
+        if isinstance(node, ast.Try | ast.TryStar):
+            stack.extend(s for h in node.handlers for s in h.body)
+        elif isinstance(node, ast.Match):
+            stack.extend(s for c in node.cases for s in c.body)
+    return None

@@ -134,3 +134,66 @@ def test_a_list_filled_in_a_loop_is_not_read_as_always_empty(tmp_path: Path) -> 
     assert found["tests/test_case.py::test_filled"] is not ItemOutcome.SKIPS
     assert found["tests/test_case.py::test_counted"] is not ItemOutcome.SKIPS
     assert found["tests/test_case.py::test_empty"] is ItemOutcome.SKIPS
+
+
+LEAVES_FIRST = """
+import os
+
+import pytest
+import torch
+
+
+def _sm90_device():
+    for index in range(torch.cuda.device_count()):
+        if torch.cuda.get_device_capability(index) >= (9, 0):
+            return torch.device("cuda", index)
+    pytest.skip("needs an sm90 device")
+
+
+@pytest.fixture(scope="session")
+def tool_path():
+    for candidate in ("/opt/tool", os.environ.get("TOOL", "")):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    pytest.skip("the tool is not built")
+
+
+def _with_lock():
+    with open(__file__) as handle:
+        if handle.readable():
+            return handle.name
+    pytest.skip("unreadable")
+
+
+def _modelled():
+    if torch.cuda.is_available():
+        return 0
+    pytest.skip("needs a GPU")
+
+
+def test_device_helper():
+    _sm90_device()
+
+
+def test_built_tool(tool_path):
+    assert tool_path
+
+
+def test_with_block():
+    _with_lock()
+
+
+def test_modelled_return():
+    _modelled()
+"""
+
+
+def test_a_skip_after_a_block_that_may_return_is_undetermined_not_unconditional(tmp_path: Path) -> None:
+    """A helper or fixture that returns from inside a loop or `with` and skips after it skips only when that block
+    did not return: undetermined. An `if` that returns is read (its test negated): decided as before."""
+    found = outcomes(tmp_path, {"tests/test_leaves.py": LEAVES_FIRST}, labels="ubuntu-latest")
+    nodes = "tests/test_leaves.py::"
+    assert found[nodes + "test_device_helper"] is ItemOutcome.UNDETERMINED
+    assert found[nodes + "test_built_tool"] is ItemOutcome.UNDETERMINED
+    assert found[nodes + "test_with_block"] is ItemOutcome.UNDETERMINED
+    assert found[nodes + "test_modelled_return"] is ItemOutcome.SKIPS  # no GPU on the cpu runner
