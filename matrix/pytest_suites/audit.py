@@ -109,20 +109,31 @@ class _Evaluator:
         ci_names: frozenset[str] = frozenset(),
     ):
         self.ci_names = ci_names
+        # Names the audited file's own process sets (its conftests, itself, pytest-env): see `for_file`.
+        self.written: frozenset[str] = frozenset()
         self.packs = packs
         self.profiles = profiles
         self.installed = installed
         self.table: dict[str, Predicate] = dict(packs.table)
-        self.cache: dict[tuple[int, int, str, tuple[tuple[str, str], ...], Container | None], Evaluation] = {}
+        self.cache: dict[tuple[int, int, str, tuple[tuple[str, str], ...], Container | None, frozenset[str]], Evaluation] = {}
         # Keyed by object ids: the collected files hold every guard and names object for the whole audit.
         self.rewritten: dict[tuple[int, int], tuple[Guard, ModuleNames]] = {}
         self.names: dict[int, ModuleNames] = {}
+
+    def for_file(self, written: frozenset[str]) -> _Evaluator:
+        """This evaluator (its caches shared) for a file whose process sets `written` itself: those names may be
+        set where it runs, whatever the job gives."""
+        if written == self.written:
+            return self
+        view = copy.copy(self)
+        view.written = written
+        return view
 
     def evaluate(self, applied: AppliedGuard, entry: ScheduleEntry, profile: str) -> Evaluation:
         return self.evaluate_on(applied, entry, self.profiles[profile])
 
     def evaluate_on(self, applied: AppliedGuard, entry: ScheduleEntry, runner: RunnerProfile) -> Evaluation:
-        key = (id(applied.guard), id(applied.names), runner.name, entry.env, entry.container)
+        key = (id(applied.guard), id(applied.names), runner.name, entry.env, entry.container, self.written)
         found = self.cache.get(key)
         if found is None:
             guard, names = self._rewrite(applied)
@@ -133,7 +144,7 @@ class _Evaluator:
                 installed=self.installed,
                 env=entry.env_map,
                 env_closed=True,
-                env_open=self.ci_names,
+                env_open=self.ci_names | self.written if self.written else self.ci_names,
                 # run through `docker exec`: only what the container is given reaches the tests
                 container=f"the container {entry.container.name}" if entry.container else "",
                 container_unread=entry.container.unread if entry.container else "",
@@ -307,10 +318,12 @@ class SuiteAuditor:
         self.unread = schedule.unread
         # What each entry's pytest command collects and selects; read from the selection alone when not given.
         self.invocations = tuple(invocations) if invocations is not None else tuple(map(_plain, self.entries))
-        self.evaluator = _Evaluator(packs, profiles, installed, frozenset(schedule.ci_names))
+        self.base = _Evaluator(packs, profiles, installed, frozenset(schedule.ci_names))
+        self.evaluator = self.base  # for the file being audited (`_Evaluator.for_file`)
         self.not_run = tuple(f"{e.origin}: {i.why_not}" for e, i in zip(self.entries, self.invocations, strict=True) if i.why_not)
 
     def audit_file(self, test_file: TestFile) -> FileAudit:
+        self.evaluator = self.base.for_file(test_file.env_written)
         if test_file.error is not None:
             finding = _file_finding(GuardFindingKind.UNPARSABLE, test_file.path, test_file.error, GuardClass.UNKNOWN)
             return FileAudit(findings=(finding,), tests=0, scheduled=0, undetermined=0, assumptions=())
@@ -394,6 +407,7 @@ class SuiteAuditor:
 
     def outcomes(self, test_file: TestFile) -> dict[str, ItemOutcome]:
         """Each collected test's outcome over the whole schedule (the differential tests compare these with pytest)."""
+        self.evaluator = self.base.for_file(test_file.env_written)
         ignores = test_file.conftest_ignores
         pairs = [(e, i, collected(test_file.path, i, ignores)) for e, i in zip(self.entries, self.invocations, strict=True)]
         out: dict[str, ItemOutcome] = {}

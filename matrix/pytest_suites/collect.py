@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from matrix.guards.env_writes import written_names
 from matrix.guards.finder import Substitute, analyse_source, analyse_tree, pytestmark_exprs, script_only
 from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, OpaqueCondition, dotted
 from matrix.guards.source import resolve
@@ -95,6 +96,8 @@ class TestFile:
     error: str | None = None
     notes: tuple[str, ...] = ()
     conftest_ignores: tuple[ConftestIgnores, ...] = ()
+    # Environment variables the test process sets itself before or while this file runs (`env_writes`).
+    env_written: frozenset[str] = frozenset()
 
 
 @dataclass(kw_only=True)
@@ -146,6 +149,7 @@ class Collector:
         self.call_memo: CallMemo = {}
         self.modules = ProjectModules(load, self._bases)
         self.ignores: dict[str, ConftestIgnores] = {}
+        self.writes: dict[str, frozenset[str]] = {}
         self.imported = ImportResolver(self._definitions, self._bases)
 
     # --- files ----------------------------------------------------------------------------------------------
@@ -295,7 +299,24 @@ class Collector:
             )
             param = read_parametrize(node.decorator_list, names, may_mark=parsed.marks)
             tests.extend(self._cases(path, parsed, item, param, rules=rules, notes=notes) if param is not None else (item,))
-        return TestFile(path=path, tests=tuple(tests), notes=tuple(notes), conftest_ignores=self.conftest_ignores(path))
+        return TestFile(
+            path=path,
+            tests=tuple(tests),
+            notes=tuple(notes),
+            conftest_ignores=self.conftest_ignores(path),
+            env_written=self.env_written(path),
+        )
+
+    def env_written(self, path: str) -> frozenset[str]:
+        """The variables the file, its conftest files and pytest-env's `env` option set (`env_writes`)."""
+        found = set(self.config.env_set)
+        for source in (*self.conftests(path), path):
+            names = self.writes.get(source)
+            if names is None:
+                text = self.load(source)
+                names = self.writes[source] = written_names(text) if text is not None else frozenset()
+            found.update(names)
+        return frozenset(found)
 
     def conftest_ignores(self, path: str) -> tuple[ConftestIgnores, ...]:
         """Every conftest file above a test file, with its `collect_ignore` / `collect_ignore_glob`."""

@@ -25,6 +25,7 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.textfiles import OutsideTreeError, SpecialFileError, resolve_in_tree, special_kind
+from matrix.guards.env_writes import ini_env_names
 
 # pytest's defaults (`_pytest/main.py` and `_pytest/python.py`, pytest_addoption).
 DEFAULT_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
@@ -49,6 +50,7 @@ class PytestConfig:
     python_classes: tuple[str, ...] = ("Test",)
     python_functions: tuple[str, ...] = ("test",)
     addopts: tuple[str, ...] = ()
+    env_set: tuple[str, ...] = ()  # the names pytest-env's `env` option sets (`env_writes.ini_env_names`)
 
     def collection_key(self) -> tuple[tuple[str, ...], ...]:
         """The values that decide which functions and classes of a file are tests."""
@@ -162,7 +164,8 @@ def from_values(values: ConfigDict, inifile: str | None, rootdir: str) -> Pytest
     for key in ("testpaths", "norecursedirs", "python_files", "python_classes", "python_functions", "addopts"):
         if key in values:
             fields[key] = _words(values[key], f"{inifile}: {key}")
-    return PytestConfig(source=inifile or "(pytest defaults)", inifile=inifile, rootdir=rootdir, **fields)
+    env_set = ini_env_names(values.get("env"))
+    return PytestConfig(source=inifile or "(pytest defaults)", inifile=inifile, rootdir=rootdir, env_set=env_set, **fields)
 
 
 def read_pytest_config(root: Path, start: str = ".") -> PytestConfig:

@@ -21,6 +21,7 @@ from matrix.core.jsonio import loads_untrusted
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import package_text, read_text
 from matrix.core.tomlfields import read_toml, read_toml_file
+from matrix.guards.env_writes import written_names
 from matrix.guards.evaluate import Evaluation, GuardEvaluator, Tri
 from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
@@ -630,6 +631,8 @@ def guard_findings(
         return []
     env = env or {}
     open_names = frozenset(settings.schedule.ci_names) if settings.schedule is not None else frozenset()
+    if text is not None:
+        open_names |= written_names(text)  # set by the test module itself (`matrix.guards.env_writes`)
     facts = {
         name: RunnerFacts(
             profile=settings.runners[name],

@@ -194,6 +194,20 @@ class TestOptIn(unittest.TestCase):
         assert said in next(f for f in report.findings if f.scope.endswith("TestOptIn")).message
 
 
+def test_a_variable_the_test_module_sets_itself_is_not_an_unset_opt_in(tmp_path):
+    """`os.environ.setdefault(...)` at module level runs before the class decorator reads the variable."""
+    body = """
+os.environ.setdefault("RUN_NEVER_SET_E2E", "1")
+
+
+@unittest.skipUnless(os.environ.get("RUN_NEVER_SET_E2E"), "opt-in")
+class TestOptIn(unittest.TestCase):
+    def test_a(self):
+        pass
+"""
+    assert kinds(audit(tmp_path, body)).get("TestOptIn") == K.UNDETERMINED
+
+
 @pytest.mark.parametrize(
     ("target", "expected"), [("$GITHUB_ENV", None), ("$GITHUB_ENV_FILE", K.UNDETERMINED)], ids=["github-env", "other-file"]
 )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from matrix.pytest_suites.audit import PytestAuditReport
+from matrix.pytest_suites.audit import ItemOutcome, PytestAuditReport
+from tests.pytest_suites.test_uncertain_guards import outcomes
 
 Skipping = Callable[[PytestAuditReport], dict[str, str]]
 
@@ -100,3 +102,48 @@ def test_in_a_container_only_what_it_is_given_counts(
     report = audit(files)
     got = "skips" if skipping(report) else "undetermined" if report.undetermined else "runs"
     assert got == outcome
+
+
+OPT_IN_BODY = """
+import os
+import pytest
+
+
+@pytest.mark.skipif(os.environ.get("TILE_IMPL", "") != "tile", reason="opt-in")
+def test_opted():
+    pass
+"""
+SETS_IT = {
+    "conftest-setdefault": {"tests/conftest.py": "import os\n\nos.environ.setdefault('TILE_IMPL', 'tile')\n"},
+    "conftest-item": {"tests/conftest.py": "import os\n\nos.environ['TILE_IMPL'] = 'tile'\n"},
+    "conftest-update": {"tests/conftest.py": "import os\n\nos.environ.update({'TILE_IMPL': 'tile', 'OTHER': '1'})\n"},
+    "pytest-env-ini": {"pytest.ini": "[pytest]\nenv =\n    D:TILE_IMPL=tile\n"},
+    "the-module-itself": {"tests/test_self.py": "import os\n\nos.environ['TILE_IMPL'] = 'tile'\n"},
+}
+
+
+@pytest.mark.parametrize("extra", list(SETS_IT.values()), ids=list(SETS_IT))
+def test_a_variable_the_suite_sets_itself_is_not_an_unset_opt_in(tmp_path: Path, extra: dict[str, str]) -> None:
+    """The conftest (imported before the test modules), the module itself or pytest-env's `env` option may set it:
+    the opt-in is undetermined, not a certain skip."""
+    files = {"tests/test_self.py": "", **extra}
+    files["tests/test_self.py"] = files["tests/test_self.py"] + OPT_IN_BODY
+    found = outcomes(tmp_path, files)
+    assert found["tests/test_self.py::test_opted"] is ItemOutcome.UNDETERMINED
+
+
+def test_a_conftest_of_another_folder_does_not_count(tmp_path: Path) -> None:
+    files = {"other/conftest.py": "import os\n\nos.environ['TILE_IMPL'] = 'tile'\n", "tests/test_self.py": OPT_IN_BODY}
+    assert outcomes(tmp_path, files)["tests/test_self.py::test_opted"] is ItemOutcome.SKIPS
+
+
+def test_the_spellings_of_a_write() -> None:
+    from matrix.guards.env_writes import ini_env_names, written_names
+
+    text = (
+        "import os\nos.environ['A'] = '1'\nos.environ.setdefault(\"B\", '1')\nos.putenv('C', '1')\n"
+        "monkeypatch.setenv('D', '1')\nos.environ.update({'E': '1'}, F='2')\nif os.environ['G'] == '1':\n    pass\n"
+    )
+    assert written_names(text) == frozenset("ABCDEF")
+    assert ini_env_names("\n  X=1\n  D:Y=2\n  R:Z=3\n  not a line\n") == ("X", "Y", "Z")
+    assert ini_env_names(["W=1"]) == ("W",)
