@@ -5,8 +5,9 @@ prerequisites` (not `:=`), its recipe the TAB-indented lines after it, a line en
 `@`, `-`, `+` in front of a recipe line are make's, not the shell's; `$$` is a `$`; `$(NAME)` / `${NAME}` are make
 variables (`NAME = v`, `:=`, `?=`, and `NAME=v` on the command line, which wins). Each recipe line runs in a shell
 of its own, so the script given here puts each in a subshell (a `cd` does not carry to the next line).
-Prerequisites run first. What this does not read (pattern rules, functions such as `$(shell ...)`, includes) stays
-as written, and a command holding it is unread by the command readers rather than guessed.
+Prerequisites run first. `$(if COND,THEN,ELSE)` is read (`_conditionals`). What this does not read (pattern
+rules, other functions such as `$(shell ...)`, includes) stays as written, and a command holding it is unread by
+the command readers rather than guessed.
 """
 
 from __future__ import annotations
@@ -197,10 +198,60 @@ def _automatic(line: str, values: Mapping[str, str]) -> str:
 
 
 def expand_make(line: str, values: Mapping[str, str]) -> str:
-    """Make's expansion of one recipe line: known `$(NAME)` substituted, `$$` made `$`."""
+    """Make's expansion of one recipe line: known `$(NAME)` substituted, `$(if ...)` read (`_conditionals`),
+    `$$` made `$`."""
     for _ in range(MAX_EXPANSIONS):
         replaced = _REFERENCE.sub(lambda m: values.get(m.group(1), m.group(0)), line)
         if replaced == line:
             break
         line = replaced
-    return line.replace("$$", "$")
+    return _conditionals(line).replace("$$", "$")
+
+
+MAX_CONDITIONALS = 3  # `$(if ...)` read per recipe line (each doubles the branches)
+
+
+def _conditionals(line: str) -> str:
+    """`$(if COND,THEN[,ELSE])` (GNU make manual, "Functions for Conditionals": THEN when COND expands to a
+    non-empty string, else ELSE). A COND made of text alone is decided here; one that still names a variable (the
+    job's environment may set it: make reads the environment) becomes a shell `if [ -n "${NAME}" ]` around the
+    line with each branch, so the shell reader reads both, each under its condition. A COND holding another
+    function (`$(shell ...)`) leaves the line as written (unread)."""
+    for _ in range(MAX_CONDITIONALS):
+        found = _first_if(line)
+        if found is None:
+            return line
+        start, end, arguments = found
+        condition = arguments[0].strip()
+        then = arguments[1] if len(arguments) > 1 else ""
+        otherwise = arguments[2] if len(arguments) > 2 else ""
+        head, tail = line[:start], line[end:]
+        if "$" not in condition:
+            line = head + (then if condition else otherwise) + tail
+            continue
+        if "$(" in _REFERENCE.sub("", condition) or "${" in _REFERENCE.sub("", condition):
+            return line  # a function in the condition: not read
+        test = _REFERENCE.sub(lambda m: "${" + m.group(1) + "}", condition).replace('"', '\\"')
+        line = f'if [ -n "{test}" ]; then {head}{then}{tail}; else {head}{otherwise}{tail}; fi'
+    return line
+
+
+def _first_if(line: str) -> tuple[int, int, list[str]] | None:
+    """(start, end, arguments split at its top-level commas) of the first `$(if ...)`, or None."""
+    start = line.find("$(if ")
+    if start < 0:
+        return None
+    depth, arguments, piece = 0, [], start + len("$(if ")
+    for at in range(piece, len(line)):
+        char = line[at]
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            if depth == 0:
+                arguments.append(line[piece:at])
+                return start, at + 1, arguments if len(arguments) <= 3 else [*arguments[:2], ",".join(arguments[2:])]
+            depth -= 1
+        elif char == "," and depth == 0:
+            arguments.append(line[piece:at])
+            piece = at + 1
+    return None

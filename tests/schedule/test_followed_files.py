@@ -201,3 +201,29 @@ def test_nox_sessions_run_their_session_run_calls(tmp_path: Path) -> None:
     unit = schedule.entries[0].selection
     assert isinstance(unit, PytestSelection) and unit.keyword == "fast"
     assert any("known only at run time" in u.reason and "gpu-tests" in u.reason for u in schedule.unread)
+
+
+CONDITIONAL = textwrap.dedent(
+    """\
+    KIND = gpu
+
+    test:
+    \tpython -m pytest tests/unit $(if $(REPORT),--report-log "$(REPORT)",)
+    gpu:
+    \tpytest $(if $(KIND),tests/$(KIND),tests/cpu)
+    odd:
+    \tpytest $(if $(shell ls tests),tests/a,tests/b)
+    """
+)
+
+
+def test_a_make_conditional_is_read_both_ways_or_decided(tmp_path: Path) -> None:
+    """`$(if COND,THEN,ELSE)`: decided when COND is text (KIND is set in the Makefile); read both ways, each under
+    its condition, when a variable the job's environment may give decides it; unread when COND is a function."""
+    schedule = schedule_of(repo(tmp_path, "make test\nmake gpu\nmake odd", {"Makefile": CONDITIONAL}))
+    assert sorted(p for p, _ in selected(schedule)) == [("tests/gpu",), ("tests/unit",)]
+    (unit,) = [e for e in schedule.entries if e.selection.paths == ("tests/unit",)]  # type: ignore[union-attr]
+    assert unit.assumptions == ('runs only if not `[ -n "${REPORT}" ]` (not known before the run)',)
+    # The other branch names the report file only at run time: unread, bounded to what it selects.
+    assert any("${REPORT}" in u.reason and u.reach == ("tests/unit",) for u in schedule.unread)
+    assert any("$(if $(shell ls tests)" in u.reason for u in schedule.unread)
