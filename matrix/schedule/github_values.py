@@ -129,7 +129,9 @@ class KnownValues:
             if head == "inputs":
                 return walk_path(inputs, path[1:], "inputs")
             if head == "env":
-                return walk_path(env, path[1:], "env")
+                found = walk_path(env, path[1:], "env")
+                # A value with run-time parts keeps its expression text (see `env`): it is not known before the run.
+                return Unknown(text=".".join(path)) if isinstance(found, str) and "${{" in found else found
             if head == "github" and path[1:] == ("event_name",) and event is not None:
                 return event
             if head in ("needs", "steps", "jobs") and len(path) >= 3 and path[2] == "outputs":

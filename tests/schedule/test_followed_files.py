@@ -227,3 +227,18 @@ def test_a_make_conditional_is_read_both_ways_or_decided(tmp_path: Path) -> None
     # The other branch names the report file only at run time: unread, bounded to what it selects.
     assert any("${REPORT}" in u.reason and u.reach == ("tests/unit",) for u in schedule.unread)
     assert any("$(if $(shell ls tests)" in u.reason for u in schedule.unread)
+
+
+def test_an_env_value_with_run_time_parts_is_unknown_where_a_step_uses_it(tmp_path: Path) -> None:
+    """`LOG_DIR: /logs/${{ github.run_id }}` is known only at run time; a step writing `> ${{ env.LOG_DIR }}/x.log`
+    still runs the pytest command before it (the expression text was put into the script, which no shell reads)."""
+    root = tmp_path / "repo"
+    (root / ".github" / "workflows").mkdir(parents=True)
+    (root / ".github" / "workflows" / "ci.yml").write_text(
+        "on: [push]\nenv:\n  LOG_DIR: /logs/${{ github.run_id }}\njobs:\n  t:\n    runs-on: [self-hosted, sm86]\n"
+        "    steps:\n      - run: |\n          python -m pytest tests/gpu > ${{ env.LOG_DIR }}/out.log 2>&1\n",
+        encoding="utf-8",
+    )
+    schedule = schedule_of(root)
+    assert [p for p, _ in selected(schedule)] == [("tests/gpu",)]
+    assert not any("cannot read" in u.reason for u in schedule.unread)
