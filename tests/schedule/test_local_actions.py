@@ -49,6 +49,13 @@ def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def _suite(tmp_path: Path, caller: str = "", action: str | None = None, more: dict[str, str] | None = None) -> Path:
+    """A checkout whose workflow step calls the local action `suite` (COMPOSITE unless given) with `caller`."""
+    files = {".github/workflows/ci.yml": WORKFLOW.format(caller=caller)}
+    files[".github/actions/suite/action.yml"] = COMPOSITE.format(extra="") if action is None else action
+    return _repo(tmp_path, {**files, **(more or {})})
+
+
 def _schedule(root: Path, capsys: pytest.CaptureFixture[str]) -> dict:
     assert main(["schedule", str(root), "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
@@ -60,14 +67,7 @@ def _audit(root: Path, capsys: pytest.CaptureFixture[str]) -> dict:
 
 
 def test_a_composite_actions_steps_are_the_jobs_with_the_inputs_given(tmp_path, capsys):
-    caller = "\n        with:\n          filter: fast\n"
-    root = _repo(
-        tmp_path,
-        {
-            ".github/workflows/ci.yml": WORKFLOW.format(caller=caller),
-            ".github/actions/suite/action.yml": COMPOSITE.format(extra=""),
-        },
-    )
+    root = _suite(tmp_path, caller="\n        with:\n          filter: fast\n")
     doc = _schedule(root, capsys)
     (entry,) = doc["entries"]
     assert entry["selection"]["paths"] == ["tests/gpu"] and entry["selection"]["keyword"] == "fast"
@@ -79,38 +79,19 @@ def test_a_composite_actions_steps_are_the_jobs_with_the_inputs_given(tmp_path, 
 
 
 def test_an_input_not_given_takes_its_default(tmp_path, capsys):
-    root = _repo(
-        tmp_path,
-        {".github/workflows/ci.yml": WORKFLOW.format(caller=""), ".github/actions/suite/action.yml": COMPOSITE.format(extra="")},
-    )
-    (entry,) = _schedule(root, capsys)["entries"]
+    (entry,) = _schedule(_suite(tmp_path), capsys)["entries"]
     assert entry["selection"]["keyword"] == "slow"
 
 
 def test_a_script_beside_the_action_is_followed_through_action_path(tmp_path, capsys):
     action = COMPOSITE.format(extra="\n    - shell: bash\n      run: bash ${{ github.action_path }}/more.sh")
-    root = _repo(
-        tmp_path,
-        {
-            ".github/workflows/ci.yml": WORKFLOW.format(caller=""),
-            ".github/actions/suite/action.yml": action,
-            ".github/actions/suite/more.sh": "python -m pytest tests/cpu\n",
-        },
-    )
-    report = _audit(root, capsys)
+    more = {".github/actions/suite/more.sh": "python -m pytest tests/cpu\n"}
+    report = _audit(_suite(tmp_path, action=action, more=more), capsys)
     assert report["scheduled_tests"] == 2 and not report["counts"]["unscheduled"]
 
 
 def test_a_false_if_on_the_calling_step_runs_none_of_its_steps(tmp_path, capsys):
-    caller = "\n        if: ${{ false }}\n"
-    root = _repo(
-        tmp_path,
-        {
-            ".github/workflows/ci.yml": WORKFLOW.format(caller=caller),
-            ".github/actions/suite/action.yml": COMPOSITE.format(extra=""),
-        },
-    )
-    assert _schedule(root, capsys)["entries"] == []
+    assert _schedule(_suite(tmp_path, caller="\n        if: ${{ false }}\n"), capsys)["entries"] == []
 
 
 @pytest.mark.parametrize(
@@ -208,8 +189,5 @@ runs:
 @pytest.mark.parametrize(("given", "runs"), [("'true'", True), ("'false'", False), (None, False)])
 def test_an_inputs_condition_and_expression_are_read_with_the_callers_values(tmp_path, capsys, given, runs):
     caller = f"\n        with:\n          run-gpu: {given}\n" if given is not None else ""
-    root = _repo(
-        tmp_path, {".github/workflows/ci.yml": WORKFLOW.format(caller=caller), ".github/actions/suite/action.yml": GATED}
-    )
-    entries = _schedule(root, capsys)["entries"]
+    entries = _schedule(_suite(tmp_path, caller=caller, action=GATED), capsys)["entries"]
     assert [e["selection"]["paths"] for e in entries] == ([["tests/gpu"]] if runs else [])
