@@ -74,7 +74,7 @@ def other_ci_files(repo: Path) -> tuple[UnreadJob, ...]:
 
 
 def _present(repo: Path, pattern: str) -> list[str]:
-    """The repository-relative paths `pattern` names that exist (a link is named, never followed or read)."""
+    """The repository-relative paths `pattern` names that exist (each is only named here, never read)."""
     if pattern.endswith("/"):
         return [pattern.rstrip("/")] if (repo / pattern).is_dir() else []
     if "*" not in pattern:
