@@ -212,7 +212,7 @@ def starts_pytest(text: str) -> bool:
             if id(node) not in docstrings and _PYTEST_WORD.search(node.value):
                 return True
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
             named = [module, *(a.name for a in node.names)]
             if any("pytest" in n and n != "pytest" for n in named):
                 return True
