@@ -226,12 +226,26 @@ def gpu_count(session: nox.Session, env: dict[str, str]) -> int:
 
 
 def jit_cache_env(env: dict[str, str]) -> dict[str, str]:
-    """One flashinfer and one triton JIT cache per host, shared by every xdist worker (and later runs)."""
+    """One flashinfer, triton, torch.compile (inductor) and sglang JIT cache per host, shared by every xdist worker and
+    later runs; the CI job keeps all four between runs (docs/gpu.md, "JIT caches between CI runs")."""
     base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "specmatrix"
     return {
         "FLASHINFER_WORKSPACE_BASE": env.get("FLASHINFER_WORKSPACE_BASE") or str(base / "flashinfer"),
         "TRITON_CACHE_DIR": env.get("TRITON_CACHE_DIR") or str(base / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": env.get("TORCHINDUCTOR_CACHE_DIR") or str(base / "inductor"),
+        "SGLANG_JIT_CACHE_DIR": env.get("SGLANG_JIT_CACHE_DIR") or str(base / "sglang-jit"),
     }
+
+
+def gpu_session_env(session: nox.Session) -> dict[str, str]:
+    """The GPU sessions' environment: the JIT caches, and bytecode kept between runs in the session's cache folder.
+
+    Images that set PYTHONDONTWRITEBYTECODE (the H200 one does) made the controller and every worker compile this
+    package, the test modules (their asserts rewritten) and the pytest plugins' modules from source on every run,
+    after the fork server's preload too: its forked children take these two variables from the run's environment.
+    """
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or str((session.cache_dir / "pycache-gpu").resolve())
+    return {**jit_cache_env(dict(os.environ)), "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": prefix}
 
 
 def _workers_per_gpu(given: list[str]) -> int:
@@ -294,7 +308,7 @@ def gpu(session: nox.Session) -> None:
     """GPU cells (tests/gpu) with the skip audit; posargs go to pytest (e.g. -- --matrix-select=@shard.txt -n 4);
     `-- --matrix-fork-server` forks the workers from one process that imported torch, flashinfer and sglang."""
     install(session, "-e", ".[test,plot]", *GPU_PACKAGES, constrained=False)
-    env = jit_cache_env(dict(os.environ))
+    env = gpu_session_env(session)
     args = fork_server_args(gpu_pytest_args(session, "gpu-report/report.json"), "gpu-report/fork-server.json")
     session.run(_python(session), *args, env=env)
 
@@ -303,7 +317,7 @@ def gpu(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Kernel timings of every RUN draft cell (graph replay, CUDA events): bench-out/bench.{json,md,png}."""
     install(session, "-e", ".[plot]", *GPU_PACKAGES, constrained=False)
-    env = jit_cache_env(dict(os.environ))
+    env = gpu_session_env(session)
     session.run(_python(session), "ci/bench_kernels.py", *(session.posargs or ["--out", "bench-out"]), env=env)
 
 
@@ -312,7 +326,7 @@ def gpu_mutations(session: nox.Session) -> None:
     """Each sglang source mutation (matrix/gpu/mutations.py) applied to an overlay, the GPU cells run under it, and
     the table of cells expected red / red / green: gpu-mutations/mutations.{json,md}. posargs go to pytest."""
     install(session, "-e", ".[test,plot]", *GPU_PACKAGES, constrained=False)
-    env = jit_cache_env(dict(os.environ))
+    env = gpu_session_env(session)
     pytest_args = gpu_pytest_args(session, "gpu-mutations/unused.json")[2:]  # drop "-m pytest": mutate runs pytest
     session.run(_python(session), "-m", "tools.gpu.mutate", "--baseline", "--out", "gpu-mutations", "--", *pytest_args, env=env)
 

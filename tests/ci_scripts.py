@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 from types import ModuleType
@@ -11,8 +12,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def ci_script(name: str) -> ModuleType:
     """`ci/NAME.py`, loaded afresh."""
-    spec = importlib.util.spec_from_file_location(f"specmatrix_ci_{name}", ROOT / "ci" / f"{name}.py")
+    return repo_script(f"ci/{name}.py")
+
+
+def repo_script(path: str) -> ModuleType:
+    """The script at `path` in this repository (`ci/NAME.py`, `noxfile.py`), loaded afresh as a module."""
+    stem = path.removesuffix(".py").replace("/", "_")
+    spec = importlib.util.spec_from_file_location(f"specmatrix_{stem}", ROOT / path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@functools.cache
+def noxfile() -> ModuleType:
+    """noxfile.py as a module, loaded once per process (nox registers each session as the file runs: twice warns)."""
+    return repo_script("noxfile.py")

@@ -87,6 +87,10 @@ def _become_worker(request: dict[str, object], fds: list[int], plugins: frozense
     if isinstance(env, dict):
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in env.items()})
+    # The interpreter reads these two at start-up; the child takes them from the client's environment, as a process
+    # started with it would (a server started under PYTHONDONTWRITEBYTECODE must not stop the run's bytecode cache).
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    sys.pycache_prefix = os.environ.get("PYTHONPYCACHEPREFIX") or None
     cwd = request.get("cwd")
     if isinstance(cwd, str):
         os.chdir(cwd)

@@ -11,18 +11,10 @@ from typing import Any
 
 import pytest
 
+from tests.ci_scripts import noxfile
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _noxfile() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("specmatrix_noxfile", ROOT / "noxfile.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-NOXFILE = _noxfile()
+NOXFILE = noxfile()
 
 
 class FakeSession:
@@ -221,6 +213,27 @@ def test_tests_session_shares_one_absolute_bytecode_cache(tmp_path, monkeypatch)
     prefix = Path(env["PYTHONPYCACHEPREFIX"])
     assert prefix.is_absolute() and prefix == tmp_path / ".nox" / ".cache" / "pycache-tests"
     assert NOXFILE.bytecode_cache_env(CacheSession("none")) == {}  # no venv: the host's own setting stands
+
+
+@pytest.mark.parametrize("given", [None, "/var/cache/py"])
+def test_gpu_sessions_keep_bytecode_and_every_jit_cache_on_any_backend(tmp_path, monkeypatch, given) -> None:
+    """Even without a venv (the CI job's and the GPU host's way) and under PYTHONDONTWRITEBYTECODE, the GPU sessions
+    write bytecode, into the session's cache folder or the prefix the caller gave, and never beside the sources;
+    flashinfer's, triton's and torch.compile's caches each get a folder unless given."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    for name in ("PYTHONPYCACHEPREFIX", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    if given:
+        monkeypatch.setenv("PYTHONPYCACHEPREFIX", given)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    env = NOXFILE.gpu_session_env(CacheSession("none"))
+    assert env["PYTHONDONTWRITEBYTECODE"] == ""
+    assert env["PYTHONPYCACHEPREFIX"] == (given or str(tmp_path / ".nox" / ".cache" / "pycache-gpu"))
+    base = tmp_path / "xdg" / "specmatrix"
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(base / "inductor") and env["TRITON_CACHE_DIR"] == str(base / "triton")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/jit/inductor")
+    assert NOXFILE.gpu_session_env(CacheSession("none"))["TORCHINDUCTOR_CACHE_DIR"] == "/jit/inductor"
 
 
 class InstallSession:

@@ -171,6 +171,40 @@ def test_a_server_already_up_serves_every_run_on_the_host(tmp_path: Path) -> Non
         server.wait(timeout=30)
 
 
+@pytest.mark.parametrize(
+    ("server_env", "client_env", "written"),
+    [({"PYTHONDONTWRITEBYTECODE": "1"}, {}, True), ({}, {"PYTHONDONTWRITEBYTECODE": "1"}, False)],
+    ids=["server-without-bytecode", "client-without-bytecode"],
+)
+def test_forked_children_write_bytecode_as_the_run_asks(tmp_path: Path, server_env, client_env, written) -> None:
+    """PYTHONDONTWRITEBYTECODE and PYTHONPYCACHEPREFIX come from the run's environment, not the server's: a server
+    started under the first still lets the run keep its (assert-rewritten) test module's bytecode under the prefix,
+    and a run that asks for none writes none, beside the source or under the prefix."""
+    (tmp_path / "specmatrix_probe.py").write_text(PROBE, encoding="utf-8")
+    (tmp_path / "test_probe.py").write_text(TEST, encoding="utf-8")
+    sock, prefix = tmp_path / "host.sock", tmp_path / "pyc"
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env = {**base, PRELOAD_ENV: "specmatrix_probe", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    serve = [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", str(sock)]
+    server = subprocess.Popen(serve, cwd=tmp_path, env={**env, **server_env}, stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            if Path(str(sock) + ".json").exists() or server.poll() is not None:
+                break
+            time.sleep(0.1)
+        command = [sys.executable, "-m", "matrix.gpu.forkserver", "run", "--", "-n", "2", "-p", "no:cacheprovider"]
+        command += ["-p", "no:benchmark", "-W", "error", "-q", "test_probe.py"]
+        run_env = {**env, **client_env, SOCKET_ENV: str(sock), "PYTHONPYCACHEPREFIX": str(prefix)}
+        done = subprocess.run(command, cwd=tmp_path, env=run_env, capture_output=True, text=True, timeout=240, check=False)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert "4 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    kept = sorted(p.name for p in prefix.rglob("test_probe*.pyc"))
+    assert bool(kept) is written and all("pytest" in name for name in kept), kept
+    assert not list((tmp_path / "__pycache__").glob("test_probe*"))  # never beside the source (the server's own may be)
+
+
 def test_a_named_server_that_is_not_up_takes_the_plain_path(tmp_path: Path) -> None:
     (tmp_path / "test_probe.py").write_text("def test_plain():\n    pass\n", encoding="utf-8")
     status = tmp_path / "status.json"
