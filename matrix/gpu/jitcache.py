@@ -1,9 +1,9 @@
 """JIT caches kept between CI runs: the key they were built under, sealed in a manifest, checked before use.
 
-A cache directory (flashinfer's workspace, triton's cache) is usable only under the key it was sealed with: the
-flashinfer, sglang, torch and CUDA versions, the GPU arch, and the set of kernel configurations the shard meets.
-`seal` writes `.specmatrix-jit.json` (the key, its fields, every file's sha256, the configurations); `verify` runs
-before the cells:
+A cache directory (flashinfer's workspace, triton's, torch.compile's or sglang's JIT cache) is usable only under the
+key it was sealed with: the flashinfer, sglang, torch and CUDA versions, the GPU arch, and the set of kernel
+configurations the shard meets. `seal` writes `.specmatrix-jit.json` (the key, its fields, every file's sha256, the
+configurations); `verify` runs before the cells:
 
 - no manifest, an unreadable one, or another key: the directory is emptied (a cache from another key is never used);
 - a file whose bytes differ from the manifest, or one the manifest does not list (a write cut short, a partial

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from matrix.core.selectors import select
-from tests.ci_scripts import ci_script
+from tests.ci_scripts import ci_script, noxfile
 
 from .conftest import run_cells
 
@@ -605,3 +605,32 @@ def test_the_gpu_job_starts_the_fork_server_before_the_shard_and_names_it():
     for name in ("FLASHINFER_WORKSPACE_BASE", "TRITON_CACHE_DIR"):
         assert start_env[name] == shard_env[name]
     assert "--fork-server" in steps[shard]["run"] and "&" in steps[start]["run"]
+
+
+def _cache_folders(steps: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Per step that touches the JIT caches, the cache folders it names (the part after the job's cache directory)."""
+    found: dict[str, set[str]] = {}
+    for step in steps:
+        text = json.dumps({k: step.get(k) for k in ("env", "with", "run")})
+        names = set(re.findall(r"steps\.jit-dir\.outputs\.dir }}/(\w+)", text)) | set(re.findall(r"\$JIT_DIR/(\w+)", text))
+        if names:
+            found[str(step.get("name") or step.get("uses"))] = names
+    return found
+
+
+def test_every_jit_cache_is_restored_checked_given_to_the_run_sealed_and_saved() -> None:
+    """One set of cache folders throughout the job, the same the gpu session gives each library by default: a cache
+    the run writes but the job does not keep (torch.compile's, sglang's JIT builds) is paid again on every run."""
+    steps = load(TEXT)["jobs"]["gpu"]["steps"]
+    folders = _cache_folders(steps)
+    shard = next(env for env in (s.get("env", {}) for s in steps) if "SHARD_WORKERS" in env)
+    given = {k: v.rsplit("/", 1)[1] for k, v in shard.items() if "steps.jit-dir.outputs.dir" in str(v)}
+    session = noxfile().jit_cache_env({})
+    assert set(given) == set(session), (given, session)
+    expected = set(given.values())
+    assert len(expected) == 4
+    for name, named in folders.items():
+        assert named == expected, (name, named)
+    kinds = " ".join(folders)
+    for verb in ("Restore", "Check", "Start the fork server", "Run the shard", "Seal", "Save"):
+        assert verb in kinds or any(verb in str(s.get("uses", "")) for s in steps), verb
