@@ -25,6 +25,11 @@
 #   bash ci/gpu_host_runs.sh tree-ab       # the full matrix cold, then warm runs alternating this tree and an older one
 #                                          # (its copy in .ab/old: `git archive REV | tar -x -C .ab/old`), each with its server;
 #                                          # ORDER="new old new ..." sets the warm runs (default three of each, alternating)
+#   bash ci/gpu_host_runs.sh restore-ci    # the CI job's path: cold through the host's server, every file the run wrote
+#                                          # listed, the caches sealed, archived, every cache on the host wiped, the
+#                                          # archive restored and checked, a new server, then warm runs (torch.compile's
+#                                          # cache outcomes per worker in the clock lines), then a run over each
+#                                          # empty cache WITHOUT names (default: inductor; also: sglang)
 # Every step is time-boxed (BUDGET seconds in all, default 560); reports and logs are tarred into $OUT.
 set -u
 MODE=${1:-x2}
@@ -33,7 +38,8 @@ source .devkit/activate.sh
 export PYTHONPATH="$PWD:$PYTHONPATH" PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; R=/tmp/res-$MODE; mkdir -p "$R" "$OUT"
 nvidia-smi -L; nproc
-caches() { export TRITON_CACHE_DIR=/tmp/jit-$1/triton FLASHINFER_WORKSPACE_BASE=/tmp/jit-$1/fi; }
+caches() { export TRITON_CACHE_DIR=/tmp/jit-$1/triton FLASHINFER_WORKSPACE_BASE=/tmp/jit-$1/fi TORCHINDUCTOR_CACHE_DIR=/tmp/jit-$1/inductor \
+  SGLANG_JIT_CACHE_DIR=/tmp/jit-$1/sglang; }
 step() { # name timeout env... -- command
   local name=$1 to=$2; shift 2
   local lim=$(( ${BUDGET:-560} - ($(date +%s) - t0) )); [ $lim -gt "$to" ] && lim=$to
@@ -54,6 +60,8 @@ SGLANG_IMPORT="import time; t=time.perf_counter(); import torch; t1=time.perf_co
 # The draft cells with the target's backend set apart from the draft's.
 APART='--matrix-select=draft-*-tgt_*'
 PRELOAD_PROBE="import time; t=time.perf_counter(); from matrix.gpu.preload import PRELOAD, preload; from matrix.gpu.nvmlanswers import read_nvml, uniform; g = read_nvml(); known = isinstance(g, tuple); s = preload(PRELOAD, uniform(g) if known else None, len(g) if known else 0); print(g); print(s); print(f'preload {time.perf_counter()-t:.1f} s')"
+# What runner detection costs in a process that has imported torch: CUDA's answers against NVML's, then detect().
+DETECT_PROBE="import os, time; import torch; t = time.perf_counter(); from matrix.gpu.nvmlanswers import read_nvml; g = read_nvml(); t1 = time.perf_counter(); a = torch.cuda.is_available(); n = torch.cuda.device_count(); t2 = time.perf_counter(); c = torch.cuda.get_device_capability(0); t3 = time.perf_counter(); m = torch.cuda.get_device_name(0); t4 = time.perf_counter(); from matrix.core.detect import detect; f = detect(os.environ); t5 = time.perf_counter(); print(g, a, n, c, m); print(f'nvml {t1-t:.3f} s, is_available+device_count {t2-t1:.3f} s, capability {t3-t2:.3f} s, name {t4-t3:.3f} s, detect() after them {t5-t4:.3f} s')"
 # One fork server for the host (GPU 0), its import paid once before the runs that name it (SPECMATRIX_FORK_SERVER=$S).
 S=/tmp/specmatrix-host.sock
 host_server() {
@@ -296,7 +304,45 @@ case "$MODE" in
     python3 ci/worker_clock.py "$R"/clock-*.jsonl | tee "$R/clock.txt"
     grep -h '"frozen_objects"\|"total"' "$R/fork-server-host.json" "$R/fork-server-old.json"
     kill $SP $SP2 2>/dev/null ;;
-  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small, fork-warm, fork-host, cell-profile, freeze-host, freeze-ab, freeze-final, tree-ab)"; exit 2 ;;
+  restore-ci)  # GPU 0, the CI job's path: cold through the host's server, the caches sealed, archived, every cache
+    # on the host wiped (this tree's bytecode too: a CI checkout is fresh), restored and checked, a new server, the
+    # run over the restored caches, warm runs; then one over an empty inductor cache (the job before it kept one)
+    rm -rf /tmp/jit-w /tmp/torchinductor_* "$HOME/.cache/flashinfer" "$HOME/.cache/sglang" "$HOME/.triton" "$HOME/.nv" \
+      .nox/.cache/pycache-gpu; caches w
+    W=CUDA_VISIBLE_DEVICES=0; DIRS=("$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" "$TORCHINDUCTOR_CACHE_DIR" "$SGLANG_JIT_CACHE_DIR")
+    mkdir -p /tmp/clock && cp ci/worker_clock.py /tmp/clock/ && export PYTHONPATH="/tmp/clock:$PYTHONPATH"
+    step detect 60 $W python3 -c "$DETECT_PROBE"
+    touch /tmp/restore-mark; sleep 1
+    host_server_bg; host_server_wait
+    step cold 280 $W SPECMATRIX_FORK_SERVER=$S SPECMATRIX_CLOCK="$R/clock-cold.jsonl" $G --matrix-fork-server \
+      --matrix-workers-per-gpu 4 -p worker_clock --matrix-report "$R/cold.json"
+    kill $SP 2>/dev/null; wait $SP 2>/dev/null
+    # Every file the cold run wrote outside the results, by folder: what a restore must carry, and what it need not.
+    timeout 60 find / \( -path /proc -o -path /sys -o -path /dev -o -path "$R" -o -path "$OUT" \) -prune \
+      -o -type f -newer /tmp/restore-mark -print 2>/dev/null | awk -F/ '{print "/"$2"/"$3"/"$4}' | sort | uniq -c \
+      | sort -rn | head -40 | tee "$R/written.txt"
+    python3 ci/gha_jit_cache.py key --runner 1-gpu-h200 --key-file "$R/key.json" | tee "$R/key.txt"
+    python3 ci/gha_jit_cache.py seal --key-file "$R/key.json" "${DIRS[@]}" | tee -a "$R/key.txt"
+    tar cf /tmp/jit-w.tar -C /tmp jit-w && du -sh /tmp/jit-w.tar "${DIRS[@]}" | tee -a "$R/key.txt"
+    rm -rf /tmp/jit-w /tmp/torchinductor_* "$HOME/.cache/flashinfer" "$HOME/.cache/sglang" "$HOME/.triton" "$HOME/.nv" \
+      .nox/.cache/pycache-gpu
+    tar xf /tmp/jit-w.tar -C /tmp
+    python3 ci/gha_jit_cache.py verify --key-file "$R/key.json" "${DIRS[@]}" | cut -c1-300 | tee -a "$R/key.txt"
+    host_server_bg; host_server_wait
+    for run in ${RUNS:-restored warm1 warm2 warm3}; do
+      step $run 70 $W SPECMATRIX_FORK_SERVER=$S SPECMATRIX_CLOCK="$R/clock-$run.jsonl" $G --matrix-fork-server \
+        --matrix-workers-per-gpu 4 -p worker_clock --matrix-report "$R/$run.json"
+    done
+    # WITHOUT="inductor sglang": a run each over one empty cache (what a job that did not keep it paid on every run)
+    declare -A empty_dir=([inductor]=TORCHINDUCTOR_CACHE_DIR [sglang]=SGLANG_JIT_CACHE_DIR)
+    for cache in ${WITHOUT:-inductor}; do
+      step no-$cache 90 $W SPECMATRIX_FORK_SERVER=$S SPECMATRIX_CLOCK="$R/clock-no-$cache.jsonl" \
+        "${empty_dir[$cache]}=/tmp/jit-w/$cache-none" $G --matrix-fork-server --matrix-workers-per-gpu 4 -p worker_clock \
+        --matrix-report "$R/no-$cache.json"
+    done
+    python3 ci/worker_clock.py "$R"/clock-*.jsonl > "$R/clock.txt"
+    kill $SP 2>/dev/null ;;
+  *) echo "unknown mode $MODE (x2, one, one-warm, probe, checks, smoke, full, verify-probe, one-shared, mutations-shared, isolate, cold-mutations, apart-check, measure, fork-check, fork-small, fork-warm, fork-host, cell-profile, freeze-host, freeze-ab, freeze-final, tree-ab, restore-ci)"; exit 2 ;;
 esac
 cp "$R/steps.txt" "$OUT/steps-$MODE.txt"; (cd /tmp && tar czf "$OUT/results-$MODE.tgz" "res-$MODE")
 echo "total $(( $(date +%s) - t0 ))s"

@@ -52,6 +52,26 @@ def _mark(name: str) -> None:
     _marks.setdefault(name, time.time())
 
 
+def _compile_counters() -> dict[str, Any]:
+    """torch.compile's cache outcomes and compile phases in this process (torch._dynamo.utils: `counters`, whose
+    "inductor" and "aot_autograd" groups count FX-graph and AOTAutograd cache hits, misses and bypasses, and
+    `compilation_time_metrics`, seconds per phase); nothing when this process never imported dynamo."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    if utils is None:
+        return {}
+    counters = getattr(utils, "counters", {})
+    caches = {
+        f"{group}.{name}": int(count)
+        for group in ("inductor", "aot_autograd")
+        for name, count in dict(counters.get(group, {})).items()
+        if "cache" in name
+    }
+    frames = {f"frames.{name}": int(count) for name, count in dict(counters.get("frames", {})).items()}
+    phases = getattr(utils, "compilation_time_metrics", {})
+    seconds = {str(name): round(sum(times), 3) for name, times in dict(phases).items() if times}
+    return {"compile_caches": {**caches, **frames}, "compile_phase_seconds": seconds}
+
+
 def _write() -> None:
     path = os.environ.get(CLOCK_ENV)
     if not path:
@@ -61,6 +81,7 @@ def _write() -> None:
         "gc_collections": {str(g): int(v[0]) for g, v in _gc.items()},
         "gc_tracked_at_end": len(gc.get_objects()),
         "gc_frozen": gc.get_freeze_count(),
+        **_compile_counters(),
     }
     line = json.dumps({"role": _role[0], "pid": os.getpid(), "process_start": _process_start(), **_marks, **collector})
     with open(path, "a", encoding="utf-8") as handle:  # one short line per process, appended
@@ -114,6 +135,9 @@ def summary(lines: list[dict[str, Any]]) -> str:
         marks = sorted(((k, v) for k, v in d.items() if isinstance(v, float)), key=lambda kv: kv[1])
         collector = f"; gc {d.get('gc_seconds')} s in {d.get('gc_collections')} collections, {d.get('gc_tracked_at_end')}"
         collector += f" tracked at the end, {d.get('gc_frozen')} frozen"
+        if d.get("compile_caches"):
+            top = sorted(d.get("compile_phase_seconds", {}).items(), key=lambda kv: -kv[1])[:4]
+            collector += f"; torch.compile {d['compile_caches']}, phases {dict(top)}"
         out.append(f"{d.get('role')}: " + ", ".join(f"{k} {v - zero:+.2f}" for k, v in marks) + collector)
     return "\n".join(out)
 
