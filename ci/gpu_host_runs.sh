@@ -320,7 +320,7 @@ case "$MODE" in
     # Every file the cold run wrote outside the results, by folder: what a restore must carry, and what it need not.
     timeout 60 find / \( -path /proc -o -path /sys -o -path /dev -o -path "$R" -o -path "$OUT" \) -prune \
       -o -type f -newer /tmp/restore-mark -print 2>/dev/null | awk -F/ '{print "/"$2"/"$3"/"$4}' | sort | uniq -c \
-      | sort -rn | head -40 | tee "$R/written.txt"
+      | sort -rn | head -40 | sed "s|$PWD|.|" | tee "$R/written.txt"
     python3 ci/gha_jit_cache.py key --runner 1-gpu-h200 --key-file "$R/key.json" | tee "$R/key.txt"
     python3 ci/gha_jit_cache.py seal --key-file "$R/key.json" "${DIRS[@]}" | tee -a "$R/key.txt"
     tar cf /tmp/jit-w.tar -C /tmp jit-w && du -sh /tmp/jit-w.tar "${DIRS[@]}" | tee -a "$R/key.txt"
