@@ -62,6 +62,11 @@ APART='--matrix-select=draft-*-tgt_*'
 PRELOAD_PROBE="import time; t=time.perf_counter(); from matrix.gpu.preload import PRELOAD, preload; from matrix.gpu.nvmlanswers import read_nvml, uniform; g = read_nvml(); known = isinstance(g, tuple); s = preload(PRELOAD, uniform(g) if known else None, len(g) if known else 0); print(g); print(s); print(f'preload {time.perf_counter()-t:.1f} s')"
 # What runner detection costs in a process that has imported torch: CUDA's answers against NVML's, then detect().
 DETECT_PROBE="import os, time; import torch; t = time.perf_counter(); from matrix.gpu.nvmlanswers import read_nvml; g = read_nvml(); t1 = time.perf_counter(); a = torch.cuda.is_available(); n = torch.cuda.device_count(); t2 = time.perf_counter(); c = torch.cuda.get_device_capability(0); t3 = time.perf_counter(); m = torch.cuda.get_device_name(0); t4 = time.perf_counter(); from matrix.core.detect import detect; f = detect(os.environ); t5 = time.perf_counter(); print(g, a, n, c, m); print(f'nvml {t1-t:.3f} s, is_available+device_count {t2-t1:.3f} s, capability {t3-t2:.3f} s, name {t4-t3:.3f} s, detect() after them {t5-t4:.3f} s')"
+# Every JIT cache a run on this host may have written, default places too, and this tree's bytecode (restore-ci).
+wipe_caches() {
+  rm -rf /tmp/jit-w /tmp/torchinductor_* "$HOME/.cache/flashinfer" "$HOME/.cache/sglang" "$HOME/.triton" "$HOME/.nv" \
+    .nox/.cache/pycache-gpu
+}
 # One fork server for the host (GPU 0), its import paid once before the runs that name it (SPECMATRIX_FORK_SERVER=$S).
 S=/tmp/specmatrix-host.sock
 host_server() {
@@ -306,9 +311,8 @@ case "$MODE" in
     kill $SP $SP2 2>/dev/null ;;
   restore-ci)  # GPU 0, the CI job's path: cold through the host's server, the caches sealed, archived, every cache
     # on the host wiped (this tree's bytecode too: a CI checkout is fresh), restored and checked, a new server, the
-    # run over the restored caches, warm runs; then one over an empty inductor cache (the job before it kept one)
-    rm -rf /tmp/jit-w /tmp/torchinductor_* "$HOME/.cache/flashinfer" "$HOME/.cache/sglang" "$HOME/.triton" "$HOME/.nv" \
-      .nox/.cache/pycache-gpu; caches w
+    # run over the restored caches, warm runs; then a run over each cache WITHOUT names, emptied
+    wipe_caches; caches w
     W=CUDA_VISIBLE_DEVICES=0; DIRS=("$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" "$TORCHINDUCTOR_CACHE_DIR" "$SGLANG_JIT_CACHE_DIR")
     mkdir -p /tmp/clock && cp ci/worker_clock.py /tmp/clock/ && export PYTHONPATH="/tmp/clock:$PYTHONPATH"
     step detect 60 $W python3 -c "$DETECT_PROBE"
@@ -324,8 +328,7 @@ case "$MODE" in
     python3 ci/gha_jit_cache.py key --runner 1-gpu-h200 --key-file "$R/key.json" | tee "$R/key.txt"
     python3 ci/gha_jit_cache.py seal --key-file "$R/key.json" "${DIRS[@]}" | tee -a "$R/key.txt"
     tar cf /tmp/jit-w.tar -C /tmp jit-w && du -sh /tmp/jit-w.tar "${DIRS[@]}" | tee -a "$R/key.txt"
-    rm -rf /tmp/jit-w /tmp/torchinductor_* "$HOME/.cache/flashinfer" "$HOME/.cache/sglang" "$HOME/.triton" "$HOME/.nv" \
-      .nox/.cache/pycache-gpu
+    wipe_caches
     tar xf /tmp/jit-w.tar -C /tmp
     python3 ci/gha_jit_cache.py verify --key-file "$R/key.json" "${DIRS[@]}" | cut -c1-300 | tee -a "$R/key.txt"
     host_server_bg; host_server_wait

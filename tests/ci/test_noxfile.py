@@ -219,7 +219,7 @@ def test_tests_session_shares_one_absolute_bytecode_cache(tmp_path, monkeypatch)
 def test_gpu_sessions_keep_bytecode_and_every_jit_cache_on_any_backend(tmp_path, monkeypatch, given) -> None:
     """Even without a venv (the CI job's and the GPU host's way) and under PYTHONDONTWRITEBYTECODE, the GPU sessions
     write bytecode, into the session's cache folder or the prefix the caller gave, and never beside the sources;
-    flashinfer's, triton's and torch.compile's caches each get a folder unless given."""
+    the JIT caches each get a folder unless given (torch.compile's shown)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     for name in ("PYTHONPYCACHEPREFIX", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE"):

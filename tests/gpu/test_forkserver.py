@@ -131,6 +131,17 @@ def test_the_worker_count_becomes_forked_workers(args: list[str], expected: list
     assert forked_args(args, Path("C")) == expected
 
 
+def _host_server(cwd: Path, sock: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`serve --socket SOCK` started, and waited for until its status file is written (or it exited)."""
+    command = [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", str(sock)]
+    server = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL)
+    for _ in range(600):
+        if Path(str(sock) + ".json").exists() or server.poll() is not None:
+            break
+        time.sleep(0.1)
+    return server
+
+
 def test_a_server_already_up_serves_every_run_on_the_host(tmp_path: Path) -> None:
     """One import per host: a server started once (`serve --socket S`) forks the workers of two runs in a row (the
     process that imported the probe is each worker's parent), each run's status names it; the run never stops it."""
@@ -138,17 +149,8 @@ def test_a_server_already_up_serves_every_run_on_the_host(tmp_path: Path) -> Non
     (tmp_path / "test_probe.py").write_text(TEST, encoding="utf-8")
     sock = tmp_path / "host.sock"
     env = {**os.environ, PRELOAD_ENV: "specmatrix_probe", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", str(sock)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-    )
+    server = _host_server(tmp_path, sock, env)
     try:
-        for _ in range(600):
-            if Path(str(sock) + ".json").exists() or server.poll() is not None:
-                break
-            time.sleep(0.1)
         for k in range(2):
             status = tmp_path / f"status{k}.json"
             command = [sys.executable, "-m", "matrix.gpu.forkserver", "run", "--status", str(status), "--", "-n", "2"]
@@ -185,13 +187,8 @@ def test_forked_children_write_bytecode_as_the_run_asks(tmp_path: Path, server_e
     sock, prefix = tmp_path / "host.sock", tmp_path / "pyc"
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
     env = {**base, PRELOAD_ENV: "specmatrix_probe", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    serve = [sys.executable, "-m", "matrix.gpu.forkserver", "serve", "--socket", str(sock)]
-    server = subprocess.Popen(serve, cwd=tmp_path, env={**env, **server_env}, stdout=subprocess.DEVNULL)
+    server = _host_server(tmp_path, sock, {**env, **server_env})
     try:
-        for _ in range(600):
-            if Path(str(sock) + ".json").exists() or server.poll() is not None:
-                break
-            time.sleep(0.1)
         command = [sys.executable, "-m", "matrix.gpu.forkserver", "run", "--", "-n", "2", "-p", "no:cacheprovider"]
         command += ["-p", "no:benchmark", "-W", "error", "-q", "test_probe.py"]
         run_env = {**env, **client_env, SOCKET_ENV: str(sock), "PYTHONPYCACHEPREFIX": str(prefix)}
