@@ -34,7 +34,7 @@ import json, sys, time
 from pathlib import Path
 import yaml
 from matrix.core.runner_files import load_runners
-from matrix.schedule import github
+from matrix.schedule.github import walk as github
 from matrix.schedule.load import TreeLoader, all_readers, default_readers
 root, readers = Path(sys.argv[1]), sys.argv[2]
 if sys.argv[3] == "cli-gc":  # the collector's threshold a command runs with (matrix.cli.main), where it has one

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from matrix.core.errors import ConfigError  # noqa: E402
 from matrix.core.tomlfields import read_toml_file  # noqa: E402
-from matrix.schedule.declared import Declared, parse_declared  # noqa: E402
 from matrix.schedule.load import TreeLoader  # noqa: E402
+from matrix.schedule.services.declared import Declared, parse_declared  # noqa: E402
 
 WORKFLOWS = ".github/workflows"
 # `python FILE` / `python3 FILE` at the start of a line (after indentation or an env prefix is not matched: the

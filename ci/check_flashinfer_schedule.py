@@ -4,7 +4,7 @@ Usage:
     python ci/check_flashinfer_schedule.py --checkout ~/src/flashinfer [--schedule ci/schedules/flashinfer-pr-test.toml]
 
 The matrix is read from the checkout's `.github/workflows/pr-test.yml` as `specmatrix schedule` reads it (the
-`setup` job's jq steps, evaluated with the jq library: `matrix.schedule.jq_outputs`). Every declared entry must
+`setup` job's jq steps, evaluated with the jq library: `matrix.schedule.github.jq_outputs`). Every declared entry must
 name a leg of that matrix (`job = "test (LEG NAME)"`) with the leg's runner labels, and a declared `script` must be
 the leg's script. Prints each mismatch; exit 1 when there is one, 0 when every entry matches, 2 when the matrix
 cannot be read.
@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from matrix.core.tomlfields import read_toml_file  # noqa: E402
-from matrix.schedule.declared import Declared, parse_declared  # noqa: E402
-from matrix.schedule.jq_outputs import job_outputs  # noqa: E402
+from matrix.schedule.github.jq_outputs import job_outputs  # noqa: E402
 from matrix.schedule.load import TreeLoader  # noqa: E402
+from matrix.schedule.services.declared import Declared, parse_declared  # noqa: E402
 from matrix.schedule.yamldoc import load_yaml  # noqa: E402
 
 WORKFLOW = ".github/workflows/pr-test.yml"

@@ -21,9 +21,9 @@ from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.packs import builtin_packs
 from matrix.pytest_suites.rules import discover
 from matrix.pytest_suites.workers import CollectingWorkers, can_fork
+from matrix.schedule.commands.pytest_command import PytestCommandReader
 from matrix.schedule.load import MAX_SOURCE_BYTES, load_schedule
 from matrix.schedule.model import PytestSelection, Schedule
-from matrix.schedule.pytest_command import PytestCommandReader
 from matrix.schedule.sources import declared_markers
 
 

@@ -42,7 +42,7 @@ _PACKAGE = Path(__file__).parent
 
 def schedule_key(inputs: Iterable[Path], root: Path, runners: Mapping[str, RunnerProfile], readers: str) -> str:
     digest = hashlib.sha256(SCHEMA.encode())
-    for path in sorted(_PACKAGE.glob("*.py")):
+    for path in sorted(_PACKAGE.rglob("*.py")):
         digest.update(path.read_bytes())
     for data in ("runner_labels.toml", "external_ci.toml"):  # the label packs decide profiles; the CI pack hand-offs
         packed = _PACKAGE.parent / "data" / data

@@ -10,10 +10,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from matrix.schedule.make_targets import make_call, recipe_script
-from matrix.schedule.modal_functions import ModalFunction, modal_call, modal_label, read_function
-from matrix.schedule.model import CommandReader, Origin, Selection, StepContext, UnreadableCommand
-from matrix.schedule.pytest_command import (
+from matrix.schedule.commands.modal_functions import ModalFunction, modal_call, modal_label, read_function
+from matrix.schedule.commands.pytest_command import (
     MAX_SCRIPT_DEPTH,
     MAX_SCRIPTS,
     MAX_SCRIPTS_BYTES,
@@ -27,8 +25,10 @@ from matrix.schedule.pytest_command import (
     read_text,
     strip_prefixes,
 )
-from matrix.schedule.python_scripts import PythonRun, is_test_file, main_block, python_run, starts_pytest, unittest_reach
-from matrix.schedule.session_files import nox_script, session_call, tox_script
+from matrix.schedule.commands.python_scripts import PythonRun, is_test_file, main_block, python_run, starts_pytest, unittest_reach
+from matrix.schedule.commands.session_files import nox_script, session_call, tox_script
+from matrix.schedule.make.targets import make_call, recipe_script
+from matrix.schedule.model import CommandReader, Origin, Selection, StepContext, UnreadableCommand
 
 
 def follow(
@@ -174,7 +174,7 @@ def _launcher(run: PythonRun, context: StepContext, load: ScriptLoader, *, budge
     """A Python script of the checkout that is not a test file: unread, and free to run any test, when it starts
     pytest itself (`python_scripts.starts_pytest`: it decides in Python what pytest runs, which no reader here
     follows); nothing otherwise (a build or lint script)."""
-    from matrix.schedule.shell_tree import from_workspace
+    from matrix.schedule.shell.tree import from_workspace
 
     rooted = from_workspace(run.script)
     script = rooted if rooted is not None else run.script

@@ -38,15 +38,15 @@ def find_workflows(start: Path) -> Path | None:
 
 def default_readers() -> tuple[CommandReader, ...]:
     """The command readers the guard audit's schedule is read with (sglang's run_suite.py)."""
-    from matrix.schedule.run_suite import RunSuiteReader
+    from matrix.schedule.commands.run_suite import RunSuiteReader
 
     return (RunSuiteReader(),)
 
 
 def all_readers() -> tuple[CommandReader, ...]:
     """Every command reader: sglang's run_suite.py and pytest (what `specmatrix schedule` shows)."""
-    from matrix.schedule.pytest_command import PytestCommandReader
-    from matrix.schedule.run_suite import RunSuiteReader
+    from matrix.schedule.commands.pytest_command import PytestCommandReader
+    from matrix.schedule.commands.run_suite import RunSuiteReader
 
     return (RunSuiteReader(), PytestCommandReader())
 

@@ -17,7 +17,7 @@ from matrix.core.textfiles import read_text
 from matrix.schedule.model import CommandReader, Schedule, UnreadJob
 
 if TYPE_CHECKING:
-    from matrix.schedule.declared import Declared
+    from matrix.schedule.services.declared import Declared
 
 __all__ = ["BuildkiteFile", "DeclaredFile", "GithubWorkflows", "ScheduleSource", "declared_markers"]
 
@@ -34,7 +34,7 @@ class GithubWorkflows:
     scripts, make targets, Modal functions and tox/nox sessions steps run (inside the repository) are read too, and
     named among the files read; with `cache_dir` a schedule read before from the same files is reused. The CI
     files of other services in the repository (GitLab CI, Jenkins, ...) are listed as unread jobs that may run any
-    test (`matrix.schedule.external_ci`), except those in `given` (resolved paths another source reads)."""
+    test (`matrix.schedule.services.external_ci`), except those in `given` (resolved paths another source reads)."""
 
     root: Path
     follow_scripts: bool = False
@@ -47,7 +47,7 @@ class GithubWorkflows:
 
         if self.cache_dir is not None and not self.follow_scripts:
             return self._cached(runners, readers, self.cache_dir)
-        from matrix.schedule.github import read_github  # the walker: only a run that reads workflows loads it
+        from matrix.schedule.github.walk import read_github  # the walker: only a run that reads workflows loads it
 
         repo = workflow_files(self.root)[0]
         scripts = TreeLoader(repo) if self.follow_scripts else None
@@ -57,14 +57,14 @@ class GithubWorkflows:
         return schedule
 
     def _other_ci(self, repo: Path) -> tuple[UnreadJob, ...]:
-        from matrix.schedule.external_ci import other_ci_files
+        from matrix.schedule.services.external_ci import other_ci_files
 
         return tuple(u for u in other_ci_files(repo) if (repo / u.origin.file).resolve() not in self.given)
 
     def _cached(self, runners: Mapping[str, RunnerProfile], readers: tuple[CommandReader, ...], cache_dir: Path) -> Schedule:
         from matrix.schedule.cache import cached, schedule_key
         from matrix.schedule.files import ci_script_files, container_files, workflow_files
-        from matrix.schedule.local_actions import local_action_files
+        from matrix.schedule.github.local_actions import local_action_files
         from matrix.schedule.runner_configs import CANDIDATES
 
         repo, files = workflow_files(self.root)
@@ -79,7 +79,7 @@ class GithubWorkflows:
             key = schedule_key([], repo, runners, f"{key}:" + ",".join(u.origin.file for u in others))
 
         def read() -> Schedule:
-            from matrix.schedule.github import read_github  # only when the cache has no schedule for these files
+            from matrix.schedule.github.walk import read_github  # only when the cache has no schedule for these files
 
             return _with_unread(read_github(self.root, readers, runners), others)
 
@@ -99,8 +99,8 @@ class DeclaredFile:
     root: Path
 
     def read(self, runners: Mapping[str, RunnerProfile], readers: tuple[CommandReader, ...]) -> Schedule:
-        from matrix.schedule.declared import declared_schedule
         from matrix.schedule.load import TreeLoader
+        from matrix.schedule.services.declared import declared_schedule
 
         return declared_schedule(_parse(self.path), runners, TreeLoader(self.root), readers)
 
@@ -116,7 +116,7 @@ def declared_markers(paths: Sequence[Path]) -> dict[str, str]:
 
 def _parse(path: Path) -> Declared:
     from matrix.core.tomlfields import read_toml_file
-    from matrix.schedule.declared import parse_declared
+    from matrix.schedule.services.declared import parse_declared
 
     return parse_declared(read_toml_file(path), str(path))
 
@@ -129,7 +129,7 @@ class BuildkiteFile:
     root: Path
 
     def read(self, runners: Mapping[str, RunnerProfile], readers: tuple[CommandReader, ...]) -> Schedule:
-        from matrix.schedule.buildkite import read_test_area
+        from matrix.schedule.services.buildkite import read_test_area
         from matrix.schedule.yamldoc import MAX_BYTES, load_yaml
 
         text = read_text(self.path, ConfigError, limit=MAX_BYTES)

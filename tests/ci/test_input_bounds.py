@@ -38,9 +38,9 @@ work = Path(sys.argv[1])
 # input's cost, not the interpreter's compile of the package.
 import importlib
 for _m in ("matrix.cli.guards", "matrix.cli.schedule", "matrix.cli.pytest_audit", "matrix.registered_suite.tree",
-           "matrix.registered_suite.audit", "matrix.guards.finder", "matrix.guards.evaluate", "matrix.schedule.github",
-           "matrix.schedule.shell", "matrix.pytest_suites.run", "matrix.pytest_suites.collect",
-           "matrix.schedule.github_jobs", "matrix.schedule.github_steps", "_pytest.config"):
+           "matrix.registered_suite.audit", "matrix.guards.finder", "matrix.guards.evaluate", "matrix.schedule.github.walk",
+           "matrix.schedule.shell.commands", "matrix.pytest_suites.run", "matrix.pytest_suites.collect",
+           "matrix.schedule.github.jobs", "matrix.schedule.github.steps", "_pytest.config"):
     importlib.import_module(_m)
 def cli(*argv):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

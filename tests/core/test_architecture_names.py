@@ -1,7 +1,7 @@
 """docs/architecture.md names real code: every module, function and class it cites in backticks exists.
 
 Three spellings are checked, each read from the source without importing it (the GPU modules import torch):
-a dotted name (`matrix.registered_suite.tree.audit_tree`, `matrix.schedule.github.Walker.run`), a path
+a dotted name (`matrix.registered_suite.tree.audit_tree`, `matrix.schedule.github.walk.Walker.run`), a path
 (`matrix/core/json_report.py`), and "`name` in `matrix/x/y.py`".
 """
 
@@ -93,7 +93,7 @@ def test_the_document_cites_the_walks_through_the_code() -> None:
         "matrix.registered_suite.tree.audit_tree",
         "matrix.guards.finder.analyse_source",
         "matrix.core.json_report.json_report",
-        "matrix.schedule.github.read_github",
+        "matrix.schedule.github.walk.read_github",
         "matrix.schedule.model.ScheduleEntry",
     ):
         assert step in names
@@ -107,12 +107,12 @@ def test_every_name_the_document_cites_exists() -> None:
     ("citation", "found"),
     [
         ("`matrix.registered_suite.tree.audit_tree`", True),
-        ("`matrix.schedule.github.Walker.run`", True),
+        ("`matrix.schedule.github.walk.Walker.run`", True),
         ("`matrix.guards`", True),
         ("`matrix/core/json_report.py`", True),
         ("`finding_doc` in `matrix/core/output.py`", True),
         ("`matrix.registered_suite.tree.audit_trees`", False),  # a function renamed
-        ("`matrix.schedule.github.Walker.walk_everything`", False),  # a method that is not there
+        ("`matrix.schedule.github.walk.Walker.walk_everything`", False),  # a method that is not there
         ("`matrix.guards.gate`", False),  # a module that moved out of the package
         ("`matrix/guards/gate.py`", False),
         ("`finding_docs` in `matrix/core/output.py`", False),

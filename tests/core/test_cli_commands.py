@@ -64,7 +64,7 @@ def test_a_one_command_parser_helps_exactly_as_the_whole_one(command):
 NOT_FOR_A_GUARDS_RUN = (
     "packaging",
     "matrix.schedule.load",
-    "matrix.schedule.github",
+    "matrix.schedule.github.walk",
     "matrix.schedule.model",
     "yaml",
     "matrix.core.machine",
@@ -104,7 +104,7 @@ def test_a_guards_run_with_workflows_imports_no_matrix_model(tmp_path):
     flows.mkdir(parents=True)
     (flows / "ci.yml").write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo hi\n")
     loaded = modules_loaded_by(["guards", str(tmp_path), "--no-cache", "--workflows", str(tmp_path), "--json"])
-    assert "matrix.schedule.github" in loaded and "yaml" in loaded
+    assert "matrix.schedule.github.walk" in loaded and "yaml" in loaded
     assert [m for m in loaded if m in NOT_FOR_A_WORKFLOWS_RUN or m.split(".")[0] in NOT_FOR_A_WORKFLOWS_RUN] == []
 
 

@@ -10,10 +10,10 @@ import yaml
 
 from matrix.core.errors import ConfigError
 from matrix.core.runner_files import load_runners
-from matrix.schedule.buildkite import read_test_area, repo_dir
-from matrix.schedule.declared import declared_schedule, parse_declared
+from matrix.schedule.commands.pytest_command import PytestCommandReader
 from matrix.schedule.model import Gate, PytestSelection
-from matrix.schedule.pytest_command import PytestCommandReader
+from matrix.schedule.services.buildkite import read_test_area, repo_dir
+from matrix.schedule.services.declared import declared_schedule, parse_declared
 
 PROFILES = load_runners()
 READERS = (PytestCommandReader(),)

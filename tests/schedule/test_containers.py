@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from matrix.schedule.containers import container_of, dockerfile_env, read_job
-from matrix.schedule.shell import CONTAINER, unwrap
+from matrix.schedule.containers.docker import container_of, dockerfile_env, read_job
+from matrix.schedule.shell.commands import CONTAINER, unwrap
 
 STAGES = """\
 # syntax=docker/dockerfile:1

@@ -7,8 +7,8 @@ import textwrap
 from pathlib import Path
 from types import ModuleType
 
-from matrix.schedule.declared import parse_declared
 from matrix.schedule.load import TreeLoader
+from matrix.schedule.services.declared import parse_declared
 from tests.ci_scripts import ci_script
 
 REPO = Path(__file__).resolve().parents[2]

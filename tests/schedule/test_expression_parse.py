@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matrix.schedule.expression_syntax import MAX_EXPRESSION, MAX_NESTING, ExpressionError, Node, _Parser, _tokens
+from matrix.schedule.github.expression_syntax import MAX_EXPRESSION, MAX_NESTING, ExpressionError, Node, _Parser, _tokens
 
 SETTINGS = settings(deadline=None, derandomize=True, database=None, max_examples=500)
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matrix.schedule import expressions
-from matrix.schedule.expression_syntax import ExpressionError, parse
-from matrix.schedule.expressions import OneOf, Unknown, evaluate
+from matrix.schedule.github import expressions
+from matrix.schedule.github.expression_syntax import ExpressionError, parse
+from matrix.schedule.github.expressions import OneOf, Unknown, evaluate
 
 SETTINGS = settings(deadline=None, derandomize=True, database=None, max_examples=300)
 

@@ -12,8 +12,8 @@ import pytest
 
 from matrix.cli.main import main
 from matrix.core.runner_files import load_runners
-from matrix.schedule.external_ci import external_ci, other_ci_files
 from matrix.schedule.load import all_readers, load_schedule
+from matrix.schedule.services.external_ci import external_ci, other_ci_files
 
 TEST = "def test_plain():\n    pass\n"
 # A workflow that runs no test (lint only): with nothing else, the test file is unscheduled.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from matrix.core.loader import load_runners
 from matrix.schedule.load import all_readers, load_schedule
-from matrix.schedule.make_targets import make_call, recipe_script
+from matrix.schedule.make.targets import make_call, recipe_script
 from matrix.schedule.model import PytestSelection, Schedule
 
 RUNNERS = load_runners()

@@ -10,10 +10,10 @@ import pytest
 
 from matrix.core.loader import load_runners
 from matrix.schedule.files import find_workflows
-from matrix.schedule.github import read_github
+from matrix.schedule.github.walk import read_github
 from matrix.schedule.load import load_schedule
 from matrix.schedule.model import Gate, Selection, StepContext, SuiteSelection
-from matrix.schedule.shell import CONTAINER, commands
+from matrix.schedule.shell.commands import CONTAINER, commands
 
 RUNNERS = load_runners()
 

@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 
 from matrix.core.loader import load_runners
-from matrix.schedule import github, github_context, github_values, workflow_doc
-from matrix.schedule.expressions import OneOf, Unknown, expand
 from matrix.schedule.files import CI_NAME
+from matrix.schedule.github import context as github_context
+from matrix.schedule.github import values as github_values
+from matrix.schedule.github import walk as github
+from matrix.schedule.github import workflow_doc
+from matrix.schedule.github.expressions import OneOf, Unknown, expand
 from matrix.schedule.load import load_schedule
 
 from .test_github import repo

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from matrix.core.loader import load_runners
-from matrix.schedule.declared import declared_schedule, parse_declared
-from matrix.schedule.github import Walker, read_github
+from matrix.schedule.commands.pytest_command import PytestCommandReader
+from matrix.schedule.github.walk import Walker, read_github
 from matrix.schedule.model import Gate, Origin, PytestSelection, Schedule, ScheduleEntry
-from matrix.schedule.pytest_command import PytestCommandReader
-from matrix.schedule.shell import FOLLOWED
+from matrix.schedule.services.declared import declared_schedule, parse_declared
+from matrix.schedule.shell.commands import FOLLOWED
 
 RUNNERS = load_runners()
 READERS = (PytestCommandReader(),)

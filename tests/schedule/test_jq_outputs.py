@@ -10,10 +10,10 @@ from pathlib import Path
 from types import ModuleType
 
 from matrix.core.loader import load_runners
-from matrix.schedule.declared import parse_declared
-from matrix.schedule.jq_outputs import job_outputs, step_outputs
+from matrix.schedule.github.jq_outputs import job_outputs, step_outputs
 from matrix.schedule.load import all_readers, load_schedule
 from matrix.schedule.model import PytestSelection
+from matrix.schedule.services.declared import parse_declared
 from tests.ci_scripts import ci_script
 
 RUNNERS = load_runners()

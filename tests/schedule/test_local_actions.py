@@ -166,7 +166,7 @@ def test_a_python_script_that_starts_pytest_is_a_job_not_read(tmp_path, capsys, 
     ],
 )
 def test_which_scripts_start_pytest(text, starts):
-    from matrix.schedule.python_scripts import starts_pytest
+    from matrix.schedule.commands.python_scripts import starts_pytest
 
     assert starts_pytest(text) is starts
 

@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
+from matrix.schedule.commands.pytest_command import PytestCommandReader, expand, read_script
 from matrix.schedule.model import Origin, PytestSelection, StepContext
-from matrix.schedule.pytest_command import PytestCommandReader, expand, read_script
 
 ORIGIN = Origin(file=".github/workflows/ci.yml", line=10, job="gpu")
 
@@ -64,7 +64,7 @@ def test_shards_from_parallelism_variables() -> None:
 
 
 def test_a_variable_without_value_is_refused() -> None:
-    from matrix.schedule.pytest_command import UnexpandedVariable
+    from matrix.schedule.commands.pytest_command import UnexpandedVariable
 
     with pytest.raises(UnexpandedVariable):
         read("pytest $SUITE")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from matrix.cli.main import main
-from matrix.schedule.python_scripts import main_block, python_run, unittest_reach
+from matrix.schedule.commands.python_scripts import main_block, python_run, unittest_reach
 
 WITH_PYTEST_MAIN = (
     'import pytest\n\ndef test_alpha():\n    pass\n\nif __name__ == "__main__":\n    pytest.main([__file__, "-q"])\n'

@@ -8,9 +8,10 @@ import pytest
 import yaml
 
 from matrix.core.runner_files import load_runners
-from matrix.schedule import buildkite, pytest_command
+from matrix.schedule.commands import pytest_command
+from matrix.schedule.commands.pytest_command import PytestCommandReader, read_script
 from matrix.schedule.model import Gate, Origin, PytestSelection, StepContext
-from matrix.schedule.pytest_command import PytestCommandReader, read_script
+from matrix.schedule.services import buildkite
 
 CONTEXT = StepContext(working_dir=".", env={}, origin=Origin(file="ci.yml", line=1, job="j"))
 STEP = """

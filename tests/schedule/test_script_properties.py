@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from matrix.schedule.commands.pytest_command import MAX_SCRIPTS, PytestCommandReader, read_script
 from matrix.schedule.model import Origin, PytestSelection, StepContext
-from matrix.schedule.pytest_command import MAX_SCRIPTS, PytestCommandReader, read_script
 
 ORIGIN = Origin(file=".github/workflows/ci.yml", line=3, job="t")
 READERS = (PytestCommandReader(),)

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matrix.core.loader import load_runners
-from matrix.schedule import expressions
-from matrix.schedule.expression_syntax import ExpressionError, parse
-from matrix.schedule.expressions import OneOf, Unknown, evaluate, evaluate_shared
+from matrix.schedule.github import expressions
+from matrix.schedule.github.expression_syntax import ExpressionError, parse
+from matrix.schedule.github.expressions import OneOf, Unknown, evaluate, evaluate_shared
 from matrix.schedule.load import load_schedule
 from matrix.schedule.model import Gate
 
@@ -240,7 +240,7 @@ jobs:
         calls.append(body)
         return real(body, resolve, parts)
 
-    monkeypatch.setattr("matrix.schedule.github_values.evaluate_shared", counted)
+    monkeypatch.setattr("matrix.schedule.github.values.evaluate_shared", counted)
     schedule = load_schedule(repo(tmp_path, {".github/workflows/m.yml": workflow}), RUNNERS)
     assert sorted(e.selection.suite for e in schedule.entries) == ["s-0", "s-1", "s-2", "s-3"]  # type: ignore[union-attr]
     assert all(e.gates == (Gate.ALWAYS, Gate.MANUAL) for e in schedule.entries)

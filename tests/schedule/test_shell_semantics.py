@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from matrix.core.loader import load_runners
-from matrix.schedule.github import read_github
+from matrix.schedule.commands.pytest_command import PytestCommandReader, read_script
+from matrix.schedule.github.walk import read_github
 from matrix.schedule.model import Origin, PytestSelection, Schedule, ScheduleEntry, StepContext
-from matrix.schedule.pytest_command import PytestCommandReader, read_script
-from matrix.schedule.shell import commands
+from matrix.schedule.shell.commands import commands
 
 RUNNERS = load_runners()
 READERS = (PytestCommandReader(),)

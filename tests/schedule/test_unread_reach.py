@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from matrix.cli.main import main
+from matrix.schedule.commands.pytest_command import reach
 from matrix.schedule.model import Origin, UnreadJob
-from matrix.schedule.pytest_command import reach
 
 PLAIN = "def test_plain():\n    pass\n"
 TESTS = {

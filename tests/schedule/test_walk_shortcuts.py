@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from matrix.core.errors import ConfigError
 from matrix.core.loader import load_runners
-from matrix.schedule import expression_syntax, workflow_doc, yamldoc
-from matrix.schedule.expression_syntax import ExpressionError
-from matrix.schedule.expressions import EXPR, OneOf, Unknown, expand, placeholder
+from matrix.schedule import yamldoc
+from matrix.schedule.github import expression_syntax, workflow_doc
+from matrix.schedule.github.expression_syntax import ExpressionError
+from matrix.schedule.github.expressions import EXPR, OneOf, Unknown, expand, placeholder
 from matrix.schedule.load import load_schedule
 
 from .test_github import repo
@@ -93,7 +94,7 @@ def test_each_call_starts_from_the_callee_defaults(tmp_path):
 
 def expand_as_it_was(text: str, lookup: Any) -> tuple[Any, tuple[Unknown, ...]]:
     """`expand` before the template: the loop over EXPR's matches of the text itself."""
-    from matrix.schedule.expressions import _text, evaluate
+    from matrix.schedule.github.expressions import _text, evaluate
 
     if "${{" not in text:
         return text, ()
@@ -356,8 +357,8 @@ def test_every_document_with_an_alias_counts_as_aliased_on_seeded_texts():
 def test_the_script_is_found_by_its_base_name(word):
     import posixpath
 
+    from matrix.schedule.commands.run_suite import RunSuiteReader
     from matrix.schedule.model import Origin, StepContext
-    from matrix.schedule.run_suite import RunSuiteReader
 
     context = StepContext(working_dir=".", env={}, origin=Origin(file="w.yml", line=1, job="j"))
     found = list(RunSuiteReader().selections(("python3", word, "--suite", "s"), context))

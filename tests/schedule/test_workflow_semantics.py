@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from matrix.core.loader import load_runners
-from matrix.schedule.github import read_github
+from matrix.schedule.commands.pytest_command import PytestCommandReader
+from matrix.schedule.github.walk import read_github
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry
-from matrix.schedule.pytest_command import PytestCommandReader
 
 RUNNERS = load_runners()
 READERS = (PytestCommandReader(),)
@@ -419,7 +419,7 @@ def test_another_repositorys_workflow_runs_its_with_script_on_its_with_runner(tm
 
 
 def test_include_follows_githubs_documented_rules() -> None:
-    from matrix.schedule.strategy import expand_matrix
+    from matrix.schedule.github.strategy import expand_matrix
 
     matrix = {
         "os": ["a", "b"],

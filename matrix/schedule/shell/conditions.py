@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from matrix.schedule.shell_words import Variables, text, word
+from matrix.schedule.shell.words import Variables, text, word
 
 _NUMERIC = {"-eq": int.__eq__, "-ne": int.__ne__, "-lt": int.__lt__, "-le": int.__le__, "-gt": int.__gt__, "-ge": int.__ge__}
 _NAME = re.compile(r"\$\{?([A-Za-z_]\w*)")

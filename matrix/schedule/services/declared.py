@@ -27,6 +27,7 @@ from typing import Any
 from matrix.core.errors import ConfigError
 from matrix.core.profile import RunnerProfile
 from matrix.core.tomlfields import expect_keys, str_field, strings_field, table_field, tables_field
+from matrix.schedule.commands.pytest_command import ScriptLoader, read_script
 from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import (
     CommandReader,
@@ -40,7 +41,6 @@ from matrix.schedule.model import (
     UnreadJob,
     unread_entry,
 )
-from matrix.schedule.pytest_command import ScriptLoader, read_script
 
 MAX_ENTRIES = 1_000
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from matrix.schedule.shell_conditions import Truth, case_matches, truth
-from matrix.schedule.shell_words import Variables, assigned, env_value, text, words
+from matrix.schedule.shell.conditions import Truth, case_matches, truth
+from matrix.schedule.shell.words import Variables, assigned, env_value, text, words
 
 MAX_DEPTH = 4  # bash -c "sh -c '...'" nesting, and function calls inside function calls
 MAX_COMMANDS = 20_000  # commands one script may give (loops over literal lists unrolled)

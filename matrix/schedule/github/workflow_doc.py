@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from matrix.core.errors import ConfigError
-from matrix.schedule.expressions import MAX_TEXTS, OneOf, Unknown, expand
-from matrix.schedule.strategy import MAX_MATRIX_JOBS, MAX_MATRIX_LIST
+from matrix.schedule.github.expressions import MAX_TEXTS, OneOf, Unknown, expand
+from matrix.schedule.github.strategy import MAX_MATRIX_JOBS, MAX_MATRIX_LIST
 
 OUTPUT_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_][\w-]*)=([^"'\s$`]*)["']?\s*>>\s*["']?\$\{?GITHUB_OUTPUT\b""")
 ENV_ECHO = re.compile(r"""echo\s+["']?([A-Za-z_]\w*)=([^"'\n]*?)["']?\s*>>\s*["']?\$\{?GITHUB_ENV\b""")

@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from matrix.schedule.commands.wrapped import pytest_call, runs_tests
 from matrix.schedule.model import (
     CommandReader,
     Origin,
@@ -25,8 +26,7 @@ from matrix.schedule.model import (
     UnreadJob,
     unread_entry,
 )
-from matrix.schedule.shell import FOLLOWED
-from matrix.schedule.wrapped import pytest_call, runs_tests
+from matrix.schedule.shell.commands import FOLLOWED
 
 MAX_SCRIPT_DEPTH = 4
 MAX_SCRIPT_LINES = 20_000
@@ -130,7 +130,7 @@ def strip_prefixes(words: Sequence[str]) -> list[str]:
 
 
 def _pytest_arguments(words: Sequence[str]) -> list[str] | None:
-    """pytest's arguments when `words` run pytest (wrappers included, see `matrix.schedule.wrapped`), else None."""
+    """pytest's arguments when `words` run pytest (wrappers included, see `matrix.schedule.commands.wrapped`), else None."""
     found = pytest_call(words)
     return None if found is None else found.arguments
 
@@ -371,7 +371,7 @@ def read_script(
     calling: tuple[str, ...] = (),
 ) -> ScriptResult:
     """Read the script at repo-relative `path` (text from `load`, None if absent) through the readers, with the
-    shell parser (`matrix.schedule.shell`): its branches, functions and arrays as bash runs them."""
+    shell parser (`matrix.schedule.shell.commands`): its branches, functions and arrays as bash runs them."""
     here = _script_origin(path, context)
     budget = ScriptBudget() if budget is None else budget
     if path in calling:
@@ -425,7 +425,7 @@ def read_text(
 ) -> ScriptResult:
     """The commands of a script's text (a file, a make recipe, a Modal function's commands) through the readers."""
     from matrix.schedule.follow import follow  # make and Modal readers, loaded when a script is read
-    from matrix.schedule.shell import commands  # the shell parser, loaded when a script is read
+    from matrix.schedule.shell.commands import commands  # the shell parser, loaded when a script is read
 
     here = _script_origin(path, context)
     selections: list[tuple[Selection, Origin]] = []

@@ -20,18 +20,14 @@ from typing import TYPE_CHECKING, Any
 from matrix.core.errors import ConfigError
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_text
-from matrix.schedule.expressions import expand
-from matrix.schedule.external_ci import handoffs
 from matrix.schedule.files import CI_NAME, ci_script_names, in_repo, workflow_files
-from matrix.schedule.github_context import Found, Notes, Workflow, WorkflowContext, rooted
-from matrix.schedule.github_jobs import MAX_WALK_JOBS, expansion_read, matrices, spend, walk_external, walk_job
-from matrix.schedule.github_steps import MAX_ENTRIES
-from matrix.schedule.github_values import KnownValues
-from matrix.schedule.labels import LabelIndex, Resolution
-from matrix.schedule.local_actions import LocalActions
-from matrix.schedule.model import CommandReader, Gate, Origin, Schedule, StepContext, UnreadJob
-from matrix.schedule.shell import FOLLOWED
-from matrix.schedule.workflow_doc import (
+from matrix.schedule.github.context import Found, Notes, Workflow, WorkflowContext, rooted
+from matrix.schedule.github.expressions import expand
+from matrix.schedule.github.jobs import MAX_WALK_JOBS, expansion_read, matrices, spend, walk_external, walk_job
+from matrix.schedule.github.local_actions import LocalActions
+from matrix.schedule.github.steps import MAX_ENTRIES
+from matrix.schedule.github.values import KnownValues
+from matrix.schedule.github.workflow_doc import (
     call_inputs,
     check_shape,
     continues,
@@ -42,10 +38,14 @@ from matrix.schedule.workflow_doc import (
     needs_of,
     triggers,
 )
+from matrix.schedule.labels import LabelIndex, Resolution
+from matrix.schedule.model import CommandReader, Gate, Origin, Schedule, StepContext, UnreadJob
+from matrix.schedule.services.external_ci import handoffs
+from matrix.schedule.shell.commands import FOLLOWED
 from matrix.schedule.yamldoc import load_yaml
 
 if TYPE_CHECKING:
-    from matrix.schedule.pytest_command import ScriptLoader, ScriptResult
+    from matrix.schedule.commands.pytest_command import ScriptLoader, ScriptResult
 
 __all__ = ["MAX_CALL_DEPTH", "MAX_ENTRIES", "MAX_WALK_JOBS", "Walker", "read_github"]
 
@@ -312,8 +312,8 @@ class Walker:
         """What the files a command hands work to select (`matrix.schedule.follow`), read once per command, folder,
         env and origin: the same step in every matrix job reads the same scripts."""
         assert self.scripts is not None
+        from matrix.schedule.commands.pytest_command import ScriptBudget
         from matrix.schedule.follow import follow  # only when scripts are followed
-        from matrix.schedule.pytest_command import ScriptBudget
 
         key = (tuple(words), context.working_dir, tuple(sorted(context.env.items())), context.origin)
         if key not in self._script_results:

@@ -8,15 +8,15 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from matrix.schedule.expressions import OneOf, Unknown, as_text, expand
-from matrix.schedule.github_context import Found, JobContext, LabelSets, Notes, WorkflowContext
-from matrix.schedule.github_steps import read_commands, walk_steps
+from matrix.schedule.github.context import Found, JobContext, LabelSets, Notes, WorkflowContext
+from matrix.schedule.github.expressions import OneOf, Unknown, as_text, expand
+from matrix.schedule.github.steps import read_commands, walk_steps
+from matrix.schedule.github.strategy import NO_MATRIX, Expansion, expand_matrix
+from matrix.schedule.github.workflow_doc import is_mapping, label_lists, run_default
 from matrix.schedule.model import Gate, Origin, UnreadJob
-from matrix.schedule.strategy import NO_MATRIX, Expansion, expand_matrix
-from matrix.schedule.workflow_doc import is_mapping, label_lists, run_default
 
 if TYPE_CHECKING:
-    from matrix.schedule.github import Walker
+    from matrix.schedule.github.walk import Walker
 
 MAX_WALK_JOBS = 2048  # jobs one read walks: every matrix combination, across reusable-workflow calls
 _VERSION_AXIS = re.compile(r"cuda|rocm|hip|torch|python|version", re.IGNORECASE)

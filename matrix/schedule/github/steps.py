@@ -8,9 +8,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from matrix.schedule.expressions import PLACEHOLDER, OneOf, Unknown, expand
-from matrix.schedule.github_context import Found, JobContext, LabelSets, Notes
-from matrix.schedule.local_actions import ACTION, ActionStep
+from matrix.schedule.github.context import Found, JobContext, LabelSets, Notes
+from matrix.schedule.github.expressions import PLACEHOLDER, OneOf, Unknown, expand
+from matrix.schedule.github.local_actions import ACTION, ActionStep
+from matrix.schedule.github.workflow_doc import run_facts
 from matrix.schedule.model import (
     Container,
     Origin,
@@ -21,11 +22,10 @@ from matrix.schedule.model import (
     UnreadJob,
     unread_entry,
 )
-from matrix.schedule.shell import CONTAINER, commands
-from matrix.schedule.workflow_doc import run_facts
+from matrix.schedule.shell.commands import CONTAINER, commands
 
 if TYPE_CHECKING:
-    from matrix.schedule.github import Walker
+    from matrix.schedule.github.walk import Walker
 
 MAX_ENTRIES = 20_000  # entries one read makes (with the job budget, `github.MAX_WALK_JOBS`)
 
@@ -209,7 +209,7 @@ def _container_env(
     before it) and what its own script sets after the `docker exec` (the pairs after the CONTAINER one)."""
     from matrix.core.errors import ConfigError
     from matrix.core.textfiles import read_text
-    from matrix.schedule.containers import container_of, read_job
+    from matrix.schedule.containers.docker import container_of, read_job
 
     names = [k for k, _ in pairs]
     at = len(names) - 1 - names[::-1].index(CONTAINER)

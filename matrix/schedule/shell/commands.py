@@ -13,7 +13,7 @@ import re
 import shlex
 from collections.abc import Callable, Mapping
 
-from matrix.schedule.shell_tree import Command
+from matrix.schedule.shell.tree import Command
 
 MAX_SCRIPT = 256 * 1024
 # Text a command handing work to another file holds (`bash x.sh`, `make test`, `modal run -m m::f`, `tox -e e`,
@@ -68,8 +68,8 @@ def _commands(
     env: tuple[tuple[str, str], ...],
     load: Callable[[str], str | None] | None,
 ) -> tuple[Command, ...]:
-    from matrix.schedule.shell_tree import walk  # the parser is loaded when a script is read
-    from matrix.schedule.shell_words import known_from
+    from matrix.schedule.shell.tree import walk  # the parser is loaded when a script is read
+    from matrix.schedule.shell.words import known_from
 
     return tuple(walk(script, working_dir, known_from(dict(env)), keywords, unwrap, load=load))
 
@@ -79,7 +79,7 @@ def without_comments(script: str) -> str:
     `echo "X=1" >> $GITHUB_ENV` writes nothing. Parsed only when the text has a `#` at all."""
     if "#" not in script:
         return script
-    from matrix.schedule.shell_tree import parse
+    from matrix.schedule.shell.tree import parse
 
     data = bytearray(script.encode("utf-8", "replace"))
     stack = [parse(script).root_node]
@@ -140,7 +140,7 @@ _DOCKER_VALUED = frozenset({"-e", "--env", "-w", "--workdir", "-u", "--user", "-
 
 
 # The pair `docker exec` leaves in a command's env: the runner's own environment stops there, and what reaches the
-# command is the container's (`matrix.schedule.containers`). Its value is `exec_marker`'s JSON: the container, the
+# command is the container's (`matrix.schedule.containers.docker`). Its value is `exec_marker`'s JSON: the container, the
 # `-e X=1` pairs, and why the container may hold more than the readers can see ("" when nothing).
 CONTAINER = "@container"
 # `source FILE` in the command a container runs: a virtualenv's `bin/activate` sets no variable a test reads.

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from matrix.schedule.github_context import Workflow
+from matrix.schedule.github.context import Workflow
+from matrix.schedule.github.workflow_doc import key_lines
 from matrix.schedule.model import Origin, UnreadJob
-from matrix.schedule.workflow_doc import key_lines
 
 __all__ = ["CiFile", "ExternalCi", "external_ci", "handoffs", "other_ci_files"]
 
@@ -123,7 +123,7 @@ def _handoff(step: Mapping[object, object], pack: ExternalCi) -> tuple[str, str]
             return pack.actions[action], f"uses: {uses}"
     run = step.get("run")
     if isinstance(run, str) and any(word in run for word in pack.commands):
-        from matrix.schedule.shell import commands  # the shell parser: only for a step that names a command here
+        from matrix.schedule.shell.commands import commands  # the shell parser: only for a step that names a command here
 
         for command in commands(run, keywords=tuple(pack.commands)):
             word = posixpath.basename(command.words[0]) if command.words else ""

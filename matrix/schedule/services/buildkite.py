@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from matrix.core.profile import RunnerProfile
+from matrix.schedule.commands.pytest_command import commands_of, logical_lines
 from matrix.schedule.model import (
     CommandReader,
     Gate,
@@ -25,7 +26,6 @@ from matrix.schedule.model import (
     UnreadableCommand,
     UnreadJob,
 )
-from matrix.schedule.pytest_command import commands_of, logical_lines
 
 CONTAINER_ROOT = "/vllm-workspace"
 DEFAULT_WORKING_DIR = "/vllm-workspace/tests"

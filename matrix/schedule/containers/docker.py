@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from matrix.schedule.model import Container
-from matrix.schedule.shell import commands, exec_marker
+from matrix.schedule.shell.commands import commands, exec_marker
 
 # `docker run` options that take the next word as their value (docker run reference, docker 27); a word starting
 # with `-` that is neither one of these nor a flag below makes the image unknown.

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from matrix.schedule.shell_conditions import truth
-from matrix.schedule.shell_words import Variables, text, word
+from matrix.schedule.shell.conditions import truth
+from matrix.schedule.shell.words import Variables, text, word
 
 MAX_VALUES = 512  # JSON values one statement may print
 MAX_TEXT = 256 * 1024  # characters of one output or file
@@ -53,7 +53,7 @@ class _Run:
 
 def step_outputs(run: str, env: Mapping[str, str], load: Loader) -> StepOutputs:
     """The `$GITHUB_OUTPUT` values `run` computes statically, given the step's env (values with `${{` unknown)."""
-    from matrix.schedule.shell_tree import parse
+    from matrix.schedule.shell.tree import parse
 
     state = _Run(load=load, known=Variables(scalars={k: (None if "${{" in v else v) for k, v in env.items()}))
     root = parse(run).root_node

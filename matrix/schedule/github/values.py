@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from matrix.schedule.expressions import OneOf, Unknown, as_text, evaluate, evaluate_shared, expand, truthy
-from matrix.schedule.github_context import Notes, Workflow, WorkflowContext
+from matrix.schedule.github.context import Notes, Workflow, WorkflowContext
+from matrix.schedule.github.expressions import OneOf, Unknown, as_text, evaluate, evaluate_shared, expand, truthy
+from matrix.schedule.github.workflow_doc import OUTPUT_ECHO, READS_JOB, STEP_OUTPUT, condition_body, live_lines
 from matrix.schedule.runner_configs import RunnerConfigTable, find_table
-from matrix.schedule.workflow_doc import OUTPUT_ECHO, READS_JOB, STEP_OUTPUT, condition_body, live_lines
 
 ScriptText = Callable[[str], "str | None"]
 Resolver = Callable[[tuple[str, ...]], Any]
@@ -69,10 +69,10 @@ class KnownValues:
 
     def _computed_outputs(self) -> dict[str, tuple[str, str]]:
         """Output name -> (value, the assumption it rests on) for outputs a `run:` step computes with jq
-        (`matrix.schedule.jq_outputs`); a name two jobs compute differently is left out."""
+        (`matrix.schedule.github.jq_outputs`); a name two jobs compute differently is left out."""
         if not any("jq" in text and "GITHUB_OUTPUT" in text for text in ("\n".join(wf.lines) for wf in self.workflows.values())):
             return {}  # no workflow computes an output with jq: nothing to import or parse
-        from matrix.schedule.jq_outputs import job_outputs
+        from matrix.schedule.github.jq_outputs import job_outputs
 
         load = self.scripts if self.scripts is not None else (lambda _path: None)
         found: dict[str, set[tuple[str, str]]] = {}

@@ -1,6 +1,6 @@
 """The syntax of a GitHub Actions `${{ }}` expression body: tokens, then a tree of nested tuples; pure.
 
-A tree is read by `matrix.schedule.expressions`; parsing looks nothing up, so each distinct text is parsed once.
+A tree is read by `matrix.schedule.github.expressions`; parsing looks nothing up, so each distinct text is parsed once.
 Bounded: `MAX_EXPRESSION` characters, `MAX_NESTING` levels of brackets and calls.
 """
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from matrix.schedule.expressions import Unknown, expand
+from matrix.schedule.github.expressions import Unknown, expand
 
 MAX_MATRIX_JOBS = 256  # GitHub's limit per matrix
 MAX_MATRIX_PRODUCT = 4096  # before exclude

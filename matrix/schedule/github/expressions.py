@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from matrix.schedule.expression_syntax import ExpressionError, Node, parse
+from matrix.schedule.github.expression_syntax import ExpressionError, Node, parse
 
 EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
 # Bounds on what one expression may build: the characters of a value (`format()` through `env` multiplies them)

@@ -1,0 +1,1 @@
+"""GNU make: the recipe a `make TARGET` runs, read from the Makefile."""
