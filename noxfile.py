@@ -334,7 +334,7 @@ def gpu_mutations(session: nox.Session) -> None:
 @nox.session
 def browser(session: nox.Session) -> None:
     """The coverage page opened in headless Chromium (Debian's `chromium` package, never downloaded): builds it from
-    docs/results and a simulated 4-gpu-b200 fan-out, checks the DOM, keeps screenshots in browser-check/screenshots.
+    results and a simulated 4-gpu-b200 fan-out, checks the DOM, keeps screenshots in browser-check/screenshots.
     Fails with one line when Chromium is missing (set $CHROMIUM to name the binary)."""
     install(session, "-e", ".[test,plot]")  # the simulated fan-out runs pytest shards and the coverage merge (heatmap)
     session.run(_python(session), "ci/browser_report.py", *(session.posargs or ["--out", "browser-check"]))

@@ -28,7 +28,7 @@ from matrix.core.model import Outcome
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-H200_REPORTS = ("docs/results/h200x1-shared-warm.json", "docs/results/h200x2-runner-cold.json")
+H200_REPORTS = ("results/h200x1-shared-warm.json", "results/h200x2-runner-cold.json")
 GUARD_SUITE = "tests/guards/fixture_suite"  # relative: the findings then name repository paths
 LEDGER_SUITE = REPO / "tests" / "ledger" / "fixture_suite"
 B200 = '{"gpus": 4, "capability": [10, 0], "name": "NVIDIA B200"}'

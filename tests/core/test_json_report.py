@@ -214,7 +214,7 @@ def test_every_finding_commands_json_has_the_one_envelope(command: str) -> None:
     "argv",
     [
         ["gaps", ".", "--format", "json"],
-        ["coverage", "docs/results/h200x1-grouped-cold.json", "--no-heatmap", "--format", "json", "--out"],
+        ["coverage", "results/h200x1-grouped-cold.json", "--no-heatmap", "--format", "json", "--out"],
     ],
     ids=["gaps", "coverage"],
 )
