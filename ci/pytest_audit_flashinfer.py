@@ -1,9 +1,9 @@
-"""Audit a flashinfer checkout's pytest suite against its PR Test workflow and write docs/pytest-audit.md.
+"""Audit a flashinfer checkout's pytest suite against its PR Test workflow and write results/pytest-audit.md.
 
 Usage:
     python ci/pytest_audit_flashinfer.py --checkout ~/src/flashinfer
     python ci/pytest_audit_flashinfer.py --git-dir /path/to/flashinfer.git     # a bare clone: HEAD is extracted
-Options: --schedule FILE (default ci/schedules/flashinfer-pr-test.toml), --out FILE (default docs/pytest-audit.md),
+Options: --schedule FILE (default ci/schedules/flashinfer-pr-test.toml), --out FILE (default results/pytest-audit.md),
 --jobs N (default 2), --commit TEXT (the commit an extracted --checkout came from). What CI runs comes from the
 checkout's workflows and the scripts they run, merged with the declared schedule (PR Test builds its GPU matrix at
 run time); the page records the commit, the command and every count, so anyone can rerun it on their checkout.
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--checkout", type=Path, help="a flashinfer checkout (work tree)")
     source.add_argument("--git-dir", type=Path, help="a flashinfer git directory (bare clone); HEAD is audited")
     parser.add_argument("--schedule", type=Path, default=ROOT / "ci/schedules/flashinfer-pr-test.toml")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs/pytest-audit.md")
+    parser.add_argument("--out", type=Path, default=ROOT / "results/pytest-audit.md")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--commit", help="the commit a --checkout without git metadata was extracted from (shown)")
     args = parser.parse_args(argv)

@@ -3,7 +3,7 @@
 Usage:
     python ci/pytest_audit_sample.py TREE --schedule-file S.toml --runners R.toml --verdicts ci/data/V.toml
         [--propose]                   # list a spread sample of the current findings to check by hand
-        [--write docs/pytest-audit.md]  # replace this tree's sample section of the page
+        [--write results/pytest-audit.md]  # replace this tree's sample section of the page
 
 The verdict file holds the hand check: `[[finding]]` test (node id), verdict ("TRUE" / "FALSE"), why (one
 line); `[[miss]]` test, why: a test read by hand as never running in CI, to see whether the audit reports it.

@@ -1,4 +1,4 @@
-"""docs/pytest-audit.md is written by two scripts: ci/pytest_audit_flashinfer.py rewrites the page down to its
+"""results/pytest-audit.md is written by two scripts: ci/pytest_audit_flashinfer.py rewrites the page down to its
 kept line, ci/pytest_audit_sample.py replaces one sample section. Each must keep what the other wrote."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from types import ModuleType
 from tests.ci_scripts import ci_script
 
 REPO = Path(__file__).resolve().parents[2]
-PAGE = REPO / "docs" / "pytest-audit.md"
+PAGE = REPO / "results" / "pytest-audit.md"
 
 
 def script(name: str) -> ModuleType:
