@@ -212,7 +212,7 @@ def _nvml_gpus(env: dict[str, str]) -> int | None:
 
 def gpu_count(session: nox.Session, env: dict[str, str]) -> int:
     """How many GPUs the workers will see: SPECMATRIX_GPUS when the job gives it, else NVML's count, else torch's
-    (the probe that imports torch and starts CUDA: 5-6 s of every run on the H200 host, docs/gpu.md)."""
+    (the probe that imports torch and starts CUDA: 5-6 s of every run on the H200 host, results/gpu-h200.md)."""
     given = env.get(GPUS_ENV, "").strip()
     if given:
         if not given.isdigit() or len(given) > 3:

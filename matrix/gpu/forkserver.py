@@ -201,7 +201,7 @@ def freeze_preloaded_heap() -> int:
     collector's permanent generation, which every forked worker inherits; the number of objects moved.
 
     sglang's graph capture starts with a full `gc.collect()` (its `freeze_gc`); in one process holding the preload
-    each took about 0.26 s (cProfile, docs/gpu.md). Frozen, a worker's collections walk what the worker made since it
+    each took about 0.26 s (cProfile, results/gpu-h200.md). Frozen, a worker's collections walk what the worker made since it
     started, until sglang's own `gc.unfreeze()` after a capture (taken when the run's graph settings leave
     `enable_cudagraph_gc` off) puts everything back. What the preload made lives as long as the process anyway; what
     a worker's cells make is still collected. (Python's gc docs: `gc.freeze()` right before fork for a pre-fork
@@ -394,7 +394,7 @@ def run(pytest_args: Sequence[str], *, timeout: float = 300.0, status_file: Path
                 return subprocess.run(plain, check=False).returncode
             env = {**os.environ, SOCKET_ENV: sock}
             # The controller is forked from the server too: the runner detection it starts with (matrix.core.detect,
-            # `import torch`: 4-7 s of every warm run's step on the H200, docs/gpu.md) finds torch imported.
+            # `import torch`: 4-7 s of every warm run's step on the H200, results/gpu-h200.md) finds torch imported.
             return _wait_interrupted(subprocess.Popen([str(client), "-c", CONTROLLER, *forked], env=env))
         finally:
             if server is not None:

@@ -29,7 +29,7 @@ def reference_decode(
     All rows at once, each over the full width of token_slots with the positions at or past its length masked out:
     no value is read back to the host. A per-row loop asked the device for each row's length and request (two
     synchronisations a row, a few hundred per runner cell), and with four workers time-slicing one GPU each of those
-    waited for the others' kernels (docs/gpu.md).
+    waited for the others' kernels (results/gpu-h200.md).
     """
     import torch
 

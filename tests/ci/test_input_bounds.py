@@ -287,7 +287,7 @@ def test_the_worst_known_inputs_are_bounded(tmp_path: Path, case: str) -> None:
     share = SHARE.get(case, 1.0)
     measured = _measure(tmp_path / "first", case)
     if measured["cpu"] >= CPU_SECONDS * share:
-        # One process's CPU time moves by up to 40 % on a shared 2-core machine (docs/performance.md): the cost is
+        # One process's CPU time moves by up to 40 % on a shared 2-core machine (results/static-audit-speed.md): the cost is
         # the lower of two fresh runs, as timeit takes the best of its repeats. An unbounded input is over in both.
         again = _measure(tmp_path / "second", case)
         measured = min(measured, again, key=lambda m: float(m["cpu"]))

@@ -1,5 +1,5 @@
 """ci/worker_clock.py: torch.compile's cache outcomes in each process's clock line (what told a run over an empty
-inductor cache from one that hit it, docs/gpu.md)."""
+inductor cache from one that hit it, results/gpu-h200.md)."""
 
 from __future__ import annotations
 
