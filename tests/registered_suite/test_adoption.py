@@ -394,3 +394,120 @@ def test_example_workflow_passes_only_inputs_the_action_has_and_needs_no_setup_s
     # What codeql-action's upload-sarif needs: security-events to write alerts, actions to read the run (private
     # repositories), contents to read the checkout; nothing else.
     assert job["permissions"] == {"contents": "read", "security-events": "write", "actions": "read"}
+
+
+# --- the documented snippets on a first commit ------------------------------------------------------------------------
+
+GUARDS_WORKFLOW = SCRATCH_WORKFLOW.format(suite="base-b-test-4-gpu-b200")
+# Each snippet's page, its example file, the baseline command the page runs before the first commit, and the project.
+SNIPPETS = {
+    "specmatrix-pytest-audit": (
+        "docs/adoption.md",
+        "docs/examples/pre-commit-pytest-audit.yaml",
+        "specmatrix pytest-audit . --write-baseline specmatrix-baseline.json",
+    ),
+    "specmatrix-guards": (
+        "docs/adopt-registered-suite.md",
+        "docs/examples/pre-commit-config.yaml",
+        "specmatrix guards test/registered --workflows . --write-baseline guards-baseline.json",
+    ),
+}
+
+
+def _fresh_project(tmp_path: Path, hook_id: str) -> Path:
+    """A new repository holding what the hook audits, with one finding already there (the baseline's work)."""
+    project = tmp_path / "project"
+    if hook_id == "specmatrix-pytest-audit":
+        shutil.copytree(ROOT / "examples" / "pytest-project", project)
+    else:
+        shutil.copytree(FIXTURES / "attention", project / "test" / "registered" / "attention")
+        (project / ".github" / "workflows").mkdir(parents=True)
+        (project / ".github" / "workflows" / "pr-test.yml").write_text(GUARDS_WORKFLOW, encoding="utf-8")
+    return project
+
+
+NEW_SILENT_SKIP = """import pytest
+import torch
+
+
+@pytest.mark.skipif(torch.cuda.get_device_capability()[0] != 12, reason="sm120 only")
+def test_sm120_only():
+    assert True
+"""
+NEW_GUARDED_CLASS = """import unittest
+
+from sglang.srt.utils import is_sm90_supported
+from sglang.test.ci.ci_register import register_cuda_ci
+
+register_cuda_ci(est_time=60, suite="base-b-test-4-gpu-b200")
+
+
+@unittest.skipIf(not is_sm90_supported(), "sm90 only")
+class TestNewKernel(unittest.TestCase):
+    def test_kernel(self):
+        self.assertTrue(True)
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+@pytest.mark.parametrize("hook_id", sorted(SNIPPETS))
+def test_the_documented_snippet_passes_the_first_commit_and_refuses_a_new_finding(tmp_path, hook_id):
+    """The page's order (baseline written, then the example config) on a fresh repository: the first commit passes;
+    the old snippet, committed before its baseline existed, stopped it with exit 2."""
+    page, example, baseline_command = SNIPPETS[hook_id]
+    text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+    assert baseline_command in text and example in text
+    config = yaml.safe_load((ROOT / example).read_text(encoding="utf-8"))
+    ((hook,),) = [entry["hooks"] for entry in config["repos"]]
+    assert hook["id"] == hook_id and hook["entry"] == hooks()[hook_id]["entry"] and hook["files"] == hooks()[hook_id]["files"]
+    baseline = hook["args"][hook["args"].index("--baseline") + 1]
+    assert baseline_command.endswith(f"--write-baseline {baseline}")
+    project = _fresh_project(tmp_path, hook_id)
+    env = _pre_commit_env(tmp_path) | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    _git(project, env, "init", "-q")
+    written = subprocess.run(baseline_command.split(), cwd=project, env=env, capture_output=True, text=True, check=False)
+    assert written.returncode == 0, written.stderr
+    shutil.copy(ROOT / example, project / ".pre-commit-config.yaml")
+    subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=project, env=env, check=True, capture_output=True)
+    _git(project, env, "add", ".")
+    first = subprocess.run(["git", "commit", "-qm", "adopt"], cwd=project, env=env, capture_output=True, text=True, check=False)
+    assert first.returncode == 0, first.stdout + first.stderr
+    if hook_id == "specmatrix-pytest-audit":
+        (project / "tests" / "test_sm120.py").write_text(NEW_SILENT_SKIP, encoding="utf-8")
+    else:
+        (project / "test" / "registered" / "attention" / "test_new_kernel.py").write_text(NEW_GUARDED_CLASS, encoding="utf-8")
+    _git(project, env, "add", ".")
+    refused = subprocess.run(["git", "commit", "-qm", "new"], cwd=project, env=env, capture_output=True, text=True, check=False)
+    assert refused.returncode != 0, refused.stdout + refused.stderr
+    said = refused.stdout + refused.stderr
+    assert "silent-skip" in said or "never-runs" in said, said
+    assert subprocess.run(["git", "status", "--porcelain", baseline], cwd=project, capture_output=True, text=True).stdout == ""
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
+def test_pre_commit_try_repo_runs_the_pytest_audit_hook_on_a_fresh_repository(tmp_path):
+    """pre-commit installs this checkout (pip, from the package index) and runs `specmatrix-pytest-audit` with its
+    default arguments on a new pytest project: clean passes, a silent skip fails, nothing is written."""
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "examples" / "pytest-project", project)
+    for planted in ("tests/test_allreduce.py", "benchmarks/test_decode_speed.py"):
+        (project / planted).unlink()
+    (project / "tests" / "test_attention.py").write_text("def test_decode():\n    assert True\n", encoding="utf-8")
+    env = _pre_commit_env(tmp_path)
+    _git(project, env, "init", "-q")
+    _git(project, env, "add", ".")
+    _git(project, env, "commit", "-qm", "suite")
+    command = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "specmatrix-pytest-audit", "--all-files"]
+    clean = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, check=False, timeout=600)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    (project / "tests" / "test_sm120.py").write_text(NEW_SILENT_SKIP, encoding="utf-8")
+    _git(project, env, "add", ".")
+    _git(project, env, "commit", "-qm", "planted silent skip")
+    dirty = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, check=False, timeout=600)
+    assert dirty.returncode == 1, dirty.stdout + dirty.stderr
+    assert "silent-skip" in dirty.stdout
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True, check=True).stdout == ""
