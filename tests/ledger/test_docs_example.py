@@ -84,4 +84,3 @@ def test_a_stale_block_is_found(
     stale = [line.replace("4 silent-skip", "3 silent-skip") for line in expected]
     assert stale != list(expected)
     assert not matches(_pids_as_numbers(stale), _pids_as_numbers(out.splitlines()))
-
