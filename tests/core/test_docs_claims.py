@@ -272,9 +272,9 @@ def broken_links(pages: list[Path]) -> list[str]:
                 continue
             path, _, anchor = target.partition("#")
             file = (page.parent / path).resolve() if path else page
-            if not file.exists():
-                broken.append(f"{page.relative_to(ROOT)}: {target}")
-            elif anchor and file.suffix == ".md" and anchor not in _anchors(file.read_text(encoding="utf-8")):
+            if not file.exists() or (
+                anchor and file.suffix == ".md" and anchor not in _anchors(file.read_text(encoding="utf-8"))
+            ):
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     return broken
 
