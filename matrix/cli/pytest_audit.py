@@ -12,14 +12,17 @@ from typing import Any
 from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
 from matrix.cli.options import add_deprecated_path, add_output_options, add_schedule_file_option, add_summary_option
 from matrix.core import emit
-from matrix.core.atomic import append_text, write_text_atomic
+from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
 from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool
 from matrix.core.gate import Gate, gate, repo_prefix
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
+from matrix.core.targets import OUTPUT_DESTS
 from matrix.pytest_suites.audit import PytestAuditReport
+from matrix.pytest_suites.joined import join_runs, parse_junit_option, read_runs, runners_of
+from matrix.pytest_suites.joined_output import ORDER, runs_doc, runs_markdown, runs_text
 from matrix.pytest_suites.render import to_json, to_markdown, to_text
 from matrix.pytest_suites.run import AuditInput, has_workflows, run_audit
 
@@ -35,7 +38,9 @@ def register(sub: Any) -> None:
             "workflows (and the shell scripts their steps run), declared schedule files (TOML) for what those cannot "
             "say and Buildkite test-area files, and evaluate every skip guard on the runner profiles each "
             "test is scheduled on. Exit 1 when a scheduled test skips on every runner, a file never runs, a test file "
-            "is scheduled nowhere or does not parse; 0 when clean; 2 on bad input."
+            "is scheduled nowhere or does not parse; 0 when clean; 2 on bad input. With --junit, each test's verdict "
+            "on a runner is set beside what that runner's run did (confirmed, contradicted, resolved), and a test "
+            "that skipped in every run given for it fails too."
         ),
     )
     p.add_argument("root", type=Path, help="the checkout (repository root)")
@@ -58,6 +63,15 @@ def register(sub: Any) -> None:
         default=[],
         metavar="MODULE",
         help="treat this module as importable on every runner (importorskip guards), repeatable (default: none)",
+    )
+    p.add_argument(
+        "--junit",
+        action="append",
+        default=[],
+        type=parse_junit_option,
+        metavar="RUNNER=PATH",
+        help="join a run: the JUnit XML pytest wrote (--junitxml) on RUNNER (a runner profile or runs-on label the "
+        "schedule names), a file or a folder of *.xml; repeatable (default: none)",
     )
     add_output_options(p, FORMATS)
     add_summary_option(p)
@@ -88,16 +102,24 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
             f"pytest-audit: {args.root} has no .github/workflows; give a --schedule-file or --buildkite file (what CI runs)"
         )
     profiles = load_runner_profiles(options)
+    # The runs first: a file that does not parse is one line before the audit's seconds are spent.
+    runs = read_runs(args.junit)
+    outputs = [(flag, getattr(args, dest, None)) for dest, flag in OUTPUT_DESTS.items()]
+    refuse_input_targets(outputs, [Path(f.path) for r in runs for f in r.files])
     inputs = AuditInput(
         root=args.root,
         schedule_files=tuple(args.schedule_file),
         buildkite_files=tuple(args.buildkite),
         installed=frozenset(args.assume_installed),
+        join=runners_of(runs),
     )
     found = repo_prefix(args.root, args.repo_root)
     prefix = found or ""
     baseline = read_gate_baseline(args.baseline, prefix, "pytest-audit")
     report = run_audit(inputs, profiles, jobs=_jobs(args.jobs))
+    joined = join_runs(report.verdicts, runs, inputs.join) if runs else None
+    if joined is not None:
+        report = replace(report, findings=(*report.findings, *joined.findings))
     fingerprints = stamped((f.finding for f in report.findings), prefix)
     report = replace(report, findings=tuple(replace(f, finding=g) for f, g in zip(report.findings, fingerprints, strict=True)))
     wrote = None
@@ -108,10 +130,13 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
     result = gate(fingerprints, show=Severity.INFO, baseline=baseline, today=args.today, prefix=prefix)
     shown, live = _live(report, result)
     exit_code = 0 if wrote is not None else result.exit_code
+    ran = [f.finding for f in shown.findings if f.finding.kind in ORDER]
+    runs_md = runs_markdown(joined, ran) if joined is not None else ((), ())
+    runs_json = runs_doc(joined) if joined is not None else None
     if args.summary is not None:
-        append_text(args.summary, to_markdown(shown, result))
+        append_text(args.summary, to_markdown(shown, result, runs=runs_md))
     if getattr(args, "json_file", None) is not None:
-        write_text_atomic(args.json_file, to_json(shown, result, exit_code=exit_code))
+        write_text_atomic(args.json_file, to_json(shown, result, exit_code=exit_code, runs=runs_json))
     fmt = args.format
     if fmt == "github":
         text = emit.github(live, root=str(args.root), prefix=found) + ("\n" if live else "")
@@ -120,11 +145,11 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
     elif fmt == "junit":
         text = emit.junit(live, tool=Tool.PYTEST_AUDIT, root=str(args.root), prefix=found) + "\n"
     elif fmt == "json":
-        text = to_json(shown, result, exit_code=exit_code)
+        text = to_json(shown, result, exit_code=exit_code, runs=runs_json)
     elif fmt == "md":
-        text = to_markdown(shown, result)
+        text = to_markdown(shown, result, runs=runs_md)
     else:
-        text = to_text(shown, result)
+        text = to_text(shown, result, runs=runs_text(joined, ran) if joined is not None else ())
     sys.stdout.write(text)
     if wrote is not None:
         print(f"specmatrix pytest-audit: {wrote}", file=sys.stderr)

@@ -64,6 +64,37 @@ class PytestFinding:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunnerVerdict:
+    """A test's static verdict on one runner a run came from (the entries that send it there, together), with the
+    guard read: the one true there when it skips, else the guards evaluated (empty: none)."""
+
+    runner: str
+    outcome: ItemOutcome
+    guard: str = ""
+    guard_class: str = ""  # the class of the fact that decides a skip (`GuardClass`), else empty
+    reason: str = ""
+    scheduled: bool = True  # an entry read sends it there
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestVerdicts:
+    """One collected test's verdict on each runner of a join, in the order the runners were given; `elsewhere`:
+    the runners its entries also send it to that no run covers."""
+
+    nodeid: str
+    path: str
+    line: int
+    verdicts: tuple[RunnerVerdict, ...]
+    elsewhere: tuple[str, ...] = ()
+
+
+def on_runner(runner: str, entry: ScheduleEntry, profile: str | None) -> bool:
+    """Whether a run from `runner` (a profile, or a runs-on label as the CI files write it) is this entry's run on
+    `profile` (None: an entry whose runner has no profile)."""
+    return runner == profile or runner in entry.labels or runner in entry.other_runners
+
+
+@dataclass(frozen=True, kw_only=True)
 class PytestAuditReport:
     root: str
     files: int
@@ -77,6 +108,7 @@ class PytestAuditReport:
     unread_only: int = 0
     unknown_labels: tuple[UnknownLabel, ...] = ()
     assumptions: tuple[str, ...] = ()
+    verdicts: tuple[TestVerdicts, ...] = ()  # per test and runner of a join (`SuiteAuditor.join`), else empty
 
     @property
     def exit_code(self) -> int:
@@ -301,6 +333,7 @@ class FileAudit:
     undetermined: int
     assumptions: tuple[str, ...]
     unread_only: int = 0
+    verdicts: tuple[TestVerdicts, ...] = ()
 
 
 class SuiteAuditor:
@@ -313,7 +346,10 @@ class SuiteAuditor:
         packs: PredicatePacks,
         installed: frozenset[str] = frozenset(),
         invocations: Sequence[Invocation] | None = None,
+        *,
+        join: Sequence[str] = (),
     ):
+        self.join = tuple(join)  # the runners whose runs are joined: each file's audit carries its tests' verdicts there
         self.entries = schedule.pytest_entries()
         self.unread = schedule.unread
         # What each entry's pytest command collects and selects; read from the selection alone when not given.
@@ -393,6 +429,7 @@ class SuiteAuditor:
             undetermined=undetermined,
             assumptions=tuple(assumptions),
             unread_only=unread_only,
+            verdicts=self.runner_verdicts(test_file) if self.join else (),
         )
 
     def _stopped(self, test_file: TestFile) -> str | None:
@@ -424,6 +461,62 @@ class SuiteAuditor:
             else:
                 out[item.nodeid] = ItemOutcome.UNDETERMINED
         return out
+
+    def runner_verdicts(self, test_file: TestFile) -> tuple[TestVerdicts, ...]:
+        """Each collected test's outcome on each runner of `join`, over the entries that send it there, as
+        `outcomes` gives it over the whole schedule; a test no entry read selects is undetermined, not unselected,
+        where a CI job that was not read may run its file."""
+        self.evaluator = self.base.for_file(test_file.env_written)
+        ignores = test_file.conftest_ignores
+        pairs = [(e, i, collected(test_file.path, i, ignores)) for e, i in zip(self.entries, self.invocations, strict=True)]
+        unread = any(u.may_run(test_file.path) for u in self.unread)
+        out = []
+        for item in test_file.tests:
+            chosen = [s for s in (selects(e, i, item, ignores, found) for e, i, found in pairs) if s is not None]
+            where = [(s, p) for s in chosen for p in (s.entry.profiles or (None,))]
+            per_runner = []
+            for runner in self.join:
+                here = [
+                    self._verdict(item, s, p) if p else self._unprofiled(item, s)
+                    for s, p in where
+                    if on_runner(runner, s.entry, p)
+                ]
+                per_runner.append(self._runner_verdict(runner, item, here, unread))
+            elsewhere = {p or ", ".join(s.entry.labels) for s, p in where if not any(on_runner(r, s.entry, p) for r in self.join)}
+            out.append(
+                TestVerdicts(
+                    nodeid=item.nodeid,
+                    path=item.path,
+                    line=item.line,
+                    verdicts=tuple(per_runner),
+                    elsewhere=tuple(sorted(elsewhere)),
+                )
+            )
+        return tuple(out)
+
+    def _runner_verdict(self, runner: str, item: TestItem, here: list[_RunnerVerdict], unread: bool) -> RunnerVerdict:
+        guards = "; ".join(g.guard.source for g in item.guards[:3]) + ("; ..." if len(item.guards) > 3 else "")
+        if not here:
+            why = "a CI job that was not read may run its file" if unread else "no entry read sends it there"
+            outcome = ItemOutcome.UNDETERMINED if unread else ItemOutcome.NOT_SELECTED
+            return RunnerVerdict(runner=runner, outcome=outcome, reason=why, scheduled=False)
+        skipping = [v for v in here if v.skips is Tri.TRUE and v.guard is not None and v.evaluation is not None]
+        if len(skipping) == len(here):
+            first = skipping[0]
+            assert first.guard is not None and first.evaluation is not None
+            via = f" (through {first.guard.via})" if first.guard.via else ""
+            return RunnerVerdict(
+                runner=runner,
+                outcome=ItemOutcome.SKIPS,
+                guard=first.guard.guard.source + via,
+                guard_class=self.evaluator.guard_class(first.guard, first.evaluation).value,
+                reason="; ".join(first.evaluation.steps[:4]),
+            )
+        if all(v.skips is Tri.FALSE for v in here):
+            return RunnerVerdict(runner=runner, outcome=ItemOutcome.RUNS, guard=guards, reason="no skip guard is true there")
+        mixed = all(v.skips is not Tri.UNKNOWN for v in here)
+        why = "it skips in some of the jobs there and runs in others" if mixed else "a skip guard's value is unknown there"
+        return RunnerVerdict(runner=runner, outcome=ItemOutcome.UNDETERMINED, guard=guards, reason=why)
 
     def _unprofiled(self, item: TestItem, selected: Selected) -> _RunnerVerdict:
         return _doubted(_unprofiled_verdict(item, selected.entry, self.evaluator), selected)
@@ -472,6 +565,7 @@ def combine(root: str, parts: Sequence[FileAudit], schedule: Schedule, notes: Se
         unread_only=sum(p.unread_only for p in parts),
         unknown_labels=schedule.unknown_labels,
         assumptions=tuple(assumptions),
+        verdicts=tuple(v for p in parts for v in p.verdicts),
     )
 
 

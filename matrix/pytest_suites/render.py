@@ -39,15 +39,16 @@ def summary_lines(report: PytestAuditReport) -> list[str]:
     return lines
 
 
-def to_text(report: PytestAuditReport, gate: Gate | None = None) -> str:
-    """The findings, the jobs not read, the counts; with a baseline, its leftovers and the gate's status line."""
+def to_text(report: PytestAuditReport, gate: Gate | None = None, *, runs: Sequence[str] = ()) -> str:
+    """The findings, the jobs not read, the counts; with a baseline, its leftovers and the gate's status line.
+    `runs`: the join's section (`joined_output.runs_text`), after the static findings."""
     lines = [f"{u.origin}: not read: {u.reason}" for u in report.unread]
     lines.extend(f"{u.origin}: unknown runner label {u.label!r}" for u in report.unknown_labels)
     lines.extend(summary_lines(report))
     if gate is not None and gate.with_baseline:
         lines += ["", *entry_lines(gate), gate_line(gate), status_line(gate)]
     shown = [f.finding for f in report.findings if f.finding.kind in _SHOWN]
-    return text_report(TEXT_VIEW, shown, tail=lines) + "\n"
+    return text_report(TEXT_VIEW, shown, tail=[*runs, *lines]) + "\n"
 
 
 def _line(g: Finding) -> list[str]:
@@ -65,7 +66,10 @@ def _shape(report: PytestAuditReport) -> Shape:
     return Shape(fields=lambda g: {**finding_fields(g), "guard_class": classes[id(g)]})
 
 
-def to_json(report: PytestAuditReport, gate: Gate | None = None, *, exit_code: int | None = None) -> str:
+def to_json(
+    report: PytestAuditReport, gate: Gate | None = None, *, exit_code: int | None = None, runs: Mapping[str, Any] | None = None
+) -> str:
+    """The report's envelope; `runs`: the join's section (`joined_output.runs_doc`), under `runs`."""
     head: dict[str, Any] = {
         "root": report.root,
         "files": report.files,
@@ -82,6 +86,8 @@ def to_json(report: PytestAuditReport, gate: Gate | None = None, *, exit_code: i
         ],
         "assumptions": list(report.assumptions),
     }
+    if runs is not None:
+        tail["runs"] = runs
     if gate is not None and gate.with_baseline:
         tail["baseline"] = baseline_doc(gate)
     findings = [p.finding for p in report.findings]
@@ -137,7 +143,10 @@ def findings_table(classes: Mapping[int, GuardClass], *, files: bool) -> Table:
     )
 
 
-def to_markdown(report: PytestAuditReport, gate: Gate | None = None) -> str:
+def to_markdown(
+    report: PytestAuditReport, gate: Gate | None = None, *, runs: tuple[Sequence[str], Sequence[Block]] = ((), ())
+) -> str:
+    """The summary; `runs`: the join's lines and blocks (`joined_output.runs_markdown`), after the static ones."""
     lines = ["## pytest audit", "", *(f"- {md_text(line)}" for line in summary_lines(report)), "", *count_table(report), ""]
     if gate is not None and gate.with_baseline:
         lines += [md_text(gate_line(gate)), ""]
@@ -152,6 +161,8 @@ def to_markdown(report: PytestAuditReport, gate: Gate | None = None) -> str:
         if found:
             summary = f"{kind.value}: {len(found)} {md_text(_title(kind))}"
             blocks.append(Block(summary=summary, table=findings_table(classes, files=files), findings=found, gap=True))
+    lines += runs[0]
+    blocks += runs[1]
     tail = []
     if report.unread:
         tail += ["Jobs not read (declare them):", ""]

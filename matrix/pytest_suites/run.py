@@ -18,6 +18,7 @@ from matrix.pytest_suites.collect import Collector, TestFile
 from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors
 from matrix.pytest_suites.config import read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
+from matrix.pytest_suites.joined import check_runners
 from matrix.pytest_suites.packs import builtin_packs
 from matrix.pytest_suites.rules import discover
 from matrix.pytest_suites.workers import CollectingWorkers, can_fork
@@ -34,6 +35,7 @@ class AuditInput:
     buildkite_files: tuple[Path, ...] = ()
     installed: frozenset[str] = frozenset()
     workflows: bool = True  # read ROOT's .github/workflows (and the scripts their steps run) when it has them
+    join: tuple[str, ...] = ()  # runners whose runs are joined (`--junit`): the report carries each test's verdict there
 
 
 def has_workflows(root: Path) -> bool:
@@ -152,13 +154,16 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
             # Largest first, so that the workers finish together.
             early = sorted(discover(inputs.root, config), key=lambda p: -_size(inputs.root / p))
             if len(early) > 1:
-                workers = CollectingWorkers(jobs, collector=collector, early=early, profiles=profiles, installed=inputs.installed)
+                workers = CollectingWorkers(
+                    jobs, collector=collector, early=early, profiles=profiles, installed=inputs.installed, join=inputs.join
+                )
         schedule = read_schedule(inputs, profiles)
+        check_runners(inputs.join, schedule)
         read = invocations(inputs.root, schedule)
         paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
         conftests = unparsed(collector, sorted({c for p in paths for c in collector.conftest_chain(p)}))
         read = with_collection_errors(read, conftests, collector.conftest_ignores)
-        auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
+        auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read, join=inputs.join)
         if workers is not None:
             done = workers.audit(paths, schedule, read)
         else:
@@ -168,7 +173,7 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
         torn = unparsed(collector, unread)
         again = with_collection_errors(read, torn, collector.conftest_ignores)
         if again != read:
-            auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, again)
+            auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, again, join=inputs.join)
             done = {p: auditor.audit_file(collector.collect(p)) for p in paths}
     finally:
         if workers is not None:

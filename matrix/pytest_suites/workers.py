@@ -49,11 +49,14 @@ class CollectingWorkers:
         early: Sequence[str],
         profiles: Mapping[str, RunnerProfile],
         installed: frozenset[str],
+        join: tuple[str, ...] = (),
     ):
         context = multiprocessing.get_context("fork")
         self.early = frozenset(early)
         # The list and the collector reach each child by the fork itself; only the counter is shared memory.
-        shared = _Shared(collector=collector, early=early, counter=context.Value("q", 0), profiles=profiles, installed=installed)
+        shared = _Shared(
+            collector=collector, early=early, counter=context.Value("q", 0), profiles=profiles, installed=installed, join=join
+        )
         self.links: list[Connection] = []
         self.processes: list[Any] = []
         for _ in range(jobs):
@@ -104,6 +107,7 @@ class _Shared:
     counter: Any  # multiprocessing.Value("q"): the index of the next file of `early` to take
     profiles: Mapping[str, RunnerProfile]
     installed: frozenset[str]
+    join: tuple[str, ...] = ()  # runners whose runs are joined (`SuiteAuditor.join`)
 
 
 def _work(shared: _Shared, link: Connection) -> None:
@@ -120,7 +124,7 @@ def _work(shared: _Shared, link: Connection) -> None:
         wanted, extra, schedule, read = link.recv()
         for path in extra:
             collected[path] = shared.collector.collect(path)
-        auditor = SuiteAuditor(schedule, shared.profiles, builtin_packs(), shared.installed, read)
+        auditor = SuiteAuditor(schedule, shared.profiles, builtin_packs(), shared.installed, read, join=shared.join)
         link.send(("ok", [(p, auditor.audit_file(f)) for p, f in collected.items() if p in wanted]))
     except (EOFError, OSError, KeyboardInterrupt):
         code = 1  # the main process went away (an error there, or Ctrl-C): nothing to report to

@@ -31,6 +31,7 @@ from matrix.guards.model import GuardFindingKind, GuardReport, guard_finding
 from matrix.ledger import render as ledger_render
 from matrix.ledger.join import LedgerFindingKind, LedgerReport, ledger_finding
 from matrix.pytest_suites import render as pytest_audit_render
+from matrix.pytest_suites.joined import JoinKind
 from matrix.registered_suite.gate import gate
 
 HOSTILE = {
@@ -270,7 +271,10 @@ def test_sarif_document_shape(tmp_path: Path) -> None:
         (Tool.LEDGER, {k.value for k in LedgerFindingKind}),
         (Tool.AUDIT, {k.value for k in FindingKind} - {"missing-report", "never-ran", "untested-cell"}),
         (Tool.COVERAGE, {"missing-report", "never-ran", "untested-cell"}),
-        (Tool.PYTEST_AUDIT, {"silent-skip", "silent-pass", "never-runs", "unscheduled", "unparsable"}),
+        (
+            Tool.PYTEST_AUDIT,
+            {"silent-skip", "silent-pass", "never-runs", "unscheduled", "unparsable", *(k.value for k in JoinKind)},
+        ),
     ],
 )
 def test_every_kind_has_exactly_one_registry_entry(tool: Tool, names: set[str]) -> None:
