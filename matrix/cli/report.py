@@ -121,7 +121,8 @@ def cmd_report(args: argparse.Namespace, options: Options) -> int:
     rows = [row for a in adapted for row in a.findings]
     generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     runs = any(a.file.kind is InputKind.RUN_REPORT for a in adapted) or planned is not None
-    page = render_html(page_data(loaded.matrix, result, files, rows, generated=generated, grid=runs))
+    joined = [r for a in adapted for r in a.runs]
+    page = render_html(page_data(loaded.matrix, result, files, rows, generated=generated, grid=runs, runs=joined))
     write_text_atomic(args.html, page)
     cells = len(loaded.matrix.cells) if runs else 0
     if args.format == "json":

@@ -38,6 +38,8 @@ TEMPLATE = """<!DOCTYPE html>
 <table id="grid"></table>
 </section>
 <section><h2>Findings</h2><p id="findings-count"></p><table id="findings"></table></section>
+<section id="runs-section" hidden><h2>Static verdicts beside the runs</h2><p id="runs-count"></p>
+<table id="runs"></table></section>
 </main>
 <aside id="panel" hidden><div id="panel-head"><h2 id="panel-title"></h2>
 <button type="button" id="panel-close">close</button></div><div id="panel-body"></div></aside>

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import Any
@@ -64,6 +64,21 @@ class FindingRow:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunRow:
+    """One test on one runner of a pytest audit's join (`pytest-audit --junit`): the static verdict, what the run
+    did, and what the join concluded."""
+
+    test: str
+    path: str
+    line: int | None
+    runner: str
+    static: str
+    observed: str
+    message: str
+    join: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Document:
     """A decoded input file: where it came from, its content and the file's modification time (UTC, ISO 8601)."""
 
@@ -77,6 +92,7 @@ class Adapted:
     file: InputFile
     report: ReportSource | None = None
     findings: tuple[FindingRow, ...] = ()
+    runs: tuple[RunRow, ...] = ()
 
 
 Adapter = Callable[[Document], Adapted]
@@ -198,8 +214,28 @@ def guard_audit(source: Document) -> Adapted:
 
 def pytest_audit(source: Document) -> Adapted:
     """`specmatrix pytest-audit --format json` (`specmatrix.pytest-audit/1`): the same fields per finding; files
-    written before findings carried their severity take their kind's."""
-    return _static_audit(source, InputKind.PYTEST_AUDIT, Tool.PYTEST_AUDIT, "files", "test files")
+    written before findings carried their severity take their kind's. With `--junit`, its `runs` section: each
+    test's static verdict beside what each runner's run did."""
+    adapted = _static_audit(source, InputKind.PYTEST_AUDIT, Tool.PYTEST_AUDIT, "files", "test files")
+    doc = _document(source.label, source.doc)
+    if "runs" not in doc:
+        return adapted
+    where = f"{source.label}: runs"
+    runs = _field(doc, "runs", dict, source.label)
+    root = _field(doc, "root", str, source.label, "")
+    rows = []
+    for i, item in enumerate(_field(runs, "tests", list, where, [])):
+        rw = f"{where}: tests[{i}]"
+        if not isinstance(item, dict):
+            raise ReportError(f"{rw}: not an object")
+        text = {
+            key: _field(item, key, str, rw, "") for key in ("test", "path", "runner", "static", "observed", "message", "join")
+        }
+        rows.append(RunRow(**{**text, "path": _joined(root, text["path"])}, line=_line(item, rw)))
+    counts = _field(runs, "counts", dict, where, {})
+    said = ", ".join(f"{n} {k}" for k, n in counts.items() if isinstance(n, int) and not isinstance(n, bool) and n)
+    summary = f"{adapted.file.summary}; runs joined: {said or 'nothing'}"
+    return replace(adapted, file=replace(adapted.file, summary=summary), runs=tuple(rows))
 
 
 def _severity(f: Mapping[str, Any], fw: str, tool: Tool) -> RowSeverity:

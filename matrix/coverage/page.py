@@ -13,7 +13,7 @@ from typing import Any
 
 from matrix.core.model import Expectation, Matrix, Value
 from matrix.core.report import CellStatus
-from matrix.coverage.inputs import FindingRow, InputFile, InputKind, RowSeverity
+from matrix.coverage.inputs import FindingRow, InputFile, InputKind, RowSeverity, RunRow
 from matrix.coverage.merge import Coverage, CoverageResult
 
 PAGE_SCHEMA = "specmatrix.html-report/1"
@@ -149,6 +149,7 @@ def page_data(
     *,
     generated: str,
     grid: bool = True,
+    runs: Sequence[RunRow] = (),
 ) -> dict[str, Any]:
     """Everything the page shows, as one JSON-ready document; without `grid` (no input is a run report) the cells
     and runners are left out, as nothing ran them. Findings are listed errors first, each input's order kept."""
@@ -213,4 +214,30 @@ def page_data(
             for f in files
         ],
         "findings": [_row(f) for f in all_rows],
+        "runs": runs_data(runs),
     }
+
+
+# Problems first: what a run refutes, then what never ran, then what the runs add; agreement last.
+_JOIN_ORDER = ("contradicted", "absent", "not-collected", "not-judged", "resolved", "confirmed")
+
+
+def runs_data(rows: Sequence[RunRow]) -> dict[str, Any]:
+    """The join of a pytest audit with its runs as a test x runner table: one row per test (problems first), one
+    `[static, observed, join, message]` cell per runner (null where the runner has no word on the test)."""
+    runners = list(dict.fromkeys(r.runner for r in rows))
+    column = {name: k for k, name in enumerate(runners)}
+    tests: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        test = tests.setdefault(
+            r.test, {"test": r.test, "where": r.path + (f":{r.line}" if r.line else ""), "cells": [None] * len(runners)}
+        )
+        test["cells"][column[r.runner]] = [r.static, r.observed, r.join, r.message]
+    rank = {name: k for k, name in enumerate(_JOIN_ORDER)}
+
+    def worst(test: dict[str, Any]) -> int:
+        return min((rank.get(c[2], len(rank)) for c in test["cells"] if c is not None), default=len(rank))
+
+    ordered = sorted(tests.values(), key=lambda t: (worst(t), t["test"]))
+    counts = Counter(r.join for r in rows)
+    return {"runners": runners, "tests": ordered, "counts": {k: counts[k] for k in _JOIN_ORDER if counts[k]}}

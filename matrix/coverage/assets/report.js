@@ -257,6 +257,31 @@
       (Object.entries(counts).map(([k, n]) => n + " " + k).join(", ") || "none");
   }
 
+  // The join of a pytest audit with its runs: a test x runner table, each cell "static -> observed".
+  const JOIN_WORDS = { contradicted: "CONTRADICTED", absent: "absent",
+    "not-collected": "not collected", "not-judged": "not judged", resolved: "resolved", confirmed: "confirmed" };
+  function drawRuns() {
+    const runs = data.runs;
+    if (!runs || !runs.tests.length) return;
+    document.getElementById("runs-section").hidden = false;
+    document.getElementById("runs-count").textContent = runs.tests.length + " test(s) on " + runs.runners.length +
+      " runner(s): " + Object.entries(runs.counts).map(([k, n]) => n + " " + k).join(", ");
+    const table = clear(document.getElementById("runs"));
+    table.appendChild(el("thead", {}, [el("tr", {}, [el("th", { text: "test" }), el("th", { text: "where" }),
+      ...runs.runners.map((name) => el("th", { cls: "mono", text: name }))])]));
+    table.appendChild(el("tbody", {}, runs.tests.map((t) => el("tr", { "data-test": t.test }, [
+      el("td", { cls: "mono", text: t.test }),
+      el("td", { cls: "mono", text: t.where }),
+      ...t.cells.map((c, k) => c === null
+        ? el("td", { cls: "join-none", text: "\u2014" })
+        : el("td", { cls: "join join-" + c[2], title: runs.runners[k] + ": " + c[3], "data-join": c[2] }, [
+          el("strong", { text: JOIN_WORDS[c[2]] || c[2] }), el("br"),
+          "static " + c[0] + " \u2192 run " + c[1],
+          ...(c[3] ? [el("br"), el("small", { text: c[3] })] : []),
+        ])),
+    ]))));
+  }
+
   function wire() {
     document.getElementById("grid").addEventListener("click", (event) => {
       const target = event.target.closest("[data-index]");
@@ -281,6 +306,7 @@
     wire();
     refresh();
     drawFindings();
+    drawRuns();
     performance.mark("specmatrix-ready");
     document.body.dataset.ready = "true";
   } catch (error) {
