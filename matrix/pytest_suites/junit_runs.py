@@ -56,7 +56,8 @@ class Observed(StrEnum):
 class RunCase:
     """One `<testcase>`: pytest's names for the node, its outcome and the message pytest gave it.
 
-    `collector` marks a collection report (an empty classname; the name is a file's or folder's dotted path).
+    `collector` marks a collection report (its classname empty or the `--junit-prefix`; its name a file's or folder's
+    dotted path).
     """
 
     classname: str
@@ -149,7 +150,7 @@ class _Reader:
             if tag == "failure":
                 observed = Observed.FAILED
             elif tag == "error":
-                collector = not classname and message == "collection failure"
+                collector = message == "collection failure"
                 observed = Observed.COLLECTION_ERROR if collector else Observed.ERROR
             elif child.get("type") == "pytest.xfail":
                 observed = Observed.XFAILED
@@ -157,7 +158,9 @@ class _Reader:
                 observed = Observed.XPASSED
             else:
                 observed = Observed.SKIPPED
-                collector = not classname and message == "collection skipped"
+                # pytest's collect reports carry no `type` (a test's skip is `pytest.skip`); the classname is
+                # empty, or the --junit-prefix
+                collector = message == "collection skipped" and "type" not in child
                 if collector:
                     message = collected_skip_reason(text) or message
         return RunCase(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,21 @@ def oracle_stub(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.pytest_suites.test_pytest_oracle import stub_folder
 
     return stub_folder(tmp_path_factory.mktemp("oracle-stub"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gauge:
+    """The gauge-kit project (tests/pytest_suites/junit_fixture.py) and the JUnit XML real pytest wrote for it."""
+
+    root: Path
+    runs: dict[str, Path]  # runner label -> its JUnit file
+    base: Path  # a folder for more runs
+
+
+@pytest.fixture(scope="session")
+def gauge(tmp_path_factory: pytest.TempPathFactory) -> Gauge:
+    from tests.pytest_suites.junit_fixture import write_project, write_runs
+
+    base = tmp_path_factory.mktemp("gauge")
+    root = write_project(base / "proj")
+    return Gauge(root=root, runs=write_runs(root, base / "runs"), base=base)

@@ -77,6 +77,11 @@ FILES: dict[str, str] = {
             assert round(2.5) == 3
 
 
+        @pytest.mark.parametrize("speed", ["fast", pytest.param("slow", marks=pytest.mark.skip(reason="slow runs are off"))])
+        def test_speed(speed):
+            assert speed
+
+
         class TestUnits:
             @pytest.mark.parametrize("factor", [1, 2])
             def test_scale(self, factor):
