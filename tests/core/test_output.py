@@ -7,6 +7,7 @@ import re
 import urllib.parse
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,48 @@ def pytest_audit_report(s: str) -> object:
     )  # fmt: skip
 
 
+def joined_report(s: str) -> tuple[object, object]:
+    """A pytest audit joined with one run whose names, messages and runner hold `s`."""
+    from matrix.pytest_suites.audit import ItemOutcome, RunnerVerdict, TestVerdicts
+    from matrix.pytest_suites.joined import RunInput, join_runs
+    from matrix.pytest_suites.junit_names import junit_names
+    from matrix.pytest_suites.junit_runs import Observed, RunCase, RunFile
+
+    verdict = RunnerVerdict(runner=s, outcome=ItemOutcome.RUNS, guard=s, reason=s)
+    tests = [TestVerdicts(nodeid=f"{s}.py::test_{s}", path=f"{s}.py", line=2, verdicts=(verdict,))]
+    classname, name = junit_names(tests[0].nodeid)
+    cases = (
+        RunCase(classname=classname, name=name, observed=Observed.SKIPPED, message=s),
+        RunCase(classname=f"other{s}", name=s, observed=Observed.SKIPPED, message=s),
+    )
+    result = join_runs(
+        tests, [RunInput(runner=s, path=f"{s}.xml", files=(RunFile(path=f"{s}.xml", suites=(s,), cases=cases),))], [s]
+    )
+    report = pytest_audit_report(s)
+    return replace(report, findings=(*report.findings, *result.findings)), result  # type: ignore[type-var]
+
+
+def joined_text(s: str) -> str:
+    from matrix.pytest_suites.joined_output import runs_text
+
+    report, result = joined_report(s)
+    return pytest_audit_render.to_text(report, runs=runs_text(result, [f.finding for f in report.findings]))  # type: ignore[arg-type, attr-defined]
+
+
+def joined_md(s: str) -> str:
+    from matrix.pytest_suites.joined_output import runs_markdown
+
+    report, result = joined_report(s)
+    return pytest_audit_render.to_markdown(report, runs=runs_markdown(result, [f.finding for f in report.findings]))  # type: ignore[arg-type, attr-defined]
+
+
+def joined_json(s: str) -> str:
+    from matrix.pytest_suites.joined_output import runs_doc
+
+    report, result = joined_report(s)
+    return pytest_audit_render.to_json(report, runs=runs_doc(result))  # type: ignore[arg-type]
+
+
 def audit_text(s: str) -> str:
     """`specmatrix audit REPORT` on a saved report holding `s`."""
     import contextlib
@@ -113,6 +156,7 @@ def audit_text(s: str) -> str:
 TEXT_WRITERS: dict[str, Callable[[str], str]] = {
     "audit text": audit_text,
     "pytest-audit text": lambda s: pytest_audit_render.to_text(pytest_audit_report(s)),  # type: ignore[arg-type]
+    "pytest-audit --junit text": joined_text,
     "guards text": guards("text"),
     "ledger text": lambda s: ledger_render.to_text(ledger_report(s)),
     "plugin terminal": lambda s: "\n".join(line.text for line in summary_lines(audit_report(s), [])),
@@ -122,6 +166,7 @@ MARKDOWN_WRITERS: dict[str, Callable[[str], str]] = {
     "ledger md": lambda s: ledger_render.to_markdown(ledger_report(s)),
     "plugin md": lambda s: render_markdown(audit_report(s)),
     "pytest-audit md": lambda s: pytest_audit_render.to_markdown(pytest_audit_report(s)),  # type: ignore[arg-type]
+    "pytest-audit --junit md": joined_md,
 }
 ANNOTATION_WRITERS: dict[str, Callable[[str], str]] = {
     "guards github": guards("github"),
@@ -131,6 +176,7 @@ JSON_WRITERS: dict[str, Callable[[str], str]] = {
     "guards json": guards("json"),
     "ledger json": lambda s: ledger_render.to_json(ledger_report(s)),
     "pytest-audit json": lambda s: pytest_audit_render.to_json(pytest_audit_report(s)),  # type: ignore[arg-type]
+    "pytest-audit --junit json": joined_json,
     "guards sarif": guards("sarif"),
 }
 CASES = list(HOSTILE.items())
