@@ -193,6 +193,8 @@ def test_the_sarif_names_the_installed_version_and_files_from_the_root(tmp_path,
 REFUSED = (
     ({"command": "lint"}, "input command must be guards or pytest-audit, got 'lint'"),
     ({"command": "pytest-audit", "workflows": "."}, "input workflows applies to guards only"),
+    ({"command": "guards", "junit": "cpu=junit.xml"}, "input junit applies to pytest-audit only (command: guards)"),
+    ({"command": "pytest-audit", "junit": "cpu=no-such-run.xml"}, "no-such-run.xml: no such file or folder"),
     ({"command": "guards", "path": "no/such/folder"}, "no/such/folder"),
 )
 
@@ -207,3 +209,23 @@ def test_inputs_the_command_cannot_take_are_one_line_and_exit_2(tmp_path, base_p
         assert job.outputs["audit"]["exit-code"] == "2"
         assert f"specmatrix: error: {message}" in job.log
         assert "Traceback" not in job.log
+
+
+RUN = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" tests="2" skipped="1">
+<testcase classname="tests.test_off" name="test_a"><skipped type="pytest.skip" message="off">tests/test_off.py:4: off</skipped></testcase>
+<testcase classname="tests.test_on" name="test_b" />
+</testsuite></testsuites>
+"""
+
+
+def test_runs_given_as_junit_lines_are_joined(tmp_path, base_python):
+    files = {**AUDITS["pytest-audit"], "tests/test_on.py": "def test_b():\n    pass\n", "artifacts/ubuntu-latest/junit.xml": RUN}
+    runner = _make_runner(tmp_path, files)
+    job = run_action(
+        runner, {"command": "pytest-audit", "python": base_python, "junit": "\n  ubuntu-latest=artifacts/ubuntu-latest  \n\n"}
+    )
+    assert job.outputs["audit"]["exit-code"] == "1", job.log
+    assert "(skipped-in-every-run)" in job.log  # the annotation of the test that skipped in the one run given
+    assert "**Runs joined (JUnit XML)**" in job.summary
+    assert "| **all** | 2 | 0 | 0 | 1 | 0 | 0 | 0 |" in job.summary  # both confirmed; the skipped one everywhere
