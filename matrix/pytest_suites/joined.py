@@ -151,30 +151,37 @@ def check_runners(join: Sequence[str], schedule: Schedule) -> None:
 
 @dataclass(kw_only=True)
 class _Seen:
-    """What one runner's runs say of one test."""
+    """What one runner's runs say of one test: a test that ran in any case or job ran (the worst of how: failed,
+    error, xpassed, xfailed, passed); one that only skipped skipped; else its file did not collect."""
 
-    outcomes: list[Observed] = field(default_factory=list)
+    observed: Observed = Observed.COLLECTION_ERROR
     messages: list[str] = field(default_factory=list)
 
     def add(self, case: RunCase) -> None:
-        self.outcomes.append(case.observed)
-        if case.message and case.message not in self.messages and len(self.messages) < MAX_MESSAGES:
+        if _RANK[case.observed] < _RANK[self.observed]:
+            self.observed = case.observed
+        if case.message and len(self.messages) < MAX_MESSAGES and case.message not in self.messages:
             self.messages.append(case.message)
-
-    @property
-    def observed(self) -> Observed:
-        """A test that ran in any case or job ran; one that only skipped skipped; else its file did not collect."""
-        ran = [o for o in self.outcomes if o.ran]
-        if ran:
-            return min(ran, key=_RAN_ORDER.index)
-        return Observed.SKIPPED if Observed.SKIPPED in self.outcomes else Observed.COLLECTION_ERROR
 
     @property
     def message(self) -> str:
         return "; ".join(self.messages)
 
 
-_RAN_ORDER = [Observed.FAILED, Observed.ERROR, Observed.XPASSED, Observed.XFAILED, Observed.PASSED]
+_RANK = {
+    o: k
+    for k, o in enumerate(
+        (
+            Observed.FAILED,
+            Observed.ERROR,
+            Observed.XPASSED,
+            Observed.XFAILED,
+            Observed.PASSED,
+            Observed.SKIPPED,
+            Observed.COLLECTION_ERROR,
+        )
+    )
+}
 
 
 def join_runs(verdicts: Sequence[TestVerdicts], inputs: Sequence[RunInput], runners: Sequence[str]) -> JoinResult:
@@ -321,15 +328,17 @@ def _everywhere(
     elsewhere: Sequence[str],
 ) -> list[PytestFinding]:
     """The test skipped in every run that holds it, ran in none, and no runner without a run is sent it."""
+    if elsewhere or not any(s is not None and s.observed is Observed.SKIPPED for _, s in here):
+        return []
     present = [(v, s) for v, s in here if s is not None and s.observed is not Observed.COLLECTION_ERROR]
-    if not present or elsewhere or any(s.observed.ran for _, s in present):
+    if any(s.observed.ran for _, s in present):
         return []
     runners = tuple(v.runner for v, _ in present)
     said: dict[str, list[str]] = defaultdict(list)
     for v, s in present:
         said[s.message or "no message"].append(v.runner)
     skips = "; ".join(f"{', '.join(where)}: {message}" for message, where in said.items())
-    static = ", ".join(f"{v.runner} {v.outcome.value}" for v, _ in present)
+    static = ", ".join(f"{v.runner} {v.outcome}" for v, _ in present)
     guard = next((v.guard for v, _ in present if v.outcome is ItemOutcome.SKIPS), "")
     finding = Finding(
         tool=Tool.PYTEST_AUDIT,

@@ -37,12 +37,15 @@ def _visible(match: re.Match[str]) -> str:
 
 def xml_visible(text: str) -> str:
     """`bin_xml_escape` of pytest's JUnit writer."""
+    if text.isascii() and text.isprintable():  # nearly every name: nothing to escape (DEL is not printable)
+        return text
     return _NOT_XML.sub(_visible, text)
 
 
 def dotted_path(path: str) -> str:
-    """A node id's path part as a classname starts: `/` as `.`, `.py` dropped."""
-    return re.sub(r"\.py$", "", path.replace("/", "."))
+    r"""A node id's path part as a classname starts: `/` as `.`, `.py` dropped (pytest: `re.sub(r"\.py$", "", ...)`)."""
+    dotted = path.replace("/", ".")
+    return dotted[:-3] if dotted.endswith(".py") else dotted
 
 
 def junit_names(nodeid: str) -> tuple[str, str]:
@@ -82,26 +85,42 @@ class NodeIndex:
 
     def __init__(self, tests: Iterable[tuple[str, str]]):
         self.names: dict[tuple[str, str], str] = {}
-        self.under: dict[str, list[str]] = defaultdict(list)  # a module's or folder's dotted path -> its tests
+        self.modules: dict[str, list[str]] = defaultdict(list)  # a module's dotted path -> its tests
         self.module_paths: dict[str, str] = {}
         self.tails: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)
+        self.folders: dict[str, tuple[str, ...]] = {}  # a folder's dotted path -> its tests, worked out when asked
         seen: set[str] = set()
         for nodeid, path in tests:
             classname, name = junit_names(nodeid)
             self.names.setdefault((classname, name), nodeid)
-            module = dotted_path(path)
-            parts = module.split(".")
-            for k in range(1, len(parts) + 1):
-                self.under[".".join(parts[:k])].append(nodeid)
-            for dotted in (module, classname):
-                if dotted in seen:
-                    continue
-                seen.add(dotted)
-                self.module_paths.setdefault(module, path)
-                split = tuple(dotted.split("."))
-                # Only tails that still hold the module's last part: a bare class name says nothing of the rootdir.
-                for j in range(len(parts)):
-                    self.tails[split[j:]].add(split[:j])
+            module = self.module_of(path)
+            self.modules[module].append(nodeid)
+            if classname in seen:
+                continue
+            seen.add(classname)
+            split = tuple(classname.split("."))
+            # Only tails that still hold the module's last part: a bare class name says nothing of the rootdir.
+            for j in range(module.count(".") + 1):
+                self.tails[split[j:]].add(split[:j])
+
+    def module_of(self, path: str) -> str:
+        """A test file's dotted path; a module seen for the first time adds its own tails (collection records)."""
+        module = dotted_path(path)
+        if module not in self.module_paths:
+            self.module_paths[module] = path
+            split = tuple(module.split("."))
+            for j in range(len(split)):
+                self.tails[split[j:]].add(split[:j])
+        return module
+
+    def under(self, dotted: str) -> tuple[str, ...]:
+        """The tests of a module, or of every module under a folder, by dotted path."""
+        if dotted in self.modules:
+            return tuple(self.modules[dotted])
+        if dotted not in self.folders:
+            inside = [m for m in self.modules if m.startswith(dotted + ".")]
+            self.folders[dotted] = tuple(t for m in sorted(inside) for t in self.modules[m])
+        return self.folders[dotted]
 
     def offset(self, cases: Sequence[RunCase]) -> Offset:
         """The offset most of the cases' distinct classnames agree on (fewest changes on a tie); none when none fits."""
@@ -125,7 +144,7 @@ class NodeIndex:
         """The static tests a testcase is: one test, every test of a module or folder (a collection report), or
         none."""
         if case.collector:
-            return tuple(self.under.get(".".join(offset.apply(_parts(case))), ()))
+            return self.under(".".join(offset.apply(_parts(case))))
         classname = ".".join(offset.apply(case.classname.split(".")))
         found = self.names.get((classname, case.name))
         if found is None:
