@@ -41,6 +41,15 @@ CASES = {
     "keyword-count": ('def test_ranks():\n    launch("plain", ranks=2)\n', "ranks=2", "ranks=1"),
     "two-levels-down": ("def test_chain():\n    _run_case(1, 'x')\n", "_run_case(1, 'x')", "len('x')"),
     "assigned-result": ("def test_assigned():\n    out = _run_case(1, 'x')\n", "_run_case(1, 'x')", "len('x')"),
+    # the helper's result is the receiver of the call the statement makes (`_operator().apply(x)`)
+    "receiver-of-a-call": ("def test_receiver():\n    out = _run_case(1, 'x').bit_length()\n", "_run_case(1, 'x')", "len('x')"),
+    # the helper's result is an argument of it (`_run(_backend(), x)`), keyword or positional
+    "argument-of-a-call": ("def test_argument():\n    print(1, _run_case(1, 'x'))\n", "_run_case(1, 'x')", "len('x')"),
+    "keyword-argument": ("def test_keyword():\n    out = dict(v=_run_case(1, 'x'))\n", "_run_case(1, 'x')", "len('x')"),
+    # a block every run enters: a `with`, a loop whose first pass is certain
+    "with-block": ("def test_with():\n    with open(__file__):\n        _run_case(1, 'x')\n", "_run_case(1, 'x')", "len('x')"),
+    "loop-over-range": ("def test_loop():\n    for i in range(3):\n        _run_case(1, 'x')\n", "_run_case(1, 'x')", "len('x')"),
+    "loop-over-a-list": ("def test_list():\n    for v in [1, 2]:\n        _run_case(v, 'x')\n", "_run_case(v, 'x')", "len('x')"),
 }
 
 
@@ -104,3 +113,24 @@ def test_a_helper_imported_from_the_tree_is_followed(
     text = call + f"\ndef test_imported():\n    {invoke}\n"
     report = audit({**files, "tests/test_case.py": text}, schedule(("1-gpu-h100", "pytest tests/")))
     assert skipping(report) == {"tests/test_case.py::test_imported": "compute capability"}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "out = (lambda: _run_case(1, 'x'))",
+        "out = _run_case(1, 'x') if flag else 0",
+        "out = flag and _run_case(1, 'x')",
+        "out = [_run_case(1, 'x') for flag in ()]",
+        "for v in range(0):\n        _run_case(1, 'x')",
+        "for v in values:\n        _run_case(1, 'x')",
+        "for v in range(3):\n        if flag:\n            continue\n        _run_case(1, 'x')",
+        "while flag:\n        _run_case(1, 'x')",
+    ],
+    ids=["lambda", "condition", "boolean", "comprehension", "empty-range", "unknown-sequence", "after-a-continue", "while"],
+)
+def test_a_call_that_may_not_be_made_is_not_followed(
+    line: str, audit: Callable[..., PytestAuditReport], skipping: Skipping, schedule: Callable[..., str]
+) -> None:
+    text = HELPERS + f"\nflag = False\nvalues = []\n\ndef test_maybe():\n    {line}\n"
+    assert skipping(audit({"tests/test_case.py": text}, schedule(("1-gpu-h100", "pytest tests/")))) == {}
