@@ -229,3 +229,25 @@ def test_runs_given_as_junit_lines_are_joined(tmp_path, base_python):
     assert "(skipped-in-every-run)" in job.log  # the annotation of the test that skipped in the one run given
     assert "**Runs joined (JUnit XML)**" in job.summary
     assert "| **all** | 2 | 0 | 0 | 1 | 0 | 0 | 0 |" in job.summary  # both confirmed; the skipped one everywhere
+
+
+JOIN_EXAMPLE = ROOT / "docs" / "examples" / "specmatrix-junit-join.yml"
+
+
+def test_the_join_example_joins_every_runner_it_uploads_a_run_from():
+    """The documented recipe: one artifact per runner of the test matrix, each joined under that runner's label."""
+    doc = yaml.safe_load(JOIN_EXAMPLE.read_text(encoding="utf-8"))
+    runners = doc["jobs"]["test"]["strategy"]["matrix"]["runner"]
+    upload = next(s for s in doc["jobs"]["test"]["steps"] if "upload-artifact@" in s.get("uses", ""))
+    assert upload["with"]["name"] == "junit-${{ matrix.runner }}"
+    join = doc["jobs"]["join"]
+    assert join["needs"] == "test" and join["if"] == "${{ !cancelled() }}"
+    download = next(s for s in join["steps"] if "download-artifact@" in s.get("uses", ""))
+    (action_step,) = [s for s in join["steps"] if "specmatrix@" in s.get("uses", "")]
+    assert set(action_step["with"]) <= set(ACTION["inputs"])
+    lines = action_step["with"]["junit"].split()
+    assert lines == [f"{r}=junit/junit-{r}" for r in runners]
+    assert download["with"] == {"pattern": "junit-*", "path": "junit"}
+    # nox -s workflows runs actionlint and zizmor on it
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert 'glob("specmatrix-*.yml")' in noxfile
