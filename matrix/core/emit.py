@@ -7,7 +7,7 @@ to the path from the current directory (the checkout in CI) and SARIF to the pat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path, PurePosixPath
 
 from matrix.core.finding import Finding, Tool
@@ -57,7 +57,10 @@ def sarif(findings: Sequence[Finding], *, tool: Tool, prefix: str | None, help_u
     return dumps_indented(doc)
 
 
-def junit(findings: Sequence[Finding], *, tool: Tool, root: str, prefix: str | None) -> str:
-    """The JUnit XML of `findings` (`matrix.core.junit`), files named as annotations name them."""
+def junit(
+    findings: Sequence[Finding], *, tool: Tool, root: str, prefix: str | None, checked: Collection[str] | None = None
+) -> str:
+    """The JUnit XML of `findings` (`matrix.core.junit`), files named as annotations name them; `checked`: the
+    kinds this run checked, when not every kind of the tool."""
     file_of = repo_files(root, prefix)
-    return junit_document(findings, tool=tool, file_of=file_of, message_of=message_of)
+    return junit_document(findings, tool=tool, file_of=file_of, message_of=message_of, checked=checked)

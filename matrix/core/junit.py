@@ -9,7 +9,7 @@ of the audit that found nothing is one passing testcase, so a clean run reports 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from matrix.core.finding import Finding, Tool, kinds_of
 
@@ -65,9 +65,16 @@ def _case(finding: Finding, tool: Tool, file_of: Callable[[str], str], message: 
     return f"    <testcase {attrs}><system-out>{escape(f'{finding.severity.value}: {message}')}</system-out></testcase>", False
 
 
-def junit(findings: Sequence[Finding], *, tool: Tool, file_of: Callable[[str], str], message_of: Callable[[Finding], str]) -> str:
+def junit(
+    findings: Sequence[Finding],
+    *,
+    tool: Tool,
+    file_of: Callable[[str], str],
+    message_of: Callable[[Finding], str],
+    checked: Collection[str] | None = None,
+) -> str:
     """One <testsuite> named after the audit: a testcase per finding (failed when it fails the run), then one
-    passing testcase per kind of `tool` that found nothing."""
+    passing testcase per kind of `tool` that found nothing (of the kinds `checked`, when only some were)."""
     cases: list[str] = []
     failures = 0
     for f in findings:
@@ -76,7 +83,7 @@ def junit(findings: Sequence[Finding], *, tool: Tool, file_of: Callable[[str], s
         failures += failed
     found = {f.kind for f in findings}
     for spec in kinds_of(tool):
-        if spec.name not in found:
+        if spec.name not in found and (checked is None or spec.name in checked):
             attrs = f"classname={quoteattr(f'specmatrix.{tool.value}.{spec.name}')} name={quoteattr(f'no {spec.name} findings')}"
             cases.append(f'    <testcase {attrs} time="0.000" />')
     name = quoteattr(f"specmatrix-{tool.value}")

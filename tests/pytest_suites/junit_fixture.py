@@ -175,7 +175,9 @@ def run_pytest(root: Path, junit: Path, env: Mapping[str, str], *args: str, cwd:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("GAUGE_", "PYTEST_", "PYTHONPATH"))}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:specmatrix"]
     command += ["-p", "no:hypothesispytest", f"--junitxml={junit}", *args]
-    done = subprocess.run(command, cwd=cwd or root, env={**clean, **env}, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        command, cwd=cwd or root, env={**clean, **env}, capture_output=True, text=True, timeout=300, check=False
+    )
     assert junit.is_file(), done.stdout + done.stderr
 
 

@@ -88,6 +88,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str
     return code, out, err
 
 
+def output(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> str:
+    """What the command prints, when it ran to its end (exit 0 or 1)."""
+    code, out, err = run(capsys, *argv)
+    assert code in (0, 1), err
+    return out
+
+
 def junit_args(gauge: Gauge, lean: Path | None = None, full: Path | None = None) -> list[str]:
     return ["--junit", f"{LEAN}={lean or gauge.runs[LEAN]}", "--junit", f"{FULL}={full or gauge.runs[FULL]}"]
 
@@ -146,11 +153,16 @@ def test_a_contradiction_names_the_guard_read_and_the_runs_message(capsys, gauge
 
 
 def test_without_runs_nothing_changes(capsys, gauge):
-    code, out, _ = run(capsys, "pytest-audit", gauge.root, "--format", "json")
-    doc = json.loads(out)
+    doc = json.loads(output(capsys, "pytest-audit", gauge.root, "--format", "json"))
     assert "runs" not in doc and join_findings(doc) == set()
-    code, text, _ = run(capsys, "pytest-audit", gauge.root)
-    assert "runs joined" not in text
+    assert "runs joined" not in output(capsys, "pytest-audit", gauge.root)
+    # JUnit lists a passing testcase per kind checked: not the join's kinds, which nothing checked
+    out = output(capsys, "pytest-audit", gauge.root, "--format", "junit")
+    names = {c.get("classname") for c in ET.fromstring(out).iter("testcase")}
+    assert "specmatrix.pytest-audit.unscheduled" in names
+    assert not {n for n in names if n and n.rsplit(".", 1)[1] in ("resolved-by-run", "not-collected", "absent-from-run")}
+    out = output(capsys, "pytest-audit", gauge.root, *junit_args(gauge), "--format", "junit")
+    assert "specmatrix.pytest-audit.unscheduled" in out and "no absent-from-run findings" not in out  # one was found
 
 
 def test_text_and_markdown_summaries(capsys, gauge, tmp_path):
@@ -174,19 +186,18 @@ def test_text_and_markdown_summaries(capsys, gauge, tmp_path):
 
 
 def test_sarif_junit_and_annotations_carry_the_join(capsys, gauge):
-    code, out, _ = run(capsys, "pytest-audit", gauge.root, *junit_args(gauge), "--format", "sarif")
-    sarif = json.loads(out)
+    sarif = json.loads(output(capsys, "pytest-audit", gauge.root, *junit_args(gauge), "--format", "sarif"))
     rules = {r["id"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
     assert {"skipped-in-every-run", "contradicted-by-run", "resolved-by-run", "not-collected", "absent-from-run"} <= rules
     levels = {(r["ruleId"], r["level"]) for r in sarif["runs"][0]["results"]}
     assert {("skipped-in-every-run", "error"), ("contradicted-by-run", "warning"), ("resolved-by-run", "note")} <= levels
-    code, out, _ = run(capsys, "pytest-audit", gauge.root, *junit_args(gauge), "--format", "junit")
-    cases = ET.fromstring(out).findall(".//testcase")
+    cases = ET.fromstring(output(capsys, "pytest-audit", gauge.root, *junit_args(gauge), "--format", "junit")).findall(
+        ".//testcase"
+    )
     failed = {c.get("classname") for c in cases if c.find("failure") is not None}
     assert failed == {"specmatrix.pytest-audit.skipped-in-every-run", "specmatrix.pytest-audit.silent-skip"}
     assert any(c.get("classname") == "specmatrix.pytest-audit.contradicted-by-run" for c in cases)
-    code, out, _ = run(capsys, "pytest-audit", gauge.root, *junit_args(gauge), "--format", "github")
-    commands = out.splitlines()
+    commands = output(capsys, "pytest-audit", gauge.root, *junit_args(gauge), "--format", "github").splitlines()
     assert sum(c.startswith("::error ") and "(skipped-in-every-run)" in c for c in commands) == 3
     assert sum(c.startswith("::warning ") and "(contradicted-by-run)" in c for c in commands) == 3
     assert any(c.startswith("::notice file=tests/test_accel.py,line=") and "(resolved-by-run)" in c for c in commands)

@@ -58,7 +58,9 @@ TESTS = [
 
 
 def case(classname: str, name: str, collector: bool = False) -> RunCase:
-    return RunCase(classname=classname, name=name, observed=Observed.SKIPPED if collector else Observed.PASSED, collector=collector)
+    return RunCase(
+        classname=classname, name=name, observed=Observed.SKIPPED if collector else Observed.PASSED, collector=collector
+    )
 
 
 @pytest.mark.parametrize(
@@ -90,7 +92,10 @@ def test_collection_records_parametrized_cases_and_strays() -> None:
     # a case static collection split knows only its own ids
     assert index.locate(case("tests.test_a", "test_p[other]"), Offset()) == ()
     # read back: a known module, else the file attribute, else up to the first capitalised part
-    assert index.node_id(case("tests.test_a.TestNew", "test_n"), Offset()) == ("tests/test_a.py::TestNew::test_n", "tests/test_a.py")
+    assert index.node_id(case("tests.test_a.TestNew", "test_n"), Offset()) == (
+        "tests/test_a.py::TestNew::test_n",
+        "tests/test_a.py",
+    )
     stray = RunCase(classname="tests.gen.test_g.TestG", name="test_z", observed=Observed.PASSED, file="tests/gen/test_g.py")
     assert index.node_id(stray, Offset()) == ("tests/gen/test_g.py::TestG::test_z", "tests/gen/test_g.py")
     bare = RunCase(classname="tests.gen.test_g.TestG", name="test_z", observed=Observed.PASSED)
@@ -102,7 +107,7 @@ def test_nothing_to_agree_on_is_no_offset() -> None:
     assert NodeIndex([]).offset([]) == Offset()
 
 
-ODD_IDS = '''
+ODD_IDS = """
 import pytest
 
 @pytest.mark.parametrize("v", ["plain", pytest.param("a::b", marks=pytest.mark.skip(reason="off"))])
@@ -118,7 +123,7 @@ class TestOuter:
         @pytest.mark.parametrize("n", [1, 2])
         def test_inner(self, n):
             pass
-'''
+"""
 
 
 def test_a_real_run_of_odd_ids_is_found_whole(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:

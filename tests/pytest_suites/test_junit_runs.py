@@ -90,7 +90,10 @@ def test_every_outcome_pytest_writes(outcomes_run: Path) -> None:
     assert by_name["test_xfails"].message == "known bug"
     assert by_name["test_skipped_module"].collector and by_name["test_broken_module"].collector
     # a collection-time skip's reason comes from the collect report pytest writes as the element's text
-    assert by_name["test_skipped_module"].message == "could not import 'no_such_module_either': No module named 'no_such_module_either'"
+    assert (
+        by_name["test_skipped_module"].message
+        == "could not import 'no_such_module_either': No module named 'no_such_module_either'"
+    )
     assert not by_name["test_skips"].collector
     assert by_name["test_passes"].classname == "test_outcomes"
     assert run.suites == ("pytest",)
@@ -118,7 +121,10 @@ def test_an_old_pytests_strict_xpass_and_texts_are_kept_short() -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("('/ci/tests/test_x.py', 3, \"Skipped: could not import 'x': No module named 'x'\")", "could not import 'x': No module named 'x'"),
+        (
+            "('/ci/tests/test_x.py', 3, \"Skipped: could not import 'x': No module named 'x'\")",
+            "could not import 'x': No module named 'x'",
+        ),
         ("('/ci/tests/test_x.py', 3, 'Skipped: module level')", "module level"),
         ("not a tuple", ""),
         ("('a', 1)", ""),
@@ -163,7 +169,7 @@ def test_a_hostile_or_broken_file_is_one_line(data: bytes, said: str) -> None:
 def test_the_element_and_size_bounds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(junit_runs, "MAX_ELEMENTS", 10)
     many = b"<testsuite>" + b'<testcase classname="a" name="b"/>' * 10 + b"</testsuite>"
-    with pytest.raises(ReportError, match="f.xml: not read: more than 10 elements"):
+    with pytest.raises(ReportError, match=r"f\.xml: not read: more than 10 elements"):
         parse_junit(many, "f.xml")
     monkeypatch.setattr(junit_runs, "MAX_BYTES", 100)
     path = tmp_path / "big.xml"
