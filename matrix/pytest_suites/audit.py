@@ -77,7 +77,7 @@ class RunnerVerdict:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TestVerdicts:
+class ItemVerdicts:
     """One collected test's verdict on each runner of a join, in the order the runners were given; `elsewhere`:
     the runners its entries also send it to that no run covers."""
 
@@ -108,7 +108,7 @@ class PytestAuditReport:
     unread_only: int = 0
     unknown_labels: tuple[UnknownLabel, ...] = ()
     assumptions: tuple[str, ...] = ()
-    verdicts: tuple[TestVerdicts, ...] = ()  # per test and runner of a join (`SuiteAuditor.join`), else empty
+    verdicts: tuple[ItemVerdicts, ...] = ()  # per test and runner of a join (`SuiteAuditor.join`), else empty
 
     @property
     def exit_code(self) -> int:
@@ -333,7 +333,7 @@ class FileAudit:
     undetermined: int
     assumptions: tuple[str, ...]
     unread_only: int = 0
-    verdicts: tuple[TestVerdicts, ...] = ()
+    verdicts: tuple[ItemVerdicts, ...] = ()
 
 
 class SuiteAuditor:
@@ -462,7 +462,7 @@ class SuiteAuditor:
                 out[item.nodeid] = ItemOutcome.UNDETERMINED
         return out
 
-    def runner_verdicts(self, test_file: TestFile) -> tuple[TestVerdicts, ...]:
+    def runner_verdicts(self, test_file: TestFile) -> tuple[ItemVerdicts, ...]:
         """Each collected test's outcome on each runner of `join`, over the entries that send it there, as
         `outcomes` gives it over the whole schedule; a test no entry read selects is undetermined, not unselected,
         where a CI job that was not read may run its file."""
@@ -484,7 +484,7 @@ class SuiteAuditor:
                 per_runner.append(self._runner_verdict(runner, item, here, unread))
             elsewhere = {p or ", ".join(s.entry.labels) for s, p in where if not any(on_runner(r, s.entry, p) for r in self.join)}
             out.append(
-                TestVerdicts(
+                ItemVerdicts(
                     nodeid=item.nodeid,
                     path=item.path,
                     line=item.line,

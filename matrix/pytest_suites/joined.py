@@ -21,7 +21,7 @@ from pathlib import Path
 
 from matrix.core.errors import ReportError, UsageError
 from matrix.core.finding import Finding, Tool
-from matrix.pytest_suites.audit import ItemOutcome, PytestFinding, RunnerVerdict, TestVerdicts
+from matrix.pytest_suites.audit import ItemOutcome, ItemVerdicts, PytestFinding, RunnerVerdict
 from matrix.pytest_suites.junit_names import NodeIndex
 from matrix.pytest_suites.junit_runs import Observed, RunCase, RunFile, junit_files, read_junit
 from matrix.pytest_suites.packs import GuardClass
@@ -184,7 +184,7 @@ _RANK = {
 }
 
 
-def join_runs(verdicts: Sequence[TestVerdicts], inputs: Sequence[RunInput], runners: Sequence[str]) -> JoinResult:
+def join_runs(verdicts: Sequence[ItemVerdicts], inputs: Sequence[RunInput], runners: Sequence[str]) -> JoinResult:
     """Join `inputs` with the static verdicts (`runners`: the order of each test's verdicts). A file of testcases
     none of which is a test of the tree is refused (one line): it is from another checkout, or named wrongly."""
     index = NodeIndex((t.nodeid, t.path) for t in verdicts)
@@ -251,7 +251,7 @@ def join_runs(verdicts: Sequence[TestVerdicts], inputs: Sequence[RunInput], runn
     return JoinResult(inputs=tuple(inputs), rows=tuple(rows), findings=tuple(findings), matched=matched, offsets=offsets)
 
 
-def _row(test: TestVerdicts, verdict: RunnerVerdict, seen: _Seen | None) -> JoinRow | None:
+def _row(test: ItemVerdicts, verdict: RunnerVerdict, seen: _Seen | None) -> JoinRow | None:
     static = verdict.outcome
     if seen is None:
         if not verdict.scheduled:

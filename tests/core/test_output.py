@@ -95,13 +95,13 @@ def pytest_audit_report(s: str) -> object:
 
 def joined_report(s: str) -> tuple[object, object]:
     """A pytest audit joined with one run whose names, messages and runner hold `s`."""
-    from matrix.pytest_suites.audit import ItemOutcome, RunnerVerdict, TestVerdicts
+    from matrix.pytest_suites.audit import ItemOutcome, ItemVerdicts, RunnerVerdict
     from matrix.pytest_suites.joined import RunInput, join_runs
     from matrix.pytest_suites.junit_names import junit_names
     from matrix.pytest_suites.junit_runs import Observed, RunCase, RunFile
 
     verdict = RunnerVerdict(runner=s, outcome=ItemOutcome.RUNS, guard=s, reason=s)
-    tests = [TestVerdicts(nodeid=f"{s}.py::test_{s}", path=f"{s}.py", line=2, verdicts=(verdict,))]
+    tests = [ItemVerdicts(nodeid=f"{s}.py::test_{s}", path=f"{s}.py", line=2, verdicts=(verdict,))]
     classname, name = junit_names(tests[0].nodeid)
     cases = (
         RunCase(classname=classname, name=name, observed=Observed.SKIPPED, message=s),
