@@ -11,18 +11,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
-from matrix.cli.options import add_output_options, add_suite_map_option, add_summary_option, add_workflow_options
+from matrix.cli.options import (
+    add_cache_options,
+    add_output_options,
+    add_suite_map_option,
+    add_summary_option,
+    add_workflow_options,
+)
 from matrix.core import emit
 from matrix.core.atomic import append_text
 from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool
 from matrix.core.gate import repo_prefix
-from matrix.core.options import Options, load_runner_profiles
+from matrix.core.options import Options, cache_folder, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
 from matrix.guards.model import GuardReport
 from matrix.registered_suite.audit import load_suite_map, read_suite_list
-from matrix.registered_suite.cache import ENV_VAR, cache_folder
 from matrix.registered_suite.gate import (
     Gate,
     gate,
@@ -98,8 +103,7 @@ def register(sub: Any) -> None:
     add_summary_option(p)
     add_gate_options(p)
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes for parsing (default: CPUs, up to 8)")
-    p.add_argument("--cache-dir", type=Path, metavar="DIR", help=f"results cache (default ${ENV_VAR}, else ~/.cache/specmatrix)")
-    p.add_argument("--no-cache", action="store_true", help="read and audit every file again; write no cache")
+    add_cache_options(p)
     p.set_defaults(func=cmd_guards)
 
 
@@ -131,7 +135,7 @@ def render(
     return to_text(report, result, status=status)
 
 
-def read_schedule(args: argparse.Namespace, runners: Mapping[str, Any]) -> Schedule | None:
+def read_schedule(args: argparse.Namespace, runners: Mapping[str, Any], cache_dir: Path | None = None) -> Schedule | None:
     """--workflows DIR, else the nearest .github/workflows above PATH (unless --no-workflows); says what it read."""
     if args.no_workflows:
         return None
@@ -144,7 +148,7 @@ def read_schedule(args: argparse.Namespace, runners: Mapping[str, Any]) -> Sched
         root = find_workflows(args.path)
         if root is None:
             return None
-    schedule = load_schedule(root, runners, cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ))
+    schedule = load_schedule(root, runners, cache_dir=cache_dir)
     if args.workflows is None and not schedule.entries:
         # Found by itself, and no workflow runs a command the readers know: the suites are started some other way.
         print(
@@ -169,6 +173,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     # --output, --write-baseline and --summary were checked against every input before the command ran
     # (matrix/core/targets.py, through matrix/cli/main.py).
     runners = load_runner_profiles(options)
+    folder = cache_folder(options, os.environ)
     found = repo_prefix(args.path, args.repo_root)
     prefix = found or ""
     baseline = read_gate_baseline(args.baseline, prefix, "guards")
@@ -179,9 +184,9 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         known_suites=read_suite_list(args.suites) if args.suites is not None else None,
         only_runners=_names(args.only_runners),
         installed=_names(args.assume_installed),
-        schedule=read_schedule(args, runners),
+        schedule=read_schedule(args, runners, folder),
         jobs=args.jobs or default_jobs(),
-        cache_dir=cache_folder(args.cache_dir, args.no_cache, os.environ),
+        cache_dir=folder,
         intent=MatrixIntent.from_paths(options.matrix_path, args.tested_by),
     )
     report = replace(report, findings=stamped(report.findings, prefix))

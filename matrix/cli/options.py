@@ -98,14 +98,25 @@ def add_table_option(p: argparse.ArgumentParser, name: str, *, note: str = "") -
     """One row of the option table (`matrix.core.option_table`) on one command: flag, dest, metavar, type and help
     all from the row; `note` says what the option means for this command, after the row's help."""
     spec = BY_NAME[name]
+    shown = f"{spec.help}; {note}" if note else spec.help
+    if spec.kind is OptionKind.SWITCH:
+        # Given: True; not given: None, so the cascade keeps what pyproject or the environment said.
+        p.add_argument(spec.flag, dest=spec.name, action="store_const", const=True, default=None, help=shown)
+        return
     p.add_argument(
         spec.flag,
         dest=spec.name,
         type=Path if spec.kind in (OptionKind.PATH, OptionKind.PATHS) else str,
         action="append" if spec.kind.accumulates else "store",
         metavar=spec.metavar,
-        help=f"{spec.help}; {note}" if note else spec.help,
+        help=shown,
     )
+
+
+def add_cache_options(p: argparse.ArgumentParser) -> None:
+    """`--cache-dir DIR` and `--no-cache` (the cascade's `cache_dir` and `no_cache`), as every cached audit spells them."""
+    add_table_option(p, "cache_dir")
+    add_table_option(p, "no_cache")
 
 
 def add_allowlist_option(p: argparse.ArgumentParser, *, old: str = "") -> None:

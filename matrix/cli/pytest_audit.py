@@ -10,14 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
-from matrix.cli.options import add_deprecated_path, add_output_options, add_schedule_file_option, add_summary_option
+from matrix.cli.options import (
+    add_cache_options,
+    add_deprecated_path,
+    add_output_options,
+    add_schedule_file_option,
+    add_summary_option,
+)
 from matrix.core import emit
 from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
 from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool, kinds_of
 from matrix.core.gate import Gate, gate, repo_prefix
-from matrix.core.options import Options, load_runner_profiles
+from matrix.core.options import Options, cache_folder, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
 from matrix.core.targets import OUTPUT_DESTS
 from matrix.pytest_suites.audit import PytestAuditReport
@@ -85,6 +91,7 @@ def register(sub: Any) -> None:
         metavar="N",
         help="processes that read files (default: the CPUs this process may use, at most 2)",
     )
+    add_cache_options(p)
     p.set_defaults(func=cmd_pytest_audit)
 
 
@@ -116,7 +123,7 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
     found = repo_prefix(args.root, args.repo_root)
     prefix = found or ""
     baseline = read_gate_baseline(args.baseline, prefix, "pytest-audit")
-    report = run_audit(inputs, profiles, jobs=_jobs(args.jobs))
+    report = run_audit(inputs, profiles, jobs=_jobs(args.jobs), cache_dir=cache_folder(options, os.environ))
     joined = join_runs(report.verdicts, runs, inputs.join) if runs else None
     if joined is not None:
         report = replace(report, findings=(*report.findings, *joined.findings))

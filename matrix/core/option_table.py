@@ -119,5 +119,24 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default=True,
         help="False: the runner files' profiles only, none of the 13 built-in sglang ones",
     ),
+    OptionSpec(
+        name="cache_dir",
+        field="cache_dir",
+        kind=OptionKind.PATH,
+        default=None,
+        metavar="DIR",
+        flag="--cache-dir",
+        help="results cache folder (default: [tool.specmatrix] cache_dir, $SPECMATRIX_CACHE_DIR, "
+        "else $XDG_CACHE_HOME/specmatrix or ~/.cache/specmatrix)",
+    ),
+    OptionSpec(
+        name="no_cache",
+        field="no_cache",
+        kind=OptionKind.SWITCH,
+        default=False,
+        flag="--no-cache",
+        help="read and audit every file again and write no cache (default: [tool.specmatrix] no_cache, "
+        "$SPECMATRIX_NO_CACHE=1, else the cache is used)",
+    ),
 )
 BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}

@@ -53,6 +53,8 @@ class Options:
     allowlist: Path | None = None
     replace_runners: tuple[str, ...] = ()  # built-in (or earlier) profile names a runner file may redefine
     builtin_runners: bool = True  # False: the runner files' profiles only, none of the 13 built-in sglang ones
+    cache_dir: Path | None = None  # the results cache folder; None: $XDG_CACHE_HOME/specmatrix or ~/.cache/specmatrix
+    no_cache: bool = False  # True: no cache is read or written
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +67,8 @@ class CliOverrides:
     allowlist: Path | None = None
     replace_runners: tuple[str, ...] = ()
     builtin_runners: bool | None = None  # no flag sets it today; the cascade reads it as any other
+    cache_dir: Path | None = None
+    no_cache: bool | None = None
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -175,6 +179,17 @@ def resolve_options(*, cli: CliOverrides, env: Mapping[str, str], cwd: Path) -> 
             value = tuple(dict.fromkeys(value))
         values[spec.field] = value
     return Options(**values)
+
+
+def cache_folder(options: Options, env: Mapping[str, str]) -> Path | None:
+    """Where the results caches live: None with `no_cache`, else `cache_dir` (the cascade: pyproject, then
+    $SPECMATRIX_CACHE_DIR, then --cache-dir), else $XDG_CACHE_HOME/specmatrix, else ~/.cache/specmatrix."""
+    if options.no_cache:
+        return None
+    if options.cache_dir is not None:
+        return options.cache_dir
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "specmatrix"
 
 
 def load_runner_profiles(options: Options) -> Mapping[str, RunnerProfile]:

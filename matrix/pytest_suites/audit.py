@@ -358,6 +358,11 @@ class SuiteAuditor:
         self.evaluator = self.base  # for the file being audited (`_Evaluator.for_file`)
         self.not_run = tuple(f"{e.origin}: {i.why_not}" for e, i in zip(self.entries, self.invocations, strict=True) if i.why_not)
 
+    def forget_evaluations(self) -> None:
+        """Forget the guards evaluated so far: an evaluation may follow a name into another file, a read the
+        results cache records for the file being audited (see `Collector.forget_derived`)."""
+        self.base.cache.clear()
+
     def audit_file(self, test_file: TestFile) -> FileAudit:
         self.evaluator = self.base.for_file(test_file.env_written)
         if test_file.error is not None:

@@ -152,6 +152,19 @@ class Collector:
         self.writes: dict[str, frozenset[str]] = {}
         self.imported = ImportResolver(self._definitions, self._bases)
 
+    def forget_derived(self) -> None:
+        """Drop what was worked out from other files (imports resolved, calls followed, names linked), keeping each
+        file's own parse: the results cache records per test file what its collection read, and a memo filled for
+        an earlier file would hide those reads (`matrix.pytest_suites.tracked`). A memo added here that holds
+        what one file derived from another must be dropped here too."""
+        self.callees.clear()
+        names = []
+        for parsed in self.cache.values():
+            if parsed is not None:
+                parsed.imports = None
+                names.append(parsed.analysis.names)
+        self.modules.forget_links(names)
+
     # --- files ----------------------------------------------------------------------------------------------
 
     def parsed(self, path: str) -> _Parsed | None:

@@ -11,7 +11,7 @@ predicate packs are asked first: a name they know (torch, flashinfer's public he
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from matrix.guards.model import Linked, ModuleNames
@@ -38,6 +38,13 @@ class ProjectModules:
     def attach(self, path: str, tree: ast.Module, names: ModuleNames) -> ModuleNames:
         """`names` of a file the caller parsed, with a linker over its imports."""
         return replace(names, linker=FileLinker(path, tree, self))
+
+    def forget_links(self, also: Iterable[ModuleNames] = ()) -> None:
+        """Forget every name linked so far, by these modules and by `also`; their parses stay."""
+        for names in (*(m[1] for m in self.modules.values() if m is not None), *also):
+            if isinstance(names.linker, FileLinker):
+                names.linker.imports = None
+                names.linker.found = {}
 
     def module(self, path: str) -> tuple[ast.Module, ModuleNames] | None:
         if path not in self.modules:

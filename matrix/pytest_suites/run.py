@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
-from matrix.core.textfiles import OutsideTreeError, SpecialFileError, TreeResolver, decode_python, read_limited
+from matrix.core.recorded import Recorder, manifest, recording, unchanged
 from matrix.guards.model import GuardFindingKind
-from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
+from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, PytestFinding, SuiteAuditor, combine
+from matrix.pytest_suites.cache import Entry, Frame, ResultCache, Stored, frame_key, invocations_digest, tool_key
 from matrix.pytest_suites.collect import Collector, TestFile
 from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors
 from matrix.pytest_suites.config import read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.joined import check_runners
+from matrix.pytest_suites.loader import SourceLoader
 from matrix.pytest_suites.packs import builtin_packs
 from matrix.pytest_suites.rules import discover
+from matrix.pytest_suites.tracked import TrackedCollector
 from matrix.pytest_suites.workers import CollectingWorkers, can_fork
 from matrix.schedule.commands.pytest_command import PytestCommandReader
-from matrix.schedule.load import MAX_SOURCE_BYTES, load_schedule
+from matrix.schedule.load import load_schedule
 from matrix.schedule.model import PytestSelection, Schedule
 from matrix.schedule.sources import declared_markers
 
@@ -55,56 +59,6 @@ def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     )
 
 
-# The texts a SourceLoader keeps (characters); past it files are read again when asked again.
-MAX_KEPT_CHARS = 64 * 1024 * 1024
-
-
-class SourceLoader:
-    """Repository-relative path -> Python source text as the interpreter decodes it (BOM, coding cookie), or None;
-    symlinks resolved and a target outside the checkout refused. Why a file was not read is kept, by path only."""
-
-    def __init__(self, root: Path):
-        self.root = root.resolve()
-        self.problems: dict[str, str] = {}
-        self.resolve = TreeResolver(self.root)
-        # Each answer, kept: the collector asks for a file's text to parse it, to see that it exists and whether
-        # it says "skip", and the linker for a module; reading, resolving and decoding it once is enough.
-        self.texts: dict[str, str | None] = {}
-        self.kept = 0
-
-    def __call__(self, path: str) -> str | None:
-        if path in self.texts:
-            return self.texts[path]
-        text = self._load(path)
-        if self.kept < MAX_KEPT_CHARS:
-            self.texts[path] = text
-            self.kept += len(text) if text is not None else 0
-        return text
-
-    def _load(self, path: str) -> str | None:
-        try:
-            data = read_limited(self.resolve(path), MAX_SOURCE_BYTES)
-        except OutsideTreeError:
-            self.problems[path] = "a symlink to a file outside the audited tree; not read"
-            return None
-        except SpecialFileError as exc:
-            self.problems[path] = f"is {exc.kind}, not a regular file; not read"
-            return None
-        except OSError:
-            return None
-        if len(data) > MAX_SOURCE_BYTES:
-            self.problems[path] = f"larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB; not read"
-            return None
-        try:
-            return decode_python(data)
-        except (ValueError, SyntaxError):
-            self.problems[path] = "not Python source text (its encoding does not decode)"
-            return None
-
-    def problem(self, path: str) -> str | None:
-        return self.problems.get(path)
-
-
 def invocations(root: Path, schedule: Schedule) -> list[Invocation]:
     """Each pytest entry's command as pytest reads it in this checkout (configuration, addopts, PYTEST_ADDOPTS)."""
     out: list[Invocation] = []
@@ -115,8 +69,11 @@ def invocations(root: Path, schedule: Schedule) -> list[Invocation]:
     return out
 
 
-def run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: int = 1) -> PytestAuditReport:
-    """Collect the checkout's tests statically and audit them against its schedule (`jobs` processes)."""
+def run_audit(
+    inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: int = 1, *, cache_dir: Path | None = None
+) -> PytestAuditReport:
+    """Collect the checkout's tests statically and audit them against its schedule (`jobs` processes); with
+    `cache_dir`, what an earlier run read and found is used where every file it read is unchanged (cache.py)."""
     if not inputs.root.is_dir():
         raise ConfigError(f"{inputs.root}: not a folder")
     thresholds = gc.get_threshold()
@@ -125,22 +82,15 @@ def run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: i
     # mypy sets the same thresholds for the same reason (mypy/build.py, `gc.set_threshold(200 * 1000, 30, 30)`).
     gc.set_threshold(200_000, 30, 30)
     try:
-        return _run_audit(inputs, profiles, jobs)
+        return _run_audit(inputs, profiles, jobs, cache_dir)
     finally:
         gc.set_threshold(*thresholds)
 
 
-def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: int) -> PytestAuditReport:
-    config = read_pytest_config(inputs.root)  # a configuration file pytest cannot read is one line, first
-    markers = declared_markers(inputs.schedule_files)
-    for marker, text in markers.items():
-        try:
-            ast.parse(text, mode="eval")
-        except (SyntaxError, ValueError, RecursionError):
-            raise ConfigError(f"marker {marker!r}: condition does not parse: {text!r}") from None
-    load = SourceLoader(inputs.root)
-    collector = Collector(load, config, builtin_packs(), markers)
-    collector.problem = load.problem
+def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: int, cache_dir: Path | None) -> PytestAuditReport:
+    cache = _open_cache(inputs, profiles, cache_dir)
+    stored = _stored_frame(cache)
+    load = SourceLoader(inputs.root, fingerprints=cache is not None)
     # Collection allocates millions of acyclic syntax-tree nodes that reference counting frees: the cyclic
     # collector's passes over them free nothing, so it is off while files are collected (the workers inherit
     # that), as in the guard audit's workers (registered_suite/tree.py).
@@ -148,40 +98,232 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
     gc.disable()
     workers: CollectingWorkers | None = None
     try:
-        if jobs > 1 and can_fork():
-            # pytest's own discovery (testpaths, else the rootdir) is known before the schedule: the workers start
-            # on it while the workflows are read.
-            # Largest first, so that the workers finish together.
-            early = sorted(discover(inputs.root, config), key=lambda p: -_size(inputs.root / p))
-            if len(early) > 1:
-                workers = CollectingWorkers(
-                    jobs, collector=collector, early=early, profiles=profiles, installed=inputs.installed, join=inputs.join
-                )
-        schedule = read_schedule(inputs, profiles)
-        check_runners(inputs.join, schedule)
-        read = invocations(inputs.root, schedule)
-        paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
-        conftests = unparsed(collector, sorted({c for p in paths for c in collector.conftest_chain(p)}))
-        read = with_collection_errors(read, conftests, collector.conftest_ignores)
-        auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read, join=inputs.join)
-        if workers is not None:
-            done = workers.audit(paths, schedule, read)
+        if stored is None:
+            frame, collector, workers = _read_frame(inputs, profiles, load, cache, jobs)
         else:
-            done = {p: auditor.audit_file(collector.collect(p)) for p in paths}
-        # A test file that does not parse stops the commands that collect it: audited again with that known (rare).
-        unread = [p for p in paths if any(f.finding.kind is GuardFindingKind.UNPARSABLE for f in done[p].findings)]
-        torn = unparsed(collector, unread)
-        again = with_collection_errors(read, torn, collector.conftest_ignores)
-        if again != read:
-            auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, again, join=inputs.join)
-            done = {p: auditor.audit_file(collector.collect(p)) for p in paths}
+            frame, run = stored
+            collector = _collector(load, frame, cache)
+            if cache is not None:
+                cache.open_entries(run)
+        schedule = frame.schedule
+        paths = discover(inputs.root, frame.config, [a for i in frame.invocations for a in i.args if i.runs])
+        chains = sorted({c for p in paths for c in collector.conftest_chain(p)})
+        conftests = _broken_conftests(collector, chains, cache)
+        read = with_collection_errors(frame.invocations, conftests, collector.conftest_ignores)
+        results = _Results(inputs, profiles, schedule, collector, cache)
+        valid = results.stored(paths)
+        misses = [p for p in paths if p not in valid]
+        known = [BrokenFile(path=p, why=e.broken[0], line=e.broken[1]) for p, e in valid.items() if e.broken is not None]
+        if workers is None and jobs > 1 and can_fork() and len(misses) >= PARALLEL_MISSES:
+            workers = _workers(jobs, collector, sorted(misses, key=lambda p: -_size(inputs.root / p)), profiles, inputs)
+        if workers is not None:
+            done = results.compute(misses, read, workers)
+            # A test file that does not parse stops the commands that collect it: audited again with that known (rare).
+            unread = [p for p in misses if any(_unparsable(f) for f in done[p].findings)]
+            final = with_collection_errors(read, [*known, *unparsed(collector, unread)], collector.conftest_ignores)
+            if final != read:
+                done = results.compute(misses, final, None)
+        else:
+            # Parsed first (the collection below reuses the parse): the files that do not parse decide the commands.
+            final = with_collection_errors(read, [*known, *unparsed(collector, misses)], collector.conftest_ignores)
+            done = results.compute(misses, final, None)
+        done |= results.reused(valid, final)
     finally:
         if workers is not None:
             workers.close()
         if was_enabled:
             gc.enable()
-    broken = [_at_line(auditor.audit_file(TestFile(path=c.path, tests=(), error=c.why)), c.line) for c in conftests]
-    return combine(str(inputs.root), [*(done[p] for p in paths), *broken], schedule, notes=auditor.not_run)
+    if cache is not None:
+        cache.save()
+    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, final, join=inputs.join)
+    found = [_at_line(auditor.audit_file(TestFile(path=c.path, tests=(), error=c.why)), c.line) for c in conftests]
+    return combine(str(inputs.root), [*(done[p] for p in paths), *found], schedule, notes=auditor.not_run)
+
+
+# Below this many files to audit, forking workers costs more than it saves (a warm run with a few files changed).
+PARALLEL_MISSES = 48
+
+
+def _unparsable(finding: PytestFinding) -> bool:
+    return finding.finding.kind == GuardFindingKind.UNPARSABLE
+
+
+def _open_cache(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], folder: Path | None) -> ResultCache | None:
+    if folder is None:
+        return None
+    key = frame_key(
+        tool_key(),
+        inputs.root,
+        profiles,
+        schedule_files=inputs.schedule_files,
+        buildkite_files=inputs.buildkite_files,
+        workflows=inputs.workflows,
+        installed=inputs.installed,
+        join=inputs.join,
+    )
+    return ResultCache(folder, key)
+
+
+def _stored_frame(cache: ResultCache | None) -> tuple[Frame, str] | None:
+    """The frame of an earlier run whose every recorded file, folder and probe is as it was then."""
+    found = cache.load_frame() if cache is not None else None
+    if found is None:
+        return None
+    frame, seen, run = found
+    return (frame, run) if unchanged(seen) else None
+
+
+def _collector(load: SourceLoader, frame: Frame, cache: ResultCache | None) -> Collector:
+    kind = TrackedCollector if cache is not None else Collector
+    collector = kind(load, frame.config, builtin_packs(), frame.markers)
+    collector.problem = load.problem
+    return collector
+
+
+def _read_frame(
+    inputs: AuditInput, profiles: Mapping[str, RunnerProfile], load: SourceLoader, cache: ResultCache | None, jobs: int
+) -> tuple[Frame, Collector, CollectingWorkers | None]:
+    """Read the configuration, the declared markers and the CI files, recording what was read when caching; the
+    workers start on pytest's own discovery (known before the schedule) while the workflows are read."""
+    with _recording(cache) as recorder:
+        config = read_pytest_config(inputs.root)  # a configuration file pytest cannot read is one line, first
+        markers = declared_markers(inputs.schedule_files)
+        for marker, text in markers.items():
+            try:
+                ast.parse(text, mode="eval")
+            except (SyntaxError, ValueError, RecursionError):
+                raise ConfigError(f"marker {marker!r}: condition does not parse: {text!r}") from None
+    collector = _collector(load, Frame(config=config, markers=markers, schedule=Schedule(), invocations=()), cache)
+    workers = None
+    if jobs > 1 and can_fork():
+        # Largest first, so that the workers finish together.
+        early = sorted(discover(inputs.root, config), key=lambda p: -_size(inputs.root / p))
+        if len(early) > 1:
+            workers = _workers(jobs, collector, early, profiles, inputs)
+    try:
+        with _recording(cache, recorder) as recorder:
+            schedule = read_schedule(inputs, profiles)
+            check_runners(inputs.join, schedule)
+            read = invocations(inputs.root, schedule)
+    except BaseException:
+        if workers is not None:
+            workers.close()
+        raise
+    frame = Frame(config=config, markers=markers, schedule=schedule, invocations=tuple(read))
+    if cache is not None and recorder is not None and not recorder.overflow:
+        seen = manifest(recorder.touched.items(), since_ns=recorder.started_ns)
+        run = cache.save_frame(frame, seen) if seen is not None else None
+        cache.open_entries(run or "")
+    return frame, collector, workers
+
+
+@contextlib.contextmanager
+def _recording(cache: ResultCache | None, recorder: Recorder | None = None) -> Iterator[Recorder | None]:
+    if cache is None:
+        yield None
+        return
+    with recording(ignore=(str(cache.folder),), recorder=recorder) as active:
+        yield active
+
+
+def _workers(
+    jobs: int, collector: Collector, early: list[str], profiles: Mapping[str, RunnerProfile], inputs: AuditInput
+) -> CollectingWorkers:
+    return CollectingWorkers(
+        jobs, collector=collector, early=early, profiles=profiles, installed=inputs.installed, join=inputs.join
+    )
+
+
+def _broken_conftests(collector: Collector, chains: Sequence[str], cache: ResultCache | None) -> list[BrokenFile]:
+    """The conftest.py files that do not parse; each one's status is kept by its fingerprint when caching."""
+    if cache is None or not isinstance(collector, TrackedCollector):
+        return unparsed(collector, chains)
+    out: list[BrokenFile] = []
+    for path in chains:
+        entry = cache.get(path)
+        if entry is not None and entry.is_conftest and all(collector.source.holds(*r) for r in entry.reads):
+            cache.keep(path)
+            found = [BrokenFile(path=path, why=entry.broken[0], line=entry.broken[1])] if entry.broken else []
+        else:
+            found = unparsed(collector, [path])
+            broken = (found[0].why, found[0].line) if found else None
+            cache.put(path, Entry(audit=None, reads={path: collector.source.fingerprint(path)}, invocations="", broken=broken))
+        out.extend(found)
+    return out
+
+
+class _Results:
+    """The run's per-file audits: reused from the cache where every file one read is unchanged and the CI commands
+    are those it was judged under, else collected and audited (in the workers when they run), and stored."""
+
+    def __init__(
+        self,
+        inputs: AuditInput,
+        profiles: Mapping[str, RunnerProfile],
+        schedule: Schedule,
+        collector: Collector,
+        cache: ResultCache | None,
+    ):
+        self.inputs = inputs
+        self.profiles = profiles
+        self.schedule = schedule
+        self.collector = collector
+        self.cache = cache
+
+    def stored(self, paths: Sequence[str]) -> dict[str, Stored]:
+        """The stored entries whose every read file is unchanged."""
+        out: dict[str, Stored] = {}
+        cache, collector = self.cache, self.collector
+        if cache is None or not isinstance(collector, TrackedCollector):
+            return out
+        holds = collector.source.holds
+        for path in paths:
+            entry = cache.get(path)
+            if entry is not None and not entry.is_conftest and all(holds(*r) for r in entry.reads):
+                out[path] = entry
+        return out
+
+    def reused(self, valid: Mapping[str, Stored], read: Sequence[Invocation]) -> dict[str, FileAudit]:
+        """The audits of `valid` under the commands `read`: stored ones judged under them, the others again."""
+        if not valid or self.cache is None:
+            return {}
+        digest = invocations_digest(read)
+        done: dict[str, FileAudit] = {}
+        for path, entry in valid.items():
+            audit = entry.audit() if entry.invocations == digest else None
+            if audit is not None:
+                done[path] = audit
+                self.cache.keep(path)
+        return done | self.compute([p for p in valid if p not in done], read, None)
+
+    def compute(
+        self, paths: Sequence[str], read: Sequence[Invocation], workers: CollectingWorkers | None
+    ) -> dict[str, FileAudit]:
+        """Audit `paths` under the commands `read` (stored when caching)."""
+        if not paths:
+            return {}
+        inputs, collector = self.inputs, self.collector
+        auditor = SuiteAuditor(self.schedule, self.profiles, builtin_packs(), inputs.installed, read, join=inputs.join)
+        if workers is not None:
+            done = workers.audit(paths, self.schedule, read)
+        else:
+            done = {}
+            for path in paths:
+                if isinstance(collector, TrackedCollector):
+                    collector.track(path)
+                    auditor.forget_evaluations()
+                done[path] = auditor.audit_file(collector.collect(path))
+            if isinstance(collector, TrackedCollector):
+                collector.untrack()
+        if self.cache is not None and isinstance(collector, TrackedCollector):
+            digest = invocations_digest(read)
+            reads = workers.reads if workers is not None else {p: collector.reads(p) for p in paths}
+            for path in paths:
+                found = unparsed(collector, [path]) if any(_unparsable(f) for f in done[path].findings) else []
+                broken = (found[0].why, found[0].line) if found else None
+                if path in reads:
+                    self.cache.put(path, Entry(audit=done[path], reads=reads[path], invocations=digest, broken=broken))
+        return done
 
 
 def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> tuple[dict[str, ItemOutcome], tuple[str, ...]]:

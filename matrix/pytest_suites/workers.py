@@ -26,6 +26,7 @@ from matrix.pytest_suites.audit import FileAudit, SuiteAuditor
 from matrix.pytest_suites.collect import Collector, TestFile
 from matrix.pytest_suites.invocation import Invocation
 from matrix.pytest_suites.packs import builtin_packs
+from matrix.pytest_suites.tracked import Reads, TrackedCollector
 from matrix.schedule.model import Schedule
 
 
@@ -59,6 +60,8 @@ class CollectingWorkers:
         )
         self.links: list[Connection] = []
         self.processes: list[Any] = []
+        # What each audited file read (`TrackedCollector.reads`), when the collector tracks reads for the cache.
+        self.reads: dict[str, Reads] = {}
         for _ in range(jobs):
             mine, theirs = context.Pipe()
             process = context.Process(target=_work, args=(shared, theirs), daemon=True)
@@ -86,7 +89,9 @@ class CollectingWorkers:
                 if isinstance(payload, BaseException):
                     raise payload
                 raise WorkerError(str(payload))
-            done.update(payload)
+            audits, reads = payload
+            done.update(audits)
+            self.reads.update(reads)
         return done
 
     def close(self) -> None:
@@ -110,9 +115,20 @@ class _Shared:
     join: tuple[str, ...] = ()  # runners whose runs are joined (`SuiteAuditor.join`)
 
 
+def _collect(collector: Collector, tracked: TrackedCollector | None, path: str) -> TestFile:
+    if tracked is not None:
+        tracked.track(path)
+    found = collector.collect(path)
+    if tracked is not None:
+        tracked.untrack()
+    return found
+
+
 def _work(shared: _Shared, link: Connection) -> None:
     code = 0
     try:
+        collector = shared.collector
+        tracked = collector if isinstance(collector, TrackedCollector) else None
         collected: dict[str, TestFile] = {}
         while True:
             with shared.counter.get_lock():
@@ -120,12 +136,20 @@ def _work(shared: _Shared, link: Connection) -> None:
                 shared.counter.value = index + 1
             if index >= len(shared.early):
                 break
-            collected[shared.early[index]] = shared.collector.collect(shared.early[index])
+            collected[shared.early[index]] = _collect(collector, tracked, shared.early[index])
         wanted, extra, schedule, read = link.recv()
         for path in extra:
-            collected[path] = shared.collector.collect(path)
+            collected[path] = _collect(collector, tracked, path)
         auditor = SuiteAuditor(schedule, shared.profiles, builtin_packs(), shared.installed, read, join=shared.join)
-        link.send(("ok", [(p, auditor.audit_file(f)) for p, f in collected.items() if p in wanted]))
+        audits = []
+        for path, test_file in collected.items():
+            if path in wanted:
+                if tracked is not None:
+                    tracked.track(path)  # the audit's reads (a name linked into a helper) are the file's too
+                    auditor.forget_evaluations()
+                audits.append((path, auditor.audit_file(test_file)))
+        reads = {p: tracked.reads(p) for p, _ in audits} if tracked is not None else {}
+        link.send(("ok", (audits, reads)))
     except (EOFError, OSError, KeyboardInterrupt):
         code = 1  # the main process went away (an error there, or Ctrl-C): nothing to report to
     except BaseException as exc:  # every failure goes back to the main process, which raises it

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,23 +32,8 @@ from matrix.registered_suite.audit import AuditSettings, FileAudit
 # JSON string, whose quotes were escaped on writing and unescaped on reading), and a finding in TEXT is a list of
 # its `finding_fields` values rather than an object (no key names to write, read and check); a /4 file is a miss.
 CACHE_SCHEMA = "specmatrix.guards-cache/5"
-ENV_VAR = "SPECMATRIX_CACHE_DIR"
 MAX_CACHE_BYTES = 32 * 1024 * 1024  # one entry per audited file, about 1 KB each: sglang's tree is a few MB
 _PACKAGE = Path(__file__).parent
-
-
-def default_cache_dir(env: Mapping[str, str]) -> Path:
-    """$SPECMATRIX_CACHE_DIR, else $XDG_CACHE_HOME/specmatrix, else ~/.cache/specmatrix."""
-    if env.get(ENV_VAR):
-        return Path(env[ENV_VAR])
-    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "specmatrix"
-
-
-def cache_folder(option: Path | None, disabled: bool, env: Mapping[str, str] | None = None) -> Path | None:
-    if disabled:
-        return None
-    return option if option is not None else default_cache_dir(os.environ if env is None else env)
 
 
 def settings_key(settings: AuditSettings) -> str | None:

@@ -43,6 +43,8 @@ def test_environment_names_are_derived_from_the_option_names():
         "allowlist": "",
         "replace_runners": "SPECMATRIX_REPLACE_RUNNERS",
         "builtin_runners": "SPECMATRIX_BUILTIN_RUNNERS",
+        "cache_dir": "SPECMATRIX_CACHE_DIR",
+        "no_cache": "SPECMATRIX_NO_CACHE",
     }
 
 
@@ -64,7 +66,7 @@ def test_a_misspelt_pyproject_key_gets_a_suggestion(tmp_path, key, hint):
     (tmp_path / "pyproject.toml").write_text(f'[tool.specmatrix]\n{key} = "x"\n', encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
         resolve_options(cli=CliOverrides(), env={}, cwd=tmp_path)
-    allowed = "allowed: allowlist, builtin_runners, matrix, replace_runners, runner, runners"
+    allowed = "allowed: allowlist, builtin_runners, cache_dir, matrix, no_cache, replace_runners, runner, runners"
     assert str(caught.value) == f"{tmp_path / 'pyproject.toml'}: [tool.specmatrix]: unknown key {key!r} ({hint}{allowed})"
 
 

@@ -69,14 +69,15 @@ def test_file_level_findings(audit: Callable[..., PytestAuditReport], schedule: 
     files = {
         "tests/test_off.py": SKIP_ALWAYS + "def test_a():\n    pass\n\ndef test_b():\n    pass\n",
         "tests/test_mixed.py": "import pytest\n@pytest.mark.skip\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n",
-        "tests/test_broken.py": "def test_(:\n",
+        # outside the command's paths: a file it collected that does not parse would stop it (test_collection_errors.py)
+        "tests/unscheduled/test_broken.py": "def test_(:\n",
         "tests/unscheduled/test_u.py": "def test_u():\n    pass\n",
     }
     report = audit(files, schedule(("sm86", "pytest tests/ --ignore tests/unscheduled")))
     never = report.of_kind(GuardFindingKind.NEVER_RUNS)
     assert [f.finding.path for f in never] == ["tests/test_off.py"]
     assert never[0].guard_class.value == "unconditional" and never[0].finding.runners == ("a10g",)
-    assert _kinds(report, GuardFindingKind.UNPARSABLE) == {"tests/test_broken.py"}
+    assert _kinds(report, GuardFindingKind.UNPARSABLE) == {"tests/unscheduled/test_broken.py"}
     assert _kinds(report, GuardFindingKind.UNSCHEDULED) == {"tests/unscheduled/test_u.py"}
 
 

@@ -67,3 +67,16 @@ def test_a_conftest_that_does_not_parse_is_a_finding_and_its_tests_do_not_run(
     assert sorted(stopped) == ["tests/deep/test_far.py", "tests/test_near.py"]
     assert all("tests/deep/conftest.py does not parse" in m for m in stopped.values())
     assert [f.finding.scope for f in report.of_kind(GuardFindingKind.UNSCHEDULED)] == ["elsewhere/test_apart.py"]
+
+
+def test_a_test_file_that_does_not_parse_stops_the_commands_that_collect_it(
+    audit: Callable[..., PytestAuditReport], schedule: Callable[..., str]
+) -> None:
+    plan = schedule(("1-gpu-h100", "pytest tests"), ("2-gpu-h100", "pytest elsewhere"))
+    report = audit(TREES["test-file"], plan)
+    assert [f.finding.scope for f in report.of_kind(GuardFindingKind.UNPARSABLE)] == ["tests/test_torn.py"]
+    # pytest stops on the collection error before running anything: the other file of that command never runs.
+    stopped = {f.finding.scope: f.finding.message for f in report.of_kind(GuardFindingKind.NEVER_RUNS)}
+    assert list(stopped) == ["tests/test_near.py"]
+    assert "tests/test_torn.py does not parse" in stopped["tests/test_near.py"]
+    assert report.scheduled_tests == 1  # elsewhere/test_apart.py, run by the other command

@@ -1,0 +1,211 @@
+"""Frozen records as JSON and back, exactly, for the caches: a decoded record equals the one encoded, field for field
+and type for type (a `StrEnum` member stays a member), or decoding fails with `BadRecord`.
+
+A `Codec` knows a closed set of dataclasses and enums (by class name). It writes a record as a tagged object
+(`{"r": NAME, "v": {FIELD: VALUE}}`), an enum member as `{"n": NAME, "v": VALUE}`, a tuple as a list, a frozenset as
+`{"f": [...]}` (items in the order of their JSON text), a dict as `{"d": [[KEY, VALUE], ...]}`; `None`, booleans,
+integers, finite floats and plain strings as themselves. Anything else (a list, a `Path`, a class it does not know)
+cannot be written: `encode` raises `TypeError`, and the caller caches nothing. Reading checks every value against
+its field's annotation (`str`, `int`, `X | None`, `tuple[X, ...]`, `tuple[X, Y]`, `frozenset[X]`, `Mapping[K, V]`, a
+known record or enum, unions of these), with bounded depth, so a cache file edited by hand or by another version
+never builds a record of the wrong shape: it is refused, and the caller computes the record again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MAX_DEPTH = 64  # records nest a dozen levels (a schedule entry's origin); anything deeper is not one of ours
+
+
+class BadRecord(ValueError):
+    """Encoded data that is not a record of the codec's classes, or does not match their annotations."""
+
+
+_ANY = object()
+
+
+class Codec:
+    """Encode and decode the records of `classes` (dataclasses and enums; names must be unique)."""
+
+    def __init__(self, classes: Iterable[type]):
+        self.records: dict[str, type] = {}
+        self.enums: dict[str, type[enum.Enum]] = {}
+        for cls in classes:
+            if isinstance(cls, type) and issubclass(cls, enum.Enum):
+                self.enums[cls.__name__] = cls
+            elif dataclasses.is_dataclass(cls):
+                self.records[cls.__name__] = cls
+            else:
+                raise TypeError(f"{cls!r} is neither a dataclass nor an enum")
+        if len(self.records) + len(self.enums) != len({*self.records, *self.enums}):
+            raise TypeError("two classes of one codec share a name")
+        self._hints: dict[type, tuple[tuple[str, Any], ...]] = {}
+
+    # --- writing ----------------------------------------------------------------------------------------------------
+
+    def encode(self, value: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise TypeError("nested too deeply to cache")
+        if value is None or value is True or value is False:
+            return value
+        kind = type(value)
+        if kind is str or kind is int:
+            return value
+        if kind is float:
+            if not math.isfinite(value):
+                raise TypeError("a float that is not finite")
+            return value
+        if kind is tuple:
+            return [self.encode(v, depth + 1) for v in value]
+        if isinstance(value, enum.Enum):
+            if self.enums.get(kind.__name__) is not kind:
+                raise TypeError(f"enum {kind.__name__} is not one this codec writes")
+            return {"n": kind.__name__, "v": value.value}
+        if kind is frozenset:
+            items = [self.encode(v, depth + 1) for v in value]
+            return {"f": sorted(items, key=_text)}
+        if kind is dict:
+            return {"d": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]}
+        if self.records.get(kind.__name__) is kind:
+            return {"r": kind.__name__, "v": {name: self.encode(getattr(value, name), depth + 1) for name, _ in self.hints(kind)}}
+        raise TypeError(f"a {kind.__name__} is not a value this codec writes")
+
+    # --- reading ----------------------------------------------------------------------------------------------------
+
+    def decode(self, raw: Any, hint: Any = _ANY) -> Any:
+        """The value `raw` encodes, checked against `hint` (a type or annotation; default: anything of the codec)."""
+        try:
+            return self._value(raw, hint, 0)
+        except RecursionError:
+            raise BadRecord("nested too deeply") from None
+
+    def hints(self, cls: type) -> tuple[tuple[str, Any], ...]:
+        """A record class's init fields and their resolved annotations."""
+        found = self._hints.get(cls)
+        if found is None:
+            try:
+                resolved = typing.get_type_hints(cls)
+            except Exception as exc:  # an annotation naming what its module imports only for type checkers
+                raise TypeError(f"{cls.__name__}: its annotations cannot be resolved ({exc})") from None
+            found = self._hints[cls] = tuple((f.name, resolved[f.name]) for f in dataclasses.fields(cls) if f.init)
+        return found
+
+    def _value(self, raw: Any, hint: Any, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise BadRecord("nested too deeply")
+        value = self._build(raw, hint, depth)
+        if hint is not _ANY and not self._fits(value, hint):
+            raise BadRecord(f"a {type(value).__name__} where {hint} is expected")
+        return value
+
+    def _build(self, raw: Any, hint: Any, depth: int) -> Any:
+        kind = type(raw)
+        if raw is None or kind is bool or kind is int or kind is str:
+            return raw
+        if kind is float:
+            if not math.isfinite(raw):
+                raise BadRecord("a float that is not finite")
+            return raw
+        if kind is list:
+            items = _items(hint, len(raw))
+            return tuple(self._value(r, h, depth + 1) for r, h in zip(raw, items, strict=True))
+        if kind is not dict:
+            raise BadRecord(f"unexpected {kind.__name__}")
+        if set(raw) == {"f"} and type(raw["f"]) is list:
+            inner = _args(hint, frozenset)
+            return frozenset(self._value(r, inner[0] if inner else _ANY, depth + 1) for r in raw["f"])
+        if set(raw) == {"d"} and type(raw["d"]) is list:
+            key_hint, value_hint = _args(hint, dict) or (_ANY, _ANY)
+            out: dict[Any, Any] = {}
+            for pair in raw["d"]:
+                if type(pair) is not list or len(pair) != 2:
+                    raise BadRecord("a dict item must be a [key, value] pair")
+                out[self._value(pair[0], key_hint, depth + 1)] = self._value(pair[1], value_hint, depth + 1)
+            return out
+        if set(raw) == {"n", "v"}:
+            cls = self.enums.get(raw["n"]) if type(raw["n"]) is str else None
+            if cls is None:
+                raise BadRecord("an enum this codec does not read")
+            try:
+                return cls(raw["v"])
+            except (ValueError, TypeError):
+                raise BadRecord(f"{raw['v']!r} is not a {cls.__name__}") from None
+        if set(raw) == {"r", "v"} and type(raw["v"]) is dict:
+            record = self.records.get(raw["r"]) if type(raw["r"]) is str else None
+            if record is None:
+                raise BadRecord("a record this codec does not read")
+            fields = self.hints(record)
+            given = raw["v"]
+            if given.keys() != {name for name, _ in fields}:
+                raise BadRecord(f"{record.__name__}: other fields than its own")
+            values = {name: self._value(given[name], field_hint, depth + 1) for name, field_hint in fields}
+            try:
+                return record(**values)
+            except (TypeError, ValueError) as exc:
+                raise BadRecord(f"{record.__name__}: {exc}") from None
+        raise BadRecord("an object of unknown shape")
+
+    def _fits(self, value: Any, hint: Any) -> bool:
+        """Whether a built value is of the annotated type (its items were checked against theirs when built)."""
+        if hint is Any or hint is object:
+            return True
+        if hint is None or hint is type(None):
+            return value is None
+        origin = typing.get_origin(hint)
+        if origin is typing.Union or origin is types.UnionType:
+            return any(self._fits(value, h) for h in typing.get_args(hint))
+        if origin is tuple:
+            return type(value) is tuple
+        if origin is frozenset:
+            return type(value) is frozenset
+        if origin in (dict, Mapping, typing.Mapping) or hint in (dict, Mapping):
+            return type(value) is dict
+        if hint is float:
+            return type(value) in (int, float)
+        if isinstance(hint, type):
+            if hint is int:
+                return type(value) is int
+            return isinstance(value, hint)
+        if origin is typing.Literal:
+            return value in typing.get_args(hint)
+        return False
+
+
+def _text(item: Any) -> str:
+    return json.dumps(item, sort_keys=True)
+
+
+def _args(hint: Any, container: type) -> tuple[Any, ...]:
+    """The item annotations of `hint` when it is (a union holding) `container[...]`; else empty."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        for option in typing.get_args(hint):
+            found = _args(option, container)
+            if found:
+                return found
+        return ()
+    if origin is container or (container is dict and origin in (Mapping, typing.Mapping)):
+        return typing.get_args(hint)
+    return ()
+
+
+def _items(hint: Any, count: int) -> list[Any]:
+    """The annotation of each item of a tuple of `count` items under `hint` (`tuple[X, ...]` or `tuple[X, Y]`)."""
+    if hint is _ANY:
+        return [_ANY] * count
+    args = _args(hint, tuple)
+    if not args:
+        return [_ANY] * count  # a bare `tuple`, or no tuple there at all (then `_fits` refuses it)
+    if len(args) == 2 and args[1] is Ellipsis:
+        return [args[0]] * count
+    if len(args) != count:
+        raise BadRecord(f"a tuple of {count} items where {len(args)} are expected")
+    return list(args)
