@@ -262,3 +262,72 @@ def test_a_test_file_that_does_not_parse_stops_the_commands_that_collect_it(chec
     kinds = {(f["finding"]["kind"], f["finding"]["subject"] or f["finding"]["path"]) for f in report["findings"]}
     assert ("never-runs", "tests/test_plain.py") in kinds  # pytest stops on the collection error: nothing runs
     assert asdict(checkout.cached()) == report == checkout.fresh() and checkout.collected == []
+
+
+def test_a_file_that_stops_parsing_changes_the_verdicts_of_the_files_beside_it(checkout: Checkout) -> None:
+    # Nothing test_plain.py reads changes, but the command that collects it now stops on a collection error.
+    _, after = _edited(checkout, lambda: checkout.write({"tests/test_helped.py": "def test_two(:\n    pass\n"}))
+    stopped = [f["finding"]["message"] for f in after["findings"] if f["finding"]["path"] == "tests/test_plain.py"]
+    assert any("does not parse" in message for message in stopped)
+
+
+CHAINED = {
+    "tests/helpers.py": """
+        import pytest
+
+        from tests.deep import check_gpus
+
+
+        def need_two_gpus():
+            check_gpus(2)
+
+
+        def unused():
+            pytest.skip("a file that never says skip is not followed into")
+        """,
+    "tests/deep.py": """
+        import pytest
+        import torch
+
+
+        def check_gpus(n):
+            if torch.cuda.device_count() < n:
+                pytest.skip("needs more GPUs")
+        """,
+    "tests/test_helped.py": "from tests.helpers import need_two_gpus\n\n\ndef test_two():\n    need_two_gpus()\n",
+    "tests/test_plain.py": "from tests.helpers import need_two_gpus\n\n\ndef test_also_two():\n    need_two_gpus()\n",
+}
+
+
+def test_a_helper_reached_through_another_helper_is_read_by_every_file_that_reaches_it(checkout: Checkout) -> None:
+    # The second file to call need_gpus() finds check_gpus() already followed for the first one: it reads deep.py too.
+    checkout.write(CHAINED)
+    deep = CHAINED["tests/deep.py"].replace("< n", "< 0")
+    before, after = _edited(checkout, lambda: checkout.write({"tests/deep.py": deep}))
+    assert {"tests/test_helped.py::test_two", "tests/test_plain.py::test_also_two"} <= _scopes(before) - _scopes(after)
+    assert sorted(checkout.collected) == ["tests/test_helped.py", "tests/test_plain.py"]
+
+
+LINKED = {
+    "tests/limits.py": "MIN_GPUS = 2\n",
+    "tests/conftest.py": """
+        import pytest
+        import torch
+
+        from tests.limits import MIN_GPUS
+
+
+        @pytest.fixture(autouse=True)
+        def _enough_gpus():
+            if torch.cuda.device_count() < MIN_GPUS:
+                pytest.skip("needs more GPUs")
+        """,
+}
+
+
+def test_a_constant_a_conftest_guard_reads_from_another_file_is_read_by_every_file_under_it(checkout: Checkout) -> None:
+    # The guard is evaluated for the first file; the second one's audit follows MIN_GPUS into limits.py as well.
+    checkout.write(LINKED)
+    before, after = _edited(checkout, lambda: checkout.write({"tests/limits.py": "MIN_GPUS = 1\n"}))
+    assert "tests/test_plain.py::test_runs" in _scopes(before) - _scopes(after)
+    assert sorted(checkout.collected) == ["tests/test_helped.py", "tests/test_plain.py"]
