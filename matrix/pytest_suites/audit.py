@@ -150,6 +150,8 @@ class _Evaluator:
         self.cache: dict[tuple[int, int, str, tuple[tuple[str, str], ...], Container | None, frozenset[str]], Evaluation] = {}
         # Keyed by object ids: the collected files hold every guard and names object for the whole audit.
         self.rewritten: dict[tuple[int, int], tuple[Guard, ModuleNames]] = {}
+        self.kept: list[AppliedGuard] = []
+        self.kept_names: list[ModuleNames] = []
         self.names: dict[int, ModuleNames] = {}
 
     def for_file(self, written: frozenset[str]) -> _Evaluator:
@@ -195,6 +197,9 @@ class _Evaluator:
                 )
                 local = tuple((n, self._calls(e) if e is not None else None) for n, e in guard.local_names)
                 guard = replace(guard, conditions=conditions, local_names=local)
+                # The key is the objects' ids: they are kept alive with it, or a guard made later (a marker guard
+                # of another file) could get the same id and this rewrite (the value holds only the copy).
+                self.kept.append(applied)
             self.rewritten[key] = (guard, self._names(applied.names) if applied.calls else applied.names)
         return self.rewritten[key]
 
@@ -204,6 +209,7 @@ class _Evaluator:
             aliases = tuple((n, self._calls(e) if e is not None else None) for n, e in names.aliases)
             found = replace(names, aliases=aliases) if aliases != names.aliases else names
             self.names[id(names)] = found
+            self.kept_names.append(names)  # alive with its id (see `_rewrite`)
         return found
 
     def _calls(self, expr: ast.expr) -> ast.expr:

@@ -42,8 +42,9 @@ class Callee:
 Resolve = Callable[[str, ast.expr], Callee | None]
 
 
-# Calls of a body, by the body's id; the caller keeps the trees alive for as long as it keeps this.
-CallMemo = dict[int, tuple[ast.Call, ...]]
+# Calls of a body, by the body's id, with the body itself: a body made for one file (an imported test read as
+# `pass`) dies with it, and a body made later could get its id and these calls, were it not kept alive here.
+CallMemo = dict[int, tuple[list[ast.stmt], tuple[ast.Call, ...]]]
 
 
 def called_guards(
@@ -58,9 +59,10 @@ def _walk(
 ) -> Iterator[tuple[Guard, ModuleNames, str]]:
     if len(chain) >= MAX_CALL_DEPTH:
         return
-    calls = memo.get(id(body))
-    if calls is None:
-        calls = memo[id(body)] = tuple(top_level_calls(body))
+    found = memo.get(id(body))
+    if found is None:
+        found = memo[id(body)] = (body, tuple(top_level_calls(body)))
+    calls = found[1]
     for call in calls:
         callee = resolve(path, call.func)
         if callee is None:
