@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from matrix.schedule.commands.wrapped import pytest_call, runs_tests
+from matrix.schedule.environment.plugins import Arity, option_arities
 from matrix.schedule.model import (
     CommandReader,
     Origin,
@@ -32,13 +33,14 @@ MAX_SCRIPT_DEPTH = 4
 MAX_SCRIPT_LINES = 20_000
 MAX_WORDS = 4_000
 
-# pytest options that take a value as the next word (or after `=`); their values are not test paths.
+# pytest's own options that take a value as the next word (or after `=`); their values are not test paths. The
+# options of plugins (pytest-xdist's `-n`, pytest-cov's `--cov` whose value is optional, specmatrix's own) come with
+# their arity from the plugin table (`matrix.schedule.environment.plugins`).
 _VALUED = frozenset(
     {
         "-c",
         "-p",
         "-o",
-        "-n",
         "-W",
         "--rootdir",
         "--confcutdir",
@@ -46,7 +48,6 @@ _VALUED = frozenset(
         "--junitxml",
         "--junit-xml",
         "--junit-prefix",
-        "--timeout",
         "--maxfail",
         "--durations",
         "--durations-min",
@@ -56,33 +57,33 @@ _VALUED = frozenset(
         "--import-mode",
         "--capture",
         "--override-ini",
-        "--dist",
-        "--cov",
-        "--cov-report",
-        "--cov-config",
-        "--reruns",
-        "--reruns-delay",
         "--deselect",
         "--ignore",
         "--ignore-glob",
         "-k",
         "-m",
-        "--shard-id",
-        "--num-shards",
-        "--splits",
-        "--group",
         "--backend",
-        "--count",
-        "--random-order-seed",
         "--report-log",
-        "--json-report-file",
-        "--html",
         "-r",
         "--color",
         "--cache-clear-dir",
     }
 )
-_SHORT_VALUED = frozenset({"-c", "-p", "-o", "-n", "-W", "-k", "-m", "-r"})
+
+
+def _arity(option: str) -> Arity:
+    """How many words an option takes: pytest's own valued ones one, a plugin table's as the table says, else none."""
+    if option in _VALUED:
+        return Arity.ONE
+    found = option_arities().get(option)
+    return found[0] if found is not None else Arity.NONE
+
+
+def _short_valued(word: str) -> bool:
+    """`-k expr` written `-kexpr`, `-n4`: a short option that takes a value, with the value attached."""
+    return len(word) > 2 and not word.startswith("--") and _arity(word[:2]) is not Arity.NONE
+
+
 _RUN_TIME = "__UNRESOLVED_"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # ${NAME:-default}, ${NAME-default}, ${NAME}, $NAME, $$NAME (Buildkite's escaped dollar)
@@ -133,6 +134,22 @@ def _pytest_arguments(words: Sequence[str]) -> list[str] | None:
     """pytest's arguments when `words` run pytest (wrappers included, see `matrix.schedule.commands.wrapped`), else None."""
     found = pytest_call(words)
     return None if found is None else found.arguments
+
+
+def _values(option: str, words: Sequence[str], at: int) -> int:
+    """How many of the words after `words[at]` the option `option` takes as its values (argparse's rules: an
+    optional value or a list of values stops at the next word that looks like an option)."""
+    arity = _arity(option)
+    if arity is Arity.NONE:
+        return 0
+    if arity is Arity.ONE:
+        return 1
+    count = 0
+    while at + 1 + count < len(words) and not words[at + 1 + count].startswith("-"):
+        count += 1
+        if arity is Arity.OPTIONAL:
+            break
+    return count
 
 
 def _relative(path: str, working_dir: str) -> str:
@@ -204,8 +221,8 @@ def reach(args: Sequence[str], working_dir: str) -> tuple[str, ...] | None:
         if word.startswith("-"):
             name, eq, _ = word.partition("=")
             option = name if word.startswith("--") else word[:2]
-            if option in _VALUED and not eq and not (option in _SHORT_VALUED and len(word) > 2):
-                i += 1  # the value: whatever the run gives it, it is this option's, not a path
+            if not eq and not _short_valued(word):
+                i += _values(option, words, i)  # whatever the run gives them, they are this option's, not paths
         elif _late(word):
             literal = re.split(r"\$|`|" + _RUN_TIME, word, maxsplit=1)[0]
             folder = literal.rpartition("/")[0]
@@ -235,14 +252,14 @@ def parse_pytest_arguments(args: Sequence[str], working_dir: str) -> PytestSelec
         if word.startswith("-"):
             if word.startswith("--"):
                 option, value = (name, inline) if eq else (word, None)
-            elif len(word) > 2 and word[:2] in _SHORT_VALUED:
+            elif _short_valued(word):
                 option, value = word[:2], word[2:]
             else:
                 option, value = word, None
-            if option in _VALUED:
-                if value is None:
-                    i += 1
-                    value = words[i] if i < len(words) else ""
+            if value is None and (taken := _values(option, words, i)):
+                value = words[i + 1] if i + 1 < len(words) else ""
+                i += taken
+            if value is not None:
                 if option == "--ignore":
                     ignore.append(_relative(value, working_dir))
                 elif option == "--deselect":
