@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from matrix.guards.model import (
     AlwaysSkips,
     ExprCondition,
@@ -38,9 +41,13 @@ from matrix.guards.predicates import (
     Record,
     RunnerFacts,
     Unknown,
+    VersionRange,
     bounded_int,
+    distribution_version,
     environment,
+    importable,
     lookup,
+    module_version,
     text_of,
     unset_variable,
 )
@@ -534,7 +541,10 @@ class _Evaluator(FunctionRunner):
         else:
             resolved = resolve(name, self.imports) if name else ""
             env = environment(resolved, node, self.facts) if name else NOT_ENV
-            if env is not NOT_ENV:
+            installs = self._install_call(resolved, node) if name and env is NOT_ENV else NOT_ENV
+            if installs is not NOT_ENV:
+                result = installs
+            elif env is not NOT_ENV:
                 self.probes.append((functools.partial(environment, resolved, node), env))
                 self.use("env")
                 result = env
@@ -558,14 +568,36 @@ class _Evaluator(FunctionRunner):
         return result
 
     def _importable(self, node: ast.Call) -> object:
-        """Whether `try: import m` succeeds: the modules assumed installed (--assume-installed), else unknown."""
+        """Whether `try: import m` succeeds: the modules assumed installed (--assume-installed) or that the job's
+        installs say are there, else unknown (or False, where the job's environment shows it is not there)."""
         modules = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         self.use("install")
         self.probes.append((_installed, self.facts.installed))
-        missing = [m for m in modules if m.split(".")[0] not in self.facts.installed]
-        if not missing:
-            return True
-        return Unknown(why=f"whether {', '.join(missing)} is installed (see --assume-installed)")
+        self.probes.append((_environment, self.facts.environment))
+        return all_importable(modules, self.facts)
+
+    def _install_call(self, resolved: str, node: ast.Call) -> object:
+        """`importlib.util.find_spec("m")`, `importlib.metadata.version("d")`, `version.parse(x)`; NOT_ENV if not one."""
+        if resolved not in _FIND_SPEC and resolved not in _METADATA_VERSION and resolved not in _VERSION_PARSE:
+            return NOT_ENV
+        argument = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        if resolved in _VERSION_PARSE:
+            value = self.value(argument) if argument is not None else Unknown(why="version.parse() form")
+            if isinstance(value, str):
+                try:
+                    return Version(value)
+                except InvalidVersion:
+                    return Unknown(why=f"{value[:40]!r} is not a version")
+            return value if isinstance(value, Unknown) else Unknown(why="version.parse() of a value the audit does not model")
+        if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
+            return Unknown(why=f"{resolved.rpartition('.')[2]}() of a computed name")
+        self.use("install")
+        self.probes.append((_environment, self.facts.environment))
+        self.probes.append((_installed, self.facts.installed))
+        if resolved in _METADATA_VERSION:
+            return distribution_version(self.facts, argument.value)
+        found = importable(self.facts, argument.value)
+        return _SPEC if found is True else None if found is False else found
 
     def _str_method(self, node: ast.Call, func: ast.Attribute) -> object:
         base = self.value(func.value)
@@ -593,6 +625,13 @@ class _Evaluator(FunctionRunner):
             return result
         resolved = resolve(name, self.imports) if name else ""
         getter = lookup(ATTRIBUTES, resolved) if name else None
+        if resolved.endswith(".__version__") and resolved.count(".") == 1 and resolved.partition(".")[0] in self.imports.values():
+            # `transformers.__version__` of an imported module: the version the job installs
+            self.use("install")
+            self.probes.append((_environment, self.facts.environment))
+            result = module_version(self.facts, resolved.partition(".")[0])
+            self.note(text_of(node), result)
+            return result
         if getter is not None:
             self.use(resolved)
         else:
@@ -708,6 +747,9 @@ _DISPATCH: dict[type[ast.AST], Callable[[_Evaluator, Any], object]] = {
 
 def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
     """Python's comparison on plain values; Unknown where Python would raise or a side is unknown."""
+    ranged = _range_compare(op, left, right)
+    if ranged is not None:
+        return ranged
     if isinstance(left, Unknown) or isinstance(right, Unknown):
         return Unknown(why="a side is unknown")
     if isinstance(left, ast.AST) or isinstance(right, ast.AST):
@@ -724,13 +766,65 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
         return Unknown(why="membership in a non-container")
     fn = _ORDER[type(op)]
     numbers = all(isinstance(v, int | float) for v in (left, right))
-    same = numbers or (type(left) is type(right) and isinstance(left, tuple | str))
+    same = numbers or (type(left) is type(right) and isinstance(left, tuple | str | Version))
     if not same:
         return Unknown(why="ordering of unlike values")
     try:
         return bool(fn(left, right))
     except TypeError:
         return Unknown(why="ordering of unlike values")
+
+
+def _range_compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown | None:
+    """A version known as a range (`>=4.52.0`) compared with a literal version: decided when every version in the
+    range gives the same answer at the range's bounds; None when neither side is a range."""
+    if isinstance(right, VersionRange) and isinstance(left, Version):
+        flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}.get(type(op))
+        if flipped is None:
+            return Unknown(why=right.why)
+        return _range_compare(flipped(), right, left)
+    if not isinstance(left, VersionRange) or not isinstance(right, Version):
+        return None
+    low, high = _bounds(left.specifier)
+    decided: bool | None = None
+    if isinstance(op, ast.Lt | ast.GtE):
+        # v < c: True when the upper bound is below c; False when the lower bound is at least c.
+        if high is not None and (high[0] < right or (high[0] == right and not high[1])):
+            decided = True
+        elif low is not None and low[0] >= right:
+            decided = False
+        decided = decided if decided is None or isinstance(op, ast.Lt) else not decided
+    elif isinstance(op, ast.Gt | ast.LtE):
+        if low is not None and (low[0] > right or (low[0] == right and not low[1])):
+            decided = True
+        elif high is not None and high[0] <= right:
+            decided = False
+        decided = decided if decided is None or isinstance(op, ast.Gt) else not decided
+    return Unknown(why=left.why) if decided is None else decided
+
+
+def _bounds(specifier: str) -> tuple[tuple[Version, bool] | None, tuple[Version, bool] | None]:
+    """(lower, upper) bounds of a specifier set, each (version, inclusive); None where unbounded or not read."""
+    low: tuple[Version, bool] | None = None
+    high: tuple[Version, bool] | None = None
+    try:
+        specifiers = list(SpecifierSet(specifier))
+    except InvalidSpecifier:
+        return None, None
+    for spec in specifiers:
+        if "*" in spec.version:
+            continue
+        try:
+            version = Version(spec.version)
+        except InvalidVersion:
+            continue
+        if spec.operator in (">=", ">", "==", "~=", "==="):
+            bound = (version, spec.operator != ">")
+            low = bound if low is None or bound[0] > low[0] else low
+        if spec.operator in ("<=", "<", "=="):
+            bound = (version, spec.operator != "<")
+            high = bound if high is None or bound[0] < high[0] else high
+    return low, high
 
 
 Probes = list[tuple[Callable[[RunnerFacts], object], object]]
@@ -755,6 +849,17 @@ def evaluate_condition(
     if isinstance(condition, MissingModules):
         if probes is not None:
             probes.append((_installed, facts.installed))
+            probes.append((_environment, facts.environment))
+        if facts.environment is not None:
+            found = all_importable(condition.modules, facts)
+            if found is True:
+                why = "; ".join(str(_answer_why(m, facts)) for m in condition.modules)
+                return Evaluation(skips=Tri.FALSE, steps=(why,), facts=("install",))
+            if found is False:
+                why = "; ".join(str(_answer_why(m, facts)) for m in condition.modules if importable(facts, m) is False)
+                return Evaluation(skips=Tri.TRUE, steps=(why,), facts=("install",))
+            assert isinstance(found, Unknown)
+            return Evaluation(skips=Tri.UNKNOWN, steps=(found.why,), facts=("install",))
         missing = [m for m in condition.modules if m.split(".")[0] not in facts.installed]
         if not missing:
             return Evaluation(skips=Tri.FALSE, steps=(f"{', '.join(condition.modules)} assumed installed",), facts=("install",))
@@ -783,6 +888,33 @@ def evaluate_condition(
 
 def _installed(facts: RunnerFacts) -> object:
     return facts.installed
+
+
+def _environment(facts: RunnerFacts) -> object:
+    return facts.environment
+
+
+def all_importable(modules: Sequence[str], facts: RunnerFacts) -> object:
+    """Whether every module imports: True, False when one certainly does not, else the first unknown."""
+    answers = [importable(facts, m) for m in modules]
+    if any(a is False for a in answers):
+        return False
+    return next((a for a in answers if isinstance(a, Unknown)), True)
+
+
+def _answer_why(module: str, facts: RunnerFacts) -> str:
+    from matrix.schedule.environment.distributions import module_answer
+
+    if module.split(".")[0] in facts.installed:
+        return f"{module} assumed installed"
+    return module_answer(facts.environment, module).why
+
+
+# A module spec, as `find_spec` returns for a module that is there (never None).
+_SPEC = Record(kind="ModuleSpec", fields=())
+_FIND_SPEC = frozenset({"importlib.util.find_spec", "importlib.find_loader", "pkgutil.find_loader"})
+_METADATA_VERSION = frozenset({"importlib.metadata.version", "importlib_metadata.version"})
+_VERSION_PARSE = frozenset({"packaging.version.parse", "packaging.version.Version", "pkg_resources.parse_version"})
 
 
 def _unset(node: ast.Call | ast.Subscript, facts: RunnerFacts) -> object:

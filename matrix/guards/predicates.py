@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 from matrix.core.profile import RunnerProfile
 from matrix.guards.model import dotted
+from matrix.schedule.environment.distributions import module_answer
+from matrix.schedule.environment.model import JobEnvironment, normalized
 
 # --- predicates -------------------------------------------------------------------------------------------------------
 # What the guard helpers of sglang and torch return on a runner profile (docs/sources.md#guard-helpers).
@@ -46,6 +48,9 @@ class RunnerFacts:
     # `container_unread` says why it may hold more.
     container: str = ""
     container_unread: str = ""
+    # What the job that runs the test installs (its schedule entry's); None: not read (the guard audit, a declared
+    # schedule), and then only `installed` (--assume-installed) says a module imports.
+    environment: JobEnvironment | None = None
 
     def describe(self) -> str:
         p = self.profile
@@ -135,6 +140,44 @@ def _flashinfer(facts: RunnerFacts) -> object:
     if "flashinfer" in facts.installed:
         return True
     return Unknown(why="whether flashinfer is installed (pass --assume-installed flashinfer)")
+
+
+def importable(facts: RunnerFacts, module: str) -> object:
+    """Whether `import module` succeeds where the test runs: True, False, or Unknown with the reason."""
+    if module.split(".")[0] in facts.installed:
+        return True
+    if facts.environment is None:
+        return Unknown(why=f"whether {module} is installed (see --assume-installed)")
+    answer = module_answer(facts.environment, module)
+    return answer.importable if answer.importable is not None else Unknown(why=answer.why)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VersionRange(Unknown):
+    """A distribution's version known only as a range (`>=4.52.0` from the job's install): unknown as a value, but
+    a comparison with a literal version it decides is decided (`matrix.guards.evaluate.compare`)."""
+
+    specifier: str = ""
+
+
+def distribution_version(facts: RunnerFacts, distribution: str) -> object:
+    """`importlib.metadata.version(d)` / `module.__version__` on the job: the pinned version, a `VersionRange`, or
+    Unknown."""
+    environment = facts.environment
+    found = environment.get(distribution) if environment is not None else None
+    if found is None:
+        return Unknown(why=f"the version of {distribution}: the job is not known to install it")
+    pinned = found.specifier[2:] if found.specifier.startswith("==") and "," not in found.specifier else ""
+    if pinned and "*" not in pinned:
+        return pinned
+    if not found.specifier:
+        return Unknown(why=f"the version of {distribution}: the job installs it without a version ({found.command[:80]})")
+    return VersionRange(why=f"the version of {distribution} is {found.specifier} ({found.command[:80]})", specifier=found.specifier)
+
+
+def module_version(facts: RunnerFacts, module: str) -> object:
+    """`module.__version__`: the version of the installed distribution named like the module (`transformers`)."""
+    return distribution_version(facts, normalized(module))
 
 
 def _false(facts: RunnerFacts) -> object:

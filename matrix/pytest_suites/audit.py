@@ -34,6 +34,7 @@ from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
 from matrix.pytest_suites.invocation import Invocation
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
 from matrix.pytest_suites.select import Selected, collected, selects
+from matrix.schedule.environment.model import JobEnvironment
 from matrix.schedule.model import Container, PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
 
 # When a skip reads several kinds of fact, the finding names the first of these it read.
@@ -147,7 +148,9 @@ class _Evaluator:
         self.profiles = profiles
         self.installed = installed
         self.table: dict[str, Predicate] = dict(packs.table)
-        self.cache: dict[tuple[int, int, str, tuple[tuple[str, str], ...], Container | None, frozenset[str]], Evaluation] = {}
+        self.cache: dict[
+            tuple[int, int, str, tuple[tuple[str, str], ...], Container | None, frozenset[str], JobEnvironment | None], Evaluation
+        ] = {}
         # Keyed by object ids: the collected files hold every guard and names object for the whole audit.
         self.rewritten: dict[tuple[int, int], tuple[Guard, ModuleNames]] = {}
         self.names: dict[int, ModuleNames] = {}
@@ -165,7 +168,7 @@ class _Evaluator:
         return self.evaluate_on(applied, entry, self.profiles[profile])
 
     def evaluate_on(self, applied: AppliedGuard, entry: ScheduleEntry, runner: RunnerProfile) -> Evaluation:
-        key = (id(applied.guard), id(applied.names), runner.name, entry.env, entry.container, self.written)
+        key = (id(applied.guard), id(applied.names), runner.name, entry.env, entry.container, self.written, entry.environment)
         found = self.cache.get(key)
         if found is None:
             guard, names = self._rewrite(applied)
@@ -180,6 +183,7 @@ class _Evaluator:
                 # run through `docker exec`: only what the container is given reaches the tests
                 container=f"the container {entry.container.name}" if entry.container else "",
                 container_unread=entry.container.unread if entry.container else "",
+                environment=entry.environment,
             )
             found = evaluate_guard(guard, facts, names, self.table)
             self.cache[key] = found
@@ -282,7 +286,8 @@ _UNPROFILED = (
         host_arch="aarch64",
     ),
 )
-_MACHINE_FREE = frozenset({"env"})
+# The job's environment and installs are the entry's, not the machine's.
+_MACHINE_FREE = frozenset({"env", "install"})
 
 
 def _unprofiled_verdict(item: TestItem, entry: ScheduleEntry, evaluator: _Evaluator) -> _RunnerVerdict:

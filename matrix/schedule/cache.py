@@ -21,6 +21,7 @@ from matrix.core.jsonio import seal as sealed_digest
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_limited
 from matrix.schedule.files import in_repo
+from matrix.schedule.environment.model import environment_fields, environment_of_fields
 from matrix.schedule.model import (
     Container,
     Gate,
@@ -35,7 +36,7 @@ from matrix.schedule.model import (
     selection_fields,
 )
 
-SCHEMA = "specmatrix.schedule-cache/5"
+SCHEMA = "specmatrix.schedule-cache/6"
 MAX_CACHE_BYTES = 64 * 1024 * 1024
 _PACKAGE = Path(__file__).parent
 
@@ -148,6 +149,7 @@ def to_doc(schedule: Schedule) -> dict[str, Any]:
                 _origin(e.origin),
                 list(e.other_runners),
                 None if e.container is None else [e.container.name, e.container.unread, list(e.container.notes)],
+                environment_fields(e.environment),
             ]
             for e in schedule.entries
         ],
@@ -171,8 +173,9 @@ def from_doc(doc: dict[str, Any]) -> Schedule:
             origin=_origin_of(origin),
             other_runners=tuple(str(o) for o in others),
             container=None if box is None else Container(name=str(box[0]), unread=str(box[1]), notes=tuple(box[2])),
+            environment=environment_of_fields(installs),
         )
-        for sel, labels, profiles, env, gates, assumptions, origin, others, box in doc["entries"]
+        for sel, labels, profiles, env, gates, assumptions, origin, others, box, installs in doc["entries"]
     )
     return Schedule(
         entries=entries,

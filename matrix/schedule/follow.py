@@ -94,6 +94,7 @@ def follow(
         conditions=tuple(c for p in parts for c in p.conditions),
         runners=tuple(r for p in parts for r in p.runners),
         bounds=(*bounds, *(b for p in parts for b in p.bounds)),
+        installs=tuple(i for p in parts for i in p.installs),
     )
 
 
@@ -243,10 +244,13 @@ def _modal(
         via=(*context.origin.via, f"{context.origin.file}:{context.origin.line}"),
     )
     unread = tuple((Origin(file=path, line=line, job=here.job, via=here.via), why) for line, why in function.unread)
+    own = dict(result.installs)
     return ScriptResult(
         selections=result.selections,
         unread=(*result.unread, *unread),
         conditions=result.conditions,
         runners=(*result.runners, *((s, (label,), (note,)) for s, _ in result.selections)),
         bounds=result.bounds,
+        # The function runs in its image: what the image holds, then what the function installs.
+        installs=tuple((s, (*function.image, *own.get(s, ()))) for s, _ in result.selections),
     )

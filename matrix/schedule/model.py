@@ -12,6 +12,8 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any, Protocol
 
+from matrix.schedule.environment.model import JobEnvironment
+
 
 class Gate(StrEnum):
     """When an entry runs: on every push/PR, only with a PR label, only on a schedule or by hand."""
@@ -111,6 +113,9 @@ class ScheduleEntry:
     other_runners: tuple[str, ...] = ()
     # Set when the command runs inside a container the job started: `env` is then the container's, not the job's.
     container: Container | None = None
+    # What the job installs where the command runs (its base, distributions, versions), read from its steps;
+    # None where no job's steps were read (a declared schedule, Buildkite).
+    environment: JobEnvironment | None = None
 
     @property
     def env_map(self) -> Mapping[str, str]:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from matrix.schedule.commands.wrapped import pytest_call, runs_tests
+from matrix.schedule.environment.installs import INSTALL_WORDS, install_step
+from matrix.schedule.environment.model import InstallStep
 from matrix.schedule.environment.plugins import Arity, option_arities
 from matrix.schedule.model import (
     CommandReader,
@@ -304,6 +306,9 @@ class ScriptResult:
     runners: tuple[tuple[Selection, tuple[str, ...], tuple[str, ...]], ...] = ()
     # The unread items whose text bounds what they could run: ((origin, reason), repository-relative paths).
     bounds: tuple[tuple[tuple[Origin, str], tuple[str, ...]], ...] = ()
+    # The install steps the followed texts run before each selection's command (a Modal function's image and its
+    # `pip install` lines, a script's), for the selections that have any.
+    installs: tuple[tuple[Selection, tuple[InstallStep, ...]], ...] = ()
 
     def unread_jobs(self, shown: Callable[[str], str] = str) -> list[UnreadJob]:
         """The unread items as schedule records, each with its bound (`shown` rewrites a reason for display)."""
@@ -450,15 +455,22 @@ def read_text(
     conditions: list[tuple[Selection, tuple[str, ...]]] = []
     runners: list[tuple[Selection, tuple[str, ...], tuple[str, ...]]] = []
     bounds: list[tuple[tuple[Origin, str], tuple[str, ...]]] = []
+    installs: list[tuple[Selection, tuple[InstallStep, ...]]] = []
+    before: list[InstallStep] = []  # the installs of this text so far
     for command in commands(text, context.working_dir, _keywords(readers), context.env, load):
         origin = replace(here, file=command.file or path, line=command.line)
         if command.unread:
             unread.append((origin, command.unread))
             continue
         words = list(command.words)
+        installing = install_step(strip_prefixes(words), command.working_dir)
+        if installing is not None:
+            before.append(installing)
+            continue
         step = StepContext(working_dir=command.working_dir, env={**context.env, **dict(command.env)}, origin=origin)
         found, problem = _command(words, step, readers)
         selections.extend((s, origin) for s in found)
+        installs.extend((s, tuple(before)) for s in found if before)
         conditions.extend((s, command.conditions) for s in found if command.conditions)
         if problem is not None:
             item = (origin, _conditional(problem.reason, command.conditions))
@@ -467,6 +479,8 @@ def read_text(
                 bounds.append((item, problem.reach))
         inner = follow(words, step, load, readers, budget=budget, depth=depth, calling=calling)
         selections.extend(inner.selections)
+        own_installs = dict(inner.installs)
+        installs.extend((s, (*before, *own_installs.get(s, ()))) for s, _ in inner.selections if before or s in own_installs)
         unread.extend(inner.unread)
         runners.extend(inner.runners)
         bounds.extend(inner.bounds)
@@ -480,6 +494,7 @@ def read_text(
         conditions=tuple(conditions),
         runners=tuple(runners),
         bounds=tuple(bounds),
+        installs=tuple(installs),
     )
 
 
@@ -492,7 +507,7 @@ def _keywords(readers: Sequence[CommandReader]) -> tuple[str, ...] | None:
     found = [getattr(r, "keywords", None) for r in readers]
     if any(k is None for k in found):
         return None
-    return (*(k for ks in found if ks for k in ks), *FOLLOWED)
+    return (*(k for ks in found if ks for k in ks), *FOLLOWED, *INSTALL_WORDS)
 
 
 def _command(

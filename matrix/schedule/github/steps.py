@@ -4,10 +4,14 @@ schedule entry on each of the job's label sets, and what cannot be read an unrea
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from matrix.schedule.environment.build import environment_of
+from matrix.schedule.environment.installs import fresh_python, install_step
+from matrix.schedule.environment.model import InstallStep, JobEnvironment, StepKind
 from matrix.schedule.github.context import Found, JobContext, LabelSets, Notes
 from matrix.schedule.github.expressions import PLACEHOLDER, OneOf, Unknown, expand
 from matrix.schedule.github.local_actions import ACTION, ActionStep
@@ -29,17 +33,24 @@ if TYPE_CHECKING:
 
 MAX_ENTRIES = 20_000  # entries one read makes (with the job budget, `github.MAX_WALK_JOBS`)
 
-# (selection, where it was read, the shell conditions it runs under, (labels, notes) of its own runner or None)
-_Followed = tuple[Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]] | None]
+# (selection, where it was read, the shell conditions it runs under, (labels, notes) of its own runner or None,
+# the install steps the followed files run before it)
+_Followed = tuple[
+    Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[InstallStep, ...]
+]
 
 
 def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, str], notes: Notes, found: Found) -> None:
     """Each `run:` step of one job leg, in order: `$GITHUB_ENV` writes of a step reach the steps after it."""
     ctx, event, matrix, origin = job.workflow, job.event, job.matrix, job.origin
     docker_steps: list[tuple[str, str]] = []  # the leg's `docker run` / `docker build` steps so far (`_container_env`)
+    installs: list[InstallStep] = []  # the leg's install steps so far (`matrix.schedule.environment`)
     for step in steps or []:
         run = step.get("run")
         if run is None:
+            uses = str(step.get("uses", ""))
+            if uses.startswith("actions/setup-python@") and step.get("if") is None:
+                installs.append(fresh_python(f"uses: {uses}"))
             continue
         text = str(run)
         if "docker" in text:
@@ -83,6 +94,7 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 notes=step_notes,
                 found=found,
                 docker_steps=docker_steps,
+                installs=installs,
             )
         env.update(echoes)
 
@@ -99,12 +111,19 @@ def read_commands(
     notes: Notes,
     found: Found,
     docker_steps: Sequence[tuple[str, str]] = (),
+    installs: list[InstallStep] | None = None,
 ) -> None:
     """Every command of one step's script (in folder `start`) through the readers and the files it follows;
-    `docker_steps` are the job's container steps before it (what a `docker exec` command runs inside)."""
+    `docker_steps` are the job's container steps before it (what a `docker exec` command runs inside), `installs`
+    its install steps so far (this step's are added in order)."""
+    installs = [] if installs is None else installs
     for command in commands(script, start, walker.keywords, env):
         if command.unread:
             found.unread.append(UnreadJob(origin=origin, reason=shown(command.unread, unknown)))
+            continue
+        step = install_step(command.words, command.working_dir) if CONTAINER not in dict(command.env) else None
+        if step is not None:
+            installs.append(step)
             continue
         context_env = {**env, **dict(command.env)}
         container: Container | None = None
@@ -123,7 +142,7 @@ def read_commands(
         selected: list[_Followed] = []
         for reader in walker.readers:
             try:
-                selected.extend((selection, origin, (), None) for selection in reader.selections(command.words, context))
+                selected.extend((selection, origin, (), None, ()) for selection in reader.selections(command.words, context))
             except UnreadableCommand as exc:
                 found.unread.append(unread_entry(origin, shown(exc.reason, unknown), exc.reach))
         if walker.scripts is not None:
@@ -131,10 +150,11 @@ def read_commands(
         if not selected:
             continue
         env_items = tuple(sorted((inside if container is not None else context_env).items()))
-        for selection, where, conditions, elsewhere in selected:
+        for selection, where, conditions, elsewhere, own_installs in selected:
             # A selection that runs on its own runner (a Modal function's GPU) keeps that runner.
             sets: LabelSets = job.label_sets if elsewhere is None else [elsewhere]
             after = (*dict.fromkeys(used), *command.conditions, *conditions)
+            environment = job_environment(walker, (*installs, *own_installs), container, elsewhere is not None)
             for labels, label_notes in sets:
                 before = (*notes.items, *label_notes)
                 if not _entry(
@@ -149,6 +169,7 @@ def read_commands(
                     found=found,
                     before=before,
                     after=after,
+                    environment=environment,
                 ):
                     return
 
@@ -166,6 +187,7 @@ def _entry(
     found: Found,
     before: tuple[str, ...],
     after: tuple[str, ...],
+    environment: JobEnvironment | None = None,
 ) -> bool:
     """One entry of `selection` on one label set (its assumptions: `before`, the labels', then `after`); False once
     the read's entry budget is spent."""
@@ -189,6 +211,7 @@ def _entry(
         origin=where,
         other_runners=others,
         container=container,
+        environment=environment,
     )
     walker.entries_left -= 1
     if walker.entries_left < 0:
@@ -237,7 +260,29 @@ def _scripts(
     found.unread.extend(result.unread_jobs(lambda reason: shown(reason, unknown)))
     conditions = dict(result.conditions)
     runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
-    return [(s, where, conditions.get(s, ()), runners.get(s)) for s, where in result.selections]
+    installs = dict(result.installs)
+    return [(s, where, conditions.get(s, ()), runners.get(s), installs.get(s, ())) for s, where in result.selections]
+
+
+def job_environment(
+    walker: Walker, steps: Sequence[InstallStep], container: Container | None, elsewhere: bool
+) -> JobEnvironment:
+    """The environment a test command runs in: the job's install steps before it folded in order, from the runner's
+    own interpreter (or the container's, or the image of a function run elsewhere, which its steps begin with)."""
+    note = (
+        f"the container {container.name}: what its image holds is not known"
+        if container is not None
+        else "the runner's own Python: what it holds is not known (no actions/setup-python before the tests)"
+    )
+    if container is not None:
+        steps = [s for s in steps if s.kind is not StepKind.FRESH]
+    return _environment(tuple(steps), walker.scripts, note)
+
+
+@functools.lru_cache(maxsize=1024)
+def _environment(steps: tuple[InstallStep, ...], load: Any, note: str) -> JobEnvironment:
+    # The same steps reach every matrix leg and label set of a job: folded once.
+    return environment_of(steps, load or (lambda path: None), base_note=note)
 
 
 def shown(reason: str, unknown: tuple[Unknown, ...]) -> str:
