@@ -905,7 +905,7 @@ def all_importable(modules: Sequence[str], facts: RunnerFacts) -> object:
 def _answer_why(module: str, facts: RunnerFacts) -> str:
     from matrix.schedule.environment.distributions import module_answer
 
-    if module.split(".")[0] in facts.installed:
+    if module.split(".", maxsplit=1)[0] in facts.installed:
         return f"{module} assumed installed"
     return module_answer(facts.environment, module).why
 

@@ -144,7 +144,7 @@ def _flashinfer(facts: RunnerFacts) -> object:
 
 def importable(facts: RunnerFacts, module: str) -> object:
     """Whether `import module` succeeds where the test runs: True, False, or Unknown with the reason."""
-    if module.split(".")[0] in facts.installed:
+    if module.split(".", maxsplit=1)[0] in facts.installed:
         return True
     if facts.environment is None:
         return Unknown(why=f"whether {module} is installed (see --assume-installed)")
@@ -172,7 +172,9 @@ def distribution_version(facts: RunnerFacts, distribution: str) -> object:
         return pinned
     if not found.specifier:
         return Unknown(why=f"the version of {distribution}: the job installs it without a version ({found.command[:80]})")
-    return VersionRange(why=f"the version of {distribution} is {found.specifier} ({found.command[:80]})", specifier=found.specifier)
+    return VersionRange(
+        why=f"the version of {distribution} is {found.specifier} ({found.command[:80]})", specifier=found.specifier
+    )
 
 
 def module_version(facts: RunnerFacts, module: str) -> object:

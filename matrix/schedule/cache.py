@@ -20,8 +20,8 @@ from matrix.core.errors import OutputError
 from matrix.core.jsonio import seal as sealed_digest
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_limited
-from matrix.schedule.files import in_repo
 from matrix.schedule.environment.model import environment_fields, environment_of_fields
+from matrix.schedule.files import in_repo
 from matrix.schedule.model import (
     Container,
     Gate,

@@ -56,24 +56,41 @@ VERSION = (
 @pytest.mark.parametrize(
     ("steps", "test", "expected"),
     [
-        pytest.param(("pip install -e '.[dev]'", "pytest checks"), IMPORTORSKIP.format("frobnicate"), "runs", id="extra-installs-it"),
+        pytest.param(
+            ("pip install -e '.[dev]'", "pytest checks"), IMPORTORSKIP.format("frobnicate"), "runs", id="extra-installs-it"
+        ),
         pytest.param(("pip install -e .", "pytest checks"), IMPORTORSKIP.format("yaml"), "runs", id="dependency-through-table"),
         pytest.param(("pip install -e '.[dev]'", "pytest checks"), FIND_SPEC.format("frobnicate"), "runs", id="find-spec"),
         pytest.param(("pip install -e '.[dev]'", "pytest checks"), TRY_IMPORT.format("frobnicate"), "runs", id="try-import"),
-        pytest.param(("pip install -r requirements-ci.txt", "pytest checks"), IMPORTORSKIP.format("gizmo"), "runs", id="requirements-file"),
+        pytest.param(
+            ("pip install -r requirements-ci.txt", "pytest checks"), IMPORTORSKIP.format("gizmo"), "runs", id="requirements-file"
+        ),
         pytest.param(("uv sync --extra dev", "pytest checks"), IMPORTORSKIP.format("frobnicate"), "runs", id="uv-sync-extra"),
         pytest.param(("conda install -y gizmo", "pytest checks"), IMPORTORSKIP.format("gizmo"), "runs", id="conda"),
         # Fresh interpreter, and only distributions whose dependencies the table knows: sklearn is certainly absent.
-        pytest.param(("pip install pyyaml pillow", "pytest checks"), IMPORTORSKIP.format("sklearn"), "skips", id="not-installed-shown"),
+        pytest.param(
+            ("pip install pyyaml pillow", "pytest checks"), IMPORTORSKIP.format("sklearn"), "skips", id="not-installed-shown"
+        ),
         # `.[dev]` installs frobnicate, whose dependencies are not known: whether sklearn comes with it is not known.
-        pytest.param(("pip install -e '.[dev]'", "pytest checks"), IMPORTORSKIP.format("sklearn"), "undetermined", id="not-installed-unknown"),
+        pytest.param(
+            ("pip install -e '.[dev]'", "pytest checks"),
+            IMPORTORSKIP.format("sklearn"),
+            "undetermined",
+            id="not-installed-unknown",
+        ),
         pytest.param(("pip install -e '.[dev]'", "pytest checks"), VERSION.format("2.0"), "runs", id="version-range-decides"),
         pytest.param(("pip install 'frobnicate==1.5'", "pytest checks"), VERSION.format("2.0"), "skips", id="version-pinned"),
-        pytest.param(("pip install -e '.[dev]'", "pytest checks"), VERSION.format("3.0"), "undetermined", id="version-range-open"),
+        pytest.param(
+            ("pip install -e '.[dev]'", "pytest checks"), VERSION.format("3.0"), "undetermined", id="version-range-open"
+        ),
     ],
 )
-def test_an_import_guard_is_judged_on_what_the_job_installs(audit: Audit, steps: tuple[str, ...], test: str, expected: str) -> None:
-    files = _files(_workflow(*steps), test, **{"requirements-ci.txt": "-r requirements-base.txt\n", "requirements-base.txt": "gizmo>=1\n"})
+def test_an_import_guard_is_judged_on_what_the_job_installs(
+    audit: Audit, steps: tuple[str, ...], test: str, expected: str
+) -> None:
+    files = _files(
+        _workflow(*steps), test, **{"requirements-ci.txt": "-r requirements-base.txt\n", "requirements-base.txt": "gizmo>=1\n"}
+    )
     assert _verdict(audit(files)) == expected
 
 
@@ -82,7 +99,7 @@ def test_a_runner_whose_interpreter_is_not_known_never_shows_a_module_absent(aud
     assert _verdict(audit(files)) == "undetermined"
 
 
-SETUP_PY = '''
+SETUP_PY = """
 from setuptools import setup
 
 
@@ -92,12 +109,16 @@ def extras():
 
 
 setup(name="widgetlib", install_requires=["pyyaml"], extras_require=extras())
-'''
+"""
 
 
 def test_a_literal_setup_py_list_bound_in_a_function_gives_the_extra(audit: Audit) -> None:
-    files = _files(_workflow("pip install -e '.[test]'", "pytest checks"), IMPORTORSKIP.format("frobnicate"), **{"setup.py": SETUP_PY})
-    files["pyproject.toml"] = '[project]\nname = "widgetlib"\nversion = "1"\ndynamic = ["dependencies", "optional-dependencies"]\n'
+    files = _files(
+        _workflow("pip install -e '.[test]'", "pytest checks"), IMPORTORSKIP.format("frobnicate"), **{"setup.py": SETUP_PY}
+    )
+    files["pyproject.toml"] = (
+        '[project]\nname = "widgetlib"\nversion = "1"\ndynamic = ["dependencies", "optional-dependencies"]\n'
+    )
     assert _verdict(audit(files)) == "runs"
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from matrix.schedule.environment.installs import INSTALL_WORDS
 from matrix.core.loader import load_runners
 from matrix.schedule.commands.pytest_command import PytestCommandReader
+from matrix.schedule.environment.installs import INSTALL_WORDS
 from matrix.schedule.github.walk import Walker, read_github
 from matrix.schedule.model import Gate, Origin, PytestSelection, Schedule, ScheduleEntry
 from matrix.schedule.services.declared import declared_schedule, parse_declared

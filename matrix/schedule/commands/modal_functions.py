@@ -113,7 +113,16 @@ def read_function(source: str, function: str | None) -> ModalFunction | str:
 # only Python (and micromamba); a function with no `image=` runs in `debian_slim`.
 _FRESH_IMAGES = frozenset({"debian_slim", "micromamba"})
 _NO_INSTALL = frozenset(
-    {"add_local_dir", "add_local_file", "add_local_python_source", "env", "workdir", "apt_install", "entrypoint", "copy_local_dir"}
+    {
+        "add_local_dir",
+        "add_local_file",
+        "add_local_python_source",
+        "env",
+        "workdir",
+        "apt_install",
+        "entrypoint",
+        "copy_local_dir",
+    }
 )
 MAX_IMAGE_DEPTH = 16
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from matrix.schedule.environment.model import Base, InstallStep, Installed, JobEnvironment, StepKind, normalized
+from matrix.schedule.environment.model import Base, Installed, InstallStep, JobEnvironment, StepKind, normalized
 from matrix.schedule.environment.projects import Requirements, project_requirements
 
 Loader = Callable[[str], str | None]
@@ -22,7 +22,9 @@ MAX_REQUIREMENT_DEPTH = 4
 MAX_REQUIREMENT_LINES = 5_000
 
 
-def environment_of(steps: Sequence[InstallStep], load: Loader, *, base: Base = Base.UNKNOWN, base_note: str = "") -> JobEnvironment:
+def environment_of(
+    steps: Sequence[InstallStep], load: Loader, *, base: Base = Base.UNKNOWN, base_note: str = ""
+) -> JobEnvironment:
     """The environment after `steps`, starting from `base`."""
     installed: dict[str, Installed] = {}
     maybe: list[str] | None = []
@@ -93,7 +95,9 @@ def _parse(text: str) -> tuple[Requirement, bool] | None:
         # A marker that names only extras is decided (an install of the extra asked for it); one on the
         # platform or Python version is not, here.
         text_marker = str(requirement.marker)
-        if "extra" in text_marker and not any(k in text_marker for k in ("python", "platform", "sys_", "os_name", "implementation")):
+        if "extra" in text_marker and not any(
+            k in text_marker for k in ("python", "platform", "sys_", "os_name", "implementation")
+        ):
             return requirement, True
     except ValueError:
         pass

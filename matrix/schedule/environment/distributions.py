@@ -72,7 +72,7 @@ def imports_of(distribution: str) -> tuple[str, ...] | None:
 
 def module_answer(environment: JobEnvironment | None, module: str) -> ModuleAnswer:
     """Whether `import module` succeeds on the job whose environment this is."""
-    top = module.split(".")[0]
+    top = module.split(".", maxsplit=1)[0]
     if top in sys.stdlib_module_names:
         return ModuleAnswer(importable=True, why=f"{top} is in the standard library")
     if environment is None:

@@ -88,7 +88,7 @@ def _pip(words: list[str], start: int, working_dir: str) -> InstallStep:
                 no_deps = True
             elif word not in _PIP_FLAGS and option not in _PIP_FLAGS:
                 return InstallStep(command=command, unread=f"the option {word[:40]} is not read")
-        elif word.startswith((".", "/")) or _EXTRAS.match(word) and "/" in word.partition("[")[0]:
+        elif word.startswith((".", "/")) or (_EXTRAS.match(word) and "/" in word.partition("[")[0]):
             projects.append(_project(word, working_dir))
         elif word.endswith(".whl"):
             requirements.append(posixpath.basename(word).split("-")[0])  # a wheel's file name starts with its name

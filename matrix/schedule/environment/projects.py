@@ -49,7 +49,7 @@ def project_requirements(
     if pyproject is None and setup is None:
         return Requirements(unknown=(f"{where} has neither pyproject.toml nor setup.py",))
     if "dependencies" in dynamic or (pyproject is None and setup is not None):
-        _take(setup_read, "install_requires", surely, maybe, unknown, where)
+        _take(setup_read, surely, maybe, unknown, where)
     else:
         surely += [str(r) for r in project.get("dependencies", ()) or ()]
     wanted = list(extras)
@@ -98,9 +98,7 @@ def _group(table: Mapping[str, object], group: str, depth: int) -> list[str]:
     return out
 
 
-def _take(
-    setup: _Setup | None, key: str, surely: list[str], maybe: list[str], unknown: list[str], where: str
-) -> None:
+def _take(setup: _Setup | None, surely: list[str], maybe: list[str], unknown: list[str], where: str) -> None:
     found = None if setup is None else setup.install_requires
     if found is None:
         unknown.append(f"the requirements of {where} are computed in setup.py, not read")
@@ -133,7 +131,8 @@ def _setup(text: str) -> _Setup | None:
         (
             n
             for n in ast.walk(tree)
-            if isinstance(n, ast.Call) and ((n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "")) == "setup")
+            if isinstance(n, ast.Call)
+            and ((n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "")) == "setup")
         ),
         None,
     )
@@ -150,6 +149,16 @@ def _setup(text: str) -> _Setup | None:
     )
 
 
+_IN_PLACE = frozenset({"append", "extend", "insert", "update", "pop", "remove", "setdefault"})
+
+
+def _changed_in_place(node: ast.AST) -> str | None:
+    """The name `name.append(...)` (or another in-place method) changes, else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _IN_PLACE:
+        return node.func.value.id if isinstance(node.func.value, ast.Name) else None
+    return None
+
+
 def _bindings(body: Sequence[ast.stmt]) -> dict[str, ast.expr | None]:
     """Names a block binds by a plain assignment: the value, or None when bound more than once or otherwise."""
     out: dict[str, ast.expr | None] = {}
@@ -160,13 +169,14 @@ def _bindings(body: Sequence[ast.stmt]) -> dict[str, ast.expr | None]:
                 out[name] = None if name in out else node.value
             elif isinstance(node, ast.AugAssign | ast.AnnAssign) and isinstance(node.target, ast.Name):
                 out[node.target.id] = None
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-                if node.func.attr in ("append", "extend", "insert", "update", "pop", "remove", "setdefault"):
-                    out[node.func.value.id] = None  # changed in place: its literal is not its value
+            elif _changed_in_place(node) is not None:
+                out[str(_changed_in_place(node))] = None  # changed in place: its literal is not its value
     return out
 
 
-def _value(node: ast.expr, scope: Mapping[str, ast.expr | None], functions: Mapping[str, ast.FunctionDef], depth: int = 0) -> _Value:
+def _value(
+    node: ast.expr, scope: Mapping[str, ast.expr | None], functions: Mapping[str, ast.FunctionDef], depth: int = 0
+) -> _Value:
     """A requirement list or an extras dict, read from literals (None: computed)."""
     if depth > 4:
         return None
@@ -196,7 +206,9 @@ def _returns(function: ast.FunctionDef, functions: Mapping[str, ast.FunctionDef]
     their common items as certain and the rest as possible (a return of nothing counts as an empty list)."""
     scope = _bindings(function.body)
     returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
-    values = [Requirements() if r.value is None or _is_none(r.value) else _value(r.value, scope, functions, depth) for r in returns]
+    values = [
+        Requirements() if r.value is None or _is_none(r.value) else _value(r.value, scope, functions, depth) for r in returns
+    ]
     if not values or any(v is None for v in values):
         return None
     if len(values) == 1:

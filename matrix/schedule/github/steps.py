@@ -35,9 +35,7 @@ MAX_ENTRIES = 20_000  # entries one read makes (with the job budget, `github.MAX
 
 # (selection, where it was read, the shell conditions it runs under, (labels, notes) of its own runner or None,
 # the install steps the followed files run before it)
-_Followed = tuple[
-    Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[InstallStep, ...]
-]
+_Followed = tuple[Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[InstallStep, ...]]
 
 
 def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, str], notes: Notes, found: Found) -> None:
@@ -264,9 +262,7 @@ def _scripts(
     return [(s, where, conditions.get(s, ()), runners.get(s), installs.get(s, ())) for s, where in result.selections]
 
 
-def job_environment(
-    walker: Walker, steps: Sequence[InstallStep], container: Container | None, elsewhere: bool
-) -> JobEnvironment:
+def job_environment(walker: Walker, steps: Sequence[InstallStep], container: Container | None, elsewhere: bool) -> JobEnvironment:
     """The environment a test command runs in: the job's install steps before it folded in order, from the runner's
     own interpreter (or the container's, or the image of a function run elsewhere, which its steps begin with)."""
     note = (
