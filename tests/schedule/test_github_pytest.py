@@ -13,7 +13,6 @@ import pytest
 
 from matrix.core.loader import load_runners
 from matrix.schedule.commands.pytest_command import PytestCommandReader
-from matrix.schedule.environment.installs import INSTALL_WORDS
 from matrix.schedule.github.walk import Walker, read_github
 from matrix.schedule.model import Gate, Origin, PytestSelection, Schedule, ScheduleEntry
 from matrix.schedule.services.declared import declared_schedule, parse_declared
@@ -162,8 +161,8 @@ def test_without_a_script_loader_scripts_are_not_followed(tmp_path: Path) -> Non
 def test_the_pytest_reader_gives_the_walker_its_keywords(tmp_path: Path) -> None:
     assert PytestCommandReader.keywords == ("pytest", "py.test")
     walker = Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS, scripts={}.get)
-    assert walker.keywords == ("pytest", "py.test", *FOLLOWED, *INSTALL_WORDS)
-    assert Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS).keywords == ("pytest", "py.test", *INSTALL_WORDS)
+    assert walker.keywords == ("pytest", "py.test", *FOLLOWED)
+    assert Walker(repo=tmp_path, workflows={}, readers=READERS, runners=RUNNERS).keywords == ("pytest", "py.test")
 
 
 DECLARED = """

@@ -456,17 +456,14 @@ def read_text(
     runners: list[tuple[Selection, tuple[str, ...], tuple[str, ...]]] = []
     bounds: list[tuple[tuple[Origin, str], tuple[str, ...]]] = []
     installs: list[tuple[Selection, tuple[InstallStep, ...]]] = []
-    before: list[InstallStep] = []  # the installs of this text so far
+    early = install_lines(text, context.working_dir, context.env, load)
     for command in commands(text, context.working_dir, _keywords(readers), context.env, load):
         origin = replace(here, file=command.file or path, line=command.line)
         if command.unread:
             unread.append((origin, command.unread))
             continue
         words = list(command.words)
-        installing = install_step(strip_prefixes(words), command.working_dir)
-        if installing is not None:
-            before.append(installing)
-            continue
+        before = [step for file, line, step in early if (file or path) == (command.file or path) and line < command.line]
         step = StepContext(working_dir=command.working_dir, env={**context.env, **dict(command.env)}, origin=origin)
         found, problem = _command(words, step, readers)
         selections.extend((s, origin) for s in found)
@@ -507,7 +504,25 @@ def _keywords(readers: Sequence[CommandReader]) -> tuple[str, ...] | None:
     found = [getattr(r, "keywords", None) for r in readers]
     if any(k is None for k in found):
         return None
-    return (*(k for ks in found if ks for k in ks), *FOLLOWED, *INSTALL_WORDS)
+    return (*(k for ks in found if ks for k in ks), *FOLLOWED)
+
+
+def install_lines(
+    text: str, working_dir: str, env: Mapping[str, str], load: ScriptLoader | None = None
+) -> list[tuple[str, int, InstallStep]]:
+    """(file, line, install) of each install command of a script's text, in order (`file` empty: the text itself).
+    A second, narrow read of the text: the readers' read skips lines without their keywords, and a construct the
+    shell reader does not follow around an install is no reason to list anything unread."""
+    from matrix.schedule.shell.commands import commands  # the shell parser, loaded when a script is read
+
+    if not any(word in text for word in INSTALL_WORDS):
+        return []
+    out: list[tuple[str, int, InstallStep]] = []
+    for command in commands(text, working_dir, INSTALL_WORDS, env, load):
+        step = install_step(strip_prefixes(list(command.words)), command.working_dir) if not command.unread else None
+        if step is not None:
+            out.append((command.file or "", command.line, step))
+    return out
 
 
 def _command(

@@ -9,8 +9,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from matrix.schedule.commands.pytest_command import install_lines
 from matrix.schedule.environment.build import environment_of
-from matrix.schedule.environment.installs import fresh_python, install_step
+from matrix.schedule.environment.installs import fresh_python
 from matrix.schedule.environment.model import InstallStep, JobEnvironment, StepKind
 from matrix.schedule.github.context import Found, JobContext, LabelSets, Notes
 from matrix.schedule.github.expressions import PLACEHOLDER, OneOf, Unknown, expand
@@ -57,6 +58,9 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 docker_steps.append((seen, str(step.get("working-directory", job.working))))
         first_line, echoes = run_facts(text)
         if not walker.interesting(run):
+            if step.get("if") is None:  # a step that only installs: what it installs reaches the steps after it
+                where = step.get("working-directory", job.working)
+                installs.extend(s for _, _, s in install_lines(text, str(where) if isinstance(where, str) else job.working, env))
             env.update(echoes)
             continue
         step_notes = notes
@@ -115,13 +119,11 @@ def read_commands(
     `docker_steps` are the job's container steps before it (what a `docker exec` command runs inside), `installs`
     its install steps so far (this step's are added in order)."""
     installs = [] if installs is None else installs
+    earlier = tuple(installs)  # the steps before this one
+    here = [(line, step) for _, line, step in install_lines(script, start, env)]
     for command in commands(script, start, walker.keywords, env):
         if command.unread:
             found.unread.append(UnreadJob(origin=origin, reason=shown(command.unread, unknown)))
-            continue
-        step = install_step(command.words, command.working_dir) if CONTAINER not in dict(command.env) else None
-        if step is not None:
-            installs.append(step)
             continue
         context_env = {**env, **dict(command.env)}
         container: Container | None = None
@@ -152,7 +154,8 @@ def read_commands(
             # A selection that runs on its own runner (a Modal function's GPU) keeps that runner.
             sets: LabelSets = job.label_sets if elsewhere is None else [elsewhere]
             after = (*dict.fromkeys(used), *command.conditions, *conditions)
-            environment = job_environment(walker, (*installs, *own_installs), container, elsewhere is not None)
+            before_it = [step for line, step in here if line < command.line and not command.file]
+            environment = job_environment(walker, (*earlier, *before_it, *own_installs), container)
             for labels, label_notes in sets:
                 before = (*notes.items, *label_notes)
                 if not _entry(
@@ -170,6 +173,7 @@ def read_commands(
                     environment=environment,
                 ):
                     return
+    installs.extend(step for _, step in here)
 
 
 def _entry(
@@ -262,7 +266,7 @@ def _scripts(
     return [(s, where, conditions.get(s, ()), runners.get(s), installs.get(s, ())) for s, where in result.selections]
 
 
-def job_environment(walker: Walker, steps: Sequence[InstallStep], container: Container | None, elsewhere: bool) -> JobEnvironment:
+def job_environment(walker: Walker, steps: Sequence[InstallStep], container: Container | None) -> JobEnvironment:
     """The environment a test command runs in: the job's install steps before it folded in order, from the runner's
     own interpreter (or the container's, or the image of a function run elsewhere, which its steps begin with)."""
     note = (

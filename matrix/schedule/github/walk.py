@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from matrix.core.errors import ConfigError
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_text
-from matrix.schedule.environment.installs import INSTALL_WORDS
 from matrix.schedule.files import CI_NAME, ci_script_names, in_repo, workflow_files
 from matrix.schedule.github.context import Found, Notes, Workflow, WorkflowContext, rooted
 from matrix.schedule.github.expressions import expand
@@ -133,8 +132,6 @@ class Walker:
         self.keywords = None if any(k is None for k in found) else tuple(k for ks in found if ks for k in ks)
         if self.keywords is not None and scripts is not None:
             self.keywords = (*self.keywords, *FOLLOWED)  # a line that runs a script (make, modal) may lead to one
-        if self.keywords is not None:
-            self.keywords = (*self.keywords, *INSTALL_WORDS)  # installs make the environment of the commands after them
 
     def container_paths(self) -> frozenset[str]:
         """The container files (Dockerfiles) of the repository a `docker exec` command may be read through."""
