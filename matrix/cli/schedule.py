@@ -12,6 +12,7 @@ from matrix.core.errors import ConfigError
 from matrix.core.jsonio import dumps_indented
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import text_lines
+from matrix.schedule.environment.model import environment_fields
 from matrix.schedule.load import all_readers, find_workflows, load_schedule
 from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, SuiteSelection, selection_fields
 
@@ -113,6 +114,8 @@ def _entries(schedule: Schedule) -> list[str]:
         if entry.container is not None:
             unread = f"; not fully read: {entry.container.unread}" if entry.container.unread else ""
             lines.append(f"    in the container {entry.container.name} (its environment only{unread})")
+        if entry.environment is not None:
+            lines.append(f"    environment: {entry.environment.describe()}")
         for assumption in entry.assumptions:
             lines.append(f"    assumed: {assumption}")
     return lines
@@ -153,6 +156,7 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
                     if e.container is None
                     else {"container": {"name": e.container.name, "unread": e.container.unread, "notes": list(e.container.notes)}}
                 ),
+                **({} if e.environment is None else {"environment": environment_fields(e.environment)}),
             }
             for e in schedule.entries
         ],

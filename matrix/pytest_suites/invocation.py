@@ -261,8 +261,8 @@ def plugin_assumptions(words: list[str], installed: frozenset[str] | None, decla
         plugin = found[1]
         if installed is not None and plugin.distribution in installed:
             continue
-        said = "does not install it" if installed is not None else "installs is not known"
-        note = f"{flag} read as {plugin.distribution}'s option ({plugin.source}); what the job {said}"
+        said = "the job does not name it in its installs" if installed is not None else "what the job installs is not read"
+        note = f"{flag} read as an option of {plugin.distribution} ({plugin.source}): {said}"
         if note not in out:
             out.append(note)
     return out

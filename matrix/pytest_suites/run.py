@@ -111,7 +111,8 @@ def invocations(root: Path, schedule: Schedule) -> list[Invocation]:
     memo: dict[str, Any] = {}
     for entry in schedule.pytest_entries():
         assert isinstance(entry.selection, PytestSelection)
-        out.append(read_invocation(root, entry.selection, entry.env_map, memo))
+        installed = entry.environment.names() if entry.environment is not None else None
+        out.append(read_invocation(root, entry.selection, entry.env_map, memo, installed=installed))
     return out
 
 

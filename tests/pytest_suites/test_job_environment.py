@@ -141,3 +141,39 @@ def test_it():
 def test_a_helper_called_inside_an_expression_is_followed(audit: Audit, steps: tuple[str, ...], expected: str) -> None:
     # `name = _backend().__name__`: the helper runs first, and its importorskip skips where frobnicate is not installed.
     assert _verdict(audit(_files(_workflow(*steps, "pytest checks"), HELPER_CALL))) == expected
+
+
+def _container_workflow(dockerfile: str) -> dict[str, str]:
+    workflow = (
+        "on: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/checkout@v4\n"
+        "      - run: docker build -t ci-image -f docker/ci.Dockerfile .\n"
+        "      - run: docker run -d --name box ci-image sleep infinity\n"
+        "      - run: docker exec box pytest checks\n"
+    )
+    return {".github/workflows/ci.yml": workflow, "docker/ci.Dockerfile": dockerfile, "pyproject.toml": PYPROJECT}
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "module", "expected"),
+    [
+        pytest.param("FROM python:3.12-slim\nRUN pip install --no-cache-dir pyyaml\n", "yaml", "runs", id="installed-in-image"),
+        pytest.param(
+            "FROM python:3.12-slim\nRUN pip install pyyaml && pip install pillow\n", "sklearn", "skips", id="absent-from-image"
+        ),
+        pytest.param(
+            "FROM python:3.12-slim AS base\nRUN pip install pyyaml\nFROM base\nRUN echo done\n", "yaml", "runs", id="stage"
+        ),
+        pytest.param("FROM registry.example/team/gpu:1\nRUN pip install pyyaml\n", "sklearn", "undetermined", id="unknown-base"),
+    ],
+)
+def test_the_image_a_job_builds_says_what_its_container_holds(audit: Audit, dockerfile: str, module: str, expected: str) -> None:
+    files = {**_container_workflow(dockerfile), "checks/test_mod.py": IMPORTORSKIP.format(module)}
+    assert _verdict(audit(files)) == expected
+
+
+def test_setup_python_on_a_self_hosted_runner_is_not_a_fresh_interpreter(audit: Audit) -> None:
+    workflow = _workflow("pip install pyyaml", "pytest checks").replace("ubuntu-latest", "[self-hosted, linux, gpu]")
+    assert _verdict(audit(_files(workflow, IMPORTORSKIP.format("sklearn")))) == "undetermined"
+    hosted = _workflow("pip install pyyaml", "pytest checks")
+    assert _verdict(audit(_files(hosted, IMPORTORSKIP.format("sklearn")))) == "skips"

@@ -91,7 +91,7 @@ def test_an_option_no_conftest_declares_stays_a_doubt(audit: Audit, conftest: st
 
 def test_a_table_option_of_a_plugin_not_known_installed_is_said(audit: Audit) -> None:
     report = audit(FILES, _entry("pytest -n 4 checks/test_alpha.py"))
-    assert any(a.startswith("-n read as pytest-xdist's option") for a in report.assumptions)
+    assert any(a.startswith("-n read as an option of pytest-xdist") for a in report.assumptions)
 
 
 @pytest.mark.parametrize(
@@ -106,3 +106,18 @@ def test_a_table_option_of_a_plugin_not_known_installed_is_said(audit: Audit) ->
 )
 def test_the_schedule_reader_keeps_option_values_out_of_paths(words: list[str], paths: tuple[str, ...]) -> None:
     assert parse_pytest_arguments(words, ".").paths == paths
+
+
+def test_a_plugin_the_job_installs_is_no_assumption(audit: Audit) -> None:
+    workflow = (
+        "on: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/setup-python@v5\n      - run: pip install pytest pytest-xdist\n"
+        "      - run: pytest -n 4 --reruns 2 checks/test_alpha.py\n"
+    )
+    report = audit({**FILES, ".github/workflows/ci.yml": workflow})
+    assert _decided(report) == (1, 0)
+    notes = [a for a in report.assumptions if " read as " in a]
+    assert notes == [
+        "--reruns read as an option of pytest-rerunfailures (pytest-rerunfailures 16.7 wheel, pytest_rerunfailures.py, "
+        "pytest_addoption): the job does not name it in its installs"
+    ]

@@ -463,7 +463,7 @@ def read_text(
             unread.append((origin, command.unread))
             continue
         words = list(command.words)
-        before = [step for file, line, step in early if (file or path) == (command.file or path) and line < command.line]
+        before = [step for file, line, step, _ in early if (file or path) == (command.file or path) and line < command.line]
         step = StepContext(working_dir=command.working_dir, env={**context.env, **dict(command.env)}, origin=origin)
         found, problem = _command(words, step, readers)
         selections.extend((s, origin) for s in found)
@@ -508,20 +508,24 @@ def _keywords(readers: Sequence[CommandReader]) -> tuple[str, ...] | None:
 
 
 def install_lines(
-    text: str, working_dir: str, env: Mapping[str, str], load: ScriptLoader | None = None
-) -> list[tuple[str, int, InstallStep]]:
-    """(file, line, install) of each install command of a script's text, in order (`file` empty: the text itself).
-    A second, narrow read of the text: the readers' read skips lines without their keywords, and a construct the
-    shell reader does not follow around an install is no reason to list anything unread."""
+    text: str, working_dir: str, env: Mapping[str, str], load: ScriptLoader | None = None, *, containers: bool = False
+) -> list[tuple[str, int, InstallStep, str]]:
+    """(file, line, install, container) of each install command of a script's text, in order (`file` empty: the
+    text itself; `container` the one a `docker exec` runs it in, "" on the runner; with `containers` False those
+    are left out). A second, narrow read of the text: the readers' read skips lines without their keywords, and a
+    construct the shell reader does not follow around an install is no reason to list anything unread."""
     from matrix.schedule.shell.commands import commands  # the shell parser, loaded when a script is read
 
     if not any(word in text for word in INSTALL_WORDS):
         return []
-    out: list[tuple[str, int, InstallStep]] = []
+    from matrix.schedule.shell.commands import CONTAINER, exec_marker
+
+    out: list[tuple[str, int, InstallStep, str]] = []
     for command in commands(text, working_dir, INSTALL_WORDS, env, load):
         step = install_step(strip_prefixes(list(command.words)), command.working_dir) if not command.unread else None
-        if step is not None:
-            out.append((command.file or "", command.line, step))
+        marker = dict(command.env).get(CONTAINER)
+        if step is not None and (containers or marker is None):
+            out.append((command.file or "", command.line, step, exec_marker(marker)[0] if marker else ""))
     return out
 
 

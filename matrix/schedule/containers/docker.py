@@ -342,7 +342,7 @@ def dockerfile_env(text: str, target: str | None = None) -> tuple[dict[str, str]
     """The ENV a Dockerfile's `target` stage (else its last) sets, inherited through `FROM stage`, and the external
     image that stage starts from (None when the stage is not there)."""
     stages: list[tuple[str, str, dict[str, str]]] = []  # (stage name, its FROM image, its env)
-    for instruction, argument in _instructions(text):
+    for instruction, argument in instructions(text):
         if instruction == "FROM":
             words = argument.split()
             words = [w for w in words if not w.startswith("--")]
@@ -362,7 +362,7 @@ def dockerfile_env(text: str, target: str | None = None) -> tuple[dict[str, str]
     return chosen[2], chosen[1]
 
 
-def _instructions(text: str) -> Iterable[tuple[str, str]]:
+def instructions(text: str) -> Iterable[tuple[str, str]]:
     """(INSTRUCTION, argument) per logical line: comments dropped, `\\` continuations joined."""
     pending = ""
     for raw in text.splitlines():

@@ -82,6 +82,15 @@ class JobEnvironment:
     def names(self) -> frozenset[str]:
         return frozenset(i.distribution for i in self.installed)
 
+    def describe(self, shown: int = 6) -> str:
+        """One line: the base, what is installed (the first `shown`), and the first thing not read."""
+        base = f"a fresh interpreter ({self.base_note})" if self.base is Base.FRESH else self.base_note
+        names = [f"{i.distribution}{i.specifier}" for i in self.installed]
+        more = f" and {len(names) - shown} more" if len(names) > shown else ""
+        installs = f"; installs {', '.join(names[:shown])}{more}" if names else "; installs nothing it names"
+        unread = f"; not read: {self.unknown[0]}" if self.unknown else ""
+        return f"{base}{installs}{unread}"
+
 
 UNREAD = JobEnvironment(base_note="not read: the entry does not come from a job whose steps were read")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from matrix.schedule.commands.pytest_command import install_lines
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 MAX_ENTRIES = 20_000  # entries one read makes (with the job budget, `github.MAX_WALK_JOBS`)
 
+# An install step and the container it runs in ("": the runner itself).
+Placed = tuple[str, InstallStep]
 # (selection, where it was read, the shell conditions it runs under, (labels, notes) of its own runner or None,
 # the install steps the followed files run before it)
 _Followed = tuple[Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[InstallStep, ...]]
@@ -43,13 +46,13 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
     """Each `run:` step of one job leg, in order: `$GITHUB_ENV` writes of a step reach the steps after it."""
     ctx, event, matrix, origin = job.workflow, job.event, job.matrix, job.origin
     docker_steps: list[tuple[str, str]] = []  # the leg's `docker run` / `docker build` steps so far (`_container_env`)
-    installs: list[InstallStep] = []  # the leg's install steps so far (`matrix.schedule.environment`)
+    installs: list[Placed] = []  # the leg's install steps so far (`matrix.schedule.environment`)
     for step in steps or []:
         run = step.get("run")
         if run is None:
             uses = str(step.get("uses", ""))
             if uses.startswith("actions/setup-python@") and step.get("if") is None:
-                installs.append(fresh_python(f"uses: {uses}"))
+                installs.append(("", fresh_python(f"uses: {uses}")))
             continue
         text = str(run)
         if "docker" in text:
@@ -60,7 +63,8 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
         if not walker.interesting(run):
             if step.get("if") is None:  # a step that only installs: what it installs reaches the steps after it
                 where = step.get("working-directory", job.working)
-                installs.extend(s for _, _, s in install_lines(text, str(where) if isinstance(where, str) else job.working, env))
+                folder = str(where) if isinstance(where, str) else job.working
+                installs.extend((box, s) for _, _, s, box in install_lines(text, folder, env, containers=True))
             env.update(echoes)
             continue
         step_notes = notes
@@ -113,14 +117,14 @@ def read_commands(
     notes: Notes,
     found: Found,
     docker_steps: Sequence[tuple[str, str]] = (),
-    installs: list[InstallStep] | None = None,
+    installs: list[Placed] | None = None,
 ) -> None:
     """Every command of one step's script (in folder `start`) through the readers and the files it follows;
     `docker_steps` are the job's container steps before it (what a `docker exec` command runs inside), `installs`
     its install steps so far (this step's are added in order)."""
     installs = [] if installs is None else installs
     earlier = tuple(installs)  # the steps before this one
-    here = [(line, step) for _, line, step in install_lines(script, start, env)]
+    here = [(line, box, step) for _, line, step, box in install_lines(script, start, env, containers=True)]
     for command in commands(script, start, walker.keywords, env):
         if command.unread:
             found.unread.append(UnreadJob(origin=origin, reason=shown(command.unread, unknown)))
@@ -154,9 +158,14 @@ def read_commands(
             # A selection that runs on its own runner (a Modal function's GPU) keeps that runner.
             sets: LabelSets = job.label_sets if elsewhere is None else [elsewhere]
             after = (*dict.fromkeys(used), *command.conditions, *conditions)
-            before_it = [step for line, step in here if line < command.line and not command.file]
-            environment = job_environment(walker, (*earlier, *before_it, *own_installs), container)
+            box = container.name if container is not None else ""
+            steps = [step for placed, step in earlier if placed == box]
+            steps += [step for line, placed, step in here if line < command.line and not command.file and placed == box]
+            image = _image_steps(walker, dict(command.env).get(CONTAINER, ""), docker_steps) if container is not None else ()
             for labels, label_notes in sets:
+                # setup-python's interpreter is fresh on a GitHub-hosted runner only (not on a Modal function's own)
+                hosted = labels if elsewhere is None else ()
+                environment = job_environment(walker, (*image, *steps, *own_installs), container, hosted)
                 before = (*notes.items, *label_notes)
                 if not _entry(
                     walker,
@@ -173,7 +182,7 @@ def read_commands(
                     environment=environment,
                 ):
                     return
-    installs.extend(step for _, step in here)
+    installs.extend((placed, step) for _, placed, step in here)
 
 
 def _entry(
@@ -266,17 +275,64 @@ def _scripts(
     return [(s, where, conditions.get(s, ()), runners.get(s), installs.get(s, ())) for s, where in result.selections]
 
 
-def job_environment(walker: Walker, steps: Sequence[InstallStep], container: Container | None) -> JobEnvironment:
+def job_environment(
+    walker: Walker, steps: Sequence[InstallStep], container: Container | None, labels: Sequence[str] = ()
+) -> JobEnvironment:
     """The environment a test command runs in: the job's install steps before it folded in order, from the runner's
-    own interpreter (or the container's, or the image of a function run elsewhere, which its steps begin with)."""
+    own interpreter (or the container's image, or the image of a function run elsewhere, which its steps begin
+    with). `actions/setup-python` gives a fresh interpreter on a GitHub-hosted runner only: a self-hosted runner's
+    tool cache keeps what earlier jobs installed into it."""
     note = (
         f"the container {container.name}: what its image holds is not known"
         if container is not None
         else "the runner's own Python: what it holds is not known (no actions/setup-python before the tests)"
     )
-    if container is not None:
-        steps = [s for s in steps if s.kind is not StepKind.FRESH]
+    if labels and not all(_hosted(label) for label in labels):
+        said = (
+            f"actions/setup-python on a self-hosted runner ({', '.join(labels)[:60]}): its tool cache may hold earlier installs"
+        )
+        steps = [
+            replace(s, kind=StepKind.UNKNOWN_BASE, unread=said)
+            if s.kind is StepKind.FRESH and s.command.startswith("uses: ")
+            else s
+            for s in steps
+        ]
     return _environment(tuple(steps), walker.scripts, note)
+
+
+# GitHub-hosted runner images (docs.github.com, "GitHub-hosted runners": ubuntu-*, windows-*, macos-* labels).
+_HOSTED = re.compile(r"^(ubuntu|windows|macos)-(latest|[0-9][0-9.]*)(-arm|-xl|-large|-xlarge)?$")
+
+
+def _hosted(label: str) -> bool:
+    return bool(_HOSTED.match(label))
+
+
+def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, str]]) -> tuple[InstallStep, ...]:
+    """What the image of the container a `docker exec` runs in holds: its Dockerfile's steps when the job builds it."""
+    from matrix.core.errors import ConfigError
+    from matrix.core.textfiles import read_text
+    from matrix.schedule.containers.docker import read_job
+    from matrix.schedule.environment.images import dockerfile_steps
+    from matrix.schedule.shell.commands import exec_marker
+
+    unknown = InstallStep(kind=StepKind.UNKNOWN_BASE, command="a container", unread="the container's image is not read")
+    if not marker:
+        return (unknown,)
+    name = exec_marker(marker)[0]
+    job = read_job(docker_steps)
+    start = job.starts.get(name)
+    build = job.builds.get(start.image) if start is not None else None
+    if start is None or build is None:
+        image = start.image if start is not None else "(not started by the job)"
+        return (replace(unknown, command=f"the container {name}", unread=f"the image {image} is not built by the job"),)
+    if build.dockerfile not in walker.container_paths():
+        return (replace(unknown, command=build.dockerfile, unread=f"{build.dockerfile} is not read"),)
+    try:
+        text = read_text(walker.repo / build.dockerfile, ConfigError)
+    except ConfigError:
+        return (replace(unknown, command=build.dockerfile, unread=f"{build.dockerfile} is not read"),)
+    return dockerfile_steps(text, build.dockerfile, build.target)
 
 
 @functools.lru_cache(maxsize=1024)
