@@ -42,6 +42,10 @@ def environment_of(
             commands = [step.command]
             continue
         commands.append(step.command)
+        if step.kind is StepKind.UNINSTALL:
+            for text in step.requirements:
+                installed.pop(normalized(text.split("==")[0]), None)
+            continue
         if step.unread:
             unknown.append(f"{step.command[:120]}: {step.unread}")
             maybe = None

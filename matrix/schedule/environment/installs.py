@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from matrix.schedule.environment.model import InstallStep, StepKind
 
 # Words a command line must hold to be an install this module reads (the walkers pass these lines on).
-INSTALL_WORDS = ("pip", "uv ", "conda", "mamba")
+INSTALL_WORDS = ("pip", "uv ", "conda", "mamba", "venv", "virtualenv")
 MAX_WORDS = 2_000
 
 # pip / uv pip options that take a value; those that take none. Anything else is unread (it may take a value).
@@ -54,7 +54,24 @@ def install_step(words: Sequence[str], working_dir: str = ".") -> InstallStep | 
         return _uv_sync(words, working_dir)
     if head in ("conda", "mamba", "micromamba") and words[1:2] == ["install"]:
         return _conda(words)
+    if (head in ("pip", "pip3") and words[1:2] == ["uninstall"]) or (head == "uv" and words[1:3] == ["pip", "uninstall"]):
+        names = tuple(w for w in words[2 if head != "uv" else 3 :] if not w.startswith("-"))
+        return InstallStep(kind=StepKind.UNINSTALL, command=" ".join(words), requirements=names)
+    if _new_environment(words, head):
+        # The tests may run in the environment made here, which holds none of the earlier installs.
+        said = "a virtual environment made at run time: which interpreter the tests use is not read"
+        return InstallStep(kind=StepKind.UNKNOWN_BASE, command=" ".join(words), unread=said)
     return None
+
+
+def _new_environment(words: list[str], head: str) -> bool:
+    """`python -m venv X`, `virtualenv X`, `uv venv`, `conda create` / `mamba create`: a new environment."""
+    return (
+        (re.fullmatch(r"python[0-9.]*", head) is not None and words[1:3] in (["-m", "venv"], ["-m", "virtualenv"]))
+        or head == "virtualenv"
+        or (head == "uv" and words[1:2] == ["venv"])
+        or (head in ("conda", "mamba", "micromamba") and words[1:2] in (["create"], ["env"]))
+    )
 
 
 def _pip(words: list[str], start: int, working_dir: str) -> InstallStep:

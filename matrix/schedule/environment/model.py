@@ -31,6 +31,7 @@ class StepKind(StrEnum):
     FRESH = "fresh"  # a fresh interpreter from here on (setup-python, a slim image): earlier installs do not reach it
     UNKNOWN_BASE = "unknown-base"  # an interpreter whose contents are not known (an image not built here)
     INSTALL = "install"  # distributions installed (pip, uv, conda), read or not
+    UNINSTALL = "uninstall"  # distributions removed (`pip uninstall -y X`)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -115,6 +115,7 @@ class _Setup:
 
 
 _Value = Requirements | dict[str, Requirements] | None
+Scope = Mapping[str, ast.expr | None]
 
 
 def _setup(text: str) -> _Setup | None:
@@ -197,14 +198,16 @@ def _value(
         bound = scope.get(node.id)
         return None if bound is None else _value(bound, scope, functions, depth + 1)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions and not node.args:
-        return _returns(functions[node.func.id], functions, depth + 1)
+        return _returns(functions[node.func.id], functions, depth + 1, scope)
     return None
 
 
-def _returns(function: ast.FunctionDef, functions: Mapping[str, ast.FunctionDef], depth: int) -> _Value:
+def _returns(function: ast.FunctionDef, functions: Mapping[str, ast.FunctionDef], depth: int, outer: Scope) -> _Value:
     """What a function of setup.py returns, from its literal returns: one return is its value; several lists give
     their common items as certain and the rest as possible (a return of nothing counts as an empty list)."""
-    scope = _bindings(function.body)
+    local = _bindings(function.body)
+    # A name the function does not bind is the module's (a module-level list the returned dict names).
+    scope = {**{k: v for k, v in outer.items() if k not in local}, **local}
     returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
     values = [
         Requirements() if r.value is None or _is_none(r.value) else _value(r.value, scope, functions, depth) for r in returns
