@@ -4,16 +4,14 @@ schedule entry on each of the job's label sets, and what cannot be read an unrea
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from matrix.schedule.commands.pytest_command import install_lines
-from matrix.schedule.environment.build import environment_of
 from matrix.schedule.environment.installs import fresh_python
-from matrix.schedule.environment.model import InstallStep, JobEnvironment, StepKind
+from matrix.schedule.environment.jobs import container_steps, job_environment
+from matrix.schedule.environment.model import InstallStep, JobEnvironment
 from matrix.schedule.github.context import Found, JobContext, LabelSets, Notes
 from matrix.schedule.github.expressions import PLACEHOLDER, OneOf, Unknown, expand
 from matrix.schedule.github.local_actions import ACTION, ActionStep
@@ -165,7 +163,7 @@ def read_commands(
             for labels, label_notes in sets:
                 # setup-python's interpreter is fresh on a GitHub-hosted runner only (not on a Modal function's own)
                 hosted = labels if elsewhere is None else ()
-                environment = job_environment(walker, (*image, *steps, *own_installs), container, hosted)
+                environment = job_environment((*image, *steps, *own_installs), walker.scripts, container, hosted)
                 before = (*notes.items, *label_notes)
                 if not _entry(
                     walker,
@@ -275,70 +273,20 @@ def _scripts(
     return [(s, where, conditions.get(s, ()), runners.get(s), installs.get(s, ())) for s, where in result.selections]
 
 
-def job_environment(
-    walker: Walker, steps: Sequence[InstallStep], container: Container | None, labels: Sequence[str] = ()
-) -> JobEnvironment:
-    """The environment a test command runs in: the job's install steps before it folded in order, from the runner's
-    own interpreter (or the container's image, or the image of a function run elsewhere, which its steps begin
-    with). `actions/setup-python` gives a fresh interpreter on a GitHub-hosted runner only: a self-hosted runner's
-    tool cache keeps what earlier jobs installed into it."""
-    note = (
-        f"the container {container.name}: what its image holds is not known"
-        if container is not None
-        else "the runner's own Python: what it holds is not known (no actions/setup-python before the tests)"
-    )
-    if labels and not all(_hosted(label) for label in labels):
-        said = (
-            f"actions/setup-python on a self-hosted runner ({', '.join(labels)[:60]}): its tool cache may hold earlier installs"
-        )
-        steps = [
-            replace(s, kind=StepKind.UNKNOWN_BASE, unread=said)
-            if s.kind is StepKind.FRESH and s.command.startswith("uses: ")
-            else s
-            for s in steps
-        ]
-    return _environment(tuple(steps), walker.scripts, note)
-
-
-# GitHub-hosted runner images (docs.github.com, "GitHub-hosted runners": ubuntu-*, windows-*, macos-* labels).
-_HOSTED = re.compile(r"^(ubuntu|windows|macos)-(latest|[0-9][0-9.]*)(-arm|-xl|-large|-xlarge)?$")
-
-
-def _hosted(label: str) -> bool:
-    return bool(_HOSTED.match(label))
-
-
 def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, str]]) -> tuple[InstallStep, ...]:
-    """What the image of the container a `docker exec` runs in holds: its Dockerfile's steps when the job builds it."""
+    """What the image of the container a `docker exec` runs in holds (`matrix.schedule.environment.jobs`)."""
     from matrix.core.errors import ConfigError
     from matrix.core.textfiles import read_text
-    from matrix.schedule.containers.docker import read_job
-    from matrix.schedule.environment.images import dockerfile_steps
-    from matrix.schedule.shell.commands import exec_marker
 
-    unknown = InstallStep(kind=StepKind.UNKNOWN_BASE, command="a container", unread="the container's image is not read")
-    if not marker:
-        return (unknown,)
-    name = exec_marker(marker)[0]
-    job = read_job(docker_steps)
-    start = job.starts.get(name)
-    build = job.builds.get(start.image) if start is not None else None
-    if start is None or build is None:
-        image = start.image if start is not None else "(not started by the job)"
-        return (replace(unknown, command=f"the container {name}", unread=f"the image {image} is not built by the job"),)
-    if build.dockerfile not in walker.container_paths():
-        return (replace(unknown, command=build.dockerfile, unread=f"{build.dockerfile} is not read"),)
-    try:
-        text = read_text(walker.repo / build.dockerfile, ConfigError)
-    except ConfigError:
-        return (replace(unknown, command=build.dockerfile, unread=f"{build.dockerfile} is not read"),)
-    return dockerfile_steps(text, build.dockerfile, build.target)
+    allowed = walker.container_paths()
 
+    def load(path: str) -> str | None:
+        try:
+            return read_text(walker.repo / path, ConfigError) if path in allowed else None
+        except ConfigError:
+            return None  # an unreadable Dockerfile leaves the image unread, never the schedule
 
-@functools.lru_cache(maxsize=1024)
-def _environment(steps: tuple[InstallStep, ...], load: Any, note: str) -> JobEnvironment:
-    # The same steps reach every matrix leg and label set of a job: folded once.
-    return environment_of(steps, load or (lambda path: None), base_note=note)
+    return container_steps(marker, docker_steps, load)
 
 
 def shown(reason: str, unknown: tuple[Unknown, ...]) -> str:
