@@ -589,14 +589,16 @@ class _Evaluator(FunctionRunner):
                 except InvalidVersion:
                     return Unknown(why=f"{value[:40]!r} is not a version")
             return value if isinstance(value, Unknown) else Unknown(why="version.parse() of a value the audit does not model")
-        if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
-            return Unknown(why=f"{resolved.rpartition('.')[2]}() of a computed name")
+        # The name as written, or as a helper's parameter bound to a literal (`is_package_at_least("x", "1.0")`).
+        name = self.value(argument) if argument is not None else None
+        if not isinstance(name, str):
+            return name if isinstance(name, Unknown) else Unknown(why=f"{resolved.rpartition('.')[2]}() of a computed name")
         self.use("install")
         self.probes.append((_environment, self.facts.environment))
         self.probes.append((_installed, self.facts.installed))
         if resolved in _METADATA_VERSION:
-            return distribution_version(self.facts, argument.value)
-        found = importable(self.facts, argument.value)
+            return distribution_version(self.facts, name)
+        found = importable(self.facts, name)
         return _SPEC if found is True else None if found is False else found
 
     def _str_method(self, node: ast.Call, func: ast.Attribute) -> object:
