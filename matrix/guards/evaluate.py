@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from matrix.guards.model import (
@@ -52,6 +51,7 @@ from matrix.guards.predicates import (
     unset_variable,
 )
 from matrix.guards.source import IMPORTABLE, resolve
+from matrix.schedule.environment.versions import range_decides
 
 # --- helper calls -----------------------------------------------------------------------------------------------------
 # Stepping into a module's own helper functions while evaluating a guard (no execution).
@@ -778,55 +778,17 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
 
 
 def _range_compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown | None:
-    """A version known as a range (`>=4.52.0`) compared with a literal version: decided when every version in the
-    range gives the same answer at the range's bounds; None when neither side is a range."""
+    """A version known as a range (`>=4.52.0`) compared with a literal version: decided when the range's bounds
+    decide it (`matrix.schedule.environment.versions`); None when neither side is a range."""
+    flipped = {ast.Lt: "Gt", ast.Gt: "Lt", ast.LtE: "GtE", ast.GtE: "LtE"}
     if isinstance(right, VersionRange) and isinstance(left, Version):
-        flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}.get(type(op))
-        if flipped is None:
-            return Unknown(why=right.why)
-        return _range_compare(flipped(), right, left)
-    if not isinstance(left, VersionRange) or not isinstance(right, Version):
-        return None
-    low, high = _bounds(left.specifier)
-    decided: bool | None = None
-    if isinstance(op, ast.Lt | ast.GtE):
-        # v < c: True when the upper bound is below c; False when the lower bound is at least c.
-        if high is not None and (high[0] < right or (high[0] == right and not high[1])):
-            decided = True
-        elif low is not None and low[0] >= right:
-            decided = False
-        decided = decided if decided is None or isinstance(op, ast.Lt) else not decided
-    elif isinstance(op, ast.Gt | ast.LtE):
-        if low is not None and (low[0] > right or (low[0] == right and not low[1])):
-            decided = True
-        elif high is not None and high[0] <= right:
-            decided = False
-        decided = decided if decided is None or isinstance(op, ast.Gt) else not decided
-    return Unknown(why=left.why) if decided is None else decided
-
-
-def _bounds(specifier: str) -> tuple[tuple[Version, bool] | None, tuple[Version, bool] | None]:
-    """(lower, upper) bounds of a specifier set, each (version, inclusive); None where unbounded or not read."""
-    low: tuple[Version, bool] | None = None
-    high: tuple[Version, bool] | None = None
-    try:
-        specifiers = list(SpecifierSet(specifier))
-    except InvalidSpecifier:
-        return None, None
-    for spec in specifiers:
-        if "*" in spec.version:
-            continue
-        try:
-            version = Version(spec.version)
-        except InvalidVersion:
-            continue
-        if spec.operator in (">=", ">", "==", "~=", "==="):
-            bound = (version, spec.operator != ">")
-            low = bound if low is None or bound[0] > low[0] else low
-        if spec.operator in ("<=", "<", "=="):
-            bound = (version, spec.operator != "<")
-            high = bound if high is None or bound[0] < high[0] else high
-    return low, high
+        name = flipped.get(type(op))
+        decided = None if name is None else range_decides(right.specifier, name, left)
+        return Unknown(why=right.why) if decided is None else decided
+    if isinstance(left, VersionRange) and isinstance(right, Version):
+        decided = range_decides(left.specifier, type(op).__name__, right)
+        return Unknown(why=left.why) if decided is None else decided
+    return None
 
 
 Probes = list[tuple[Callable[[RunnerFacts], object], object]]

@@ -221,3 +221,26 @@ def test_declared_options() -> None:
     ]
     assert found[3].arity is None and found[3].unread
     assert declared_options("def other(parser):\n    parser.addoption('--x')\n") == ()
+
+
+@pytest.mark.parametrize(
+    ("specifier", "op", "version", "decided"),
+    [
+        (">=4.52.0", "Lt", "4.52.0", False),
+        (">=4.52.0", "GtE", "4.52.0", True),
+        (">=4.52.0", "GtE", "5.0.0", None),
+        (">4.52.0", "Gt", "4.52.0", True),
+        ("<2,>=1.5", "Lt", "2.0", True),
+        ("<=2", "Gt", "2", False),
+        ("==1.5", "LtE", "1.5", True),
+        ("~=1.4", "Lt", "1.4", False),
+        ("!=1.5", "Lt", "2", None),
+        ("==1.*", "Lt", "2", None),
+    ],
+)
+def test_a_version_range_decides_only_what_its_bounds_decide(specifier: str, op: str, version: str, decided: bool | None) -> None:
+    from packaging.version import Version
+
+    from matrix.schedule.environment.versions import range_decides
+
+    assert range_decides(specifier, op, Version(version)) is decided
