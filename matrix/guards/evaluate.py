@@ -574,6 +574,9 @@ class _Evaluator(FunctionRunner):
         self.use("install")
         self.probes.append((_installed, self.facts.installed))
         self.probes.append((_environment, self.facts.environment))
+        if self.facts.environment is None:  # only --assume-installed says what is there
+            missing = [m for m in modules if m.split(".", maxsplit=1)[0] not in self.facts.installed]
+            return Unknown(why=f"whether {', '.join(missing)} is installed (see --assume-installed)") if missing else True
         return all_importable(modules, self.facts)
 
     def _install_call(self, resolved: str, node: ast.Call) -> object:
