@@ -244,3 +244,8 @@ def test_a_version_range_decides_only_what_its_bounds_decide(specifier: str, op:
     from matrix.schedule.environment.versions import range_decides
 
     assert range_decides(specifier, op, Version(version)) is decided
+
+
+def test_an_install_into_another_interpreter_is_unread() -> None:
+    step = install_step(shlex.split("uv pip install --python /opt/venv/bin/python gizmo"))
+    assert step is not None and "outside" in step.unread

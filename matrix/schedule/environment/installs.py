@@ -18,7 +18,7 @@ MAX_WORDS = 2_000
 _PIP_VALUED = frozenset(
     {
         "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--trusted-host", "--timeout", "--retries",
-        "--progress-bar", "--index-strategy", "-p", "--python", "--cache-dir", "--log", "--proxy", "--only-binary",
+        "--progress-bar", "--index-strategy", "--cache-dir", "--log", "--proxy", "--only-binary",
         "--no-binary", "--platform", "--python-version", "--implementation", "--abi", "--keyring-provider",
         "--resolution", "--prerelease", "--exclude-newer", "--torch-backend", "--config-settings", "-C", "--index",
         "--default-index", "--upgrade-package", "-P", "--reinstall-package", "--link-mode", "--extra",
@@ -34,8 +34,9 @@ _PIP_FLAGS = frozenset(
         "--no-build", "--only-binary=:all:", "--verify-hashes", "--seed", "--exact",
     }
 )  # fmt: skip
-# Options that put what is installed somewhere else than the job's interpreter.
-_ELSEWHERE = frozenset({"-t", "--target", "--prefix", "--root"})
+# Options that put what is installed somewhere else than the job's interpreter (`--python`: an interpreter the
+# tests may or may not use).
+_ELSEWHERE = frozenset({"-t", "--target", "--prefix", "--root", "-p", "--python"})
 _CONDA_VALUED = frozenset({"-c", "--channel", "-n", "--name", "-p", "--prefix", "--override-channels-file", "--file"})
 _EXTRAS = re.compile(r"^(?P<path>[^\[]*)\[(?P<extras>[^\]]*)\]$")
 
