@@ -249,3 +249,10 @@ def test_a_version_range_decides_only_what_its_bounds_decide(specifier: str, op:
 def test_an_install_into_another_interpreter_is_unread() -> None:
     step = install_step(shlex.split("uv pip install --python /opt/venv/bin/python gizmo"))
     assert step is not None and "outside" in step.unread
+
+
+def test_an_install_on_a_branch_of_the_script_is_not_known_to_run() -> None:
+    from matrix.schedule.commands.pytest_command import install_lines
+
+    found = install_lines('if [ "$GPU" = 1 ]; then pip install gizmo; fi\npip install widget\n', ".", {})
+    assert [(step.requirements, bool(step.unread)) for _, _, step, _ in found] == [(("gizmo",), True), (("widget",), False)]

@@ -524,6 +524,9 @@ def install_lines(
     for command in commands(text, working_dir, INSTALL_WORDS, env, load):
         step = install_step(strip_prefixes(list(command.words)), command.working_dir) if not command.unread else None
         marker = dict(command.env).get(CONTAINER)
+        if step is not None and command.conditions and not step.unread:
+            # An install on one branch of the script may not run: what it installs is not known to be there.
+            step = replace(step, unread=command.conditions[0][:120])
         if step is not None and (containers or marker is None):
             out.append((command.file or "", command.line, step, exec_marker(marker)[0] if marker else ""))
     return out
