@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from matrix.guards.model import (
     AlwaysSkips,
     ExprCondition,
@@ -51,7 +49,7 @@ from matrix.guards.predicates import (
     unset_variable,
 )
 from matrix.guards.source import IMPORTABLE, resolve
-from matrix.schedule.environment.versions import range_decides
+from matrix.schedule.environment.versions import is_version, parse_version, range_decides
 
 # --- helper calls -----------------------------------------------------------------------------------------------------
 # Stepping into a module's own helper functions while evaluating a guard (no execution).
@@ -587,10 +585,8 @@ class _Evaluator(FunctionRunner):
         if resolved in _VERSION_PARSE:
             value = self.value(argument) if argument is not None else Unknown(why="version.parse() form")
             if isinstance(value, str):
-                try:
-                    return Version(value)
-                except InvalidVersion:
-                    return Unknown(why=f"{value[:40]!r} is not a version")
+                parsed = parse_version(value)
+                return parsed if parsed is not None else Unknown(why=f"{value[:40]!r} is not a version")
             return value if isinstance(value, Unknown) else Unknown(why="version.parse() of a value the audit does not model")
         # The name as written, or as a helper's parameter bound to a literal (`is_package_at_least("x", "1.0")`).
         name = self.value(argument) if argument is not None else None
@@ -771,7 +767,7 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
         return Unknown(why="membership in a non-container")
     fn = _ORDER[type(op)]
     numbers = all(isinstance(v, int | float) for v in (left, right))
-    same = numbers or (type(left) is type(right) and isinstance(left, tuple | str | Version))
+    same = numbers or (type(left) is type(right) and (isinstance(left, tuple | str) or is_version(left)))
     if not same:
         return Unknown(why="ordering of unlike values")
     try:
@@ -784,11 +780,11 @@ def _range_compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown
     """A version known as a range (`>=4.52.0`) compared with a literal version: decided when the range's bounds
     decide it (`matrix.schedule.environment.versions`); None when neither side is a range."""
     flipped = {ast.Lt: "Gt", ast.Gt: "Lt", ast.LtE: "GtE", ast.GtE: "LtE"}
-    if isinstance(right, VersionRange) and isinstance(left, Version):
+    if isinstance(right, VersionRange) and is_version(left):
         name = flipped.get(type(op))
         decided = None if name is None else range_decides(right.specifier, name, left)
         return Unknown(why=right.why) if decided is None else decided
-    if isinstance(left, VersionRange) and isinstance(right, Version):
+    if isinstance(left, VersionRange) and is_version(right):
         decided = range_decides(left.specifier, type(op).__name__, right)
         return Unknown(why=left.why) if decided is None else decided
     return None

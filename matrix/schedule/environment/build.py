@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Sequence
-
-from packaging.requirements import InvalidRequirement, Requirement
+from typing import TYPE_CHECKING
 
 from matrix.schedule.environment.model import Base, Installed, InstallStep, JobEnvironment, StepKind, normalized
 from matrix.schedule.environment.projects import Requirements, project_requirements
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 Loader = Callable[[str], str | None]
 MAX_REQUIREMENT_DEPTH = 4
@@ -89,6 +91,8 @@ def environment_of(
 
 def _parse(text: str) -> tuple[Requirement, bool] | None:
     """The requirement, and whether it is certainly installed (no marker, or one decided without the runner)."""
+    from packaging.requirements import InvalidRequirement, Requirement  # loaded when a job's installs are read
+
     try:
         requirement = Requirement(text)
     except InvalidRequirement:

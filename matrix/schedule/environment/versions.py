@@ -3,10 +3,28 @@ version: the comparison is decided when every version in the range gives the sam
 
 from __future__ import annotations
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, TypeGuard
 
-Bound = tuple[Version, bool]  # (version, inclusive)
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+# packaging is imported when a version is first parsed: a guard audit that meets no version guard never loads it.
+Bound = tuple["Version", bool]  # (version, inclusive)
+
+
+def is_version(value: object) -> TypeGuard[Version]:
+    """Whether `value` is a `packaging.version.Version` (without importing packaging)."""
+    return type(value).__module__ == "packaging.version" and type(value).__name__ == "Version"
+
+
+def parse_version(text: str) -> Version | None:
+    """`packaging.version.Version(text)`, or None when it is not a version."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
 
 
 def range_decides(specifier: str, op: str, version: Version) -> bool | None:
@@ -30,6 +48,8 @@ def range_decides(specifier: str, op: str, version: Version) -> bool | None:
 def bounds(specifier: str) -> tuple[Bound | None, Bound | None]:
     """(lower, upper) bounds of a specifier set; None where unbounded or not read (`!=` only removes points and
     `~=` is read as its lower bound, so the range read is never narrower than the real one)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     low: Bound | None = None
     high: Bound | None = None
     try:
@@ -39,10 +59,10 @@ def bounds(specifier: str) -> tuple[Bound | None, Bound | None]:
     for spec in specifiers:
         if "*" in spec.version:
             continue
-        try:
-            version = Version(spec.version)
-        except InvalidVersion:
+        parsed = parse_version(spec.version)
+        if parsed is None:
             continue
+        version = parsed
         if spec.operator in (">=", ">", "==", "~=", "==="):
             bound = (version, spec.operator != ">")
             low = bound if low is None or bound[0] > low[0] else low
