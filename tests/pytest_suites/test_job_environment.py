@@ -177,3 +177,13 @@ def test_setup_python_on_a_self_hosted_runner_is_not_a_fresh_interpreter(audit: 
     assert _verdict(audit(_files(workflow, IMPORTORSKIP.format("sklearn")))) == "undetermined"
     hosted = _workflow("pip install pyyaml", "pytest checks")
     assert _verdict(audit(_files(hosted, IMPORTORSKIP.format("sklearn")))) == "skips"
+
+
+@pytest.mark.parametrize(
+    ("installs", "expected"), [("pip install pytest pytest-xdist", "runs"), ("pip install pytest", "undetermined")]
+)
+def test_a_plugin_presence_guard_reads_the_jobs_installs(audit: Audit, installs: str, expected: str) -> None:
+    # pytest-xdist installs the module `xdist` (matrix/data/distributions.toml); without it the job's other installs
+    # (pytest, whose dependencies the table does not know) may still bring it.
+    test = "import pytest\n\nxdist = pytest.importorskip('xdist')\n\ndef test_it():\n    pass\n"
+    assert _verdict(audit(_files(_workflow(installs, "pytest checks"), test))) == expected
