@@ -132,14 +132,14 @@ def _backend():
 
 
 def test_it():
-    name = _backend().__name__
+    name = _backend().mro()
     assert name
 """
 
 
 @pytest.mark.parametrize(("steps", "expected"), [(("pip install -e '.[dev]'",), "runs"), (("pip install -e .",), "undetermined")])
 def test_a_helper_called_inside_an_expression_is_followed(audit: Audit, steps: tuple[str, ...], expected: str) -> None:
-    # `name = _backend().__name__`: the helper runs first, and its importorskip skips where frobnicate is not installed.
+    # `name = _backend().mro()`: the helper runs first, and its importorskip skips where frobnicate is not installed.
     assert _verdict(audit(_files(_workflow(*steps, "pytest checks"), HELPER_CALL))) == expected
 
 
