@@ -21,6 +21,12 @@ class Workflow:
     name: str  # repo-relative path
     doc: Mapping[str, Any]
     lines: tuple[str, ...]
+    # Where each `run:` / `script:` value and each job key is written (`matrix.schedule.yamldoc.Marks`).
+    marks: Mapping[tuple[int | str, str], tuple[int, str]] = field(default_factory=dict, compare=False, repr=False)
+
+    def run_at(self, holder: Mapping[Any, Any], key: str = "run") -> tuple[int, str] | None:
+        """(line, YAML style) of `holder[key]` as written in this file, when the loader marked it."""
+        return self.marks.get((id(holder), key))
 
 
 class Notes:

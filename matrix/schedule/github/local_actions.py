@@ -23,7 +23,7 @@ from typing import Any
 from matrix.core.errors import ConfigError
 from matrix.core.textfiles import read_limited, read_text
 from matrix.schedule.files import in_repo
-from matrix.schedule.yamldoc import load_yaml
+from matrix.schedule.yamldoc import Marks, load_yaml
 
 __all__ = ["ACTION", "ActionStep", "LocalActions", "local_action_files"]
 
@@ -49,12 +49,15 @@ ACTION = _Key()
 
 @dataclass(frozen=True, kw_only=True)
 class ActionStep:
-    """Where a step read from a local action is written: the action file, the step's line there, the `uses:` that
-    called the action (as the caller's workflow writes it)."""
+    """Where a step read from a local action is written: the action file, the line its `run:` value starts on there
+    and that value's YAML style (`matrix.schedule.yamldoc.Marks`; "?" when not marked), the `uses:` that called the
+    action (as the caller's workflow writes it) and the id of the workflow's step holding that `uses:`."""
 
     file: str
     line: int
     uses: str
+    style: str = "?"
+    caller: int = 0
 
 
 class LocalActions:
@@ -64,6 +67,12 @@ class LocalActions:
         self.repo = repo
         self.read: dict[str, None] = {}  # the action files read, in order
         self._docs: dict[str, tuple[str, Mapping[str, Any], tuple[str, ...]] | str] = {}
+        self._marks: dict[str, Marks] = {}  # action file -> where its values are written
+        self._lines: dict[str, tuple[str, ...]] = {}
+
+    def lines(self, file: str) -> tuple[str, ...]:
+        """The lines of an action file read (empty for one not read)."""
+        return self._lines.get(file, ())
 
     def expand(self, steps: Any) -> tuple[Any, list[str]]:
         """`steps` with each local composite action's steps in place of its `uses:` step, and why any local
@@ -74,13 +83,14 @@ class LocalActions:
         out = self._expand(steps, 0, problems)
         return out, problems
 
-    def _expand(self, steps: Sequence[Any], depth: int, problems: list[str]) -> list[Any]:
+    def _expand(self, steps: Sequence[Any], depth: int, problems: list[str], caller: int = 0) -> list[Any]:
         out: list[Any] = []
         for step in steps:
             uses = _local(step)
             if uses is None:
                 out.append(step)
                 continue
+            top = caller or id(step)  # the workflow's own step that (through others) uses this action
             if depth >= MAX_DEPTH:
                 problems.append(f"uses {uses}: local actions nested deeper than {MAX_DEPTH}; not read")
                 continue
@@ -89,13 +99,16 @@ class LocalActions:
                 problems.append(f"uses {uses}: {found}")
                 continue
             name, doc, lines = found
+            marks = self._marks.get(name, {})
             inner: list[Any] = []
             cursor = 0  # the action's steps are found in order, each on or after the line of the one before
             for raw in doc["runs"].get("steps") or []:
                 if isinstance(raw, Mapping):
-                    cursor = _line_of(raw, lines, cursor)
-                    inner.append(_step(raw, step, doc, ActionStep(file=name, line=cursor, uses=uses)))
-            out.extend(self._expand(inner, depth + 1, problems))
+                    mark = marks.get((id(raw), "run")) or marks.get((id(raw), "uses"))
+                    cursor = mark[0] if mark is not None else _line_of(raw, lines, cursor)
+                    where = ActionStep(file=name, line=cursor, uses=uses, style=mark[1] if mark else "?", caller=top)
+                    inner.append(_step(raw, step, doc, where))
+            out.extend(self._expand(inner, depth + 1, problems, top))
             if len(out) > MAX_STEPS:
                 problems.append(f"uses {uses}: more than {MAX_STEPS} steps once local actions are read; the rest not read")
                 return out[:MAX_STEPS]
@@ -119,12 +132,15 @@ class LocalActions:
                 continue
             if not in_repo(self.repo, path):
                 return f"{name} is a link to a file outside the repository; not read"
+            marks: Marks = {}
             try:
                 text = read_text(path, ConfigError, name, limit=MAX_ACTION_BYTES)
-                doc = load_yaml(text, name)
+                doc = load_yaml(text, name, marks)
             except ConfigError as exc:
                 return f"{exc}; not read"
             self.read[name] = None
+            self._marks[name] = marks
+            self._lines[name] = tuple(text.splitlines())
             runs = doc.get("runs") if isinstance(doc, Mapping) else None
             using = runs.get("using") if isinstance(runs, Mapping) else None
             if using != "composite":

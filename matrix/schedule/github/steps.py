@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from matrix.schedule.commands.pytest_command import install_lines
@@ -15,6 +16,7 @@ from matrix.schedule.environment.model import InstallStep, JobEnvironment
 from matrix.schedule.github.context import Found, JobContext, LabelSets, Notes
 from matrix.schedule.github.expressions import PLACEHOLDER, OneOf, Unknown, expand
 from matrix.schedule.github.local_actions import ACTION, ActionStep
+from matrix.schedule.github.run_lines import script_lines
 from matrix.schedule.github.workflow_doc import run_facts
 from matrix.schedule.model import (
     Container,
@@ -42,7 +44,7 @@ _Followed = tuple[Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tup
 
 def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, str], notes: Notes, found: Found) -> None:
     """Each `run:` step of one job leg, in order: `$GITHUB_ENV` writes of a step reach the steps after it."""
-    ctx, event, matrix, origin = job.workflow, job.event, job.matrix, job.origin
+    ctx, event, matrix = job.workflow, job.event, job.matrix
     docker_steps: list[tuple[str, str]] = []  # the leg's `docker run` / `docker build` steps so far (`_container_env`)
     installs: list[Placed] = []  # the leg's install steps so far (`matrix.schedule.environment`)
     for step in steps or []:
@@ -74,13 +76,7 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 step_notes = Notes(items=[*notes.items, *(x for x in said.items if x not in notes.items)])
         step_env = {**env, **walker.values.env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=notes)}
         script, unknown = expand(text, walker.values.lookup(ctx.inputs, event, matrix, step_env, notes))
-        marker = step.get(ACTION)
-        if isinstance(marker, ActionStep):  # a step of a local composite action: its own file and line
-            called = walker.line_of(ctx.workflow, marker.uses, after=origin.line)
-            step_origin = Origin(file=marker.file, line=marker.line, job=origin.job, via=(*origin.via, f"{origin.file}:{called}"))
-        else:
-            line = walker.line_of(ctx.workflow, first_line, after=origin.line)
-            step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
+        step_origin, lines = _step_lines(walker, job, step, text, first_line)
         if isinstance(script, Unknown) and script.bound:
             found.unread.append(UnreadJob(origin=step_origin, reason=f"run: {script.bound}"))
             continue
@@ -99,6 +95,7 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 found=found,
                 docker_steps=docker_steps,
                 installs=installs,
+                lines=lines if str(one).count("\n") == text.count("\n") else None,
             )
         env.update(echoes)
 
@@ -116,14 +113,21 @@ def read_commands(
     found: Found,
     docker_steps: Sequence[tuple[str, str]] = (),
     installs: list[Placed] | None = None,
+    lines: Sequence[int] | None = None,
 ) -> None:
     """Every command of one step's script (in folder `start`) through the readers and the files it follows;
     `docker_steps` are the job's container steps before it (what a `docker exec` command runs inside), `installs`
-    its install steps so far (this step's are added in order)."""
+    its install steps so far (this step's are added in order), `lines` the file line of each line of the script (a
+    command then cites its own line, else the step's)."""
     installs = [] if installs is None else installs
     earlier = tuple(installs)  # the steps before this one
     here = [(line, box, step) for _, line, step, box in install_lines(script, start, env, containers=True)]
+    step_origin = origin
     for command in commands(script, start, walker.keywords, env):
+        if lines is not None and not command.file and 0 < command.line <= len(lines):
+            origin = replace(step_origin, line=lines[command.line - 1])
+        else:
+            origin = step_origin
         if command.unread:
             found.unread.append(UnreadJob(origin=origin, reason=shown(command.unread, unknown)))
             continue
@@ -181,6 +185,29 @@ def read_commands(
                 ):
                     return
     installs.extend((placed, step) for _, placed, step in here)
+
+
+def _step_lines(
+    walker: Walker, job: JobContext, step: Mapping[Any, Any], text: str, first_line: str
+) -> tuple[Origin, tuple[int, ...] | None]:
+    """Where a step is written (its first script line, in the workflow or in the local action it comes from) and
+    the file line of each line of its script, when the loader marked where its `run:` value starts."""
+    origin, wf = job.origin, job.workflow.workflow
+    marker = step.get(ACTION)
+    if isinstance(marker, ActionStep):  # a step of a local composite action: its own file and line
+        caller = wf.marks.get((marker.caller, "uses"))
+        called = caller[0] if caller is not None else walker.line_of(wf, marker.uses, after=origin.line)
+        lines = script_lines(walker.actions.lines(marker.file), marker.line, marker.style, text) if marker.style != "?" else None
+        where = Origin(file=marker.file, line=marker.line, job=origin.job, via=(*origin.via, f"{origin.file}:{called}"))
+    else:
+        mark = wf.run_at(step)
+        lines = script_lines(wf.lines, mark[0], mark[1], text) if mark is not None else None
+        line = mark[0] if mark is not None else walker.line_of(wf, first_line, after=origin.line)
+        where = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
+    if lines is not None:
+        first = next((i for i, part in enumerate(text.split("\n")) if part.strip()), 0)
+        where = replace(where, line=lines[first])
+    return where, lines
 
 
 def _entry(

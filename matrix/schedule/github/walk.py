@@ -42,7 +42,7 @@ from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import CommandReader, Gate, Origin, Schedule, StepContext, UnreadJob
 from matrix.schedule.services.external_ci import handoffs
 from matrix.schedule.shell.commands import FOLLOWED
-from matrix.schedule.yamldoc import load_yaml
+from matrix.schedule.yamldoc import Marks, load_yaml
 
 if TYPE_CHECKING:
     from matrix.schedule.commands.pytest_command import ScriptLoader, ScriptResult
@@ -80,13 +80,14 @@ def read_github(
             refused.append(UnreadJob(origin=Origin(file=name, line=1, job="*"), reason=reason))
             continue
         text = read_text(path, ConfigError)
-        doc = load_yaml(text, name)
+        marks: Marks = {}
+        doc = load_yaml(text, name, marks)
         if doc is None:
             continue
         if not isinstance(doc, Mapping):
             raise ConfigError(f"{name}: a workflow must be a mapping with jobs")
         check_shape(doc, name)
-        workflows[name] = Workflow(name=name, doc=doc, lines=tuple(text.splitlines()))
+        workflows[name] = Workflow(name=name, doc=doc, lines=tuple(text.splitlines()), marks=marks)
     walker = Walker(repo=repo, workflows=workflows, readers=tuple(readers), runners=runners, scripts=scripts)
     schedule = walker.run()
     refused.extend(handoffs(workflows.values()))  # CI another service runs, started from these workflows
@@ -188,7 +189,7 @@ class Walker:
             job = written if steps is written.get("steps") else {**written, "steps": steps}
             if not isinstance(uses, str) and not problems and not any(self.interesting(step.get("run")) for step in steps or []):
                 continue
-            origin = Origin(file=ctx.workflow.name, line=self.line_of(ctx.workflow, f"{job_id}:"), job=str(job_id), via=ctx.via)
+            origin = Origin(file=ctx.workflow.name, line=self.job_line(ctx.workflow, str(job_id)), job=str(job_id), via=ctx.via)
             never = skipped(str(job_id))
             if never:
                 found.not_run.append(UnreadJob(origin=origin, reason=never))
@@ -341,6 +342,11 @@ class Walker:
                 or ("${{" in text and ("inputs." in text or "matrix." in text))
             )
         return known
+
+    def job_line(self, wf: Workflow, job_id: str) -> int:
+        """The line of a job's key: where the loader found it, else the first line that starts with `ID:`."""
+        found = wf.marks.get(("jobs", job_id))
+        return found[0] if found is not None else self.line_of(wf, f"{job_id}:")
 
     def line_of(self, wf: Workflow, needle: str, after: int = 0) -> int:
         key = (wf.name, needle, after)
