@@ -145,7 +145,11 @@ def _index(value: Any, key: Any) -> Any:
     if isinstance(value, Unknown) or isinstance(key, Unknown | OneOf):
         return Unknown(text=f"{_show(value)}[{_show(key)}]")
     if type(value) is dict or isinstance(value, Mapping):  # a dict without the abc machinery
-        return value.get(key, value.get(str(key)))
+        found = value.get(key, value.get(str(key)))
+        if found is None and isinstance(key, str) and type(value) is dict:
+            # property names are case-insensitive (`fromJson(...)['Name']`, `matrix['GPU']`)
+            found = next((v for k, v in value.items() if isinstance(k, str) and k.lower() == key.lower()), None)
+        return found
     if isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
         return value[key]
     return None

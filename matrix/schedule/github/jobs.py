@@ -96,7 +96,7 @@ def walk_external(
         leg = [
             f"{key}={as_text(value)}"
             for key, raw_value in with_.items()
-            if key not in ("script", "runner") and isinstance(raw_value, str) and "matrix." in raw_value
+            if key not in ("script", "runner") and isinstance(raw_value, str) and "matrix." in raw_value.lower()
             for value in (expand(raw_value, lookup(ctx.inputs, event, matrix, {}, Notes()))[0],)
             if not isinstance(value, Unknown | OneOf)
         ]

@@ -32,8 +32,8 @@ MAX_DEPTH = 4  # composite actions inside composite actions
 MAX_STEPS = 1024  # steps one job may grow to
 MAX_ACTION_BYTES = 1024 * 1024
 _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
-_INPUT_REF = re.compile(r"(?<![\w.-])inputs\.([A-Za-z_][A-Za-z0-9_-]*)")
-_ACTION_PATH_REF = re.compile(r"(?<![\w.-])github\.action_path\b")
+_INPUT_REF = re.compile(r"(?<![\w.-])inputs\.([A-Za-z_][A-Za-z0-9_-]*)", re.IGNORECASE)
+_ACTION_PATH_REF = re.compile(r"(?<![\w.-])github\.action_path\b", re.IGNORECASE)
 _USES_LOCAL = re.compile(r"uses:\s*['\"]?\./([^\s'\"@#]+)")
 _WRAPPED = re.compile(r"^\s*\$\{\{(.*)\}\}\s*$", re.S)
 
@@ -175,10 +175,12 @@ class _Inputs:
         self.folder = folder
 
     def value(self, key: str) -> str:
-        """The input's text: the caller's `with:` value, else its default, else "" (GitHub's empty string)."""
-        if key in self.given and self.given[key] is not None:
-            return _text(self.given[key])
-        spec = self.declared.get(key)
+        """The input's text: the caller's `with:` value, else its default, else "" (GitHub's empty string); input
+        names are matched ignoring case, as GitHub matches a context's property names."""
+        given = _get(self.given, key)
+        if given is not None:
+            return _text(given)
+        spec = _get(self.declared, key)
         default = spec.get("default") if isinstance(spec, Mapping) else None
         return _text(default) if default is not None else ""
 
@@ -197,7 +199,7 @@ class _Inputs:
             alone = _INPUT_REF.fullmatch(inner)
             if alone is not None:
                 return self.value(alone.group(1))
-            if inner == "github.action_path":
+            if inner.lower() == "github.action_path":
                 return self.folder
             return "${{ " + self.condition(inner) + " }}"
 
@@ -222,6 +224,13 @@ def _step(inner: Mapping[str, Any], caller: Mapping[str, Any], doc: Mapping[str,
         step["if"] = f"({_bare(caller['if'])}) && ({step['if']})" if step.get("if") is not None else caller["if"]
     step[ACTION] = where
     return step
+
+
+def _get(table: Mapping[Any, Any], key: str) -> Any:
+    """`table[key]`, the key matched ignoring case; None when absent."""
+    if key in table:
+        return table[key]
+    return next((v for k, v in table.items() if isinstance(k, str) and k.lower() == key.lower()), None)
 
 
 def _mapping(value: Any) -> Mapping[Any, Any]:

@@ -235,7 +235,7 @@ class Walker:
             if condition is not None and not self._events(ctx, condition, Notes()):
                 short = " ".join(str(condition).split())[:80]
                 reason = f"if: {short} is false on every event that starts {ctx.workflow.name}"
-                if "inputs." in short:
+                if "inputs." in short.lower():
                     reason += " (with the inputs' default values)"
             elif is_mapping(job) and not continues(condition):
                 for need in needs_of(job.get("needs")):
@@ -296,7 +296,9 @@ class Walker:
                 resolve = self.values.lookup(ctx.inputs, events[0] if len(events) == 1 else None, matrix, {}, notes)
                 for key, raw in with_.items():
                     value, _ = expand(raw, resolve) if isinstance(raw, str) else (raw, ())
-                    inputs[str(key)] = value
+                    # the callee's declared name, matched ignoring case as GitHub matches `inputs.<name>`
+                    name = next((k for k in defaults if k.lower() == str(key).lower()), str(key))
+                    inputs[name] = value
             called = WorkflowContext(
                 workflow=callee,
                 events=events,
@@ -339,7 +341,7 @@ class Walker:
             known = self._interest[text] = (
                 self.keywords is None
                 or any(k in text for k in self.keywords)
-                or ("${{" in text and ("inputs." in text or "matrix." in text))
+                or ("${{" in text and ("inputs." in text.lower() or "matrix." in text.lower()))
             )
         return known
 
@@ -364,7 +366,7 @@ class Walker:
 
 
 def _gates(events: tuple[str, ...], condition: Any) -> tuple[Gate, ...]:
-    labelled = isinstance(condition, str) and "labels" in condition
+    labelled = isinstance(condition, str) and "labels" in condition.lower()
     gates = []
     for event in events:
         gate = EVENT_GATES.get(event, Gate.UNKNOWN)

@@ -133,8 +133,8 @@ def run_facts(run: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     return first, echoes
 
 
-STEP_OUTPUT = re.compile(r"\bsteps\.([\w-]+)\.outputs\.([\w-]+)")
-READS_JOB = re.compile(r"\b(matrix|env)\b")
+STEP_OUTPUT = re.compile(r"\bsteps\.([\w-]+)\.outputs\.([\w-]+)", re.IGNORECASE)
+READS_JOB = re.compile(r"\b(matrix|env)\b", re.IGNORECASE)
 
 
 def label_lists(items: list[Any], resolve: Any) -> Any:
