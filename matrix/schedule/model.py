@@ -16,9 +16,11 @@ from matrix.schedule.environment.model import JobEnvironment
 
 
 class Gate(StrEnum):
-    """When an entry runs: on every push/PR, only with a PR label, only on a schedule or by hand."""
+    """When an entry runs: on every push/PR, in the merge queue, only with a PR label, only on a schedule or by hand.
+    Every gate is CI that runs: the audits count each; the gate says to a reader when."""
 
     ALWAYS = "always"  # push / pull_request without a label condition
+    MERGE_QUEUE = "merge-queue"  # merge_group: a pull request in the merge queue, before it lands
     LABEL = "label"  # a pull request carrying a label (sglang `run-ci`, flashinfer `run-ci`)
     SCHEDULE = "schedule"  # cron, or a workflow called from a scheduled workflow
     MANUAL = "manual"  # workflow_dispatch only, or Buildkite `optional: true` on PRs

@@ -54,6 +54,9 @@ class WorkflowContext:
     via: tuple[str, ...]
     depth: int = 0
     calling: tuple[str, ...] = ()
+    # The gate each event gives its jobs (`subset.EVENTS`, refined by the trigger's own settings); a called
+    # workflow has its caller's.
+    gates: Mapping[str, Gate] = field(default_factory=dict)
     # (event, condition text) -> its truth: an `if:` reads only the inputs, the event and the echoed outputs
     # (never the matrix or env), so the same text in the same walk has the same value (a step's `if:` in every
     # matrix job).

@@ -1,9 +1,7 @@
 """GitHub Actions `${{ ... }}` expressions, evaluated statically where the contexts are known; pure.
 
-Contexts the walker knows: `inputs` (a reusable workflow's `with:` over its input defaults), `matrix` (one
-combination), `env`, and a table of values for run-time outputs (`needs.X.outputs.Y`, `steps.X.outputs.Y`) read from
-literal `echo "Y=..." >> $GITHUB_OUTPUT` lines. Functions: `fromJson`, `toJson`, `format`, `startsWith`,
-`endsWith`, `contains`, `join`. Anything else (`github.*`, `secrets.*`, `hashFiles`, `success()`) is `Unknown`.
+The functions, operators and contexts read are declared in `matrix.schedule.github.subset` (contexts are resolved by
+the walker's lookup, `values.KnownValues.lookup`); anything else (`secrets.*`, `vars.*`, `hashFiles`) is `Unknown`.
 A value may have several possible values (`OneOf`); `||` / `&&` follow GitHub's truthiness.
 """
 
@@ -18,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from matrix.schedule.github.expression_syntax import ExpressionError, Node, parse
+from matrix.schedule.github.subset import FUNCTIONS
 
 EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
 # Bounds on what one expression may build: the characters of a value (`format()` through `env` multiplies them)
@@ -161,6 +160,8 @@ _STATUS = {"always": True, "success": True, "failure": False, "cancelled": False
 
 def _call(name: str, args: list[Any]) -> Any:
     low = name.lower()
+    if low not in FUNCTIONS:
+        return Unknown(text=f"{name}(...)")  # outside the declared subset (`hashFiles`, ...): known only at run time
     if low in _STATUS and not args:
         return _STATUS[low]
     if any(isinstance(a, Unknown | OneOf) for a in args):

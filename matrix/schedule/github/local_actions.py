@@ -23,6 +23,7 @@ from typing import Any
 from matrix.core.errors import ConfigError
 from matrix.core.textfiles import read_limited, read_text
 from matrix.schedule.files import in_repo
+from matrix.schedule.github.checkout import Checkout
 from matrix.schedule.yamldoc import Marks, load_yaml
 
 __all__ = ["ACTION", "ActionStep", "LocalActions", "local_action_files"]
@@ -85,12 +86,20 @@ class LocalActions:
 
     def _expand(self, steps: Sequence[Any], depth: int, problems: list[str], caller: int = 0) -> list[Any]:
         out: list[Any] = []
+        checkout = Checkout()  # a local action's path is from the workspace: where the job checked the repository out
         for step in steps:
+            checkout = checkout.after(step) if isinstance(step, Mapping) else checkout
             uses = _local(step)
             if uses is None:
                 out.append(step)
                 continue
             top = caller or id(step)  # the workflow's own step that (through others) uses this action
+            if not checkout.plain:
+                folder = checkout.own(checkout.folder(uses.split("@", 1)[0]))
+                if folder is None or folder.startswith(".."):
+                    problems.append(f"uses {uses}: outside the job's checkout of this repository; not read")
+                    continue
+                uses = "./" + folder
             if depth >= MAX_DEPTH:
                 problems.append(f"uses {uses}: local actions nested deeper than {MAX_DEPTH}; not read")
                 continue

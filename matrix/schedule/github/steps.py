@@ -13,14 +13,17 @@ from matrix.schedule.commands.pytest_command import install_lines
 from matrix.schedule.environment.installs import fresh_python
 from matrix.schedule.environment.jobs import container_steps, job_environment
 from matrix.schedule.environment.model import InstallStep, JobEnvironment
+from matrix.schedule.github.checkout import Checkout, workspace_folder
 from matrix.schedule.github.context import Found, JobContext, LabelSets, Notes
 from matrix.schedule.github.expressions import PLACEHOLDER, OneOf, Unknown, expand
 from matrix.schedule.github.local_actions import ACTION, ActionStep
 from matrix.schedule.github.run_lines import script_lines
+from matrix.schedule.github.step_writes import step_writes
 from matrix.schedule.github.workflow_doc import run_facts
 from matrix.schedule.model import (
     Container,
     Origin,
+    PytestSelection,
     ScheduleEntry,
     Selection,
     StepContext,
@@ -43,29 +46,40 @@ _Followed = tuple[Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tup
 
 
 def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, str], notes: Notes, found: Found) -> None:
-    """Each `run:` step of one job leg, in order: `$GITHUB_ENV` writes of a step reach the steps after it."""
+    """Each step of one job leg, in order: what a step writes to `$GITHUB_ENV` and `$GITHUB_OUTPUT` reaches the
+    steps after it, `actions/checkout` says where the repository is, an action whose `with:` holds a test command is
+    listed as unread (`subset.STEP_KINDS`)."""
     ctx, event, matrix = job.workflow, job.event, job.matrix
     docker_steps: list[tuple[str, str]] = []  # the leg's `docker run` / `docker build` steps so far (`_container_env`)
     installs: list[Placed] = []  # the leg's install steps so far (`matrix.schedule.environment`)
+    outputs: dict[str, dict[str, str | None]] = {}  # step id -> the outputs it writes (`values.KnownValues.lookup`)
+    checkout = Checkout()
     for step in steps or []:
         run = step.get("run")
         if run is None:
             uses = str(step.get("uses", ""))
             if uses.startswith("actions/setup-python@") and step.get("if") is None:
                 installs.append(("", fresh_python(f"uses: {uses}")))
+            if (
+                step.get("if") is None
+                or walker.values.step_condition(ctx, step["if"], event, matrix=matrix, env=env, notes=Notes()) is not False
+            ):
+                checkout = checkout.after(step)
+                _action_command(walker, job, step, found)
             continue
         text = str(run)
         if "docker" in text:
-            seen, _ = expand(text, walker.values.lookup(ctx.inputs, event, matrix, env, Notes()))
+            seen, _ = expand(text, walker.values.lookup(ctx.inputs, event, matrix, env, Notes(), outputs))
             if isinstance(seen, str):
                 docker_steps.append((seen, str(step.get("working-directory", job.working))))
-        first_line, echoes = run_facts(text)
+        first_line, _ = run_facts(text)
+        writes = "GITHUB_ENV" in text or "GITHUB_OUTPUT" in text
         if not walker.interesting(run):
             if step.get("if") is None:  # a step that only installs: what it installs reaches the steps after it
                 where = step.get("working-directory", job.working)
                 folder = str(where) if isinstance(where, str) else job.working
                 installs.extend((box, s) for _, _, s, box in install_lines(text, folder, env, containers=True))
-            env.update(echoes)
+        if not walker.interesting(run) and not writes:
             continue
         step_notes = notes
         if step.get("if") is not None:
@@ -75,29 +89,111 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
             if said.items:
                 step_notes = Notes(items=[*notes.items, *(x for x in said.items if x not in notes.items)])
         step_env = {**env, **walker.values.env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=notes)}
-        script, unknown = expand(text, walker.values.lookup(ctx.inputs, event, matrix, step_env, notes))
+        script, unknown = expand(text, walker.values.lookup(ctx.inputs, event, matrix, step_env, notes, outputs))
         step_origin, lines = _step_lines(walker, job, step, text, first_line)
+        texts = () if isinstance(script, Unknown) else tuple(map(str, script.values if isinstance(script, OneOf) else (script,)))
         if isinstance(script, Unknown) and script.bound:
-            found.unread.append(UnreadJob(origin=step_origin, reason=f"run: {script.bound}"))
-            continue
-        where = step.get("working-directory", job.working)
-        start = str(where) if isinstance(where, str | int | float) else job.working
-        for one in script.values if isinstance(script, OneOf) else (script,):
-            read_commands(
-                walker,
-                job,
-                str(one),
-                unknown=unknown,
-                start=start,
-                env=step_env,
-                origin=step_origin,
-                notes=step_notes,
-                found=found,
-                docker_steps=docker_steps,
-                installs=installs,
-                lines=lines if str(one).count("\n") == text.count("\n") else None,
-            )
-        env.update(echoes)
+            if walker.interesting(run):
+                found.unread.append(UnreadJob(origin=step_origin, reason=f"run: {script.bound}"))
+        elif walker.interesting(run):
+            start = _start(walker, job, step, checkout=checkout, env=step_env, notes=notes, outputs=outputs)
+            if start is None:
+                said_where = " ".join(str(step.get("working-directory", job.working)).split())[:80]
+                reason = f"working-directory {said_where} is known only at run time"
+                found.unread.append(UnreadJob(origin=step_origin, reason=reason))
+            for one in texts if start is not None else ():
+                assert start is not None
+                walker.checkout = checkout
+                try:
+                    read_commands(
+                        walker,
+                        job,
+                        one,
+                        unknown=unknown,
+                        start=start,
+                        env=step_env,
+                        origin=step_origin,
+                        notes=step_notes,
+                        found=found,
+                        docker_steps=docker_steps,
+                        installs=installs,
+                        lines=lines if one.count("\n") == text.count("\n") else None,
+                    )
+                finally:
+                    walker.checkout = Checkout()
+        if writes:
+            _written(step, texts or (text,), origin=step_origin, env=env, outputs=outputs, notes=notes)
+
+
+def _start(
+    walker: Walker,
+    job: JobContext,
+    step: Mapping[str, Any],
+    *,
+    checkout: Checkout,
+    env: Mapping[str, str],
+    notes: Notes,
+    outputs: Mapping[str, Mapping[str, str | None]],
+) -> str | None:
+    """The folder a `run:` step starts in, from the repository's root (`working-directory`, else the defaults; the
+    workspace is `${{ github.workspace }}`); None when an expression in it is known only at run time."""
+    raw = step.get("working-directory", job.working)
+    if not isinstance(raw, str | int | float):
+        return checkout.folder(job.working) if "${{" not in job.working else None
+    written = workspace_folder(str(raw))
+    if "${{" in written:
+        ctx = job.workflow
+        value, _ = expand(written, walker.values.lookup(ctx.inputs, job.event, job.matrix, env, notes, outputs))
+        if not isinstance(value, str | int | float) or "__UNRESOLVED_" in str(value):
+            return None
+        written = workspace_folder(str(value))
+    return checkout.folder(written)
+
+
+def _written(
+    step: Mapping[str, Any],
+    texts: Sequence[str],
+    *,
+    origin: Origin,
+    env: dict[str, str],
+    outputs: dict[str, dict[str, str | None]],
+    notes: Notes,
+) -> None:
+    """What a step writes to `$GITHUB_ENV` and `$GITHUB_OUTPUT`, put where the later steps read it: a value known
+    only at run time (or differently in the step's possible scripts) is not known, never the value before it."""
+    found = [step_writes(text) for text in texts]
+    where = f"{origin.file}:{origin.line}"
+    for kind in ("env", "outputs"):
+        names = dict.fromkeys(name for f in found for name, _ in getattr(f, kind))
+        for name in names:
+            values = {dict(getattr(f, kind)).get(name) for f in found}
+            value = next(iter(values)) if len(values) == 1 else None
+            if kind == "env":
+                why = next((w for f in found for n, w in f.why if n == name), "written differently on different runs")
+                env[name] = value if value is not None else "${{ " + f"run time: {why} at {where}" + " }}"
+            else:
+                step_id = step.get("id")
+                if isinstance(step_id, str):
+                    outputs.setdefault(step_id.lower(), {})[name.lower()] = value
+    for f in found:
+        for problem in f.unread:
+            if "GITHUB_ENV" in problem:
+                # names this reader cannot tell: every variable the job had may have been changed
+                for name in list(env):
+                    if "${{" not in env[name]:
+                        env[name] = "${{ " + f"run time: $GITHUB_ENV written at {where} in a way not read" + " }}"
+            notes.add(f"{where}: {problem}; what it sets is not known")
+
+
+def _action_command(walker: Walker, job: JobContext, step: Mapping[str, Any], found: Found) -> None:
+    """An action of another repository whose `with:` holds a test command (`command: pytest tests`): it may run
+    tests, and the action is not read (`subset.STEP_KINDS`), so it is listed as unread."""
+    said = walker.action_command(step)
+    if said is None:
+        return
+    mark = job.workflow.workflow.run_at(step, "uses")
+    origin = replace(job.origin, line=mark[0]) if mark is not None else job.origin
+    found.unread.append(UnreadJob(origin=origin, reason=said))
 
 
 def read_commands(
@@ -156,7 +252,22 @@ def read_commands(
         if not selected:
             continue
         env_items = tuple(sorted((inside if container is not None else context_env).items()))
-        for selection, where, conditions, elsewhere, own_installs in selected:
+        for chosen, place, conditions, elsewhere, own_installs in selected:
+            selection, where = chosen, place
+            if not walker.checkout.plain:
+                moved = walker.checkout.selection(chosen)
+                if moved is None:
+                    reason = "runs pytest from a folder outside the job's checkout of this repository (actions/checkout `path:`)"
+                    reach = _reach(walker.checkout, chosen)
+                    at = replace(place, file=walker.checkout.own(place.file) or origin.file)
+                    if reach == ():
+                        found.unread.append(
+                            UnreadJob(origin=at, reason=f"{reason}, on paths outside it: no test of it", reach=())
+                        )
+                    else:
+                        found.unread.append(unread_entry(at, reason, reach))
+                    continue
+                selection, where = moved, replace(place, file=walker.checkout.own(place.file) or place.file)
             # A selection that runs on its own runner (a Modal function's GPU) keeps that runner.
             sets: LabelSets = job.label_sets if elsewhere is None else [elsewhere]
             after = (*dict.fromkeys(used), *command.conditions, *conditions)
@@ -293,7 +404,19 @@ def _scripts(
     file:line, called from the step, with the shell conditions it runs under and, for a Modal function, its
     own runner); what is missing, over the budget or named only at run time is listed as unread."""
     result = walker.follow(words, context)
-    found.unread.extend(result.unread_jobs(lambda reason: shown(reason, unknown)))
+    jobs = result.unread_jobs(lambda reason: shown(reason, unknown))
+    if not walker.checkout.plain:  # files named from the repository's root; one outside its checkout is not its own
+        jobs = [
+            replace(job, origin=replace(job.origin, file=own))
+            if (own := walker.checkout.own(job.origin.file)) is not None
+            else replace(
+                job,
+                origin=context.origin,
+                reason=f"{job.origin.file}: outside the job's checkout of this repository: {job.reason}",
+            )
+            for job in jobs
+        ]
+    found.unread.extend(jobs)
     conditions = dict(result.conditions)
     runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
     installs = dict(result.installs)
@@ -314,6 +437,13 @@ def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, 
             return None  # an unreadable Dockerfile leaves the image unread, never the schedule
 
     return container_steps(marker, docker_steps, load)
+
+
+def _reach(checkout: Checkout, selection: Selection) -> tuple[str, ...] | None:
+    """The repository's files a selection run from outside its checkout could reach (None: not bounded)."""
+    if not isinstance(selection, PytestSelection):
+        return None
+    return tuple(p for p in map(checkout.own, selection.paths) if p is not None)  # a path outside reaches none
 
 
 def shown(reason: str, unknown: tuple[Unknown, ...]) -> str:

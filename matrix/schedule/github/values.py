@@ -119,9 +119,18 @@ class KnownValues:
             return self.output(label[1:], notes)
         return label
 
-    def lookup(
-        self, inputs: Mapping[str, Any], event: str | None, matrix: Mapping[str, Any], env: Mapping[str, str], notes: Notes
+    def lookup(  # noqa: PLR0917 - the five contexts of a job leg, passed in many places
+        self,
+        inputs: Mapping[str, Any],
+        event: str | None,
+        matrix: Mapping[str, Any],
+        env: Mapping[str, str],
+        notes: Notes,
+        steps: Mapping[str, Mapping[str, str | None]] | None = None,
     ) -> Resolver:
+        """The resolver of one job's expressions; `steps` holds the outputs the job's earlier steps write (step id
+        and output name in lower case; None: written, known only at run time)."""
+
         def resolve(path: tuple[str, ...]) -> Any:
             self._notes_now = notes  # where a value passed on as a whole (`_Outputs`) records its assumptions
             # Context and property names are case-insensitive (see `matrix.schedule.github.subset.CONTEXTS`),
@@ -138,6 +147,11 @@ class KnownValues:
             second = path[1].lower() if len(path) > 1 else ""
             if head == "github" and len(path) == 2 and second == "event_name" and event is not None:
                 return event
+            if head == "steps" and steps and len(path) == 4 and path[2].lower() == "outputs":
+                written = steps.get(path[1].lower())
+                if written is not None and path[3].lower() in written:
+                    value = written[path[3].lower()]
+                    return Unknown(text=".".join(path)) if value is None else value
             if head in ("needs", "steps", "jobs") and len(path) >= 3 and path[2].lower() == "outputs":
                 if len(path) == 3:
                     return Outputs(lambda name: self.output(name, self._notes_now))
