@@ -12,6 +12,7 @@ the entry.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 __all__ = ["MAX_CALL_DEPTH", "MAX_ENTRIES", "MAX_WALK_JOBS", "Walker", "read_github"]
 
 MAX_CALL_DEPTH = 8
+# `with:` keys whose value an action runs as a command (`command:`, `run:`, `script:`, `args:`, `test-command:` ...).
+_COMMAND_KEY = re.compile(r"(?:^|[-_])(?:run|runs|command|commands|cmd|script|scripts|args|entrypoint)(?:$|[-_])", re.IGNORECASE)
 
 
 def read_github(
@@ -348,6 +351,8 @@ class Walker:
         if not isinstance(uses, str) or uses.startswith("./") or not is_mapping(given) or not self.reader_keywords:
             return None
         for key, value in given.items():
+            if not _COMMAND_KEY.search(str(key)):
+                continue  # a text (`body:`, `title:`) that mentions pytest runs nothing
             if isinstance(value, str) and any(k in value for k in self.reader_keywords):
                 shown = " ".join(value.split())[:80]
                 return f"uses {uses}, an action this reader does not read, with {key}: {shown}: what it runs is not read"
