@@ -14,7 +14,7 @@ from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import text_lines
 from matrix.schedule.environment.model import environment_fields
 from matrix.schedule.load import all_readers, find_workflows, load_schedule
-from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, SuiteSelection, selection_fields
+from matrix.schedule.model import PytestSelection, RunnerHardware, Schedule, ScheduleEntry, SuiteSelection, selection_fields
 
 SCHEMA = "specmatrix.schedule/1"
 
@@ -105,8 +105,9 @@ def text_report(schedule: Schedule, root: Path, declared: Sequence[tuple[str, Sc
 def _entries(schedule: Schedule) -> list[str]:
     lines: list[str] = []
     for entry in schedule.entries:
+        machine = f"; {entry.hardware.describe()}" if entry.hardware is not None else ""
         profiles = ", ".join(entry.profiles) or (
-            f"no CUDA profile ({'; '.join(entry.other_runners)})" if entry.other_runners else "NO PROFILE"
+            f"no CUDA profile ({'; '.join(entry.other_runners)}{machine})" if entry.other_runners else "NO PROFILE"
         )
         gates = "/".join(g.value for g in entry.gates)
         lines.append(f"{_selection(entry)}  on {', '.join(entry.labels)} -> {profiles}  [{gates}]")
@@ -119,6 +120,10 @@ def _entries(schedule: Schedule) -> list[str]:
         for assumption in entry.assumptions:
             lines.append(f"    assumed: {assumption}")
     return lines
+
+
+def _hardware(h: RunnerHardware) -> dict[str, Any]:
+    return {"kind": h.kind, "vendor": h.vendor, "gpus": h.gpus, "arch": h.arch, "labels": list(h.labels)}
 
 
 def _origin(o: Any) -> dict[str, Any]:
@@ -147,6 +152,7 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
                 "labels": list(e.labels),
                 "profiles": list(e.profiles),
                 "other_runners": list(e.other_runners),
+                **({"hardware": _hardware(e.hardware)} if e.hardware is not None else {}),
                 "env": dict(e.env),
                 "gates": [g.value for g in e.gates],
                 "assumptions": list(e.assumptions),

@@ -37,6 +37,7 @@ from matrix.guards.predicates import (
     Predicate,
     Record,
     RunnerFacts,
+    SomeText,
     Unknown,
     VersionRange,
     bounded_int,
@@ -45,6 +46,7 @@ from matrix.guards.predicates import (
     importable,
     lookup,
     module_version,
+    plain,
     text_of,
     unset_variable,
 )
@@ -266,6 +268,8 @@ class Tri(StrEnum):
 
 
 def tri_of(value: object) -> Tri:
+    if isinstance(value, SomeText):
+        return Tri.TRUE  # set, and not empty
     if isinstance(value, Unknown):
         return Tri.UNKNOWN
     return Tri.TRUE if bool(value) else Tri.FALSE
@@ -604,7 +608,7 @@ class _Evaluator(FunctionRunner):
         base = self.value(func.value)
         args = [self.value(a) for a in node.args]
         if isinstance(base, Unknown):
-            return base
+            return plain(base)
         if not isinstance(base, str) or node.keywords or not all(isinstance(a, str) for a in args):
             return Unknown(why=f".{func.attr}() on a value the audit does not model")
         try:
@@ -619,7 +623,7 @@ class _Evaluator(FunctionRunner):
         name = dotted(node)
         if name is None:  # an attribute of a computed value: `get_jit_cuda_arch().major`
             base = self.value(node.value)
-            result = base.get(node.attr) if isinstance(base, Record) else base if isinstance(base, Unknown) else None
+            result = base.get(node.attr) if isinstance(base, Record) else plain(base) if isinstance(base, Unknown) else None
             if result is None:
                 result = Unknown(why=f"attribute {node.attr} of a value the audit does not model")
             self.note(text_of(node), result)
@@ -663,7 +667,7 @@ class _Evaluator(FunctionRunner):
         ):
             return base.items[index]
         if isinstance(base, Unknown):
-            return base
+            return plain(base)
         if (
             isinstance(base, tuple | str)
             and isinstance(index, int)
@@ -701,7 +705,8 @@ class _Evaluator(FunctionRunner):
         left, right = self.value(node.left), self.value(node.right)
         fn = _ARITH.get(type(node.op))
         if fn is None or not all(isinstance(v, int) and not isinstance(v, bool) for v in (left, right)):
-            return left if isinstance(left, Unknown) else right if isinstance(right, Unknown) else Unknown(why="arithmetic")
+            unknown = left if isinstance(left, Unknown) else right if isinstance(right, Unknown) else Unknown(why="arithmetic")
+            return plain(unknown)
         assert isinstance(left, int) and isinstance(right, int)
         if isinstance(node.op, ast.FloorDiv | ast.Mod) and right == 0:
             return Unknown(why="division by zero")
@@ -720,7 +725,7 @@ class _Evaluator(FunctionRunner):
         if not isinstance(body, Unknown) and body == orelse:
             return body
         test = self.value(node.test)  # keeps the cause (a module that may not be installed) in the reason
-        return test if isinstance(test, Unknown) else Unknown(why="conditional on unknown")
+        return plain(test) if isinstance(test, Unknown) else Unknown(why="conditional on unknown")
 
     def _Compare(self, node: ast.Compare) -> object:
         left = self.value(node.left)
@@ -733,7 +738,7 @@ class _Evaluator(FunctionRunner):
             if isinstance(result, Unknown) and unknown is None:
                 # Keep the cause (an unknown fact, the integer budget) rather than a generic word.
                 side = left if isinstance(left, Unknown) else right if isinstance(right, Unknown) else None
-                unknown = side or Unknown(why="a comparison is unknown")
+                unknown = Unknown(why=side.why) if isinstance(side, SomeText) else side or Unknown(why="a comparison is unknown")
             left = right
         return unknown if unknown is not None else True
 
@@ -748,6 +753,10 @@ _DISPATCH: dict[type[ast.AST], Callable[[_Evaluator, Any], object]] = {
 
 def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
     """Python's comparison on plain values; Unknown where Python would raise or a side is unknown."""
+    if isinstance(op, ast.Is | ast.IsNot | ast.Eq | ast.NotEq) and (
+        (isinstance(left, SomeText) and right is None) or (isinstance(right, SomeText) and left is None)
+    ):
+        return isinstance(op, ast.IsNot | ast.NotEq)  # a set text is not None
     ranged = _range_compare(op, left, right)
     if ranged is not None:
         return ranged

@@ -16,6 +16,7 @@ from matrix.core.profile import RunnerProfile
 from matrix.guards.model import dotted
 from matrix.schedule.environment.distributions import module_answer
 from matrix.schedule.environment.model import JobEnvironment, normalized
+from matrix.schedule.model import RunnerHardware
 
 # --- predicates -------------------------------------------------------------------------------------------------------
 # What the guard helpers of sglang and torch return on a runner profile (docs/sources.md#guard-helpers).
@@ -28,6 +29,17 @@ class Unknown:
     """A value the profile does not determine; `why` says which fact is missing."""
 
     why: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SomeText(Unknown):
+    """A text whose value is not known but which is known to be set and not empty (`torch.version.hip` on a ROCm
+    host): true, and not None; anything computed from it is plainly unknown (`plain`)."""
+
+
+def plain(value: object) -> object:
+    """`value`, with a `SomeText` made a plain `Unknown`: what is computed from a set text is not known to be set."""
+    return Unknown(why=value.why) if isinstance(value, SomeText) else value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,8 +63,13 @@ class RunnerFacts:
     # What the job that runs the test installs (its schedule entry's); None: not read (the guard audit, a declared
     # schedule), and then only `installed` (--assume-installed) says a module imports.
     environment: JobEnvironment | None = None
+    # Set for a runner no profile describes: what its labels say of it (`matrix.guards.hardware`); `profile` is then
+    # a stand-in named after its labels.
+    hardware: RunnerHardware | None = None
 
     def describe(self) -> str:
+        if self.hardware is not None:
+            return f"{self.profile.name}: {self.hardware.describe()}"
         p = self.profile
         if not p.gpus or p.capability is None:
             return f"{p.name}: no GPU"
@@ -268,10 +285,33 @@ PREDICATES: Mapping[str, Predicate] = {
     "is_in_amd_ci": _in_amd_ci,
 }
 
+
+def _hip_version(facts: RunnerFacts) -> object:
+    """`torch.version.hip`: None on a profile (profiles describe CUDA and GPU-less hosts, with CUDA or CPU torch) and
+    on NVIDIA and macOS hosts; set on a ROCm host, whose torch is ROCm's ("HIP (ROCm) semantics", PyTorch docs:
+    `torch.version.hip` is set and `torch.version.cuda` is None in a ROCm build); unknown elsewhere."""
+    hardware = facts.hardware
+    if hardware is None or hardware.kind in ("cuda", "macos"):
+        return None
+    if hardware.kind == "rocm":
+        return SomeText(why=f"the HIP version of the ROCm torch on {facts.profile.name}")
+    return Unknown(why=f"which torch build {facts.profile.name} has (torch.version.hip)")
+
+
+def _torch_cuda(facts: RunnerFacts) -> object:
+    """`torch.version.cuda`: the profile's; None on a ROCm or macOS host (no CUDA build there); else unknown."""
+    hardware = facts.hardware
+    if hardware is None:
+        return _cuda_version(facts)
+    if hardware.kind in ("rocm", "macos"):
+        return None
+    return Unknown(why=f"which torch build {facts.profile.name} has (torch.version.cuda)")
+
+
 # Attributes read without a call.
 ATTRIBUTES: Mapping[str, Predicate] = {
-    "torch.version.hip": lambda facts: None,
-    "torch.version.cuda": _cuda_version,
+    "torch.version.hip": _hip_version,
+    "torch.version.cuda": _torch_cuda,
 }
 
 
@@ -374,7 +414,7 @@ def _min_max(pick: Callable[[list[Any]], object]) -> Callable[[ValueSource, ast.
 
 def _len(source: ValueSource, call: ast.Call) -> object:
     value = source.value(call.args[0]) if len(call.args) == 1 else Unknown(why="len() with other than one argument")
-    return len(value) if isinstance(value, tuple | str) else value if isinstance(value, Unknown) else Unknown(why="len()")
+    return len(value) if isinstance(value, tuple | str) else plain(value) if isinstance(value, Unknown) else Unknown(why="len()")
 
 
 def _truth(source: ValueSource, call: ast.Call) -> object:
@@ -387,7 +427,7 @@ def _int(source: ValueSource, call: ast.Call) -> object:
         return Unknown(why="int() form")
     value = source.value(call.args[0])
     if isinstance(value, Unknown):
-        return value
+        return plain(value)
     if isinstance(value, bool | int):
         return int(value)
     if isinstance(value, str) and value.strip().isdigit() and len(value) < 20:

@@ -19,6 +19,7 @@ from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.core.finding import Finding, Tool
 from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
+from matrix.guards.hardware import HardwareTable, as_profile, stand_in
 from matrix.guards.model import (
     AlwaysSkips,
     ExprCondition,
@@ -35,7 +36,15 @@ from matrix.pytest_suites.invocation import Invocation
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
 from matrix.pytest_suites.select import Selected, collected, selects
 from matrix.schedule.environment.model import JobEnvironment
-from matrix.schedule.model import Container, PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
+from matrix.schedule.model import (
+    Container,
+    PytestSelection,
+    RunnerHardware,
+    Schedule,
+    ScheduleEntry,
+    UnknownLabel,
+    UnreadJob,
+)
 
 # When a skip reads several kinds of fact, the finding names the first of these it read.
 _PRECEDENCE = (
@@ -149,8 +158,19 @@ class _Evaluator:
         self.installed = installed
         self.table: dict[str, Predicate] = dict(packs.table)
         self.cache: dict[
-            tuple[int, int, str, tuple[tuple[str, str], ...], Container | None, frozenset[str], JobEnvironment | None], Evaluation
+            tuple[
+                int,
+                int,
+                str,
+                tuple[tuple[str, str], ...],
+                Container | None,
+                frozenset[str],
+                JobEnvironment | None,
+                RunnerHardware | None,
+            ],
+            Evaluation,
         ] = {}
+        self.hardware_tables: dict[RunnerHardware, Mapping[str, Predicate]] = {}
         # Keyed by object ids: the collected files hold every guard and names object for the whole audit.
         self.rewritten: dict[tuple[int, int], tuple[Guard, ModuleNames]] = {}
         self.names: dict[int, ModuleNames] = {}
@@ -167,8 +187,36 @@ class _Evaluator:
     def evaluate(self, applied: AppliedGuard, entry: ScheduleEntry, profile: str) -> Evaluation:
         return self.evaluate_on(applied, entry, self.profiles[profile])
 
-    def evaluate_on(self, applied: AppliedGuard, entry: ScheduleEntry, runner: RunnerProfile) -> Evaluation:
-        key = (id(applied.guard), id(applied.names), runner.name, entry.env, entry.container, self.written, entry.environment)
+    def evaluate_hardware(self, applied: AppliedGuard, entry: ScheduleEntry, hardware: RunnerHardware) -> Evaluation:
+        """On a runner no profile describes: as the profile its labels make (an NVIDIA host of known count and
+        capability), else on what its labels say of it (`matrix.guards.hardware`)."""
+        profile = as_profile(hardware)
+        if profile is not None:
+            return self.evaluate_on(applied, entry, profile)
+        table = self.hardware_tables.get(hardware)
+        if table is None:
+            table = self.hardware_tables[hardware] = HardwareTable(self.table, hardware)
+        return self.evaluate_on(applied, entry, stand_in(hardware), hardware=hardware, table=table)
+
+    def evaluate_on(
+        self,
+        applied: AppliedGuard,
+        entry: ScheduleEntry,
+        runner: RunnerProfile,
+        *,
+        hardware: RunnerHardware | None = None,
+        table: Mapping[str, Predicate] | None = None,
+    ) -> Evaluation:
+        key = (
+            id(applied.guard),
+            id(applied.names),
+            runner.name,
+            entry.env,
+            entry.container,
+            self.written,
+            entry.environment,
+            hardware,
+        )
         found = self.cache.get(key)
         if found is None:
             guard, names = self._rewrite(applied)
@@ -184,8 +232,9 @@ class _Evaluator:
                 container=f"the container {entry.container.name}" if entry.container else "",
                 container_unread=entry.container.unread if entry.container else "",
                 environment=entry.environment,
+                hardware=hardware,
             )
-            found = evaluate_guard(guard, facts, names, self.table)
+            found = evaluate_guard(guard, facts, names, self.table if table is None else table)
             self.cache[key] = found
         return found
 
@@ -291,25 +340,31 @@ _MACHINE_FREE = frozenset({"env", "install"})
 
 
 def _unprofiled_verdict(item: TestItem, entry: ScheduleEntry, evaluator: _Evaluator) -> _RunnerVerdict:
-    """An entry whose runner has no profile: a known runner (a label pack's ROCm, XPU or macOS host) runs a test
-    without guards; a guard made only of unconditional skips (`mark.skip`) skips there as anywhere, since it reads
-    no runner fact, and so does one that only the job's environment decides (an opt-in variable the job does not
-    set); anything else there is unknown."""
+    """An entry whose runner has no profile. A test with no skip guard runs there, as on any runner. A guard made
+    only of unconditional skips (`mark.skip`) skips there as anywhere, since it reads no runner fact. On a runner
+    its labels describe (`ScheduleEntry.hardware`: a ROCm, XPU, macOS or CPU host, four A10Gs) each guard is judged
+    on what they say (`matrix.guards.hardware`); on a runner no label describes, a guard that only the job's
+    environment decides (an opt-in variable the job does not set) skips; anything else there is unknown."""
     where = ", ".join(entry.other_runners) or ", ".join(entry.labels) or "(no runs-on)"
-    for applied in item.guards:
+    skip_guards = [g for g in item.guards if g.guard.kind is not GuardKind.EARLY_RETURN]
+    for applied in skip_guards:
         conditions = applied.guard.conditions
-        unconditional = bool(conditions) and all(isinstance(c, AlwaysSkips) for c in conditions)
-        if unconditional and applied.guard.kind is not GuardKind.EARLY_RETURN:
+        if bool(conditions) and all(isinstance(c, AlwaysSkips) for c in conditions):
             evaluation = Evaluation(skips=Tri.TRUE, steps=("unconditional skip",))
             return _RunnerVerdict(profile=where, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
-    for applied in item.guards:
-        if applied.guard.kind is GuardKind.EARLY_RETURN:
-            continue
+    if entry.hardware is not None:
+        unknown = False
+        for applied in skip_guards:
+            evaluation = evaluator.evaluate_hardware(applied, entry, entry.hardware)
+            if evaluation.skips is Tri.TRUE:
+                return _RunnerVerdict(profile=where, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
+            unknown = unknown or evaluation.skips is Tri.UNKNOWN
+        return _RunnerVerdict(profile=where, skips=Tri.UNKNOWN if unknown else Tri.FALSE)
+    for applied in skip_guards:
         both = [evaluator.evaluate_on(applied, entry, runner) for runner in _UNPROFILED]
         if all(e.skips is Tri.TRUE and set(e.deciding) <= _MACHINE_FREE for e in both):
             return _RunnerVerdict(profile=where, skips=Tri.TRUE, guard=applied, evaluation=both[0])
-    runs = bool(entry.other_runners) and not item.guards
-    return _RunnerVerdict(profile=where, skips=Tri.FALSE if runs else Tri.UNKNOWN)
+    return _RunnerVerdict(profile=where, skips=Tri.UNKNOWN if skip_guards else Tri.FALSE)
 
 
 def _everywhere(
@@ -317,6 +372,8 @@ def _everywhere(
 ) -> list[_RunnerVerdict]:
     """A guard that skips on every machine (`skip`, `skipif(True)`, a parameter value) is the reason given before
     a runner fact that also skips there, so the finding's class is the same on every runner."""
+    if verdicts[0].profile not in evaluator.profiles:
+        return verdicts  # a runner without a profile: its verdict names its own guard
     for applied in item.guards:
         if applied.guard.kind is GuardKind.EARLY_RETURN:
             continue

@@ -27,6 +27,7 @@ from matrix.schedule.model import (
     Gate,
     Origin,
     PytestSelection,
+    RunnerHardware,
     Schedule,
     ScheduleEntry,
     Selection,
@@ -36,7 +37,7 @@ from matrix.schedule.model import (
     selection_fields,
 )
 
-SCHEMA = "specmatrix.schedule-cache/6"
+SCHEMA = "specmatrix.schedule-cache/7"
 MAX_CACHE_BYTES = 64 * 1024 * 1024
 _PACKAGE = Path(__file__).parent
 
@@ -136,6 +137,17 @@ def _selection_of(raw: dict[str, Any]) -> Selection:
     )
 
 
+def _hardware(h: RunnerHardware) -> list[Any]:
+    return [h.kind, h.vendor, h.gpus, h.arch, list(h.labels)]
+
+
+def _hardware_of(raw: list[Any]) -> RunnerHardware:
+    kind, vendor, gpus, arch, labels = raw
+    return RunnerHardware(
+        kind=str(kind), vendor=str(vendor), gpus=None if gpus is None else int(gpus), arch=str(arch), labels=tuple(labels)
+    )
+
+
 def to_doc(schedule: Schedule) -> dict[str, Any]:
     return {
         "entries": [
@@ -150,6 +162,7 @@ def to_doc(schedule: Schedule) -> dict[str, Any]:
                 list(e.other_runners),
                 None if e.container is None else [e.container.name, e.container.unread, list(e.container.notes)],
                 environment_fields(e.environment),
+                None if e.hardware is None else _hardware(e.hardware),
             ]
             for e in schedule.entries
         ],
@@ -174,8 +187,9 @@ def from_doc(doc: dict[str, Any]) -> Schedule:
             other_runners=tuple(str(o) for o in others),
             container=None if box is None else Container(name=str(box[0]), unread=str(box[1]), notes=tuple(box[2])),
             environment=environment_of_fields(installs),
+            hardware=None if machine is None else _hardware_of(machine),
         )
-        for sel, labels, profiles, env, gates, assumptions, origin, others, box, installs in doc["entries"]
+        for sel, labels, profiles, env, gates, assumptions, origin, others, box, installs, machine in doc["entries"]
     )
     return Schedule(
         entries=entries,

@@ -6,6 +6,7 @@ and every audit consumes them, so "which test runs on which runner" is decided f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -98,6 +99,41 @@ class Container:
     notes: tuple[str, ...] = ()  # assumptions made to read it (a Docker Official Image's own variables)
 
 
+# Kinds of runner whose devices the CUDA API (torch.cuda) sees: NVIDIA's, and AMD's through ROCm's HIP build of torch.
+CUDA_API_KINDS = frozenset({"cuda", "rocm"})
+_SM = re.compile(r"sm_?(\d)(\d+)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerHardware:
+    """What a runner no profile describes is, as far as its labels say (`matrix/data/runner_labels.toml`): its kind
+    (cpu, cuda, rocm, xpu, npu, macos, windows), the GPU vendor, how many GPUs of that kind and their architecture
+    (`sm86`, `gfx942`); None or "" where the labels do not say. `labels` are the labels it was read from."""
+
+    kind: str
+    vendor: str = ""
+    gpus: int | None = None
+    arch: str = ""
+    labels: tuple[str, ...] = ()
+
+    @property
+    def capability(self) -> tuple[int, int] | None:
+        """The CUDA compute capability an NVIDIA architecture (`sm86`) names; None for any other."""
+        found = _SM.fullmatch(self.arch) if self.kind == "cuda" else None
+        return (int(found.group(1)), int(found.group(2))) if found else None
+
+    @property
+    def cuda_devices(self) -> int | None:
+        """How many devices `torch.cuda` sees there: the GPUs of an NVIDIA or ROCm host, none elsewhere."""
+        return self.gpus if self.kind in CUDA_API_KINDS else 0
+
+    def describe(self) -> str:
+        """`rocm, 8 GPU(s), gfx950` (what is known)."""
+        count = f"{self.gpus} GPU(s)" if self.gpus is not None else "GPUs not counted"
+        parts = [self.kind, count if self.kind not in ("cpu", "macos", "windows") else "", self.arch]
+        return ", ".join(p for p in parts if p)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScheduleEntry:
     """One thing CI runs: what it selects, where (labels as written and the profiles they resolve to), its
@@ -118,6 +154,8 @@ class ScheduleEntry:
     # What the job installs where the command runs (its base, distributions, versions), read from its steps;
     # None where no job's steps were read (a declared schedule, Buildkite).
     environment: JobEnvironment | None = None
+    # What the runner of `other_runners` is, as far as its labels say (set only when no profile is named).
+    hardware: RunnerHardware | None = None
 
     @property
     def env_map(self) -> Mapping[str, str]:

@@ -212,8 +212,9 @@ def test_a_definition_under_a_condition_is_undetermined(audit: Audit) -> None:
     assert report.undetermined == 1 and not report.findings
 
 
-def test_runners_no_profile_knows_leave_the_test_undetermined() -> None:
-    """An entry whose labels resolve to no profile gives no verdict at all: `all([])` must not read as "skips"."""
+def test_a_guardless_test_runs_on_a_runner_no_profile_knows() -> None:
+    """An entry whose labels resolve to no profile: a test with no guard runs there (`all([])` must not read as
+    "skips", nor as "undetermined")."""
     from matrix.core.runner_files import load_runners
     from matrix.pytest_suites.audit import audit_suite
     from matrix.pytest_suites.collect import TestFile, TestItem
@@ -229,7 +230,7 @@ def test_runners_no_profile_knows_leave_the_test_undetermined() -> None:
     item = TestItem(nodeid="t/test_m.py::test_x", path="t/test_m.py", line=1, markers=frozenset(), guards=())
     files = [TestFile(path="t/test_m.py", tests=(item,))]
     report = audit_suite("r", files, Schedule(entries=(entry,)), profiles=load_runners(), packs=builtin_packs())
-    assert report.undetermined == 1 and report.scheduled_tests == 1
+    assert report.undetermined == 0 and report.scheduled_tests == 1
     assert not report.findings
 
 
@@ -489,22 +490,25 @@ def test_routes():
     ],
 )
 def test_an_opt_in_variable_decides_on_a_runner_with_no_profile(audit: Audit, command: str, skips: bool) -> None:
-    """A label pack's ROCm runner has no profile, so the GPU guard is unknown there; the opt-in guard reads only
-    the job's environment, which the entry gives: when the job does not set the value, the test skips there."""
+    """A label pack's ROCm runner has no profile; its torch (ROCm's) has `torch.cuda.is_available()` true, and the
+    opt-in guard reads only the job's environment, which the entry gives: when the job does not set the value, the
+    test skips there, else it runs."""
     files = {"t/test_m.py": OPT_IN_TEST, ".github/workflows/ci.yml": OPT_IN_WORKFLOW.format(command=command)}
     report = audit(files)
     found = _skipping(report)
     assert found == ({"t/test_m.py::test_routes"} if skips else set())
-    assert report.undetermined == (0 if skips else 1)
+    assert report.undetermined == 0
     if skips:
         (finding,) = report.of_kind(GuardFindingKind.SILENT_SKIP)
         assert "TILE_IMPL" in finding.finding.message
 
 
 def test_a_machine_fact_on_a_runner_with_no_profile_stays_undetermined(audit: Audit) -> None:
-    """Only a guard no machine fact decides is judged there: `device_count() < 2` is not."""
+    """A fact the runner's labels do not give stays unknown there: `device_count() < 2` on a ROCm host whose labels
+    give no GPU count."""
     source = "import pytest\nimport torch\n\n\n@pytest.mark.skipif(torch.cuda.device_count() < 2, reason='two')\ndef test_x():\n    pass\n"
-    files = {"t/test_m.py": source, ".github/workflows/ci.yml": OPT_IN_WORKFLOW.format(command="python -m pytest t")}
+    workflow = OPT_IN_WORKFLOW.format(command="python -m pytest t").replace("linux-mi300-gpu-1", "linux.rocm.gpu.mi300")
+    files = {"t/test_m.py": source, ".github/workflows/ci.yml": workflow}
     report = audit(files)
     assert not report.findings and report.undetermined == 1
 

@@ -339,7 +339,7 @@ def _entry(
     """One entry of `selection` on one label set (its assumptions: `before`, the labels', then `after`); False once
     the read's entry budget is spent."""
     resolution = walker.resolution(labels)
-    profiles, others = resolution.profiles, resolution.others
+    profiles, others, hardware = resolution.profiles, resolution.others, resolution.hardware
     mixed: tuple[str, ...] = ()
     if resolution.unknown and (profiles or others):
         # GitHub sends a job only to a runner carrying every label: one no profile knows leaves it unknown.
@@ -347,7 +347,7 @@ def _entry(
             f"runs-on also names {', '.join(resolution.unknown)}, which no runner profile or label pack "
             f"knows: the runner is not known (a job goes only to a runner carrying every label)",
         )
-        profiles, others = (), ()
+        profiles, others, hardware = (), (), None
     entry = ScheduleEntry(
         selection=selection,
         labels=labels,
@@ -359,6 +359,7 @@ def _entry(
         other_runners=others,
         container=container,
         environment=environment,
+        hardware=hardware if not profiles else None,
     )
     walker.entries_left -= 1
     if walker.entries_left < 0:
