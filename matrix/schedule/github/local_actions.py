@@ -29,8 +29,9 @@ from matrix.schedule.yamldoc import Marks, load_yaml
 __all__ = ["ACTION", "ActionStep", "LocalActions", "local_action_files"]
 
 ACTION_FILES = ("action.yml", "action.yaml")
-MAX_DEPTH = 4  # composite actions inside composite actions
+MAX_DEPTH = 9  # composite actions inside composite actions (actions/runner `Constants.CompositeActionsMaxDepth`)
 MAX_STEPS = 1024  # steps one job may grow to
+MAX_WALK_STEPS = 20_000  # steps read from local actions across one read of the workflows
 MAX_ACTION_BYTES = 1024 * 1024
 _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 _INPUT_REF = re.compile(r"(?<![\w.-])inputs\.([A-Za-z_][A-Za-z0-9_-]*)", re.IGNORECASE)
@@ -70,6 +71,12 @@ class LocalActions:
         self._docs: dict[str, tuple[str, Mapping[str, Any], tuple[str, ...]] | str] = {}
         self._marks: dict[str, Marks] = {}  # action file -> where its values are written
         self._lines: dict[str, tuple[str, ...]] = {}
+        self.steps_left = MAX_WALK_STEPS  # the read's budget of steps taken from local actions
+
+    def documents(self) -> list[tuple[str, Mapping[str, Any], Marks]]:
+        """The composite actions read: (file, document, where its values are written)."""
+        read = [found for found in self._docs.values() if not isinstance(found, str)]
+        return [(name, doc, self._marks.get(name, {})) for name, doc, _ in read]
 
     def lines(self, file: str) -> tuple[str, ...]:
         """The lines of an action file read (empty for one not read)."""
@@ -84,7 +91,10 @@ class LocalActions:
         out = self._expand(steps, 0, problems)
         return out, problems
 
-    def _expand(self, steps: Sequence[Any], depth: int, problems: list[str], caller: int = 0) -> list[Any]:
+    def _expand(
+        self, steps: Sequence[Any], depth: int, problems: list[str], caller: int = 0, using: tuple[str, ...] = ()
+    ) -> list[Any]:
+        """`steps` with local actions read in; `using` are the actions being read around them (a cycle stops)."""
         out: list[Any] = []
         checkout = Checkout()  # a local action's path is from the workspace: where the job checked the repository out
         for step in steps:
@@ -101,23 +111,32 @@ class LocalActions:
                     continue
                 uses = "./" + folder
             if depth >= MAX_DEPTH:
-                problems.append(f"uses {uses}: local actions nested deeper than {MAX_DEPTH}; not read")
+                _said(problems, f"uses {uses}: local actions nested deeper than {MAX_DEPTH} (GitHub's limit); not read")
                 continue
             found = self._action(uses)
             if isinstance(found, str):
-                problems.append(f"uses {uses}: {found}")
+                _said(problems, f"uses {uses}: {found}")
                 continue
             name, doc, lines = found
+            if name in using:
+                chain = " -> ".join((*using[using.index(name) :], name))
+                _said(problems, f"uses {uses}, which uses itself ({chain}): GitHub stops at depth {MAX_DEPTH}; not read")
+                continue
+            raw_steps = doc["runs"].get("steps") or []
+            if self.steps_left < len(raw_steps):
+                _said(problems, f"uses {uses}: more than {MAX_WALK_STEPS} steps read from local actions in this read; not read")
+                continue
+            self.steps_left -= len(raw_steps)
             marks = self._marks.get(name, {})
             inner: list[Any] = []
             cursor = 0  # the action's steps are found in order, each on or after the line of the one before
-            for raw in doc["runs"].get("steps") or []:
+            for raw in raw_steps:
                 if isinstance(raw, Mapping):
                     mark = marks.get((id(raw), "run")) or marks.get((id(raw), "uses"))
                     cursor = mark[0] if mark is not None else _line_of(raw, lines, cursor)
                     where = ActionStep(file=name, line=cursor, uses=uses, style=mark[1] if mark else "?", caller=top)
                     inner.append(_step(raw, step, doc, where))
-            out.extend(self._expand(inner, depth + 1, problems, top))
+            out.extend(self._expand(inner, depth + 1, problems, top, (*using, name)))
             if len(out) > MAX_STEPS:
                 problems.append(f"uses {uses}: more than {MAX_STEPS} steps once local actions are read; the rest not read")
                 return out[:MAX_STEPS]
@@ -154,8 +173,17 @@ class LocalActions:
             using = runs.get("using") if isinstance(runs, Mapping) else None
             if using != "composite":
                 return f"{name} runs {using or 'nothing'} (not a composite action), which is not read"
+            steps = runs.get("steps") if isinstance(runs, Mapping) else None
+            if steps is not None and (not isinstance(steps, list) or not all(isinstance(x, Mapping) for x in steps)):
+                return f"{name}: runs.steps must be a list of steps, got {steps!r:.40}; not read"
             return name, doc, tuple(text.splitlines())
         return f"no action.yml or action.yaml in {folder}; not read"
+
+
+def _said(problems: list[str], problem: str) -> None:
+    """A problem once: an action used many times over is said once, and the list stays bounded."""
+    if problem not in problems and len(problems) < 64:
+        problems.append(problem)
 
 
 def _local(step: Any) -> str | None:

@@ -44,7 +44,7 @@ from matrix.schedule.github.workflow_doc import (
 )
 from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import CommandReader, Gate, Origin, Schedule, StepContext, UnreadJob
-from matrix.schedule.services.external_ci import handoffs
+from matrix.schedule.services.external_ci import action_handoffs, handoffs
 from matrix.schedule.shell.commands import FOLLOWED
 from matrix.schedule.yamldoc import Marks, load_yaml
 
@@ -88,6 +88,7 @@ def read_github(
     walker = Walker(repo=repo, workflows=workflows, readers=tuple(readers), runners=runners, scripts=scripts)
     schedule = walker.run()
     refused.extend(handoffs(workflows.values()))  # CI another service runs, started from these workflows
+    refused.extend(action_handoffs(walker.actions.documents()))  # or from the local actions they use
     return replace(schedule, unread=(*refused, *schedule.unread)) if refused else schedule
 
 
