@@ -117,9 +117,10 @@ def test_the_repository_checked_out_under_a_path_keeps_its_own_scripts_and_actio
     # `tools/ci/gpu.sh` is the other repository's script, not this repository's file of the same name
     other = next(u for u in schedule.unread if "tools/ci/gpu.sh" in u.reason)
     assert other.origin.line == 15 and other.origin.file == ".github/workflows/ci.yml"
-    # a script run from the workspace runs pytest there, above the checkout: no test of this repository
-    (nothing,) = [u for u in schedule.unread if u.origin.file == "ci/gpu.sh"]
-    assert nothing.reach == ()
+    # a script run from the workspace runs pytest there, above the checkout: not read, and it may reach only what
+    # the repository holds under a path that ends the same way (a step may have moved it there)
+    (above_too,) = [u for u in schedule.unread if u.origin.file == "ci/gpu.sh"]
+    assert above_too.reach == ("tests/gpu",)
     assert len(schedule.unread) == 3
 
 

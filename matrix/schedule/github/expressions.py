@@ -500,10 +500,12 @@ def as_text(value: Any) -> str:
     return _text(value)
 
 
-def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
+def expand(text: str, lookup: Resolver, *, degrade: bool = False) -> tuple[Any, tuple[Unknown, ...]]:
     """`text` with each `${{ }}` replaced: a whole-string expression keeps its value's type; in a longer string
     each value is put in as text. Unknown parts come back as placeholders plus the list of what was unknown;
-    a OneOf inside a longer string is returned as a OneOf of strings."""
+    a OneOf inside a longer string is returned as a OneOf of strings. With `degrade`, a text with more than
+    `MAX_TEXTS` possible values is still read, each expression of several values put in as an unknown (any value:
+    what a reader then cannot read, it says so), instead of the whole text being refused."""
     if "${{" not in text:
         return text, ()  # no expression: what the loop below gives, without it
     whole, between, bodies = _template(text)
@@ -528,6 +530,8 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
     count = 1
     for choices in pieces:
         count *= len(choices)
+        if count > MAX_TEXTS and degrade:
+            return _degraded(between, bodies, lookup)
         if count > MAX_TEXTS:
             bound = f"{' '.join(text.split())[:80]} has more than {MAX_TEXTS} possible values"
             return Unknown(text=text.strip()[:80], bound=bound), ()
@@ -539,6 +543,26 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
     if len(options) == 1:
         return options[0], tuple(unknown)
     return OneOf(values=tuple(dict.fromkeys(options)), why="a value known several ways"), tuple(unknown)
+
+
+def _degraded(between: tuple[str, ...], bodies: tuple[str, ...], lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
+    """The text with every expression of several (or unknown) values a placeholder, the others put in."""
+    unknown: list[Unknown] = []
+    out: list[str] = []
+    for before, body in zip(between, bodies, strict=False):
+        out.append(before)
+        value = evaluate(body, lookup)
+        if isinstance(value, Unknown | OneOf):
+            many = f" (one of {len(value.values)} values)" if isinstance(value, OneOf) else ""
+            unknown.append(Unknown(text=" ".join(body.split())[:80] + many))
+            out.append(placeholder(len(unknown) - 1))
+        else:
+            out.append(_text(value))
+    out.append(between[-1])
+    joined = "".join(out)
+    if len(joined) > MAX_VALUE_CHARS:
+        return _too_long(f"{' '.join(joined.split())[:40]}..."), ()
+    return joined, tuple(unknown)
 
 
 @functools.lru_cache(maxsize=4096)

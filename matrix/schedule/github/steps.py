@@ -89,7 +89,7 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
             if said.items:
                 step_notes = Notes(items=[*notes.items, *(x for x in said.items if x not in notes.items)])
         step_env = {**env, **walker.values.env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=notes)}
-        script, unknown = expand(text, walker.values.lookup(ctx.inputs, event, matrix, step_env, notes, outputs))
+        script, unknown = expand(text, walker.values.lookup(ctx.inputs, event, matrix, step_env, notes, outputs), degrade=True)
         step_origin, lines = _step_lines(walker, job, step, text, first_line)
         texts = () if isinstance(script, Unknown) else tuple(map(str, script.values if isinstance(script, OneOf) else (script,)))
         if isinstance(script, Unknown) and script.bound:
@@ -97,7 +97,7 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 found.unread.append(UnreadJob(origin=step_origin, reason=f"run: {script.bound}"))
         elif walker.interesting(run):
             start = _start(walker, job, step, checkout=checkout, env=step_env, notes=notes, outputs=outputs)
-            if start is None:
+            if start is None and _may_run_tests(walker, texts, step_env, step_origin):
                 said_where = " ".join(str(step.get("working-directory", job.working)).split())[:80]
                 reason = f"working-directory {said_where} is known only at run time"
                 found.unread.append(UnreadJob(origin=step_origin, reason=reason))
@@ -123,6 +123,27 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                     walker.checkout = Checkout()
         if writes:
             _written(step, texts or (text,), origin=step_origin, env=env, outputs=outputs, notes=notes)
+
+
+def _may_run_tests(walker: Walker, texts: Sequence[str], env: Mapping[str, str], origin: Origin) -> bool:
+    """Whether a step's script holds a command a reader reads or hands work to a file (from the repository root): a
+    step that runs none (an echo-only summary) reaches no test, whatever else about it is not known."""
+    for text in texts:
+        for command in commands(text, ".", walker.keywords, env):
+            if command.unread:
+                return True
+            context = StepContext(working_dir=command.working_dir, env={**env, **dict(command.env)}, origin=origin)
+            for reader in walker.readers:
+                try:
+                    if any(True for _ in reader.selections(command.words, context)):
+                        return True
+                except UnreadableCommand:
+                    return True
+            if walker.scripts is not None:
+                result = walker.follow(command.words, context)
+                if result.selections or result.unread_jobs(lambda reason: reason):
+                    return True
+    return False
 
 
 def _start(
@@ -258,12 +279,11 @@ def read_commands(
                 moved = walker.checkout.selection(chosen)
                 if moved is None:
                     reason = "runs pytest from a folder outside the job's checkout of this repository (actions/checkout `path:`)"
-                    reach = _reach(walker.checkout, chosen)
+                    reach = _reach(walker, chosen)
                     at = replace(place, file=walker.checkout.own(place.file) or origin.file)
                     if reach == ():
-                        found.unread.append(
-                            UnreadJob(origin=at, reason=f"{reason}, on paths outside it: no test of it", reach=())
-                        )
+                        nothing = f"{reason}, on paths that are no file of it"
+                        found.unread.append(UnreadJob(origin=at, reason=nothing, reach=()))
                     else:
                         found.unread.append(unread_entry(at, reason, reach))
                     continue
@@ -440,11 +460,17 @@ def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, 
     return container_steps(marker, docker_steps, load)
 
 
-def _reach(checkout: Checkout, selection: Selection) -> tuple[str, ...] | None:
-    """The repository's files a selection run from outside its checkout could reach (None: not bounded)."""
+def _reach(walker: Walker, selection: Selection) -> tuple[str, ...] | None:
+    """The repository's files a selection run from outside its checkout could reach (None: not bounded): its paths
+    inside the checkout, and for one outside it, the repository's folders and files that end as it does (a step may
+    have moved them there: `mv repo/sub/* .` then `pytest tests`)."""
     if not isinstance(selection, PytestSelection):
         return None
-    return tuple(p for p in map(checkout.own, selection.paths) if p is not None)  # a path outside reaches none
+    out: list[str] = []
+    for path in selection.paths:
+        own = walker.checkout.own(path)
+        out.extend([own] if own is not None else walker.same_ending(path))
+    return tuple(dict.fromkeys(out))
 
 
 def shown(reason: str, unknown: tuple[Unknown, ...]) -> str:

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_CALL_DEPTH", "MAX_ENTRIES", "MAX_WALK_JOBS", "Walker", "read_github"]
 
 MAX_CALL_DEPTH = 8
+_MAX_ENDINGS = 16  # the repository's paths a path outside the checkout may stand for (`Walker.same_ending`)
 # `with:` keys whose value an action runs as a command (`command:`, `run:`, `script:`, `args:`, `test-command:` ...).
 _COMMAND_KEY = re.compile(r"(?:^|[-_])(?:run|runs|command|commands|cmd|script|scripts|args|entrypoint)(?:$|[-_])", re.IGNORECASE)
 
@@ -128,6 +129,7 @@ class Walker:
         self.actions = LocalActions(repo)
         # Where the job leg being read has the repository (set by the step stage around each step's commands).
         self.checkout = Checkout()
+        self._endings: dict[str, tuple[str, ...]] = {}
         self.reader_keywords = tuple(k for r in self.readers for k in getattr(r, "keywords", None) or ())
         # Every reader names the text its commands hold: lines without any are not split.
         found = [getattr(r, "keywords", None) for r in self.readers]
@@ -343,6 +345,26 @@ class Walker:
             load = self.scripts if self.checkout.plain else functools.partial(_in_checkout, self.scripts, self.checkout)
             self._script_results[key] = follow(words, context, load, self.readers, budget=ScriptBudget())
         return self._script_results[key]
+
+    def same_ending(self, path: str) -> tuple[str, ...]:
+        """The repository's folders and files whose path ends as `path` does, without its leading `..` parts
+        (at most `_MAX_ENDINGS`, found once per path)."""
+        tail = "/".join(p for p in path.split("/") if p not in ("..", ".", ""))
+        if not tail:
+            return ()
+        found = self._endings.get(tail)
+        if found is None:
+            matches: list[str] = []
+            try:
+                for hit in self.repo.glob(f"**/{tail}"):
+                    if ".git" not in hit.parts and in_repo(self.repo, hit):
+                        matches.append(hit.relative_to(self.repo).as_posix())
+                    if len(matches) >= _MAX_ENDINGS:
+                        break
+            except (OSError, ValueError):
+                matches = []
+            found = self._endings[tail] = tuple(sorted(matches))
+        return found
 
     def action_command(self, step: Mapping[str, Any]) -> str | None:
         """Why a step using another repository's action may run tests: a `with:` value holding a command a reader
