@@ -104,3 +104,24 @@ def test_a_step_output_is_the_one_that_step_writes(tmp_path):
     assert [entry.selection.paths for entry in schedule.entries] == [("tests/unit",)]  # type: ignore[union-attr]
     (unread,) = schedule.unread
     assert "steps.second.outputs.dir" in unread.reason and unread.origin.line == 11
+
+
+MAYBE_WRITER = """on: [pull_request]
+env:
+  SUITE: tests/unit
+jobs:
+  unit:
+    runs-on: sm86
+    steps:
+      - if: ${{ vars.USE_GPU == 'yes' }}
+        run: echo "SUITE=tests/gpu" >> "$GITHUB_ENV"
+      - run: pytest $SUITE
+"""
+
+
+def test_a_step_that_may_not_run_leaves_what_it_writes_unknown(tmp_path):
+    """The write happens only when the `if:` holds, which is known only at run time: SUITE is either value."""
+    schedule = _read(tmp_path, {".github/workflows/ci.yml": MAYBE_WRITER})
+    assert not schedule.entries
+    (unread,) = schedule.unread
+    assert "$SUITE" in unread.reason

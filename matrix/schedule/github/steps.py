@@ -82,10 +82,13 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
         if not walker.interesting(run) and not writes:
             continue
         step_notes = notes
+        sure = True  # whether the step runs whenever its job does (its `if:` true or absent)
         if step.get("if") is not None:
             said = Notes()
-            if walker.values.step_condition(ctx, step["if"], event, matrix=matrix, env=env, notes=said) is False:
+            runs = walker.values.step_condition(ctx, step["if"], event, matrix=matrix, env=env, notes=said)
+            if runs is False:
                 continue
+            sure = runs is True
             if said.items:
                 step_notes = Notes(items=[*notes.items, *(x for x in said.items if x not in notes.items)])
         step_env = {**env, **walker.values.env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=notes)}
@@ -122,7 +125,7 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 finally:
                     walker.checkout = Checkout()
         if writes:
-            _written(step, texts or (text,), origin=step_origin, env=env, outputs=outputs, notes=notes)
+            _written(step, texts or (text,), origin=step_origin, env=env, outputs=outputs, notes=notes, sure=sure)
 
 
 def _may_run_tests(walker: Walker, texts: Sequence[str], env: Mapping[str, str], origin: Origin) -> bool:
@@ -179,10 +182,19 @@ def _written(
     env: dict[str, str],
     outputs: dict[str, dict[str, str | None]],
     notes: Notes,
+    sure: bool = True,
 ) -> None:
     """What a step writes to `$GITHUB_ENV` and `$GITHUB_OUTPUT`, put where the later steps read it: a value known
-    only at run time (or differently in the step's possible scripts) is not known, never the value before it."""
+    only at run time (or differently in the step's possible scripts, or written by a step whose `if:` is not known,
+    `sure` false) is not known, never the value before it."""
     found = [step_writes(text) for text in texts]
+    if not sure:
+        found = [
+            replace(f, env=tuple((n, None) for n, _ in f.env), outputs=tuple((n, None) for n, _ in f.outputs)) for f in found
+        ]
+        found = [
+            replace(f, why=tuple((n, "written by a step whose if: is known only at run time") for n, _ in f.env)) for f in found
+        ]
     where = f"{origin.file}:{origin.line}"
     for kind in ("env", "outputs"):
         names = dict.fromkeys(name for f in found for name, _ in getattr(f, kind))
