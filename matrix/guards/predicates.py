@@ -10,13 +10,15 @@ import ast
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from matrix.core.profile import RunnerProfile
 from matrix.guards.model import dotted
 from matrix.schedule.environment.distributions import module_answer
 from matrix.schedule.environment.model import JobEnvironment, normalized
-from matrix.schedule.model import RunnerHardware
+
+if TYPE_CHECKING:  # a guards run reads no schedule record unless it reads workflows
+    from matrix.schedule.model import RunnerHardware
 
 # --- predicates -------------------------------------------------------------------------------------------------------
 # What the guard helpers of sglang and torch return on a runner profile (docs/sources.md#guard-helpers).
