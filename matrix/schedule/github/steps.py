@@ -74,11 +74,11 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 docker_steps.append((seen, str(step.get("working-directory", job.working))))
         first_line, _ = run_facts(text)
         writes = "GITHUB_ENV" in text or "GITHUB_OUTPUT" in text
-        if not walker.interesting(run):
-            if step.get("if") is None:  # a step that only installs: what it installs reaches the steps after it
-                where = step.get("working-directory", job.working)
-                folder = str(where) if isinstance(where, str) else job.working
-                installs.extend((box, s) for _, _, s, box in install_lines(text, folder, env, containers=True))
+        if not walker.interesting(run) and step.get("if") is None:
+            # a step that only installs: what it installs reaches the steps after it
+            where = step.get("working-directory", job.working)
+            folder = str(where) if isinstance(where, str) else job.working
+            installs.extend((box, s) for _, _, s, box in install_lines(text, folder, env, containers=True))
         if not walker.interesting(run) and not writes:
             continue
         step_notes = notes
