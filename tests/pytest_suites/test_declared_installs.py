@@ -1,0 +1,31 @@
+"""pytest-audit with a declared schedule's `base` and `install`: import guards judged on what the entry installs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from matrix.pytest_suites.audit import PytestAuditReport
+
+TEST = """
+import pytest
+gears = pytest.importorskip("gearbox")
+def test_turns():
+    pass
+"""
+
+
+def test_importorskip_decided_by_the_declared_install(
+    audit: Callable[..., PytestAuditReport], skipping: Callable[[PytestAuditReport], dict[str, str]]
+) -> None:
+    plan = '[schedule]\nbase = "fresh"\ninstall = ["pip install gearbox"]\n[[entry]]\njob = "j"\nlabels = ["h100"]\npytest = "pytest tests/"\n'
+    report = audit({"tests/test_gears.py": TEST}, plan)
+    assert report.undetermined == 0 and skipping(report) == {}
+
+
+def test_a_fresh_base_without_the_module_skips(
+    audit: Callable[..., PytestAuditReport], skipping: Callable[[PytestAuditReport], dict[str, str]]
+) -> None:
+    # pyyaml's row in the distribution table says it requires nothing: gearbox is certainly not there.
+    plan = '[schedule]\nbase = "fresh"\ninstall = ["pip install pyyaml"]\n[[entry]]\njob = "j"\nlabels = ["h100"]\npytest = "pytest tests/"\n'
+    report = audit({"tests/test_gears.py": TEST}, plan)
+    assert skipping(report) == {"tests/test_gears.py::test_turns": "installed modules"}
