@@ -10,10 +10,11 @@ import pytest
 from matrix.core.errors import ConfigError
 from matrix.core.runner_files import load_runners
 from matrix.schedule.commands.pytest_command import PytestCommandReader
-from matrix.schedule.environment.model import Base
+from matrix.schedule.environment.model import Base, JobEnvironment
 from matrix.schedule.services.declared import declared_schedule, parse_declared
 
 PROFILES = load_runners(())
+NOTHING: dict[str, str] = {}
 READERS = (PytestCommandReader(),)
 
 PLAN = """
@@ -47,38 +48,38 @@ FILES = {
 }
 
 
-def _entries() -> dict[str, object]:
+def _entries() -> dict[str, JobEnvironment]:
     declared = parse_declared(tomllib.loads(PLAN), "plan.toml")
     schedule = declared_schedule(declared, PROFILES, lambda path: FILES.get(posixpath.normpath(path)), READERS)
-    return {e.origin.job: e.environment for e in schedule.entries}
+    return {e.origin.job: e.environment for e in schedule.entries if e.environment is not None}
 
 
 def test_schedule_installs_then_the_entry_installs() -> None:
     h100 = _entries()["gpu (H100)"]
-    assert h100 is not None and h100.base is Base.FRESH  # type: ignore[attr-defined]
-    assert h100.names() == {"gearbox", "widgetlib", "clockwork"}  # type: ignore[attr-defined]
-    assert h100.get("widgetlib").specifier == "==2.1"  # type: ignore[attr-defined]
+    assert h100.base is Base.FRESH
+    assert h100.names() == {"gearbox", "widgetlib", "clockwork"}
+    assert h100.get("widgetlib").specifier == "==2.1"
 
 
 def test_an_entry_base_starts_over() -> None:
     a10g = _entries()["gpu (A10G)"]
-    assert a10g.base is Base.UNKNOWN and a10g.names() == {"sprocket"}  # type: ignore[attr-defined]
+    assert a10g.base is Base.UNKNOWN and a10g.names() == {"sprocket"}
 
 
 def test_an_entry_without_keys_gets_the_schedule_environment() -> None:
     cpu = _entries()["cpu"]
-    assert cpu.names() == {"gearbox", "widgetlib"}  # type: ignore[attr-defined]
+    assert cpu.names() == {"gearbox", "widgetlib"}
 
 
 def test_no_keys_no_environment() -> None:
     text = '[[entry]]\njob = "j"\nlabels = ["h100"]\npytest = "pytest tests/"\n'
-    schedule = declared_schedule(parse_declared(tomllib.loads(text), "s.toml"), PROFILES, {}.get, READERS)
+    schedule = declared_schedule(parse_declared(tomllib.loads(text), "s.toml"), PROFILES, NOTHING.get, READERS)
     assert schedule.entries[0].environment is None
 
 
 def test_a_command_known_only_at_run_time_is_unread() -> None:
     text = '[schedule]\nbase = "fresh"\ninstall = ["pip install \\"$EXTRA\\""]\n[[entry]]\njob = "j"\nlabels = ["h100"]\npytest = "pytest"\n'
-    schedule = declared_schedule(parse_declared(tomllib.loads(text), "s.toml"), PROFILES, {}.get, READERS)
+    schedule = declared_schedule(parse_declared(tomllib.loads(text), "s.toml"), PROFILES, NOTHING.get, READERS)
     environment = schedule.entries[0].environment
     assert environment is not None and environment.maybe is None and environment.unknown
 
