@@ -58,7 +58,8 @@ def test_schedule_installs_then_the_entry_installs() -> None:
     h100 = _entries()["gpu (H100)"]
     assert h100.base is Base.FRESH
     assert h100.names() == {"gearbox", "widgetlib", "clockwork"}
-    assert h100.get("widgetlib").specifier == "==2.1"
+    widget = h100.get("widgetlib")
+    assert widget is not None and widget.specifier == "==2.1"
 
 
 def test_an_entry_base_starts_over() -> None:
