@@ -16,6 +16,7 @@ from matrix.core.profile import RunnerProfile
 from matrix.guards.model import dotted
 from matrix.schedule.environment.distributions import module_answer
 from matrix.schedule.environment.model import JobEnvironment, normalized
+from matrix.schedule.environment.project_imports import ProjectImports
 
 # --- predicates -------------------------------------------------------------------------------------------------------
 # What the guard helpers of sglang and torch return on a runner profile (docs/sources.md#guard-helpers).
@@ -51,6 +52,8 @@ class RunnerFacts:
     # What the job that runs the test installs (its schedule entry's); None: not read (the guard audit, a declared
     # schedule), and then only `installed` (--assume-installed) says a module imports.
     environment: JobEnvironment | None = None
+    # The checkout's own modules (pytest-audit): whether one imports on the job, read from its files.
+    project: ProjectImports | None = None
 
     def describe(self) -> str:
         p = self.profile
@@ -143,12 +146,18 @@ def _flashinfer(facts: RunnerFacts) -> object:
 
 
 def importable(facts: RunnerFacts, module: str) -> object:
-    """Whether `import module` succeeds where the test runs: True, False, or Unknown with the reason."""
+    """Whether `import module` (`module:name`: `from module import name`) succeeds where the test runs: True, False,
+    or Unknown with the reason."""
+    module, _, name = module.partition(":")
     if module.split(".", maxsplit=1)[0] in facts.installed:
         return True
     if facts.environment is None:
         return Unknown(why=f"whether {module} is installed (see --assume-installed)")
     answer = module_answer(facts.environment, module)
+    if answer.importable is None and facts.project is not None:
+        # The checkout's own module: read from its files (only ever True or unknown).
+        own = facts.project.answer(module, facts.environment, (name,) if name else ())
+        answer = own if own is not None and own.importable else answer
     return answer.importable if answer.importable is not None else Unknown(why=answer.why)
 
 

@@ -45,6 +45,7 @@ from matrix.pytest_suites.skipmarks import (
     sys_path_dirs,
     usefixtures,
 )
+from matrix.schedule.environment.project_imports import ProjectImports, checkout_project
 
 MAX_FIXTURE_DEPTH = 4
 # Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
@@ -128,6 +129,8 @@ class Collector:
         declared_markers: Mapping[str, str] | None = None,
     ):
         self.load = load
+        # The checkout's own modules, for guards that import them (read on demand, kept for the audit).
+        self.project = ProjectImports(load, checkout_project(load, config.pythonpath))
         # Why a file was not read (set by the edge that owns the loader), shown instead of a generic line.
         self.problem: Callable[[str], str | None] = lambda _: None
         self.config = config
