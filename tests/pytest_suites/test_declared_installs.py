@@ -29,3 +29,35 @@ def test_a_fresh_base_without_the_module_skips(
     plan = '[schedule]\nbase = "fresh"\ninstall = ["pip install pyyaml"]\n[[entry]]\njob = "j"\nlabels = ["h100"]\npytest = "pytest tests/"\n'
     report = audit({"tests/test_gears.py": TEST}, plan)
     assert skipping(report) == {"tests/test_gears.py::test_turns": "installed modules"}
+
+
+OWN = {
+    "pyproject.toml": '[project]\nname = "orbit-kit"\nversion = "0"\n',
+    "orbitkit/__init__.py": "import gearbox\n",
+    "orbitkit/fast.py": "def spin(): ...\n",
+    "tests/test_fast.py": """
+import pytest
+try:
+    from orbitkit.fast import spin
+    FAST = True
+except ImportError:
+    FAST = False
+
+@pytest.mark.skipif(not FAST, reason="no fast path")
+def test_spin():
+    pass
+""",
+}
+
+
+def test_the_checkouts_own_module_imports_where_the_job_installs_it(
+    audit: Callable[..., PytestAuditReport], skipping: Callable[[PytestAuditReport], dict[str, str]]
+) -> None:
+    plan = (
+        '[schedule]\ninstall = ["pip install gearbox", "pip install --no-deps -e ."]\n'
+        '[[entry]]\njob = "j"\nlabels = ["h100"]\npytest = "pytest tests/"\n'
+    )
+    report = audit(OWN, plan)
+    assert report.undetermined == 0 and skipping(report) == {}
+    # Without gearbox, what orbitkit/__init__.py imports is not known to be there.
+    assert audit(OWN, plan.replace('"pip install gearbox", ', "")).undetermined == 1
