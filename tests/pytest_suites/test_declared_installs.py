@@ -61,3 +61,13 @@ def test_the_checkouts_own_module_imports_where_the_job_installs_it(
     assert report.undetermined == 0 and skipping(report) == {}
     # Without gearbox, what orbitkit/__init__.py imports is not known to be there.
     assert audit(OWN, plan.replace('"pip install gearbox", ', "")).undetermined == 1
+
+
+def test_importorskip_minversion_is_not_decided_by_the_install(
+    audit: Callable[..., PytestAuditReport], skipping: Callable[[PytestAuditReport], dict[str, str]]
+) -> None:
+    # pytest skips when gearbox.__version__ < 3.1 as well: the install names no version, so that stays unknown.
+    text = 'import pytest\npytest.importorskip("gearbox", minversion="3.1")\ndef test_turns():\n    pass\n'
+    plan = '[[entry]]\njob = "j"\nlabels = ["h100"]\npytest = "pytest tests/"\n'
+    report = audit({"tests/test_gears.py": text}, plan, installed=frozenset({"gearbox"}))
+    assert report.undetermined == 1 and skipping(report) == {}
