@@ -577,7 +577,7 @@ class _Evaluator(FunctionRunner):
         self.probes.append((_installed, self.facts.installed))
         self.probes.append((_environment, self.facts.environment))
         if self.facts.environment is None:  # only --assume-installed says what is there
-            missing = [m for m in modules if m.split(".", maxsplit=1)[0] not in self.facts.installed]
+            missing = [m.partition(":")[0] for m in modules if m.split(".", maxsplit=1)[0] not in self.facts.installed]
             return Unknown(why=f"whether {', '.join(missing)} is installed (see --assume-installed)") if missing else True
         return all_importable(modules, self.facts)
 
@@ -877,6 +877,7 @@ def all_importable(modules: Sequence[str], facts: RunnerFacts) -> object:
 def _answer_why(module: str, facts: RunnerFacts) -> str:
     from matrix.schedule.environment.distributions import module_answer
 
+    module = module.partition(":")[0]
     if module.split(".", maxsplit=1)[0] in facts.installed:
         return f"{module} assumed installed"
     return module_answer(facts.environment, module).why

@@ -16,6 +16,7 @@ from matrix.core.profile import RunnerProfile
 from matrix.guards.model import dotted
 from matrix.schedule.environment.distributions import module_answer
 from matrix.schedule.environment.model import JobEnvironment, normalized
+from matrix.schedule.environment.project_imports import ProjectImports
 
 if TYPE_CHECKING:  # a guards run reads no schedule record unless it reads workflows
     from matrix.schedule.model import RunnerHardware
@@ -68,6 +69,8 @@ class RunnerFacts:
     # Set for a runner no profile describes: what its labels say of it (`matrix.guards.hardware`); `profile` is then
     # a stand-in named after its labels.
     hardware: RunnerHardware | None = None
+    # The checkout's own modules (pytest-audit): whether one imports on the job, read from its files.
+    project: ProjectImports | None = None
 
     def describe(self) -> str:
         if self.hardware is not None:
@@ -162,12 +165,18 @@ def _flashinfer(facts: RunnerFacts) -> object:
 
 
 def importable(facts: RunnerFacts, module: str) -> object:
-    """Whether `import module` succeeds where the test runs: True, False, or Unknown with the reason."""
+    """Whether `import module` (`module:name`: `from module import name`) succeeds where the test runs: True, False,
+    or Unknown with the reason."""
+    module, _, name = module.partition(":")
     if module.split(".", maxsplit=1)[0] in facts.installed:
         return True
     if facts.environment is None:
         return Unknown(why=f"whether {module} is installed (see --assume-installed)")
     answer = module_answer(facts.environment, module)
+    if answer.importable is None and facts.project is not None:
+        # The checkout's own module: read from its files (only ever True or unknown).
+        own = facts.project.answer(module, facts.environment, (name,) if name else ())
+        answer = own if own is not None and own.importable else answer
     return answer.importable if answer.importable is not None else Unknown(why=answer.why)
 
 

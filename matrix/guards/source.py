@@ -605,8 +605,9 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
             continue
         handler = stmt.handlers[0]
         caught = dotted(handler.type) if handler.type is not None else None
+        # `from m import n` is `m:n`: the name must be bound in m (`importable` checks it for the checkout's own)
         modules = [
-            a.name if isinstance(s, ast.Import) else (s.module or "")
+            a.name if isinstance(s, ast.Import) else f"{s.module or ''}:{a.name}" if a.name != "*" else (s.module or "")
             for s in stmt.body
             if isinstance(s, ast.Import | ast.ImportFrom) and not (isinstance(s, ast.ImportFrom) and s.level)
             for a in s.names

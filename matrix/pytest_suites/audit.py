@@ -36,6 +36,7 @@ from matrix.pytest_suites.invocation import Invocation
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
 from matrix.pytest_suites.select import Selected, collected, selects
 from matrix.schedule.environment.model import JobEnvironment
+from matrix.schedule.environment.project_imports import ProjectImports
 from matrix.schedule.model import (
     Container,
     PytestSelection,
@@ -149,8 +150,10 @@ class _Evaluator:
         profiles: Mapping[str, RunnerProfile],
         installed: frozenset[str],
         ci_names: frozenset[str] = frozenset(),
+        project: ProjectImports | None = None,
     ):
         self.ci_names = ci_names
+        self.project = project
         # Names the audited file's own process sets (its conftests, itself, pytest-env): see `for_file`.
         self.written: frozenset[str] = frozenset()
         self.packs = packs
@@ -233,6 +236,7 @@ class _Evaluator:
                 container_unread=entry.container.unread if entry.container else "",
                 environment=entry.environment,
                 hardware=hardware,
+                project=self.project,
             )
             found = evaluate_guard(guard, facts, names, self.table if table is None else table)
             self.cache[key] = found
@@ -410,13 +414,14 @@ class SuiteAuditor:
         invocations: Sequence[Invocation] | None = None,
         *,
         join: Sequence[str] = (),
+        project: ProjectImports | None = None,
     ):
         self.join = tuple(join)  # the runners whose runs are joined: each file's audit carries its tests' verdicts there
         self.entries = schedule.pytest_entries()
         self.unread = schedule.unread
         # What each entry's pytest command collects and selects; read from the selection alone when not given.
         self.invocations = tuple(invocations) if invocations is not None else tuple(map(_plain, self.entries))
-        self.base = _Evaluator(packs, profiles, installed, frozenset(schedule.ci_names))
+        self.base = _Evaluator(packs, profiles, installed, frozenset(schedule.ci_names), project)
         self.evaluator = self.base  # for the file being audited (`_Evaluator.for_file`)
         self.not_run = tuple(f"{e.origin}: {i.why_not}" for e, i in zip(self.entries, self.invocations, strict=True) if i.why_not)
 

@@ -29,7 +29,7 @@ from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, M
 from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
 from matrix.pytest_suites.config import PytestConfig
-from matrix.pytest_suites.decorators import NO_MARK_DECORATORS, RUNNING_DECORATORS, runs_what_it_wraps
+from matrix.pytest_suites.decorators import NO_MARK_DECORATORS, RUNNING_DECORATORS, runs_by_table, runs_what_it_wraps
 from matrix.pytest_suites.imported import ImportResolver
 from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.markers import ALL_TESTS, MarkerRule, read_marker_hooks
@@ -45,6 +45,7 @@ from matrix.pytest_suites.skipmarks import (
     sys_path_dirs,
     usefixtures,
 )
+from matrix.schedule.environment.project_imports import ProjectImports, checkout_project
 
 MAX_FIXTURE_DEPTH = 4
 # Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
@@ -128,6 +129,8 @@ class Collector:
         declared_markers: Mapping[str, str] | None = None,
     ):
         self.load = load
+        # The checkout's own modules, for guards that import them (read on demand, kept for the audit).
+        self.project = ProjectImports(load, checkout_project(load, config.pythonpath))
         # Why a file was not read (set by the edge that owns the loader), shown instead of a generic line.
         self.problem: Callable[[str], str | None] = lambda _: None
         self.config = config
@@ -547,6 +550,8 @@ class Collector:
         full = resolve(text, names.import_map)
         last = full.rpartition(".")[2]
         if full in RUNNING_DECORATORS or text in RUNNING_DECORATORS or last in self.packs.decorators:
+            return None
+        if runs_by_table(full, deco):
             return None
         if full.startswith("unittest.") and last in ("skip", "skipIf", "skipUnless", "expectedFailure"):
             return None

@@ -51,6 +51,8 @@ class PytestConfig:
     python_functions: tuple[str, ...] = ("test",)
     addopts: tuple[str, ...] = ()
     env_set: tuple[str, ...] = ()  # the names pytest-env's `env` option sets (`env_writes.ini_env_names`)
+    # The `pythonpath` option's folders, repository-relative (pytest reads them relative to the rootdir).
+    pythonpath: tuple[str, ...] = ()
 
     def collection_key(self) -> tuple[tuple[str, ...], ...]:
         """The values that decide which functions and classes of a file are tests."""
@@ -165,7 +167,16 @@ def from_values(values: ConfigDict, inifile: str | None, rootdir: str) -> Pytest
         if key in values:
             fields[key] = _words(values[key], f"{inifile}: {key}")
     env_set = ini_env_names(values.get("env"))
-    return PytestConfig(source=inifile or "(pytest defaults)", inifile=inifile, rootdir=rootdir, env_set=env_set, **fields)
+    paths = _words(values["pythonpath"], f"{inifile}: pythonpath") if "pythonpath" in values else ()
+    pythonpath = tuple(posixpath.normpath(posixpath.join(rootdir, p)) for p in paths if not posixpath.isabs(p))
+    return PytestConfig(
+        source=inifile or "(pytest defaults)",
+        inifile=inifile,
+        rootdir=rootdir,
+        env_set=env_set,
+        pythonpath=pythonpath,
+        **fields,
+    )
 
 
 def read_pytest_config(root: Path, start: str = ".") -> PytestConfig:

@@ -9,6 +9,8 @@ single-`return` factories of the test's own file; what is left is judged here:
 - a function of the audited project (the test's file, or a file of the tree it is imported from, followed through
   re-exports) is read by what it does: nothing in it skips or exits, and what it returns is its own nested
   function, a parameter or a local (`def repeat(n): def wrap(fn): ...; return wrap`), then harmless;
+- a decorator of another library that the table `matrix/data/decorators.toml` lists (torch's `parametrize`,
+  `instantiate_parametrized_tests`, the config modules' `patch`), with its sources, runs the test too;
 - anything else (a factory from another library no pack knows, a name not found, a project decorator whose body
   may skip) makes the test undetermined, with the decorator named: it cannot be read, so it is not "runs".
 """
@@ -16,6 +18,12 @@ single-`return` factories of the test's own file; what is left is judged here:
 from __future__ import annotations
 
 import ast
+import functools
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from matrix.core.textfiles import package_text
 
 # Decorators known to call the test they wrap and to add no pytest marker (so `-m` and `-k` are decided without
 # them).
@@ -94,4 +102,40 @@ def runs_what_it_wraps(fn: _Function) -> bool:
                 continue
             if not (isinstance(value, ast.Name) and value.id in inner):
                 return False
+    return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunningDecorator:
+    """A row of `matrix/data/decorators.toml`: a decorator that calls the test it wraps, unless one of its arguments
+    calls `unless_calls`."""
+
+    name: str
+    unless_calls: str = ""
+    source: str = ""
+
+
+@functools.cache
+def running_table() -> Mapping[str, RunningDecorator]:
+    """The table of other libraries' decorators that run their test, by resolved dotted name."""
+    doc = tomllib.loads(package_text("data/decorators.toml"))
+    return {
+        row["name"]: RunningDecorator(name=row["name"], unless_calls=row.get("unless_calls", ""), source=row["source"])
+        for row in doc["runs"]
+    }
+
+
+def runs_by_table(full: str, decorator: ast.expr) -> bool:
+    """Whether the table says the decorator (resolved to `full`) runs its test: listed, and no argument of it calls
+    the name its row excepts."""
+    row = running_table().get(full)
+    if row is None:
+        return False
+    if row.unless_calls and isinstance(decorator, ast.Call):
+        for node in ast.walk(decorator):
+            if node is not decorator and isinstance(node, ast.Call):
+                func = node.func
+                called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                if called == row.unless_calls:
+                    return False
     return True

@@ -164,7 +164,9 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
         paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
         conftests = unparsed(collector, sorted({c for p in paths for c in collector.conftest_chain(p)}))
         read = with_collection_errors(read, conftests, collector.conftest_ignores)
-        auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read, join=inputs.join)
+        auditor = SuiteAuditor(
+            schedule, profiles, builtin_packs(), inputs.installed, read, join=inputs.join, project=collector.project
+        )
         if workers is not None:
             done = workers.audit(paths, schedule, read)
         else:
@@ -174,7 +176,9 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
         torn = unparsed(collector, unread)
         again = with_collection_errors(read, torn, collector.conftest_ignores)
         if again != read:
-            auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, again, join=inputs.join)
+            auditor = SuiteAuditor(
+                schedule, profiles, builtin_packs(), inputs.installed, again, join=inputs.join, project=collector.project
+            )
             done = {p: auditor.audit_file(collector.collect(p)) for p in paths}
     finally:
         if workers is not None:
@@ -196,7 +200,7 @@ def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
     chains = sorted({c for p in paths for c in collector.conftest_chain(p)})
     read = with_collection_errors(read, unparsed(collector, [*chains, *paths]), collector.conftest_ignores)
-    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
+    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read, project=collector.project)
     out: dict[str, ItemOutcome] = {}
     broken: list[str] = []
     for path in paths:

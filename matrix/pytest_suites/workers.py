@@ -124,7 +124,9 @@ def _work(shared: _Shared, link: Connection) -> None:
         wanted, extra, schedule, read = link.recv()
         for path in extra:
             collected[path] = shared.collector.collect(path)
-        auditor = SuiteAuditor(schedule, shared.profiles, builtin_packs(), shared.installed, read, join=shared.join)
+        auditor = SuiteAuditor(
+            schedule, shared.profiles, builtin_packs(), shared.installed, read, join=shared.join, project=shared.collector.project
+        )
         link.send(("ok", [(p, auditor.audit_file(f)) for p, f in collected.items() if p in wanted]))
     except (EOFError, OSError, KeyboardInterrupt):
         code = 1  # the main process went away (an error there, or Ctrl-C): nothing to report to

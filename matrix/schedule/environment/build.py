@@ -52,7 +52,9 @@ def environment_of(
             unknown.append(f"{step.command[:120]}: {step.unread}")
             maybe = None
             for item in installed.values():
-                installed[item.distribution] = Installed(distribution=item.distribution, command=item.command)
+                installed[item.distribution] = Installed(
+                    distribution=item.distribution, command=item.command, with_deps=item.with_deps
+                )
             continue
         read = _requirements(step, load)
         unknown += read.unknown
@@ -72,12 +74,20 @@ def environment_of(
                     maybe.append(name)
                 continue
             named.add(name)
-            installed[name] = Installed(distribution=name, specifier=str(requirement.specifier), command=step.command)
+            earlier = installed.get(name)
+            installed[name] = Installed(
+                distribution=name,
+                specifier=str(requirement.specifier),
+                command=step.command,
+                with_deps=not step.no_deps or (earlier is not None and earlier.with_deps),
+            )
         if not step.no_deps:
             # What this install pulls in as dependencies is not known here: an earlier version may be changed.
             for item in list(installed.values()):
                 if item.distribution not in named and item.specifier:
-                    installed[item.distribution] = Installed(distribution=item.distribution, command=item.command)
+                    installed[item.distribution] = Installed(
+                        distribution=item.distribution, command=item.command, with_deps=item.with_deps
+                    )
     return JobEnvironment(
         base=base,
         base_note=note,

@@ -29,6 +29,8 @@ class Distribution:
     name: str
     imports: tuple[str, ...]
     requires: tuple[str, ...] | None = None
+    # The distributions it always requires (Requires-Dist without a marker): pip installs them with it. None: not read.
+    depends: tuple[str, ...] | None = None
     source: str = ""
 
 
@@ -48,6 +50,7 @@ def distribution_table() -> Mapping[str, Distribution]:
             name=normalized(row["name"]),
             imports=tuple(row["imports"]),
             requires=tuple(normalized(r) for r in row["requires"]) if "requires" in row else None,
+            depends=tuple(normalized(r) for r in row["depends"]) if "depends" in row else None,
             source=row["source"],
         )
         for row in doc["distribution"]
@@ -86,6 +89,9 @@ def module_answer(environment: JobEnvironment | None, module: str) -> ModuleAnsw
         if module != top and dist in own:
             break  # the project's own submodule: it may import a dependency the job lacks
         return ModuleAnswer(importable=True, why=f"{top} is installed: the job runs {command[:100]}")
+    pulled = _dependency_of(environment, module)
+    if pulled is not None:
+        return ModuleAnswer(importable=True, why=pulled)
     if environment.base is not Base.FRESH:
         return ModuleAnswer(importable=None, why=f"whether {module} is installed: {environment.base_note}")
     if environment.maybe is None:
@@ -124,3 +130,30 @@ def _closure(names: tuple[str, ...]) -> tuple[set[str], set[str]]:
             continue
         stack.extend(row.requires)
     return seen, missing
+
+
+def _dependency_of(environment: JobEnvironment, module: str) -> str | None:
+    """Why `module` is installed as a dependency: a distribution that provides it is always required (a
+    Requires-Dist without a marker, the table's `depends`) by one the job installs with its dependencies, directly
+    or through such requirements; None when the table does not show it. An uninstall in the job's commands of a
+    distribution on the way leaves it unshown."""
+    wanted = set(providers(module))
+    if not wanted:
+        return None
+    table = distribution_table()
+    removed = " ".join(c for c in environment.commands if " uninstall " in f" {c} ")
+    stack = [(i.distribution, i.distribution) for i in environment.installed if i.with_deps]
+    seen: set[str] = set()
+    while stack and len(seen) < MAX_CLOSURE:
+        name, root = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        row = table.get(name)
+        for dep in row.depends or () if row is not None else ():
+            if dep in removed:
+                continue
+            if dep in wanted:
+                return f"{module} is installed: {dep} is a dependency of {root}, which the job installs with its dependencies"
+            stack.append((dep, root))
+    return None

@@ -59,6 +59,8 @@ class Installed:
     distribution: str
     specifier: str = ""
     command: str = ""
+    # Whether an install of it also installed its dependencies (one without --no-deps): they are there from then on.
+    with_deps: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +105,7 @@ def environment_fields(environment: JobEnvironment | None) -> dict[str, Any] | N
     return {
         "base": environment.base.value,
         "base_note": environment.base_note,
-        "installed": [[i.distribution, i.specifier, i.command] for i in environment.installed],
+        "installed": [[i.distribution, i.specifier, i.command, i.with_deps] for i in environment.installed],
         "maybe": None if environment.maybe is None else list(environment.maybe),
         "unknown": list(environment.unknown),
         "cpu_torch": environment.cpu_torch,
@@ -118,7 +120,10 @@ def environment_of_fields(doc: dict[str, Any] | None) -> JobEnvironment | None:
     return JobEnvironment(
         base=Base(doc["base"]),
         base_note=str(doc["base_note"]),
-        installed=tuple(Installed(distribution=str(d), specifier=str(s), command=str(c)) for d, s, c in doc["installed"]),
+        installed=tuple(
+            Installed(distribution=str(row[0]), specifier=str(row[1]), command=str(row[2]), with_deps=bool(row[3:4] and row[3]))
+            for row in doc["installed"]
+        ),
         maybe=None if doc["maybe"] is None else tuple(str(m) for m in doc["maybe"]),
         unknown=tuple(str(u) for u in doc["unknown"]),
         cpu_torch=bool(doc["cpu_torch"]),
