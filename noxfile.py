@@ -78,13 +78,30 @@ def bytecode_cache_env(session: nox.Session) -> dict[str, str]:
     return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str((session.cache_dir / "pycache-tests").resolve())}
 
 
+SKIP_REPORTS_ENV = "SPECMATRIX_SKIP_REPORTS"
+
+
+def skip_report_args(name: str) -> list[str]:
+    """`--matrix-report=DIR/NAME.json` when SPECMATRIX_SKIP_REPORTS names a folder (.ci/run does): the skip audit's
+    report of this project's own run, which ci/own_skips.py checks against ci/own-skips.toml. Written with `=`: a
+    separate value is taken for a path by pytest's early rootdir search in xdist workers once the file exists."""
+    folder = os.environ.get(SKIP_REPORTS_ENV, "").strip()
+    if not folder:
+        return []
+    return [f"--matrix-report={Path(folder).resolve() / name}.json"]
+
+
 @nox.session(reuse_venv=True)  # no venv rebuilt per run, and no install while its inputs are unchanged
 def tests(session: nox.Session) -> None:
     """CPU unit and plugin tests (pass pytest arguments after --)."""
+    run_tests(session, "tests")
+
+
+def run_tests(session: nox.Session, report_name: str) -> None:
     install_unless_current(session, "-e", ".[test,plot]")
     # worksteal: an idle worker takes queued tests from the busy one, so the slow nested runs do not pile up at the end.
     args = session.posargs or ["-n", "2", "--dist", "worksteal", "-m", "not integration"]
-    session.run("python", "-m", "pytest", *args, env=bytecode_cache_env(session))
+    session.run("python", "-m", "pytest", *args, *skip_report_args(report_name), env=bytecode_cache_env(session))
 
 
 def _minor(path: Path) -> int | None:
@@ -124,7 +141,8 @@ def tests_pythons(session: nox.Session) -> None:
         session.skip("no other CPython 3.11+ on this machine")
     # The CPU budgets of tests/ci/test_input_bounds.py are set on the `tests` session's interpreter.
     session.env["SPECMATRIX_CPU_BUDGET_SCALE"] = "1.5"
-    tests(session)
+    minor = _minor(Path(str(session.python)))
+    run_tests(session, f"tests-python-3.{minor}" if minor is not None else "tests-python")
 
 
 @nox.session(reuse_venv=True)
@@ -132,7 +150,7 @@ def integration(session: nox.Session) -> None:
     """The slow end-to-end tests `nox -s tests` leaves out: pre-commit's try-repo, the simulated CI fan-out."""
     install(session, "-e", ".[test,plot]")
     args = session.posargs or ["-n", "2", "-m", "integration"]
-    session.run("python", "-m", "pytest", *args, env=bytecode_cache_env(session))
+    session.run("python", "-m", "pytest", *args, *skip_report_args("integration"), env=bytecode_cache_env(session))
 
 
 @nox.session
