@@ -11,8 +11,8 @@ from matrix.cli.options import add_output_options, add_schedule_file_option
 from matrix.core.errors import ConfigError
 from matrix.core.jsonio import dumps_indented
 from matrix.core.options import Options, load_runner_profiles
-from matrix.core.profile import RunnerProfile
 from matrix.core.output import text_lines
+from matrix.core.profile import RunnerProfile
 from matrix.schedule.environment.model import environment_fields
 from matrix.schedule.load import all_readers, find_workflows, load_schedule
 from matrix.schedule.model import PytestSelection, RunnerHardware, Schedule, ScheduleEntry, SuiteSelection, selection_fields
