@@ -172,23 +172,21 @@ def _shard_findings(sources: Sequence[ReportSource], planned: PlannedShards | No
         reported = {c.cell for s in sources if s.report.runner.name == planned.runner for c in s.report.cells}
         for index, cells in sorted(planned.shards.items()):
             if cells and not reported.intersection(cells):
-                findings.append(
-                    audit_finding(
-                        kind=FindingKind.MISSING_REPORT,
-                        subject=f"shard {index}",
-                        message=f"shard {index} of {len(planned.shards)} on {planned.runner} ({len(cells)} cells) has no report",
-                    )
+                missing = audit_finding(
+                    kind=FindingKind.MISSING_REPORT,
+                    subject=f"shard {index}",
+                    message=f"shard {index} of {len(planned.shards)} on {planned.runner} ({len(cells)} cells) has no report",
                 )
+                findings.append(replace(missing, runners=(planned.runner,)))
     if expect_shards is not None:
         labels = {s.report.shard or s.label for s in sources}
         if len(labels) < expect_shards:
-            findings.append(
-                audit_finding(
-                    kind=FindingKind.MISSING_REPORT,
-                    subject="shards",
-                    message=f"expected {expect_shards} shard reports, found {len(labels)}",
-                )
+            short = audit_finding(
+                kind=FindingKind.MISSING_REPORT,
+                subject="shards",
+                message=f"expected {expect_shards} shard reports, found {len(labels)}",
             )
+            findings.append(replace(short, runners=tuple(dict.fromkeys(s.report.runner.name for s in sources))))
     return findings
 
 
