@@ -20,7 +20,7 @@ from matrix.core.finding import Severity, Tool
 from matrix.core.gate import repo_prefix
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
-from matrix.guards.model import GuardReport
+from matrix.guards.model import GuardFindingKind, GuardReport
 from matrix.registered_suite.audit import load_suite_map, read_suite_list
 from matrix.registered_suite.cache import ENV_VAR, cache_folder
 from matrix.registered_suite.gate import (
@@ -209,7 +209,8 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         intent=MatrixIntent.from_paths(options.matrix_path, args.tested_by),
     )
     report = replace(report, findings=stamped(report.findings, prefix))
-    if report.registered_files == 0:
+    # Not when a file could not be read: it may hold the registrations (its finding says so).
+    if report.registered_files == 0 and not any(f.kind == GuardFindingKind.UNPARSABLE for f in report.findings):
         print(not_a_registered_suite("guards", args.path), file=sys.stderr)
     wrote: str | None = None
     if args.write_baseline is not None:
