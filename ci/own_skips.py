@@ -155,10 +155,16 @@ def judge(skips: Sequence[Skip], groups: Sequence[Group], sessions: Sequence[str
     return problems
 
 
+def node_pattern(glob: str) -> re.Pattern[str]:
+    """A node-id glob: `*` any text, `?` one character, everything else literal (brackets too: node ids carry
+    their parameters in them, where fnmatch would read a character class)."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob) + r"\Z", re.DOTALL)
+
+
 def _covers(group: Group, skip: Skip) -> bool:
     return (
         fnmatch.fnmatchcase(skip.session, group.session)
-        and fnmatch.fnmatchcase(skip.nodeid, group.tests)
+        and node_pattern(group.tests).match(skip.nodeid) is not None
         and group.reason.search(skip.reason) is not None
     )
 

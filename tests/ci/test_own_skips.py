@@ -149,3 +149,12 @@ def test_the_report_keeps_every_skip_with_its_reason(pytester, tmp_path):
         "tests/test_kernels.py::test_kernel[1]",
         "tests/test_kernels.py::test_kernel[2]",
     ]
+
+
+def test_brackets_in_a_node_id_pattern_are_literal(pytester, capsys, tmp_path):
+    """A parametrized id carries brackets: `test_kernel[1]` names that case, not a character class."""
+    run_report(pytester, tmp_path / "reports", "tests", SUITE)
+    exact = tmp_path / "exact.toml"
+    exact.write_text(GROUPS.replace('"tests/test_kernels.py::*"', '"tests/test_kernels.py::test_kernel[1]"').replace("2", "1"))
+    code, _, err = check(capsys, tmp_path / "reports", exact)
+    assert code == 1 and err.count("\n") == 1 and "test_kernel[2] skipped" in err
