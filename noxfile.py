@@ -98,6 +98,7 @@ def tests(session: nox.Session) -> None:
 
 
 def run_tests(session: nox.Session, report_name: str) -> None:
+    """The CPU suite in this session's venv; with SPECMATRIX_SKIP_REPORTS its skip report is `report_name`.json."""
     install_unless_current(session, "-e", ".[test,plot]")
     # worksteal: an idle worker takes queued tests from the busy one, so the slow nested runs do not pile up at the end.
     args = session.posargs or ["-n", "2", "--dist", "worksteal", "-m", "not integration"]
