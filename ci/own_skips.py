@@ -29,6 +29,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 GROUPS = HERE / "own-skips.toml"
 REPORT_SCHEMA = "specmatrix.report/1"
+IN_PROGRESS_SCHEMA = "specmatrix.report-in-progress/1"  # the marker a run leaves until it writes its report
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 _KEYS = {"session", "tests", "reason", "count", "why"}
 
@@ -96,6 +97,8 @@ def _text(item: Mapping[str, Any], key: str, where: str) -> str:
 
 def skips_of(doc: Any, session: str, where: str) -> list[Skip]:
     """Every skipped test of one run report: matrix cells skipped (expected or not) and skipped tests outside it."""
+    if isinstance(doc, dict) and doc.get("schema") == IN_PROGRESS_SCHEMA:
+        raise BadInput(f"{where}: the session writing this report never finished (stopped or crashed)")
     if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
         raise BadInput(f"{where}: not a run report ({REPORT_SCHEMA})")
     found: list[Skip] = []

@@ -103,7 +103,15 @@ def test_a_bad_groups_file_is_one_line_and_exit_2(capsys, tmp_path, text, messag
     assert code == 2 and err.count("\n") == 1 and err.startswith("own_skips: error: ") and message in err
 
 
-@pytest.mark.parametrize(("text", "message"), [("[]", "not a run report"), ("{", "tests.json: "), (None, "no SESSION.json")])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[]", "not a run report"),
+        ("{", "tests.json: "),
+        (None, "no SESSION.json"),
+        ('{"schema": "specmatrix.report-in-progress/1"}', "the session writing this report never finished"),
+    ],
+)
 def test_a_missing_or_bad_report_is_one_line_and_exit_2(capsys, tmp_path, groups, text, message):
     (tmp_path / "reports").mkdir()
     if text is not None:
