@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from matrix.audit.findings import parse_allowlist
 from matrix.cli.gating import add_baseline_options, apply_gate
+from matrix.cli.guards import not_a_registered_suite, project_root
 from matrix.cli.options import (
     add_allowlist_option,
     add_deprecated_path,
@@ -116,6 +118,12 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         processes.extend(read.processes)
         bad.extend(read.bad_lines)
     suite = read_suite(args.root, runners, suite_map)
+    if not suite.files:
+        instead = (
+            "the pytest plugin's run report says what each test did (`pytest --matrix-report out/run.json`, then "
+            f"`specmatrix audit out/run.json`), and `specmatrix pytest-audit {project_root(args.root)}` checks it before a run"
+        )
+        print(not_a_registered_suite("ledger", args.root, instead), file=sys.stderr)
     report = join(suite, processes, bad, settings, ledgers=[str(p) for p in args.ledgers])
     prefix = repo_prefix(args.root)
     report = replace(report, findings=stamped(report.findings, prefix or ""))

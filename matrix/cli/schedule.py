@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from matrix.core.errors import ConfigError
 from matrix.core.jsonio import dumps_indented
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import text_lines
+from matrix.core.profile import RunnerProfile
 from matrix.schedule.environment.model import environment_fields
 from matrix.schedule.load import all_readers, find_workflows, load_schedule
 from matrix.schedule.model import PytestSelection, RunnerHardware, Schedule, ScheduleEntry, SuiteSelection, selection_fields
@@ -44,12 +45,8 @@ def cmd_schedule(args: argparse.Namespace, options: Options) -> int:
     if root is None:
         raise ConfigError(f"{args.path}: no .github/workflows folder at or above it")
     runners = load_runner_profiles(options)
-    # Every reader, and the scripts steps run, so pytest entries show beside sglang's run_suite.py ones.
-    schedule = load_schedule(root, runners, all_readers(), follow_scripts=True)
-    declared = [
-        (str(path), load_schedule(root, runners, all_readers(), workflows=False, schedule_files=(path,)))
-        for path in args.schedule_file
-    ]
+    schedule = read_ci_schedule(root, runners)
+    declared = [(str(path), read_declared_schedule(root, runners, path)) for path in args.schedule_file]
     if args.format == "json":
         print(to_json(schedule, declared))
     else:
@@ -57,6 +54,17 @@ def cmd_schedule(args: argparse.Namespace, options: Options) -> int:
         # a newline inside a value (a runs-on label, a job id) is shown as `\n` and never starts a line of its own.
         print(text_lines(text_report(schedule, root, declared)))
     return 0
+
+
+def read_ci_schedule(root: Path, runners: Mapping[str, RunnerProfile]) -> Schedule:
+    """What CI runs, as `specmatrix schedule` prints it and `specmatrix gaps` judges it: the workflows under `root`
+    read with every command reader (sglang's run_suite.py and pytest) and the shell scripts their steps run."""
+    return load_schedule(root, runners, all_readers(), follow_scripts=True)
+
+
+def read_declared_schedule(root: Path, runners: Mapping[str, RunnerProfile], path: Path) -> Schedule:
+    """One declared schedule TOML (`--schedule-file`), read with the same readers as the workflows."""
+    return load_schedule(root, runners, all_readers(), workflows=False, schedule_files=(path,))
 
 
 def _selection(entry: ScheduleEntry) -> str:
