@@ -32,12 +32,14 @@ from matrix.guards.predicates import (
     PREDICATES,
     STR_METHODS,
     Budget,
+    KnownMembers,
     OverBudget,
     PartialTuple,
     Predicate,
     Record,
     RunnerFacts,
     SomeText,
+    PartText,
     Unknown,
     VersionRange,
     bounded_int,
@@ -50,6 +52,7 @@ from matrix.guards.predicates import (
     text_of,
     unset_variable,
 )
+from matrix.guards.platform import PLATFORM_ATTRIBUTES
 from matrix.guards.source import IMPORTABLE, resolve
 from matrix.schedule.environment.versions import is_version, parse_version, range_decides
 
@@ -357,7 +360,7 @@ class _Evaluator(FunctionRunner):
         return value
 
     def note(self, text: str, value: object) -> None:
-        shown = f"unknown ({value.why})" if isinstance(value, Unknown) else text_of(value)
+        shown = _shown(value)
         step = f"{text} is {shown}"
         if step not in self.steps and len(self.steps) < _MAX_STEPS_SHOWN:
             self.steps.append(step)
@@ -425,7 +428,13 @@ class _Evaluator(FunctionRunner):
             linked = self._link(name)
             if linked is not None:
                 return self._linked_value(name, linked)
-            result = Unknown(why="not a known name")
+            imported = PLATFORM_ATTRIBUTES.get(resolve(name, self.imports)) if name in self.imports else None
+            if imported is not None:
+                # `from torch.testing._internal.common_utils import IS_WINDOWS`: a fact of the runner
+                self.use(resolve(name, self.imports))
+                result = self.probe(imported)
+            else:
+                result = Unknown(why="not a known name")
         self.note(name, result)
         return result
 
@@ -629,7 +638,7 @@ class _Evaluator(FunctionRunner):
             self.note(text_of(node), result)
             return result
         resolved = resolve(name, self.imports) if name else ""
-        getter = lookup(ATTRIBUTES, resolved) if name else None
+        getter = (PLATFORM_ATTRIBUTES.get(resolved) or lookup(ATTRIBUTES, resolved)) if name else None
         if resolved.endswith(".__version__") and resolved.count(".") == 1 and resolved.partition(".")[0] in self.imports.values():
             # `transformers.__version__` of an imported module: the version the job installs
             self.use("install")
@@ -743,6 +752,20 @@ class _Evaluator(FunctionRunner):
         return unknown if unknown is not None else True
 
 
+def _shown(value: object) -> str:
+    """A value as a step says it: a partly known one by what is known of it."""
+    if isinstance(value, KnownMembers):
+        return f"known to hold {', '.join(sorted(value.members))} ({value.why})"
+    if isinstance(value, PartText):
+        return f"a text holding {value.known!r} ({value.why})"
+    if isinstance(value, SomeText):
+        return f"set ({value.why})"
+    if isinstance(value, PartialTuple) and any(not isinstance(i, Unknown) for i in value.items):
+        known = ", ".join("?" if isinstance(i, Unknown) else text_of(i) for i in value.items)
+        return f"({known}) ({value.why})"
+    return f"unknown ({value.why})" if isinstance(value, Unknown) else text_of(value)
+
+
 # Node type -> evaluator method, looked up once rather than by name on every node.
 _DISPATCH: dict[type[ast.AST], Callable[[_Evaluator, Any], object]] = {
     getattr(ast, name[1:]): method
@@ -760,6 +783,9 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
     ranged = _range_compare(op, left, right)
     if ranged is not None:
         return ranged
+    partial = _partial_compare(op, left, right)
+    if partial is not None:
+        return partial
     if isinstance(left, Unknown) or isinstance(right, Unknown):
         return Unknown(why="a side is unknown")
     if isinstance(left, ast.AST) or isinstance(right, ast.AST):
@@ -783,6 +809,32 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
         return bool(fn(left, right))
     except TypeError:
         return Unknown(why="ordering of unlike values")
+
+
+def _partial_compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown | None:
+    """Comparisons a partly known value decides: membership in `KnownMembers` and in a `PartText`, and the order of a
+    tuple with unknown items (`sys.version_info >= (3, 11)` with Python 3.10) where a known item settles it; None
+    when neither side is such a value."""
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, KnownMembers) and isinstance(left, str):
+        return (True if left in right.members else Unknown(why=right.why)) if isinstance(op, ast.In) else (
+            False if left in right.members else Unknown(why=right.why)
+        )
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, PartText) and isinstance(left, str):
+        outside = bool(right.within) and not any(left in whole for whole in right.within)
+        found = True if left in right.known else False if outside else None
+        return Unknown(why=right.why) if found is None else found is isinstance(op, ast.In)
+    if type(op) in _ORDER and (isinstance(left, PartialTuple) or isinstance(right, PartialTuple)):
+        a = left.items if isinstance(left, PartialTuple) else left
+        b = right.items if isinstance(right, PartialTuple) else right
+        if not isinstance(a, tuple) or not isinstance(b, tuple):
+            return Unknown(why="ordering of a partly known value")
+        for x, y in zip(a, b, strict=False):
+            if isinstance(x, Unknown) or isinstance(y, Unknown):
+                return Unknown(why=(x if isinstance(x, Unknown) else y).why)  # type: ignore[union-attr]
+            if x != y:
+                return compare(op, x, y)
+        return compare(op, len(a), len(b))
+    return None
 
 
 def _range_compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown | None:
