@@ -16,6 +16,9 @@ Each answer is known only where those facts decide it; otherwise it is unknown w
   time): the Linux x86-64 CPU and CUDA wheels of PyPI and download.pytorch.org are built with both (2.13.0+cpu and
   cu130 list `['qnnpack', 'onednn', 'x86', 'fbgemm']`), so on such a runner with such a wheel `qnnpack` and `onednn`
   are there, and `x86` and `fbgemm` too where the runner's labels say its CPU has AVX2;
+- `torch.xpu.is_available()` (false: not built for XPU), `torch.distributed.is_available()` (true) on those same
+  wheels; `torch.backends.mps.is_available()` false off macOS (MPS is built for macOS only); common_utils' `TEST_CUDA`,
+  `TEST_XPU`, `TEST_MPS` are those calls;
 - `torch.version.git_version`: written into `torch/version.py` by every build of torch's `setup.py`
   (`tools/generate_torch_version.py`), so a torch the job installs with pip, uv or conda has it (torchao's
   `is_fbcode()` is `not hasattr(torch.version, "git_version")`).
@@ -174,7 +177,33 @@ def _git_version(facts: RunnerFacts) -> object:
     return SomeText(why=f"the commit torch was built from (it is installed by `{found.command[:60]}`)")
 
 
+def _official(answer: bool, what: str) -> Predicate:
+    """`answer` where the job's torch is an official Linux x86-64 CPU or CUDA wheel, else unknown."""
+
+    def predicate(facts: RunnerFacts) -> object:
+        problem = _official_build(facts)
+        return Unknown(why=f"{what}: {problem}") if problem else answer
+
+    return predicate
+
+
+def _mps(facts: RunnerFacts) -> object:
+    # torch.backends.mps.is_available() is torch._C._mps_is_available(): MPS is built for macOS only
+    found = _os(facts)
+    return found if isinstance(found, Unknown) else False if found in ("linux", "win32") else Unknown(why="MPS on macOS")
+
+
+def _cuda_available(facts: RunnerFacts) -> object:
+    # common_utils' TEST_CUDA = torch.cuda.is_available(): a GPU of the CUDA API (NVIDIA, or AMD through ROCm)
+    hardware = facts.hardware
+    return hardware.kind in ("cuda", "rocm") if hardware is not None else facts.profile.gpus > 0
+
+
 _COMMON_UTILS = "torch.testing._internal.common_utils"
+# torch.xpu.is_available() is `device_count() > 0`, 0 where torch is not built for XPU; torch.distributed is built
+# into the Linux wheels (`torch.distributed.is_available()`: `hasattr(torch._C, "_c10d_init")`).
+_XPU = _official(False, "torch.xpu.is_available()")
+_DISTRIBUTED = _official(True, "torch.distributed.is_available()")
 
 # Attributes read without a call, by the dotted name an import resolves them to.
 PLATFORM_ATTRIBUTES: Mapping[str, Predicate] = {
@@ -189,6 +218,9 @@ PLATFORM_ATTRIBUTES: Mapping[str, Predicate] = {
     f"{_COMMON_UTILS}.IS_ARM64": _is_arm64,
     "torch.backends.quantized.supported_engines": _supported_engines,
     "torch.version.git_version": _git_version,
+    f"{_COMMON_UTILS}.TEST_CUDA": _cuda_available,
+    f"{_COMMON_UTILS}.TEST_XPU": _XPU,
+    f"{_COMMON_UTILS}.TEST_MPS": _mps,
 }
 
 # Calls, by their resolved dotted name (never by the last part alone: `system()` means nothing on its own).
@@ -199,4 +231,7 @@ PLATFORM_PREDICATES: Mapping[str, Predicate] = {
     "torch._dynamo.is_inductor_supported": _dynamo_supported,
     "torch._dynamo.eval_frame.is_dynamo_supported": _dynamo_supported,
     "torch._dynamo.eval_frame.is_inductor_supported": _dynamo_supported,
+    "torch.xpu.is_available": _XPU,
+    "torch.backends.mps.is_available": _mps,
+    "torch.distributed.is_available": _DISTRIBUTED,
 }
