@@ -33,6 +33,7 @@ from matrix.guards.predicates import (
     STR_METHODS,
     Budget,
     KnownMembers,
+    NotAnyOf,
     OverBudget,
     PartialTuple,
     Predicate,
@@ -819,6 +820,10 @@ def _partial_compare(op: ast.cmpop, left: object, right: object) -> bool | Unkno
         return (True if left in right.members else Unknown(why=right.why)) if isinstance(op, ast.In) else (
             False if left in right.members else Unknown(why=right.why)
         )
+    if isinstance(op, ast.Eq | ast.NotEq) and (isinstance(left, NotAnyOf) or isinstance(right, NotAnyOf)):
+        other, some = (right, left) if isinstance(left, NotAnyOf) else (left, right)
+        assert isinstance(some, NotAnyOf)
+        return isinstance(op, ast.NotEq) if isinstance(other, str) and other in some.values else Unknown(why=some.why)
     if isinstance(op, ast.In | ast.NotIn) and isinstance(right, PartText) and isinstance(left, str):
         outside = bool(right.within) and not any(left in whole for whole in right.within)
         found = True if left in right.known else False if outside else None

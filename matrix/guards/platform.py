@@ -5,6 +5,7 @@ Each answer is known only where those facts decide it; otherwise it is unknown w
 - `sys.platform`, `os.name`, `platform.system()`, `platform.machine()` and torch's `IS_LINUX` / `IS_WINDOWS` /
   `IS_MACOS` / `IS_ARM64` (PyTorch 2.13.0, `torch/testing/_internal/common_utils.py`: `IS_WINDOWS = sys.platform ==
   "win32"`, `IS_ARM64 = platform.machine() in ('arm64', 'aarch64', 'ARM64')`) from the runner's labels;
+- `platform.processor()` (`uname -p` on Linux) is not an Arm name on an x86-64 host;
 - `sys.version_info` from the Python version the job's interpreter is made with (its minor version, or more);
 - torch's `torch._dynamo.is_dynamo_supported()` / `is_inductor_supported()` (what `skipIfNoDynamoSupport` and
   `skipIfNoInductorSupport` of `torch/testing/_internal/common_quantization.py` ask): PyTorch 2.13.0
@@ -16,6 +17,8 @@ Each answer is known only where those facts decide it; otherwise it is unknown w
   time): the Linux x86-64 CPU and CUDA wheels of PyPI and download.pytorch.org are built with both (2.13.0+cpu and
   cu130 list `['qnnpack', 'onednn', 'x86', 'fbgemm']`), so on such a runner with such a wheel `qnnpack` and `onednn`
   are there, and `x86` and `fbgemm` too where the runner's labels say its CPU has AVX2;
+- `torch.ops.mkldnn._is_mkldnn_bf16_supported()` (what `skipIfNoONEDNNBF16` asks) true on those wheels where the
+  runner's CPU has AVX-512 (oneDNN's `avx512_core`, ideep's `has_bf16_type_support`);
 - `torch.xpu.is_available()` (false: not built for XPU), `torch.distributed.is_available()` (true) on those same
   wheels; `torch.backends.mps.is_available()` false off macOS (MPS is built for macOS only); common_utils' `TEST_CUDA`,
   `TEST_XPU`, `TEST_MPS` are those calls;
@@ -30,7 +33,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from matrix.guards.predicates import KnownMembers, PartialTuple, Predicate, RunnerFacts, SomeText, Unknown
+from matrix.guards.predicates import KnownMembers, NotAnyOf, PartialTuple, Predicate, RunnerFacts, SomeText, Unknown
 
 if TYPE_CHECKING:
     from matrix.schedule.environment.model import Installed
@@ -71,6 +74,15 @@ def _machine(facts: RunnerFacts) -> object:
     if found != "linux" or not machine:
         return Unknown(why=f"the CPU of {facts.profile.name} (its labels do not say)")
     return machine  # Linux spells it as the kernel does: x86_64, aarch64
+
+
+def _processor(facts: RunnerFacts) -> object:
+    # platform.processor() is `uname -p` on Linux (CPython Lib/platform.py, _Processor.from_subprocess): x86_64,
+    # "unknown" or a CPU model name on an x86-64 host, never an Arm name; otherwise not known
+    machine = _machine(facts)
+    if machine == "x86_64":
+        return NotAnyOf(why="platform.processor() on an x86-64 host (uname -p)", values=frozenset({"aarch64", "arm64", "arm"}))
+    return machine if isinstance(machine, Unknown) else Unknown(why=f"platform.processor() on {machine}")
 
 
 def _is_os(wanted: str) -> Predicate:
@@ -199,6 +211,19 @@ def _cuda_available(facts: RunnerFacts) -> object:
     return hardware.kind in ("cuda", "rocm") if hardware is not None else facts.profile.gpus > 0
 
 
+def _mkldnn_bf16(facts: RunnerFacts) -> object:
+    # torch.ops.mkldnn._is_mkldnn_bf16_supported() is mkldnn_bf16_device_check() (PyTorch aten/src/ATen/native/mkldnn/
+    # Utils.h: on x86-64, ideep::has_bf16_type_support()), which ideep answers true when oneDNN's effective ISA is at
+    # least avx512_core (ideep include/ideep/abstract_types.hpp); false elsewhere is not read (newer ideep also
+    # accepts avx2_vnni_2), so only true is said
+    problem = _official_build(facts)
+    if problem:
+        return Unknown(why=f"torch's oneDNN bf16 support: {problem}")
+    if facts.platform is not None and facts.platform.avx512:
+        return True
+    return Unknown(why=f"torch's oneDNN bf16 support on {facts.profile.name}: its labels do not say the CPU has AVX-512")
+
+
 _COMMON_UTILS = "torch.testing._internal.common_utils"
 # torch.xpu.is_available() is `device_count() > 0`, 0 where torch is not built for XPU; torch.distributed is built
 # into the Linux wheels (`torch.distributed.is_available()`: `hasattr(torch._C, "_c10d_init")`).
@@ -227,11 +252,13 @@ PLATFORM_ATTRIBUTES: Mapping[str, Predicate] = {
 PLATFORM_PREDICATES: Mapping[str, Predicate] = {
     "platform.system": _system,
     "platform.machine": _machine,
+    "platform.processor": _processor,
     "torch._dynamo.is_dynamo_supported": _dynamo_supported,
     "torch._dynamo.is_inductor_supported": _dynamo_supported,
     "torch._dynamo.eval_frame.is_dynamo_supported": _dynamo_supported,
     "torch._dynamo.eval_frame.is_inductor_supported": _dynamo_supported,
     "torch.xpu.is_available": _XPU,
+    "torch.ops.mkldnn._is_mkldnn_bf16_supported": _mkldnn_bf16,
     "torch.backends.mps.is_available": _mps,
     "torch.distributed.is_available": _DISTRIBUTED,
 }

@@ -49,6 +49,14 @@ class KnownMembers(Unknown):
 
 
 @dataclass(frozen=True, kw_only=True)
+class NotAnyOf(Unknown):
+    """A value not known but known to be none of `values` (`platform.processor()` on an x86-64 Linux host is
+    not "aarch64"): `==` and `!=` with one of them are decided."""
+
+    values: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
 class PartText(SomeText):
     """A text known in part: it holds `known`, and is itself a part of one of `within` (empty: of anything), such as
     `self.id()` of a unittest test (`matrix.pytest_suites.unittest_ids`) or a ROCm GPU's `gcnArchName`

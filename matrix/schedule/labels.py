@@ -77,6 +77,7 @@ class PackLabel:
     os: str = ""
     machine: str = ""
     avx2: bool = False  # the CPU has AVX2 (or AVX-512), as the source says
+    avx512: bool = False  # the CPU has AVX-512 F/BW/DQ/VL (oneDNN's avx512_core), as the source says
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +118,7 @@ def label_table() -> LabelTable:
             os=str(item.get("os", "")),
             machine=str(item.get("machine", "")),
             avx2=item.get("avx2") is True,
+            avx512=item.get("avx512") is True,
         )
         for pack in doc.get("pack", [])
         for item in pack.get("labels", [])
@@ -223,7 +225,7 @@ def platform_of(labels: tuple[str, ...]) -> RunnerPlatform:
     `machine`); a field two labels disagree on is not known."""
     systems: set[str] = set()
     machines: set[str] = set()
-    avx2 = False
+    avx2 = avx512 = False
     said: list[str] = []
     for label in labels:
         low = label.lower()
@@ -231,6 +233,7 @@ def platform_of(labels: tuple[str, ...]) -> RunnerPlatform:
         system = _DEFAULT_OS.get(low, entry.os if entry is not None else "")
         machine = _DEFAULT_MACHINE.get(low, entry.machine if entry is not None else "")
         avx2 = avx2 or (entry is not None and entry.avx2)
+        avx512 = avx512 or (entry is not None and entry.avx512)
         if system or machine:
             said.append(label)
         if system:
@@ -241,6 +244,7 @@ def platform_of(labels: tuple[str, ...]) -> RunnerPlatform:
         os=next(iter(systems)) if len(systems) == 1 else "",
         machine=next(iter(machines)) if len(machines) == 1 else "",
         avx2=avx2 and len(machines) == 1,
+        avx512=avx512 and len(machines) == 1,
         labels=tuple(said),
     )
 

@@ -143,6 +143,7 @@ class RunnerPlatform:
     os: str = ""
     machine: str = ""
     avx2: bool = False  # the CPU has AVX2 (or AVX-512), as the label's source says
+    avx512: bool = False  # the CPU has AVX-512 F/BW/DQ/VL (oneDNN's avx512_core), as the label's source says
     labels: tuple[str, ...] = ()
 
     def describe(self) -> str:
