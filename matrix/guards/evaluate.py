@@ -25,6 +25,7 @@ from matrix.guards.model import (
     SkipCondition,
     dotted,
 )
+from matrix.guards.platform import PLATFORM_ATTRIBUTES
 from matrix.guards.predicates import (
     ATTRIBUTES,
     BUILTINS,
@@ -33,14 +34,13 @@ from matrix.guards.predicates import (
     STR_METHODS,
     Budget,
     KnownMembers,
-    NotAnyOf,
     OverBudget,
     PartialTuple,
+    PartText,
     Predicate,
     Record,
     RunnerFacts,
     SomeText,
-    PartText,
     Unknown,
     VersionRange,
     bounded_int,
@@ -49,11 +49,11 @@ from matrix.guards.predicates import (
     importable,
     lookup,
     module_version,
+    partial_compare,
     plain,
     text_of,
     unset_variable,
 )
-from matrix.guards.platform import PLATFORM_ATTRIBUTES
 from matrix.guards.source import IMPORTABLE, resolve
 from matrix.schedule.environment.versions import is_version, parse_version, range_decides
 
@@ -784,7 +784,7 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
     ranged = _range_compare(op, left, right)
     if ranged is not None:
         return ranged
-    partial = _partial_compare(op, left, right)
+    partial = partial_compare(op, left, right, compare)
     if partial is not None:
         return partial
     if isinstance(left, Unknown) or isinstance(right, Unknown):
@@ -810,36 +810,6 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
         return bool(fn(left, right))
     except TypeError:
         return Unknown(why="ordering of unlike values")
-
-
-def _partial_compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown | None:
-    """Comparisons a partly known value decides: membership in `KnownMembers` and in a `PartText`, and the order of a
-    tuple with unknown items (`sys.version_info >= (3, 11)` with Python 3.10) where a known item settles it; None
-    when neither side is such a value."""
-    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, KnownMembers) and isinstance(left, str):
-        return (True if left in right.members else Unknown(why=right.why)) if isinstance(op, ast.In) else (
-            False if left in right.members else Unknown(why=right.why)
-        )
-    if isinstance(op, ast.Eq | ast.NotEq) and (isinstance(left, NotAnyOf) or isinstance(right, NotAnyOf)):
-        other, some = (right, left) if isinstance(left, NotAnyOf) else (left, right)
-        assert isinstance(some, NotAnyOf)
-        return isinstance(op, ast.NotEq) if isinstance(other, str) and other in some.values else Unknown(why=some.why)
-    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, PartText) and isinstance(left, str):
-        outside = bool(right.within) and not any(left in whole for whole in right.within)
-        found = True if left in right.known else False if outside else None
-        return Unknown(why=right.why) if found is None else found is isinstance(op, ast.In)
-    if type(op) in _ORDER and (isinstance(left, PartialTuple) or isinstance(right, PartialTuple)):
-        a = left.items if isinstance(left, PartialTuple) else left
-        b = right.items if isinstance(right, PartialTuple) else right
-        if not isinstance(a, tuple) or not isinstance(b, tuple):
-            return Unknown(why="ordering of a partly known value")
-        for x, y in zip(a, b, strict=False):
-            if isinstance(x, Unknown) or isinstance(y, Unknown):
-                return Unknown(why=(x if isinstance(x, Unknown) else y).why)  # type: ignore[union-attr]
-            if x != y:
-                return compare(op, x, y)
-        return compare(op, len(a), len(b))
-    return None
 
 
 def _range_compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown | None:

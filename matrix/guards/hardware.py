@@ -79,7 +79,7 @@ def _capability(hardware: RunnerHardware, facts: RunnerFacts) -> object:
 
 def _properties(hardware: RunnerHardware, facts: RunnerFacts) -> object:
     capability = _capability(hardware, facts)
-    if isinstance(capability, Unknown):
+    if not isinstance(capability, tuple):
         return capability
     fields: tuple[tuple[str, object], ...] = (("major", capability[0]), ("minor", capability[1]))
     if hardware.kind == "rocm":

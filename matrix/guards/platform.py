@@ -1,5 +1,7 @@
-"""What a runner's platform answers: its operating system and CPU (what its labels say, `RunnerPlatform`), the
-Python version and the torch build of the job's environment (`JobEnvironment`); pure.
+"""Guards on the runner's OS and CPU, the job's Python and its torch build, answered from labels and installs; pure.
+
+The operating system and CPU are what the runner's labels say (`RunnerPlatform`); the Python version and the torch
+build are the job's environment's (`JobEnvironment`).
 
 Each answer is known only where those facts decide it; otherwise it is unknown with the fact that is missing:
 - `sys.platform`, `os.name`, `platform.system()`, `platform.machine()` and torch's `IS_LINUX` / `IS_WINDOWS` /
@@ -146,7 +148,7 @@ def torch_install(facts: RunnerFacts) -> Installed | Unknown:
 
 
 def _official_build(facts: RunnerFacts) -> str:
-    """"" when the job's torch is a CPU or CUDA wheel of PyPI or download.pytorch.org on a Linux x86-64 runner; else
+    """ "" when the job's torch is a CPU or CUDA wheel of PyPI or download.pytorch.org on a Linux x86-64 runner; else
     why that is not known."""
     platform = facts.platform
     if platform is None or platform.os != "linux" or platform.machine != "x86_64":

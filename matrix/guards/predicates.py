@@ -136,6 +136,41 @@ class Record:
 Predicate = Callable[[RunnerFacts], object]
 
 
+def partial_compare(
+    op: ast.cmpop, left: object, right: object, compare: Callable[[ast.cmpop, object, object], bool | Unknown]
+) -> bool | Unknown | None:
+    """Comparisons a partly known value decides: membership in `KnownMembers` and in a `PartText`, and the order of a
+    tuple with unknown items (`sys.version_info >= (3, 11)` with Python 3.10) where a known item settles it; None
+    when neither side is such a value. `compare` compares two plain items."""
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, KnownMembers) and isinstance(left, str):
+        return (
+            (True if left in right.members else Unknown(why=right.why))
+            if isinstance(op, ast.In)
+            else (False if left in right.members else Unknown(why=right.why))
+        )
+    if isinstance(op, ast.Eq | ast.NotEq) and (isinstance(left, NotAnyOf) or isinstance(right, NotAnyOf)):
+        other, some = (right, left) if isinstance(left, NotAnyOf) else (left, right)
+        assert isinstance(some, NotAnyOf)
+        return isinstance(op, ast.NotEq) if isinstance(other, str) and other in some.values else Unknown(why=some.why)
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, PartText) and isinstance(left, str):
+        outside = bool(right.within) and not any(left in whole for whole in right.within)
+        found = True if left in right.known else False if outside else None
+        return Unknown(why=right.why) if found is None else found is isinstance(op, ast.In)
+    if isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE) and any(isinstance(v, PartialTuple) for v in (left, right)):
+        a = left.items if isinstance(left, PartialTuple) else left
+        b = right.items if isinstance(right, PartialTuple) else right
+        if not isinstance(a, tuple) or not isinstance(b, tuple):
+            return Unknown(why="ordering of a partly known value")
+        for x, y in zip(a, b, strict=False):
+            if isinstance(x, Unknown) or isinstance(y, Unknown):
+                unknown = x if isinstance(x, Unknown) else y
+                return Unknown(why=unknown.why if isinstance(unknown, Unknown) else "an item is unknown")
+            if x != y:
+                return compare(op, x, y)
+        return compare(op, len(a), len(b))
+    return None
+
+
 def _major_in(*majors: int) -> Predicate:
     def predicate(facts: RunnerFacts) -> object:
         cap = facts.profile.capability

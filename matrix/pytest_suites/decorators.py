@@ -231,9 +231,7 @@ def _class_branch(body: list[ast.stmt], param: str) -> ast.expr | None:
 
 def _wrapper_condition(wrapper: ast.FunctionDef, param: str, resolve: Callable[[str], str]) -> ast.expr | None:
     """COND of a wrapper `if COND: raise unittest.SkipTest(...)` that otherwise calls `param`, once."""
-    decorated = all(
-        isinstance(d, ast.Call) and resolve(dotted_text(d.func)) == "functools.wraps" for d in wrapper.decorator_list
-    )
+    decorated = all(isinstance(d, ast.Call) and resolve(dotted_text(d.func)) == "functools.wraps" for d in wrapper.decorator_list)
     body = [s for s in wrapper.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if not decorated or not body or not isinstance(body[0], ast.If):
         return None

@@ -44,8 +44,16 @@ LINUX = RunnerPlatform(os="linux", machine="x86_64")
         ("sys.version_info >= (3, 11)", _facts(LINUX), Tri.UNKNOWN),
         ("'qnnpack' in torch.backends.quantized.supported_engines", _facts(LINUX), Tri.TRUE),
         ("'fbgemm' in torch.backends.quantized.supported_engines", _facts(LINUX), Tri.UNKNOWN),
-        ("'fbgemm' in torch.backends.quantized.supported_engines", _facts(RunnerPlatform(os="linux", machine="x86_64", avx2=True)), Tri.TRUE),
-        ("'qnnpack' in torch.backends.quantized.supported_engines", _facts(RunnerPlatform(os="linux", machine="aarch64")), Tri.UNKNOWN),
+        (
+            "'fbgemm' in torch.backends.quantized.supported_engines",
+            _facts(RunnerPlatform(os="linux", machine="x86_64", avx2=True)),
+            Tri.TRUE,
+        ),
+        (
+            "'qnnpack' in torch.backends.quantized.supported_engines",
+            _facts(RunnerPlatform(os="linux", machine="aarch64")),
+            Tri.UNKNOWN,
+        ),
         ("torch._dynamo.is_dynamo_supported()", _facts(LINUX, "3.11"), Tri.TRUE),
         ("torch._dynamo.is_dynamo_supported()", _facts(LINUX, "3.14"), Tri.UNKNOWN),
         ("torch._dynamo.is_dynamo_supported()", _facts(RunnerPlatform(os="win32"), "3.10"), Tri.UNKNOWN),

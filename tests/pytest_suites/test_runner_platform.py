@@ -39,7 +39,9 @@ TORCH_FLAG = (
     "import unittest\nfrom torch.testing._internal.common_utils import {flag}\n\n"
     "class Sums(unittest.TestCase):\n    @unittest.skipIf({flag}, 'os')\n    def test_a(self):\n        pass\n"
 )
-SYSTEM = "import platform\nimport pytest\n\n@pytest.mark.skipif(platform.system() != 'Linux', reason='os')\ndef test_a():\n    pass\n"
+SYSTEM = (
+    "import platform\nimport pytest\n\n@pytest.mark.skipif(platform.system() != 'Linux', reason='os')\ndef test_a():\n    pass\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -188,7 +190,9 @@ def test_self_id_is_not_bounded_when_the_checkout_root_is_a_package(audit: Audit
     }
     report = audit(files)
     # the base class's tests skip whatever folder names join the id; the subclass's are not known
-    assert {f.finding.scope for f in report.of_kind(GuardFindingKind.SILENT_SKIP)} == {"suite/test_shapes.py::ShapesBase::test_area"}
+    assert {f.finding.scope for f in report.of_kind(GuardFindingKind.SILENT_SKIP)} == {
+        "suite/test_shapes.py::ShapesBase::test_area"
+    }
     assert report.undetermined == 1
 
 
@@ -226,7 +230,9 @@ class Kernels(unittest.TestCase):
 def test_a_modules_own_skip_decorator_of_torchs_shape_is_read(audit: Audit) -> None:
     assert _audit(audit, _workflow("linux.4xlarge", "pytest suite"), OWN_DECORATOR) == "skips"
     # two different conditions in the class and function branches: not read, so not known
-    changed = OWN_DECORATOR.replace('if platform.processor() != "aarch64":\n            fn.__unittest_skip__', "if False:\n            fn.__unittest_skip__")
+    changed = OWN_DECORATOR.replace(
+        'if platform.processor() != "aarch64":\n            fn.__unittest_skip__', "if False:\n            fn.__unittest_skip__"
+    )
     assert _audit(audit, _workflow("linux.4xlarge", "pytest suite"), changed) == "undetermined"
 
 
