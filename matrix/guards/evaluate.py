@@ -25,6 +25,7 @@ from matrix.guards.model import (
     SkipCondition,
     dotted,
 )
+from matrix.guards.platform import PLATFORM_ATTRIBUTES
 from matrix.guards.predicates import (
     ATTRIBUTES,
     BUILTINS,
@@ -32,8 +33,10 @@ from matrix.guards.predicates import (
     PREDICATES,
     STR_METHODS,
     Budget,
+    KnownMembers,
     OverBudget,
     PartialTuple,
+    PartText,
     Predicate,
     Record,
     RunnerFacts,
@@ -46,6 +49,7 @@ from matrix.guards.predicates import (
     importable,
     lookup,
     module_version,
+    partial_compare,
     plain,
     text_of,
     unset_variable,
@@ -357,7 +361,7 @@ class _Evaluator(FunctionRunner):
         return value
 
     def note(self, text: str, value: object) -> None:
-        shown = f"unknown ({value.why})" if isinstance(value, Unknown) else text_of(value)
+        shown = _shown(value)
         step = f"{text} is {shown}"
         if step not in self.steps and len(self.steps) < _MAX_STEPS_SHOWN:
             self.steps.append(step)
@@ -425,7 +429,13 @@ class _Evaluator(FunctionRunner):
             linked = self._link(name)
             if linked is not None:
                 return self._linked_value(name, linked)
-            result = Unknown(why="not a known name")
+            imported = PLATFORM_ATTRIBUTES.get(resolve(name, self.imports)) if name in self.imports else None
+            if imported is not None:
+                # `from torch.testing._internal.common_utils import IS_WINDOWS`: a fact of the runner
+                self.use(resolve(name, self.imports))
+                result = self.probe(imported)
+            else:
+                result = Unknown(why="not a known name")
         self.note(name, result)
         return result
 
@@ -629,7 +639,7 @@ class _Evaluator(FunctionRunner):
             self.note(text_of(node), result)
             return result
         resolved = resolve(name, self.imports) if name else ""
-        getter = lookup(ATTRIBUTES, resolved) if name else None
+        getter = (PLATFORM_ATTRIBUTES.get(resolved) or lookup(ATTRIBUTES, resolved)) if name else None
         if resolved.endswith(".__version__") and resolved.count(".") == 1 and resolved.partition(".")[0] in self.imports.values():
             # `transformers.__version__` of an imported module: the version the job installs
             self.use("install")
@@ -743,6 +753,20 @@ class _Evaluator(FunctionRunner):
         return unknown if unknown is not None else True
 
 
+def _shown(value: object) -> str:
+    """A value as a step says it: a partly known one by what is known of it."""
+    if isinstance(value, KnownMembers):
+        return f"known to hold {', '.join(sorted(value.members))} ({value.why})"
+    if isinstance(value, PartText):
+        return f"a text holding {value.known!r} ({value.why})"
+    if isinstance(value, SomeText):
+        return f"set ({value.why})"
+    if isinstance(value, PartialTuple) and any(not isinstance(i, Unknown) for i in value.items):
+        known = ", ".join("?" if isinstance(i, Unknown) else text_of(i) for i in value.items)
+        return f"({known}) ({value.why})"
+    return f"unknown ({value.why})" if isinstance(value, Unknown) else text_of(value)
+
+
 # Node type -> evaluator method, looked up once rather than by name on every node.
 _DISPATCH: dict[type[ast.AST], Callable[[_Evaluator, Any], object]] = {
     getattr(ast, name[1:]): method
@@ -760,6 +784,9 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
     ranged = _range_compare(op, left, right)
     if ranged is not None:
         return ranged
+    partial = partial_compare(op, left, right, compare)
+    if partial is not None:
+        return partial
     if isinstance(left, Unknown) or isinstance(right, Unknown):
         return Unknown(why="a side is unknown")
     if isinstance(left, ast.AST) or isinstance(right, ast.AST):

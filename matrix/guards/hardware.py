@@ -19,7 +19,8 @@ import functools
 from collections.abc import Callable, Iterator, Mapping
 
 from matrix.core.profile import RunnerProfile
-from matrix.guards.predicates import Predicate, RunnerFacts, Unknown, env_value
+from matrix.guards.platform import PLATFORM_PREDICATES
+from matrix.guards.predicates import PartText, Predicate, Record, RunnerFacts, Unknown, env_value
 from matrix.schedule.model import CUDA_API_KINDS, RunnerHardware
 
 Answer = Callable[[RunnerHardware, RunnerFacts], object]
@@ -61,6 +62,34 @@ def _accelerator(hardware: RunnerHardware, facts: RunnerFacts) -> object:
     return count if isinstance(count, Unknown) else count > 0 if isinstance(count, int) else count
 
 
+# What HIP reports as the compute capability (`hipDeviceProp_t` major and minor, which ROCm's torch returns from
+# `torch.cuda.get_device_capability()`) for an AMD Instinct ISA: gfx90a (MI210/MI250) 9.0, gfx942 (MI300/MI325) 9.4,
+# gfx950 (MI350/MI355) 9.5 (hipBLASLt's `hipblaslt-bench` prints "gfx942:sramecc+:xnack- ... compute capability 9.4";
+# pytorch/torchtitan #4778: gfx950 reports (9, 5)). `gcnArchName` is the ISA with its feature flags.
+_ROCM_CAPABILITY: Mapping[str, tuple[int, int]] = {"gfx90a": (9, 0), "gfx942": (9, 4), "gfx950": (9, 5)}
+
+
+def _capability(hardware: RunnerHardware, facts: RunnerFacts) -> object:
+    if hardware.kind == "rocm" and hardware.arch in _ROCM_CAPABILITY:
+        return _ROCM_CAPABILITY[hardware.arch]
+    if hardware.kind == "cuda" and hardware.capability is not None:
+        return hardware.capability
+    return Unknown(why=f"the compute capability of {facts.profile.name} (its labels do not name its GPU)")
+
+
+def _properties(hardware: RunnerHardware, facts: RunnerFacts) -> object:
+    capability = _capability(hardware, facts)
+    if not isinstance(capability, tuple):
+        return capability
+    fields: tuple[tuple[str, object], ...] = (("major", capability[0]), ("minor", capability[1]))
+    if hardware.kind == "rocm":
+        arch = hardware.arch
+        flags = [f"{arch}:sramecc{a}:xnack{b}" for a in "+-" for b in "+-"]
+        name = PartText(why=f"the ISA of {facts.profile.name} with its feature flags", known=arch, within=tuple(flags))
+        fields = (*fields, ("gcnArchName", name))
+    return Record(kind="device properties", fields=fields)
+
+
 def _amd_ci(hardware: RunnerHardware, facts: RunnerFacts) -> object:
     # sglang's is_in_amd_ci() reads SGLANG_IS_IN_CI_AMD: what the job gives, else the runner's own setting (unknown)
     value = env_value(facts, "SGLANG_IS_IN_CI_AMD")
@@ -89,6 +118,8 @@ def _unknown_on(*kinds: str) -> Answer:
 DECLARED: Mapping[str, Answer] = {
     "torch.cuda.is_available": _kind_is(*CUDA_API_KINDS),
     "torch.cuda.device_count": _count,
+    "torch.cuda.get_device_capability": _capability,
+    "torch.cuda.get_device_properties": _properties,
     "torch.accelerator.is_available": _accelerator,
     "torch.accelerator.device_count": _accelerator_count,
     "get_gpu_count": _accelerator_count,
@@ -130,6 +161,8 @@ class HardwareTable(Mapping[str, Predicate]):
         return key in self.base
 
     def _wrap(self, key: str, predicate: Predicate) -> Predicate:
+        if key in PLATFORM_PREDICATES:
+            return predicate  # read from the runner's labels and the job's environment, as on any runner
         name = key.rpartition(".")[2] if key not in DECLARED else key
         answer = DECLARED.get(key) or DECLARED.get(name)
         hardware = self.hardware

@@ -19,7 +19,7 @@ from matrix.schedule.environment.model import JobEnvironment, normalized
 from matrix.schedule.environment.project_imports import ProjectImports
 
 if TYPE_CHECKING:  # a guards run reads no schedule record unless it reads workflows
-    from matrix.schedule.model import RunnerHardware
+    from matrix.schedule.model import RunnerHardware, RunnerPlatform
 
 # --- predicates -------------------------------------------------------------------------------------------------------
 # What the guard helpers of sglang and torch return on a runner profile (docs/sources.md#guard-helpers).
@@ -38,6 +38,33 @@ class Unknown:
 class SomeText(Unknown):
     """A text whose value is not known but which is known to be set and not empty (`torch.version.hip` on a ROCm
     host): true, and not None; anything computed from it is plainly unknown (`plain`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnownMembers(Unknown):
+    """A collection known to hold `members` and perhaps more (torch's quantized engines on a wheel whose build flags
+    were read): `x in it` is true for a member and unknown otherwise."""
+
+    members: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotAnyOf(Unknown):
+    """A value not known but known to be none of `values` (`platform.processor()` on an x86-64 Linux host is
+    not "aarch64"): `==` and `!=` with one of them are decided."""
+
+    values: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartText(SomeText):
+    """A text known in part: it holds `known`, and is itself a part of one of `within` (empty: of anything), such as
+    `self.id()` of a unittest test (`matrix.pytest_suites.unittest_ids`) or a ROCm GPU's `gcnArchName`
+    (`gfx942:sramecc+:xnack-`); set and not empty. `x in text` is true for a part of `known` and false for a text
+    in none of `within`."""
+
+    known: str = ""
+    within: tuple[str, ...] = ()
 
 
 def plain(value: object) -> object:
@@ -71,6 +98,8 @@ class RunnerFacts:
     hardware: RunnerHardware | None = None
     # The checkout's own modules (pytest-audit): whether one imports on the job, read from its files.
     project: ProjectImports | None = None
+    # The runner's operating system and CPU as its labels say (pytest-audit; `matrix.guards.platform`).
+    platform: RunnerPlatform | None = None
 
     def describe(self) -> str:
         if self.hardware is not None:
@@ -107,6 +136,41 @@ class Record:
 Predicate = Callable[[RunnerFacts], object]
 
 
+def partial_compare(
+    op: ast.cmpop, left: object, right: object, compare: Callable[[ast.cmpop, object, object], bool | Unknown]
+) -> bool | Unknown | None:
+    """Comparisons a partly known value decides: membership in `KnownMembers` and in a `PartText`, and the order of a
+    tuple with unknown items (`sys.version_info >= (3, 11)` with Python 3.10) where a known item settles it; None
+    when neither side is such a value. `compare` compares two plain items."""
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, KnownMembers) and isinstance(left, str):
+        return (
+            (True if left in right.members else Unknown(why=right.why))
+            if isinstance(op, ast.In)
+            else (False if left in right.members else Unknown(why=right.why))
+        )
+    if isinstance(op, ast.Eq | ast.NotEq) and (isinstance(left, NotAnyOf) or isinstance(right, NotAnyOf)):
+        other, some = (right, left) if isinstance(left, NotAnyOf) else (left, right)
+        assert isinstance(some, NotAnyOf)
+        return isinstance(op, ast.NotEq) if isinstance(other, str) and other in some.values else Unknown(why=some.why)
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, PartText) and isinstance(left, str):
+        outside = bool(right.within) and not any(left in whole for whole in right.within)
+        found = True if left in right.known else False if outside else None
+        return Unknown(why=right.why) if found is None else found is isinstance(op, ast.In)
+    if isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE) and any(isinstance(v, PartialTuple) for v in (left, right)):
+        a = left.items if isinstance(left, PartialTuple) else left
+        b = right.items if isinstance(right, PartialTuple) else right
+        if not isinstance(a, tuple) or not isinstance(b, tuple):
+            return Unknown(why="ordering of a partly known value")
+        for x, y in zip(a, b, strict=False):
+            if isinstance(x, Unknown) or isinstance(y, Unknown):
+                unknown = x if isinstance(x, Unknown) else y
+                return Unknown(why=unknown.why if isinstance(unknown, Unknown) else "an item is unknown")
+            if x != y:
+                return compare(op, x, y)
+        return compare(op, len(a), len(b))
+    return None
+
+
 def _major_in(*majors: int) -> Predicate:
     def predicate(facts: RunnerFacts) -> object:
         cap = facts.profile.capability
@@ -140,6 +204,15 @@ def _jit_arch(facts: RunnerFacts) -> object:
     cap = facts.profile.capability if facts.profile.gpus else None
     major, minor = cap if cap is not None else (0, 0)
     return Record(kind="ArchInfo", fields=(("major", major), ("minor", minor)))
+
+
+def _device_properties(facts: RunnerFacts) -> object:
+    # torch.cuda.get_device_properties(d): what a profile says of its GPUs (the capability, the name it gives)
+    cap = facts.profile.capability
+    if cap is None or not facts.profile.gpus:
+        return Unknown(why="torch.cuda.get_device_properties() raises without a GPU")
+    named = (("name", facts.profile.device_name),) if facts.profile.device_name else ()
+    return Record(kind="device properties", fields=(("major", cap[0]), ("minor", cap[1]), *named))
 
 
 def _nvml_name(facts: RunnerFacts) -> object:
@@ -292,6 +365,7 @@ PREDICATES: Mapping[str, Predicate] = {
     "torch.cuda.device_count": lambda facts: facts.profile.gpus,
     "torch.cuda.get_device_capability": _capability,
     "torch.cuda.get_device_name": _device_name,
+    "torch.cuda.get_device_properties": _device_properties,
     "is_in_ci": _in_ci,
     "is_in_amd_ci": _in_amd_ci,
 }
@@ -460,6 +534,19 @@ def _getattr(source: ValueSource, call: ast.Call) -> object:
     return Unknown(why="getattr() of a value the audit does not model")
 
 
+def _hasattr(source: ValueSource, call: ast.Call) -> object:
+    """`hasattr(torch.version, "git_version")`: true where the attribute is known to be there, else unknown."""
+    if len(call.args) == 2 and not call.keywords and dotted(call.args[0]) is not None:
+        name = call.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier():
+            attribute = ast.copy_location(ast.Attribute(value=call.args[0], attr=name.value, ctx=ast.Load()), call)
+            found = source.value(attribute)
+            if isinstance(found, SomeText) or not isinstance(found, Unknown):
+                return True
+            return plain(found)
+    return Unknown(why="hasattr() of a value the audit does not model")
+
+
 # Builtins a guard uses on known values (`min(4, torch.cuda.device_count())`), unless the module rebinds them.
 BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
     "min": _min_max(min),
@@ -468,6 +555,7 @@ BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
     "bool": _truth,
     "int": _int,
     "getattr": _getattr,
+    "hasattr": _hasattr,
 }
 
 # String methods a guard calls on a known value (`int(torch.version.cuda.split(".")[0])`).

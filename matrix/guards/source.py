@@ -661,7 +661,9 @@ def _import_targets(tree: ast.Module) -> dict[str, set[str]]:
             for alias in stmt.names:
                 if alias.name != "*":
                     local = alias.asname or (alias.name.split(".")[0] if isinstance(stmt, ast.Import) else alias.name)
-                    out.setdefault(local, set()).add(alias.name.rpartition(".")[2])
+                    # `import torch._inductor.config` binds `torch` to the package `torch`, as `import torch` does
+                    whole = isinstance(stmt, ast.Import) and alias.asname is None
+                    out.setdefault(local, set()).add(alias.name.split(".")[0] if whole else alias.name.rpartition(".")[2])
     return out
 
 

@@ -37,6 +37,7 @@ from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_ca
 from matrix.pytest_suites.select import Selected, collected, selects
 from matrix.schedule.environment.model import JobEnvironment
 from matrix.schedule.environment.project_imports import ProjectImports
+from matrix.schedule.labels import platform_of
 from matrix.schedule.model import (
     Container,
     PytestSelection,
@@ -170,6 +171,7 @@ class _Evaluator:
                 frozenset[str],
                 JobEnvironment | None,
                 RunnerHardware | None,
+                str,
             ],
             Evaluation,
         ] = {}
@@ -219,6 +221,7 @@ class _Evaluator:
             self.written,
             entry.environment,
             hardware,
+            (platform := platform_of(entry.labels)).os + "/" + platform.machine,
         )
         found = self.cache.get(key)
         if found is None:
@@ -237,6 +240,7 @@ class _Evaluator:
                 environment=entry.environment,
                 hardware=hardware,
                 project=self.project,
+                platform=platform,
             )
             found = evaluate_guard(guard, facts, names, self.table if table is None else table)
             self.cache[key] = found

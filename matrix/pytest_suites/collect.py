@@ -29,7 +29,13 @@ from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, M
 from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
 from matrix.pytest_suites.config import PytestConfig
-from matrix.pytest_suites.decorators import NO_MARK_DECORATORS, RUNNING_DECORATORS, runs_by_table, runs_what_it_wraps
+from matrix.pytest_suites.decorators import (
+    NO_MARK_DECORATORS,
+    RUNNING_DECORATORS,
+    runs_by_table,
+    runs_what_it_wraps,
+    skip_decorator_condition,
+)
 from matrix.pytest_suites.imported import ImportResolver
 from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.markers import ALL_TESTS, MarkerRule, read_marker_hooks
@@ -45,6 +51,7 @@ from matrix.pytest_suites.skipmarks import (
     sys_path_dirs,
     usefixtures,
 )
+from matrix.pytest_suites.unittest_ids import mentions_self_id, test_id, with_test_id
 from matrix.schedule.environment.project_imports import ProjectImports, checkout_project
 
 MAX_FIXTURE_DEPTH = 4
@@ -278,7 +285,8 @@ class Collector:
             guards.extend(
                 _marker_guard(r, m, nodeid, node.lineno, names) for m in [*sorted(marks), ALL_TESTS] for r in rules.get(m, ())
             )
-            guards.extend(self._decorator_rules(node, nodeid, names))
+            class_decorators = [d for c in found.classes for klass in self._class_chain(parsed, c) for d in klass.decorator_list]
+            guards.extend(self._decorator_rules([*class_decorators, *node.decorator_list], nodeid, names, _defs(parsed)))
             read_lines = {g.guard.line for g in guards if g.guard.scope == path or g.guard.scope.startswith(f"{path}::")}
             for cls in found.classes:
                 for klass in self._class_chain(parsed, cls):
@@ -287,6 +295,10 @@ class Collector:
             guards.extend(self._fixture_guards(path, parsed, node, set(), 0, used=usefixtures([*exprs, *local_exprs], names)))
             guards.extend(self._helper_guards(path, parsed, node))
             guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
+            if any(mentions_self_id(g.guard) for g in guards):
+                ident = test_id(nodeid, node.decorator_list, self._exists("__init__.py"))
+                if ident is not None:
+                    guards = [replace(g, guard=with_test_id(g.guard, ident)) if mentions_self_id(g.guard) else g for g in guards]
             doubts = [*file_doubts, *found.doubts]
             if nested and _calls_skip(node):
                 doubts.append("a test of an inner class whose body calls a skip: its body is not read")
@@ -494,17 +506,35 @@ class Collector:
                 return True
         return False
 
-    def _decorator_rules(self, node: _Function, nodeid: str, names: ModuleNames) -> list[AppliedGuard]:
+    def _decorator_rules(
+        self, decorators: Sequence[ast.expr], nodeid: str, names: ModuleNames, defs: Mapping[str, _Function]
+    ) -> list[AppliedGuard]:
+        """The guards of the pack decorators on a test and its classes: a factory by its own name
+        (`multi_gpu_test(num_gpus=2)`), a decorator by the dotted name its import resolves to (torch's
+        `skipIfNoQNNPACK`, which skips a test or, on a class, all of its tests); and the module's own decorators of
+        torch's skip shape (`skip_decorator_condition`), by their condition."""
         out: list[AppliedGuard] = []
-        for deco in node.decorator_list:
-            if not isinstance(deco, ast.Call):
+        for deco in decorators:
+            own = self._own_skip(deco, names, defs)
+            if own is not None:
+                guard = Guard(
+                    scope=nodeid,
+                    kind=GuardKind.MARK_SKIPIF,
+                    line=deco.lineno,
+                    source=f"@{ast.unparse(deco)} -> skips when {ast.unparse(own)}"[:300],
+                    conditions=(ExprCondition(expr=own),),
+                )
+                out.append(AppliedGuard(guard=guard, names=names, via=f"decorator {ast.unparse(deco)}"))
                 continue
-            last = (dotted(deco.func) or "").rpartition(".")[2]
-            rule = self.packs.decorators.get(last)
+            text = dotted(deco.func if isinstance(deco, ast.Call) else deco) or ""
+            last = text.rpartition(".")[2]
+            rule = self.packs.decorators.get(resolve(text, names.import_map)) if text else None
+            if rule is None and isinstance(deco, ast.Call):
+                rule = self.packs.decorators.get(last)
             if rule is None:
                 continue
             expr = ast.parse(rule.skips_when, mode="eval").body
-            values = {kw.arg: kw.value for kw in deco.keywords if kw.arg is not None}
+            values = {kw.arg: kw.value for kw in deco.keywords if kw.arg is not None} if isinstance(deco, ast.Call) else {}
             bound = Substitute(values).visit(expr)  # a decorator call's literal keyword values for the pack's names
             guard = Guard(
                 scope=nodeid,
@@ -515,6 +545,13 @@ class Collector:
             )
             out.append(AppliedGuard(guard=guard, names=names, via=f"decorator {last}"))
         return out
+
+    @staticmethod
+    def _own_skip(deco: ast.expr, names: ModuleNames, defs: Mapping[str, _Function]) -> ast.expr | None:
+        """The skip condition of a decorator the test's module defines in torch's skip shape, else None."""
+        if not isinstance(deco, ast.Name) or deco.id not in defs or deco.id in names.ambiguous or deco.id in names.alias_map:
+            return None
+        return skip_decorator_condition(defs[deco.id], lambda text: resolve(text, names.import_map))
 
     def _unread_decorators(
         self, path: str, parsed: _Parsed, decorators: Sequence[ast.expr], nodeid: str, read_lines: set[int]
@@ -551,6 +588,8 @@ class Collector:
         last = full.rpartition(".")[2]
         if full in RUNNING_DECORATORS or text in RUNNING_DECORATORS or last in self.packs.decorators:
             return None
+        if depth == 0 and full in self.packs.decorators:
+            return None  # a pack's decorator, imported by the test's own module: read as its guard
         if runs_by_table(full, deco):
             return None
         if full.startswith("unittest.") and last in ("skip", "skipIf", "skipUnless", "expectedFailure"):
@@ -560,6 +599,8 @@ class Collector:
         if isinstance(target, ast.Name) and target.id in _defs(parsed):
             if runs_what_it_wraps(_defs(parsed)[target.id]):
                 return None
+            if depth == 0 and self._own_skip(deco, names, _defs(parsed)) is not None:
+                return None  # read as its guard
             return f"decorator {shown} ({path}) is not read: it may skip or return something else"
         if isinstance(target, ast.Name) and names.alias_map.get(target.id) is not None:
             bound = names.alias_map[target.id]

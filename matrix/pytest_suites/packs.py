@@ -24,6 +24,7 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.tomlfields import expect_keys, read_toml, str_field, table_field
+from matrix.guards.platform import PLATFORM_PREDICATES
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts, Unknown
 
 PACKS = ("torch", "flashinfer", "vllm")
@@ -200,7 +201,7 @@ def _class(t: Mapping[str, Any], where: str) -> GuardClass:
 
 def merge(packs: list[PredicatePacks]) -> PredicatePacks:
     """Later packs add to earlier ones; the guard audit's own table is the base."""
-    table: dict[str, Predicate] = dict(PREDICATES)
+    table: dict[str, Predicate] = {**PREDICATES, **PLATFORM_PREDICATES}
     calls: dict[str, CallPredicate] = {}
     decorators: dict[str, DecoratorRule] = {}
     classes: dict[str, GuardClass] = {}

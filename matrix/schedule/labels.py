@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from matrix.core.profile import RunnerProfile
-from matrix.schedule.model import Origin, RunnerHardware, UnknownLabel
+from matrix.schedule.model import Origin, RunnerHardware, RunnerPlatform, UnknownLabel
 
 # Labels every self-hosted or hosted runner carries: they never name a machine, so an unknown label is shown
 # without them (`sm99` rather than `self-hosted, linux, x64, gpu, sm99`).
@@ -72,6 +72,12 @@ class PackLabel:
     vendor: str = ""
     gpus: int | None = None
     arch: str = ""
+    # The runner's operating system (`sys.platform`: linux, win32, darwin) and CPU (`platform.machine()` on Linux:
+    # x86_64, aarch64), where the label says them; "" otherwise.
+    os: str = ""
+    machine: str = ""
+    avx2: bool = False  # the CPU has AVX2 (or AVX-512), as the source says
+    avx512: bool = False  # the CPU has AVX-512 F/BW/DQ/VL (oneDNN's avx512_core), as the source says
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +115,10 @@ def label_table() -> LabelTable:
             vendor=str(item.get("vendor", "")),
             gpus=_count(item.get("gpus")),
             arch=str(item.get("arch", "")),
+            os=str(item.get("os", "")),
+            machine=str(item.get("machine", "")),
+            avx2=item.get("avx2") is True,
+            avx512=item.get("avx512") is True,
         )
         for pack in doc.get("pack", [])
         for item in pack.get("labels", [])
@@ -200,6 +210,51 @@ def merged(found: Sequence[RunnerHardware]) -> RunnerHardware | None:
             return None
         out = replace(out, gpus=gpus, arch=arch, labels=(*out.labels, *other.labels))
     return out
+
+
+# What GitHub's default labels of a self-hosted runner say of it: the runner application adds one for its operating
+# system and one for its architecture (docs.github.com, "Using labels with self-hosted runners": `linux`, `windows`,
+# `macOS`; `x64`, `ARM`, `ARM64`), matched ignoring case.
+_DEFAULT_OS: Mapping[str, str] = {"linux": "linux", "windows": "win32", "macos": "darwin"}
+_DEFAULT_MACHINE: Mapping[str, str] = {"x64": "x86_64", "arm64": "aarch64"}
+
+
+@functools.cache
+def platform_of(labels: tuple[str, ...]) -> RunnerPlatform:
+    """The operating system and CPU a runner's labels say (GitHub's default labels, then the label packs' `os` and
+    `machine`); a field two labels disagree on is not known."""
+    systems: set[str] = set()
+    machines: set[str] = set()
+    avx2 = avx512 = False
+    said: list[str] = []
+    for label in labels:
+        low = label.lower()
+        entry = _pack_entry(low)
+        system = _DEFAULT_OS.get(low, entry.os if entry is not None else "")
+        machine = _DEFAULT_MACHINE.get(low, entry.machine if entry is not None else "")
+        avx2 = avx2 or (entry is not None and entry.avx2)
+        avx512 = avx512 or (entry is not None and entry.avx512)
+        if system or machine:
+            said.append(label)
+        if system:
+            systems.add(system)
+        if machine:
+            machines.add(machine)
+    return RunnerPlatform(
+        os=next(iter(systems)) if len(systems) == 1 else "",
+        machine=next(iter(machines)) if len(machines) == 1 else "",
+        avx2=avx2 and len(machines) == 1,
+        avx512=avx512 and len(machines) == 1,
+        labels=tuple(said),
+    )
+
+
+def _pack_entry(low: str) -> PackLabel | None:
+    """The first label pack entry that names a label (exact entries first), whatever profile it points to."""
+    for entry in label_packs():
+        if entry.match == low if "*" not in entry.match else fnmatch.fnmatchcase(low, entry.match):
+            return entry
+    return None
 
 
 class LabelIndex:

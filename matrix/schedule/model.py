@@ -135,6 +135,24 @@ class RunnerHardware:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunnerPlatform:
+    """The operating system and CPU of a runner as its labels say (`matrix/data/runner_labels.toml`): `os` as
+    Python's `sys.platform` spells it (`linux`, `win32`, `darwin`), `machine` as `platform.machine()` does on it
+    (`x86_64`, `aarch64`); "" where the labels do not say (or two of them disagree)."""
+
+    os: str = ""
+    machine: str = ""
+    avx2: bool = False  # the CPU has AVX2 (or AVX-512), as the label's source says
+    avx512: bool = False  # the CPU has AVX-512 F/BW/DQ/VL (oneDNN's avx512_core), as the label's source says
+    labels: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """`linux x86_64 (linux.4xlarge)`, or what is known of it."""
+        known = " ".join(p for p in (self.os, self.machine) if p) or "an unknown platform"
+        return f"{known} ({', '.join(self.labels)})" if self.labels else known
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScheduleEntry:
     """One thing CI runs: what it selects, where (labels as written and the profiles they resolve to), its
     environment, when it runs, the assumptions made to read it statically, and where it was read."""

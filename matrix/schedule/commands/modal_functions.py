@@ -158,7 +158,12 @@ def _image(node: ast.expr, bindings: dict[str, ast.expr | None], depth: int) -> 
     method, base = node.func.attr, node.func.value
     if (dotted_name(base) or "").endswith("Image"):
         if method in _FRESH_IMAGES:
-            return (fresh_python(f"modal.Image.{method}() (a slim Debian image with Python only)"),)
+            # `python_version=` as a literal or a module constant; left out, Modal picks one (not known here)
+            given = next((k.value for k in node.keywords if k.arg == "python_version"), None)
+            if isinstance(given, ast.Name) and isinstance(bindings.get(given.id), ast.Constant):
+                given = bindings[given.id]
+            version = given.value if isinstance(given, ast.Constant) and isinstance(given.value, str) else ""
+            return (fresh_python(f"modal.Image.{method}() (a slim Debian image with Python only)", version),)
         return (replace(unread, command=f"modal.Image.{method}()", unread=f"modal.Image.{method}(): what it holds is not read"),)
     before = _image(base, bindings, depth + 1)
     literal = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]

@@ -34,14 +34,25 @@ def environment_of(
     commands: list[str] = []
     cpu = False
     note = base_note or JobEnvironment().base_note
+    python = ""
+    created: dict[str, str] = {}  # conda environments made by the job -> their Python version
     for step in steps:
         if step.kind is StepKind.FRESH:
-            base, note, installed, maybe, unknown, cpu = Base.FRESH, step.command, {}, [], [], False
+            base, note, installed, maybe, unknown, cpu, python = Base.FRESH, step.command, {}, [], [], False, step.python
             commands = [step.command]
             continue
         if step.kind is StepKind.UNKNOWN_BASE:
             base, note, installed, maybe, unknown, cpu = Base.UNKNOWN, step.command, {}, [], [step.unread], False
+            # A conda environment made here is not yet the one the tests use: that takes its `conda activate`.
+            python = step.python if not step.environment else ""
+            if step.environment:
+                created[step.environment] = step.python
             commands = [step.command]
+            continue
+        if step.kind is StepKind.ACTIVATE:
+            # The environment the job made itself has the Python it was made with; any other is not known.
+            python = created.get(step.environment, "")
+            commands.append(step.command)
             continue
         commands.append(step.command)
         if step.kind is StepKind.UNINSTALL:
@@ -96,6 +107,7 @@ def environment_of(
         unknown=tuple(dict.fromkeys(unknown)),
         cpu_torch=cpu,
         commands=tuple(commands),
+        python=python,
     )
 
 

@@ -32,7 +32,8 @@ def dockerfile_steps(text: str, path: str, target: str | None = None) -> tuple[I
             if parent is not None:
                 steps = list(parent[1])
             elif _PYTHON_IMAGE.match(image):
-                steps = [fresh_python(f"{path}: FROM {image} (an official Python image: only the interpreter and pip)")]
+                tag = image.rpartition(":")[2].split("-")[0]  # `python:3.12-slim` has Python 3.12
+                steps = [fresh_python(f"{path}: FROM {image} (an official Python image: only the interpreter and pip)", tag)]
             else:
                 unread = f"{path} starts from {image}, whose installed packages are not read"
                 steps = [InstallStep(kind=StepKind.UNKNOWN_BASE, command=f"{path}: FROM {image}", unread=unread)]

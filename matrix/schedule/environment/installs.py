@@ -58,10 +58,13 @@ def install_step(words: Sequence[str], working_dir: str = ".") -> InstallStep | 
     if (head in ("pip", "pip3") and words[1:2] == ["uninstall"]) or (head == "uv" and words[1:3] == ["pip", "uninstall"]):
         names = tuple(w for w in words[2 if head != "uv" else 3 :] if not w.startswith("-"))
         return InstallStep(kind=StepKind.UNINSTALL, command=" ".join(words), requirements=names)
+    if head in ("conda", "mamba", "micromamba") and words[1:2] == ["activate"] and len(words) == 3:
+        return InstallStep(kind=StepKind.ACTIVATE, command=" ".join(words), environment=words[2])
     if _new_environment(words, head):
         # The tests may run in the environment made here, which holds none of the earlier installs.
         said = "a virtual environment made at run time: which interpreter the tests use is not read"
-        return InstallStep(kind=StepKind.UNKNOWN_BASE, command=" ".join(words), unread=said)
+        python, name = _conda_created(words) if head in ("conda", "mamba", "micromamba") else ("", "")
+        return InstallStep(kind=StepKind.UNKNOWN_BASE, command=" ".join(words), unread=said, python=python, environment=name)
     return None
 
 
@@ -190,6 +193,29 @@ def _conda(words: list[str]) -> InstallStep:
     return InstallStep(command=command, requirements=tuple(names))
 
 
-def fresh_python(command: str) -> InstallStep:
-    """A fresh interpreter from here on (`actions/setup-python`, a slim Python image)."""
-    return InstallStep(kind=StepKind.FRESH, command=command)
+def fresh_python(command: str, python: str = "") -> InstallStep:
+    """A fresh interpreter from here on (`actions/setup-python`, a slim Python image), of the Python version `python`
+    when it is a literal `X.Y` or `X.Y.Z` ("" otherwise)."""
+    return InstallStep(kind=StepKind.FRESH, command=command, python=python_version(python))
+
+
+_PYTHON_VERSION = re.compile(r"[0-9]\.[0-9]{1,2}(?:\.[0-9]{1,2})?")
+
+
+def python_version(text: str) -> str:
+    """`text` when it names one Python minor version (`3.10`, `3.10.4`), else "" (`3.x`, `>=3.9`, `pypy3.10`)."""
+    text = text.strip().strip("'\"")
+    return text if _PYTHON_VERSION.fullmatch(text) else ""
+
+
+def _conda_created(words: list[str]) -> tuple[str, str]:
+    """(Python version, environment name) of `conda create -n NAME python=3.10 ...`; "" where not said."""
+    name = python = ""
+    for i, word in enumerate(words[2:], start=2):
+        if word in ("-n", "--name") and i + 1 < len(words):
+            name = words[i + 1]
+        elif word.startswith("--name="):
+            name = word.partition("=")[2]
+        elif re.fullmatch(r"python=+[0-9.]+", word):
+            python = python_version(word.removeprefix("python").lstrip("="))
+    return python, name

@@ -32,6 +32,7 @@ class StepKind(StrEnum):
     UNKNOWN_BASE = "unknown-base"  # an interpreter whose contents are not known (an image not built here)
     INSTALL = "install"  # distributions installed (pip, uv, conda), read or not
     UNINSTALL = "uninstall"  # distributions removed (`pip uninstall -y X`)
+    ACTIVATE = "activate"  # a conda environment activated (`conda activate NAME`): its interpreter from here on
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +50,10 @@ class InstallStep:
     no_deps: bool = False
     cpu_torch: bool = False  # --index-url .../whl/cpu: a CPU-only torch wheel
     unread: str = ""
+    # The Python version the step's interpreter has (`3.10`: any 3.10.x), where it says: setup-python's
+    # `python-version`, `conda create python=3.10`, an image `python:3.12-slim`; "" otherwise.
+    python: str = ""
+    environment: str = ""  # the conda environment `conda create -n NAME` makes or `conda activate NAME` enters
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +82,8 @@ class JobEnvironment:
     unknown: tuple[str, ...] = ()  # what the reading could not say (an install not read, a computed extra)
     cpu_torch: bool = False
     commands: tuple[str, ...] = ()
+    # The Python version of the interpreter the tests run in (`3.10`: some 3.10.x), "" when not known.
+    python: str = ""
 
     def get(self, distribution: str) -> Installed | None:
         wanted = normalized(distribution)
@@ -110,6 +117,7 @@ def environment_fields(environment: JobEnvironment | None) -> dict[str, Any] | N
         "unknown": list(environment.unknown),
         "cpu_torch": environment.cpu_torch,
         "commands": list(environment.commands),
+        "python": environment.python,
     }
 
 
@@ -128,4 +136,5 @@ def environment_of_fields(doc: dict[str, Any] | None) -> JobEnvironment | None:
         unknown=tuple(str(u) for u in doc["unknown"]),
         cpu_torch=bool(doc["cpu_torch"]),
         commands=tuple(str(c) for c in doc["commands"]),
+        python=str(doc.get("python", "")),
     )

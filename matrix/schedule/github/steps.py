@@ -59,7 +59,9 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
         if run is None:
             uses = str(step.get("uses", ""))
             if uses.startswith("actions/setup-python@") and step.get("if") is None:
-                installs.append(("", fresh_python(f"uses: {uses}")))
+                given = step.get("with", {}).get("python-version", "") if isinstance(step.get("with"), dict) else ""
+                version, _ = expand(str(given), walker.values.lookup(ctx.inputs, event, matrix, env, Notes(), outputs))
+                installs.append(("", fresh_python(f"uses: {uses}", version if isinstance(version, str) else "")))
             if (
                 step.get("if") is None
                 or walker.values.step_condition(ctx, step["if"], event, matrix=matrix, env=env, notes=Notes()) is not False
