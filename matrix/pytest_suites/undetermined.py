@@ -62,6 +62,8 @@ def bounded(text: str, limit: int = MAX_REASON) -> str:
 def guard_reason(source: str, via: str, steps: Sequence[str]) -> str:
     """Why a guard is unknown on a runner: the first fact its evaluation could not read, else the guard itself."""
     for step in steps:
+        if step.startswith("whether "):  # the job environment's own account of an install it cannot tell
+            return bounded(f"guard reads {step}")
         found = _UNKNOWN_STEP.match(step)
         if found is not None:
             what, why = found.group("what"), found.group("why")
