@@ -197,4 +197,3 @@ def test_a_skip_after_a_block_that_may_return_is_undetermined_not_unconditional(
     assert found[nodes + "test_built_tool"] is ItemOutcome.UNDETERMINED
     assert found[nodes + "test_with_block"] is ItemOutcome.UNDETERMINED
     assert found[nodes + "test_modelled_return"] is ItemOutcome.SKIPS  # no GPU on the cpu runner
-
