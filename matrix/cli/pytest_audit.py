@@ -97,6 +97,9 @@ def _jobs(value: int | None) -> int:
 
 
 def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
+    if not args.root.is_dir():
+        what = "is not a folder" if args.root.exists() else "does not exist"
+        raise UsageError(f"pytest-audit: {args.root} {what}; give the checkout of the repository to audit")
     if not args.schedule_file and not args.buildkite and not has_workflows(args.root):
         raise UsageError(
             f"pytest-audit: {args.root} has no .github/workflows; give a --schedule-file or --buildkite file (what CI runs)"

@@ -52,6 +52,7 @@ from matrix.pytest_suites.skipmarks import (
     usefixtures,
 )
 from matrix.pytest_suites.unittest_ids import mentions_self_id, test_id, with_test_id
+from matrix.schedule.environment.conftest_options import DeclaredOption, declared_options
 from matrix.schedule.environment.project_imports import ProjectImports, checkout_project
 
 MAX_FIXTURE_DEPTH = 4
@@ -77,6 +78,10 @@ class AppliedGuard:
     via: str = ""
     # The file names a capability-call helper of the packs (`has_device_capability(90)`): rewrite before evaluating.
     calls: bool = False
+    # A conftest hook's condition that reads a pytest option: evaluated with the command's option values.
+    options: bool = False
+    # A conftest hook that deselects the test when the guard holds, instead of skipping it.
+    deselects: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +111,8 @@ class TestFile:
     conftest_ignores: tuple[ConftestIgnores, ...] = ()
     # Environment variables the test process sets itself before or while this file runs (`env_writes`).
     env_written: frozenset[str] = frozenset()
+    # The options its conftest files declare (`pytest_addoption`), which their hooks may read.
+    options: tuple[DeclaredOption, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -160,6 +167,7 @@ class Collector:
         self.modules = ProjectModules(load, self._bases)
         self.ignores: dict[str, ConftestIgnores] = {}
         self.writes: dict[str, frozenset[str]] = {}
+        self.options: dict[str, tuple[DeclaredOption, ...]] = {}
         self.imported = ImportResolver(self._definitions, self._bases)
 
     # --- files ----------------------------------------------------------------------------------------------
@@ -320,7 +328,19 @@ class Collector:
             notes=tuple(notes),
             conftest_ignores=self.conftest_ignores(path),
             env_written=self.env_written(path),
+            options=self.declared_options(path),
         )
+
+    def declared_options(self, path: str) -> tuple[DeclaredOption, ...]:
+        """The options the conftest files above a test file declare in `pytest_addoption` (read as the invocation reads
+        them: `matrix.schedule.environment.conftest_options`)."""
+        out: list[DeclaredOption] = []
+        for conftest in self.conftests(path):
+            found = self.options.get(conftest)
+            if found is None:
+                found = self.options[conftest] = declared_options(self.load(conftest) or "")
+            out.extend(found)
+        return tuple(out)
 
     def env_written(self, path: str) -> frozenset[str]:
         """The variables the file, its conftest files and pytest-env's `env` option set (`env_writes`)."""
@@ -792,7 +812,7 @@ def _marker_guard(rule: MarkerRule, marker: str, nodeid: str, line: int, names: 
         local_names=rule.bindings,
     )
     via = f"marker {marker}" if marker != ALL_TESTS else "a conftest hook"
-    return AppliedGuard(guard=guard, names=rule.names or names, via=via)
+    return AppliedGuard(guard=guard, names=rule.names or names, via=via, options=rule.options, deselects=rule.deselects)
 
 
 def _mark_name(node: ast.expr, names: ModuleNames) -> str | None:

@@ -8,6 +8,12 @@ pytest (9, `_pytest/main.py` and `_pytest/config/__init__.py`):
   without `--continue-on-collection-errors` the session stops ("Interrupted: N errors during collection", exit 2)
   and runs no test; with it, the tests under that folder (or of that file) are not collected, the rest run.
 Only a file that does not parse is judged here (what an import of it would raise is not read).
+
+A node id on the command line that names no test of its file (`pytest tests/a.py::test_gone`) is a usage error
+too: pytest reports "not found" and runs no test (`Session.perform_collect`, pytest 8 and 9). It is certain where
+the file's static collection is complete; where a test of it may be missed (a definition under a condition, an
+imported or parametrized name whose cases are not shown), the command may stop, and so may one that names a path
+the checkout does not hold ("file or directory not found", unless a step creates it): no verdict of it is certain.
 """
 
 from __future__ import annotations
@@ -15,10 +21,14 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from matrix.pytest_suites.invocation import Invocation
 from matrix.pytest_suites.rules import ignored_dir
 from matrix.pytest_suites.select import ConftestIgnores, _conftest_ignored, _glob, _under, collected
+
+if TYPE_CHECKING:
+    from matrix.pytest_suites.collect import TestFile
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,3 +126,56 @@ def with_collection_errors(
         else:
             out.append(replace(invocation, ignore=(*invocation.ignore, *skipped), doubts=(*invocation.doubts, *doubts)))
     return out
+
+
+def with_named_paths_checked(
+    invocations: Sequence[Invocation], collect: Callable[[str], TestFile], exists: Callable[[str], bool]
+) -> list[Invocation]:
+    """Each invocation checked against the paths and node ids its command names: one that runs no test when a node
+    id names no test of a file whose collection is complete; one that may stop (`may_stop`) when a path does not
+    exist in the checkout (a step may create it) or a node id names nothing this reading finds."""
+    out: list[Invocation] = []
+    files: dict[str, TestFile] = {}
+    for invocation in invocations:
+        if not invocation.runs:
+            out.append(invocation)
+            continue
+        stop: str | None = None
+        unsure: list[str] = []
+        for arg in invocation.args:
+            path = arg.split("::")[0]
+            if not path.startswith(("/", "..")) and not exists(path):
+                unsure.append(
+                    f"{path} is not in the checkout: pytest stops ('file or directory not found') unless a step creates it"
+                )
+                continue
+            if "::" not in arg:
+                continue
+            found = files[path] if path in files else files.setdefault(path, collect(path))
+            if found.error is not None or _matches(arg, found):
+                continue  # a file that does not parse is a collection error (above)
+            said = f"the node id {arg} names no test of its file"
+            # A case id is matched against the ids this reading gives the cases: a doubt, never a certain stop.
+            if "[" in arg or found.notes or any(t.doubts or t.hidden_id for t in found.tests):
+                unsure.append(f"{said} as read here (a test of it may be missed): pytest stops when one names nothing")
+            else:
+                stop = stop or f"{said}: pytest stops with 'not found' and runs no test"
+        if stop is not None:
+            out.append(replace(invocation, runs=False, why_not=stop, collection_error=True))
+        elif unsure:
+            out.append(replace(invocation, may_stop="; ".join(unsure[:3])))
+        else:
+            out.append(invocation)
+    return out
+
+
+def _matches(arg: str, found: TestFile) -> bool:
+    """pytest's matching of a node id argument: the test itself, a class or test it is a prefix of (`::`), every
+    case of a parametrized test, or one case of one whose cases this reading does not show."""
+    for test in found.tests:
+        nodeid = test.nodeid
+        if nodeid == arg or nodeid.startswith((arg + "::", arg + "[")):
+            return True
+        if test.hidden_id and arg.startswith(nodeid + "["):
+            return True
+    return False

@@ -64,6 +64,14 @@ class Invocation:
     why_not: str | None = None
     continue_on_errors: bool = False  # --continue-on-collection-errors
     collection_error: bool = False  # `why_not` is a file that does not parse (collect_errors.py)
+    # Every word pytest parses, in its order (addopts, PYTEST_ADDOPTS, the command line): a conftest's own options.
+    words: tuple[str, ...] = ()
+    # The options the conftest files pytest loads before it parses the command line declare (their values are the
+    # command's); a conftest loaded later gives its options their defaults.
+    options: tuple[DeclaredOption, ...] = ()
+    # Why the command may stop before running any test (a path it names that may not exist): no verdict of it is
+    # certain, a skip included (collect_errors.py).
+    may_stop: str = ""
 
 
 # Options registered on top of pytest's built-in ones: (flags, arity) pairs (a conftest's declared options).
@@ -190,24 +198,36 @@ def read_invocation(
             env_words = shlex.split(env["PYTEST_ADDOPTS"])[:MAX_ARGS]
         except ValueError:
             doubts.append("PYTEST_ADDOPTS does not split as a shell would")
+    # pytest checks that --confcutdir names a folder where it runs; the parse here runs elsewhere, so the check is
+    # made against the checkout instead (below) and the parser is given a folder that exists.
+    parse_command, cut_command = _folder_words(command)
+    parse_env, cut_env = _folder_words(env_words)
     try:
-        early, early_unknown = _parse([*env_words, *command])
+        early, early_unknown = _parse([*parse_env, *parse_command])
     except _Unparsed as exc:
-        return Invocation(doubts=(f"pytest's parser refuses the command line ({exc})",))
+        return _refused(f"pytest's parser refuses the command line ({exc})")
     try:
         config = _config(root, cwd, early, memo)
     except ConfigError as exc:
-        return Invocation(doubts=(f"the configuration this command uses is not read: {exc}",))
+        return _refused(f"the configuration this command uses is not read: {exc}")
     declared = _conftest_options(root, cwd, early, config, memo)
     extra: Extra = frozenset((o.flags, o.arity) for o in declared if o.arity is not None)
     doubts += [f"{' '.join(o.flags) or 'an option'} declared by a conftest is not read: {o.unread}" for o in declared if o.unread]
     try:
         if extra:
-            early, early_unknown = _parse([*env_words, *command], extra)
+            early, early_unknown = _parse([*parse_env, *parse_command], extra)
+        parse_addopts, cut_addopts = _folder_words(list(config.addopts))
         # Without addopts the full command line is the one just parsed (a schedule may hold thousands of entries).
-        namespace, unknown = _parse([*config.addopts, *env_words, *command], extra) if config.addopts else (early, early_unknown)
+        namespace, unknown = (
+            _parse([*parse_addopts, *parse_env, *parse_command], extra) if config.addopts else (early, early_unknown)
+        )
     except _Unparsed as exc:
-        return Invocation(config=config, doubts=(f"pytest's parser refuses the command line ({exc})",))
+        return replace(_refused(f"pytest's parser refuses the command line ({exc})"), config=config)
+    cut = next((c for c in (cut_command, cut_env, cut_addopts) if c is not None), None)
+    if cut is not None:
+        if not (root / _relative(cut, cwd)).is_dir():
+            return replace(_refused(f"--confcutdir {cut}: not a folder of the checkout (pytest refuses it)"), config=config)
+        namespace.confcutdir = cut
     if unknown:
         doubts.append(
             f"options pytest's parser does not know (neither pytest's, a known plugin's nor a conftest's): "
@@ -243,6 +263,8 @@ def read_invocation(
         doubts=tuple(doubts),
         assumptions=tuple(assumptions),
         continue_on_errors=bool(getattr(namespace, "continue_on_collection_errors", False)),
+        words=(*config.addopts, *env_words, *command),
+        options=declared,
     )
 
 
@@ -315,6 +337,38 @@ def _text(path: Path) -> str:
         return read_limited(path, MAX_CONFTEST_CHARS).decode("utf-8", "replace") if path.is_file() else ""
     except OSError:
         return ""
+
+
+_CONFCUTDIR = "--confcutdir"
+
+
+def _folder_words(words: list[str]) -> tuple[list[str], str | None]:
+    """The words with the value of every `--confcutdir` replaced by a folder that exists here (`.`), and the last
+    value written (None: none)."""
+    if not any(w.startswith(_CONFCUTDIR) for w in words):
+        return words, None
+    out: list[str] = []
+    value: str | None = None
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == _CONFCUTDIR and index + 1 < len(words):
+            value = words[index + 1]
+            out += [word, "."]
+            index += 2
+            continue
+        if word.startswith(_CONFCUTDIR + "="):
+            value = word.partition("=")[2]
+            word = _CONFCUTDIR + "=."
+        out.append(word)
+        index += 1
+    return out, value
+
+
+def _refused(why: str) -> Invocation:
+    """A command whose line or configuration is not read as pytest reads it: pytest may refuse it and run no test,
+    so no verdict of it is certain, a skip included."""
+    return Invocation(doubts=(why,), may_stop=why)
 
 
 def _config(root: Path, cwd: str, early: argparse.Namespace, memo: dict[str, Any]) -> PytestConfig:

@@ -28,6 +28,8 @@ from matrix.guards.platform import PLATFORM_PREDICATES
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts, Unknown
 
 PACKS = ("torch", "flashinfer", "vllm")
+# The name an option a conftest declares is read under (`config.getoption('--run-perf')`): see optins.py.
+OPTION_FACT = "config.getoption("
 
 
 class GuardClass(StrEnum):
@@ -40,6 +42,8 @@ class GuardClass(StrEnum):
     ENVIRONMENT = "environment"
     UNCONDITIONAL = "unconditional"
     INSTALL = "installed modules"
+    OPTION = "command-line option"  # a conftest's own option (`config.getoption("--run-perf")`) the command gives or not
+    SELECTION = "selection"  # not a skip: the CI commands leave the test out (`-k`, `-m`, `--deselect`, node ids)
     UNKNOWN = "unknown"
 
 
@@ -84,6 +88,8 @@ class PredicatePacks:
             return GuardClass.ENVIRONMENT
         if fact == "install":
             return GuardClass.INSTALL
+        if fact.startswith(OPTION_FACT):
+            return GuardClass.OPTION
         if "version.cuda" in fact or "cuda_version" in last:
             return GuardClass.CUDA_VERSION
         if "capability" in fact or "sm" in last or "blackwell" in last or "cuda.version" in fact:

@@ -85,8 +85,17 @@ def discover(root: Path, config: PytestConfig, named: Sequence[str] = ()) -> tup
     """The checkout's test files: those under `testpaths` (or the rootdir) and under the paths CI commands name
     (`named`, repository-relative), recursing as pytest does. Symlinked folders are not entered; a symlinked
     test file is listed (the reader refuses one whose target is outside)."""
+    return discover_with_conftests(root, config, named)[0]
+
+
+def discover_with_conftests(
+    root: Path, config: PytestConfig, named: Sequence[str] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`discover`'s test files, and the conftest.py files of every folder that walk enters (pytest imports the
+    conftest of each folder it recurses into, whether or not the folder holds a test file)."""
     base = root.resolve()
     found: list[str] = []
+    conftests: list[str] = []
     extra = sorted({posixpath.normpath(n.split("::")[0]) for n in named if not n.startswith(("/", ".."))})
     for start in dict.fromkeys([*testpath_args(root, config), *extra]):
         where = root / start
@@ -98,11 +107,11 @@ def discover(root: Path, config: PytestConfig, named: Sequence[str] = ()) -> tup
             if start.endswith(".py"):
                 found.append(posixpath.normpath(start))  # an explicit path is collected whatever its name
             continue
-        _walk(root, start, config, 0, found)
-    return tuple(sorted(set(found)))
+        _walk(root, start, config, 0, found=found, conftests=conftests)
+    return tuple(sorted(set(found))), tuple(sorted(set(conftests)))
 
 
-def _walk(root: Path, folder: str, config: PytestConfig, depth: int, found: list[str]) -> None:
+def _walk(root: Path, folder: str, config: PytestConfig, depth: int, *, found: list[str], conftests: list[str]) -> None:
     if depth > MAX_DEPTH or len(found) >= MAX_FILES:
         return
     try:
@@ -121,7 +130,9 @@ def _walk(root: Path, folder: str, config: PytestConfig, depth: int, found: list
                 os.path.join(entry.path, "conda-meta", "history")
             )
             if not ignored_dir(relative, entry.name, config, venv):
-                _walk(root, relative, config, depth + 1, found)
+                _walk(root, relative, config, depth + 1, found=found, conftests=conftests)
+        elif entry.name == "conftest.py" and entry.is_file():
+            conftests.append(relative)
         elif entry.is_file() and is_test_file(relative, config):
             found.append(relative)
 

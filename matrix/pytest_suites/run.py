@@ -15,12 +15,12 @@ from matrix.core.textfiles import OutsideTreeError, SpecialFileError, TreeResolv
 from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.collect import Collector, TestFile
-from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors
+from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors, with_named_paths_checked
 from matrix.pytest_suites.config import read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.joined import check_runners
 from matrix.pytest_suites.packs import builtin_packs
-from matrix.pytest_suites.rules import discover
+from matrix.pytest_suites.rules import discover, discover_with_conftests
 from matrix.pytest_suites.workers import CollectingWorkers, can_fork
 from matrix.schedule.commands.pytest_command import PytestCommandReader
 from matrix.schedule.load import MAX_SOURCE_BYTES, load_schedule
@@ -161,9 +161,10 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
         schedule = read_schedule(inputs, profiles)
         check_runners(inputs.join, schedule)
         read = invocations(inputs.root, schedule)
-        paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
-        conftests = unparsed(collector, sorted({c for p in paths for c in collector.conftest_chain(p)}))
+        paths, walked = discover_with_conftests(inputs.root, config, [a for i in read for a in i.args if i.runs])
+        conftests = unparsed(collector, sorted({*walked, *(c for p in paths for c in collector.conftest_chain(p))}))
         read = with_collection_errors(read, conftests, collector.conftest_ignores)
+        read = with_named_paths_checked(read, collector.collect, lambda p: (inputs.root / p).exists())
         auditor = SuiteAuditor(
             schedule, profiles, builtin_packs(), inputs.installed, read, join=inputs.join, project=collector.project
         )
@@ -197,9 +198,10 @@ def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     collector = Collector(load, config, builtin_packs(), markers)
     collector.problem = load.problem
     read = invocations(inputs.root, schedule)
-    paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
-    chains = sorted({c for p in paths for c in collector.conftest_chain(p)})
+    paths, walked = discover_with_conftests(inputs.root, config, [a for i in read for a in i.args if i.runs])
+    chains = sorted({*walked, *(c for p in paths for c in collector.conftest_chain(p))})
     read = with_collection_errors(read, unparsed(collector, [*chains, *paths]), collector.conftest_ignores)
+    read = with_named_paths_checked(read, collector.collect, lambda p: (inputs.root / p).exists())
     auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read, project=collector.project)
     out: dict[str, ItemOutcome] = {}
     broken: list[str] = []

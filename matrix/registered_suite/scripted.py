@@ -284,7 +284,11 @@ def script_findings(
                 runners=runners,
                 guard=empty.source,
                 reason=f"the test {what} (only `pass` or `...`): it passes having tested nothing",
-                hint='delete it (the inherited test then runs), or skip visibly: self.skipTest("why")',
+                hint=(
+                    'delete it (the inherited test then runs), or skip visibly: self.skipTest("why")'
+                    if empty.override
+                    else 'write the test (or delete it), or skip visibly: self.skipTest("why")'
+                ),
             )
         )
     return out

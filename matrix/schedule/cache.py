@@ -166,7 +166,15 @@ def to_doc(schedule: Schedule) -> dict[str, Any]:
             ]
             for e in schedule.entries
         ],
-        "unread": [[_origin(u.origin), u.reason, None if u.reach is None else list(u.reach)] for u in schedule.unread],
+        "unread": [
+            [
+                _origin(u.origin),
+                u.reason,
+                None if u.reach is None else list(u.reach),
+                None if u.runners is None else list(u.runners),
+            ]
+            for u in schedule.unread
+        ],
         "not_run": [[_origin(u.origin), u.reason] for u in schedule.not_run],
         "unknown": [[u.label, _origin(u.origin), list(u.nearest)] for u in schedule.unknown_labels],
         "sources": list(schedule.sources),
@@ -194,8 +202,13 @@ def from_doc(doc: dict[str, Any]) -> Schedule:
     return Schedule(
         entries=entries,
         unread=tuple(
-            UnreadJob(origin=_origin_of(o), reason=str(r), reach=None if b is None else tuple(str(x) for x in b))
-            for o, r, b in doc["unread"]
+            UnreadJob(
+                origin=_origin_of(o),
+                reason=str(r),
+                reach=None if b is None else tuple(str(x) for x in b),
+                runners=None if n is None else tuple(str(x) for x in n),
+            )
+            for o, r, b, n in doc["unread"]
         ),
         not_run=tuple(UnreadJob(origin=_origin_of(o), reason=str(r)) for o, r in doc["not_run"]),
         unknown_labels=tuple(

@@ -190,6 +190,9 @@ class UnreadJob:
     origin: Origin
     reason: str
     reach: tuple[str, ...] | None = None
+    # The runner profiles it runs on when its job's `runs-on` is read (an unread step of a read job); None when
+    # not known. A test whose guard skips on all of them is not run by it, whatever it selects.
+    runners: tuple[str, ...] | None = None
 
     def may_run(self, path: str) -> bool:
         """Whether a test file at repository-relative `path` is within what this entry could run."""
@@ -198,19 +201,36 @@ class UnreadJob:
         return any(within(path, folder) for folder in self.reach)
 
 
+def merged_unread(jobs: Sequence[UnreadJob]) -> tuple[UnreadJob, ...]:
+    """Unread entries, one per (origin, reason, reach) in first-seen order: the legs of a job's matrix that meet
+    the same unread step give one entry, on the runners of them all (unknown when one leg's is)."""
+    found: dict[tuple[Origin, str, tuple[str, ...] | None], UnreadJob] = {}
+    for job in jobs:
+        key = (job.origin, job.reason, job.reach)
+        seen = found.get(key)
+        if seen is None:
+            found[key] = job
+        elif seen.runners != job.runners:
+            both = None if seen.runners is None or job.runners is None else tuple(dict.fromkeys((*seen.runners, *job.runners)))
+            found[key] = UnreadJob(origin=seen.origin, reason=seen.reason, reach=seen.reach, runners=both)
+    return tuple(found.values())
+
+
 def within(path: str, folder: str) -> bool:
     """Whether repository-relative `path` is `folder` or lies under it (`.` holds everything)."""
     folder = folder.rstrip("/")
     return folder in (".", "") or path == folder or path.startswith(folder + "/")
 
 
-def unread_entry(origin: Origin, reason: str, reach: Sequence[str] | None = None) -> UnreadJob:
+def unread_entry(
+    origin: Origin, reason: str, reach: Sequence[str] | None = None, runners: tuple[str, ...] | None = None
+) -> UnreadJob:
     """An unread entry; one its text bounds says so in its reason, so every report shows which paths it could run."""
     if reach is None:
-        return UnreadJob(origin=origin, reason=reason)
+        return UnreadJob(origin=origin, reason=reason, runners=runners)
     shown = ", ".join(reach[:8]) + (f" and {len(reach) - 8} more" if len(reach) > 8 else "")
     said = f"{reason}; it can run only tests under {shown}"
-    return UnreadJob(origin=origin, reason=said, reach=tuple(reach))
+    return UnreadJob(origin=origin, reason=said, reach=tuple(reach), runners=runners)
 
 
 @dataclass(frozen=True, kw_only=True)

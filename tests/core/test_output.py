@@ -319,7 +319,15 @@ def test_sarif_document_shape(tmp_path: Path) -> None:
         (Tool.COVERAGE, {"missing-report", "never-ran", "untested-cell"}),
         (
             Tool.PYTEST_AUDIT,
-            {"silent-skip", "silent-pass", "never-runs", "unscheduled", "unparsable", *(k.value for k in JoinKind)},
+            {
+                "silent-skip",
+                "silent-pass",
+                "never-runs",
+                "unscheduled",
+                "unparsable",
+                "disabled-by-skip",
+                *(k.value for k in JoinKind),
+            },
         ),
     ],
 )

@@ -4,12 +4,14 @@ Read: `parser.addoption("--run-perf", action="store_true")`, `parser.addoption("
 `parser.getgroup("name").addoption(...)`, a group bound to a name first (`group = parser.getgroup(...)`), and
 `_addoption` spellings. The arity comes from `action` and `nargs` as argparse reads them; an option whose flags,
 `action` or `nargs` are not literals is listed as unread with why (its flags, where literal, are still options).
+Where pytest stores the value and what it is when the command does not give it (`dest`, `default`, `const`,
+`type` of int/float/str) are kept too, for the hooks that read the option (`matrix.pytest_suites.optins`).
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from matrix.schedule.environment.plugins import Arity
 
@@ -23,12 +25,20 @@ _NARGS = {"?": Arity.OPTIONAL, "+": Arity.SOME, "*": Arity.ANY, 0: Arity.NONE, 1
 
 @dataclass(frozen=True, kw_only=True)
 class DeclaredOption:
-    """One option a conftest declares: its flags, its arity (None when not read), its line, and why it was not read."""
+    """One option a conftest declares: its flags, its arity (None when not read), its line, and why it was not read;
+    its argparse `action`, `dest`, `default`, `const` and `kind` (`type=` int, float or str), and whether those are all
+    literals (`values_read`)."""
 
     flags: tuple[str, ...]
     arity: Arity | None
     line: int
     unread: str = ""
+    action: str = "store"
+    dest: str = ""
+    default: object = None
+    const: object = None
+    kind: str = ""
+    values_read: bool = False
 
 
 def declared_options(text: str) -> tuple[DeclaredOption, ...]:
@@ -86,6 +96,47 @@ def _is_getgroup(node: ast.expr, parser: str) -> bool:
 
 
 def _option(call: ast.Call) -> DeclaredOption:
+    found = _arity(call)
+    if found.unread or not found.flags:
+        return found
+    keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    values: dict[str, object] = {}
+    for key in ("dest", "default", "const"):
+        if key in keywords:
+            values[key] = _evaluated(keywords[key])
+    kind = keywords.get("type")
+    values["type"] = (kind.id if isinstance(kind, ast.Name) and kind.id in _TYPES else _UNREAD) if kind is not None else ""
+    action = _literal(keywords.get("action"), "store")
+    action = action if isinstance(action, str) else "store"
+    # argparse: the first long flag (else the first), its leading dashes stripped and inner ones made underscores.
+    long = [f for f in found.flags if f.startswith("--")]
+    dest = values.get("dest", (long or list(found.flags))[0].lstrip("-").replace("-", "_"))
+    default = values.get("default", False if action == "store_true" else True if action == "store_false" else None)
+    read = all(v is not _UNREAD for v in values.values()) and isinstance(dest, str) and action in _VALUED
+    return replace(
+        found,
+        action=action,
+        dest=dest if isinstance(dest, str) else "",
+        default=default,
+        const=values.get("const"),
+        kind=str(values["type"]) if values["type"] is not _UNREAD else "",
+        values_read=read,
+    )
+
+
+# The actions whose value a hook reading the option is told (argparse's names), and the `type=` callables read.
+_VALUED = frozenset({"store", "store_true", "store_false", "store_const", "append", "count"})
+_TYPES = frozenset({"int", "float", "str"})
+
+
+def _evaluated(node: ast.expr) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return _UNREAD
+
+
+def _arity(call: ast.Call) -> DeclaredOption:
     flags = tuple(a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
     if len(flags) != len(call.args) or not flags:
         return DeclaredOption(flags=flags, arity=None, line=call.lineno, unread="its flags are not literal strings")

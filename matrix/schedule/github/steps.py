@@ -99,13 +99,15 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
         texts = () if isinstance(script, Unknown) else tuple(map(str, script.values if isinstance(script, OneOf) else (script,)))
         if isinstance(script, Unknown) and script.bound:
             if walker.interesting(run):
-                found.unread.append(UnreadJob(origin=step_origin, reason=f"run: {script.bound}"))
+                found.unread.append(
+                    UnreadJob(origin=step_origin, reason=f"run: {script.bound}", runners=job_runners(walker, job))
+                )
         elif walker.interesting(run):
             start = _start(walker, job, step, checkout=checkout, env=step_env, notes=notes, outputs=outputs)
             if start is None and _may_run_tests(walker, texts, step_env, step_origin):
                 said_where = " ".join(str(step.get("working-directory", job.working)).split())[:80]
                 reason = f"working-directory {said_where} is known only at run time"
-                found.unread.append(UnreadJob(origin=step_origin, reason=reason))
+                found.unread.append(UnreadJob(origin=step_origin, reason=reason, runners=job_runners(walker, job)))
             for one in texts if start is not None else ():
                 assert start is not None
                 walker.checkout = checkout
@@ -228,7 +230,7 @@ def _action_command(walker: Walker, job: JobContext, step: Mapping[str, Any], fo
         return
     mark = job.workflow.workflow.run_at(step, "uses")
     origin = replace(job.origin, line=mark[0]) if mark is not None else job.origin
-    found.unread.append(UnreadJob(origin=origin, reason=said))
+    found.unread.append(UnreadJob(origin=origin, reason=said, runners=job_runners(walker, job)))
 
 
 def read_commands(
@@ -260,7 +262,7 @@ def read_commands(
         else:
             origin = step_origin
         if command.unread:
-            found.unread.append(UnreadJob(origin=origin, reason=shown(command.unread, unknown)))
+            found.unread.append(UnreadJob(origin=origin, reason=shown(command.unread, unknown), runners=job_runners(walker, job)))
             continue
         context_env = {**env, **dict(command.env)}
         container: Container | None = None
@@ -281,9 +283,9 @@ def read_commands(
             try:
                 selected.extend((selection, origin, (), None, ()) for selection in reader.selections(command.words, context))
             except UnreadableCommand as exc:
-                found.unread.append(unread_entry(origin, shown(exc.reason, unknown), exc.reach))
+                found.unread.append(unread_entry(origin, shown(exc.reason, unknown), exc.reach, job_runners(walker, job)))
         if walker.scripts is not None:
-            selected.extend(_scripts(walker, command.words, context, unknown, found))
+            selected.extend(_scripts(walker, command.words, context, unknown, found, runners=job_runners(walker, job)))
         if not selected:
             continue
         env_items = tuple(sorted((inside if container is not None else context_env).items()))
@@ -299,7 +301,9 @@ def read_commands(
                         nothing = f"{reason}, on paths that are no file of it"
                         found.unread.append(UnreadJob(origin=at, reason=nothing, reach=()))
                     else:
-                        found.unread.append(unread_entry(at, reason, reach))
+                        found.unread.append(
+                            unread_entry(at, reason, reach, job_runners(walker, job) if elsewhere is None else None)
+                        )
                     continue
                 selection, where = moved, replace(place, file=walker.checkout.own(place.file) or place.file)
             # A selection that runs on its own runner (a Modal function's GPU) keeps that runner.
@@ -353,6 +357,18 @@ def _step_lines(
         first = next((i for i, part in enumerate(text.split("\n")) if part.strip()), 0)
         where = replace(where, line=lines[first])
     return where, lines
+
+
+def job_runners(walker: Walker, job: JobContext) -> tuple[str, ...] | None:
+    """The runner profiles a job leg runs on (every label set it may take); None when one of them names a runner
+    no profile describes (an unknown label, a known runner without a profile)."""
+    found: list[str] = []
+    for labels, _ in job.label_sets:
+        resolution = walker.resolution(labels)
+        if resolution.unknown or resolution.others or not resolution.profiles:
+            return None
+        found.extend(resolution.profiles)
+    return tuple(dict.fromkeys(found)) or None
 
 
 def _entry(
@@ -433,11 +449,18 @@ def _container_env(
 
 
 def _scripts(
-    walker: Walker, words: Sequence[str], context: StepContext, unknown: tuple[Unknown, ...], found: Found
+    walker: Walker,
+    words: Sequence[str],
+    context: StepContext,
+    unknown: tuple[Unknown, ...],
+    found: Found,
+    *,
+    runners: tuple[str, ...] | None = None,
 ) -> list[_Followed]:
     """What the shell scripts, make targets and Modal functions a command runs select (each at its own
     file:line, called from the step, with the shell conditions it runs under and, for a Modal function, its
-    own runner); what is missing, over the budget or named only at run time is listed as unread."""
+    own runner); what is missing, over the budget or named only at run time is listed as unread (on the job's
+    `runners`, unless read in a Python file: a Modal function runs elsewhere)."""
     result = walker.follow(words, context)
     jobs = result.unread_jobs(lambda reason: shown(reason, unknown))
     if not walker.checkout.plain:  # files named from the repository's root; one outside its checkout is not its own
@@ -451,11 +474,12 @@ def _scripts(
             )
             for job in jobs
         ]
-    found.unread.extend(jobs)
+    # On the job's runners, unless read in a Python file: a Modal function runs elsewhere.
+    found.unread.extend(replace(u, runners=None if u.origin.file.endswith(".py") else runners) for u in jobs)
     conditions = dict(result.conditions)
-    runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
+    own_runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
     installs = dict(result.installs)
-    return [(s, where, conditions.get(s, ()), runners.get(s), installs.get(s, ())) for s, where in result.selections]
+    return [(s, where, conditions.get(s, ()), own_runners.get(s), installs.get(s, ())) for s, where in result.selections]
 
 
 def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, str]]) -> tuple[InstallStep, ...]:

@@ -43,7 +43,7 @@ from matrix.schedule.github.workflow_doc import (
     triggers,
 )
 from matrix.schedule.labels import LabelIndex, Resolution
-from matrix.schedule.model import CommandReader, Gate, Origin, Schedule, StepContext, UnreadJob
+from matrix.schedule.model import CommandReader, Gate, Origin, Schedule, StepContext, UnreadJob, merged_unread
 from matrix.schedule.services.external_ci import action_handoffs, handoffs
 from matrix.schedule.shell.commands import FOLLOWED
 from matrix.schedule.yamldoc import Marks, load_yaml
@@ -175,7 +175,7 @@ class Walker:
         return Schedule(
             ci_names=tuple(sorted(names)),
             entries=tuple(dict.fromkeys(rooted(entry, via) for entry, via in found.entries)),
-            unread=tuple(dict.fromkeys(found.unread)),
+            unread=merged_unread(found.unread),
             not_run=tuple(dict.fromkeys(found.not_run)),
             unknown_labels=tuple(rooted(label, via) for label, via in found.unknown.values()),
             sources=sources,
