@@ -170,6 +170,7 @@ class _Evaluator:
                 frozenset[str],
                 JobEnvironment | None,
                 RunnerHardware | None,
+                tuple[str, ...],
             ],
             Evaluation,
         ] = {}
@@ -219,6 +220,7 @@ class _Evaluator:
             self.written,
             entry.environment,
             hardware,
+            entry.unset,
         )
         found = self.cache.get(key)
         if found is None:
@@ -237,6 +239,7 @@ class _Evaluator:
                 environment=entry.environment,
                 hardware=hardware,
                 project=self.project,
+                unset=frozenset(entry.unset),
             )
             found = evaluate_guard(guard, facts, names, self.table if table is None else table)
             self.cache[key] = found
