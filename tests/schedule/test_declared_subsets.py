@@ -227,3 +227,15 @@ def test_each_python_program_form_declared_is_read(program, runs):
 )
 def test_a_python_program_outside_the_subset_is_unread(program):
     assert launch(program, "ci/run.py", []).unread
+
+
+def test_a_failing_exit_is_a_path_the_reading_excludes_and_an_exit_0_one_it_keeps():
+    failing = commands('if [ "$A" = 1 ]; then\n  exit 3\nfi\npytest tests/k\n', ".", ("pytest",))
+    succeeding = commands('if [ "$A" = 1 ]; then\n  exit 0\nfi\npytest tests/k\n', ".", ("pytest",))
+    assert [c.conditions for c in failing] == [()]
+    assert [len(c.conditions) for c in succeeding] == [1] and "did not exit" in succeeding[0].conditions[0]
+
+
+def test_an_assignment_in_an_if_condition_stays_in_the_shell():
+    (command,) = commands('if ! K=$(make-filter); then\n  exit 1\nfi\npytest tests -k "$K"\n', ".", ("pytest",), {"K": "old"})
+    assert command.words[-1] == "$K" and dict(command.env)["K"].startswith("${{ run time")

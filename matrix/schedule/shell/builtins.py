@@ -40,7 +40,10 @@ def effect(argv: Sequence[str], scope: Scope) -> bool:
         _shopt(argv, scope)
         return True
     if kind is Effect.STOP:
-        scope.stopped = "exit" if head == "exit" else "return"
+        status = argv[1] if len(argv) > 1 else "0"
+        failing = head == "exit" and status.isdigit() and int(status) % 256 != 0
+        # A failing exit ends the job's step too: every command is read as succeeding, so that path is not taken.
+        scope.stopped = "fail" if failing else "exit" if head == "exit" else "return"
         return True
     if kind is Effect.OUTSIDE:
         raise Outside(f"`{' '.join(argv)[:60]}` ({head}: {found.reading})", later=True)

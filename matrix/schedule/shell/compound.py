@@ -126,10 +126,13 @@ class Compound:
             if any(b.value is True for b in before):
                 break
             commands_run = [r for n in cond_nodes for r in _run_in_condition(n)]
-            if commands_run:  # `if python3 run_suite.py ...; then`: the condition itself runs
+            if commands_run and not before:  # `if X=$(...)`, `if pytest ...; then`: runs, in this shell
+                self.block(commands_run, scope, depth, line)
+            elif commands_run:  # an `elif` condition runs only when the ones before fail
                 tried = scope.branch()
                 tried.conditions = (*tried.conditions, *(b.negated().assumption() for b in before if b.value is None))
                 self.block(commands_run, tried, depth, line)
+                join(scope, [tried], all(b.value is False for b in before))
             if decided.value is False:
                 before.append(decided)
                 continue
@@ -146,7 +149,8 @@ class Compound:
                 certain = True
         if has_else and branches and all(b.stopped for b in branches) and len(branches) == len(clauses):
             absorb_returns(scope, branches)
-            scope.stopped = branches[0].stopped  # every way through ends the script (the function)
+            kinds = {b.stopped for b in branches}  # every way through ends the script (the function)
+            scope.stopped = next(k for k in ("exit", "return", "fail") if k in kinds)
             return
         join(scope, branches, certain and len(branches) == 1)
 

@@ -115,7 +115,7 @@ class Scope:
     conditions: tuple[str, ...] = ()
     carried: tuple[str, ...] = ()  # conditions from a point on (an `exit` on a branch), kept when a branch is taken
     dirs: list[str] = field(default_factory=list)
-    stopped: str = ""  # "exit" or "return" once the script (function) has ended on this path
+    stopped: str = ""  # "exit", "return", or "fail" (a failing exit: a path the reading excludes) once ended
     returns: list[Scope] = field(default_factory=list)  # the states at each `return` on a branch, for the caller
     outside: str = ""  # the construct outside the subset that this point follows, if any
     container: bool = False  # inside a script a container runs (`docker exec C bash -c '...'`)
@@ -216,14 +216,15 @@ def returned(scope: Scope, before: tuple[str, ...]) -> None:
     """After a function or a sourced file: it ended at its end or at a `return` on a branch, so what the caller sees
     is what those ends agree on; the conditions a `return` carried (not in `before`, those carried at the call)
     go, since it ended only the function."""
-    ends = [*([] if scope.stopped == "exit" else [_ended(scope)]), *scope.returns]
+    ends = [*([] if scope.stopped in ("exit", "fail") else [_ended(scope)]), *scope.returns]
     if ends:
         merged = ends[0]
         for end in ends[1:]:
             end.stopped = ""
             join(merged, [end], False)
         scope.take(merged)
-    scope.stopped, scope.returns = "", []
+    scope.stopped = scope.stopped if scope.stopped in ("exit", "fail") and not ends else ""
+    scope.returns = []
     dropped = {c for c in scope.carried if c not in before and "did not return" in c}
     scope.conditions = tuple(c for c in scope.conditions if c not in dropped)
     scope.carried = tuple(c for c in scope.carried if c not in dropped)
@@ -265,7 +266,7 @@ def join(scope: Scope, branches: list[Scope], certain: bool) -> None:
     scope.uncertain |= exporting
     if any(b.working_dir != scope.working_dir for b in live):
         scope.working_dir = "$(a folder chosen on a branch)"
-    ended = [b for b in branches if b.stopped]
+    ended = [b for b in branches if b.stopped in ("exit", "return")]
     if ended and not certain:
         how = ", ".join(sorted({b.stopped for b in ended}))
         note = f"runs only if the script did not {how} on a branch before (known only at run time)"

@@ -98,7 +98,8 @@ BUILTINS: Mapping[str, Builtin] = {
     "shopt": Builtin(effect=Effect.SHOPT, reading="the options of SHOPT_OPTIONS"),
     "exit": Builtin(
         effect=Effect.STOP,
-        reading="ends the script (on a branch known only at run time: later commands run only if it was not taken)",
+        reading="ends the script (on a branch known only at run time: later commands run only if it was not taken); "
+        "`exit N` with a literal N other than 0 fails the step, a path the reading excludes (every command succeeds)",
     ),
     "return": Builtin(effect=Effect.STOP, reading="ends the function (or the sourced file)"),
     "exec": Builtin(

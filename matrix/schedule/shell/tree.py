@@ -365,7 +365,7 @@ class Walk(Compound, Assignments):
             self.file = before
         saved = scope.branch()
         positional = scope.known.positional
-        if inner.stopped == "exit":
+        if inner.stopped in ("exit", "fail"):
             scope.take(inner)
         else:
             returned(inner, saved.carried)
@@ -393,7 +393,7 @@ class Walk(Compound, Assignments):
             self.block(root.children if root.type == "program" else [root], scope, depth + 1, 0)
         finally:
             self._sourcing -= 1
-        if scope.stopped != "exit":
+        if scope.stopped not in ("exit", "fail"):
             returned(scope, carried)
         self.file = before
         return True
