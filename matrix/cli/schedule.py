@@ -125,6 +125,10 @@ def _entries(schedule: Schedule) -> list[str]:
             lines.append(f"    in the container {entry.container.name} (its environment only{unread})")
         if entry.environment is not None:
             lines.append(f"    environment: {entry.environment.describe()}")
+        if entry.unset:
+            lines.append(
+                f"    its environment lacks {', '.join(entry.unset) if '*' not in entry.unset else 'all but its env (env -i)'}"
+            )
         for assumption in entry.assumptions:
             lines.append(f"    assumed: {assumption}")
     return lines
@@ -171,6 +175,7 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
                     else {"container": {"name": e.container.name, "unread": e.container.unread, "notes": list(e.container.notes)}}
                 ),
                 **({} if e.environment is None else {"environment": environment_fields(e.environment)}),
+                **({"unset": list(e.unset)} if e.unset else {}),
             }
             for e in schedule.entries
         ],

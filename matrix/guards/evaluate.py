@@ -562,7 +562,7 @@ class _Evaluator(FunctionRunner):
                 result = env
                 unset = self.probe(functools.partial(_unset, node))
                 if unset is not None:
-                    self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
+                    self.steps.append(f"needs {unset}")
             else:
                 found = self._callee(node.func)
                 linked = self._link(name) if found is None and name else None
@@ -666,7 +666,7 @@ class _Evaluator(FunctionRunner):
             self.note(text_of(node), env)
             unset = self.probe(functools.partial(_unset, node))
             if unset is not None:
-                self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
+                self.steps.append(f"needs {unset}")
             return env
         base, index = self.value(node.value), self.value(node.slice)
         if (

@@ -100,6 +100,8 @@ class RunnerFacts:
     project: ProjectImports | None = None
     # The runner's operating system and CPU as its labels say (pytest-audit; `matrix.guards.platform`).
     platform: RunnerPlatform | None = None
+    # Names the selecting command's environment certainly lacks (`unset X`, `env -u X` before it; "*": `env -i`).
+    unset: frozenset[str] = frozenset()
 
     def describe(self) -> str:
         if self.hardware is not None:
@@ -299,6 +301,8 @@ def env_value(facts: RunnerFacts, variable: str) -> str | Unknown | None:
         if "${{" in value:
             return Unknown(why=f"{variable} is set at run time on {facts.profile.name} (`{value}`)")
         return value
+    if variable in facts.unset or "*" in facts.unset:
+        return None  # the command's own script took it out of the environment
     if facts.container:
         if facts.container_unread:
             return Unknown(why=f"whether {variable} is set in {facts.container}: {facts.container_unread}")
@@ -433,18 +437,22 @@ def environment(name: str, node: ast.Call | ast.Subscript, facts: RunnerFacts) -
 
 
 def unset_variable(node: ast.Call | ast.Subscript, facts: RunnerFacts) -> str | None:
-    """The variable an environment read names, when the schedule says it is unset on this runner."""
+    """The variable an environment read names, with why it is unset, when the schedule says it is on this runner."""
     key = node.slice if isinstance(node, ast.Subscript) else (node.args[0] if node.args else None)
     if facts.container:
         return None  # said by container_note, not as "no CI file mentions it"
     if isinstance(key, ast.Constant) and isinstance(key.value, str) and env_value(facts, key.value) is None:
-        return key.value
+        if key.value not in facts.env and (key.value in facts.unset or "*" in facts.unset):
+            return f"{key.value}, which the selecting command's own script takes out of its environment (unset, env -u, env -i)"
+        return f"{key.value}, which no scheduled job sets (nor any CI file mentions)"
     return None
 
 
 def unset_note(variable: str, facts: RunnerFacts | None = None) -> str:
     if facts is not None and facts.container:
         return f"{variable} is unset: {facts.container} is not given it"
+    if facts is not None and variable not in facts.env and (variable in facts.unset or "*" in facts.unset):
+        return f"{variable} is unset: the selecting command's own script takes it out of its environment"
     return f"{variable} is unset: no scheduled job selecting the test sets it, and no CI file mentions it"
 
 

@@ -159,6 +159,7 @@ _Key = tuple[
     str,
     bool,
     tuple[tuple[str, object], ...],
+    tuple[str, ...],
 ]
 
 
@@ -250,6 +251,7 @@ class _Evaluator:
             (platform := platform_of(entry.labels)).os + "/" + platform.machine,
             self.open_env,
             options,
+            entry.unset,
         )
         found = self.cache.get(key)
         if found is None:
@@ -269,6 +271,7 @@ class _Evaluator:
                 hardware=hardware,
                 project=self.project,
                 platform=platform,
+                unset=frozenset(entry.unset),
             )
             base = self.table if table is None else table
             found = evaluate_guard(guard, facts, names, {**base, **option_table(options)} if options else base)

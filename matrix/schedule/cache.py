@@ -37,7 +37,7 @@ from matrix.schedule.model import (
     selection_fields,
 )
 
-SCHEMA = "specmatrix.schedule-cache/7"
+SCHEMA = "specmatrix.schedule-cache/8"  # 8: entries carry the names their command lacks (`ScheduleEntry.unset`)
 MAX_CACHE_BYTES = 64 * 1024 * 1024
 _PACKAGE = Path(__file__).parent
 
@@ -163,6 +163,7 @@ def to_doc(schedule: Schedule) -> dict[str, Any]:
                 None if e.container is None else [e.container.name, e.container.unread, list(e.container.notes)],
                 environment_fields(e.environment),
                 None if e.hardware is None else _hardware(e.hardware),
+                list(e.unset),
             ]
             for e in schedule.entries
         ],
@@ -196,8 +197,9 @@ def from_doc(doc: dict[str, Any]) -> Schedule:
             container=None if box is None else Container(name=str(box[0]), unread=str(box[1]), notes=tuple(box[2])),
             environment=environment_of_fields(installs),
             hardware=None if machine is None else _hardware_of(machine),
+            unset=tuple(str(n) for n in unset),
         )
-        for sel, labels, profiles, env, gates, assumptions, origin, others, box, installs, machine in doc["entries"]
+        for sel, labels, profiles, env, gates, assumptions, origin, others, box, installs, machine, unset in doc["entries"]
     )
     return Schedule(
         entries=entries,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ __all__ = [
 ]
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
+MAX_ENTRIES = 20_000  # entries of one folder listed for pathname expansion
 
 
 def find_workflows(start: Path) -> Path | None:
@@ -90,6 +92,30 @@ class TreeLoader:
             text = data.decode("utf-8", "replace")  # bash reads bytes: a stray byte matches no command
         self.read[path] = None
         return text
+
+    def entries(self, folder: str) -> list[tuple[str, str]] | None:
+        """(name, kind) of each entry of a repository-relative folder, for pathname expansion (`shell.globs`):
+        None when it is no folder inside the root (outside, through a link to outside, missing), at most
+        MAX_ENTRIES of them."""
+        from matrix.schedule.shell.globs import FILE, FOLDER, LINKED_FOLDER
+
+        if folder.startswith("/") or ".." in folder.split("/"):
+            return None
+        target = self.root / folder
+        try:
+            if not target.resolve().is_relative_to(self.root) or not target.is_dir():
+                return None
+            out: list[tuple[str, str]] = []
+            with os.scandir(target) as listing:
+                for entry in listing:
+                    if len(out) >= MAX_ENTRIES:
+                        return None
+                    folder_like = entry.is_dir(follow_symlinks=True)
+                    kind = (LINKED_FOLDER if entry.is_symlink() else FOLDER) if folder_like else FILE
+                    out.append((entry.name, kind))
+        except OSError:
+            return None
+        return out
 
 
 def load_schedule(

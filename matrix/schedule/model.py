@@ -174,6 +174,9 @@ class ScheduleEntry:
     environment: JobEnvironment | None = None
     # What the runner of `other_runners` is, as far as its labels say (set only when no profile is named).
     hardware: RunnerHardware | None = None
+    # Names the command's environment certainly lacks though the runner may set them (`unset X`, `env -u X`,
+    # `export -n X` before it); "*" after `env -i`: every name outside `env`.
+    unset: tuple[str, ...] = ()
 
     @property
     def env_map(self) -> Mapping[str, str]:

@@ -83,7 +83,11 @@ def test_a_test_with_no_guard_runs_on_any_runner(tmp_path, capsys, label):
         # what the labels give of the architecture
         ("linux.g5.12xlarge.nvidia.gpu", "torch.cuda.get_device_capability() < (9, 0)", SKIPS),
         ("8-gpu-h100", "torch.cuda.get_device_capability() < (9, 0)", RUNS),
-        ("linux-mi300-gpu-1", "torch.cuda.get_device_capability() < (9, 0)", UNKNOWN),
+        (
+            "linux-mi300-gpu-1",
+            "torch.cuda.get_device_capability() < (9, 0)",
+            RUNS,
+        ),  # gfx942: torch reports capability 9.4 on ROCm
         # everything else about a host without a profile stays unknown
         ("linux-mi300-gpu-1", "torch.cuda.get_device_name() == 'x'", UNKNOWN),
         ("rack-nine", "not torch.cuda.is_available()", UNKNOWN),

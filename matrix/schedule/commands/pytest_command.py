@@ -309,6 +309,9 @@ class ScriptResult:
     # The install steps the followed texts run before each selection's command (a Modal function's image and its
     # `pip install` lines, a script's), for the selections that have any.
     installs: tuple[tuple[Selection, tuple[InstallStep, ...]], ...] = ()
+    # The environment each selection's command runs with, as the script left it: (selection, env pairs, names it
+    # certainly lacks; "*" after `env -i`).
+    environments: tuple[tuple[Selection, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = ()
 
     def unread_jobs(self, shown: Callable[[str], str] = str) -> list[UnreadJob]:
         """The unread items as schedule records, each with its bound (`shown` rewrites a reason for display)."""
@@ -447,7 +450,7 @@ def read_text(
 ) -> ScriptResult:
     """The commands of a script's text (a file, a make recipe, a Modal function's commands) through the readers."""
     from matrix.schedule.follow import follow  # make and Modal readers, loaded when a script is read
-    from matrix.schedule.shell.commands import commands  # the shell parser, loaded when a script is read
+    from matrix.schedule.shell.commands import commands, environment  # the shell parser, loaded when a script is read
 
     here = _script_origin(path, context)
     selections: list[tuple[Selection, Origin]] = []
@@ -457,6 +460,7 @@ def read_text(
     bounds: list[tuple[tuple[Origin, str], tuple[str, ...]]] = []
     installs: list[tuple[Selection, tuple[InstallStep, ...]]] = []
     early = install_lines(text, context.working_dir, context.env, load)
+    environments: list[tuple[Selection, tuple[tuple[str, str], ...], tuple[str, ...]]] = []
     for command in commands(text, context.working_dir, _keywords(readers), context.env, load):
         origin = replace(here, file=command.file or path, line=command.line)
         if command.unread:
@@ -464,10 +468,12 @@ def read_text(
             continue
         words = list(command.words)
         before = [step for file, line, step, _ in early if (file or path) == (command.file or path) and line < command.line]
-        step = StepContext(working_dir=command.working_dir, env={**context.env, **dict(command.env)}, origin=origin)
+        step = StepContext(working_dir=command.working_dir, env=environment(command, context.env), origin=origin)
         found, problem = _command(words, step, readers)
         selections.extend((s, origin) for s in found)
         installs.extend((s, tuple(before)) for s in found if before)
+        lacks = (*command.unset, *(("*",) if command.cleared else ()))
+        environments.extend((s, tuple(sorted(step.env.items())), lacks) for s in found)
         conditions.extend((s, command.conditions) for s in found if command.conditions)
         if problem is not None:
             item = (origin, _conditional(problem.reason, command.conditions))
@@ -481,6 +487,7 @@ def read_text(
         unread.extend(inner.unread)
         runners.extend(inner.runners)
         bounds.extend(inner.bounds)
+        environments.extend(inner.environments)
         own = dict(inner.conditions)
         conditions.extend(
             (s, (*command.conditions, *own.get(s, ()))) for s, _ in inner.selections if command.conditions or s in own
@@ -492,6 +499,7 @@ def read_text(
         runners=tuple(runners),
         bounds=tuple(bounds),
         installs=tuple(installs),
+        environments=tuple(environments),
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from matrix.schedule.commands.pytest_command import install_lines
+from matrix.schedule.containers.docker import DockerStep
 from matrix.schedule.environment.installs import fresh_python
 from matrix.schedule.environment.jobs import container_steps, job_environment
 from matrix.schedule.environment.model import InstallStep, JobEnvironment
@@ -31,7 +32,8 @@ from matrix.schedule.model import (
     UnreadJob,
     unread_entry,
 )
-from matrix.schedule.shell.commands import CONTAINER, commands
+from matrix.schedule.shell.commands import CONTAINER, Command, commands, inside
+from matrix.schedule.shell.commands import environment as command_environment
 
 if TYPE_CHECKING:
     from matrix.schedule.github.walk import Walker
@@ -41,8 +43,16 @@ MAX_ENTRIES = 20_000  # entries one read makes (with the job budget, `github.MAX
 # An install step and the container it runs in ("": the runner itself).
 Placed = tuple[str, InstallStep]
 # (selection, where it was read, the shell conditions it runs under, (labels, notes) of its own runner or None,
-# the install steps the followed files run before it)
-_Followed = tuple[Selection, Origin, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[InstallStep, ...]]
+# the install steps the followed files run before it, (env pairs, names it lacks) of its command when a followed
+# script changed them, else None)
+_Followed = tuple[
+    Selection,
+    Origin,
+    tuple[str, ...],
+    tuple[tuple[str, ...], tuple[str, ...]] | None,
+    tuple[InstallStep, ...],
+    tuple[tuple[tuple[str, str], ...], tuple[str, ...]] | None,
+]
 
 
 def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, str], notes: Notes, found: Found) -> None:
@@ -50,7 +60,7 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
     steps after it, `actions/checkout` says where the repository is, an action whose `with:` holds a test command is
     listed as unread (`subset.STEP_KINDS`)."""
     ctx, event, matrix = job.workflow, job.event, job.matrix
-    docker_steps: list[tuple[str, str]] = []  # the leg's `docker run` / `docker build` steps so far (`_container_env`)
+    docker_steps: list[DockerStep] = []  # the leg's steps that may start or build containers (`_container_env`)
     installs: list[Placed] = []  # the leg's install steps so far (`matrix.schedule.environment`)
     outputs: dict[str, dict[str, str | None]] = {}  # step id -> the outputs it writes (`values.KnownValues.lookup`)
     checkout = Checkout()
@@ -70,10 +80,8 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 _action_command(walker, job, step, found)
             continue
         text = str(run)
-        if "docker" in text:
-            seen, _ = expand(text, walker.values.lookup(ctx.inputs, event, matrix, env, Notes(), outputs))
-            if isinstance(seen, str):
-                docker_steps.append((seen, str(step.get("working-directory", job.working))))
+        if "docker" in text or "podman" in text:
+            _docker_step(walker, job, step, text, env=env, outputs=outputs, docker_steps=docker_steps)
         first_line, _ = run_facts(text)
         writes = "GITHUB_ENV" in text or "GITHUB_OUTPUT" in text
         if not walker.interesting(run) and step.get("if") is None:
@@ -132,6 +140,33 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
             _written(step, texts or (text,), origin=step_origin, env=env, outputs=outputs, notes=notes, sure=sure)
 
 
+def _docker_step(
+    walker: Walker,
+    job: JobContext,
+    step: Mapping[str, Any],
+    text: str,
+    *,
+    env: Mapping[str, str],
+    outputs: Mapping[str, Mapping[str, str | None]],
+    docker_steps: list[DockerStep],
+) -> None:
+    """A step that may start or build containers, kept for the commands after it that run in one: not when its
+    `if:` is false, and with the condition it runs under when that is not known (`containers.docker.read_job`)."""
+    ctx, event, matrix = job.workflow, job.event, job.matrix
+    condition = ""
+    if step.get("if") is not None:
+        runs = walker.values.step_condition(ctx, step["if"], event, matrix=matrix, env=env, notes=Notes())
+        if runs is False:
+            return
+        if runs is None:
+            condition = f"if: {' '.join(str(step['if']).split())[:80]} (known only at run time)"
+    step_env = {**env, **walker.values.env(ctx, step.get("env"), event=event, matrix=matrix, env=env, notes=Notes())}
+    seen, _ = expand(text, walker.values.lookup(ctx.inputs, event, matrix, step_env, Notes(), outputs))
+    if isinstance(seen, str):
+        where = str(step.get("working-directory", job.working))
+        docker_steps.append(DockerStep(script=seen, working_dir=where, condition=condition, env=tuple(step_env.items())))
+
+
 def _may_run_tests(walker: Walker, texts: Sequence[str], env: Mapping[str, str], origin: Origin) -> bool:
     """Whether a step's script holds a command a reader reads or hands work to a file (from the repository root): a
     step that runs none (an echo-only summary) reaches no test, whatever else about it is not known."""
@@ -139,7 +174,7 @@ def _may_run_tests(walker: Walker, texts: Sequence[str], env: Mapping[str, str],
         for command in commands(text, ".", walker.keywords, env):
             if command.unread:
                 return True
-            context = StepContext(working_dir=command.working_dir, env={**env, **dict(command.env)}, origin=origin)
+            context = StepContext(working_dir=command.working_dir, env=command_environment(command, env), origin=origin)
             for reader in walker.readers:
                 try:
                     if any(True for _ in reader.selections(command.words, context)):
@@ -244,7 +279,7 @@ def read_commands(
     origin: Origin,
     notes: Notes,
     found: Found,
-    docker_steps: Sequence[tuple[str, str]] = (),
+    docker_steps: Sequence[DockerStep] = (),
     installs: list[Placed] | None = None,
     lines: Sequence[int] | None = None,
 ) -> None:
@@ -256,7 +291,7 @@ def read_commands(
     earlier = tuple(installs)  # the steps before this one
     here = [(line, box, step) for _, line, step, box in install_lines(script, start, env, containers=True)]
     step_origin = origin
-    for command in commands(script, start, walker.keywords, env):
+    for command in commands(script, start, walker.keywords, env, folders=walker.folders()):
         if lines is not None and not command.file and 0 < command.line <= len(lines):
             origin = replace(step_origin, line=lines[command.line - 1])
         else:
@@ -264,12 +299,12 @@ def read_commands(
         if command.unread:
             found.unread.append(UnreadJob(origin=origin, reason=shown(command.unread, unknown), runners=job_runners(walker, job)))
             continue
-        context_env = {**env, **dict(command.env)}
+        if not command.words:
+            continue
+        context_env = command_environment(command, env)
         container: Container | None = None
-        inside: dict[str, str] = {}
         if CONTAINER in context_env:
-            inside, container = _container_env(walker, command.env, docker_steps)
-            context_env = {k: v for k, v in context_env.items() if k != CONTAINER}
+            context_env, container = _container_env(walker, command, script, docker_steps)
         context = StepContext(working_dir=command.working_dir, env=context_env, origin=origin)
         used = [
             f"{unknown[int(m.group(1))].text} is known only at run time"
@@ -281,15 +316,18 @@ def read_commands(
         selected: list[_Followed] = []
         for reader in walker.readers:
             try:
-                selected.extend((selection, origin, (), None, ()) for selection in reader.selections(command.words, context))
+                selected.extend(
+                    (selection, origin, (), None, (), None) for selection in reader.selections(command.words, context)
+                )
             except UnreadableCommand as exc:
                 found.unread.append(unread_entry(origin, shown(exc.reason, unknown), exc.reach, job_runners(walker, job)))
         if walker.scripts is not None:
             selected.extend(_scripts(walker, command.words, context, unknown, found, runners=job_runners(walker, job)))
         if not selected:
             continue
-        env_items = tuple(sorted((inside if container is not None else context_env).items()))
-        for chosen, place, conditions, elsewhere, own_installs in selected:
+        own = (tuple(sorted(context_env.items())), (*command.unset, *(("*",) if command.cleared else ())))
+        for chosen, place, conditions, elsewhere, own_installs, changed in selected:
+            env_items, lacks = changed if changed is not None and container is None else own
             selection, where = chosen, place
             if not walker.checkout.plain:
                 moved = walker.checkout.selection(chosen)
@@ -312,7 +350,10 @@ def read_commands(
             box = container.name if container is not None else ""
             steps = [step for placed, step in earlier if placed == box]
             steps += [step for line, placed, step in here if line < command.line and not command.file and placed == box]
-            image = _image_steps(walker, dict(command.env).get(CONTAINER, ""), docker_steps) if container is not None else ()
+            marker = dict(command.env).get(CONTAINER, "")
+            image = (
+                _image_steps(walker, marker, [(s.script, s.working_dir) for s in docker_steps]) if container is not None else ()
+            )
             for labels, label_notes in sets:
                 # setup-python's interpreter is fresh on a GitHub-hosted runner only (not on a Modal function's own)
                 hosted = labels if elsewhere is None else ()
@@ -325,6 +366,7 @@ def read_commands(
                     selection=selection,
                     where=where,
                     env_items=env_items,
+                    unset=lacks if container is None else (),
                     container=container,
                     origin=origin,
                     found=found,
@@ -381,6 +423,7 @@ def _entry(
     env_items: tuple[tuple[str, str], ...],
     container: Container | None,
     origin: Origin,
+    unset: tuple[str, ...] = (),
     found: Found,
     before: tuple[str, ...],
     after: tuple[str, ...],
@@ -410,6 +453,7 @@ def _entry(
         container=container,
         environment=environment,
         hardware=hardware if not profiles else None,
+        unset=tuple(sorted(set(unset))),
     )
     walker.entries_left -= 1
     if walker.entries_left < 0:
@@ -424,16 +468,15 @@ def _entry(
 
 
 def _container_env(
-    walker: Walker, pairs: Sequence[tuple[str, str]], docker_steps: Sequence[tuple[str, str]]
+    walker: Walker, command: Command, script: str, docker_steps: Sequence[DockerStep]
 ) -> tuple[dict[str, str], Container]:
-    """What a command run through `docker exec` sees: the container's environment (read from the job's steps
-    before it) and what its own script sets after the `docker exec` (the pairs after the CONTAINER one)."""
+    """What a command run in a container sees: the container's environment (read from the job's steps before it,
+    and the commands of its own step before it) and what its own script sets inside."""
     from matrix.core.errors import ConfigError
     from matrix.core.textfiles import read_text
     from matrix.schedule.containers.docker import container_of, read_job
 
-    names = [k for k, _ in pairs]
-    at = len(names) - 1 - names[::-1].index(CONTAINER)
+    value = next(v for k, v in reversed(command.env) if k == CONTAINER)
     allowed = walker.container_paths()
 
     def load(path: str) -> str | None:
@@ -442,10 +485,12 @@ def _container_env(
         except ConfigError:
             return None  # an unreadable Dockerfile leaves the container unread, never the schedule
 
-    env, container = container_of(pairs[at][1], read_job(docker_steps), load)
-    inside = dict(env)
-    inside.update((k, v) for k, v in pairs[at + 1 :] if k != CONTAINER)
-    return inside, container
+    def reached(other: Command) -> bool:  # the command itself: nothing from it on has started yet
+        return other.line >= command.line and other.words == command.words and CONTAINER in dict(other.env)
+
+    current = bool(docker_steps) and docker_steps[-1].script == script
+    env, container = container_of(value, read_job(docker_steps, until=reached if current else None), load)
+    return inside(command, dict(env)), container
 
 
 def _scripts(
@@ -479,7 +524,11 @@ def _scripts(
     conditions = dict(result.conditions)
     own_runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
     installs = dict(result.installs)
-    return [(s, where, conditions.get(s, ()), own_runners.get(s), installs.get(s, ())) for s, where in result.selections]
+    environments = {selection: (env, lacks) for selection, env, lacks in result.environments}
+    return [
+        (s, where, conditions.get(s, ()), own_runners.get(s), installs.get(s, ()), environments.get(s))
+        for s, where in result.selections
+    ]
 
 
 def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, str]]) -> tuple[InstallStep, ...]:

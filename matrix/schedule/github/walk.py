@@ -45,7 +45,8 @@ from matrix.schedule.github.workflow_doc import (
 from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import CommandReader, Gate, Origin, Schedule, StepContext, UnreadJob, merged_unread
 from matrix.schedule.services.external_ci import action_handoffs, handoffs
-from matrix.schedule.shell.commands import FOLLOWED
+from matrix.schedule.shell.commands import FOLLOWED, folders_of
+from matrix.schedule.shell.globs import Folders
 from matrix.schedule.yamldoc import Marks, load_yaml
 
 if TYPE_CHECKING:
@@ -136,6 +137,11 @@ class Walker:
         self.keywords = None if any(k is None for k in found) else tuple(k for ks in found if ks for k in ks)
         if self.keywords is not None and scripts is not None:
             self.keywords = (*self.keywords, *FOLLOWED)  # a line that runs a script (make, modal) may lead to one
+
+    def folders(self) -> Folders | None:
+        """The checkout's folders, for pathname patterns in commands (`pytest tests/test_*.py`): only when scripts
+        are followed (a cached schedule's key names no folder listing)."""
+        return folders_of(self.scripts) if self.scripts is not None else None
 
     def container_paths(self) -> frozenset[str]:
         """The container files (Dockerfiles) of the repository a `docker exec` command may be read through."""
