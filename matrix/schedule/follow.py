@@ -27,7 +27,8 @@ from matrix.schedule.commands.pytest_command import (
 )
 from matrix.schedule.commands.python_scripts import PythonRun, is_test_file, main_block, python_run, starts_pytest, unittest_reach
 from matrix.schedule.commands.session_files import nox_script, session_call, tox_script
-from matrix.schedule.make.targets import make_call, recipe_script
+from matrix.schedule.make.commands import read_make_call
+from matrix.schedule.make.targets import make_call
 from matrix.schedule.model import CommandReader, Origin, Selection, StepContext, UnreadableCommand
 
 
@@ -52,21 +53,11 @@ def follow(
             unread.append((context.origin, why))
             continue
         parts.append(read_script(called, load, readers, context, depth=depth + 1, budget=budget, calling=calling))
-    make = make_call(words, context.working_dir)
-    if make is not None and ("$" in make.makefile or make.makefile.startswith("/")):
-        unread.append((context.origin, f"make reads {make.makefile[:80]}, a file known only at run time or outside the checkout"))
+    make = make_call(words, context.working_dir, context.env)
+    if make is not None and ("$" in make.folder or make.folder.startswith(("/", "../")) or any("$" in f for f in make.makefiles)):
+        unread.append((context.origin, f"make runs in {make.folder[:80]} with {' '.join(make.makefiles)[:80]}, known only at run time or outside the checkout"))
     elif make is not None:
-        text = _take(make.makefile, load, context, unread, budget=budget, depth=depth)
-        if text is not None:
-            script, missing = recipe_script(text, make)
-            unread.extend((context.origin, f"make target {t} is not a rule of {make.makefile}") for t in missing)
-            folder = posixpath.dirname(make.makefile) or "."
-            inner = StepContext(working_dir=folder, env={**context.env, **dict(make.variables)}, origin=context.origin)
-            parts.append(
-                read_text(
-                    script, make.makefile, load, readers, inner, depth=depth + 1, budget=budget, calling=(*calling, make.makefile)
-                )
-            )
+        parts.append(read_make_call(make, context, load, readers, budget=budget, depth=depth, calling=calling))
     session = session_call(words)
     if session is not None:
         path = posixpath.normpath(posixpath.join(context.working_dir, session.file))
