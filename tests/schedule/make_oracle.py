@@ -98,18 +98,28 @@ def real_make(root: Path, stub: Path, case: MakeCase) -> RealRun:
     return RealRun(exit_code=real.returncode, printed=printed, dry_exit_code=dry.returncode, calls=tuple(calls))
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class SandboxFiles:
     """The sandbox checkout as the reader sees it (the folder is a plain checkout: every path is known)."""
 
     root: Path
+    listed: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def text(self, path: str) -> str | None:
         target = self.root / path
         return target.read_text(encoding="utf-8") if target.is_file() else None
 
     def exists(self, path: str) -> bool:
-        return os.path.lexists(self.root / path)
+        folder, _, name = path.rpartition("/")
+        return name in self.names(folder or ".")
+
+    def names(self, folder: str) -> frozenset[str]:
+        if folder not in self.listed:
+            try:
+                self.listed[folder] = frozenset(os.listdir(self.root / folder))
+            except OSError:
+                self.listed[folder] = frozenset()
+        return self.listed[folder]
 
 
 def reader_run(root: Path, stub: Path, case: MakeCase) -> MakeRun:

@@ -118,6 +118,9 @@ class _Files:
     def exists(self, path: str) -> bool:
         return path in self.files
 
+    def names(self, folder: str) -> frozenset[str]:
+        return frozenset(p.rpartition("/")[2] for p in self.files if (p.rpartition("/")[0] or ".") == folder)
+
 
 def test_make_call_reads_directory_file_and_variables() -> None:
     call = make_call(["make", "-C", "sub", "-f", "ci.mk", "N=2", "gpu"], ".")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from matrix.schedule.commands.pytest_command import (
@@ -32,8 +32,15 @@ class CheckoutFiles:
 
     load: ScriptLoader
     budget: ScriptBudget
+    read: dict[str, str | None] = field(default_factory=dict)  # a file read again (another world, an include) counts once
+    listed: dict[str, frozenset[str] | None] = field(default_factory=dict)
 
     def text(self, path: str) -> str | None:
+        if path not in self.read:
+            self.read[path] = self._text(path)
+        return self.read[path]
+
+    def _text(self, path: str) -> str | None:
         if self.budget.scripts <= 0:
             raise MakeUnread(f"{path}: over the budget of files one step may follow ({MAX_SCRIPTS}, {MAX_SCRIPTS_BYTES} bytes)")
         text = self.load(path)
@@ -49,12 +56,23 @@ class CheckoutFiles:
         return text
 
     def exists(self, path: str) -> bool | None:
+        folder, _, name = path.rpartition("/")
+        names = self.names(folder or ".")
+        return None if names is None else name in names
+
+    def names(self, folder: str) -> frozenset[str] | None:
+        """The names in a folder of the checkout (listed once: implicit-rule searches ask for many of them)."""
         root = getattr(getattr(self.load, "__wrapped__", self.load), "root", None)
-        if path.startswith("/") or ".." in path.split("/"):
+        if folder.startswith("/") or ".." in folder.split("/") or not isinstance(root, Path):
             return None
-        if isinstance(root, Path):
-            return os.path.lexists(root / path)
-        return None
+        if folder not in self.listed:
+            where = root / folder
+            try:
+                inside = where.resolve().is_relative_to(root.resolve())
+                self.listed[folder] = frozenset(os.listdir(where)) if inside else None
+            except OSError:
+                self.listed[folder] = frozenset()
+        return self.listed[folder]
 
 
 def _refused(load: ScriptLoader) -> Mapping[str, str]:

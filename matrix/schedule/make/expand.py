@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 OPEN, CLOSE = "\ue000", "\ue001"  # around an opaque span (private-use code points: never in a Makefile we read)
-MAX_STEPS = 200_000  # variable references and function calls, over a whole read (every world, include, sub-make)
+MAX_STEPS = 100_000  # variable references and function calls, over a whole read (every world, include, sub-make)
 MAX_CHARS = 4_000_000  # characters produced by expansion, over a whole read
 MAX_DEPTH = 64  # nested expansions (a variable naming one naming one ...)
-STEP_CHARS = 16  # what one step counts against a shared character allowance
+STEP_CHARS = 64  # what one step counts against a shared character allowance (a step costs about 64 characters of time)
 _SPACE = " \t\n"
 
 

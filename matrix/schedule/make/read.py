@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from matrix.schedule.make.expand import (
@@ -50,12 +50,14 @@ DEFAULT_SUFFIXES = (
 
 
 class MakeFiles(Protocol):
-    """The checkout as make sees it: a file's text (None when absent, `MakeUnread` when it cannot be read) and
-    whether a path exists (None when that cannot be known)."""
+    """The checkout as make sees it: a file's text (None when absent, `MakeUnread` when it cannot be read),
+    whether a path exists and the names in a folder (None when that cannot be known)."""
 
     def text(self, path: str) -> str | None: ...
 
     def exists(self, path: str) -> bool | None: ...
+
+    def names(self, folder: str) -> frozenset[str] | None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +110,7 @@ class Database:
     export_all: bool = False
     suffixes: tuple[str, ...] = tuple(DEFAULT_SUFFIXES)
     mentioned: set[str] = field(default_factory=set)  # prerequisites named by explicit rules ("ought to exist")
+    environment: frozenset[str] = frozenset()  # the names of make's environment
 
 
 @dataclass(kw_only=True)
@@ -362,8 +365,17 @@ class _FileReader:
         if "export" in modifiers:
             exported = True
         if operator == "?=":
-            scope = expander.scope
-            if scope.find(name) is not None:
+            found = expander.scope.find(name)
+            if found is not None:
+                if into is not None and found[1] == len(expander.scope.layers):
+                    # GNU make 4.3 (read.c record_target_var, checked against make): a target's `?=` of a variable
+                    # set globally resets that variable's export mark, for every target: a name of make's
+                    # environment is then not exported, one from the command line still is, until an `export`.
+                    mark = False if name in self.db.environment else None
+                    self.db.variables[name] = replace(found[0], exported=mark)
+                if "export" in modifiers:  # the modifier marks the variable even when `?=` assigns nothing
+                    owner = self.db.variables if found[1] == len(expander.scope.layers) else table
+                    owner[name] = replace(owner[name], exported=True)
                 return
             new = Variable(value=value, flavor=Flavor.RECURSIVE, source=source, exported=exported)
         elif operator in _SIMPLE_OPERATORS:
@@ -434,8 +446,8 @@ class _FileReader:
             return
         for name in names:
             existing = self.db.variables.get(name)
-            if existing is None:  # read.c: an exported name not yet defined is defined empty, from the file
-                existing = Variable(value="", flavor=Flavor.RECURSIVE, source=Source.FILE)
+            if existing is None:  # read.c: an exported name not yet defined is defined empty (simple), from the file
+                existing = Variable(value="", flavor=Flavor.SIMPLE, source=Source.FILE)
             self.db.variables[name] = Variable(
                 value=existing.value,
                 flavor=existing.flavor,

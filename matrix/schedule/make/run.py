@@ -38,10 +38,11 @@ from matrix.schedule.make.expand import (
 from matrix.schedule.make.read import Database, MakeFiles, PatternRule, Reader, RecipeLine, RuleRecord, environment_variables
 from matrix.schedule.make.targets import MakeCall, is_make, make_call, makeflags
 
-MAX_DECISIONS = 4  # run-time conditionals one read splits on (2**4 worlds)
+MAX_DECISIONS = 5  # run-time conditionals one read splits on (2**5 worlds)
 MAX_MAKE_DEPTH = 4  # sub-makes inside sub-makes
 MAX_TARGETS = 2_000  # targets visited, over a whole read
 MAX_COMMANDS = 2_000  # recipe commands, over a whole read
+MAX_PREREQUISITE_DEPTH = 200  # a prerequisite of a prerequisite of ...
 MAX_CHAIN = 6  # implicit rules chained to make a prerequisite
 _DEFAULT_NAMES = ("GNUmakefile", "makefile", "Makefile")
 _RUN_TIME_MARKS = ("${{", "__UNRESOLVED_", "\x00", "$(", "`")
@@ -57,6 +58,42 @@ class _Candidate:
     needed: tuple[str, ...]
     terminal: bool
     rule: PatternRule | None
+
+
+_Rule = tuple[int, str, tuple[str, ...], bool, PatternRule | None]  # order, target pattern, prerequisites, terminal, rule
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RuleIndex:
+    """Pattern rules by the suffix their target pattern asks for (`%.o`), so a name is matched against the few
+    that can match it; the rest (a prefix, a folder) are tried one by one."""
+
+    by_suffix: Mapping[str, tuple[_Rule, ...]]
+    others: tuple[_Rule, ...]
+
+    @classmethod
+    def of(cls, patterns: list[PatternRule], *, builtin: bool) -> _RuleIndex:
+        rules: list[_Rule] = [(i, p.targets[0], p.prerequisites, False, p) for i, p in enumerate(patterns)]
+        if builtin:
+            rules += [(len(patterns) + i, t, prerequisites, terminal, None) for i, (t, prerequisites, terminal) in enumerate(BUILTIN_RULES)]
+        by_suffix: dict[str, list[_Rule]] = {}
+        others: list[_Rule] = []
+        for rule in rules:
+            pattern = rule[1]
+            suffix = pattern[1:]
+            if pattern.startswith("%") and "%" not in suffix and "/" not in suffix and (not suffix or not suffix[0].isalnum()):
+                by_suffix.setdefault(pattern[1:], []).append(rule)
+            else:
+                others.append(rule)
+        return cls(by_suffix={k: tuple(v) for k, v in by_suffix.items()}, others=tuple(others))
+
+    def matching(self, base: str, *, builtin: bool) -> list[_Rule]:
+        """The rules whose target pattern may match `base`; GNU make's own only with `builtin`."""
+        found = list(self.others) + list(self.by_suffix.get("", ()))
+        for at, char in enumerate(base):
+            if at and not char.isalnum():  # a suffix starts at a punctuation mark (`.py`, `-gpu`, `,v`)
+                found += self.by_suffix.get(base[at:], ())
+        return found if builtin else [r for r in found if r[4] is not None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,12 +147,13 @@ def read_make(
     """What `call` runs with `environment` (the variables make starts with). With `open_world` a name nothing
     defines may be set by the runner's environment (its value is known only at run time); without, it is unset."""
     bounds = Bounds(chars=min(MAX_CHARS, max(allowance, 0)))
+    lines = [0]  # Makefile lines read, over every world
     pending: list[dict[str, bool]] = [{}]
     questions: dict[str, tuple[str, str]] = {}
     worlds: list[tuple[dict[str, bool], _World]] = []
     while pending:
         decisions = pending.pop(0)
-        world = _World(files=files, bounds=bounds, decisions=decisions, open_world=open_world)
+        world = _World(files=files, bounds=bounds, decisions=decisions, open_world=open_world, lines=lines)
         try:
             world.start(call, environment)
         except Undecided as exc:
@@ -143,8 +181,9 @@ class _World:
     problems: list[MakeProblem] = field(default_factory=list)
     makefiles: list[str] = field(default_factory=list)
     opened: list[int] = field(default_factory=lambda: [0])  # Makefiles opened
-    lines: list[int] = field(default_factory=lambda: [0])  # Makefile lines read
+    lines: list[int] = field(default_factory=lambda: [0])  # Makefile lines read (shared by the worlds of a read)
     visited: int = 0  # targets visited
+    existing: dict[str, bool | None] = field(default_factory=dict)  # what `files.exists` said, by path
 
     def start(self, call: MakeCall, environment: Mapping[str, str]) -> None:
         top = dict(environment)
@@ -169,6 +208,7 @@ class _Make:
     database: Database | None = None
     done: dict[str, bool] = field(default_factory=dict)
     chains: dict[tuple[str, int], bool] = field(default_factory=dict)
+    rules: _RuleIndex | None = None  # the Makefile's pattern rules, then the built-in ones
 
     def run(self) -> None:
         if self.call.unread:
@@ -189,7 +229,7 @@ class _Make:
             goals = default
         for goal in goals:
             if goal not in database.targets and goal not in database.phony and self._pattern(goal) is None:
-                exists = self.world.files.exists(self._path(goal))
+                exists = self._exists(goal)
                 if exists is not True:
                     self.world.problems.append(
                         MakeProblem(file="", line=0, reason=f"make target {goal} is not a rule of {database.makefiles[0]}")
@@ -220,13 +260,16 @@ class _Make:
                 "MAKEFLAGS": Variable(value=opaque("${MAKEFLAGS}"), flavor=simple, source=Source.FILE),
             }
         )
-        database = Database(variables=variables)
+        database = Database(variables=variables, environment=frozenset(self.environment))
         expander = self._expander(Scope(globals=variables))
         for name, operator, written in self.call.variables:
             value = written.lstrip(" \t")  # as in a Makefile, blanks after the operator are not the value's
             flavor = Flavor.RECURSIVE if operator == "=" else Flavor.SIMPLE
             stored = value if flavor is Flavor.RECURSIVE else expander.expand(value)
-            variables[name] = Variable(value=stored, flavor=flavor, source=Source.COMMAND_LINE)
+            # Exported for being from the command line (while it stays so: an `override` ends that), and for good
+            # when make's environment has the name too (checked against make).
+            marked = True if name in self.environment else None
+            variables[name] = Variable(value=stored, flavor=flavor, source=Source.COMMAND_LINE, exported=marked)
         reader = Reader(
             files=self.world.files,
             folder=self.call.folder,
@@ -283,6 +326,8 @@ class _Make:
         self.world.visited += 1
         if self.world.visited > MAX_TARGETS:
             raise MakeUnread(f"more than {MAX_TARGETS} targets visited")
+        if len(chain) >= MAX_PREREQUISITE_DEPTH:
+            raise MakeUnread(f"prerequisites nested deeper than {MAX_PREREQUISITE_DEPTH} ({target})")
         database = self.database
         assert database is not None
         entry = database.targets.get(target)
@@ -290,9 +335,12 @@ class _Make:
         rules = entry.rules if entry is not None else []
         with_recipe = [r for r in rules if r.recipe is not None]
         recipe_rule = _last(with_recipe) if with_recipe else None
-        ordered = ([recipe_rule] if recipe_rule is not None else []) + [r for r in rules if r is not recipe_rule]
-        normal = [p for r in ordered for p in r.prerequisites]
-        order_only = [p for r in ordered for p in r.order_only]
+        # One list (read.c record_files, checked against make): a rule line with a recipe puts its prerequisites in
+        # front of those given so far, one without adds them at the end; order-only ones after the others.
+        deps: list[tuple[str, bool]] = []
+        for rule in rules:
+            items = [(p, False) for p in rule.prerequisites] + [(p, True) for p in rule.order_only]
+            deps = items + deps if rule.recipe is not None else deps + items
         recipe: list[RecipeLine] = list(recipe_rule.recipe or []) if recipe_rule is not None else []
         stem = _explicit_stem(target, database.suffixes)
         has_recipe = recipe_rule is not None
@@ -300,8 +348,8 @@ class _Make:
             found = self._pattern(target)
             if found is not None:
                 pattern, stem = found
-                normal = [p.replace("%", stem, 1) for p in pattern.prerequisites] + normal
-                order_only = [p.replace("%", stem, 1) for p in pattern.order_only] + order_only
+                implicit = [(p.replace("%", stem, 1), False) for p in pattern.prerequisites]
+                deps = implicit + [(p.replace("%", stem, 1), True) for p in pattern.order_only] + deps
                 recipe = list(pattern.recipe or [])
                 has_recipe = True
             elif entry is None or not rules:
@@ -310,13 +358,14 @@ class _Make:
         here = (*chain, target)
         # remake.c: a prerequisite already being made up the chain is a circular dependency, dropped from the
         # target's list ("Circular a <- b dependency dropped."), so `$<` and `$^` do not name it.
-        normal = [p for p in normal if p not in here]
-        order_only = [p for p in order_only if p not in here]
+        deps = [(p, only) for p, only in deps if p not in here]
+        normal = [p for p, only in deps if not only]
+        order_only = [p for p, only in deps if only and p not in normal]
         remade = False
-        for prerequisite in _unique(normal):
-            remade = self._visit(prerequisite, scope_layers, here) or remade
-        for prerequisite in _unique(order_only):
-            self._visit(prerequisite, scope_layers, here)
+        # Made in the list's order, each once (a name both normal and order-only is normal).
+        for prerequisite in _unique([p for p, _ in deps]):
+            made = self._visit(prerequisite, scope_layers, here)
+            remade = remade or (made and prerequisite in normal)
         runs = phony or self.call.always_make or self._out_of_date(target, normal, remade)
         if runs and has_recipe:
             self._recipe(target, recipe, stem, normal, order_only, scope_layers)
@@ -324,7 +373,7 @@ class _Make:
         return runs
 
     def _no_rule(self, target: str, chain: tuple[str, ...]) -> bool:
-        exists = self.world.files.exists(self._path(target))
+        exists = self._exists(target)
         if exists:
             self.done[target] = False
             return False
@@ -336,7 +385,7 @@ class _Make:
         )
 
     def _out_of_date(self, target: str, normal: list[str], remade: bool) -> bool:
-        exists = self.world.files.exists(self._path(target))
+        exists = self._exists(target)
         if exists is False:
             return True
         if exists is None:
@@ -383,7 +432,8 @@ class _Make:
         return None
 
     def _chained(self, name: str, depth: int) -> bool:
-        key = (name, depth)
+        # Below the top every depth reads alike (no match-anything rule), so one answer per name serves them all.
+        key = (name, min(depth, 1))
         if key not in self.chains:
             self.chains[key] = self._implicit(name, depth) is not None
         return self.chains[key]
@@ -391,19 +441,16 @@ class _Make:
     def _candidates(self, name: str, depth: int) -> list[_Candidate]:
         database = self.database
         assert database is not None
-        rules: list[tuple[str, tuple[str, ...], bool, PatternRule | None]] = [
-            (p.targets[0], p.prerequisites, False, p) for p in database.patterns
-        ]
-        if not self.call.no_builtin_rules:
-            rules.extend((t, prerequisites, terminal, None) for t, prerequisites, terminal in BUILTIN_RULES)
+        if self.rules is None:
+            self.rules = _RuleIndex.of(database.patterns, builtin=not self.call.no_builtin_rules)
         out: list[tuple[int, int, _Candidate]] = []
-        for order, (pattern, prerequisites, terminal, rule) in enumerate(rules):
+        folder, _, base = name.rpartition("/")
+        for order, pattern, prerequisites, terminal, rule in self.rules.matching(base, builtin=self._may_build(folder, base)):
             if pattern == "%" and not terminal:
                 # A non-terminal match-anything rule never makes an intermediate file, nor a name of a known
                 # suffix (the "dummy" rules `%.c:`, one per .SUFFIXES entry, stand in its way).
                 if depth > 0 or any(name.endswith(s) for s in database.suffixes):
                     continue
-            folder, base = name.rpartition("/")[0], name.rpartition("/")[2]
             stem = _stem(pattern, base if "/" not in pattern else name)
             if stem is None:
                 continue
@@ -412,13 +459,27 @@ class _Make:
             out.append((len(stem), order, _Candidate(pattern=pattern, stem=prefix + stem, needed=needed, terminal=terminal, rule=rule)))
         return [c for _, _, c in sorted(out, key=lambda item: (item[0], item[1]))]
 
+    def _may_build(self, folder: str, base: str) -> bool:
+        """Whether a built-in rule could make `base` in `folder`: each needs a file named from it there
+        (`base.c`, `base,v`, `s.base`, `RCS/`, `SCCS/`); without one, none applies, nor any chain of them."""
+        names = self.world.files.names(_join(self.call.folder, folder or "."))
+        if names is None:
+            return True
+        return any(n.startswith((f"{base}.", f"{base},")) or n in (f"s.{base}", "RCS", "SCCS") for n in names)
+
     def _ought(self, name: str) -> bool | None:
         """Whether `name` exists or ought to (a target or a prerequisite of an explicit rule)."""
         database = self.database
         assert database is not None
         if name in database.targets or name in database.mentioned or name in database.phony:
             return True
-        return self.world.files.exists(self._path(name))
+        return self._exists(name)
+
+    def _exists(self, name: str) -> bool | None:
+        path = self._path(name)
+        if path not in self.world.existing:
+            self.world.existing[path] = self.world.files.exists(path)
+        return self.world.existing[path]
 
     # --- recipes ----------------------------------------------------------------------------------------------
 
@@ -551,7 +612,9 @@ class _Make:
                 )
             if name in ("MAKELEVEL", "MAKEFLAGS", "MAKE_VERSION", "SHELL"):
                 continue
-            if exported:
+            if exported and variable.source is Source.ENVIRONMENT and name in self.environment:
+                env[name] = self.environment[name]  # variable.c target_environment: goes back unchanged, unexpanded
+            elif exported:
                 env[name] = plain(expander.value(name))
             elif name in env:
                 env[name] = None
@@ -579,10 +642,11 @@ def _environment_value(name: str, value: str) -> str:
 def _delta(env: Mapping[str, str | None], top: Mapping[str, str]) -> tuple[tuple[str, str | None], ...]:
     """What `env` changes in the environment the top make was given."""
     out: list[tuple[str, str | None]] = []
-    for name, value in sorted(env.items()):
+    for name in sorted(set(env) | set(top)):
+        value = env.get(name)
         if value is None:
             if name in top:
-                out.append((name, None))
+                out.append((name, None))  # taken out, or not handed down (a sub-make's environment lacks it)
         elif top.get(name) != value:
             out.append((name, value))
     return tuple(out)
