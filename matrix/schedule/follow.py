@@ -55,7 +55,12 @@ def follow(
         parts.append(read_script(called, load, readers, context, depth=depth + 1, budget=budget, calling=calling))
     make = make_call(words, context.working_dir, context.env)
     if make is not None and ("$" in make.folder or make.folder.startswith(("/", "../")) or any("$" in f for f in make.makefiles)):
-        unread.append((context.origin, f"make runs in {make.folder[:80]} with {' '.join(make.makefiles)[:80]}, known only at run time or outside the checkout"))
+        unread.append(
+            (
+                context.origin,
+                f"make runs in {make.folder[:80]} with {' '.join(make.makefiles)[:80]}, known only at run time or outside the checkout",
+            )
+        )
     elif make is not None:
         parts.append(read_make_call(make, context, load, readers, budget=budget, depth=depth, calling=calling))
     session = session_call(words)

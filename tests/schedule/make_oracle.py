@@ -91,7 +91,9 @@ def real_make(root: Path, stub: Path, case: MakeCase) -> RealRun:
         [MAKE, "--no-print-directory", "-n", *case.arguments], cwd=where, env=env, capture_output=True, text=True, timeout=10
     )
     log.unlink(missing_ok=True)
-    real = subprocess.run([MAKE, "--no-print-directory", *case.arguments], cwd=where, env=env, capture_output=True, text=True, timeout=10)
+    real = subprocess.run(
+        [MAKE, "--no-print-directory", *case.arguments], cwd=where, env=env, capture_output=True, text=True, timeout=10
+    )
     calls = _calls(log)
     # make's own messages, and what `$(info info: ...)` prints, are no commands
     printed = tuple(line for line in dry.stdout.splitlines() if not line.startswith(("make: ", "make[", "info: ")))

@@ -34,9 +34,16 @@ CASES: dict[str, tuple[Mapping[str, str], str]] = {
     "self-include": ({"Makefile": "include Makefile\ncheck:\n\tpytest tests\n"}, "includes nested deeper"),
     "make-cycle": ({"Makefile": "check:\n\t$(MAKE) check\n\tpytest tests\n"}, "make calls itself again"),
     "make-spiral": ({"Makefile": "X ?= a\ncheck:\n\t$(MAKE) check X=$(X)x\n"}, "sub-makes nested deeper"),
-    "long-chain": ({"Makefile": "check: t0\n" + "".join(f"t{i}: t{i + 1}\n" for i in range(400)) + "t400:\n\tpytest tests\n"}, "prerequisites nested deeper"),
+    "long-chain": (
+        {"Makefile": "check: t0\n" + "".join(f"t{i}: t{i + 1}\n" for i in range(400)) + "t400:\n\tpytest tests\n"},
+        "prerequisites nested deeper",
+    ),
     "foreach-square": (
-        {"Makefile": "W := " + " ".join(f"w{i}" for i in range(800)) + "\ncheck:\n\tpytest $(foreach a,$(W),$(foreach b,$(W),$(a)$(b)))\n"},
+        {
+            "Makefile": "W := "
+            + " ".join(f"w{i}" for i in range(800))
+            + "\ncheck:\n\tpytest $(foreach a,$(W),$(foreach b,$(W),$(a)$(b)))\n"
+        },
         "passes the bound",
     ),
     "many-conditions": (

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.schedule.make_oracle import MAKE, MakeCase, check, real_make, reader_run, stub_folder, write
+from tests.schedule.make_oracle import MAKE, MakeCase, check, reader_run, real_make, stub_folder, write
 
 EXAMPLES = int(os.environ.get("SPECMATRIX_ORACLE_EXAMPLES", "12"))
 
@@ -52,7 +52,9 @@ CONDITIONS = [
 
 @st.composite
 def recipe_line(draw: st.DrawFn, level: int) -> str:
-    kind = draw(st.sampled_from(["pytest", "pytest", "python", "echo", "env", "cd", "continued", "canned", "make", "make", "dollar"]))
+    kind = draw(
+        st.sampled_from(["pytest", "pytest", "python", "echo", "env", "cd", "continued", "canned", "make", "make", "dollar"])
+    )
     args = " ".join(draw(st.lists(st.sampled_from(ARGUMENTS), max_size=3)))
     prefix = draw(st.sampled_from(["", "", "@", "-", "@-", " @"]))
     if kind == "pytest":
@@ -70,7 +72,11 @@ def recipe_line(draw: st.DrawFn, level: int) -> str:
     if kind == "canned":
         return "$(CANNED)"
     if kind == "make" and level == 0:
-        how = draw(st.sampled_from(["$(MAKE) -f sub.mk", "${MAKE} -C sub", "cd sub && $(MAKE)", "make -f sub.mk", "$(MAKE) -f sub.mk SUITE=cl"]))
+        how = draw(
+            st.sampled_from(
+                ["$(MAKE) -f sub.mk", "${MAKE} -C sub", "cd sub && $(MAKE)", "make -f sub.mk", "$(MAKE) -f sub.mk SUITE=cl"]
+            )
+        )
         # No `-` in front: a sub-make's own failure would then be ignored, which the reader lists as unread.
         return f"{prefix.replace('-', '')}{how} {draw(st.sampled_from(['s1', 's2', '']))}"
     return f"{prefix}echo $$$$ $$X done"
@@ -80,7 +86,23 @@ def recipe_line(draw: st.DrawFn, level: int) -> str:
 def block(draw: st.DrawFn, depth: int, level: int) -> str:
     kind = draw(
         st.sampled_from(
-            ["assign", "assign", "assign", "rule", "rule", "rule", "cond", "target_var", "phony", "pattern", "define", "export", "goal", "include", "oneshell"]
+            [
+                "assign",
+                "assign",
+                "assign",
+                "rule",
+                "rule",
+                "rule",
+                "cond",
+                "target_var",
+                "phony",
+                "pattern",
+                "define",
+                "export",
+                "goal",
+                "include",
+                "oneshell",
+            ]
         )
     )
     variable = draw(st.sampled_from(VARIABLES))
@@ -97,7 +119,14 @@ def block(draw: st.DrawFn, depth: int, level: int) -> str:
         lines = draw(st.lists(recipe_line(level), max_size=3))
         if draw(st.booleans()) and lines:
             inner = draw(st.sampled_from(CONDITIONS)).format(v=draw(st.sampled_from(VARIABLES)), w=draw(st.sampled_from(WORDS)))
-            return head + "\n" + "\n".join("\t" + line for line in lines[:1]) + f"\n{inner}\n" + "\n".join("\t" + line for line in lines[1:]) + "\nelse\n\techo other\nendif"
+            return (
+                head
+                + "\n"
+                + "\n".join("\t" + line for line in lines[:1])
+                + f"\n{inner}\n"
+                + "\n".join("\t" + line for line in lines[1:])
+                + "\nelse\n\techo other\nendif"
+            )
         if draw(st.booleans()) and draw(st.booleans()):
             return head + " ; " + (lines[0] if lines else "echo inline")
         return head + "".join("\n\t" + line for line in lines)
@@ -170,7 +199,9 @@ def cases(draw: st.DrawFn) -> MakeCase:
     case.files["data.txt"] = "data\n"
     case.env = {k: draw(st.sampled_from(WORDS)) for k in draw(st.lists(st.sampled_from(VARIABLES), max_size=3, unique=True))}
     goals = draw(st.lists(st.sampled_from(TARGETS), max_size=2))
-    assignments = [f"{k}={draw(st.sampled_from(WORDS))}" for k in draw(st.lists(st.sampled_from(VARIABLES), max_size=2, unique=True))]
+    assignments = [
+        f"{k}={draw(st.sampled_from(WORDS))}" for k in draw(st.lists(st.sampled_from(VARIABLES), max_size=2, unique=True))
+    ]
     options = draw(st.sampled_from([[], [], [], ["-B"], ["-f", "Makefile"], ["-k"], ["-s"]]))
     case.arguments = [*options, *assignments, *goals]
     if "MAKE)" in "".join(case.files.values()) or "make -f" in case.files["Makefile"]:

@@ -129,7 +129,10 @@ def test_an_included_file_redefines_a_target_and_a_variable(tmp_path: Path) -> N
 
 
 def test_a_missing_include_is_unread_a_missing_optional_one_skipped(tmp_path: Path) -> None:
-    files = {"Makefile": "-include local.mk\ncheck:\n\tpytest tests/a\n", "ci.mk": "include generated.mk\nrun:\n\tpytest tests/b\n"}
+    files = {
+        "Makefile": "-include local.mk\ncheck:\n\tpytest tests/a\n",
+        "ci.mk": "include generated.mk\nrun:\n\tpytest tests/b\n",
+    }
     schedule = schedule_of(repo(tmp_path, "make check\nmake -f ci.mk run", files))
     assert paths(schedule) == [("tests/a",)]
     assert any("include generated.mk: not in the checkout" in r for r in reasons(schedule))
@@ -171,7 +174,9 @@ def test_a_condition_on_a_variable_nothing_sets_is_read_both_ways(tmp_path: Path
     assert sorted(paths(schedule)) == [("tests",), ("tests/quick",)]
     assumptions = {e.selection.paths: e.assumptions for e in schedule.entries}  # type: ignore[union-attr]
     assert assumptions[("tests",)] == ("runs only if the environment sets FULL (Makefile:1), not known before the run",)
-    assert assumptions[("tests/quick",)] == ("runs only if the environment does not set FULL (Makefile:1), not known before the run",)
+    assert assumptions[("tests/quick",)] == (
+        "runs only if the environment does not set FULL (Makefile:1), not known before the run",
+    )
 
 
 def test_recursive_make_calls_are_followed(tmp_path: Path) -> None:

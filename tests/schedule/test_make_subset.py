@@ -46,7 +46,11 @@ def test_a_construct_outside_the_subset_leaves_the_call_unread_and_named(constru
 @pytest.mark.skipif(MAKE is None, reason="GNU make is not installed")
 @pytest.mark.parametrize("construct", subset.modelled(), ids=lambda c: c.name)
 def test_each_modelled_construct_agrees_with_gnu_make(construct: subset.Construct, stub: Path, tmp_path: Path) -> None:
-    case = MakeCase(files={"Makefile": construct.example, **subset.EXAMPLE_FILES}, arguments=list(construct.arguments), env={"HOME": "/home/ci"})
+    case = MakeCase(
+        files={"Makefile": construct.example, **subset.EXAMPLE_FILES},
+        arguments=list(construct.arguments),
+        env={"HOME": "/home/ci"},
+    )
     if construct.support is subset.Support.RUN_TIME:
         return _run_time(construct, tmp_path)
     check(case, tmp_path, stub)

@@ -110,7 +110,9 @@ def read_make_call(
         runners.extend(result.runners)
         bounds.extend((((o, _conditional(r, command.conditions)), b) for (o, r), b in result.bounds))
         own = dict(result.conditions)
-        conditions.extend((s, (*command.conditions, *own.get(s, ()))) for s, _ in result.selections if command.conditions or s in own)
+        conditions.extend(
+            (s, (*command.conditions, *own.get(s, ()))) for s, _ in result.selections if command.conditions or s in own
+        )
     return ScriptResult(
         selections=tuple(selections),
         unread=tuple(unread),

@@ -529,9 +529,13 @@ def _call(expander: Expander, raw: list[str], source: str) -> str:
     found = expander.scope.find(name)
     if found is None:
         return ""
-    numbered = {str(i): Variable(value=v, flavor=Flavor.SIMPLE, source=Source.AUTOMATIC) for i, v in enumerate([name, *arguments])}
+    numbered = {
+        str(i): Variable(value=v, flavor=Flavor.SIMPLE, source=Source.AUTOMATIC) for i, v in enumerate([name, *arguments])
+    }
     # Arguments an enclosing call set and this one does not pass read as empty inside it.
-    numbered.update({str(i): Variable(value="", flavor=Flavor.SIMPLE, source=Source.AUTOMATIC) for i in range(len(arguments) + 1, 10)})
+    numbered.update(
+        {str(i): Variable(value="", flavor=Flavor.SIMPLE, source=Source.AUTOMATIC) for i in range(len(arguments) + 1, 10)}
+    )
     inner = expander.using(replace(expander.scope, layers=(numbered, *expander.scope.layers)))
     variable = found[0]
     return inner.expand(variable.value) if variable.flavor is Flavor.RECURSIVE else variable.value

@@ -43,10 +43,7 @@ _INERT_SPECIALS = frozenset(
 )
 _UNREAD_SPECIALS = frozenset({".SECONDEXPANSION", ".POSIX", ".DEFAULT"})
 # GNU make 4.3's default suffix list (`make -p -f /dev/null`, variable SUFFIXES; src/default.c default_suffixes).
-DEFAULT_SUFFIXES = (
-    ".out .a .ln .o .c .cc .C .cpp .p .f .F .m .r .y .l .ym .yl .s .S .mod .sym .def .h .info .dvi .tex .texinfo .texi "
-    ".txinfo .w .ch .web .sh .elc .el"
-).split()
+DEFAULT_SUFFIXES = [".out", ".a", ".ln", ".o", ".c", ".cc", ".C", ".cpp", ".p", ".f", ".F", ".m", ".r", ".y", ".l", ".ym", ".yl", ".s", ".S", ".mod", ".sym", ".def", ".h", ".info", ".dvi", ".tex", ".texinfo", ".texi", ".txinfo", ".w", ".ch", ".web", ".sh", ".elc", ".el"]
 
 
 class MakeFiles(Protocol):
@@ -264,14 +261,18 @@ class _FileReader:
             name = expander.expand(rest).strip()
             if not is_known(name):
                 said = (f"`{plain(name)}` names a set variable", f"`{plain(name)}` names no set variable")
-                defined = expander.decide(f"defined {name}", (f"{said[0]} ({self.where(number)})", f"{said[1]} ({self.where(number)})"))
+                defined = expander.decide(
+                    f"defined {name}", (f"{said[0]} ({self.where(number)})", f"{said[1]} ({self.where(number)})")
+                )
             elif len(name.split()) != 1:
                 raise MakeStops(f"{self.where(number)}: invalid syntax in conditional")
             else:
                 found = expander.scope.find(name)
                 if found is None and expander.open_world:
                     said = (f"the environment sets {name}", f"the environment does not set {name}")
-                    defined = expander.decide(f"defined {name}", (f"{said[0]} ({self.where(number)})", f"{said[1]} ({self.where(number)})"))
+                    defined = expander.decide(
+                        f"defined {name}", (f"{said[0]} ({self.where(number)})", f"{said[1]} ({self.where(number)})")
+                    )
                 else:
                     defined = found is not None and found[0].value != ""
             return defined == (kind == "ifdef")
@@ -353,7 +354,7 @@ class _FileReader:
         if into is not None:
             expander = expander.using(Scope(globals=self.db.variables, layers=(into,)))
         existing = table.get(name)
-        if name == ".RECIPEPREFIX" or name == ".SHELLFLAGS" and value.strip() not in ("-c", "-ec", "-e -c", "-euc"):
+        if name == ".RECIPEPREFIX" or (name == ".SHELLFLAGS" and value.strip() not in ("-c", "-ec", "-e -c", "-euc")):
             raise MakeUnread(f"{self.where(number)}: setting {name} is outside the modelled subset")
         if name == "SHELL" and value.strip() not in ("/bin/sh", "/bin/bash", "/usr/bin/bash", "/usr/bin/env bash", "bash", "sh"):
             raise MakeUnread(f"{self.where(number)}: SHELL = {value.strip()[:40]} is outside the modelled subset")
@@ -435,7 +436,9 @@ class _FileReader:
     def _export_names(self, modifiers: tuple[str, ...], rest: str, number: int) -> None:
         """`export NAME...` / `unexport NAME...` / a bare `export`; other modifiers without an assignment stop make."""
         if set(modifiers) - {"export", "unexport"} or len(modifiers) != 1:
-            raise MakeUnread(f"{self.where(number)}: '{' '.join(modifiers)}' without an assignment is outside the modelled subset")
+            raise MakeUnread(
+                f"{self.where(number)}: '{' '.join(modifiers)}' without an assignment is outside the modelled subset"
+            )
         names = self._expander(number).expand(rest).split()
         if not is_known(" ".join(names)):
             raise MakeUnread(f"{self.where(number)}: {modifiers[0]} of names known only at run time")
@@ -490,7 +493,9 @@ class _FileReader:
         if not is_known(targets_text):
             raise MakeUnread(f"{self.where(number)}: rule targets known only at run time ({plain(line[:colon])[:60]})")
         if ":" in targets_text or targets_text.rstrip().endswith("&"):
-            raise MakeUnread(f"{self.where(number)}: a rule form outside the modelled subset (grouped targets or a colon in a name)")
+            raise MakeUnread(
+                f"{self.where(number)}: a rule form outside the modelled subset (grouped targets or a colon in a name)"
+            )
         targets = targets_text.split()
         rest = line[colon + 1 :]
         if rest.startswith(":"):
@@ -516,7 +521,9 @@ class _FileReader:
         self.rule = opened
         self.no_targets = False
 
-    def _record(self, targets: list[str], normal: list[str], order_only: list[str], number: int) -> list[RuleRecord | PatternRule]:
+    def _record(
+        self, targets: list[str], normal: list[str], order_only: list[str], number: int
+    ) -> list[RuleRecord | PatternRule]:
         patterns = [t for t in targets if "%" in t]
         if patterns and len(patterns) != len(targets):
             raise MakeStops(f"{self.where(number)}: *** mixed implicit and normal rules")
@@ -578,7 +585,9 @@ class _FileReader:
         self, targets: list[str], modifiers: tuple[str, ...], assignment: tuple[str, str, str], number: int
     ) -> None:
         if "private" in modifiers or "unexport" in modifiers:
-            raise MakeUnread(f"{self.where(number)}: a 'private' or 'unexport' target-specific variable is outside the modelled subset")
+            raise MakeUnread(
+                f"{self.where(number)}: a 'private' or 'unexport' target-specific variable is outside the modelled subset"
+            )
         name, operator, value = assignment
         if operator == "!=":
             raise MakeUnread(f"{self.where(number)}: a target-specific '!=' is outside the modelled subset")

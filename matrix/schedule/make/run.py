@@ -75,7 +75,10 @@ class _RuleIndex:
     def of(cls, patterns: list[PatternRule], *, builtin: bool) -> _RuleIndex:
         rules: list[_Rule] = [(i, p.targets[0], p.prerequisites, False, p) for i, p in enumerate(patterns)]
         if builtin:
-            rules += [(len(patterns) + i, t, prerequisites, terminal, None) for i, (t, prerequisites, terminal) in enumerate(BUILTIN_RULES)]
+            rules += [
+                (len(patterns) + i, t, prerequisites, terminal, None)
+                for i, (t, prerequisites, terminal) in enumerate(BUILTIN_RULES)
+            ]
         by_suffix: dict[str, list[_Rule]] = {}
         others: list[_Rule] = []
         for rule in rules:
@@ -242,7 +245,9 @@ class _Make:
     def _read(self) -> Database:
         variables: dict[str, Variable] = {}
         if not self.call.no_builtin_variables:
-            variables.update({k: Variable(value=v, flavor=Flavor.RECURSIVE, source=Source.DEFAULT) for k, v in DEFAULT_VARIABLES.items()})
+            variables.update(
+                {k: Variable(value=v, flavor=Flavor.RECURSIVE, source=Source.DEFAULT) for k, v in DEFAULT_VARIABLES.items()}
+            )
         variables.update(environment_variables({k: _environment_value(k, v) for k, v in self.environment.items()}))
         simple = Flavor.SIMPLE
         variables.update(
@@ -407,11 +412,17 @@ class _Make:
             return None
         candidate, direct = found
         if candidate.rule is None:
-            raise MakeUnread(f"{target} would be made by GNU make's built-in rule {candidate.pattern}: {' '.join(candidate.needed)}")
+            raise MakeUnread(
+                f"{target} would be made by GNU make's built-in rule {candidate.pattern}: {' '.join(candidate.needed)}"
+            )
         if not direct:
-            raise MakeUnread(f"{target} would be made through a chain of implicit rules ({candidate.pattern} needs {' '.join(candidate.needed)})")
+            raise MakeUnread(
+                f"{target} would be made through a chain of implicit rules ({candidate.pattern} needs {' '.join(candidate.needed)})"
+            )
         if candidate.rule.recipe is None:
-            raise MakeUnread(f"a pattern rule without a recipe ({candidate.rule.file}:{candidate.rule.line}) is outside the modelled subset")
+            raise MakeUnread(
+                f"a pattern rule without a recipe ({candidate.rule.file}:{candidate.rule.line}) is outside the modelled subset"
+            )
         return candidate.rule, candidate.stem
 
     def _implicit(self, name: str, depth: int) -> tuple[_Candidate, bool] | None:
@@ -456,7 +467,9 @@ class _Make:
                 continue
             prefix = f"{folder}/" if folder and "/" not in pattern else ""
             needed = tuple(prefix + p.replace("%", stem, 1) for p in prerequisites)
-            out.append((len(stem), order, _Candidate(pattern=pattern, stem=prefix + stem, needed=needed, terminal=terminal, rule=rule)))
+            out.append(
+                (len(stem), order, _Candidate(pattern=pattern, stem=prefix + stem, needed=needed, terminal=terminal, rule=rule))
+            )
         return [c for _, _, c in sorted(out, key=lambda item: (item[0], item[1]))]
 
     def _may_build(self, folder: str, base: str) -> bool:
@@ -531,12 +544,24 @@ class _Make:
         pieces: list[str] = []
         for n, (_, text, recursive) in enumerate(expanded):
             if recursive:
-                raise MakeUnread(f"$(MAKE) in a .ONESHELL recipe ({expanded[0][0].file}:{expanded[0][0].line}) is outside the modelled subset")
+                raise MakeUnread(
+                    f"$(MAKE) in a .ONESHELL recipe ({expanded[0][0].file}:{expanded[0][0].line}) is outside the modelled subset"
+                )
             pieces.append(_prefixes(text)[0] if n == 0 else text.lstrip("@-+ \t"))
         if not "".join(pieces).strip():
             return  # job.c: an empty recipe is not run
         first = expanded[0][0]
-        self._add(RecipeCommand(file=first.file, line=first.line, text="\n".join(pieces), folder=self.call.folder, env=_delta(env, self.top), target=target, level=self.level))
+        self._add(
+            RecipeCommand(
+                file=first.file,
+                line=first.line,
+                text="\n".join(pieces),
+                folder=self.call.folder,
+                env=_delta(env, self.top),
+                target=target,
+                level=self.level,
+            )
+        )
 
     def _emit(self, target: str, line: RecipeLine, body: str, env: dict[str, str | None], recursive: bool) -> None:
         command = RecipeCommand(
@@ -557,10 +582,14 @@ class _Make:
         self._add(RecipeCommand(**{**command.__dict__, "inlined": True}))
         key = (call.folder, call.makefiles, call.goals, call.variables)
         if key in self.stack:
-            raise MakeUnread(f"make calls itself again at {line.file}:{line.line} ({' '.join(call.goals) or 'the default goal'} in {call.folder})")
+            raise MakeUnread(
+                f"make calls itself again at {line.file}:{line.line} ({' '.join(call.goals) or 'the default goal'} in {call.folder})"
+            )
         if self.level + 1 > MAX_MAKE_DEPTH:
             raise MakeUnread(f"sub-makes nested deeper than {MAX_MAKE_DEPTH} at {line.file}:{line.line}")
-        _Make(world=self.world, call=call, environment=folder_env, top=self.top, level=self.level + 1, stack=(*self.stack, key)).run()
+        _Make(
+            world=self.world, call=call, environment=folder_env, top=self.top, level=self.level + 1, stack=(*self.stack, key)
+        ).run()
 
     def _add(self, command: RecipeCommand) -> None:
         if len(self.world.commands) >= MAX_COMMANDS:
@@ -583,7 +612,7 @@ class _Make:
         while len(words) >= 3 and words[0] == "cd" and words[2] in ("&&", ";"):
             folder = _join(folder, words[1])
             words = words[3:]
-        if not words or not is_make(words[0]) and words[0] != self.call.program:
+        if not words or (not is_make(words[0]) and words[0] != self.call.program):
             return None
         if any(w in (";", "&&", "||", "|", "&", "(", ")", "<", ">", ">>") or w.startswith((">", "<")) for w in words):
             return None
@@ -736,7 +765,9 @@ def _merge(worlds: list[tuple[dict[str, bool], _World]], questions: Mapping[str,
     """One run of the worlds: a command (or problem) in every world as it is, one in some with their conditions."""
     if len(worlds) == 1:
         world = worlds[0][1]
-        return MakeRun(commands=tuple(world.commands), problems=tuple(world.problems), makefiles=tuple(world.makefiles), spent=bounds.spent)
+        return MakeRun(
+            commands=tuple(world.commands), problems=tuple(world.problems), makefiles=tuple(world.makefiles), spent=bounds.spent
+        )
     merged: list[RecipeCommand] = []
     present: dict[RecipeCommand, list[int]] = {}
     problems: dict[MakeProblem, list[int]] = {}
@@ -774,4 +805,6 @@ def _merge(worlds: list[tuple[dict[str, bool], _World]], questions: Mapping[str,
 
 
 def _conditions(decisions: Mapping[str, bool], questions: Mapping[str, tuple[str, str]]) -> tuple[str, ...]:
-    return tuple(f"runs only if {questions[key][0 if value else 1]}, not known before the run" for key, value in decisions.items())
+    return tuple(
+        f"runs only if {questions[key][0 if value else 1]}, not known before the run" for key, value in decisions.items()
+    )

@@ -130,7 +130,9 @@ def make_call(words: Sequence[str], working_dir: str, env: Mapping[str, str] | N
     )
 
 
-def _options(word: str, words: Sequence[str], i: int, state: dict[str, bool], unread: list[str], makefiles: list[str], folders: list[str]) -> int:
+def _options(
+    word: str, words: Sequence[str], i: int, state: dict[str, bool], unread: list[str], makefiles: list[str], folders: list[str]
+) -> int:
     """Combined short options (`-ks`, `-C dir`, `-fFILE`, `-j4`, `-j 4`); the index of the next word."""
     at = 1
     while at < len(word):
