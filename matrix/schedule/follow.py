@@ -54,13 +54,9 @@ def follow(
             continue
         parts.append(read_script(called, load, readers, context, depth=depth + 1, budget=budget, calling=calling))
     make = make_call(words, context.working_dir, context.env)
-    if make is not None and ("$" in make.folder or make.folder.startswith(("/", "../")) or any("$" in f for f in make.makefiles)):
-        unread.append(
-            (
-                context.origin,
-                f"make runs in {make.folder[:80]} with {' '.join(make.makefiles)[:80]}, known only at run time or outside the checkout",
-            )
-        )
+    if make is not None and _elsewhere(make.folder, make.makefiles):
+        shown = posixpath.join(make.folder, (make.makefiles or ("Makefile",))[0])
+        unread.append((context.origin, f"make reads {shown[:80]}, a file known only at run time or outside the checkout"))
     elif make is not None:
         parts.append(read_make_call(make, context, load, readers, budget=budget, depth=depth, calling=calling))
     session = session_call(words)
@@ -92,6 +88,11 @@ def follow(
         bounds=(*bounds, *(b for p in parts for b in p.bounds)),
         installs=tuple(i for p in parts for i in p.installs),
     )
+
+
+def _elsewhere(folder: str, makefiles: Sequence[str]) -> bool:
+    """Whether make runs in a folder, or reads a Makefile, known only at run time or outside the checkout."""
+    return "$" in folder or folder.startswith(("/", "../")) or any("$" in f or f.startswith("/") for f in makefiles)
 
 
 _NOTHING = ScriptResult()

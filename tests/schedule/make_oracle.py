@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from matrix.schedule.make.run import MakeRun, read_make
+from matrix.schedule.make.outcome import MakeRun
 from matrix.schedule.make.targets import make_call
+from matrix.schedule.make.worlds import read_make
 
 MAKE = shutil.which("make")
 POOL = ("SUITE", "ARGS", "MODE", "EXTRA", "KIND", "FLAGS")  # the variables whose environment the stubs record
@@ -88,11 +89,23 @@ def real_make(root: Path, stub: Path, case: MakeCase) -> RealRun:
     log = Path(env["ORACLE_LOG"])
     where = root / case.folder
     dry = subprocess.run(
-        [MAKE, "--no-print-directory", "-n", *case.arguments], cwd=where, env=env, capture_output=True, text=True, timeout=10
+        [MAKE, "--no-print-directory", "-n", *case.arguments],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
     )
     log.unlink(missing_ok=True)
     real = subprocess.run(
-        [MAKE, "--no-print-directory", *case.arguments], cwd=where, env=env, capture_output=True, text=True, timeout=10
+        [MAKE, "--no-print-directory", *case.arguments],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
     )
     calls = _calls(log)
     # make's own messages, and what `$(info info: ...)` prints, are no commands

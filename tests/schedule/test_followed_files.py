@@ -10,8 +10,8 @@ from pathlib import Path
 
 from matrix.core.loader import load_runners
 from matrix.schedule.load import all_readers, load_schedule
-from matrix.schedule.make.run import read_make
 from matrix.schedule.make.targets import make_call
+from matrix.schedule.make.worlds import read_make
 from matrix.schedule.model import PytestSelection, Schedule
 
 RUNNERS = load_runners()

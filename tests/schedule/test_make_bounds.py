@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from matrix.schedule.make.expand import MAX_CHARS, MAX_STEPS, STEP_CHARS
-from matrix.schedule.make.run import MakeRun, read_make
+from matrix.schedule.make.outcome import MakeRun
 from matrix.schedule.make.targets import make_call
+from matrix.schedule.make.variables import MAX_CHARS, MAX_STEPS, STEP_CHARS
+from matrix.schedule.make.worlds import read_make
 from tests.schedule.make_oracle import SandboxFiles, write
 from tests.schedule.test_make_reader import paths, reasons, repo, schedule_of
 

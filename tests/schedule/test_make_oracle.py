@@ -261,11 +261,11 @@ def test_the_oracle_fails_when_simple_and_recursive_flavours_are_confused(
     monkeypatch: pytest.MonkeyPatch, stub: Path, tmp_path: Path
 ) -> None:
     """`:=` expanded at use (as `=`) is caught: make ran `pytest one`."""
-    from matrix.schedule.make import read
+    from matrix.schedule.make import assign
 
     case = MakeCase(files={"Makefile": "A = one\nB := $(A)\nA = two\nt:\n\tpytest $(B)\n"}, arguments=["t"])
     check(case, tmp_path / "good", stub)
-    monkeypatch.setattr(read, "_SIMPLE_OPERATORS", ())
+    monkeypatch.setattr(assign, "SIMPLE_OPERATORS", ())
     with pytest.raises(AssertionError, match="pytest commands differ"):
         check(case, tmp_path / "planted", stub)
 

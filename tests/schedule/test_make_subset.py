@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from matrix.schedule.make import subset
-from matrix.schedule.make.expand import FUNCTIONS
-from matrix.schedule.make.run import read_make
+from matrix.schedule.make.functions import FUNCTIONS
 from matrix.schedule.make.targets import make_call
+from matrix.schedule.make.worlds import read_make
 from tests.schedule.make_oracle import MAKE, MakeCase, SandboxFiles, check, stub_folder, write
 
 

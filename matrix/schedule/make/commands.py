@@ -19,9 +19,10 @@ from matrix.schedule.commands.pytest_command import (
     ScriptResult,
     read_text,
 )
-from matrix.schedule.make.expand import MakeUnread
-from matrix.schedule.make.run import MakeProblem, RecipeCommand, read_make
+from matrix.schedule.make.outcome import MakeProblem, RecipeCommand
 from matrix.schedule.make.targets import MakeCall
+from matrix.schedule.make.variables import MakeUnread
+from matrix.schedule.make.worlds import read_make
 from matrix.schedule.model import CommandReader, Origin, Selection, StepContext
 
 

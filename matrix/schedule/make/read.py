@@ -10,104 +10,32 @@ ways). The whole read happens again per world, so every decision is consistent w
 from __future__ import annotations
 
 import posixpath
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Protocol
+from dataclasses import dataclass, field
 
-from matrix.schedule.make.expand import (
-    Bounds,
-    Expander,
-    Flavor,
-    MakeStops,
-    MakeUnread,
-    Scope,
-    Source,
-    Variable,
-    is_known,
-    outranks,
-    plain,
+from matrix.schedule.make.assign import assign, export_names, undefine
+from matrix.schedule.make.database import Database, MakeFiles, PatternRule, RecipeLine, RuleRecord, TargetEntry
+from matrix.schedule.make.expand import Expander
+from matrix.schedule.make.lines import (
+    CONDITIONALS,
+    OPERATORS,
+    comparands,
+    condensed,
+    continued,
+    parse_assignment,
+    strip_comment,
+    top_level,
 )
+from matrix.schedule.make.variables import Bounds, Flavor, MakeStops, MakeUnread, Source, Variable, is_known, plain
 
 MAX_INCLUDE_DEPTH = 16
 MAX_FILES = 64  # Makefiles one read opens (includes and sub-makes together)
 MAX_LINES = 50_000  # lines one read goes through, over every file and world
-_CONDITIONALS = frozenset({"ifdef", "ifndef", "ifeq", "ifneq", "else", "endif"})
-_MODIFIERS = frozenset({"export", "unexport", "override", "private", "define", "undefine"})
-_OPERATORS = ("::=", ":=", "+=", "?=", "!=", "=")
-_SIMPLE_OPERATORS = (":=", "::=")  # expanded once, when assigned
 # Special targets that change nothing about which commands run, commands assumed to succeed (GNU make manual,
 # "Special Built-in Target Names").
 _INERT_SPECIALS = frozenset(
     {".SILENT", ".IGNORE", ".NOTPARALLEL", ".DELETE_ON_ERROR", ".PRECIOUS", ".LOW_RESOLUTION_TIME", ".SECONDARY", ".INTERMEDIATE"}
 )
 _UNREAD_SPECIALS = frozenset({".SECONDEXPANSION", ".POSIX", ".DEFAULT"})
-# GNU make 4.3's default suffix list (`make -p -f /dev/null`, variable SUFFIXES; src/default.c default_suffixes).
-DEFAULT_SUFFIXES = [".out", ".a", ".ln", ".o", ".c", ".cc", ".C", ".cpp", ".p", ".f", ".F", ".m", ".r", ".y", ".l", ".ym", ".yl", ".s", ".S", ".mod", ".sym", ".def", ".h", ".info", ".dvi", ".tex", ".texinfo", ".texi", ".txinfo", ".w", ".ch", ".web", ".sh", ".elc", ".el"]
-
-
-class MakeFiles(Protocol):
-    """The checkout as make sees it: a file's text (None when absent, `MakeUnread` when it cannot be read),
-    whether a path exists and the names in a folder (None when that cannot be known)."""
-
-    def text(self, path: str) -> str | None: ...
-
-    def exists(self, path: str) -> bool | None: ...
-
-    def names(self, folder: str) -> frozenset[str] | None: ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class RecipeLine:
-    """One recipe line as written (continuations kept as backslash-newline, their leading tab taken off)."""
-
-    file: str
-    line: int
-    text: str
-
-
-@dataclass(kw_only=True)
-class RuleRecord:
-    """One rule line of an explicit target: its prerequisites and its recipe (None: the line gave none)."""
-
-    file: str
-    line: int
-    prerequisites: list[str]
-    order_only: list[str]
-    recipe: list[RecipeLine] | None
-
-
-@dataclass(kw_only=True)
-class TargetEntry:
-    rules: list[RuleRecord] = field(default_factory=list)
-    variables: dict[str, Variable] = field(default_factory=dict)
-
-
-@dataclass(kw_only=True)
-class PatternRule:
-    targets: tuple[str, ...]
-    prerequisites: tuple[str, ...]
-    order_only: tuple[str, ...]
-    recipe: list[RecipeLine] | None
-    file: str
-    line: int
-
-
-@dataclass(kw_only=True)
-class Database:
-    """Everything a read of the Makefiles gives: variables, explicit targets, pattern rules, the specials."""
-
-    variables: dict[str, Variable]
-    targets: dict[str, TargetEntry] = field(default_factory=dict)
-    patterns: list[PatternRule] = field(default_factory=list)
-    phony: set[str] = field(default_factory=set)
-    makefiles: list[str] = field(default_factory=list)  # repository-relative, in the order read
-    missing_includes: list[str] = field(default_factory=list)  # `-include` files not there (make may try to make them)
-    oneshell: bool = False
-    export_all: bool = False
-    suffixes: tuple[str, ...] = tuple(DEFAULT_SUFFIXES)
-    mentioned: set[str] = field(default_factory=set)  # prerequisites named by explicit rules ("ought to exist")
-    environment: frozenset[str] = frozenset()  # the names of make's environment
 
 
 @dataclass(kw_only=True)
@@ -184,12 +112,12 @@ class _FileReader:
                     self.rule.add(RecipeLine(file=self.path, line=number, text=text))
                 continue
             condensed, written = self._logical()
-            logical = _strip_comment(condensed)
+            logical = strip_comment(condensed)
             stripped = logical.strip()
             if not stripped:
                 continue
             first = stripped.split(None, 1)[0]
-            if first in _CONDITIONALS:
+            if first in CONDITIONALS:
                 self._conditional(first, stripped[len(first) :].strip(" \t"), number)
                 continue
             if not self.active():
@@ -209,17 +137,17 @@ class _FileReader:
         written (continuations kept, a continuation line's leading tab off: the form a `;` recipe keeps)."""
         raw = [self.lines[self.at]]
         self.at += 1
-        while _continued(raw[-1]) and self.at < len(self.lines):
+        while continued(raw[-1]) and self.at < len(self.lines):
             following = self.lines[self.at]
             raw.append(following[1:] if following.startswith("\t") else following)
             self.at += 1
-        return _condensed("\n".join(raw)), "\n".join(raw)
+        return condensed("\n".join(raw)), "\n".join(raw)
 
     def _recipe_line(self) -> str:
         """A recipe line from here: its tab taken off, continuation lines kept with their backslash-newline."""
         pieces = [self.lines[self.at][1:]]
         self.at += 1
-        while _continued(pieces[-1]) and self.at < len(self.lines):
+        while continued(pieces[-1]) and self.at < len(self.lines):
             following = self.lines[self.at]
             pieces.append(following[1:] if following.startswith("\t") else following)
             self.at += 1
@@ -276,7 +204,7 @@ class _FileReader:
                 else:
                     defined = found is not None and found[0].value != ""
             return defined == (kind == "ifdef")
-        first, second = _comparands(rest, self.where(number))
+        first, second = comparands(rest, self.where(number))
         left, right = expander.expand(first), expander.expand(second)
         if is_known(left) and is_known(right):
             same = left == right
@@ -302,23 +230,31 @@ class _FileReader:
         return expander
 
     def _statement(self, line: str, number: int, depth: int, written: str) -> None:
-        modifiers, rest, assignment = _assignment(line, target=False)
+        modifiers, rest, assignment = parse_assignment(line, target=False)
         if "private" in modifiers:
             raise MakeUnread(f"{self.where(number)}: the 'private' modifier is outside the modelled subset")
         if "define" in modifiers:
             self._define(rest, modifiers, number)
             return
         if "undefine" in modifiers:
-            self._undefine(rest, modifiers, number)
+            undefine(self.db, self._expander(number), rest, modifiers)
             return
         if assignment is not None:
             if "unexport" in modifiers:
                 raise MakeUnread(f"{self.where(number)}: 'unexport' with an assignment is outside the modelled subset")
             name, operator, value = assignment
-            self.assign(self._name(name, number), operator, value, modifiers, number)
+            assign(
+                self.db,
+                self._expander(number),
+                self.where(number),
+                name=self._name(name, number),
+                operator=operator,
+                value=value,
+                modifiers=modifiers,
+            )
             return
         if modifiers:
-            self._export_names(modifiers, rest, number)
+            export_names(self.db, self._expander(number), self.where(number), modifiers, rest)
             return
         first = line.split(None, 1)[0]
         if first in ("include", "-include", "sinclude"):
@@ -336,76 +272,11 @@ class _FileReader:
             raise MakeUnread(f"{self.where(number)}: a variable name known only at run time ({plain(raw)[:60]})")
         return name
 
-    def assign(
-        self,
-        name: str,
-        operator: str,
-        value: str,
-        modifiers: tuple[str, ...],
-        number: int,
-        *,
-        into: dict[str, Variable] | None = None,
-        target: str | None = None,
-    ) -> None:
-        """One assignment (`do_variable_definition`): into the global set, or a target's own set with `into`."""
-        table = self.db.variables if into is None else into
-        source = Source.OVERRIDE if "override" in modifiers else Source.FILE
-        expander = self._expander(number)
-        if into is not None:
-            expander = expander.using(Scope(globals=self.db.variables, layers=(into,)))
-        existing = table.get(name)
-        if name == ".RECIPEPREFIX" or (name == ".SHELLFLAGS" and value.strip() not in ("-c", "-ec", "-e -c", "-euc")):
-            raise MakeUnread(f"{self.where(number)}: setting {name} is outside the modelled subset")
-        if name == "SHELL" and value.strip() not in ("/bin/sh", "/bin/bash", "/usr/bin/bash", "/usr/bin/env bash", "bash", "sh"):
-            raise MakeUnread(f"{self.where(number)}: SHELL = {value.strip()[:40]} is outside the modelled subset")
-        if name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES", "VPATH", "GPATH", ".LIBPATTERNS"):
-            raise MakeUnread(f"{self.where(number)}: setting {name} is outside the modelled subset")
-        if existing is not None and outranks(existing.source, source):
-            return
-        exported = existing.exported if existing is not None else None
-        if "export" in modifiers:
-            exported = True
-        if operator == "?=":
-            found = expander.scope.find(name)
-            if found is not None:
-                if into is not None and found[1] == len(expander.scope.layers):
-                    # GNU make 4.3 (read.c record_target_var, checked against make): a target's `?=` of a variable
-                    # set globally resets that variable's export mark, for every target: a name of make's
-                    # environment is then not exported, one from the command line still is, until an `export`.
-                    mark = False if name in self.db.environment else None
-                    self.db.variables[name] = replace(found[0], exported=mark)
-                if "export" in modifiers:  # the modifier marks the variable even when `?=` assigns nothing
-                    owner = self.db.variables if found[1] == len(expander.scope.layers) else table
-                    owner[name] = replace(owner[name], exported=True)
-                return
-            new = Variable(value=value, flavor=Flavor.RECURSIVE, source=source, exported=exported)
-        elif operator in _SIMPLE_OPERATORS:
-            new = Variable(value=expander.expand(value), flavor=Flavor.SIMPLE, source=source, exported=exported)
-        elif operator == "!=":
-            new = Variable(value="\ue000$(" + plain(expander.expand(value)) + ")\ue001", flavor=Flavor.RECURSIVE, source=source)
-            new = Variable(value=new.value, flavor=Flavor.SIMPLE, source=source, exported=exported)
-        elif operator == "+=":
-            if existing is None:
-                new = Variable(value=value, flavor=Flavor.RECURSIVE, source=source, exported=exported, append=into is not None)
-            else:
-                added = value if existing.flavor is Flavor.RECURSIVE else expander.expand(value)
-                if not added:
-                    return  # appending nothing leaves the value as it is (no blank added)
-                joined = f"{existing.value} {added}" if existing.value else added
-                new = Variable(value=joined, flavor=existing.flavor, source=source, exported=exported, append=existing.append)
-        else:
-            new = Variable(value=value, flavor=Flavor.RECURSIVE, source=source, exported=exported)
-        if into is not None and source is Source.FILE:
-            outer = self.db.variables.get(name)
-            if outer is not None and outer.source is Source.COMMAND_LINE:  # read.c record_target_var
-                new = Variable(value=outer.value, flavor=outer.flavor, source=outer.source, exported=new.exported)
-        table[name] = new
-
     def _define(self, rest: str, modifiers: tuple[str, ...], number: int) -> None:
         """`define NAME [op]` ... `endef`: a value of several lines."""
         head = rest.strip()
         operator = "="
-        for candidate in _OPERATORS:
+        for candidate in OPERATORS:
             if head.endswith(candidate):
                 head, operator = head[: -len(candidate)].strip(), candidate
                 break
@@ -414,7 +285,7 @@ class _FileReader:
         while self.at < len(self.lines):
             line = self.lines[self.at]
             self.at += 1
-            word = (_strip_comment(line).split() or [""])[0]
+            word = (strip_comment(line).split() or [""])[0]
             if word == "define" or (word in ("override", "export") and "define" in line.split()[:2]):
                 depth += 1
             elif word == "endef":
@@ -424,40 +295,16 @@ class _FileReader:
             body.append(line)
         else:
             raise MakeStops(f"{self.where(number)}: missing 'endef', unterminated 'define'")
-        self.assign(self._name(head, number), operator, "\n".join(body), modifiers, number)
-
-    def _undefine(self, rest: str, modifiers: tuple[str, ...], number: int) -> None:
-        for name in self._expander(number).expand(rest).split():
-            existing = self.db.variables.get(name)
-            source = Source.OVERRIDE if "override" in modifiers else Source.FILE
-            if existing is not None and not outranks(existing.source, source):
-                del self.db.variables[name]
-
-    def _export_names(self, modifiers: tuple[str, ...], rest: str, number: int) -> None:
-        """`export NAME...` / `unexport NAME...` / a bare `export`; other modifiers without an assignment stop make."""
-        if set(modifiers) - {"export", "unexport"} or len(modifiers) != 1:
-            raise MakeUnread(
-                f"{self.where(number)}: '{' '.join(modifiers)}' without an assignment is outside the modelled subset"
-            )
-        names = self._expander(number).expand(rest).split()
-        if not is_known(" ".join(names)):
-            raise MakeUnread(f"{self.where(number)}: {modifiers[0]} of names known only at run time")
-        if not names:
-            if modifiers[0] == "unexport":
-                raise MakeUnread(f"{self.where(number)}: a bare 'unexport' is outside the modelled subset")
-            self.db.export_all = True
-            return
-        for name in names:
-            existing = self.db.variables.get(name)
-            if existing is None:  # read.c: an exported name not yet defined is defined empty (simple), from the file
-                existing = Variable(value="", flavor=Flavor.SIMPLE, source=Source.FILE)
-            self.db.variables[name] = Variable(
-                value=existing.value,
-                flavor=existing.flavor,
-                source=existing.source,
-                exported=modifiers[0] == "export",
-                append=existing.append,
-            )
+        name = self._name(head, number)
+        assign(
+            self.db,
+            self._expander(number),
+            self.where(number),
+            name=name,
+            operator=operator,
+            value="\n".join(body),
+            modifiers=modifiers,
+        )
 
     def _include(self, kind: str, rest: str, number: int, depth: int) -> None:
         names = self._expander(number).expand(rest).split()
@@ -480,10 +327,10 @@ class _FileReader:
 
     def _rule(self, line: str, number: int, written: str) -> None:
         recipe_text: str | None = None
-        semicolon = _top_level(written, ";#")
+        semicolon = top_level(written, ";#")
         if semicolon >= 0 and written[semicolon] == ";":  # `target: prerequisites ; recipe`: the recipe as written
-            line, recipe_text = _strip_comment(_condensed(written[:semicolon])).lstrip(" \t"), written[semicolon + 1 :]
-        colon = _top_level(line, ":")
+            line, recipe_text = strip_comment(condensed(written[:semicolon])).lstrip(" \t"), written[semicolon + 1 :]
+        colon = top_level(line, ":")
         expander = self._expander(number)
         if colon < 0:
             if not expander.expand(line).strip():
@@ -503,7 +350,7 @@ class _FileReader:
         if not targets:
             self.no_targets = True
             return
-        modifiers, remainder, assignment = _assignment(rest.lstrip(" \t"), target=True)
+        modifiers, _, assignment = parse_assignment(rest.lstrip(" \t"), target=True)
         if assignment is not None:
             if recipe_text is not None:
                 assignment = (assignment[0], assignment[1], assignment[2] + ";" + recipe_text)
@@ -597,7 +444,16 @@ class _FileReader:
             if target.startswith(".") and target in (".PHONY", ".ONESHELL", ".EXPORT_ALL_VARIABLES"):
                 raise MakeUnread(f"{self.where(number)}: a variable on {target} is outside the modelled subset")
             entry = self.db.targets.setdefault(target, TargetEntry())
-            self.assign(self._name(name, number), operator, value, modifiers, number, into=entry.variables, target=target)
+            assign(
+                self.db,
+                self._expander(number),
+                self.where(number),
+                name=self._name(name, number),
+                operator=operator,
+                value=value,
+                modifiers=modifiers,
+                into=entry.variables,
+            )
 
 
 @dataclass(kw_only=True)
@@ -616,165 +472,7 @@ class _Open:
         self.recipe.append(line)
 
 
-def _continued(line: str) -> bool:
-    """Whether `line` ends in an odd number of backslashes (a continuation)."""
-    count = len(line) - len(line.rstrip("\\"))
-    return count % 2 == 1
-
-
-def _strip_comment(line: str) -> str:
-    """The line before an unescaped `#` (`\\#` stays a `#`)."""
-    if "#" not in line:
-        return line
-    out: list[str] = []
-    i = 0
-    while i < len(line):
-        char = line[i]
-        if char == "\\" and i + 1 < len(line) and line[i + 1] == "#":
-            out.append("#")
-            i += 2
-            continue
-        if char == "#":
-            break
-        out.append(char)
-        i += 1
-    return "".join(out)
-
-
-def _condensed(written: str) -> str:
-    """A logical line's backslash-newlines, with the blanks around them, made one space each."""
-    if "\\\n" not in written:
-        return written[:-1] if _continued(written) else written
-    pieces = written.split("\n")
-    out = [p[:-1].rstrip(" \t") if i < len(pieces) - 1 else p for i, p in enumerate(pieces)]
-    joined = " ".join([out[0], *(p.lstrip(" \t") for p in out[1:])])
-    return joined[:-1] if _continued(joined) else joined
-
-
-def _top_level(text: str, chars: str) -> int:
-    """The index of the first of `chars` outside variable references, or -1."""
-    depth = 0
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "$" and i + 1 < len(text):
-            if text[i + 1] in "({":
-                depth += 1
-                i += 2
-                continue
-            i += 2
-            continue
-        if c in ")}" and depth:
-            depth -= 1
-        elif c in chars and depth == 0:
-            return i
-        i += 1
-    return -1
-
-
-def _definition(text: str) -> tuple[str, str, str] | None:
-    """`parse_variable_definition`: (name as written, operator, value) when `text` is one assignment: a name
-    (one word, references allowed), optional blanks, an operator; a colon that starts no operator makes it a rule."""
-    i = 0
-    name_end = -1
-    while i < len(text):
-        c = text[i]
-        if name_end >= 0 and c not in " \t":
-            operator = next((o for o in _OPERATORS if text.startswith(o, i)), None)
-            return None if operator is None else (text[:name_end], operator, text[i + len(operator) :].lstrip(" \t"))
-        if c == "#":
-            return None
-        if c == "$" and i + 1 < len(text) and text[i + 1] in "({":
-            open_ = text[i + 1]
-            close = ")" if open_ == "(" else "}"
-            depth, i = 1, i + 2
-            while i < len(text) and depth:
-                depth += 1 if text[i] == open_ else -1 if text[i] == close else 0
-                i += 1
-            continue
-        if c == "$":
-            i += 2
-            continue
-        if c in " \t":
-            name_end = i
-            i += 1
-            while i < len(text) and text[i] in " \t":
-                i += 1
-            continue
-        operator = next((o for o in _OPERATORS if text.startswith(o, i)), None)
-        if operator is not None:
-            return text[:i], operator, text[i + len(operator) :].lstrip(" \t")
-        if c == ":":
-            return None
-        i += 1
-    return None
-
-
-def _assignment(line: str, *, target: bool) -> tuple[tuple[str, ...], str, tuple[str, str, str] | None]:
-    """(modifiers, the text after them, the assignment or None) of a line (`parse_var_assignment`): leading
-    `export`/`override`/... words are modifiers until the rest is an assignment; modifiers before a text that is
-    none stay (`export NAME`)."""
-    modifiers: list[str] = []
-    rest = line
-    while True:
-        found = _definition(rest)
-        if found is not None:
-            return tuple(modifiers), rest, found
-        parts = rest.split(None, 1)
-        word = parts[0] if parts else ""
-        after = parts[1] if len(parts) > 1 else ""
-        if word in ("define", "undefine") and not target:
-            return (*modifiers, word), after, None
-        if word not in _MODIFIERS or word in ("define", "undefine"):
-            return tuple(modifiers), rest if modifiers else line, None
-        modifiers.append(word)
-        rest = after
-        if not rest:
-            return tuple(modifiers), "", None
-
-
-def _comparands(rest: str, where: str) -> tuple[str, str]:
-    """The two texts of `ifeq (a,b)` / `ifeq "a" 'b'` as `conditional_line` cuts them."""
-    if rest.startswith("("):
-        depth = 0
-        for i in range(1, len(rest)):
-            c = rest[i]
-            if c == "(":
-                depth += 1
-            elif c == ")":
-                depth -= 1
-            elif c == "," and depth <= 0:
-                first = rest[1:i].rstrip(" \t")
-                tail = rest[i + 1 :].lstrip(" \t")
-                depth2 = 0
-                for j, d in enumerate(tail):
-                    if d == "(":
-                        depth2 += 1
-                    elif d == ")":
-                        if depth2 <= 0:
-                            if tail[j + 1 :].strip():
-                                raise MakeStops(f"{where}: extraneous text after conditional directive")
-                            return first, tail[:j]
-                        depth2 -= 1
-                break
-        raise MakeStops(f"{where}: invalid syntax in conditional")
-    match = re.fullmatch(r"""(["'])(.*?)\1[ \t]*(["'])(.*?)\3[ \t]*""", rest)
-    if match is None:
-        raise MakeStops(f"{where}: invalid syntax in conditional")
-    return match.group(2), match.group(4)
-
-
 def _join(folder: str, name: str) -> str:
     if name.startswith("/"):
         return name
     return posixpath.normpath(posixpath.join(folder, name))
-
-
-def environment_variables(environment: Mapping[str, str]) -> dict[str, Variable]:
-    """The variables make makes of its environment: recursive, exported, from the environment (SHELL and
-    MAKEFLAGS are make's own)."""
-    return {
-        name: Variable(value=value, flavor=Flavor.RECURSIVE, source=Source.ENVIRONMENT, exported=True)
-        for name, value in environment.items()
-        if name not in ("SHELL", "MAKEFLAGS", "MFLAGS", "MAKELEVEL") and name and "=" not in name
-    }

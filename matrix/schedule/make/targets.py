@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MAKE_PROGRAMS = frozenset({"make", "gmake", "$(MAKE)", "${MAKE}"})
 _VALUED_SHORT = frozenset("CfIoW")
@@ -64,113 +64,110 @@ def make_call(words: Sequence[str], working_dir: str, env: Mapping[str, str] | N
     MAKEFLAGS (its command-line variables, which a sub-make takes as its own)."""
     if not words or not is_make(words[0]):
         return None
-    folder = working_dir
-    makefiles: list[str] = []
-    goals: list[str] = []
-    variables: list[tuple[str, str, str]] = []
-    state = {"always": False, "no_variables": False, "no_rules": False}
-    unread: list[str] = []
+    state = _Parse(words=words, folder=working_dir)
     inherited, inherited_flags = _makeflags((env or {}).get("MAKEFLAGS", ""))
     for flag in inherited_flags:
-        _short(flag, [], 0, state, unread)
-    variables.extend(inherited)
-    i, options = 1, True
-    while i < len(words):
-        word = words[i]
-        i += 1
+        state.flag(flag)
+    state.variables.extend(inherited)
+    options = True
+    while state.at < len(words):
+        word = state.next()
         if options and word == "--":
             options = False
-            continue
-        if options and word.startswith("--"):
-            name, eq, value = word.partition("=")
-            if name in _UNREAD_LONG:
-                unread.append(_UNREAD_LONG[name])
-            elif name in ("--directory", "--file", "--makefile", "--include-dir"):
-                if not eq:
-                    value = words[i] if i < len(words) else ""
-                    i += 1
-                if name == "--directory":
-                    folder = _join(folder, value)
-                elif name != "--include-dir":
-                    makefiles.append(value)
-            elif name in ("--always-make",):
-                state["always"] = True
-            elif name in ("--no-builtin-variables",):
-                state["no_variables"] = state["no_rules"] = True
-            elif name in ("--no-builtin-rules",):
-                state["no_rules"] = True
-            elif name in ("--jobs", "--load-average", "--max-load") and not eq and i < len(words) and words[i].isdigit():
-                i += 1
-            elif name not in _LONG_FREE:
-                unread.append(name)
-            continue
-        if options and word.startswith("-") and len(word) > 1:
-            i = _options(word, words, i, state, unread, makefiles, folders := [folder])
-            folder = folders[-1]
-            continue
-        assignment = _ASSIGNMENT.match(word)
-        if assignment:
-            variables = [v for v in variables if v[0] != assignment.group(1)]
-            variables.append((assignment.group(1), assignment.group(2), assignment.group(3)))
+        elif options and word.startswith("--"):
+            state.long(word)
+        elif options and word.startswith("-") and len(word) > 1:
+            state.short(word)
+        elif assignment := _ASSIGNMENT.match(word):
+            state.variables = [v for v in state.variables if v[0] != assignment.group(1)]
+            state.variables.append((assignment.group(1), assignment.group(2), assignment.group(3)))
         else:
-            goals.append(word)
-    for name, operator, _ in variables:
-        if operator not in ("=", ":=", "::="):
-            unread.append(f"{name}{operator} on the command line")
+            state.goals.append(word)
+    state.unread += [f"{n}{o} on the command line" for n, o, _ in state.variables if o not in ("=", ":=", "::=")]
     return MakeCall(
-        folder=folder,
-        makefiles=tuple(makefiles),
-        goals=tuple(goals),
-        variables=tuple(variables),
-        always_make=state["always"],
-        no_builtin_variables=state["no_variables"],
-        no_builtin_rules=state["no_rules"],
-        unread=unread[0] if unread else "",
+        folder=state.folder,
+        makefiles=tuple(state.makefiles),
+        goals=tuple(state.goals),
+        variables=tuple(state.variables),
+        always_make=state.always,
+        no_builtin_variables=state.no_variables,
+        no_builtin_rules=state.no_rules,
+        unread=state.unread[0] if state.unread else "",
         program=words[0],
     )
 
 
-def _options(
-    word: str, words: Sequence[str], i: int, state: dict[str, bool], unread: list[str], makefiles: list[str], folders: list[str]
-) -> int:
-    """Combined short options (`-ks`, `-C dir`, `-fFILE`, `-j4`, `-j 4`); the index of the next word."""
-    at = 1
-    while at < len(word):
-        flag = word[at]
-        at += 1
-        if flag in _VALUED_SHORT:
-            value = word[at:]
-            if not value:
-                value = words[i] if i < len(words) else ""
-                i += 1
-            if flag == "C":
-                folders.append(_join(folders[-1], value))
-            elif flag == "f":
-                makefiles.append(value)
-            elif flag in _UNREAD_SHORT:
-                unread.append(_UNREAD_SHORT[flag])
-            return i
-        if flag in _OPTIONAL_SHORT:
-            rest = word[at:]
-            if not rest and flag in "jl" and i < len(words) and words[i].isdigit():
-                i += 1
-            return i
-        i = _short(flag, words, i, state, unread)
-    return i
+@dataclass(kw_only=True)
+class _Parse:
+    """What the options read so far say. Mutable: one per command line."""
 
+    words: Sequence[str]
+    folder: str
+    at: int = 1
+    makefiles: list[str] = field(default_factory=list)
+    goals: list[str] = field(default_factory=list)
+    variables: list[tuple[str, str, str]] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    always: bool = False
+    no_variables: bool = False
+    no_rules: bool = False
 
-def _short(flag: str, words: Sequence[str], i: int, state: dict[str, bool], unread: list[str]) -> int:
-    if flag == "B":
-        state["always"] = True
-    elif flag == "R":
-        state["no_variables"] = state["no_rules"] = True
-    elif flag == "r":
-        state["no_rules"] = True
-    elif flag in _UNREAD_SHORT:
-        unread.append(_UNREAD_SHORT[flag])
-    elif flag not in _FLAG_SHORT and flag not in _OPTIONAL_SHORT:
-        unread.append(f"-{flag}")
-    return i
+    def next(self) -> str:
+        self.at += 1
+        return self.words[self.at - 1] if self.at - 1 < len(self.words) else ""
+
+    def long(self, word: str) -> None:
+        name, eq, value = word.partition("=")
+        if name in _UNREAD_LONG:
+            self.unread.append(_UNREAD_LONG[name])
+        elif name in ("--directory", "--file", "--makefile", "--include-dir"):
+            value = value if eq else self.next()
+            if name == "--directory":
+                self.folder = _join(self.folder, value)
+            elif name != "--include-dir":
+                self.makefiles.append(value)
+        elif name == "--always-make":
+            self.always = True
+        elif name in ("--no-builtin-variables", "--no-builtin-rules"):
+            self.no_rules = True
+            self.no_variables = self.no_variables or name == "--no-builtin-variables"
+        elif name in ("--jobs", "--load-average", "--max-load") and not eq and self._number_follows():
+            self.next()
+        elif name not in _LONG_FREE:
+            self.unread.append(name)
+
+    def short(self, word: str) -> None:
+        """Combined short options (`-ks`, `-C dir`, `-fFILE`, `-j4`, `-j 4`)."""
+        for at in range(1, len(word)):
+            flag = word[at]
+            if flag in _VALUED_SHORT:
+                value = word[at + 1 :] or self.next()
+                if flag == "C":
+                    self.folder = _join(self.folder, value)
+                elif flag == "f":
+                    self.makefiles.append(value)
+                elif flag in _UNREAD_SHORT:
+                    self.unread.append(_UNREAD_SHORT[flag])
+                return
+            if flag in _OPTIONAL_SHORT:
+                if not word[at + 1 :] and flag in "jl" and self._number_follows():
+                    self.next()
+                return
+            self.flag(flag)
+
+    def flag(self, flag: str) -> None:
+        if flag == "B":
+            self.always = True
+        elif flag in "Rr":
+            self.no_rules = True
+            self.no_variables = self.no_variables or flag == "R"
+        elif flag in _UNREAD_SHORT:
+            self.unread.append(_UNREAD_SHORT[flag])
+        elif flag not in _FLAG_SHORT and flag not in _OPTIONAL_SHORT:
+            self.unread.append(f"-{flag}")
+
+    def _number_follows(self) -> bool:
+        return self.at < len(self.words) and self.words[self.at].isdigit()
 
 
 def _makeflags(value: str) -> tuple[list[tuple[str, str, str]], list[str]]:
