@@ -38,7 +38,7 @@ def nested(levels: int, fan: int, operator: str = "=") -> str:
 
 CASES: dict[str, tuple[str, str]] = {
     # name: (Makefile, the step's commands)
-    "nested variables, 1.3 KB": (nested(12, 10), "make check"),
+    "nested variables, 1.3 KB": (nested(12, 16), "make check"),
     "nested simple variables": (nested(12, 10, ":="), "make check"),
     "self-include": ("include Makefile\ncheck:\n\tpytest tests\n", "make check"),
     "make calls itself": ("check:\n\t$(MAKE) check\n\tpytest tests\n", "make check"),
@@ -60,7 +60,7 @@ CASES: dict[str, tuple[str, str]] = {
         "make check",
     ),
     "recursive call function": ("F = $(call F,$(1)x)\ncheck:\n\tpytest $(call F,a)\n", "make check"),
-    "forty calls in one step": (nested(12, 10), "\n".join(["make check"] * 40)),
+    "forty calls in one step": (nested(12, 16), "\n".join(["make check"] * 40)),
     "2000 recipe lines": ("check:\n" + "".join(f"\tpytest tests/t{i}\n" for i in range(2000)), "make check"),
 }
 

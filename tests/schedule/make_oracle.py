@@ -21,6 +21,8 @@ from matrix.schedule.make.targets import make_call
 from matrix.schedule.make.worlds import read_make
 
 MAKE = shutil.which("make")
+if MAKE is None and os.environ.get("CI"):  # a CI machine without make would skip the oracle silently
+    raise RuntimeError("GNU make is missing on a CI machine: the Makefile oracle cannot run (install make)")
 POOL = ("SUITE", "ARGS", "MODE", "EXTRA", "KIND", "FLAGS")  # the variables whose environment the stubs record
 
 STUB = """#!/usr/bin/python3 -SE

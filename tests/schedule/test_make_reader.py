@@ -227,6 +227,17 @@ def test_target_specific_variables_reach_the_prerequisites_they_make(tmp_path: P
     assert isinstance(entry.selection, PytestSelection) and entry.selection.markexpr == "gpu"
 
 
+def test_variables_nested_past_the_bound_are_unread_not_expanded(tmp_path: Path) -> None:
+    """Six levels of a variable naming the one below ten times: a million words. The read stops at its bound and
+    says so; it never hands the shell reader a command of that size."""
+    lines = ["L0 = " + " ".join(["word"] * 10)]
+    lines += [f"L{i} = " + " ".join([f"$(L{i - 1})"] * 10) for i in range(1, 7)]
+    makefile = "\n".join(lines) + "\ncheck:\n\tpytest tests $(L6)\n"
+    schedule = schedule_of(repo(tmp_path, "make check\npytest tests/other", {"Makefile": makefile}))
+    assert paths(schedule) == [("tests/other",)]
+    assert any("passes the bound" in r for r in reasons(schedule)), reasons(schedule)
+
+
 @pytest.mark.parametrize(
     ("makefile", "named"),
     [

@@ -5,7 +5,9 @@ it runs in; what the Makefile reader could not read is listed, never dropped.
 
 from __future__ import annotations
 
+import functools
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +23,7 @@ from matrix.schedule.commands.pytest_command import (
 )
 from matrix.schedule.make.outcome import MakeProblem, RecipeCommand
 from matrix.schedule.make.targets import MakeCall
-from matrix.schedule.make.variables import MakeUnread
+from matrix.schedule.make.variables import MAX_CHARS, MAX_STEPS, STEP_CHARS, MakeUnread
 from matrix.schedule.make.worlds import read_make
 from matrix.schedule.model import CommandReader, Origin, Selection, StepContext
 
@@ -76,6 +78,25 @@ class CheckoutFiles:
         return self.listed[folder]
 
 
+# What the make reads of one schedule read may still spend, by the loader that read shares (the checkout's
+# `TreeLoader`): a workflow that runs a hostile Makefile from many steps or commands, each with a follow budget of
+# its own, is bounded as a whole (about three reads at the per-read bound, a few seconds).
+MAX_SHARED = 3 * (MAX_CHARS + STEP_CHARS * MAX_STEPS)
+_SHARED: weakref.WeakKeyDictionary[object, list[int]] = weakref.WeakKeyDictionary()
+
+
+def _shared(load: ScriptLoader) -> list[int]:
+    """The allowance every make read through `load` shares ([units left]); a fresh one where the loader cannot be
+    told apart (one not weakly referable)."""
+    owner: object = getattr(load, "__wrapped__", load)
+    while isinstance(owner, functools.partial):
+        owner = owner.args[0] if owner.args else owner.func
+    try:
+        return _SHARED.setdefault(owner, [MAX_SHARED])
+    except TypeError:
+        return [MAX_SHARED]
+
+
 def _refused(load: ScriptLoader) -> Mapping[str, str]:
     refused = getattr(getattr(load, "__wrapped__", load), "refused", None)
     return refused if isinstance(refused, Mapping) else {}
@@ -95,8 +116,12 @@ def read_make_call(
     here = context.origin
     if depth >= MAX_SCRIPT_DEPTH:
         return ScriptResult(unread=((here, f"make in {call.folder}: files followed deeper than {MAX_SCRIPT_DEPTH}"),))
-    run = read_make(call, CheckoutFiles(load=load, budget=budget), context.env, open_world=True, allowance=budget.size)
+    left = _shared(load)
+    run = read_make(
+        call, CheckoutFiles(load=load, budget=budget), context.env, open_world=True, allowance=min(budget.size, left[0])
+    )
     budget.size -= min(run.spent, budget.size)
+    left[0] -= min(run.spent, left[0])
     selections: list[tuple[Selection, Origin]] = []
     unread: list[tuple[Origin, str]] = [(_origin(p, here), _reason(p)) for p in run.problems]
     conditions: list[tuple[Selection, tuple[str, ...]]] = []

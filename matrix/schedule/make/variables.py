@@ -87,19 +87,23 @@ class Undecided(Exception):
 
 @dataclass(kw_only=True)
 class Bounds:
-    """What one read may still spend, shared by every world, include and sub-make of it. Mutable by design."""
+    """What one read may still spend, shared by every world, include and sub-make of it: references (steps) and
+    characters produced, each under its own bound and both, weighed together (`spent`), under the `allowance`
+    the caller has left (a step's budget shared by all the `make` calls of a CI step). Mutable by design."""
 
     steps: int = MAX_STEPS
     chars: int = MAX_CHARS
+    allowance: int = MAX_CHARS + STEP_CHARS * MAX_STEPS
     spent_steps: int = 0
     spent_chars: int = 0
 
     def charge(self, *, steps: int = 0, chars: int = 0) -> None:
         self.spent_steps += steps
         self.spent_chars += chars
-        if self.spent_steps > self.steps or self.spent_chars > self.chars:
+        if self.spent_steps > self.steps or self.spent_chars > self.chars or self.spent > self.allowance:
             raise MakeUnread(
                 f"expanding the Makefile's variables passes the bound of {self.steps} references and {self.chars} characters"
+                + (f" (the make reads before it left {self.allowance})" if self.allowance < MAX_CHARS else "")
             )
 
     @property

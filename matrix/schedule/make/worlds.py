@@ -11,17 +11,22 @@ from matrix.schedule.make.database import MakeFiles
 from matrix.schedule.make.outcome import MakeProblem, MakeRun, RecipeCommand
 from matrix.schedule.make.run import World
 from matrix.schedule.make.targets import MakeCall
-from matrix.schedule.make.variables import MAX_CHARS, Bounds, Undecided
+from matrix.schedule.make.variables import MAX_CHARS, MAX_STEPS, STEP_CHARS, Bounds, Undecided
 
 MAX_DECISIONS = 5  # run-time conditionals one read splits on (2**5 worlds)
 
 
 def read_make(
-    call: MakeCall, files: MakeFiles, environment: Mapping[str, str], *, open_world: bool = True, allowance: int = MAX_CHARS
+    call: MakeCall,
+    files: MakeFiles,
+    environment: Mapping[str, str],
+    *,
+    open_world: bool = True,
+    allowance: int = MAX_CHARS + STEP_CHARS * MAX_STEPS,
 ) -> MakeRun:
     """What `call` runs with `environment` (the variables make starts with). With `open_world` a name nothing
     defines may be set by the runner's environment (its value is known only at run time); without, it is unset."""
-    bounds = Bounds(chars=min(MAX_CHARS, max(allowance, 0)))
+    bounds = Bounds(allowance=max(allowance, 0))
     lines = [0]  # Makefile lines read, over every world
     pending: list[dict[str, bool]] = [{}]
     questions: dict[str, tuple[str, str]] = {}
