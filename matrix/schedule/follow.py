@@ -33,7 +33,8 @@ from matrix.schedule.commands.python_launch import Launch, launch
 from matrix.schedule.commands.python_scripts import PythonRun, is_test_file, main_block, python_run, starts_pytest, unittest_reach
 from matrix.schedule.commands.run_files import run_files
 from matrix.schedule.commands.session_files import nox_script, session_call, tox_script
-from matrix.schedule.make.targets import make_call, recipe_script
+from matrix.schedule.make.commands import read_make_call
+from matrix.schedule.make.targets import make_call
 from matrix.schedule.model import CommandReader, Origin, Selection, StepContext, UnreadableCommand
 
 
@@ -70,21 +71,12 @@ def follow(
             parts.append(_launcher(program, context, load, readers, budget=budget, depth=depth, path=file.path))
         else:
             parts.append(read_script(file.path, load, readers, context, depth=depth + 1, budget=budget, calling=calling))
-    make = make_call(words, context.working_dir)
-    if make is not None and ("$" in make.makefile or make.makefile.startswith("/")):
-        unread.append((context.origin, f"make reads {make.makefile[:80]}, a file known only at run time or outside the checkout"))
+    make = make_call(words, context.working_dir, context.env)
+    if make is not None and _elsewhere(make.folder, make.makefiles):
+        shown = posixpath.join(make.folder, (make.makefiles or ("Makefile",))[0])
+        unread.append((context.origin, f"make reads {shown[:80]}, a file known only at run time or outside the checkout"))
     elif make is not None:
-        text = _take(make.makefile, load, context, unread, budget=budget, depth=depth)
-        if text is not None:
-            script, missing = recipe_script(text, make)
-            unread.extend((context.origin, f"make target {t} is not a rule of {make.makefile}") for t in missing)
-            folder = posixpath.dirname(make.makefile) or "."
-            inner = StepContext(working_dir=folder, env={**context.env, **dict(make.variables)}, origin=context.origin)
-            parts.append(
-                read_text(
-                    script, make.makefile, load, readers, inner, depth=depth + 1, budget=budget, calling=(*calling, make.makefile)
-                )
-            )
+        parts.append(read_make_call(make, context, load, readers, budget=budget, depth=depth, calling=calling))
     session = session_call(words)
     if session is not None:
         path = posixpath.normpath(posixpath.join(context.working_dir, session.file))
@@ -115,6 +107,11 @@ def follow(
         installs=tuple(i for p in parts for i in p.installs),
         environments=tuple(e for p in parts for e in p.environments),
     )
+
+
+def _elsewhere(folder: str, makefiles: Sequence[str]) -> bool:
+    """Whether make runs in a folder, or reads a Makefile, known only at run time or outside the checkout."""
+    return "$" in folder or folder.startswith(("/", "../")) or any("$" in f or f.startswith("/") for f in makefiles)
 
 
 _NOTHING = ScriptResult()
