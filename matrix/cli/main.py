@@ -259,8 +259,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except RecursionError:
         return _fail("input nested too deeply")
     except ValueError as exc:
-        # CPython's int_max_str_digits guard (an integer of thousands of digits in some input); any other
-        # ValueError is a bug and keeps its traceback.
+        # CPython's int_max_str_digits guard (an integer of thousands of digits in some input), or a path with a NUL
+        # byte that reached an OS call unchecked; any other ValueError is a bug and keeps its traceback.
+        if "embedded null byte" in str(exc):
+            return _fail("a path in the input holds a NUL byte")
         if "integer string conversion" not in str(exc):
             raise
         return _fail("input holds an integer with too many digits")

@@ -11,7 +11,7 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
-from matrix.core.textfiles import OutsideTreeError, SpecialFileError, TreeResolver, decode_python, read_limited
+from matrix.core.textfiles import BadPathError, OutsideTreeError, SpecialFileError, TreeFiles, decode_python
 from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.collect import Collector, TestFile
@@ -55,6 +55,8 @@ def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     )
 
 
+# Why a file that is there was not read, when the OS refuses it (permissions): pytest's import of it fails.
+UNREADABLE = "cannot be read"
 # The texts a SourceLoader keeps (characters); past it files are read again when asked again.
 MAX_KEPT_CHARS = 64 * 1024 * 1024
 
@@ -66,7 +68,7 @@ class SourceLoader:
     def __init__(self, root: Path):
         self.root = root.resolve()
         self.problems: dict[str, str] = {}
-        self.resolve = TreeResolver(self.root)
+        self.files = TreeFiles(self.root)
         # Each answer, kept: the collector asks for a file's text to parse it, to see that it exists and whether
         # it says "skip", and the linker for a module; reading, resolving and decoding it once is enough.
         self.texts: dict[str, str | None] = {}
@@ -83,14 +85,21 @@ class SourceLoader:
 
     def _load(self, path: str) -> str | None:
         try:
-            data = read_limited(self.resolve(path), MAX_SOURCE_BYTES)
+            data = self.files.read(path, MAX_SOURCE_BYTES)
         except OutsideTreeError:
             self.problems[path] = "a symlink to a file outside the audited tree; not read"
             return None
         except SpecialFileError as exc:
             self.problems[path] = f"is {exc.kind}, not a regular file; not read"
             return None
-        except OSError:
+        except BadPathError:
+            self.problems[path] = "its path holds a NUL byte; not read"
+            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            # pytest fails on a file it cannot read (a conftest or test file without read permission): named.
+            self.problems[path] = f"{UNREADABLE} ({exc.strerror or type(exc).__name__})"
             return None
         if len(data) > MAX_SOURCE_BYTES:
             self.problems[path] = f"larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB; not read"
