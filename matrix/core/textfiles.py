@@ -69,6 +69,7 @@ def _open_regular(path: Path | str) -> tuple[int, os.stat_result]:
     except BaseException:
         os.close(fd)
         raise
+    READ_FILES.note(st, str(path))
     return fd, st
 
 
