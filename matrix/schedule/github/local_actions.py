@@ -36,7 +36,7 @@ MAX_ACTION_BYTES = 1024 * 1024
 _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 _INPUT_REF = re.compile(r"(?<![\w.-])inputs\.([A-Za-z_][A-Za-z0-9_-]*)", re.IGNORECASE)
 _ACTION_PATH_REF = re.compile(r"(?<![\w.-])github\.action_path\b", re.IGNORECASE)
-_USES_LOCAL = re.compile(r"uses:\s*['\"]?\./([^\s'\"@#]+)")
+_USES_LOCAL = re.compile(r"uses:\s*['\"]?\./([^\s'\"@#]*)")  # `./` alone: the action at the repository root
 _WRAPPED = re.compile(r"^\s*\$\{\{(.*)\}\}\s*$", re.S)
 
 
