@@ -295,7 +295,10 @@ def _analysis(
     path: str, is_test: bool, tree: ast.Module, source: SourceText | None, names: ModuleNames, *, text: str = ""
 ) -> FileAnalysis:
     finder = _GuardFinder(path, text, names, source=source)
-    finder.module(tree)
+    try:
+        finder.module(tree)
+    except _TooLarge as exc:
+        return FileAnalysis(path=path, is_test_file=is_test, syntax_error=str(exc), error_line=exc.line, names=names)
     return FileAnalysis(
         path=path,
         is_test_file=is_test,
@@ -305,6 +308,17 @@ def _analysis(
         names=names,
         helpers=tuple(finder.helpers),
     )
+
+
+# Test scopes one file may hold once classes inherit their bases' tests: a chain of classes that each add a test holds
+# n*(n+1)/2 of them (pytest would collect as many tests); past the bound the file is not read, and says so.
+MAX_SCOPES = 50_000
+
+
+class _TooLarge(Exception):
+    def __init__(self, line: int) -> None:
+        super().__init__(f"more than {MAX_SCOPES} tests and classes once classes inherit their bases' tests; not read")
+        self.line = line
 
 
 @dataclass(kw_only=True)
@@ -393,6 +407,8 @@ class _GuardFinder:
                     test_id = f"{nodeid}::{stmt.name}"
                     own.tests[stmt.name] = (stmt.lineno, self.function_guards(stmt, test_id))
         merged = self.inherit(node, own, nodeid)
+        if len(self.scopes) + len(merged.tests) > MAX_SCOPES:
+            raise _TooLarge(node.lineno)
         self.classes[node.name] = merged
         self.scopes.append(TestScope(kind=ScopeKind.CLASS, nodeid=nodeid, line=node.lineno, parent=self.path))
         self.guards.extend(merged.marks)

@@ -32,7 +32,9 @@ DEFAULT_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modu
 # pytest's CONFIG_LOADERS_BY_NAME order (pytest 9); read from pytest itself when it is importable.
 CONFIG_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 MAX_FILES = 50_000
-MAX_DEPTH = 32
+# pytest itself has no depth limit; the OS bounds a path (PATH_MAX, 4096 bytes on Linux: 2,048 folders of one
+# letter). The walks are iterative, so any depth up to it costs no recursion.
+MAX_DEPTH = 2048
 MAX_FILE_BYTES = 4 * 1024 * 1024
 _LINE = re.compile(r"line (\d+)|:(\d+):")
 
@@ -138,7 +140,7 @@ def locate(root: Path, start: str) -> tuple[str | None, ConfigDict]:
     """pytest's `locate_config` from the repository-relative folder `start` up to the root: (file, values)."""
     pyproject: str | None = None
     base = posixpath.normpath(start)
-    for _ in range(MAX_DEPTH):
+    for _ in range(MAX_DEPTH + 1):
         for name, loader in _loaders():
             relative = name if base == "." else f"{base}/{name}"
             path = _checked(root, relative)

@@ -13,6 +13,7 @@ pytest loads first declare (`parser.addoption`, read from their text); any other
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import posixpath
 import shlex
@@ -231,6 +232,12 @@ def read_invocation(
     for arg in args:
         if arg.startswith(("/", "..")):
             doubts.append(f"{arg}: a path outside the checkout")
+    missing = missing_path(root, args) if free and not getattr(namespace, "pyargs", False) else None
+    if missing is not None:
+        # pytest resolves every argument before collecting (`resolve_collection_argument`): one that names nothing
+        # is a usage error, "file or directory not found" (exit 4), and no test of the others runs.
+        why = f"{missing}: file or directory not found: pytest stops before collecting (exit 4) and runs no test"
+        return Invocation(runs=False, config=config, args=args, why_not=why)
     return Invocation(
         config=config,
         args=args,
@@ -315,6 +322,26 @@ def _text(path: Path) -> str:
         return read_limited(path, MAX_CONFTEST_CHARS).decode("utf-8", "replace") if path.is_file() else ""
     except OSError:
         return ""
+
+
+_GLOB = frozenset("*?[")
+
+
+def missing_path(root: Path, args: tuple[str, ...]) -> str | None:
+    """The first argument whose path (before any `::`) names nothing in the checkout; None when all exist or cannot
+    be judged (outside the checkout, `~`). A glob the shell left as it is (it matched nothing, or was quoted) is a
+    path pytest does not expand: missing when it matches nothing."""
+    for arg in args:
+        path = arg.split("::")[0]
+        if not path or path.startswith(("/", "..", "~")):
+            continue
+        if _GLOB & set(path):
+            if next(glob.iglob(path, root_dir=root), None) is None:
+                return arg
+            continue
+        if not os.path.exists(root / path):
+            return arg
+    return None
 
 
 def _config(root: Path, cwd: str, early: argparse.Namespace, memo: dict[str, Any]) -> PytestConfig:
