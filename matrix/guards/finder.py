@@ -310,14 +310,14 @@ def _analysis(
     )
 
 
-# Test scopes one file may hold once classes inherit their bases' tests: a chain of classes that each add a test holds
-# n*(n+1)/2 of them (pytest would collect as many tests); past the bound the file is not read, and says so.
-MAX_SCOPES = 50_000
+# Tests one file's classes may inherit from their bases, in all: a chain of classes that each add a test inherits
+# n*(n-1)/2 of them (pytest would collect as many tests); past the bound the file is not read, and says so.
+MAX_INHERITED = 50_000
 
 
 class _TooLarge(Exception):
     def __init__(self, line: int) -> None:
-        super().__init__(f"more than {MAX_SCOPES} tests and classes once classes inherit their bases' tests; not read")
+        super().__init__(f"its classes inherit more than {MAX_INHERITED} tests from their bases in all; not read")
         self.line = line
 
 
@@ -350,6 +350,7 @@ class _GuardFinder:
         self.classes: dict[str, _ClassGuards] = {}
         self.functions = dict(names.functions)
         self.depth = 0
+        self.inherited = 0  # tests the classes read so far took from their bases (MAX_INHERITED)
 
     # --- naming -------------------------------------------------------------
 
@@ -407,7 +408,8 @@ class _GuardFinder:
                     test_id = f"{nodeid}::{stmt.name}"
                     own.tests[stmt.name] = (stmt.lineno, self.function_guards(stmt, test_id))
         merged = self.inherit(node, own, nodeid)
-        if len(self.scopes) + len(merged.tests) > MAX_SCOPES:
+        self.inherited += len(merged.tests) - len(own.tests)
+        if self.inherited > MAX_INHERITED:
             raise _TooLarge(node.lineno)
         self.classes[node.name] = merged
         self.scopes.append(TestScope(kind=ScopeKind.CLASS, nodeid=nodeid, line=node.lineno, parent=self.path))

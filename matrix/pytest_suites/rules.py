@@ -29,7 +29,7 @@ _Function = ast.FunctionDef | ast.AsyncFunctionDef
 # Classes nested in classes: Python's tokenizer allows 100 levels of indentation (MAXINDENT), so no deeper class exists.
 MAX_CLASS_DEPTH = 100
 # Tests one module may define (before parametrize): pytest has no bound; past it the module is not read.
-MAX_TESTS = 50_000
+MAX_TESTS = 250_000
 
 
 def fnmatch_ex(pattern: str, path: str) -> bool:
