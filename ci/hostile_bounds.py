@@ -77,7 +77,8 @@ CASES = {
     # The same chain where every class adds a test: pytest would collect 4.5 million; the module is named as not read.
     "chained-3000-classes-each-adding-a-test": """
         body = "class TestC0:\\n    def test_0(self):\\n        pass\\n\\n\\n"
-        body += "".join(f"class TestC{i}(TestC{i - 1}):\\n    def test_{i}(self):\\n        pass\\n\\n\\n" for i in range(1, 3000))
+        grow = "class TestC{}(TestC{}):\\n    def test_{}(self):\\n        pass\\n\\n\\n"
+        body += "".join(grow.format(i, i - 1, i) for i in range(1, 3000))
         root = checkout({"tests/test_grow.py": body})
         def work_():
             return cli("pytest-audit", root, "--jobs", "1", "--format", "json")
@@ -131,7 +132,8 @@ CASES = {
     "guards-chained-3000-classes-each-adding-a-test": """
         body = "import unittest\\nfrom ci import register_cuda_ci\\nregister_cuda_ci(est_time=1, suite='s')\\n\\n\\n"
         body += "class TestC0(unittest.TestCase):\\n    def test_0(self):\\n        pass\\n\\n\\n"
-        body += "".join(f"class TestC{i}(TestC{i - 1}):\\n    def test_{i}(self):\\n        pass\\n\\n\\n" for i in range(1, 3000))
+        grow = "class TestC{}(TestC{}):\\n    def test_{}(self):\\n        pass\\n\\n\\n"
+        body += "".join(grow.format(i, i - 1, i) for i in range(1, 3000))
         root = work / "suite"
         root.mkdir()
         (root / "test_grow.py").write_text(body)

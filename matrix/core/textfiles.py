@@ -179,9 +179,9 @@ class TreeFiles:
     Every component is opened with `O_NOFOLLOW` relative to the folder before it; a symlink is read (`readlink`)
     and resolved by hand, as the kernel would, and refused (`OutsideTreeError`) when it leads outside the root, so
     no check can go stale between resolving a path and opening it. Folders reached are kept open by their path in
-    the tree, and each is checked to be where it was before and after a file is opened through it (Linux: the
-    descriptor's path in /proc): one moved or swapped for a symlink meanwhile is walked again from the root, so a
-    link to outside put in its place is refused, never followed. A path given with
+    the tree, and each is checked to be where it was once a file is opened through it (Linux: the descriptor's path
+    in /proc): one moved or swapped for a symlink meanwhile is walked again from the root, so a link to outside put
+    in its place is refused, never followed. A path given with
     `..` or from `/` is refused (a symlink's own target may hold `..` inside the tree); one holding a NUL byte is a
     `BadPathError`. Every file opened is noted in `READ_FILES`.
     """
@@ -257,9 +257,7 @@ class TreeFiles:
             return self._root(), ()
         found = self._folders.get(folder)
         if found is not None:
-            if self._still_there(*found):
-                return found
-            self._drop_folders()  # moved or swapped since it was kept: walked again, from the root
+            return found  # checked after the file is opened through it (`open`)
         parts = folder.split("/")
         # The nearest folder above that is kept, then one step at a time (each step kept): a deep path costs one
         # open per new folder, never a walk from the root per file.

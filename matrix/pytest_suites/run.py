@@ -172,7 +172,7 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
         read = with_missing_nodes(invocations(inputs.root, schedule), collector.collect)
         problems: list[tuple[str, str]] = []
         paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs], problems)
-        for path in paths:
+        for path in paths if workers is not None else ():
             READ_FILES.note_path(inputs.root / path, path)  # read by the workers: no output may replace it either
         conftests = unparsed(collector, sorted({c for p in paths for c in collector.conftest_chain(p)}))
         conftests += unlisted(problems)
