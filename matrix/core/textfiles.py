@@ -404,6 +404,33 @@ def read_text(path: Path, error: type[SpecmatrixError], label: str | None = None
         raise error(f"{where}: not UTF-8 text (byte {exc.start})") from None
 
 
+def read_tree_text(
+    root: Path, path: Path, error: type[SpecmatrixError], label: str | None = None, *, limit: int = MAX_TEXT_BYTES
+) -> str:
+    """`read_text` for a file of the tree at `root` (`path` lies under it): read through `TreeFiles`, so a link
+    (or a folder swapped for one) leading outside the root is refused, named by `label` (default: the path)."""
+    where = label if label is not None else str(path)
+    try:
+        relative = path.relative_to(root).as_posix()
+    except ValueError:
+        raise error(f"{where}: outside the audited tree; refusing to read it") from None
+    try:
+        with TreeFiles(root) as files:
+            data = files.read(relative, limit)
+    except OutsideTreeError:
+        raise error(f"{where}: a symlink to a file outside the audited tree; refusing to read it") from None
+    except SpecialFileError as exc:
+        raise error(f"{where}: is {exc.kind}, not a regular file; refusing to read it") from None
+    except OSError as exc:
+        raise error(f"{where}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise error(f"{where}: larger than {_size(limit)}; refusing to read it")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{where}: not UTF-8 text (byte {exc.start})") from None
+
+
 def decode_python(data: bytes) -> str:
     """Source bytes decoded as the interpreter decodes them (BOM, coding cookie, else UTF-8), BOM dropped.
 

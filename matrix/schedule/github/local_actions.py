@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import read_limited, read_text
+from matrix.core.textfiles import read_limited, read_tree_text
 from matrix.schedule.files import in_repo
 from matrix.schedule.github.checkout import Checkout
 from matrix.schedule.yamldoc import Marks, load_yaml
@@ -162,7 +162,7 @@ class LocalActions:
                 return f"{name} is a link to a file outside the repository; not read"
             marks: Marks = {}
             try:
-                text = read_text(path, ConfigError, name, limit=MAX_ACTION_BYTES)
+                text = read_tree_text(self.repo, path, ConfigError, name, limit=MAX_ACTION_BYTES)
                 doc = load_yaml(text, name, marks)
             except ConfigError as exc:
                 return f"{exc}; not read"

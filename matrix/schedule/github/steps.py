@@ -411,7 +411,7 @@ def _container_env(
     """What a command run through `docker exec` sees: the container's environment (read from the job's steps
     before it) and what its own script sets after the `docker exec` (the pairs after the CONTAINER one)."""
     from matrix.core.errors import ConfigError
-    from matrix.core.textfiles import read_text
+    from matrix.core.textfiles import read_tree_text
     from matrix.schedule.containers.docker import container_of, read_job
 
     names = [k for k, _ in pairs]
@@ -420,7 +420,7 @@ def _container_env(
 
     def load(path: str) -> str | None:
         try:
-            return read_text(walker.repo / path, ConfigError) if path in allowed else None
+            return read_tree_text(walker.repo, walker.repo / path, ConfigError) if path in allowed else None
         except ConfigError:
             return None  # an unreadable Dockerfile leaves the container unread, never the schedule
 
