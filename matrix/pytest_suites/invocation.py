@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import read_limited
+from matrix.core.textfiles import TreeFiles
 from matrix.pytest_suites.config import PytestConfig, from_values, load_file, locate
 from matrix.pytest_suites.rules import testpath_args
 from matrix.schedule.environment.conftest_options import MAX_CONFTEST_CHARS, DeclaredOption, declared_options
@@ -312,14 +312,16 @@ def _conftest_options(
     for path in list(dict.fromkeys(files))[:MAX_CONFTESTS]:
         key = f"conftest-options:{path}"
         if key not in memo:
-            memo[key] = declared_options(_text(root / path))
+            memo[key] = declared_options(_text(root, path))
         out.extend(memo[key])
     return tuple(out)
 
 
-def _text(path: Path) -> str:
+def _text(root: Path, relative: str) -> str:
+    """A conftest's text, read through the tree's descriptor (a link leading outside is not read); "" when none."""
     try:
-        return read_limited(path, MAX_CONFTEST_CHARS).decode("utf-8", "replace") if path.is_file() else ""
+        with TreeFiles(root) as files:
+            return files.read(relative, MAX_CONFTEST_CHARS).decode("utf-8", "replace")
     except OSError:
         return ""
 

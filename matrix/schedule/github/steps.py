@@ -459,13 +459,13 @@ def _scripts(
 def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, str]]) -> tuple[InstallStep, ...]:
     """What the image of the container a `docker exec` runs in holds (`matrix.schedule.environment.jobs`)."""
     from matrix.core.errors import ConfigError
-    from matrix.core.textfiles import read_text
+    from matrix.core.textfiles import read_tree_text
 
     allowed = walker.container_paths()
 
     def load(path: str) -> str | None:
         try:
-            return read_text(walker.repo / path, ConfigError) if path in allowed else None
+            return read_tree_text(walker.repo, walker.repo / path, ConfigError) if path in allowed else None
         except ConfigError:
             return None  # an unreadable Dockerfile leaves the image unread, never the schedule
 
