@@ -233,7 +233,10 @@ def read_invocation(
         if arg.startswith(("/", "..")):
             doubts.append(f"{arg}: a path outside the checkout")
     missing = missing_path(root, args) if free and not getattr(namespace, "pyargs", False) else None
-    if missing is not None:
+    if missing is not None and unknown:
+        # The word may be the value of an option the parser does not know (a plugin's), not a path at all.
+        doubts.append(f"{missing}: not in the checkout: pytest stops (exit 4) unless it is the value of an unknown option")
+    elif missing is not None:
         # pytest resolves every argument before collecting (`resolve_collection_argument`): one that names nothing
         # is a usage error, "file or directory not found" (exit 4), and no test of the others runs.
         why = f"{missing}: file or directory not found: pytest stops before collecting (exit 4) and runs no test"
