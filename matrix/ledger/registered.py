@@ -9,7 +9,7 @@ from pathlib import Path
 
 from matrix.core.finding import Finding
 from matrix.core.model import RunnerProfile
-from matrix.core.textfiles import TreeFiles
+from matrix.core.treefiles import TreeFiles
 from matrix.guards.finder import TEST_FILE
 from matrix.guards.model import FileAnalysis
 from matrix.guards.source import read_registrations

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import OutsideTreeError, SpecialFileError, TreeFiles, resolve_in_tree
+from matrix.core.textfiles import OutsideTreeError, SpecialFileError, resolve_in_tree
+from matrix.core.treefiles import TreeFiles
 from matrix.guards.env_writes import ini_env_names
 
 # pytest's defaults (`_pytest/main.py` and `_pytest/python.py`, pytest_addoption).

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import TreeFiles
+from matrix.core.treefiles import TreeFiles
 from matrix.pytest_suites.config import PytestConfig, from_values, load_file, locate
 from matrix.pytest_suites.rules import testpath_args
 from matrix.schedule.environment.conftest_options import MAX_CONFTEST_CHARS, DeclaredOption, declared_options

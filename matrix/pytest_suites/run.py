@@ -11,7 +11,8 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
-from matrix.core.textfiles import READ_FILES, BadPathError, OutsideTreeError, SpecialFileError, TreeFiles, decode_python
+from matrix.core.textfiles import READ_FILES, BadPathError, OutsideTreeError, SpecialFileError, decode_python
+from matrix.core.treefiles import TreeFiles
 from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.collect import Collector, TestFile

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from matrix.core.errors import UsageError
 from matrix.core.finding import Finding
 from matrix.core.profile import RunnerProfile
-from matrix.core.textfiles import OutsideTreeError, TreeFiles, decode_python, read_limited, special_kind
+from matrix.core.textfiles import OutsideTreeError, decode_python, read_limited, special_kind
+from matrix.core.treefiles import TreeFiles
 from matrix.guards.finder import TEST_FILE, analyse_source
 from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, guard_finding
 from matrix.registered_suite.audit import AuditSettings, FileAudit, SuiteMap, audit_file, check_suite_map, load_suite_map

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from matrix.core.profile import RunnerProfile
-from matrix.core.textfiles import OutsideTreeError, TreeFiles
+from matrix.core.textfiles import OutsideTreeError
+from matrix.core.treefiles import TreeFiles
 from matrix.schedule.model import CommandReader, Schedule
 
 if TYPE_CHECKING:

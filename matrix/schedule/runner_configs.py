@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import read_tree_text
+from matrix.core.treefiles import read_tree_text
 from matrix.schedule.files import in_repo
 from matrix.schedule.yamldoc import load_yaml
 

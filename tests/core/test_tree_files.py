@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from matrix.core.textfiles import READ_FILES, BadPathError, OutsideTreeError, SpecialFileError, TreeFiles
+from matrix.core.textfiles import READ_FILES, BadPathError, OutsideTreeError, SpecialFileError
+from matrix.core.treefiles import TreeFiles
 
 SECRET = "OUTSIDE-TREE-SECRET"
 

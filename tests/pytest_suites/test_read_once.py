@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from matrix.core.textfiles import OutsideTreeError, TreeFiles, read_limited, resolve_in_tree
+from matrix.core.textfiles import OutsideTreeError, read_limited, resolve_in_tree
+from matrix.core.treefiles import TreeFiles
 from matrix.pytest_suites import invocation
 from matrix.pytest_suites.run import SourceLoader
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import read_limited, read_tree_text
+from matrix.core.textfiles import read_limited
+from matrix.core.treefiles import read_tree_text
 from matrix.schedule.files import in_repo
 from matrix.schedule.github.checkout import Checkout
 from matrix.schedule.yamldoc import Marks, load_yaml

@@ -411,7 +411,7 @@ def _container_env(
     """What a command run through `docker exec` sees: the container's environment (read from the job's steps
     before it) and what its own script sets after the `docker exec` (the pairs after the CONTAINER one)."""
     from matrix.core.errors import ConfigError
-    from matrix.core.textfiles import read_tree_text
+    from matrix.core.treefiles import read_tree_text
     from matrix.schedule.containers.docker import container_of, read_job
 
     names = [k for k, _ in pairs]
@@ -459,7 +459,7 @@ def _scripts(
 def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, str]]) -> tuple[InstallStep, ...]:
     """What the image of the container a `docker exec` runs in holds (`matrix.schedule.environment.jobs`)."""
     from matrix.core.errors import ConfigError
-    from matrix.core.textfiles import read_tree_text
+    from matrix.core.treefiles import read_tree_text
 
     allowed = walker.container_paths()
 
