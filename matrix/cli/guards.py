@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
 from matrix.cli.options import add_output_options, add_suite_map_option, add_summary_option, add_workflow_options
 from matrix.core import emit
-from matrix.core.atomic import append_text
 from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool
 from matrix.core.gate import repo_prefix
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
+from matrix.core.targets import append_output
 from matrix.guards.model import GuardFindingKind, GuardReport
 from matrix.registered_suite.audit import load_suite_map, read_suite_list
 from matrix.registered_suite.cache import ENV_VAR, cache_folder
@@ -219,7 +219,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         wrote = f"exit 0: wrote {written} baseline entries to {args.write_baseline}"
     result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today, prefix=prefix)
     if args.summary is not None:
-        append_text(args.summary, to_markdown(report, result, exit_code=0 if wrote is not None else None) + "\n")
+        append_output("--summary", args.summary, to_markdown(report, result, exit_code=0 if wrote is not None else None) + "\n")
     fmt = args.format
     text = render(
         report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None, help_uri=args.help_uri, prefix=found

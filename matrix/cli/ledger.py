@@ -20,7 +20,7 @@ from matrix.cli.options import (
     add_table_option,
 )
 from matrix.core import emit
-from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
+from matrix.core.atomic import refuse_input_targets
 from matrix.core.baseline import Baseline, read_baseline, stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Tool
@@ -29,6 +29,7 @@ from matrix.core.loader import read_toml_file
 from matrix.core.machine import AUTO
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
+from matrix.core.targets import append_output, write_output
 from matrix.ledger.join import JoinSettings, join
 from matrix.ledger.pth import install_hook, uninstall_hook
 from matrix.ledger.records import BadLine, Process, read_ledger
@@ -132,9 +133,9 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
     gated = apply_gate(args, report.findings, prefix or "", "ledger", report.exit_code)
     report = replace(report, findings=gated.findings)
     if args.summary is not None:
-        append_text(args.summary, to_markdown(report))
+        append_output("--summary", args.summary, to_markdown(report))
     if getattr(args, "json_file", None) is not None:
-        write_text_atomic(args.json_file, to_json(report) + "\n")
+        write_output("--json", args.json_file, to_json(report) + "\n")
     fmt = args.format
     if fmt == "github":
         text = to_github(report, prefix)

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
-from matrix.core.atomic import refuse_input_targets, write_text_atomic
+from matrix.core.atomic import refuse_input_targets
 from matrix.core.errors import EXIT_OK, ReportError, UsageError
 from matrix.core.jsonio import dumps_indented, loads_untrusted
 from matrix.core.options import Options, load
 from matrix.core.report import IN_PROGRESS_SCHEMA
 from matrix.core.report import SCHEMA as RUN_REPORT_SCHEMA
+from matrix.core.targets import write_output
 from matrix.core.textfiles import decode_python, read_limited, read_text
 from matrix.coverage.gaps import SCHEMA as GAPS_SCHEMA
 from matrix.coverage.html import render_html
@@ -181,7 +182,7 @@ def cmd_report(args: argparse.Namespace, options: Options) -> int:
     lines = test_lines({c.test for s in sources for c in s.report.cells}, args.checkout)
     data = page_data(loaded.matrix, result, files, rows, generated=generated, grid=runs, lines=lines, runs=joined)
     page = render_html(data)
-    write_text_atomic(args.html, page)
+    write_output("--html", args.html, page)
     cells = len(loaded.matrix.cells) if runs else 0
     if args.format == "json":
         doc = {

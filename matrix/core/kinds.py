@@ -35,6 +35,16 @@ KINDS: tuple[KindSpec, ...] = (
     ),
     KindSpec(
         tool=G,
+        name="exit-code-dropped",
+        severity=ERR,
+        fails=True,
+        title="Exit code dropped (the file runs its tests as a script and ignores their result, so a failure passes CI)",
+        rule="The file's __main__ block runs its tests but drops the test runner's exit code, which CI judges it by",
+        help="Pass the result to the process's exit: sys.exit(pytest.main([__file__])); unittest.main() exits by itself "
+        "unless given exit=False.",
+    ),
+    KindSpec(
+        tool=G,
         name="never-runs",
         severity=ERR,
         fails=True,

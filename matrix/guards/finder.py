@@ -295,7 +295,10 @@ def _analysis(
     path: str, is_test: bool, tree: ast.Module, source: SourceText | None, names: ModuleNames, *, text: str = ""
 ) -> FileAnalysis:
     finder = _GuardFinder(path, text, names, source=source)
-    finder.module(tree)
+    try:
+        finder.module(tree)
+    except _TooLarge as exc:
+        return FileAnalysis(path=path, is_test_file=is_test, syntax_error=str(exc), error_line=exc.line, names=names)
     return FileAnalysis(
         path=path,
         is_test_file=is_test,
@@ -305,6 +308,17 @@ def _analysis(
         names=names,
         helpers=tuple(finder.helpers),
     )
+
+
+# Tests one file's classes may inherit from their bases, in all: a chain of classes that each add a test inherits
+# n*(n-1)/2 of them (pytest would collect as many tests); past the bound the file is not read, and says so.
+MAX_INHERITED = 50_000
+
+
+class _TooLarge(Exception):
+    def __init__(self, line: int) -> None:
+        super().__init__(f"its classes inherit more than {MAX_INHERITED} tests from their bases in all; not read")
+        self.line = line
 
 
 @dataclass(kw_only=True)
@@ -336,6 +350,7 @@ class _GuardFinder:
         self.classes: dict[str, _ClassGuards] = {}
         self.functions = dict(names.functions)
         self.depth = 0
+        self.inherited = 0  # tests the classes read so far took from their bases (MAX_INHERITED)
 
     # --- naming -------------------------------------------------------------
 
@@ -393,6 +408,9 @@ class _GuardFinder:
                     test_id = f"{nodeid}::{stmt.name}"
                     own.tests[stmt.name] = (stmt.lineno, self.function_guards(stmt, test_id))
         merged = self.inherit(node, own, nodeid)
+        self.inherited += len(merged.tests) - len(own.tests)
+        if self.inherited > MAX_INHERITED:
+            raise _TooLarge(node.lineno)
         self.classes[node.name] = merged
         self.scopes.append(TestScope(kind=ScopeKind.CLASS, nodeid=nodeid, line=node.lineno, parent=self.path))
         self.guards.extend(merged.marks)

@@ -28,6 +28,7 @@ from matrix.guards.finder import Substitute, analyse_source, analyse_tree, pytes
 from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, OpaqueCondition, dotted
 from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
+from matrix.pytest_suites.classes import Hierarchy, TooLargeToRead
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.decorators import (
     NO_MARK_DECORATORS,
@@ -127,6 +128,7 @@ class _Parsed:
     imports: dict[str, ImportTarget] | None = None
     defs: dict[str, _Function] | None = None
     callees: dict[str, Callee] | None = None
+    hierarchy: Hierarchy | None = None  # the file's classes, each read once (`classes.Hierarchy`)
 
 
 Loader = Callable[[str], str | None]
@@ -237,7 +239,7 @@ class Collector:
         if parsed is None:
             why = self.problem(path) or "cannot be read (missing, over 4 MiB or not Python source)"
             return TestFile(path=path, tests=(), error=why)
-        if parsed.tree is None:
+        if parsed.tree is None or parsed.analysis.syntax_error is not None:  # the latter: past the finder's bounds
             return TestFile(path=path, tests=(), error=parsed.analysis.syntax_error or "does not parse")
         names = parsed.analysis.names
         own = [g for g in parsed.analysis.guards if not script_only(g)]
@@ -260,7 +262,11 @@ class Collector:
         module_marks = _marks_of(module_exprs, names)
         tests: list[TestItem] = []
         notes: list[str] = []
-        for found in module_tests(parsed.tree, names, self.config, functools.partial(self.imported, path)):
+        try:
+            found_tests = module_tests(parsed.tree, names, self.config, functools.partial(self.imported, path))
+        except TooLargeToRead as exc:
+            return TestFile(path=path, tests=(), error=str(exc))
+        for found in found_tests:
             node = found.node
             nodeid = f"{path}::{found.name}"
             top = found.classes[0] if found.classes else None
@@ -496,17 +502,14 @@ class Collector:
             return not _marks_of([found[0]], found[1].analysis.names)
         return True
 
-    def _class_chain(self, parsed: _Parsed, cls: ast.ClassDef) -> list[ast.ClassDef]:
-        """The class and its same-module bases: pytest collects marks over the MRO (pytest >= 7.2)."""
-        assert parsed.tree is not None
-        classes = {c.name: c for c in parsed.tree.body if isinstance(c, ast.ClassDef)}
-        out = [cls]
-        for current in out:
-            for base in current.bases:
-                found = classes.get(dotted(base) or "")
-                if found is not None and found not in out and len(out) < 16:
-                    out.append(found)
-        return out
+    def _class_chain(self, parsed: _Parsed, cls: ast.ClassDef) -> tuple[ast.ClassDef, ...]:
+        """The classes of `cls`'s hierarchy (itself and its same-module bases, at any depth) that carry decorators
+        or a `pytestmark`: pytest collects marks over the MRO (pytest >= 7.2). Read once per class of the file."""
+        if parsed.hierarchy is None:
+            assert parsed.tree is not None
+            classes = {c.name: c for c in parsed.tree.body if isinstance(c, ast.ClassDef)}
+            parsed.hierarchy = Hierarchy(classes, parsed.analysis.names)
+        return parsed.hierarchy.info(cls).marked
 
     def _may_have_id(self, path: str, parsed: _Parsed, node: _Function, *groups: Sequence[ast.expr]) -> bool:
         """Whether pytest may add a parameter id to the test's name: a parametrize mark anywhere in scope, a

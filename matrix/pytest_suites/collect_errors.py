@@ -12,8 +12,8 @@ Only a file that does not parse is judged here (what an import of it would raise
 A node id on the command line that names no test of its file (`pytest tests/a.py::test_gone`) is a usage error
 too: pytest reports "not found" and runs no test (`Session.perform_collect`, pytest 8 and 9). It is certain where
 the file's static collection is complete; where a test of it may be missed (a definition under a condition, an
-imported or parametrized name whose cases are not shown), the command may stop, and so may one that names a path
-the checkout does not hold ("file or directory not found", unless a step creates it): no verdict of it is certain.
+imported or parametrized name whose cases are not shown), it is a doubt. A path the checkout does not hold is
+judged where the command line is read (`invocation.missing_path`).
 """
 
 from __future__ import annotations
@@ -21,27 +21,32 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
+from matrix.pytest_suites.collect import TestFile
 from matrix.pytest_suites.invocation import Invocation
 from matrix.pytest_suites.rules import ignored_dir
 from matrix.pytest_suites.select import ConftestIgnores, _conftest_ignored, _glob, _under, collected
 
-if TYPE_CHECKING:
-    from matrix.pytest_suites.collect import TestFile
-
 
 @dataclass(frozen=True, kw_only=True)
 class BrokenFile:
-    """A file of the tree pytest would fail to import because it does not parse (`why` names the line)."""
+    """A file of the tree pytest would fail to import because it does not parse (`why` names the line), or cannot
+    read at all (`problem`: permissions); or a folder it cannot list (`folder`), which fails as a conftest there."""
 
     path: str
     why: str
     line: int = 1  # where the parser stopped
+    problem: str = "does not parse"
+    folder: bool = False
 
     @property
     def is_conftest(self) -> bool:
-        return posixpath.basename(self.path) == "conftest.py"
+        return self.folder or posixpath.basename(self.path) == "conftest.py"
+
+    @property
+    def home(self) -> str:
+        """The folder a conftest's (or an unlistable folder's) failure stops pytest in."""
+        return self.path if self.folder else posixpath.dirname(self.path) or "."
 
 
 def _loaded_at_startup(folder: str, invocation: Invocation) -> bool:
@@ -102,9 +107,9 @@ def with_collection_errors(
         skipped: list[str] = []
         doubts: list[str] = []
         for bad in broken:
-            said = f"{bad.path} does not parse ({bad.why})"
+            said = f"{bad.path} {bad.problem} ({bad.why})"
             if bad.is_conftest:
-                folder = posixpath.dirname(bad.path) or "."
+                folder = bad.home
                 if not _under(folder, invocation.confcutdir):
                     continue  # pytest loads no conftest above the confcutdir
                 if _loaded_at_startup(folder, invocation):
@@ -128,54 +133,57 @@ def with_collection_errors(
     return out
 
 
-def with_named_paths_checked(
-    invocations: Sequence[Invocation], collect: Callable[[str], TestFile], exists: Callable[[str], bool]
-) -> list[Invocation]:
-    """Each invocation checked against the paths and node ids its command names: one that runs no test when a node
-    id names no test of a file whose collection is complete; one that may stop (`may_stop`) when a path does not
-    exist in the checkout (a step may create it) or a node id names nothing this reading finds."""
+def with_missing_nodes(invocations: Sequence[Invocation], collect: Callable[[str], TestFile]) -> list[Invocation]:
+    """Each invocation with the node ids it names (`path::name`) checked against the tests read from their file.
+
+    pytest (`Session.perform_collect`) stops with "not found: ..." (exit 4, no test run) when a node id matches no
+    test; pytest 9 first drops an argument another one covers (`normalize_collection_arguments`: `tests` covers
+    `tests/test_a.py::test_x`), so such a node id stops nothing there, but did before: a doubt. A file whose tests
+    are not all read (an imported test, a condition, a parameter id) leaves the node id unjudged: a doubt."""
     out: list[Invocation] = []
-    files: dict[str, TestFile] = {}
     for invocation in invocations:
-        if not invocation.runs:
-            out.append(invocation)
-            continue
+        nodes = [a for a in invocation.args if "::" in a] if invocation.runs else []
         stop: str | None = None
-        unsure: list[str] = []
-        for arg in invocation.args:
-            path = arg.split("::")[0]
-            if not path.startswith(("/", "..")) and not exists(path):
-                unsure.append(
-                    f"{path} is not in the checkout: pytest stops ('file or directory not found') unless a step creates it"
-                )
+        doubts: list[str] = []
+        for node in nodes:
+            found = _node_found(node, collect(node.split("::")[0]))
+            if found is not False:
+                if found is None:
+                    doubts.append(f"{node}: whether a test matches this node id is not read")
                 continue
-            if "::" not in arg:
-                continue
-            found = files[path] if path in files else files.setdefault(path, collect(path))
-            if found.error is not None or _matches(arg, found):
-                continue  # a file that does not parse is a collection error (above)
-            said = f"the node id {arg} names no test of its file"
-            # A case id is matched against the ids this reading gives the cases: a doubt, never a certain stop.
-            if "[" in arg or found.notes or any(t.doubts or t.hidden_id for t in found.tests):
-                unsure.append(f"{said} as read here (a test of it may be missed): pytest stops when one names nothing")
+            covering = [a for a in invocation.args if a != node and _covers(a, node)]
+            if covering:
+                doubts.append(f"{node}: no test matches it; pytest 9 drops it as covered by {covering[0]}, older ones stop")
             else:
-                stop = stop or f"{said}: pytest stops with 'not found' and runs no test"
+                stop = stop or f"{node}: not found (no test matches this node id): pytest stops (exit 4) and runs no test"
         if stop is not None:
             out.append(replace(invocation, runs=False, why_not=stop, collection_error=True))
-        elif unsure:
-            out.append(replace(invocation, may_stop="; ".join(unsure[:3])))
+        elif doubts:
+            out.append(replace(invocation, doubts=(*invocation.doubts, *doubts)))
         else:
             out.append(invocation)
     return out
 
 
-def _matches(arg: str, found: TestFile) -> bool:
-    """pytest's matching of a node id argument: the test itself, a class or test it is a prefix of (`::`), every
-    case of a parametrized test, or one case of one whose cases this reading does not show."""
-    for test in found.tests:
-        nodeid = test.nodeid
-        if nodeid == arg or nodeid.startswith((arg + "::", arg + "[")):
+def _node_found(node: str, test_file: TestFile) -> bool | None:
+    """Whether a test of the file matches the node id: True, False, or None when the reading cannot tell."""
+    if test_file.error is not None:
+        return None  # a collection error: judged as one (with_collection_errors)
+    bare = node.split("[", maxsplit=1)[0]
+    for item in test_file.tests:
+        if item.nodeid == node or item.nodeid.startswith((node + "::", node + "[")):
             return True
-        if test.hidden_id and arg.startswith(nodeid + "["):
-            return True
+        if "[" in node and item.hidden_id and item.nodeid.split("[")[0] == bare:
+            return None  # a parameter id this reading does not list
+    if any(item.doubts or item.opaque_marks for item in test_file.tests):
+        return None
     return False
+
+
+def _covers(arg: str, node: str) -> bool:
+    """Whether the collection argument `arg` covers the node id `node` (the same file, or a folder above it)."""
+    path = node.split("::", maxsplit=1)[0]
+    if "::" in arg:
+        return node.startswith(arg + "::") or node.startswith(arg + "[")
+    anchor = arg.rstrip("/") or "."
+    return anchor == path or _under(path, anchor)

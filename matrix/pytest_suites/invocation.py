@@ -13,6 +13,7 @@ pytest loads first declare (`parser.addoption`, read from their text); any other
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import posixpath
 import shlex
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import read_limited
+from matrix.core.treefiles import TreeFiles
 from matrix.pytest_suites.config import PytestConfig, from_values, load_file, locate
 from matrix.pytest_suites.rules import testpath_args
 from matrix.schedule.environment.conftest_options import MAX_CONFTEST_CHARS, DeclaredOption, declared_options
@@ -63,7 +64,8 @@ class Invocation:
     assumptions: tuple[str, ...] = ()
     why_not: str | None = None
     continue_on_errors: bool = False  # --continue-on-collection-errors
-    collection_error: bool = False  # `why_not` is a file that does not parse (collect_errors.py)
+    # `why_not` stops pytest before any test runs: a file that does not parse, a path or node id that names nothing
+    collection_error: bool = False
     # Every word pytest parses, in its order (addopts, PYTEST_ADDOPTS, the command line): a conftest's own options.
     words: tuple[str, ...] = ()
     # The options the conftest files pytest loads before it parses the command line declare (their values are the
@@ -251,6 +253,15 @@ def read_invocation(
     for arg in args:
         if arg.startswith(("/", "..")):
             doubts.append(f"{arg}: a path outside the checkout")
+    missing = missing_path(root, args) if free and not getattr(namespace, "pyargs", False) else None
+    if missing is not None and unknown:
+        # The word may be the value of an option the parser does not know (a plugin's), not a path at all.
+        doubts.append(f"{missing}: not in the checkout: pytest stops (exit 4) unless it is the value of an unknown option")
+    elif missing is not None:
+        # pytest resolves every argument before collecting (`resolve_collection_argument`): one that names nothing
+        # is a usage error, "file or directory not found" (exit 4), and no test of the others runs.
+        why = f"{missing}: file or directory not found: pytest stops before collecting (exit 4) and runs no test"
+        return Invocation(runs=False, config=config, args=args, why_not=why, collection_error=True)
     return Invocation(
         config=config,
         args=args,
@@ -327,14 +338,16 @@ def _conftest_options(
     for path in list(dict.fromkeys(files))[:MAX_CONFTESTS]:
         key = f"conftest-options:{path}"
         if key not in memo:
-            memo[key] = declared_options(_text(root / path))
+            memo[key] = declared_options(_text(root, path))
         out.extend(memo[key])
     return tuple(out)
 
 
-def _text(path: Path) -> str:
+def _text(root: Path, relative: str) -> str:
+    """A conftest's text, read through the tree's descriptor (a link leading outside is not read); "" when none."""
     try:
-        return read_limited(path, MAX_CONFTEST_CHARS).decode("utf-8", "replace") if path.is_file() else ""
+        with TreeFiles(root) as files:
+            return files.read(relative, MAX_CONFTEST_CHARS).decode("utf-8", "replace")
     except OSError:
         return ""
 
@@ -369,6 +382,26 @@ def _refused(why: str) -> Invocation:
     """A command whose line or configuration is not read as pytest reads it: pytest may refuse it and run no test,
     so no verdict of it is certain, a skip included."""
     return Invocation(doubts=(why,), may_stop=why)
+
+
+_GLOB = frozenset("*?[")
+
+
+def missing_path(root: Path, args: tuple[str, ...]) -> str | None:
+    """The first argument whose path (before any `::`) names nothing in the checkout; None when all exist or cannot
+    be judged (outside the checkout, `~`). A glob the shell left as it is (it matched nothing, or was quoted) is a
+    path pytest does not expand: missing when it matches nothing."""
+    for arg in args:
+        path = arg.split("::")[0]
+        if not path or path.startswith(("/", "..", "~")):
+            continue
+        if _GLOB & set(path):
+            if next(glob.iglob(path, root_dir=root), None) is None:
+                return arg
+            continue
+        if not os.path.exists(root / path):
+            return arg
+    return None
 
 
 def _config(root: Path, cwd: str, early: argparse.Namespace, memo: dict[str, Any]) -> PytestConfig:

@@ -11,16 +11,17 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
-from matrix.core.textfiles import OutsideTreeError, SpecialFileError, TreeResolver, decode_python, read_limited
+from matrix.core.textfiles import READ_FILES, BadPathError, OutsideTreeError, SpecialFileError, decode_python
+from matrix.core.treefiles import TreeFiles
 from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.collect import Collector, TestFile
-from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors, with_named_paths_checked
+from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors, with_missing_nodes
 from matrix.pytest_suites.config import read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.joined import check_runners
 from matrix.pytest_suites.packs import builtin_packs
-from matrix.pytest_suites.rules import discover, discover_with_conftests
+from matrix.pytest_suites.rules import UNLISTED, discover, discover_with_conftests
 from matrix.pytest_suites.workers import CollectingWorkers, can_fork
 from matrix.schedule.commands.pytest_command import PytestCommandReader
 from matrix.schedule.load import MAX_SOURCE_BYTES, load_schedule
@@ -55,6 +56,8 @@ def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     )
 
 
+# Why a file that is there was not read, when the OS refuses it (permissions): pytest's import of it fails.
+UNREADABLE = "cannot be read"
 # The texts a SourceLoader keeps (characters); past it files are read again when asked again.
 MAX_KEPT_CHARS = 64 * 1024 * 1024
 
@@ -66,7 +69,7 @@ class SourceLoader:
     def __init__(self, root: Path):
         self.root = root.resolve()
         self.problems: dict[str, str] = {}
-        self.resolve = TreeResolver(self.root)
+        self.files = TreeFiles(self.root)
         # Each answer, kept: the collector asks for a file's text to parse it, to see that it exists and whether
         # it says "skip", and the linker for a module; reading, resolving and decoding it once is enough.
         self.texts: dict[str, str | None] = {}
@@ -83,14 +86,21 @@ class SourceLoader:
 
     def _load(self, path: str) -> str | None:
         try:
-            data = read_limited(self.resolve(path), MAX_SOURCE_BYTES)
+            data = self.files.read(path, MAX_SOURCE_BYTES)
         except OutsideTreeError:
             self.problems[path] = "a symlink to a file outside the audited tree; not read"
             return None
         except SpecialFileError as exc:
             self.problems[path] = f"is {exc.kind}, not a regular file; not read"
             return None
-        except OSError:
+        except BadPathError:
+            self.problems[path] = "its path holds a NUL byte; not read"
+            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            # pytest fails on a file it cannot read (a conftest or test file without read permission): named.
+            self.problems[path] = f"{UNREADABLE} ({exc.strerror or type(exc).__name__})"
             return None
         if len(data) > MAX_SOURCE_BYTES:
             self.problems[path] = f"larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB; not read"
@@ -160,11 +170,14 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
                 )
         schedule = read_schedule(inputs, profiles)
         check_runners(inputs.join, schedule)
-        read = invocations(inputs.root, schedule)
-        paths, walked = discover_with_conftests(inputs.root, config, [a for i in read for a in i.args if i.runs])
+        read = with_missing_nodes(invocations(inputs.root, schedule), collector.collect)
+        problems: list[tuple[str, str]] = []
+        paths, walked = discover_with_conftests(inputs.root, config, [a for i in read for a in i.args if i.runs], problems)
+        for path in paths if workers is not None else ():
+            READ_FILES.note_path(inputs.root / path, path)  # read by the workers: no output may replace it either
         conftests = unparsed(collector, sorted({*walked, *(c for p in paths for c in collector.conftest_chain(p))}))
+        conftests += unlisted(problems)
         read = with_collection_errors(read, conftests, collector.conftest_ignores)
-        read = with_named_paths_checked(read, collector.collect, lambda p: (inputs.root / p).exists())
         auditor = SuiteAuditor(
             schedule, profiles, builtin_packs(), inputs.installed, read, join=inputs.join, project=collector.project
         )
@@ -186,8 +199,9 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
             workers.close()
         if was_enabled:
             gc.enable()
-    broken = [_at_line(auditor.audit_file(TestFile(path=c.path, tests=(), error=c.why)), c.line) for c in conftests]
-    return combine(str(inputs.root), [*(done[p] for p in paths), *broken], schedule, notes=auditor.not_run)
+    broken = [_at_line(auditor.audit_file(TestFile(path=c.path, tests=(), error=_said(c))), c.line) for c in conftests]
+    stopped = tuple(f"{path}: {why}" for path, why in problems if path not in {c.path for c in conftests})
+    return combine(str(inputs.root), [*(done[p] for p in paths), *broken], schedule, notes=(*auditor.not_run, *stopped))
 
 
 def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> tuple[dict[str, ItemOutcome], tuple[str, ...]]:
@@ -197,11 +211,12 @@ def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     load = SourceLoader(inputs.root)
     collector = Collector(load, config, builtin_packs(), markers)
     collector.problem = load.problem
-    read = invocations(inputs.root, schedule)
-    paths, walked = discover_with_conftests(inputs.root, config, [a for i in read for a in i.args if i.runs])
+    read = with_missing_nodes(invocations(inputs.root, schedule), collector.collect)
+    problems: list[tuple[str, str]] = []
+    paths, walked = discover_with_conftests(inputs.root, config, [a for i in read for a in i.args if i.runs], problems)
     chains = sorted({*walked, *(c for p in paths for c in collector.conftest_chain(p))})
-    read = with_collection_errors(read, unparsed(collector, [*chains, *paths]), collector.conftest_ignores)
-    read = with_named_paths_checked(read, collector.collect, lambda p: (inputs.root / p).exists())
+    stops = [*unparsed(collector, [*chains, *paths]), *unlisted(problems)]
+    read = with_collection_errors(read, stops, collector.conftest_ignores)
     auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read, project=collector.project)
     out: dict[str, ItemOutcome] = {}
     broken: list[str] = []
@@ -218,12 +233,29 @@ def _at_line(audit: FileAudit, line: int) -> FileAudit:
     return replace(audit, findings=tuple(replace(f, finding=replace(f.finding, line=line)) for f in audit.findings))
 
 
+def _said(broken: BrokenFile) -> str:
+    return broken.why if broken.problem == "does not parse" else f"{broken.problem} ({broken.why})"
+
+
+def unlisted(problems: Sequence[tuple[str, str]]) -> list[BrokenFile]:
+    """The folders discovery could not list: pytest fails on each as it would on a broken conftest there."""
+    return [
+        BrokenFile(path=path, why=why.removeprefix(f"{UNLISTED} (").removesuffix(")"), problem=UNLISTED, folder=True)
+        for path, why in problems
+        if why.startswith(UNLISTED)
+    ]
+
+
 def unparsed(collector: Collector, paths: Sequence[str]) -> list[BrokenFile]:
-    """Those of `paths` that are read but do not parse, with the line pytest's error would name."""
+    """Those of `paths` that are read but do not parse, with the line pytest's error would name; and those that are
+    there but cannot be read (pytest's import of them fails the same way)."""
     out: list[BrokenFile] = []
     for path in paths:
         parsed = collector.parsed(path)
-        if parsed is not None and parsed.tree is None:
+        problem = collector.problem(path) if parsed is None else None
+        if problem is not None and problem.startswith(UNREADABLE):
+            out.append(BrokenFile(path=path, why=problem.removeprefix(UNREADABLE).strip(" ()"), problem=UNREADABLE))
+        elif parsed is not None and parsed.tree is None:
             error = parsed.analysis.syntax_error or "does not parse"
             line = parsed.analysis.error_line
             out.append(BrokenFile(path=path, why=f"line {line}: {error}", line=line))

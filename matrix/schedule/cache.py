@@ -19,7 +19,7 @@ from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError
 from matrix.core.jsonio import seal as sealed_digest
 from matrix.core.profile import RunnerProfile
-from matrix.core.textfiles import read_limited
+from matrix.core.textfiles import READ_FILES, read_limited
 from matrix.schedule.environment.model import environment_fields, environment_of_fields
 from matrix.schedule.files import in_repo
 from matrix.schedule.model import (
@@ -59,6 +59,7 @@ def schedule_key(inputs: Iterable[Path], root: Path, runners: Mapping[str, Runne
             continue
         try:
             digest.update(path.read_bytes())
+            READ_FILES.note_path(path, str(path.relative_to(root)))  # read for the key: no output may replace it
         except OSError:
             digest.update(b"\0unreadable")
     return digest.hexdigest()[:32]

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from matrix.core.profile import RunnerProfile
-from matrix.core.textfiles import read_limited
+from matrix.core.textfiles import OutsideTreeError
+from matrix.core.treefiles import TreeFiles
 from matrix.schedule.model import CommandReader, Schedule
 
 if TYPE_CHECKING:
@@ -63,17 +64,18 @@ class TreeLoader:
         self.root = root.resolve()
         self.refused: dict[str, str] = {}
         self.read: dict[str, None] = {}
+        self.files = TreeFiles(self.root)
 
     def __call__(self, path: str) -> str | None:
         if path.startswith("/") or ".." in path.split("/"):
             self.refused[path] = "is outside the repository"
             return None
-        target = self.root / path
         try:
-            if not target.resolve().is_relative_to(self.root):
-                self.refused[path] = "is a link to a file outside the repository"
-                return None
-            data = read_limited(target, MAX_SOURCE_BYTES)  # a FIFO or device is refused, never waited on
+            # Walked from the root's descriptor, links resolved by hand; a FIFO or device is refused, never waited on.
+            data = self.files.read(path, MAX_SOURCE_BYTES)
+        except OutsideTreeError:
+            self.refused[path] = "is a link to a file outside the repository"
+            return None
         except FileNotFoundError:
             self.refused[path] = "is not in the tree"
             return None

@@ -314,7 +314,7 @@ def test_a_node_id_that_names_no_test_stops_the_command(audit: Audit, schedule: 
     report = audit(files, schedule(("1-gpu-h100", "pytest tests/test_q.py::TestQueue::test_peek tests/test_r.py")))
     never = {f.finding.scope: f.finding.message for f in report.of_kind(GuardFindingKind.NEVER_RUNS)}
     assert set(never) == {"tests/test_q.py", "tests/test_r.py"} and report.scheduled_tests == 0
-    assert "the node id tests/test_q.py::TestQueue::test_peek names no test of its file" in never["tests/test_r.py"]
+    assert "tests/test_q.py::TestQueue::test_peek: not found (no test matches this node id)" in never["tests/test_r.py"]
 
 
 def test_an_option_declared_where_pytest_loads_it_late_keeps_its_default(audit: Audit, schedule: Callable[..., str]) -> None:

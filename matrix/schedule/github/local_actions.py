@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import read_limited, read_text
+from matrix.core.textfiles import read_limited
+from matrix.core.treefiles import read_tree_text
 from matrix.schedule.files import in_repo
 from matrix.schedule.github.checkout import Checkout
 from matrix.schedule.yamldoc import Marks, load_yaml
@@ -36,7 +37,7 @@ MAX_ACTION_BYTES = 1024 * 1024
 _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 _INPUT_REF = re.compile(r"(?<![\w.-])inputs\.([A-Za-z_][A-Za-z0-9_-]*)", re.IGNORECASE)
 _ACTION_PATH_REF = re.compile(r"(?<![\w.-])github\.action_path\b", re.IGNORECASE)
-_USES_LOCAL = re.compile(r"uses:\s*['\"]?\./([^\s'\"@#]+)")
+_USES_LOCAL = re.compile(r"uses:\s*['\"]?\./([^\s'\"@#]*)")  # `./` alone: the action at the repository root
 _WRAPPED = re.compile(r"^\s*\$\{\{(.*)\}\}\s*$", re.S)
 
 
@@ -162,7 +163,7 @@ class LocalActions:
                 return f"{name} is a link to a file outside the repository; not read"
             marks: Marks = {}
             try:
-                text = read_text(path, ConfigError, name, limit=MAX_ACTION_BYTES)
+                text = read_tree_text(self.repo, path, ConfigError, name, limit=MAX_ACTION_BYTES)
                 doc = load_yaml(text, name, marks)
             except ConfigError as exc:
                 return f"{exc}; not read"

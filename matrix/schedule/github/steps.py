@@ -473,7 +473,7 @@ def _container_env(
     """What a command run in a container sees: the container's environment (read from the job's steps before it,
     and the commands of its own step before it) and what its own script sets inside."""
     from matrix.core.errors import ConfigError
-    from matrix.core.textfiles import read_text
+    from matrix.core.treefiles import read_tree_text
     from matrix.schedule.containers.docker import container_of, read_job
 
     value = next(v for k, v in reversed(command.env) if k == CONTAINER)
@@ -481,7 +481,7 @@ def _container_env(
 
     def load(path: str) -> str | None:
         try:
-            return read_text(walker.repo / path, ConfigError) if path in allowed else None
+            return read_tree_text(walker.repo, walker.repo / path, ConfigError) if path in allowed else None
         except ConfigError:
             return None  # an unreadable Dockerfile leaves the container unread, never the schedule
 
@@ -534,13 +534,13 @@ def _scripts(
 def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, str]]) -> tuple[InstallStep, ...]:
     """What the image of the container a `docker exec` runs in holds (`matrix.schedule.environment.jobs`)."""
     from matrix.core.errors import ConfigError
-    from matrix.core.textfiles import read_text
+    from matrix.core.treefiles import read_tree_text
 
     allowed = walker.container_paths()
 
     def load(path: str) -> str | None:
         try:
-            return read_text(walker.repo / path, ConfigError) if path in allowed else None
+            return read_tree_text(walker.repo, walker.repo / path, ConfigError) if path in allowed else None
         except ConfigError:
             return None  # an unreadable Dockerfile leaves the image unread, never the schedule
 

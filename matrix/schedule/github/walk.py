@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.profile import RunnerProfile
-from matrix.core.textfiles import read_text
+from matrix.core.treefiles import read_tree_text
 from matrix.schedule.files import CI_NAME, ci_script_names, in_repo, workflow_files
 from matrix.schedule.github.checkout import Checkout
 from matrix.schedule.github.context import Found, Notes, Workflow, WorkflowContext, rooted
@@ -78,7 +78,7 @@ def read_github(
             reason = "the workflow is a link to a file outside the repository; not read"
             refused.append(UnreadJob(origin=Origin(file=name, line=1, job="*"), reason=reason))
             continue
-        text = read_text(path, ConfigError)
+        text = read_tree_text(repo, path, ConfigError)
         marks: Marks = {}
         doc = load_yaml(text, name, marks)
         if doc is None:
