@@ -11,6 +11,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -77,13 +78,31 @@ def bytecode_cache_env(session: nox.Session) -> dict[str, str]:
     return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str((session.cache_dir / "pycache-tests").resolve())}
 
 
+SKIP_REPORTS_ENV = "SPECMATRIX_SKIP_REPORTS"
+
+
+def skip_report_args(name: str) -> list[str]:
+    """`--matrix-report=DIR/NAME.json` when SPECMATRIX_SKIP_REPORTS names a folder (.ci/run does): the skip audit's
+    report of this project's own run, which ci/own_skips.py checks against ci/own-skips.toml. Written with `=`: a
+    separate value is taken for a path by pytest's early rootdir search in xdist workers once the file exists."""
+    folder = os.environ.get(SKIP_REPORTS_ENV, "").strip()
+    if not folder:
+        return []
+    return [f"--matrix-report={Path(folder).resolve() / name}.json"]
+
+
 @nox.session(reuse_venv=True)  # no venv rebuilt per run, and no install while its inputs are unchanged
 def tests(session: nox.Session) -> None:
     """CPU unit and plugin tests (pass pytest arguments after --)."""
+    run_tests(session, "tests")
+
+
+def run_tests(session: nox.Session, report_name: str) -> None:
+    """The CPU suite in this session's venv; with SPECMATRIX_SKIP_REPORTS its skip report is `report_name`.json."""
     install_unless_current(session, "-e", ".[test,plot]")
     # worksteal: an idle worker takes queued tests from the busy one, so the slow nested runs do not pile up at the end.
     args = session.posargs or ["-n", "2", "--dist", "worksteal", "-m", "not integration"]
-    session.run("python", "-m", "pytest", *args, env=bytecode_cache_env(session))
+    session.run("python", "-m", "pytest", *args, *skip_report_args(report_name), env=bytecode_cache_env(session))
 
 
 def _minor(path: Path) -> int | None:
@@ -123,7 +142,8 @@ def tests_pythons(session: nox.Session) -> None:
         session.skip("no other CPython 3.11+ on this machine")
     # The CPU budgets of tests/ci/test_input_bounds.py are set on the `tests` session's interpreter.
     session.env["SPECMATRIX_CPU_BUDGET_SCALE"] = "1.5"
-    tests(session)
+    minor = _minor(Path(str(session.python)))
+    run_tests(session, f"tests-python-3.{minor}" if minor is not None else "tests-python")
 
 
 @nox.session(reuse_venv=True)
@@ -131,7 +151,7 @@ def integration(session: nox.Session) -> None:
     """The slow end-to-end tests `nox -s tests` leaves out: pre-commit's try-repo, the simulated CI fan-out."""
     install(session, "-e", ".[test,plot]")
     args = session.posargs or ["-n", "2", "-m", "integration"]
-    session.run("python", "-m", "pytest", *args, env=bytecode_cache_env(session))
+    session.run("python", "-m", "pytest", *args, *skip_report_args("integration"), env=bytecode_cache_env(session))
 
 
 @nox.session
@@ -193,9 +213,8 @@ GPUS_ENV = "SPECMATRIX_GPUS"  # the number of GPUs the run sees, given by the jo
 NVML_MODULE = ROOT / "matrix" / "gpu" / "nvmlanswers.py"  # stdlib only: loaded by path, nox's env need not have it
 
 
-def _nvml_gpus(env: dict[str, str]) -> int | None:
-    """The GPUs CUDA will show under the environment's CUDA_VISIBLE_DEVICES, counted by NVML (ctypes, no torch, no
-    CUDA context); None where NVML cannot say (no driver library, UUIDs or MIG names in CUDA_VISIBLE_DEVICES)."""
+def _nvml_module() -> Any:
+    """matrix/gpu/nvmlanswers.py, loaded by path (stdlib only), or None when it cannot be loaded."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("specmatrix_nvml_count", NVML_MODULE)
@@ -206,8 +225,63 @@ def _nvml_gpus(env: dict[str, str]) -> int | None:
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # its dataclasses look their module up while the class is built
         spec.loader.exec_module(module)
-    gpus = module.read_nvml()
+    return module
+
+
+def _nvml_gpus(env: dict[str, str]) -> int | None:
+    """The GPUs CUDA will show under the environment's CUDA_VISIBLE_DEVICES, counted by NVML (ctypes, no torch, no
+    CUDA context); None where NVML cannot say (no driver library, UUIDs or MIG names in CUDA_VISIBLE_DEVICES)."""
+    module = _nvml_module()
+    gpus = module.read_nvml() if module is not None else "no NVML module"
     return None if isinstance(gpus, str) else module.visible_count(env.get("CUDA_VISIBLE_DEVICES"), len(gpus))
+
+
+GPU_FORCE_FLAG = "--force"  # a session flag, not a pytest option: taken out before pytest sees it
+GPU_FORCE_ENV = "SPECMATRIX_GPU_FORCE"
+
+
+def _driver_present(root: Path = Path("/")) -> bool:
+    """Whether the NVIDIA kernel driver shows a GPU (its /proc entries or device files), NVML aside."""
+    listed = root / "proc" / "driver" / "nvidia" / "gpus"
+    return (listed.is_dir() and any(listed.iterdir())) or any((root / "dev").glob("nvidia[0-9]*"))
+
+
+def no_gpu_reason(env: dict[str, str], read_nvml: Any = None, driver_present: Any = _driver_present) -> str | None:
+    """Why this host has no NVIDIA GPU the run could use, or None when it has one or nothing here can tell (then the
+    run goes ahead and says so itself). SPECMATRIX_GPUS is taken as given; else NVML, else the driver's files."""
+    given = env.get(GPUS_ENV, "").strip()
+    if given:
+        return f"{GPUS_ENV} is {given}" if given.isdigit() and int(given) == 0 else None
+    module = _nvml_module()
+    if module is None:
+        return None
+    gpus = (read_nvml or module.read_nvml)()
+    if isinstance(gpus, str):
+        return None if driver_present() else f"no NVIDIA driver: {gpus}, and no /dev/nvidia* device"
+    if not gpus:
+        return "NVML counts no GPU"
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if module.visible_count(visible, len(gpus)) == 0:
+        return f"CUDA_VISIBLE_DEVICES={visible!r} hides all {len(gpus)} GPU(s)"
+    return None
+
+
+def gpu_host_posargs(name: str, posargs: list[str], env: dict[str, str], **probes: Any) -> list[str]:
+    """The posargs without --force. On a host with no NVIDIA GPU, unless forced (--force, or SPECMATRIX_GPU_FORCE=1):
+    one line and exit 2 before anything is installed (the GPU packages are about 10 GB, and every cell would skip)."""
+    forced = GPU_FORCE_FLAG in posargs or env.get(GPU_FORCE_ENV, "").strip() not in ("", "0")
+    rest = [a for a in posargs if a != GPU_FORCE_FLAG]
+    if forced:
+        return rest
+    why = no_gpu_reason(env, **probes)
+    if why is not None:
+        print(
+            f"nox -s {name}: no NVIDIA GPU on this host ({why}); nothing installed. `nox -s {name} -- {GPU_FORCE_FLAG}` "
+            f"or {GPU_FORCE_ENV}=1 installs and runs anyway",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return rest
 
 
 def gpu_count(session: nox.Session, env: dict[str, str]) -> int:
@@ -259,9 +333,9 @@ def _workers_per_gpu(given: list[str]) -> int:
     return 1
 
 
-def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
+def gpu_pytest_args(session: nox.Session, default_report: str, given: list[str] | None = None) -> list[str]:
     """pytest over tests/gpu with the audit on and the runner auto-detected; -n one worker per GPU unless given
-    (N per GPU with --matrix-workers-per-gpu N)."""
+    (N per GPU with --matrix-workers-per-gpu N). `given`: the user's pytest arguments (default: the posargs)."""
     args = [
         "-m",
         "pytest",
@@ -277,7 +351,7 @@ def gpu_pytest_args(session: nox.Session, default_report: str) -> list[str]:
     args += ["-p", "no:benchmark", *GPU_THIRD_PARTY_WARNINGS]
     if not _plugin_installed(session):
         args += ["-p", "matrix.plugin"]  # running from a plain checkout (no install): load the plugin by name
-    given = session.posargs
+    given = list(session.posargs) if given is None else given
     workers_given = any(a.startswith(("-n", "--numprocesses")) for a in given)
     if not workers_given:
         gpus = gpu_count(session, dict(os.environ))
@@ -306,28 +380,36 @@ def fork_server_args(args: list[str], status: str) -> list[str]:
 @nox.session
 def gpu(session: nox.Session) -> None:
     """GPU cells (tests/gpu) with the skip audit; posargs go to pytest (e.g. -- --matrix-select=@shard.txt -n 4);
-    `-- --matrix-fork-server` forks the workers from one process that imported torch, flashinfer and sglang."""
+    `-- --matrix-fork-server` forks the workers from one process that imported torch, flashinfer and sglang. On a host
+    with no NVIDIA GPU it refuses before installing anything (exit 2) unless given `-- --force`."""
+    given = gpu_host_posargs("gpu", list(session.posargs), dict(os.environ))
     install(session, "-e", ".[test,plot]", *GPU_PACKAGES, constrained=False)
     env = gpu_session_env(session)
-    args = fork_server_args(gpu_pytest_args(session, "gpu-report/report.json"), "gpu-report/fork-server.json")
+    args = fork_server_args(gpu_pytest_args(session, "gpu-report/report.json", given), "gpu-report/fork-server.json")
     session.run(_python(session), *args, env=env)
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Kernel timings of every RUN draft cell (graph replay, CUDA events): bench-out/bench.{json,md,png}."""
+    """Kernel timings of every RUN draft cell (graph replay, CUDA events): bench-out/bench.{json,md,png}. Refuses on a
+    host with no NVIDIA GPU (exit 2) unless given `-- --force`; `-- --replot bench.json` needs no GPU."""
+    given = list(session.posargs)
+    if "--replot" not in given and not any(a.startswith("--replot=") for a in given):
+        given = gpu_host_posargs("bench", given, dict(os.environ))
     install(session, "-e", ".[plot]", *GPU_PACKAGES, constrained=False)
     env = gpu_session_env(session)
-    session.run(_python(session), "ci/bench_kernels.py", *(session.posargs or ["--out", "bench-out"]), env=env)
+    session.run(_python(session), "ci/bench_kernels.py", *(given or ["--out", "bench-out"]), env=env)
 
 
 @nox.session(name="gpu-mutations")
 def gpu_mutations(session: nox.Session) -> None:
     """Each sglang source mutation (matrix/gpu/mutations.py) applied to an overlay, the GPU cells run under it, and
-    the table of cells expected red / red / green: gpu-mutations/mutations.{json,md}. posargs go to pytest."""
+    the table of cells expected red / red / green: gpu-mutations/mutations.{json,md}. posargs go to pytest. Refuses on
+    a host with no NVIDIA GPU (exit 2) unless given `-- --force`."""
+    given = gpu_host_posargs("gpu-mutations", list(session.posargs), dict(os.environ))
     install(session, "-e", ".[test,plot]", *GPU_PACKAGES, constrained=False)
     env = gpu_session_env(session)
-    pytest_args = gpu_pytest_args(session, "gpu-mutations/unused.json")[2:]  # drop "-m pytest": mutate runs pytest
+    pytest_args = gpu_pytest_args(session, "gpu-mutations/unused.json", given)[2:]  # drop "-m pytest": mutate runs pytest
     session.run(_python(session), "-m", "tools.gpu.mutate", "--baseline", "--out", "gpu-mutations", "--", *pytest_args, env=env)
 
 

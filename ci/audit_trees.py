@@ -3,12 +3,18 @@
 Usage:
     python ci/audit_trees.py TREE [TREE ...]          # e.g. checkouts of Liger-Kernel, pytorch/ao, flashinfer
     python ci/audit_trees.py --findings 10 TREE ...   # also list the first N findings of each tree
+    python ci/audit_trees.py --schedule-file flashinfer=ci/schedules/flashinfer-pr-test.toml TREE ...
+    python ci/audit_trees.py --reasons 12 TREE ...    # the 12 most frequent undetermined reasons (default 8)
 
 For each tree: the schedule's entries (and those read through a make target or a Modal function), the jobs not
 read with their reasons grouped, the unknown runner labels, the files read (scripts, Makefiles, Modal files
 included), the CPU seconds of a cold schedule read; then pytest-audit's counts (test files, tests, scheduled,
-undetermined, tests only a job not read may run, findings by kind). Both commands run as a user runs them
-(`python -m matrix.cli ...`, the cache off), so the figures are the CLI's own.
+undetermined, tests only a job not read may run, findings by kind), the decided share
+(1 - (undetermined + undetermined_unread) / tests) and the most frequent reasons a test is undetermined, with
+their counts (from the JSON's `undetermined_tests`). `--schedule-file NAME=FILE` gives the tree whose folder is
+named NAME a declared schedule (flashinfer's `ci/schedules/flashinfer-pr-test.toml`), as `pytest-audit
+--schedule-file` does; a tree given one is reported twice, without and with it. Both commands run as a user runs
+them (`python -m matrix.cli ...`, the cache off), so the figures are the CLI's own.
 """
 
 from __future__ import annotations
@@ -49,16 +55,30 @@ def _followed(entry: dict[str, Any]) -> str:
     return "script" if not file.startswith(".github/") else "workflow"
 
 
-def report(tree: Path, findings: int) -> list[str]:
-    schedule, cpu, _ = run_json("schedule", str(tree))
-    audit, _, code = run_json("pytest-audit", str(tree))
+def decided_share(audit: dict[str, Any]) -> float:
+    """The share of a tree's tests the audit decides: 1 - (undetermined + undetermined_unread) / tests."""
+    tests = audit["tests"]
+    return 1 - (audit["undetermined"] + audit["undetermined_unread"]) / tests if tests else 1.0
+
+
+def top_reasons(audit: dict[str, Any], limit: int) -> list[tuple[str, int]]:
+    """The most frequent reasons a test is undetermined, with their counts (most first)."""
+    counts = Counter(t["reason"] for t in audit.get("undetermined_tests", []))
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+
+def report(tree: Path, findings: int, top_n: int = 8, schedule_files: tuple[Path, ...] = ()) -> list[str]:
+    extra = [a for f in schedule_files for a in ("--schedule-file", str(f))]
+    schedule, cpu, _ = run_json("schedule", str(tree), *extra)
+    audit, _, code = run_json("pytest-audit", str(tree), *extra)
     entries = schedule["entries"]
     reasons = Counter(_reason_kind(u["reason"]) for u in schedule["unread"])
     labels = Counter(u["label"] for u in schedule["unknown_labels"])
     scripts = [s for s in schedule["sources"] if not s.startswith(".github/workflows/")]
     counts = audit["counts"]
+    title = f"{tree.name} with {', '.join(str(f) for f in schedule_files)}" if schedule_files else tree.name
     out = [
-        f"## {tree.name}",
+        f"## {title}",
         "",
         f"- schedule: {len(entries)} entries ({_shares(Counter(_followed(e) for e in entries))}), "
         f"{len(schedule['unread'])} not read, {len(schedule['unknown_labels'])} unknown-label sightings "
@@ -69,7 +89,13 @@ def report(tree: Path, findings: int) -> list[str]:
         f"- pytest-audit (exit {code}): {audit['files']} test files, {audit['tests']} tests, {audit['scheduled_tests']} "
         f"scheduled, {audit['undetermined']} undetermined, {audit['undetermined_unread']} that only a job not read may run",
         f"- findings: {_shares(Counter({k: sum(v.values()) for k, v in counts.items() if v})) or 'none'}",
+        f"- decided: {decided_share(audit):.1%} of {audit['tests']} tests "
+        f"(1 - ({audit['undetermined']} + {audit['undetermined_unread']}) / {audit['tests']})",
     ]
+    top = top_reasons(audit, top_n)
+    if top:
+        out += ["", f"Undetermined, top {len(top)} reasons:", ""]
+        out += [f"- {count} tests: {reason[:300]}" for reason, count in top]
     if findings and audit["findings"]:
         out += ["", f"First {min(findings, len(audit['findings']))} findings:", ""]
         out += [f"{i}. `{f['kind']}` {f['test']} ({f['reason'][:120]})" for i, f in enumerate(audit["findings"][:findings], 1)]
@@ -104,10 +130,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trees", nargs="+", type=Path, help="checkouts to read")
     parser.add_argument("--findings", type=int, default=0, help="list the first N findings of each tree")
+    parser.add_argument("--reasons", type=int, default=8, help="list the N most frequent undetermined reasons (default 8)")
+    parser.add_argument(
+        "--schedule-file",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="a declared schedule for the tree whose folder is named NAME (repeatable)",
+    )
     args = parser.parse_args(argv)
+    declared: dict[str, list[Path]] = {}
+    for given in args.schedule_file:
+        name, eq, file = given.partition("=")
+        if not eq or not name or not file:
+            parser.error(f"--schedule-file {given!r}: expected NAME=FILE")
+        if not Path(file).is_file():
+            parser.error(f"--schedule-file {given!r}: {file} is not a file")
+        declared.setdefault(name, []).append(Path(file).resolve())
+    unknown = sorted(set(declared) - {t.resolve().name for t in args.trees})
+    if unknown:
+        parser.error(f"--schedule-file names no tree given: {', '.join(unknown)}")
     lines: list[str] = []
     for tree in args.trees:
-        lines += report(tree.resolve(), args.findings)
+        lines += report(tree.resolve(), args.findings, args.reasons)
+        if tree.resolve().name in declared:
+            lines += report(tree.resolve(), args.findings, args.reasons, tuple(declared[tree.resolve().name]))
     print("\n".join(lines))
     return 0
 

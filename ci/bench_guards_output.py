@@ -134,7 +134,10 @@ ends(tree, "list_tree", "tree listed")
 ends(tree, "_report", "report built (files read, hashed and looked up before it)")
 ends(guards_cli, "gate", "gate")
 ends(guards_cli, "render", "rendered")
-summed(tree, "read_file", "read")
+if hasattr(tree, "TreeFiles"):  # files read through the tree's descriptor
+    summed(tree.TreeFiles, "read", "read")
+else:
+    summed(tree, "read_file", "read")
 summed(tree, "file_key", "hash (file keys)")
 summed(cache, "seal", "seal checks")
 summed(cache, "decode", "decode entries")

@@ -1,7 +1,10 @@
-"""Build the coverage page from the stored H200 reports and a simulated 4-gpu-b200 fan-out, then check it in
-headless Chromium: cell count, filters, a cell's panel, the findings table, a planted unexpected skip and a
-never-ran cell, hostile text kept as text; and that the checks turn red on a page without the plants and on a
-page whose script was altered (the Content-Security-Policy must stop it). Keeps screenshots in --out.
+"""Build the report page from the stored H200 reports and a simulated 4-gpu-b200 fan-out (with its coverage merge, a
+guard audit and a ledger join), and from a pytest audit alone, then check both in headless Chromium: problems first
+(an error row above the fold, every row with its runner, none twice), the test x runner view with file:line, cell
+count, filters, a cell's panel, a planted unexpected skip and a never-ran cell, hostile text kept as text; and that
+the checks turn red on a page without the plants and on a page whose script was altered (the
+Content-Security-Policy must stop it). Keeps screenshots in --out (report-top.png and pytest-audit-top.png: what a
+reader sees first).
 
 Usage: python ci/browser_report.py --out DIR [--screenshot docs/report.png]
 Exit status: 0 every check passed, 1 a check failed (one line says which), 2 Chromium missing or a step broke.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 H200_REPORTS = ("results/h200x1-shared-warm.json", "results/h200x2-runner-cold.json")
 GUARD_SUITE = "tests/guards/fixture_suite"  # relative: the findings then name repository paths
+PYTEST_PROJECT = "examples/pytest-project"
 LEDGER_SUITE = REPO / "tests" / "ledger" / "fixture_suite"
 B200 = '{"gpus": 4, "capability": [10, 0], "name": "NVIDIA B200"}'
 HOSTILE_REASON = (
@@ -101,23 +106,35 @@ def ledger_join(work: Path) -> Path:
 
 
 def build(work: Path) -> tuple[list[Path], Path, tuple[str, str]]:
-    """The inputs of the page: H200 reports, the fan-out's shard reports (planted), a guard audit, a ledger join."""
+    """The inputs of the page: H200 reports, the fan-out's shard reports (planted) and their coverage merge, a guard
+    audit, a ledger join."""
     fanout = work / "fanout"
     step([sys.executable, str(HERE / "simulate_fanout.py"), "--out", str(fanout), "--runner", "4-gpu-b200", "--workers", "0"])
     clean = work / "clean-reports"
     shutil.copytree(fanout / "reports", clean)
     planted = plant(fanout / "reports")
+    shards = sorted((fanout / "reports").glob("shard-*.json"))
+    coverage = work / "coverage"
+    step([sys.executable, "-m", "matrix", "coverage", *map(str, shards), "--out", str(coverage), "--no-heatmap"], ok=(1,))
     guards = work / "guards.json"
     step(
         [sys.executable, "-m", "matrix", "guards", str(GUARD_SUITE), "--format", "json", "--output", str(guards), "--no-cache"],
         ok=(0, 1),
     )
     common = [Path(p) for p in H200_REPORTS] + [guards, ledger_join(work)]  # relative: step() runs in the repository
-    return [*common, *sorted((fanout / "reports").glob("shard-*.json"))], clean, planted
+    return [*common, *shards, coverage / "coverage.json"], clean, planted
 
 
-def render(inputs: list[Path], out: Path) -> None:
-    step([sys.executable, "-m", "matrix", "report", "--html", str(out), *map(str, inputs)])
+def pytest_audit_page(work: Path) -> Path:
+    """A pytest project's audit alone (the docs' example project), as its page."""
+    audit, page = work / "pytest-audit.json", work / "pytest-audit.html"
+    step([sys.executable, "-m", "matrix", "pytest-audit", PYTEST_PROJECT, "--format", "json", "--output", str(audit)], ok=(1,))
+    render([audit], page)
+    return page
+
+
+def render(inputs: list[Path], out: Path, checkout: Path = Path(".")) -> None:
+    step([sys.executable, "-m", "matrix", "report", "--html", str(out), "--checkout", str(checkout), *map(str, inputs)])
 
 
 def check(condition: bool, what: str) -> None:
@@ -142,11 +159,65 @@ def grid_rows(browser: Browser) -> list[dict[str, Any]]:
     return rows
 
 
+# The problems table's columns, as the page draws them.
+SEVERITY, KIND, WHERE, SUBJECT, RUNNER, MESSAGE, FROM = range(7)
+
+
 def finding_rows(browser: Browser) -> list[list[str]]:
     rows: list[list[str]] = browser.evaluate(
         "[...document.querySelectorAll('#findings tbody tr')].map(tr => [...tr.children].map(td => td.textContent))"
     )
     return rows
+
+
+def test_rows(browser: Browser) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = browser.evaluate(
+        "[...document.querySelectorAll('#tests tbody tr')].map(tr => ({test: tr.dataset.test, where: tr.children[1].textContent,"
+        " cells: [...tr.querySelectorAll('td[data-runner]')].map(td => [td.dataset.runner, td.textContent])}))"
+    )
+    return rows
+
+
+def check_problems_first(browser: Browser, shots: Path, name: str) -> list[list[str]]:
+    """Errors first and above the fold, each row naming its runner, none listed twice; the viewport saved."""
+    rows = finding_rows(browser)
+    check(
+        bool(rows) and rows[0][SEVERITY] == "error", f"{name}: the first problem is an error ({rows[0][KIND] if rows else '-'})"
+    )
+    ranks = [{"error": 0, "warning": 1, "info": 2}[r[SEVERITY]] for r in rows]
+    check(ranks == sorted(ranks), f"{name}: errors, then warnings, then information")
+    first = browser.evaluate(
+        "(() => { const r = document.querySelector('#findings tbody tr').getBoundingClientRect();"
+        " return [r.top, r.bottom, window.innerHeight]; })()"
+    )
+    check(first[1] <= first[2], f"{name}: the first error is above the fold (its row ends at {first[1]:.0f} of {first[2]} px)")
+    sections = browser.evaluate("[...document.querySelectorAll('main > section:not([hidden]) h2')].map(h => h.textContent)")
+    check(sections[0] == "Problems", f"{name}: the page opens with the problems ({sections})")
+    check(all(r[RUNNER] for r in rows), f"{name}: every problem names its runner")
+    check(len({tuple(r) for r in rows}) == len(rows), f"{name}: no problem is listed twice")
+    shots.mkdir(parents=True, exist_ok=True)
+    browser.screenshot(shots / f"{name}-top.png")
+    return rows
+
+
+def check_pytest_audit_page(browser: Browser, page: Path, shots: Path) -> None:
+    """A pytest audit alone: titled by what it audited, no cell grid, problems first, each test with file:line."""
+    browser.open(page, ready=READY)
+    check(browser.console_errors() == [], "pytest-audit: no console error or policy violation")
+    title = browser.evaluate("document.title")
+    check(title == f"specmatrix: pytest audit of {PYTEST_PROJECT}", f"pytest-audit: the title says what was audited ({title!r})")
+    hidden = browser.evaluate("[...document.querySelectorAll('#outcomes-section, #grid-section')].every(s => s.hidden)")
+    check(hidden, "pytest-audit: no cell grid (nothing ran a cell)")
+    rows = check_problems_first(browser, shots, "pytest-audit")
+    check(
+        all(r[RUNNER] in ("h100", "no runner") for r in rows), "pytest-audit: runners named (h100; none for an unscheduled file)"
+    )
+    tests = test_rows(browser)
+    located = [t["where"] for t in tests if "::" in t["test"]]
+    check(
+        bool(located) and all(w.rsplit(":", 1)[-1].isdigit() for w in located),
+        f"pytest-audit: each test's file:line ({located[0]})",
+    )
 
 
 def check_page(browser: Browser, page: Path, planted: tuple[str, str], shots: Path) -> float:
@@ -162,7 +233,21 @@ def check_page(browser: Browser, page: Path, planted: tuple[str, str], shots: Pa
     heads = browser.evaluate("[...document.querySelectorAll('#grid thead th')].map(th => th.textContent)")
     check(heads == ["cell", "1-gpu-h200", "2-gpu-h200", "4-gpu-b200"], f"one column per runner: {heads[1:]}")
     inputs = browser.evaluate("document.querySelectorAll('#inputs tbody tr').length")
-    check(inputs == 7, "the header lists the 7 inputs (2 H200 reports, 3 shard reports, guard audit, ledger join)")
+    check(inputs == 8, "the inputs are listed: 2 H200 reports, 3 shard reports, their coverage merge, guard audit, ledger join")
+    title = browser.evaluate("document.title")
+    check(title == f"specmatrix: {matrix.name} on 1-gpu-h200, 2-gpu-h200, 4-gpu-b200", f"the title names the runners ({title!r})")
+    problems = check_problems_first(browser, shots, "report")
+    twice = [r for r in problems if r[KIND] == "unexpected-skip" and skipped in r[MESSAGE]]
+    check(
+        len(twice) == 1 and twice[0][FROM] == "run report + coverage merge" and twice[0][RUNNER] == "4-gpu-b200",
+        "the planted skip, stated by the shard report and the coverage merge, is one row naming both and its runner",
+    )
+    view = {t["test"]: t for t in test_rows(browser)}
+    planted_test = next((t for t in view.values() if any("unexpected skip" in c[1] for c in t["cells"])), None)
+    check(
+        planted_test is not None and re.fullmatch(r"tests/test_draft_decode\.py:[0-9]+", planted_test["where"]) is not None,
+        f"the test x runner view shows the skipping test with its file:line ({planted_test and planted_test['where']})",
+    )
 
     choose(browser, "f-outcome", "U")
     rows = grid_rows(browser)
@@ -188,14 +273,13 @@ def check_page(browser: Browser, page: Path, planted: tuple[str, str], shots: Pa
     choose(browser, "f-runner", "-1")
 
     findings = finding_rows(browser)
-    kinds = {row[2] for row in findings}
-    check(any(row[2] == "unexpected-skip" and skipped in row[6] for row in findings), "the findings table names the planted skip")
-    check(any(row[2] == "never-ran" and dropped in row[6] for row in findings), "the findings table names the never-ran cell")
+    kinds = {row[KIND] for row in findings}
+    check(any(row[KIND] == "never-ran" and dropped in row[MESSAGE] for row in findings), "the problems name the never-ran cell")
     check({"silent-skip", "never-executed"} & kinds != set(), f"guard and ledger findings are listed ({sorted(kinds)})")
-    located = [row[3] for row in findings if row[1] in ("guard audit", "ledger join")]
+    located = [row[WHERE] for row in findings if row[FROM] in ("guard audit", "ledger join")]
     check(bool(located) and all(":" in w for w in located), f"every guard and ledger finding has file:line ({located[0]})")
-    browser.evaluate("[...document.querySelectorAll('#findings thead button')][3].click()")
-    where = [row[3] for row in finding_rows(browser)]
+    browser.evaluate(f"[...document.querySelectorAll('#findings thead button')][{WHERE}].click()")
+    where = [row[WHERE] for row in finding_rows(browser)]
     check(
         where == sorted(where, key=lambda w: (w.rsplit(":", 1)[0], int(w.rsplit(":", 1)[1]) if ":" in w else 0)),
         "sorting by 'where' orders the table",
@@ -231,8 +315,8 @@ def check_red(browser: Browser, unplanted: Path, tampered: Path, planted: tuple[
     choose(browser, "f-outcome", "U")
     check(grid_rows(browser) == [], "red: without the plants the 'unexpected skip' filter is empty")
     # Of the never-ran kind: a guard finding may cite the same cell as the one its backend must run (its trail).
-    never_ran = [row for row in finding_rows(browser) if row[2] == "never-ran"]
-    check(not any(planted[1] in row[6] for row in never_ran), "red: and no never-ran finding names the dropped cell")
+    never_ran = [row for row in finding_rows(browser) if row[KIND] == "never-ran"]
+    check(not any(planted[1] in row[MESSAGE] for row in never_ran), "red: and no never-ran finding names the dropped cell")
     try:
         browser.open(tampered, ready=READY, timeout=3)
     except BrowserError:
@@ -245,7 +329,7 @@ def check_red(browser: Browser, unplanted: Path, tampered: Path, planted: tuple[
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="work folder; screenshots land in OUT/screenshots")
-    parser.add_argument("--screenshot", type=Path, help="also copy the panel screenshot here (e.g. docs/report.png)")
+    parser.add_argument("--screenshot", type=Path, help="also copy the page's first screen here (e.g. docs/report.png)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     try:
@@ -256,11 +340,14 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True)
         inputs, clean, planted = build(work)
         page, unplanted, tampered = work / "report.html", work / "unplanted.html", work / "tampered.html"
-        render(inputs, page)
-        render([p for p in inputs if p.parent.name != "reports"] + sorted(clean.glob("shard-*.json")), unplanted)
+        render(inputs, page, checkout=work / "fanout")  # the fan-out's node ids are relative to its own folder
+        kept = [p for p in inputs if p.parent.name not in ("reports", "coverage")]
+        render(kept + sorted(clean.glob("shard-*.json")), unplanted)
+        audit_page = pytest_audit_page(work)
         tampered.write_text(page.read_text(encoding="utf-8").replace('"use strict";', '"use strict"; ', 1), encoding="utf-8")
         with Browser(binary, width=1600, height=1000) as browser:
             seconds = check_page(browser, page, planted, work / "screenshots")
+            check_pytest_audit_page(browser, audit_page, work / "screenshots")
             check_red(browser, unplanted, tampered, planted)
     except CheckFailed as exc:
         print(f"browser check failed: {exc}", file=sys.stderr)
@@ -272,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(rest), file=sys.stderr)
         return 2
     if args.screenshot is not None:
-        shutil.copyfile(work / "screenshots" / "report-panel.png", args.screenshot)
+        shutil.copyfile(work / "screenshots" / "report-top.png", args.screenshot)
     size = page.stat().st_size / 1e6
     print(f"browser check passed: page {size:.2f} MB, ready in {seconds:.2f} s; {time.monotonic() - started:.0f} s in all")
     return 0

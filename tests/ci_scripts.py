@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -21,6 +22,7 @@ def repo_script(path: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"specmatrix_{stem}", ROOT / path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a script's dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
 

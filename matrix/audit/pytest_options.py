@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from matrix.core.option_table import BY_NAME
+from matrix.core.option_table import BY_NAME, PLUGIN_OPTIONS
 
 MATRIX_FIXTURE = "matrix_cell"
 REPORT_CELL_ATTR = "specmatrix_cell"  # set by a worker on each matrix item's reports; xdist carries it across
@@ -54,37 +54,22 @@ def _add_cascade_option(group: Any, name: str) -> None:
 
 
 def add_options(parser: pytest.Parser) -> None:
+    """The plugin's options, as the option table lists them (`matrix.core.option_table.PLUGIN_OPTIONS`)."""
     group = parser.getgroup("specmatrix", "specmatrix skip audit")
-    _add_cascade_option(group, "runner")
-    group.addoption(
-        "--matrix-report", metavar="PATH", help="write the audit report: JSON at PATH, JUnit XML and Markdown beside it"
-    )
-    _add_cascade_option(group, "allowlist")
-    group.addoption("--matrix-allow", metavar="FILE", help="deprecated spelling of --matrix-allowlist")
-    group.addoption(
-        "--matrix-select",
-        metavar="S",
-        action="append",
-        default=[],
-        help="run only the cells a selector keeps (repeatable; @FILE reads one selector or cell id per line)",
-    )
-    group.addoption(
-        "--matrix-run-expected-skips",
-        action="store_true",
-        default=False,
-        help="run cells the matrix expects to skip instead of skipping them, to check the rules",
-    )
-    _add_cascade_option(group, "matrix")
-    _add_cascade_option(group, "runners")
-    _add_cascade_option(group, "replace_runners")
-    group.addoption("--matrix-shard", metavar="LABEL", help="shard label recorded in the report")
-    group.addoption(
-        "--matrix-workers-per-gpu",
-        metavar="N",
-        type=int,
-        default=1,
-        help="xdist workers that may share one GPU (default: 1; more overlap JIT compiles on a cold cache)",
-    )
+    for option in PLUGIN_OPTIONS:
+        if isinstance(option, str):
+            _add_cascade_option(group, option)
+            continue
+        extra: dict[str, Any] = {"default": option.default}
+        if option.switch:
+            extra["action"] = "store_true"
+        else:
+            extra["metavar"] = option.metavar
+        if option.repeated:
+            extra["action"] = "append"
+        if option.integer:
+            extra["type"] = int
+        group.addoption(option.flag, help=option.help, **extra)
 
 
 def worker_count(config: pytest.Config) -> int:

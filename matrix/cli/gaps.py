@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from matrix.cli.gating import CELLS, add_gate_options, apply_gate
-from matrix.cli.options import add_output_options
+from matrix.cli.options import add_output_options, add_schedule_file_option
 from matrix.core import emit
 from matrix.core.baseline import stamped
 from matrix.core.errors import EXIT_OK, UsageError
@@ -29,8 +29,9 @@ def register(sub: Any) -> None:
         "gaps",
         help="list the matrix cells no runner of a CI schedule would run",
         description=(
-            "Read the CI schedule of PATH (its nearest .github/workflows, as `guards` reads it), take every runner "
-            "profile a job runs on, and list each matrix cell none of them is expected to RUN (kind untested-cell). "
+            "Read the CI schedule of PATH (its nearest .github/workflows, as `specmatrix schedule` reads it), take every "
+            "runner profile a job runs on, and list each matrix cell none of them is expected to RUN while another "
+            "profile would (kind untested-cell); cells no profile runs at all are counted apart, not listed. "
             "Exit 0 (untested cells do not fail; --baseline: 1 on expired entries); 2 on bad input."
         ),
     )
@@ -41,13 +42,17 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="repository root (or its .github/workflows) to read instead (default: the nearest at or above PATH)",
     )
+    add_schedule_file_option(
+        p, help="a declared schedule TOML whose runners count as the workflows' do; repeatable (default: none)"
+    )
     add_output_options(p, FINDING_FORMATS)
     add_gate_options(p)
     p.set_defaults(func=cmd_gaps)
 
 
 def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
-    from matrix.schedule.load import find_workflows, load_schedule
+    from matrix.cli.schedule import read_ci_schedule, read_declared_schedule
+    from matrix.schedule.load import find_workflows
 
     loaded = load(options)
     root = args.workflows
@@ -57,8 +62,10 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
         root = find_workflows(args.path)
         if root is None:
             raise UsageError(f"{args.path}: no .github/workflows at or above it (name one with --workflows DIR)")
-    schedule = load_schedule(root, loaded.runners)
-    names = {name for entry in schedule.entries for name in entry.profiles}
+    # The one reading `specmatrix schedule` prints, so both name the same runners.
+    schedules = [read_ci_schedule(root, loaded.runners)]
+    schedules += [read_declared_schedule(root, loaded.runners, path) for path in args.schedule_file]
+    names = {name for schedule in schedules for entry in schedule.entries for name in entry.profiles}
     runners = [name for name in loaded.runners if name in names]  # in profile order
     plans = {name: plan_for(loaded, name, os.environ) for name in runners}
     versions = next(iter(plans.values())).versions if plans else effective_versions(loaded.matrix, {})
@@ -69,7 +76,9 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
         for cell_id, exp in expectations(loaded.matrix, profile, versions).items():
             if exp.outcome is Outcome.RUN:
                 elsewhere.setdefault(cell_id, []).append(name)
-    findings = stamped(untested_cells(loaded.matrix.cells, {n: p.expectations for n, p in plans.items()}, elsewhere), "")
+    found_gaps = untested_cells(loaded.matrix.cells, {n: p.expectations for n, p in plans.items()}, elsewhere)
+    unsupported = len(found_gaps.unsupported)
+    findings = stamped(list(found_gaps.findings), "")
     # Cell findings name no file (their path is the matrix's): the baseline keys them as they are.
     gated = apply_gate(args, findings, "", "gaps", EXIT_OK, anchor=CELLS)
     findings = gated.findings
@@ -81,26 +90,37 @@ def cmd_gaps(args: argparse.Namespace, options: Options) -> int:
     elif args.format == "junit":
         text = emit.junit(findings, tool=Tool.COVERAGE, root=str(args.path), prefix=found)
     elif args.format == "md":
-        text = _markdown(findings, len(loaded.matrix.cells), runners, root)
+        text = _markdown(findings, len(loaded.matrix.cells), unsupported, runners, root)
     elif args.format == "json":
-        head = {"matrix": loaded.matrix.name, "schedule": str(root), "runners": runners, "cells": len(loaded.matrix.cells)}
+        head = {
+            "matrix": loaded.matrix.name,
+            "schedule": str(root),
+            "runners": runners,
+            "cells": len(loaded.matrix.cells),
+            "unsupported_everywhere": unsupported,
+        }
         text = json_report(JsonReport(schema=SCHEMA, findings=findings, exit_code=gated.exit_code, head=head))
     else:
-        possible = sum("which no job of the schedule uses" in f.message for f in findings)
         tail = [
-            f"{possible} of them would run on a runner profile the schedule does not use",
             f"{len(findings)} of {len(loaded.matrix.cells)} cells untested by the schedule under {root} "
-            f"(runners: {', '.join(runners) or 'none'})",
+            f"(runners: {', '.join(runners) or 'none'}); {_unsupported(unsupported)}"
         ]
         text = text_report(TEXT_VIEW, findings, tail=tail)
     print(text)  # with --output, the command runner writes what is printed to the file (matrix.cli.main)
     return gated.exit_code
 
 
-def _markdown(findings: tuple[Finding, ...], cells: int, runners: list[str], root: Path) -> str:
+def _unsupported(count: int) -> str:
+    """The cells left out of the gaps, and where to see them."""
+    if not count:
+        return "every other cell runs on some runner profile"
+    return f"{count} cells run on no runner profile at all (not gaps; `specmatrix cells --runner R` shows why)"
+
+
+def _markdown(findings: tuple[Finding, ...], cells: int, unsupported: int, runners: list[str], root: Path) -> str:
     head = [
         f"**specmatrix gaps**: {len(findings)} of {cells} cells untested by the schedule under {md_text(str(root))} "
-        f"(runners: {md_text(', '.join(runners) or 'none')})",
+        f"(runners: {md_text(', '.join(runners) or 'none')}); {md_text(_unsupported(unsupported))}",
         "",
     ]
     table = Table(

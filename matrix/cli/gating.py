@@ -15,6 +15,7 @@ from matrix.core.baseline import Baseline, baseline_text, legacy_note, read_base
 from matrix.core.errors import EXIT_OK
 from matrix.core.finding import Finding, Severity
 from matrix.core.gate import error_keys, gate, gate_line
+from matrix.core.targets import refuse_read_outputs
 
 
 def add_gate_options(p: argparse.ArgumentParser, *, root: bool = True) -> None:
@@ -68,6 +69,7 @@ def read_gate_baseline(path: Path | None, prefix: str, prog: str) -> Baseline | 
 
 def write_gate_baseline(path: Path, findings: Sequence[Finding], prefix: str) -> int:
     """`--write-baseline FILE`: the current error findings, keeping what a maintainer wrote; the entries written."""
+    refuse_read_outputs([("--write-baseline", path)])  # before the previous baseline is read, which notes it
     previous = read_baseline(path).keyed_from(prefix) if path.is_file() else None
     entries = updated_entries(error_keys(findings, prefix), previous, prefix)
     write_text_atomic(path, baseline_text(entries))

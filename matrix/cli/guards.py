@@ -19,14 +19,14 @@ from matrix.cli.options import (
     add_workflow_options,
 )
 from matrix.core import emit
-from matrix.core.atomic import append_text
 from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool
 from matrix.core.gate import repo_prefix
 from matrix.core.options import Options, cache_folder, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
-from matrix.guards.model import GuardReport
+from matrix.core.targets import append_output
+from matrix.guards.model import GuardFindingKind, GuardReport
 from matrix.registered_suite.audit import load_suite_map, read_suite_list
 from matrix.registered_suite.gate import (
     Gate,
@@ -167,6 +167,30 @@ def read_schedule(args: argparse.Namespace, runners: Mapping[str, Any], cache_di
     return schedule
 
 
+PROJECT_MARKERS = (".git", ".github", "pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini")
+
+
+def project_root(path: Path) -> Path:
+    """The nearest folder at or above `path` that looks like a checkout's root (a VCS folder, CI or pytest
+    configuration), else `path`'s own folder: what `pytest-audit` is pointed at."""
+    start = (path if path.is_dir() else path.parent).resolve()
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder
+    return start
+
+
+def not_a_registered_suite(command: str, path: Path, instead: str = "") -> str:
+    """The hint for a tree with no registration: the command is for registered suites; what a plain pytest project
+    runs instead (`instead`, else `pytest-audit` on the checkout's root)."""
+    instead = instead or f"run `specmatrix pytest-audit {project_root(path)}`"
+    return (
+        f"specmatrix {command}: no file under {path} is registered to run on a runner profile (no register_*_ci call "
+        f"that CI runs), so there was nothing to check: `{command}` is for suites registered the sglang way; for a "
+        f"plain pytest project {instead}"
+    )
+
+
 def cmd_guards(args: argparse.Namespace, options: Options) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -190,6 +214,9 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         intent=MatrixIntent.from_paths(options.matrix_path, args.tested_by),
     )
     report = replace(report, findings=stamped(report.findings, prefix))
+    # Not when a file could not be read: it may hold the registrations (its finding says so).
+    if report.registered_files == 0 and not any(f.kind == GuardFindingKind.UNPARSABLE for f in report.findings):
+        print(not_a_registered_suite("guards", args.path), file=sys.stderr)
     wrote: str | None = None
     if args.write_baseline is not None:
         written = write_gate_baseline(args.write_baseline, report.findings, prefix)
@@ -197,7 +224,7 @@ def cmd_guards(args: argparse.Namespace, options: Options) -> int:
         wrote = f"exit 0: wrote {written} baseline entries to {args.write_baseline}"
     result = gate(report, show=Severity(args.show), baseline=baseline, today=args.today, prefix=prefix)
     if args.summary is not None:
-        append_text(args.summary, to_markdown(report, result, exit_code=0 if wrote is not None else None) + "\n")
+        append_output("--summary", args.summary, to_markdown(report, result, exit_code=0 if wrote is not None else None) + "\n")
     fmt = args.format
     text = render(
         report, result, fmt, status=wrote, exit_code=0 if wrote is not None else None, help_uri=args.help_uri, prefix=found

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from matrix.audit.findings import parse_allowlist
 from matrix.cli.gating import add_baseline_options, apply_gate
+from matrix.cli.guards import not_a_registered_suite, project_root
 from matrix.cli.options import (
     add_allowlist_option,
     add_deprecated_path,
@@ -18,7 +20,7 @@ from matrix.cli.options import (
     add_table_option,
 )
 from matrix.core import emit
-from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
+from matrix.core.atomic import refuse_input_targets
 from matrix.core.baseline import Baseline, read_baseline, stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Tool
@@ -27,6 +29,7 @@ from matrix.core.loader import read_toml_file
 from matrix.core.machine import AUTO
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
+from matrix.core.targets import append_output, write_output
 from matrix.ledger.join import JoinSettings, join
 from matrix.ledger.pth import install_hook, uninstall_hook
 from matrix.ledger.records import BadLine, Process, read_ledger
@@ -116,6 +119,12 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
         processes.extend(read.processes)
         bad.extend(read.bad_lines)
     suite = read_suite(args.root, runners, suite_map)
+    if not suite.files:
+        instead = (
+            "the pytest plugin's run report says what each test did (`pytest --matrix-report out/run.json`, then "
+            f"`specmatrix audit out/run.json`), and `specmatrix pytest-audit {project_root(args.root)}` checks it before a run"
+        )
+        print(not_a_registered_suite("ledger", args.root, instead), file=sys.stderr)
     report = join(suite, processes, bad, settings, ledgers=[str(p) for p in args.ledgers])
     prefix = repo_prefix(args.root)
     report = replace(report, findings=stamped(report.findings, prefix or ""))
@@ -124,9 +133,9 @@ def cmd_ledger(args: argparse.Namespace, options: Options) -> int:
     gated = apply_gate(args, report.findings, prefix or "", "ledger", report.exit_code)
     report = replace(report, findings=gated.findings)
     if args.summary is not None:
-        append_text(args.summary, to_markdown(report))
+        append_output("--summary", args.summary, to_markdown(report))
     if getattr(args, "json_file", None) is not None:
-        write_text_atomic(args.json_file, to_json(report) + "\n")
+        write_output("--json", args.json_file, to_json(report) + "\n")
     fmt = args.format
     if fmt == "github":
         text = to_github(report, prefix)

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from matrix.cli.parsing import HelpFormatter, VersionAction
-from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import EXIT_USAGE, SpecmatrixError, UsageError
 from matrix.core.option_table import BY_NAME, OPTIONS, OptionKind
 from matrix.core.options import CliOverrides, Options, resolve_options
-from matrix.core.targets import OUTPUT_DESTS, refuse_outputs_on_inputs
+from matrix.core.targets import OUTPUT_DESTS, refuse_outputs_on_inputs, write_output
+from matrix.core.textfiles import READ_FILES
 
 # Each command module has `register(subparsers)`; the parser's `func` runs it. A module is imported only when
 # the parser needs it: a run of one command (`specmatrix guards ...`) imports the one module that owns it, so
@@ -166,6 +166,7 @@ def _tolerant_streams() -> None:
 
 def _run(args: argparse.Namespace) -> int:
     """Run the command; with `--output FILE` what it prints goes to FILE through the atomic writer instead."""
+    READ_FILES.clear()  # the files this run reads, which no output of it may replace
     options = options_from(args)
     output: Path | None = getattr(args, "output", None)
     for dest, flag in OUTPUT_DESTS.items():  # every file a command writes, checked once here before it runs
@@ -178,7 +179,7 @@ def _run(args: argparse.Namespace) -> int:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         code = args.func(args, options)
-    write_text_atomic(output, buffer.getvalue())
+    write_output("--output", output, buffer.getvalue())
     return code
 
 
@@ -259,8 +260,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except RecursionError:
         return _fail("input nested too deeply")
     except ValueError as exc:
-        # CPython's int_max_str_digits guard (an integer of thousands of digits in some input); any other
-        # ValueError is a bug and keeps its traceback.
+        # CPython's int_max_str_digits guard (an integer of thousands of digits in some input), or a path with a NUL
+        # byte that reached an OS call unchecked; any other ValueError is a bug and keeps its traceback.
+        if "embedded null byte" in str(exc):
+            return _fail("a path in the input holds a NUL byte")
         if "integer string conversion" not in str(exc):
             raise
         return _fail("input holds an integer with too many digits")

@@ -18,14 +18,14 @@ from matrix.cli.options import (
     add_summary_option,
 )
 from matrix.core import emit
-from matrix.core.atomic import append_text, refuse_input_targets, write_text_atomic
+from matrix.core.atomic import refuse_input_targets
 from matrix.core.baseline import stamped
 from matrix.core.errors import UsageError
 from matrix.core.finding import Severity, Tool, kinds_of
 from matrix.core.gate import Gate, gate, repo_prefix
 from matrix.core.options import Options, cache_folder, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
-from matrix.core.targets import OUTPUT_DESTS
+from matrix.core.targets import OUTPUT_DESTS, append_output, write_output
 from matrix.pytest_suites.audit import PytestAuditReport
 from matrix.pytest_suites.joined import join_runs, parse_junit_option, read_runs, runners_of
 from matrix.pytest_suites.joined_output import ORDER, runs_doc, runs_markdown, runs_text
@@ -104,6 +104,9 @@ def _jobs(value: int | None) -> int:
 
 
 def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
+    if not args.root.is_dir():
+        what = "is not a folder" if args.root.exists() else "does not exist"
+        raise UsageError(f"pytest-audit: {args.root} {what}; give the checkout of the repository to audit")
     if not args.schedule_file and not args.buildkite and not has_workflows(args.root):
         raise UsageError(
             f"pytest-audit: {args.root} has no .github/workflows; give a --schedule-file or --buildkite file (what CI runs)"
@@ -141,9 +144,9 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
     runs_md = runs_markdown(joined, ran) if joined is not None else ((), ())
     runs_json = runs_doc(joined) if joined is not None else None
     if args.summary is not None:
-        append_text(args.summary, to_markdown(shown, result, runs=runs_md))
+        append_output("--summary", args.summary, to_markdown(shown, result, runs=runs_md))
     if getattr(args, "json_file", None) is not None:
-        write_text_atomic(args.json_file, to_json(shown, result, exit_code=exit_code, runs=runs_json))
+        write_output("--json", args.json_file, to_json(shown, result, exit_code=exit_code, runs=runs_json))
     fmt = args.format
     if fmt == "github":
         text = emit.github(live, root=str(args.root), prefix=found) + ("\n" if live else "")

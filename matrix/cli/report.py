@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as dt
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from matrix.cli.options import add_output_options
-from matrix.core.atomic import refuse_input_targets, write_text_atomic
+from matrix.core.atomic import refuse_input_targets
 from matrix.core.errors import EXIT_OK, ReportError, UsageError
 from matrix.core.jsonio import dumps_indented, loads_untrusted
 from matrix.core.options import Options, load
 from matrix.core.report import IN_PROGRESS_SCHEMA
 from matrix.core.report import SCHEMA as RUN_REPORT_SCHEMA
-from matrix.core.textfiles import read_text
+from matrix.core.targets import write_output
+from matrix.core.textfiles import decode_python, read_limited, read_text
 from matrix.coverage.gaps import SCHEMA as GAPS_SCHEMA
 from matrix.coverage.html import render_html
 from matrix.coverage.inputs import (
@@ -79,6 +82,14 @@ def register(sub: Any) -> None:
         help="the shard plan (plan.json or its folder): its runner counts and a shard without a report is a finding "
         "(default: none)",
     )
+    p.add_argument(
+        "--checkout",
+        type=Path,
+        metavar="DIR",
+        default=Path("."),
+        help="the checkout the run reports' test node ids are relative to: each test's line is read from its file "
+        "there (default: the current directory; a file not found leaves its tests with the file alone)",
+    )
     add_output_options(p, ("text", "json"))
     p.set_defaults(func=cmd_report)
 
@@ -108,6 +119,52 @@ def read_input(path: Path) -> Adapted:
     return adapt(Document(label=str(path), doc=doc, modified=modified), ADAPTERS)
 
 
+MAX_TEST_FILE_BYTES = 4 * 1024 * 1024
+MAX_TEST_FILES = 2000
+
+
+def _def_line(tree: ast.Module, names: list[str]) -> int | None:
+    """The line of `Class::...::name` in a module (the `def` itself), or None."""
+    body: list[ast.stmt] = tree.body
+    line = None
+    for name in names:
+        found = next(
+            (n for n in body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None
+        )
+        if found is None:
+            return None
+        line, body = found.lineno, found.body
+    return line
+
+
+def test_lines(tests: Iterable[str], root: Path) -> dict[str, int]:
+    """The line of each run report test (`path::name`) whose file lies under `root` (the checkout the page is made
+    in); a file that is missing, outside, oversized or not Python leaves its tests without a line."""
+    by_file: dict[str, list[str]] = {}
+    for test in tests:
+        path, _, rest = test.partition("::")
+        if rest:
+            by_file.setdefault(path, []).append(test)
+    found: dict[str, int] = {}
+    base = root.resolve()
+    for path, named in list(by_file.items())[:MAX_TEST_FILES]:
+        target = (base / path).resolve()
+        if not target.is_relative_to(base) or not target.is_file():
+            continue
+        try:
+            data = read_limited(target, MAX_TEST_FILE_BYTES)
+            tree = ast.parse(decode_python(data)) if len(data) <= MAX_TEST_FILE_BYTES else None
+        except (OSError, ValueError, SyntaxError, RecursionError, MemoryError):
+            continue
+        if tree is None:
+            continue
+        for test in named:
+            line = _def_line(tree, test.partition("::")[2].split("::"))
+            if line is not None:
+                found[test] = line
+    return found
+
+
 def cmd_report(args: argparse.Namespace, options: Options) -> int:
     loaded = load(options)
     planned = read_plan(args.plan) if args.plan else None
@@ -122,23 +179,28 @@ def cmd_report(args: argparse.Namespace, options: Options) -> int:
     generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     runs = any(a.file.kind is InputKind.RUN_REPORT for a in adapted) or planned is not None
     joined = [r for a in adapted for r in a.runs]
-    page = render_html(page_data(loaded.matrix, result, files, rows, generated=generated, grid=runs, runs=joined))
-    write_text_atomic(args.html, page)
+    lines = test_lines({c.test for s in sources for c in s.report.cells}, args.checkout)
+    data = page_data(loaded.matrix, result, files, rows, generated=generated, grid=runs, lines=lines, runs=joined)
+    page = render_html(data)
+    write_output("--html", args.html, page)
     cells = len(loaded.matrix.cells) if runs else 0
     if args.format == "json":
         doc = {
             "schema": PAGE_SUMMARY_SCHEMA,
+            "title": data["title"],
             "inputs": [{"label": f.label, "kind": f.kind.value, "schema": f.schema} for f in files],
             "cells": cells,
             "runners": list(result.runners),
-            "findings": len(result.findings) + len(rows),
+            "findings": len(data["findings"]),
             "html": str(args.html),
             "bytes": len(page.encode()),
         }
         print(dumps_indented(doc))
         return EXIT_OK
+    # The grid's size only when a run report drew it: a page of audits alone is about its inputs, not the matrix.
+    grid = f"{cells} cells x {len(result.runners)} runner(s), " if runs else ""
     print(
-        f"specmatrix report: {len(files)} input(s), {cells} cells x {len(result.runners)} runner(s), "
-        f"{len(result.findings) + len(rows)} finding(s); wrote {args.html} ({len(page.encode()) / 1e6:.2f} MB)"
+        f"specmatrix report: {data['title']}: {len(files)} input(s), {grid}{len(data['findings'])} finding(s); "
+        f"wrote {args.html} ({len(page.encode()) / 1e6:.2f} MB)"
     )
     return EXIT_OK

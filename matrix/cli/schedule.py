@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +12,10 @@ from matrix.core.errors import ConfigError
 from matrix.core.jsonio import dumps_indented
 from matrix.core.options import Options, load_runner_profiles
 from matrix.core.output import text_lines
+from matrix.core.profile import RunnerProfile
+from matrix.schedule.environment.model import environment_fields
 from matrix.schedule.load import all_readers, find_workflows, load_schedule
-from matrix.schedule.model import PytestSelection, Schedule, ScheduleEntry, SuiteSelection, selection_fields
+from matrix.schedule.model import PytestSelection, RunnerHardware, Schedule, ScheduleEntry, SuiteSelection, selection_fields
 
 SCHEMA = "specmatrix.schedule/1"
 
@@ -43,12 +45,8 @@ def cmd_schedule(args: argparse.Namespace, options: Options) -> int:
     if root is None:
         raise ConfigError(f"{args.path}: no .github/workflows folder at or above it")
     runners = load_runner_profiles(options)
-    # Every reader, and the scripts steps run, so pytest entries show beside sglang's run_suite.py ones.
-    schedule = load_schedule(root, runners, all_readers(), follow_scripts=True)
-    declared = [
-        (str(path), load_schedule(root, runners, all_readers(), workflows=False, schedule_files=(path,)))
-        for path in args.schedule_file
-    ]
+    schedule = read_ci_schedule(root, runners)
+    declared = [(str(path), read_declared_schedule(root, runners, path)) for path in args.schedule_file]
     if args.format == "json":
         print(to_json(schedule, declared))
     else:
@@ -56,6 +54,17 @@ def cmd_schedule(args: argparse.Namespace, options: Options) -> int:
         # a newline inside a value (a runs-on label, a job id) is shown as `\n` and never starts a line of its own.
         print(text_lines(text_report(schedule, root, declared)))
     return 0
+
+
+def read_ci_schedule(root: Path, runners: Mapping[str, RunnerProfile]) -> Schedule:
+    """What CI runs, as `specmatrix schedule` prints it and `specmatrix gaps` judges it: the workflows under `root`
+    read with every command reader (sglang's run_suite.py and pytest) and the shell scripts their steps run."""
+    return load_schedule(root, runners, all_readers(), follow_scripts=True)
+
+
+def read_declared_schedule(root: Path, runners: Mapping[str, RunnerProfile], path: Path) -> Schedule:
+    """One declared schedule TOML (`--schedule-file`), read with the same readers as the workflows."""
+    return load_schedule(root, runners, all_readers(), workflows=False, schedule_files=(path,))
 
 
 def _selection(entry: ScheduleEntry) -> str:
@@ -104,8 +113,9 @@ def text_report(schedule: Schedule, root: Path, declared: Sequence[tuple[str, Sc
 def _entries(schedule: Schedule) -> list[str]:
     lines: list[str] = []
     for entry in schedule.entries:
+        machine = f"; {entry.hardware.describe()}" if entry.hardware is not None else ""
         profiles = ", ".join(entry.profiles) or (
-            f"no CUDA profile ({'; '.join(entry.other_runners)})" if entry.other_runners else "NO PROFILE"
+            f"no CUDA profile ({'; '.join(entry.other_runners)}{machine})" if entry.other_runners else "NO PROFILE"
         )
         gates = "/".join(g.value for g in entry.gates)
         lines.append(f"{_selection(entry)}  on {', '.join(entry.labels)} -> {profiles}  [{gates}]")
@@ -113,9 +123,19 @@ def _entries(schedule: Schedule) -> list[str]:
         if entry.container is not None:
             unread = f"; not fully read: {entry.container.unread}" if entry.container.unread else ""
             lines.append(f"    in the container {entry.container.name} (its environment only{unread})")
+        if entry.environment is not None:
+            lines.append(f"    environment: {entry.environment.describe()}")
+        if entry.unset:
+            lines.append(
+                f"    its environment lacks {', '.join(entry.unset) if '*' not in entry.unset else 'all but its env (env -i)'}"
+            )
         for assumption in entry.assumptions:
             lines.append(f"    assumed: {assumption}")
     return lines
+
+
+def _hardware(h: RunnerHardware) -> dict[str, Any]:
+    return {"kind": h.kind, "vendor": h.vendor, "gpus": h.gpus, "arch": h.arch, "labels": list(h.labels)}
 
 
 def _origin(o: Any) -> dict[str, Any]:
@@ -144,6 +164,7 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
                 "labels": list(e.labels),
                 "profiles": list(e.profiles),
                 "other_runners": list(e.other_runners),
+                **({"hardware": _hardware(e.hardware)} if e.hardware is not None else {}),
                 "env": dict(e.env),
                 "gates": [g.value for g in e.gates],
                 "assumptions": list(e.assumptions),
@@ -153,6 +174,8 @@ def _json_doc(schedule: Schedule) -> dict[str, Any]:
                     if e.container is None
                     else {"container": {"name": e.container.name, "unread": e.container.unread, "notes": list(e.container.notes)}}
                 ),
+                **({} if e.environment is None else {"environment": environment_fields(e.environment)}),
+                **({"unset": list(e.unset)} if e.unset else {}),
             }
             for e in schedule.entries
         ],

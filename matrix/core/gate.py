@@ -1,7 +1,9 @@
 """The CI gate every finding command applies: `--show`, `--baseline` and the exit rule, over core `Finding`s.
 
 A finding fails when its kind fails (`KindSpec.fails`, read through `Finding.failing`) and no baseline entry
-acknowledges it; an expired entry fails too. Paths are keyed from the repository root (`repo_prefix`).
+acknowledges it; an entry past its expiry date acknowledges nothing: its finding is shown and fails like a new one
+(so JUnit, SARIF and annotations show what the exit code says), and the entry is listed as expired. Paths are keyed
+from the repository root (`repo_prefix`).
 """
 
 from __future__ import annotations
@@ -55,12 +57,13 @@ class Gate:
     """The findings to show (worst first), which of them are new errors, and the baseline's leftovers."""
 
     shown: tuple[Finding, ...]
-    new_errors: tuple[Finding, ...]
+    new_errors: tuple[Finding, ...]  # every error finding no entry acknowledges, those of expired entries included
     baselined: int
     stale: tuple[BaselineEntry, ...] = ()
     expired: tuple[BaselineEntry, ...] = ()
     hidden: int = 0
     with_baseline: bool = False
+    lapsed: int = 0  # of `new_errors`, those an expired entry once acknowledged
 
     @property
     def exit_code(self) -> int:
@@ -90,13 +93,21 @@ def gate(
 ) -> Gate:
     """Apply `--show` and `--baseline`: errors the baseline knows are not new; expired entries fail; stale are listed."""
     baselined: set[int] = set()
+    lapsed = 0
     stale: tuple[BaselineEntry, ...] = ()
     expired: tuple[BaselineEntry, ...] = ()
     if baseline is not None:
         comparison = compare_keys(baseline, error_keys(findings, prefix), today or dt.date.today(), prefix)
+        gone = {e.fingerprint for e in comparison.expired}
         for index, f in enumerate(findings):
-            if f.failing and all(key_fingerprint(k) in comparison.known for k in keys_of(f, prefix)):
-                baselined.add(index)
+            if not f.failing:
+                continue
+            prints = [key_fingerprint(k) for k in keys_of(f, prefix)]
+            if all(p in comparison.known for p in prints):
+                if any(p in gone for p in prints):
+                    lapsed += 1  # acknowledged no longer: shown, and failing, as a new one is
+                else:
+                    baselined.add(index)
         stale, expired = comparison.stale, comparison.expired
     live = [f for i, f in enumerate(findings) if i not in baselined]
     limit = show.rank
@@ -109,6 +120,7 @@ def gate(
         expired=expired,
         hidden=len(live) - len(shown),
         with_baseline=baseline is not None,
+        lapsed=lapsed,
     )
 
 
@@ -121,7 +133,7 @@ def gate_line(gate: Gate | None) -> str:
         parts.append(f"{gate.hidden} informational finding(s) hidden (--show info lists them)")
     if gate.with_baseline:
         parts.append(
-            f"baseline: {len(gate.new_errors)} new error(s), {gate.baselined} acknowledged, "
+            f"baseline: {len(gate.new_errors) - gate.lapsed} new error(s), {gate.baselined} acknowledged, "
             f"{len(gate.expired)} expired, {len(gate.stale)} stale"
         )
     return "; ".join(parts)
@@ -131,8 +143,9 @@ def status_line(gate: Gate) -> str:
     """The run's one final line: the exit code the command returns and why."""
     if gate.exit_code == 0:
         return "exit 0: no new error findings" + (" (the rest are in the baseline)" if gate.baselined else "")
-    why = [f"{len(gate.new_errors)} new error finding(s)"] if gate.new_errors else []
-    why += [f"{len(gate.expired)} expired baseline entries"] if gate.expired else []
+    new = len(gate.new_errors) - gate.lapsed
+    why = [f"{new} new error finding(s)"] if new else []
+    why += [f"{len(gate.expired)} expired baseline entries (their findings are shown)"] if gate.expired else []
     return f"exit {gate.exit_code}: {', '.join(why)}"
 
 

@@ -32,13 +32,19 @@ def xml_safe(text: str) -> str:
     return _XML_INVALID.sub(_visible, text)
 
 
+# A line break in element text is written as a character reference: the text a JUnit reader gets is the same, and
+# no value (a file name holding a newline and `::error ...`) starts a line of the file, which a CI step that prints
+# it (`cat report.xml`) would hand to the runner as a workflow command.
+_LINE_BREAKS = {"\n": "&#10;", "\r": "&#13;"}
+
+
 def escape(text: str) -> str:
     # Imported here, not at the top: xml.sax.saxutils pulls in urllib.request and http.client (about 8 ms), and
     # every engaged pytest process (each xdist worker too) imports the audit's writers, while only the one writing
     # the report calls it.
     from xml.sax import saxutils
 
-    return saxutils.escape(xml_safe(text))
+    return saxutils.escape(xml_safe(text), _LINE_BREAKS)
 
 
 def quoteattr(text: str) -> str:

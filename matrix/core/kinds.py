@@ -8,6 +8,9 @@ from __future__ import annotations
 from matrix.core.finding import KindSpec, Severity, Tool
 
 ERR, WARN, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+# A skip that holds on every machine whatever the runner (`mark.skip(reason=...)`, `skipif(True)`) is a deliberate
+# disable: every audit files it under this kind, a warning, never as a skip to fix by scheduling it elsewhere.
+DELIBERATE_SKIP = "disabled-by-skip"
 G, L, A, C, P = Tool.GUARDS, Tool.LEDGER, Tool.AUDIT, Tool.COVERAGE, Tool.PYTEST_AUDIT
 
 KINDS: tuple[KindSpec, ...] = (
@@ -26,9 +29,19 @@ KINDS: tuple[KindSpec, ...] = (
         name="silent-pass",
         severity=ERR,
         fails=True,
-        title="Silent passes (the test returns early when a CI fact is true, so it passes having tested nothing)",
-        rule="Test body returns early when a CI fact is true: it passes having tested nothing",
-        help="Skip visibly (self.skipTest or pytest.skip) instead of returning, or drop the early return.",
+        title="Silent passes (the test passes having tested nothing: an empty body, or an early return on a CI fact)",
+        rule="Test passes having tested nothing: its body is empty, or returns early when a CI fact is true",
+        help="Write the test (or delete it), or skip visibly (self.skipTest or pytest.skip) instead of returning.",
+    ),
+    KindSpec(
+        tool=G,
+        name="exit-code-dropped",
+        severity=ERR,
+        fails=True,
+        title="Exit code dropped (the file runs its tests as a script and ignores their result, so a failure passes CI)",
+        rule="The file's __main__ block runs its tests but drops the test runner's exit code, which CI judges it by",
+        help="Pass the result to the process's exit: sys.exit(pytest.main([__file__])); unittest.main() exits by itself "
+        "unless given exit=False.",
     ),
     KindSpec(
         tool=G,
@@ -363,9 +376,9 @@ KINDS: tuple[KindSpec, ...] = (
         name="never-runs",
         severity=ERR,
         fails=True,
-        title="files that never run in this CI (every scheduled test skips)",
-        rule="Every scheduled test of the file skips",
-        help="Schedule the file on a runner its guards admit, or fix the guards.",
+        title="tests and files that never run in this CI",
+        rule="A test (or every test of a file) that never runs in this CI: it skips or is left out wherever CI sends it",
+        help="Schedule it on a runner its guards admit, give the opt-in it waits for, or drop the deselection.",
     ),
     KindSpec(
         tool=P,
@@ -384,6 +397,15 @@ KINDS: tuple[KindSpec, ...] = (
         title="test files that do not parse",
         rule="A test file the audit cannot read",
         help="Fix the syntax error or the encoding.",
+    ),
+    KindSpec(
+        tool=P,
+        name=DELIBERATE_SKIP,
+        severity=WARN,
+        fails=False,
+        title="tests disabled by an unconditional skip (they skip on every machine, whatever the runner)",
+        rule="A scheduled test skipped unconditionally (mark.skip, skipif(True)): deliberately disabled",
+        help="Listed so the disable is not forgotten: remove the skip (or the test) once it should run again.",
     ),
     # specmatrix pytest-audit --junit: the static verdicts joined with the JUnit XML of the runs CI made
     KindSpec(

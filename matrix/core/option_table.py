@@ -140,3 +140,58 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
 )
 BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PluginOnlyOption:
+    """An option of the pytest plugin that is not part of the cascade (no pyproject key, no environment variable)."""
+
+    flag: str
+    help: str
+    metavar: str = ""
+    switch: bool = False  # `store_true`: takes no value
+    repeated: bool = False  # `append`: each use adds one value
+    integer: bool = False
+    default: object = None
+
+
+# The pytest plugin's options in the order its help lists them: a cascade option by its name in `OPTIONS`, else
+# the option itself. The plugin registers exactly these (`matrix.audit.pytest_options.add_options`), and the CI
+# reader (`matrix.schedule.environment.plugins`) reads their arity from here.
+PLUGIN_OPTIONS: tuple[str | PluginOnlyOption, ...] = (
+    "runner",
+    PluginOnlyOption(
+        flag="--matrix-report", metavar="PATH", help="write the audit report: JSON at PATH, JUnit XML and Markdown beside it"
+    ),
+    "allowlist",
+    PluginOnlyOption(flag="--matrix-allow", metavar="FILE", help="deprecated spelling of --matrix-allowlist"),
+    PluginOnlyOption(
+        flag="--matrix-select",
+        metavar="S",
+        repeated=True,
+        default=[],
+        help="run only the cells a selector keeps (repeatable; @FILE reads one selector or cell id per line)",
+    ),
+    PluginOnlyOption(
+        flag="--matrix-run-expected-skips",
+        switch=True,
+        default=False,
+        help="run cells the matrix expects to skip instead of skipping them, to check the rules",
+    ),
+    "matrix",
+    "runners",
+    "replace_runners",
+    PluginOnlyOption(flag="--matrix-shard", metavar="LABEL", help="shard label recorded in the report"),
+    PluginOnlyOption(
+        flag="--matrix-workers-per-gpu",
+        metavar="N",
+        integer=True,
+        default=1,
+        help="xdist workers that may share one GPU (default: 1; more overlap JIT compiles on a cold cache)",
+    ),
+)
+
+
+def plugin_flags() -> tuple[tuple[str, bool], ...]:
+    """Each flag the pytest plugin registers and whether it takes a value (every cascade option's flag does)."""
+    return tuple((BY_NAME[o].plugin_flag, True) if isinstance(o, str) else (o.flag, not o.switch) for o in PLUGIN_OPTIONS)

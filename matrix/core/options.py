@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -93,13 +94,45 @@ def _check_value(pyproject: Path, spec: OptionSpec, value: Any) -> None:
     where = f"{pyproject}: [tool.specmatrix] {spec.name}"
     if spec.kind in (OptionKind.PATH, OptionKind.NAME):
         if not isinstance(value, str) or not value:
-            raise ConfigError(f"{where}: expected a non-empty string, got {value!r}")
+            raise ConfigError(f"{where}: expected a non-empty string, got {_shown(value)}")
+        items = [value]
     elif spec.kind.accumulates:
         items = value if isinstance(value, list) else [value]
         if not all(isinstance(v, str) and v for v in items):
-            raise ConfigError(f"{where}: expected a string or a list of strings, got {value!r}")
+            raise ConfigError(f"{where}: expected a string or a list of strings, got {_shown(value)}")
     elif not isinstance(value, bool):
-        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        raise ConfigError(f"{where}: expected true or false, got {_shown(value)}")
+    else:
+        return
+    for item in items:
+        if _CONTROL.search(item):
+            raise ConfigError(f"{where}: {_shown(item)} holds a control character (a NUL byte, a newline)")
+        if spec.kind in (OptionKind.PATH, OptionKind.PATHS):
+            _check_inside(pyproject.parent, item, where)
+
+
+# C0 controls and DEL: no file name or runner name holds one, and a NUL makes every path call raise.
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _check_inside(folder: Path, item: str, where: str) -> None:
+    """A file a pyproject names lies in the project: beside the pyproject or under its folder, symlinks resolved.
+
+    A checkout's own configuration must not make a run read another file of the machine (`../x.toml`,
+    `/etc/...`, a link to one); a file elsewhere is named on the command line or in the environment instead."""
+    if item.startswith("/") or ".." in item.replace("\\", "/").split("/"):
+        raise ConfigError(f"{where}: {_shown(item)} lies outside the project ({folder}); name it relative to it, inside it")
+    try:
+        inside = (folder / item).resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        inside = False  # a symlink loop
+    if not inside:
+        raise ConfigError(f"{where}: {_shown(item)} is a link to a file outside the project ({folder}); refusing to read it")
 
 
 def _pyproject_table(pyproject: Path | None) -> tuple[Mapping[str, Any], Path]:

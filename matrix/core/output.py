@@ -3,7 +3,7 @@
 Each format has one escaping function and every interpolated value goes through it:
 
 - text: `text_value` (control characters, newlines and lone surrogates become visible escapes) and `text_lines`
-  (no line starts a GitHub workflow command, `::` after optional spaces, as the runner reads them);
+  (no line starts a GitHub workflow command, `::` after optional white space, as the runner reads them);
 - Markdown: `md_text` (HTML and table metacharacters) and `md_code` (a code span that cannot be broken out of);
 - GitHub annotations: `escape_data` / `escape_property` (actions/toolkit `packages/core/src/command.ts`);
 - SARIF: `sarif_uri` (percent-encoded, relative to the repository root: code scanning resolves a relative URI
@@ -42,10 +42,15 @@ def text_value(text: str) -> str:
     return _UNSAFE.sub(_escape_char, text)
 
 
+# The runner trims leading white space before it looks for `::` (C#'s `TrimStart()`: every Unicode space, U+3000 and
+# U+00A0 included, and U+180E, a space in older Unicode); Python's `str.lstrip()` strips the same set but U+180E.
+_RUNNER_SPACE = "\u180e"
+
+
 def text_line(line: str) -> str:
-    """A finished line: its values escaped, and never the start of a workflow command (`::` after spaces)."""
+    """A finished line: its values escaped, and never the start of a workflow command (`::` after white space)."""
     line = text_value(line)
-    stripped = line.lstrip(" ")
+    stripped = line.lstrip().lstrip(_RUNNER_SPACE).lstrip()
     if stripped.startswith("::"):
         line = line[: len(line) - len(stripped)] + "\\x3a" + stripped[1:]
     return line

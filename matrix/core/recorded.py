@@ -3,8 +3,9 @@
 `recording()` watches every file the process opens and every folder it lists (Python's audit events `open`,
 `os.listdir` and `os.scandir`, which every reader meets whatever function it calls: `open`, `os.open`, pathlib,
 `glob`, `os.walk`, tomllib, pytest's ini loader) and every path whose existence or kind it asks (`os.stat` and
-`os.lstat`, through which pathlib's `exists`/`is_file`/`is_dir`/`is_symlink` and `os.path` go; wrapped for the
-duration). A reader added later is recorded without being told about it. The files of the running Python and of
+`os.lstat`, through which pathlib's `exists`/`is_file`/`is_dir`/`is_symlink` and `os.path` go; and `os.open`
+relative to a folder's descriptor, as the tree reader opens every file (`matrix.core.treefiles`): its `open` event
+names the path without the folder; all wrapped for the duration). A reader added later is recorded without being told about it. The files of the running Python and of
 this package (imported on first use) are not inputs and are left out.
 
 `manifest()` fingerprints what was touched: a file by its content, a listed folder by its entries (names and
@@ -73,10 +74,11 @@ def _runtime_prefixes() -> list[str]:
 
 _ACTIVE: list[Recorder] = []
 _HOOKED: list[bool] = []
+_SILENT: list[bool] = []  # inside a wrapped call that noted its own path: its audit event names it without its folder
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
-    if not _ACTIVE or event not in _EVENTS or _importing():
+    if not _ACTIVE or event not in _EVENTS or _SILENT or _importing():
         return
     _ACTIVE[-1].note(args[0], listed=event != "open")
 
@@ -114,13 +116,40 @@ def recording(ignore: Sequence[str] = (), recorder: Recorder | None = None) -> I
         recorder.note(path)
         return real_lstat(path, *args, **kwargs)
 
+    real_open = os.open
+
+    def watched_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if dir_fd is None:
+            return real_open(path, flags, mode)
+        full = _under(dir_fd, path)
+        if full is None:
+            recorder.overflow = True  # what was read cannot be told: the recording is not kept
+        else:
+            recorder.note(full)
+        _SILENT.append(True)
+        try:
+            return real_open(path, flags, mode, dir_fd=dir_fd)
+        finally:
+            _SILENT.pop()
+
     _ACTIVE.append(recorder)
-    os.stat, os.lstat = watched_stat, watched_lstat
+    os.stat, os.lstat, os.open = watched_stat, watched_lstat, watched_open  # type: ignore[assignment]
     try:
         yield recorder
     finally:
-        os.stat, os.lstat = real_stat, real_lstat
+        os.stat, os.lstat, os.open = real_stat, real_lstat, real_open
         _ACTIVE.remove(recorder)
+
+
+def _under(folder: int, path: Any) -> str | None:
+    """The path `path` names relative to the open folder `folder` (Linux: the descriptor's path in /proc); None
+    when it cannot be told (then the path is not recorded, and the recording is not trusted: `Recorder.overflow`)."""
+    try:
+        name = os.fsdecode(os.fspath(path))
+        base = os.readlink(f"/proc/self/fd/{folder}")
+    except (OSError, TypeError, ValueError):
+        return None
+    return os.path.join(base, name)
 
 
 # --- fingerprints ---------------------------------------------------------------------------------------------------

@@ -4,10 +4,15 @@ Every input specmatrix reads goes through `read_bytes`: it opens without blockin
 terminal) and refuses anything but a regular file before reading a byte. Python sources are decoded the way the
 interpreter decodes them (`decode_python`: a UTF-8 BOM, a PEP 263 coding cookie), in this one place, so the guard
 audit, the ledger and the plugin read the same text the test process ran.
+
+Files of an audited tree are read through `matrix.core.treefiles.TreeFiles` (from a descriptor of the tree's root,
+links resolved by hand). Every file read here or there is noted in `READ_FILES`, the one list of what an audit read,
+which the command line checks each output path against.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -47,10 +52,12 @@ class SpecialFileError(OSError):
 
 def open_regular(path: Path | str) -> int:
     """A read-only descriptor on a regular file; never blocks (O_NONBLOCK) and refuses FIFOs, devices, folders."""
-    return _open_regular(path)[0]
+    return open_regular_file(path)[0]
 
 
-def _open_regular(path: Path | str) -> tuple[int, os.stat_result]:
+def open_regular_file(path: Path | str) -> tuple[int, os.stat_result]:
+    """`open_regular` with the file's stat (taken on the open descriptor)."""
+    check_path_text(os.fspath(path), "its path")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     try:
         st = os.fstat(fd)
@@ -60,17 +67,23 @@ def _open_regular(path: Path | str) -> tuple[int, os.stat_result]:
     except BaseException:
         os.close(fd)
         raise
+    READ_FILES.note(st, str(path))
     return fd, st
 
 
 def read_limited(path: Path | str, limit: int) -> bytes:
-    """The bytes of a regular file, at most `limit + 1` of them (so the caller can tell an oversized one).
+    """The bytes of a regular file, at most `limit + 1` of them (so the caller can tell an oversized one)."""
+    fd, st = open_regular_file(path)
+    return read_open_file(fd, st, limit)
+
+
+def read_open_file(fd: int, st: os.stat_result, limit: int) -> bytes:
+    """Read an open file (closed here) whole, at most `limit + 1` bytes.
 
     Read with `os.read` in pieces sized by the file's own size (plus one byte): a buffered reader asked for
     `limit + 1` bytes allocates that much for every small file. A first read that returns exactly the size
     `fstat` gave ends the read (a file growing meanwhile is read as it was); a file whose size says nothing
     (`/proc`) is read on to its end."""
-    fd, st = _open_regular(path)
     try:
         chunks: list[bytes] = []
         total = 0
@@ -94,6 +107,7 @@ class OutsideTreeError(OSError):
 def resolve_in_tree(root: Path, relative: str) -> Path:
     """`root/relative` with every symlink resolved; `OutsideTreeError` when it (or a folder on the way) leaves
     `root`, `..` and absolute paths included. The error names `relative` only: what lies outside is never shown."""
+    check_path_text(relative, "its path")
     if relative.startswith("/") or ".." in relative.split("/"):
         raise OutsideTreeError(f"{relative}: outside the audited tree")
     base = root.resolve()
@@ -103,38 +117,50 @@ def resolve_in_tree(root: Path, relative: str) -> Path:
     return target
 
 
-class TreeResolver:
-    """`resolve_in_tree` for many files of one tree: each folder is resolved once and remembered, then only the
-    file's own name is looked at (resolved when it is a symlink). The answer is `resolve_in_tree`'s: a path is
-    resolved component by component, so resolving its folder first and then its last component is the same."""
+class BadPathError(OSError):
+    """Raised for a path no file can have (a NUL byte in it): read as a file that cannot be read, never a crash."""
 
-    def __init__(self, root: Path):
-        self.root = root
-        self.base = root.resolve()
-        self.folders: dict[str, Path] = {}
 
-    def __call__(self, relative: str) -> Path:
-        folder, _, name = relative.rpartition("/")
-        if relative.startswith("/") or ".." in relative.split("/") or name in ("", "."):
-            return resolve_in_tree(self.root, relative)
-        real = self.folders.get(folder)
-        if real is None:
-            real = self.folders[folder] = (self.base / folder).resolve() if folder else self.base
-        target = real / name
+def check_path_text(text: str, what: str) -> None:
+    """`BadPathError` when `text` holds a NUL byte (the OS refuses such a path; Python raises ValueError)."""
+    if "\0" in text:
+        raise BadPathError(errno.EINVAL, f"{what} holds a NUL byte")
+
+
+class ReadFiles:
+    """The files an audit read from the trees it audits, by identity (device, inode): an output path is checked
+    against it, whatever the path's spelling (a symlink, `..`, a hard link). Readers note what they open."""
+
+    def __init__(self) -> None:
+        self.files: dict[tuple[int, int], str] = {}
+
+    def note(self, st: os.stat_result, label: str) -> None:
+        if len(self.files) < MAX_NOTED:
+            self.files.setdefault((st.st_dev, st.st_ino), label)
+
+    def note_path(self, path: Path | str, label: str | None = None) -> None:
+        """Note a file another process reads for this audit (a worker), by its path now."""
         try:
-            linked = stat.S_ISLNK(os.lstat(target).st_mode)
-        except OSError:
-            linked = False
-        if linked:
-            target = target.resolve()
-        if not target.is_relative_to(self.base):
-            raise OutsideTreeError(f"{relative}: a symlink to a file outside the audited tree; refusing to read it")
-        return target
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return
+        if stat.S_ISREG(st.st_mode):
+            self.note(st, label if label is not None else str(path))
+
+    def read_as(self, path: Path | str) -> str | None:
+        """The label of the read file `path` names (following symlinks), else None."""
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        return self.files.get((st.st_dev, st.st_ino))
+
+    def clear(self) -> None:
+        self.files.clear()
 
 
-def read_tree_bytes(root: Path, relative: str, limit: int) -> bytes:
-    """The bytes of a file of an audited tree (`read_limited` after `resolve_in_tree`); at most `limit + 1`."""
-    return read_limited(resolve_in_tree(root, relative), limit)
+MAX_NOTED = 1_000_000
+READ_FILES = ReadFiles()
 
 
 def read_bytes(path: Path, error: type[SpecmatrixError], label: str | None = None, *, limit: int = MAX_TEXT_BYTES) -> bytes:
@@ -147,11 +173,11 @@ def read_bytes(path: Path, error: type[SpecmatrixError], label: str | None = Non
     except OSError as exc:
         raise error(f"{where}: cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise error(f"{where}: larger than {_size(limit)}; refusing to read it")
+        raise error(f"{where}: larger than {size_text(limit)}; refusing to read it")
     return data
 
 
-def _size(limit: int) -> str:
+def size_text(limit: int) -> str:
     return f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit} bytes"
 
 

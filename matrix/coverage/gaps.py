@@ -1,12 +1,15 @@
-"""Cells no runner of a CI schedule would run: the combinations nobody tests; pure.
+"""Cells no runner of a CI schedule would run, though some runner profile would: the combinations nobody tests; pure.
 
 Each runner's expectations come from `matrix.core.expect.expected` (through the plan of each runner, as `specmatrix
-cells --runner R` lists them); a cell is untested when none of them is RUN.
+cells --runner R` lists them). A cell is a gap when none of the scheduled runners is expected to RUN it while some
+other profile is; a cell no profile runs at all (the matrix keeps it off every one, an impossible configuration) is
+no gap: nothing could be scheduled for it, so it is counted apart and never listed as a finding.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from matrix.core.finding import Finding, Tool, spec_of
 from matrix.core.model import Cell, Expectation, Outcome
@@ -15,19 +18,32 @@ KIND = "untested-cell"
 SCHEMA = "specmatrix.gaps/1"  # what `specmatrix gaps --format json` writes (and `report` reads)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Gaps:
+    """The untested cells a schedule could close (`findings`) and the cells no profile runs (`unsupported`, ids)."""
+
+    findings: tuple[Finding, ...]
+    unsupported: tuple[str, ...]
+
+
 def untested_cells(
     cells: Sequence[Cell],
     by_runner: Mapping[str, Mapping[str, Expectation]],
-    elsewhere: Mapping[str, Sequence[str]] | None = None,
-) -> list[Finding]:
-    """One finding per cell that no runner of `by_runner` (runner -> cell id -> expectation) is expected to RUN;
-    `elsewhere` (cell id -> profiles outside the schedule that would run it) says whether any machine could."""
+    elsewhere: Mapping[str, Sequence[str]],
+) -> Gaps:
+    """One finding per cell that no runner of `by_runner` (runner -> cell id -> expectation) is expected to RUN and
+    that some profile of `elsewhere` (cell id -> the profiles outside the schedule that would run it) would run."""
     spec = spec_of(Tool.COVERAGE, KIND)
     out: list[Finding] = []
+    unsupported: list[str] = []
     runners = tuple(by_runner)
     for cell in cells:
         exps = [(name, by_runner[name][cell.id]) for name in runners]
         if any(e.outcome is Outcome.RUN for _, e in exps):
+            continue
+        could = elsewhere.get(cell.id, ())
+        if not could:
+            unsupported.append(cell.id)
             continue
         why = " | ".join(f"on {name}: {e.reason}" for name, e in exps) or "the schedule runs on no runner profile"
         out.append(
@@ -35,19 +51,13 @@ def untested_cells(
                 tool=Tool.COVERAGE,
                 kind=KIND,
                 subject=cell.id,
-                message=f"no runner of the CI schedule runs {cell.id} ({len(runners)} runners); " + _could(cell.id, elsewhere),
+                message=(
+                    f"no runner of the CI schedule runs {cell.id} ({len(runners)} runners); "
+                    f"it would run on {', '.join(could)}, which no job of the schedule uses"
+                ),
                 runners=runners,
                 detail=why,
                 hint=spec.help,
             )
         )
-    return out
-
-
-def _could(cell_id: str, elsewhere: Mapping[str, Sequence[str]] | None) -> str:
-    if elsewhere is None:
-        return "other runner profiles not asked"
-    found = elsewhere.get(cell_id, ())
-    if found:
-        return f"it would run on {', '.join(found)}, which no job of the schedule uses"
-    return "no runner profile would run it (the matrix keeps it off every one)"
+    return Gaps(findings=tuple(out), unsupported=tuple(unsupported))

@@ -21,15 +21,16 @@ TEMPLATE = """<!DOCTYPE html>
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>specmatrix coverage</title>
+<title>specmatrix report</title>
 <style>{css}</style>
 </head>
 <body>
-<header><h1 id="title">specmatrix coverage</h1><p id="subtitle"></p><p id="error"></p></header>
+<header><h1 id="title">specmatrix</h1><p id="subtitle"></p><p id="error"></p></header>
 <main>
-<section><h2>Inputs</h2>
-<table id="inputs"><thead><tr><th>file</th><th>kind</th><th>made</th><th>what</th></tr></thead><tbody></tbody></table>
-</section>
+<section id="problems-section"><h2>Problems</h2><p id="findings-count"></p><table id="findings"></table></section>
+<section id="runs-section" hidden><h2>Static verdicts beside the runs</h2><p id="runs-count"></p>
+<table id="runs"></table></section>
+<section id="tests-section"><h2>Tests &times; runners</h2><p id="tests-count"></p><table id="tests"></table></section>
 <section id="outcomes-section"><h2>Outcomes per runner</h2><div id="legend"></div><table id="totals"></table></section>
 <section id="grid-section"><h2>Cells &times; runners</h2>
 <form id="filters"></form>
@@ -37,9 +38,9 @@ TEMPLATE = """<!DOCTYPE html>
 <button type="button" id="next">next &rarr;</button></div>
 <table id="grid"></table>
 </section>
-<section><h2>Findings</h2><p id="findings-count"></p><table id="findings"></table></section>
-<section id="runs-section" hidden><h2>Static verdicts beside the runs</h2><p id="runs-count"></p>
-<table id="runs"></table></section>
+<section id="inputs-section"><h2>Inputs</h2>
+<table id="inputs"><thead><tr><th>file</th><th>kind</th><th>made</th><th>what</th></tr></thead><tbody></tbody></table>
+</section>
 </main>
 <aside id="panel" hidden><div id="panel-head"><h2 id="panel-title"></h2>
 <button type="button" id="panel-close">close</button></div><div id="panel-body"></div></aside>

@@ -47,6 +47,7 @@ class InputFile:
     created_from: str  # "the document" (its own `created` field) or "file modified" (no such field)
     summary: str
     matrix: str | None = None
+    scope: str = ""  # what the input is about, for the page's title: the audited root, the schedule, the runner
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,7 +133,9 @@ def _joined(root: str, path: str) -> str:
     return str(PurePosixPath(root) / path) if path and root not in ("", ".") else path
 
 
-def _stamped(source: Document, doc: Mapping[str, Any], kind: InputKind, summary: str, matrix: str | None = None) -> InputFile:
+def _stamped(
+    source: Document, doc: Mapping[str, Any], kind: InputKind, summary: str, *, matrix: str | None = None, scope: str = ""
+) -> InputFile:
     """An input with no `created` field of its own: dated by its file's modification time."""
     return InputFile(
         label=source.label,
@@ -142,6 +145,7 @@ def _stamped(source: Document, doc: Mapping[str, Any], kind: InputKind, summary:
         created_from="file modified",
         summary=summary,
         matrix=matrix,
+        scope=scope,
     )
 
 
@@ -165,6 +169,7 @@ def run_report(source: Document) -> Adapted:
             created_from="the document",
             summary=f"{report.runner.name}{shard}: {report.planned} planned ({counts}); {len(report.outside)} outside the matrix",
             matrix=report.matrix,
+            scope=report.runner.name,
         ),
         report=ReportSource(label=source.label, report=report),
     )
@@ -279,7 +284,9 @@ def _static_audit(source: Document, kind: InputKind, tool: Tool, files_key: str,
     scanned = _field(doc, files_key, int, where, 0)
     exit_code = _field(doc, "exit_code", int, where, 0)
     return Adapted(
-        file=_stamped(source, doc, kind, f"{root or '.'}: {scanned} {files_word}, {len(rows)} findings, exit {exit_code}"),
+        file=_stamped(
+            source, doc, kind, f"{root or '.'}: {scanned} {files_word}, {len(rows)} findings, exit {exit_code}", scope=root or "."
+        ),
         findings=tuple(rows),
     )
 
@@ -299,7 +306,7 @@ def coverage_merge(source: Document) -> Adapted:
                 path="",
                 line=None,
                 subject=_field(f, "subject", str, fw, ""),
-                runner="",
+                runner=", ".join(_strings(f, "runners", fw)),
                 message=_field(f, "message", str, fw, ""),
             )
         )
@@ -308,7 +315,11 @@ def coverage_merge(source: Document) -> Adapted:
     reports = _field(doc, "reports", list, where, [])
     return Adapted(
         file=_stamped(
-            source, doc, InputKind.COVERAGE, f"{len(reports)} report(s) merged: {shown or 'no cells'}; {len(rows)} findings"
+            source,
+            doc,
+            InputKind.COVERAGE,
+            f"{len(reports)} report(s) merged: {shown or 'no cells'}; {len(rows)} findings",
+            scope=", ".join(_strings(doc, "runners", where)),
         ),
         findings=tuple(rows),
     )
@@ -345,6 +356,7 @@ def untested_cells(source: Document) -> Adapted:
             f"{schedule or '.'}: {len(rows)} untested of {_field(doc, 'cells', int, where, 0)} cells "
             f"(runners: {', '.join(runners) or 'none'})",
             matrix=_field(doc, "matrix", str, where),
+            scope=schedule or ".",
         ),
         findings=tuple(rows),
     )
@@ -412,6 +424,7 @@ def _ledger_join(source: Document, fields: Callable[[Mapping[str, Any], str], tu
             InputKind.LEDGER_JOIN,
             f"{root or '.'}: {len(ledgers)} ledger(s), {_field(doc, 'processes', int, where, 0)} process(es), "
             f"{len(rows)} findings, exit {_field(doc, 'exit_code', int, where, 0)}",
+            scope=root or ".",
         ),
         findings=tuple(rows),
     )

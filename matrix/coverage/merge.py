@@ -59,6 +59,9 @@ class CellCoverage:
     column: tuple[str, ...]  # ... and of its column axes
     expected: Outcome
     status: Coverage
+    # The tests whose results on this runner gave `status` (node ids without the cell's parameters); none when no
+    # result for the cell came from the runner.
+    tests: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,11 +104,13 @@ def _status_class(status: CellStatus, expected: Outcome) -> Coverage:
     return _FROM_STATUS.get(status, Coverage.NEVER_RAN if expected is Outcome.RUN else Coverage.SKIPPED_EXPECTED)
 
 
-def _cell_status(statuses: Sequence[CellStatus], expected: Outcome) -> Coverage:
-    mapped = [_status_class(s, expected) for s in statuses]
+def _cell_status(results: Sequence[tuple[CellStatus, str]], expected: Outcome) -> tuple[Coverage, tuple[str, ...]]:
+    """The worst class of a cell's results on one runner, and the tests whose results gave it."""
+    mapped = [(_status_class(s, expected), test) for s, test in results]
     if not mapped:
-        return Coverage.NEVER_RAN if expected is Outcome.RUN else Coverage.SKIPPED_EXPECTED
-    return min(mapped, key=SEVERITY_ORDER.index)
+        return (Coverage.NEVER_RAN if expected is Outcome.RUN else Coverage.SKIPPED_EXPECTED), ()
+    worst = min((c for c, _ in mapped), key=SEVERITY_ORDER.index)
+    return worst, tuple(dict.fromkeys(test for c, test in mapped if c is worst))
 
 
 def bucket_label(layout: CoverageLayout, row: Sequence[str], column: Sequence[str]) -> str:
@@ -114,35 +119,49 @@ def bucket_label(layout: CoverageLayout, row: Sequence[str], column: Sequence[st
 
 
 def _summarised(
-    layout: CoverageLayout, kind: FindingKind, runner: str, entries: list[CellCoverage], *, what: str, elsewhere: str = ""
+    layout: CoverageLayout,
+    kind: FindingKind,
+    runner: str,
+    test: str,
+    entries: list[CellCoverage],
+    *,
+    what: str,
+    elsewhere: str = "",
 ) -> Finding:
+    """One finding per runner, test and bucket: the test is its subject, the runner its runner; with no test (no
+    result for these cells came from the runner) the subject is the runner and bucket. No path: a file-level
+    annotation would point at the test file's first line, not at the test."""
     bucket = bucket_label(layout, entries[0].row, entries[0].column)
     ids = [e.cell for e in entries]
     shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
     noun = "cell" if len(ids) == 1 else "cells"
-    return audit_finding(
+    found = audit_finding(
         kind=kind,
-        subject=f"{runner}: {bucket}",
-        message=f"{bucket} {what} on {runner}{elsewhere} ({len(ids)} {noun}: {shown})",
+        subject=test or f"{runner}: {bucket}",
+        message=f"{bucket} {what} on {runner}{f' in {test}' if test else ''}{elsewhere} ({len(ids)} {noun}: {shown})",
     )
+    return replace(found, runners=(runner,))
 
 
 def _cell_findings(layout: CoverageLayout, entries: Sequence[CellCoverage]) -> list[Finding]:
     ran_anywhere = {e.cell for e in entries if e.status in (Coverage.PASSED, Coverage.FAILED, Coverage.CRASHED)}
-    grouped: defaultdict[tuple[Coverage, str, str], list[CellCoverage]] = defaultdict(list)
+    grouped: defaultdict[tuple[Coverage, str, str, str], list[CellCoverage]] = defaultdict(list)
     for e in entries:
-        grouped[(e.status, e.runner, bucket_label(layout, e.row, e.column))].append(e)
+        for test in e.tests or ("",):
+            grouped[(e.status, e.runner, bucket_label(layout, e.row, e.column), test)].append(e)
     findings: list[Finding] = []
-    for (status, runner, _), group in sorted(grouped.items(), key=lambda kv: (SEVERITY_ORDER.index(kv[0][0]), kv[0][1:])):
+    for (status, runner, _, test), group in sorted(grouped.items(), key=lambda kv: (SEVERITY_ORDER.index(kv[0][0]), kv[0][1:])):
         if status is Coverage.CRASHED:
-            findings.append(_summarised(layout, FindingKind.CRASHED, runner, group, what="crashed"))
+            findings.append(_summarised(layout, FindingKind.CRASHED, runner, test, group, what="crashed"))
         elif status is Coverage.SKIPPED_UNEXPECTED:
-            findings.append(_summarised(layout, FindingKind.UNEXPECTED_SKIP, runner, group, what="skipped unexpectedly"))
+            findings.append(_summarised(layout, FindingKind.UNEXPECTED_SKIP, runner, test, group, what="skipped unexpectedly"))
         elif status is Coverage.NEVER_RAN:
             nowhere = all(e.cell not in ran_anywhere for e in group)
             tail = " and on no other runner" if nowhere else " (some ran on other runners)"
             findings.append(
-                _summarised(layout, FindingKind.NEVER_RAN, runner, group, what="expected to RUN but never ran", elsewhere=tail)
+                _summarised(
+                    layout, FindingKind.NEVER_RAN, runner, test, group, what="expected to RUN but never ran", elsewhere=tail
+                )
             )
     return findings
 
@@ -153,23 +172,21 @@ def _shard_findings(sources: Sequence[ReportSource], planned: PlannedShards | No
         reported = {c.cell for s in sources if s.report.runner.name == planned.runner for c in s.report.cells}
         for index, cells in sorted(planned.shards.items()):
             if cells and not reported.intersection(cells):
-                findings.append(
-                    audit_finding(
-                        kind=FindingKind.MISSING_REPORT,
-                        subject=f"shard {index}",
-                        message=f"shard {index} of {len(planned.shards)} on {planned.runner} ({len(cells)} cells) has no report",
-                    )
+                missing = audit_finding(
+                    kind=FindingKind.MISSING_REPORT,
+                    subject=f"shard {index}",
+                    message=f"shard {index} of {len(planned.shards)} on {planned.runner} ({len(cells)} cells) has no report",
                 )
+                findings.append(replace(missing, runners=(planned.runner,)))
     if expect_shards is not None:
         labels = {s.report.shard or s.label for s in sources}
         if len(labels) < expect_shards:
-            findings.append(
-                audit_finding(
-                    kind=FindingKind.MISSING_REPORT,
-                    subject="shards",
-                    message=f"expected {expect_shards} shard reports, found {len(labels)}",
-                )
+            short = audit_finding(
+                kind=FindingKind.MISSING_REPORT,
+                subject="shards",
+                message=f"expected {expect_shards} shard reports, found {len(labels)}",
             )
+            findings.append(replace(short, runners=tuple(dict.fromkeys(s.report.runner.name for s in sources))))
     return findings
 
 
@@ -199,13 +216,13 @@ def merge(
     _same_matrix(matrix, sources)
     profiles: dict[str, RunnerProfile] = {}
     versions: dict[str, dict[str, str]] = {}
-    statuses: defaultdict[tuple[str, str], list[CellStatus]] = defaultdict(list)
+    statuses: defaultdict[tuple[str, str], list[tuple[CellStatus, str]]] = defaultdict(list)
     for source in sources:
         profile = _profile_for(source.report, runners)
         profiles.setdefault(profile.name, profile)
         versions.setdefault(profile.name, effective_versions(matrix, source.report.versions))
         for result in source.report.cells:
-            statuses[(profile.name, result.cell)].append(result.status)
+            statuses[(profile.name, result.cell)].append((result.status, result.test))
     extra = list(expect_runners)
     if planned is not None and planned.runner in runners:
         extra.append(runners[planned.runner])
@@ -219,6 +236,7 @@ def merge(
         exps = judged[name] = expectations(matrix, profile, versions[name])
         for cell in matrix.cells:
             exp = exps[cell.id]
+            status, tests = _cell_status(statuses.get((name, cell.id), []), exp.outcome)
             entries.append(
                 CellCoverage(
                     runner=name,
@@ -227,11 +245,13 @@ def merge(
                     row=tuple(str(cell.get(a)) for a in layout.rows),
                     column=tuple(str(cell.get(a)) for a in layout.columns),
                     expected=exp.outcome,
-                    status=_cell_status(statuses.get((name, cell.id), []), exp.outcome),
+                    status=status,
+                    tests=tests,
                 )
             )
+    # A run's own findings name the runner they came from.
     carried = [
-        replace(f, subject=f"{s.label}: {f.subject}")
+        replace(f, subject=f"{s.label}: {f.subject}", runners=f.runners or (s.report.runner.name,))
         for s in sources
         for f in s.report.findings
         if f.severity is Severity.ERROR and f.kind not in _RECOMPUTED

@@ -7,7 +7,7 @@ string a trail or a result repeats (test names, skip reasons, rule details) is s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -15,6 +15,8 @@ from matrix.core.model import Expectation, Matrix, Value
 from matrix.core.report import CellStatus
 from matrix.coverage.inputs import FindingRow, InputFile, InputKind, RowSeverity, RunRow
 from matrix.coverage.merge import Coverage, CoverageResult
+from matrix.coverage.problems import NO_RUNNER, Problem, page_title, problems
+from matrix.coverage.tests_view import tests_view
 
 PAGE_SCHEMA = "specmatrix.html-report/1"
 
@@ -118,27 +120,26 @@ def _results(
 
 
 def merge_rows(result: CoverageResult) -> list[FindingRow]:
-    """The coverage merge's findings (cells that crashed, skipped unexpectedly or never ran; missing shards)."""
+    """The coverage merge's findings (cells that crashed, skipped unexpectedly or never ran; missing shards), each
+    with its test (the subject) and its runner."""
     return [
         FindingRow(
             origin=InputKind.RUN_REPORT,
             kind=f.kind,
             severity=RowSeverity(f.severity.value),  # the kind's own (matrix/core/kinds.py)
-            path="",
-            line=None,
+            path=f.path,
+            line=f.line or None,
             subject=f.subject,
-            runner="",
+            runner=", ".join(f.runners),
             message=f.message,
         )
         for f in result.findings
     ]
 
 
-def _row(f: FindingRow) -> list[Any]:
-    return [f.origin.value, f.kind, f.severity.value, f.path, f.line, f.subject, f.runner, f.message]
-
-
-_SEVERITY_ORDER = {RowSeverity.ERROR: 0, RowSeverity.WARNING: 1, RowSeverity.INFO: 2}
+def _row(p: Problem) -> list[Any]:
+    f = p.row
+    return [p.origin_text, f.kind, f.severity.value, f.path, f.line, f.subject, f.runner or NO_RUNNER, f.message]
 
 
 def page_data(
@@ -150,9 +151,11 @@ def page_data(
     generated: str,
     grid: bool = True,
     runs: Sequence[RunRow] = (),
+    lines: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Everything the page shows, as one JSON-ready document; without `grid` (no input is a run report) the cells
-    and runners are left out, as nothing ran them. Findings are listed errors first, each input's order kept."""
+    and runners are left out, as nothing ran them. Findings are listed once each, worst first
+    (`matrix.coverage.problems`); `lines` gives the line of a run report's test (node id -> line) where known."""
     if not grid:
         matrix = replace(matrix, cells=())
     cell_index = {cell.id: i for i, cell in enumerate(matrix.cells)}
@@ -170,7 +173,7 @@ def page_data(
         exps = result.expectations[runner]
         trail_columns.append([trails.index(_trail_key(exps[c.id], rules, strings)) for c in matrix.cells])
     results, strays = _results(result, cell_index, strings)
-    all_rows = sorted([*merge_rows(result), *strays, *rows], key=lambda row: _SEVERITY_ORDER[row.severity])
+    listed = problems([*merge_rows(result), *strays, *rows])
     reports = Counter(s.report.runner.name for s in result.sources)
     runners = []
     for name, column in zip(result.runners, cell_grid, strict=True):
@@ -187,6 +190,7 @@ def page_data(
         )
     return {
         "schema": PAGE_SCHEMA,
+        "title": page_title(matrix.name, files, result.runners, grid=grid),
         "matrix": matrix.name,
         "matrix_source": matrix.source_path,
         "generated": generated,
@@ -213,7 +217,8 @@ def page_data(
             }
             for f in files
         ],
-        "findings": [_row(f) for f in all_rows],
+        "findings": [_row(p) for p in listed],
+        "tests": tests_view(result, listed, lines or {}),
         "runs": runs_data(runs),
     }
 

@@ -25,6 +25,7 @@ from matrix.guards.model import (
     SkipCondition,
     dotted,
 )
+from matrix.guards.platform import PLATFORM_ATTRIBUTES
 from matrix.guards.predicates import (
     ATTRIBUTES,
     BUILTINS,
@@ -32,19 +33,29 @@ from matrix.guards.predicates import (
     PREDICATES,
     STR_METHODS,
     Budget,
+    KnownMembers,
     OverBudget,
     PartialTuple,
+    PartText,
     Predicate,
     Record,
     RunnerFacts,
+    SomeText,
     Unknown,
+    VersionRange,
     bounded_int,
+    distribution_version,
     environment,
+    importable,
     lookup,
+    module_version,
+    partial_compare,
+    plain,
     text_of,
     unset_variable,
 )
 from matrix.guards.source import IMPORTABLE, resolve
+from matrix.schedule.environment.versions import is_version, parse_version, range_decides
 
 # --- helper calls -----------------------------------------------------------------------------------------------------
 # Stepping into a module's own helper functions while evaluating a guard (no execution).
@@ -261,6 +272,8 @@ class Tri(StrEnum):
 
 
 def tri_of(value: object) -> Tri:
+    if isinstance(value, SomeText):
+        return Tri.TRUE  # set, and not empty
     if isinstance(value, Unknown):
         return Tri.UNKNOWN
     return Tri.TRUE if bool(value) else Tri.FALSE
@@ -348,7 +361,7 @@ class _Evaluator(FunctionRunner):
         return value
 
     def note(self, text: str, value: object) -> None:
-        shown = f"unknown ({value.why})" if isinstance(value, Unknown) else text_of(value)
+        shown = _shown(value)
         step = f"{text} is {shown}"
         if step not in self.steps and len(self.steps) < _MAX_STEPS_SHOWN:
             self.steps.append(step)
@@ -416,7 +429,13 @@ class _Evaluator(FunctionRunner):
             linked = self._link(name)
             if linked is not None:
                 return self._linked_value(name, linked)
-            result = Unknown(why="not a known name")
+            imported = PLATFORM_ATTRIBUTES.get(resolve(name, self.imports)) if name in self.imports else None
+            if imported is not None:
+                # `from torch.testing._internal.common_utils import IS_WINDOWS`: a fact of the runner
+                self.use(resolve(name, self.imports))
+                result = self.probe(imported)
+            else:
+                result = Unknown(why="not a known name")
         self.note(name, result)
         return result
 
@@ -534,13 +553,16 @@ class _Evaluator(FunctionRunner):
         else:
             resolved = resolve(name, self.imports) if name else ""
             env = environment(resolved, node, self.facts) if name else NOT_ENV
-            if env is not NOT_ENV:
+            installs = self._install_call(resolved, node) if name and env is NOT_ENV else NOT_ENV
+            if installs is not NOT_ENV:
+                result = installs
+            elif env is not NOT_ENV:
                 self.probes.append((functools.partial(environment, resolved, node), env))
                 self.use("env")
                 result = env
                 unset = self.probe(functools.partial(_unset, node))
                 if unset is not None:
-                    self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
+                    self.steps.append(f"needs {unset}")
             else:
                 found = self._callee(node.func)
                 linked = self._link(name) if found is None and name else None
@@ -558,20 +580,45 @@ class _Evaluator(FunctionRunner):
         return result
 
     def _importable(self, node: ast.Call) -> object:
-        """Whether `try: import m` succeeds: the modules assumed installed (--assume-installed), else unknown."""
+        """Whether `try: import m` succeeds: the modules assumed installed (--assume-installed) or that the job's
+        installs say are there, else unknown (or False, where the job's environment shows it is not there)."""
         modules = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         self.use("install")
         self.probes.append((_installed, self.facts.installed))
-        missing = [m for m in modules if m.split(".")[0] not in self.facts.installed]
-        if not missing:
-            return True
-        return Unknown(why=f"whether {', '.join(missing)} is installed (see --assume-installed)")
+        self.probes.append((_environment, self.facts.environment))
+        if self.facts.environment is None:  # only --assume-installed says what is there
+            missing = [m.partition(":")[0] for m in modules if m.split(".", maxsplit=1)[0] not in self.facts.installed]
+            return Unknown(why=f"whether {', '.join(missing)} is installed (see --assume-installed)") if missing else True
+        return all_importable(modules, self.facts)
+
+    def _install_call(self, resolved: str, node: ast.Call) -> object:
+        """`importlib.util.find_spec("m")`, `importlib.metadata.version("d")`, `version.parse(x)`; NOT_ENV if not one."""
+        if resolved not in _FIND_SPEC and resolved not in _METADATA_VERSION and resolved not in _VERSION_PARSE:
+            return NOT_ENV
+        argument = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        if resolved in _VERSION_PARSE:
+            value = self.value(argument) if argument is not None else Unknown(why="version.parse() form")
+            if isinstance(value, str):
+                parsed = parse_version(value)
+                return parsed if parsed is not None else Unknown(why=f"{value[:40]!r} is not a version")
+            return value if isinstance(value, Unknown) else Unknown(why="version.parse() of a value the audit does not model")
+        # The name as written, or as a helper's parameter bound to a literal (`is_package_at_least("x", "1.0")`).
+        name = self.value(argument) if argument is not None else None
+        if not isinstance(name, str):
+            return name if isinstance(name, Unknown) else Unknown(why=f"{resolved.rpartition('.')[2]}() of a computed name")
+        self.use("install")
+        self.probes.append((_environment, self.facts.environment))
+        self.probes.append((_installed, self.facts.installed))
+        if resolved in _METADATA_VERSION:
+            return distribution_version(self.facts, name)
+        found = importable(self.facts, name)
+        return _SPEC if found is True else None if found is False else found
 
     def _str_method(self, node: ast.Call, func: ast.Attribute) -> object:
         base = self.value(func.value)
         args = [self.value(a) for a in node.args]
         if isinstance(base, Unknown):
-            return base
+            return plain(base)
         if not isinstance(base, str) or node.keywords or not all(isinstance(a, str) for a in args):
             return Unknown(why=f".{func.attr}() on a value the audit does not model")
         try:
@@ -586,13 +633,20 @@ class _Evaluator(FunctionRunner):
         name = dotted(node)
         if name is None:  # an attribute of a computed value: `get_jit_cuda_arch().major`
             base = self.value(node.value)
-            result = base.get(node.attr) if isinstance(base, Record) else base if isinstance(base, Unknown) else None
+            result = base.get(node.attr) if isinstance(base, Record) else plain(base) if isinstance(base, Unknown) else None
             if result is None:
                 result = Unknown(why=f"attribute {node.attr} of a value the audit does not model")
             self.note(text_of(node), result)
             return result
         resolved = resolve(name, self.imports) if name else ""
-        getter = lookup(ATTRIBUTES, resolved) if name else None
+        getter = (PLATFORM_ATTRIBUTES.get(resolved) or lookup(ATTRIBUTES, resolved)) if name else None
+        if resolved.endswith(".__version__") and resolved.count(".") == 1 and resolved.partition(".")[0] in self.imports.values():
+            # `transformers.__version__` of an imported module: the version the job installs
+            self.use("install")
+            self.probes.append((_environment, self.facts.environment))
+            result = module_version(self.facts, resolved.partition(".")[0])
+            self.note(text_of(node), result)
+            return result
         if getter is not None:
             self.use(resolved)
         else:
@@ -612,7 +666,7 @@ class _Evaluator(FunctionRunner):
             self.note(text_of(node), env)
             unset = self.probe(functools.partial(_unset, node))
             if unset is not None:
-                self.steps.append(f"needs {unset}, which no scheduled job sets (nor any CI file mentions)")
+                self.steps.append(f"needs {unset}")
             return env
         base, index = self.value(node.value), self.value(node.slice)
         if (
@@ -623,7 +677,7 @@ class _Evaluator(FunctionRunner):
         ):
             return base.items[index]
         if isinstance(base, Unknown):
-            return base
+            return plain(base)
         if (
             isinstance(base, tuple | str)
             and isinstance(index, int)
@@ -661,7 +715,8 @@ class _Evaluator(FunctionRunner):
         left, right = self.value(node.left), self.value(node.right)
         fn = _ARITH.get(type(node.op))
         if fn is None or not all(isinstance(v, int) and not isinstance(v, bool) for v in (left, right)):
-            return left if isinstance(left, Unknown) else right if isinstance(right, Unknown) else Unknown(why="arithmetic")
+            unknown = left if isinstance(left, Unknown) else right if isinstance(right, Unknown) else Unknown(why="arithmetic")
+            return plain(unknown)
         assert isinstance(left, int) and isinstance(right, int)
         if isinstance(node.op, ast.FloorDiv | ast.Mod) and right == 0:
             return Unknown(why="division by zero")
@@ -680,7 +735,7 @@ class _Evaluator(FunctionRunner):
         if not isinstance(body, Unknown) and body == orelse:
             return body
         test = self.value(node.test)  # keeps the cause (a module that may not be installed) in the reason
-        return test if isinstance(test, Unknown) else Unknown(why="conditional on unknown")
+        return plain(test) if isinstance(test, Unknown) else Unknown(why="conditional on unknown")
 
     def _Compare(self, node: ast.Compare) -> object:
         left = self.value(node.left)
@@ -693,9 +748,23 @@ class _Evaluator(FunctionRunner):
             if isinstance(result, Unknown) and unknown is None:
                 # Keep the cause (an unknown fact, the integer budget) rather than a generic word.
                 side = left if isinstance(left, Unknown) else right if isinstance(right, Unknown) else None
-                unknown = side or Unknown(why="a comparison is unknown")
+                unknown = Unknown(why=side.why) if isinstance(side, SomeText) else side or Unknown(why="a comparison is unknown")
             left = right
         return unknown if unknown is not None else True
+
+
+def _shown(value: object) -> str:
+    """A value as a step says it: a partly known one by what is known of it."""
+    if isinstance(value, KnownMembers):
+        return f"known to hold {', '.join(sorted(value.members))} ({value.why})"
+    if isinstance(value, PartText):
+        return f"a text holding {value.known!r} ({value.why})"
+    if isinstance(value, SomeText):
+        return f"set ({value.why})"
+    if isinstance(value, PartialTuple) and any(not isinstance(i, Unknown) for i in value.items):
+        known = ", ".join("?" if isinstance(i, Unknown) else text_of(i) for i in value.items)
+        return f"({known}) ({value.why})"
+    return f"unknown ({value.why})" if isinstance(value, Unknown) else text_of(value)
 
 
 # Node type -> evaluator method, looked up once rather than by name on every node.
@@ -708,6 +777,16 @@ _DISPATCH: dict[type[ast.AST], Callable[[_Evaluator, Any], object]] = {
 
 def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
     """Python's comparison on plain values; Unknown where Python would raise or a side is unknown."""
+    if isinstance(op, ast.Is | ast.IsNot | ast.Eq | ast.NotEq) and (
+        (isinstance(left, SomeText) and right is None) or (isinstance(right, SomeText) and left is None)
+    ):
+        return isinstance(op, ast.IsNot | ast.NotEq)  # a set text is not None
+    ranged = _range_compare(op, left, right)
+    if ranged is not None:
+        return ranged
+    partial = partial_compare(op, left, right, compare)
+    if partial is not None:
+        return partial
     if isinstance(left, Unknown) or isinstance(right, Unknown):
         return Unknown(why="a side is unknown")
     if isinstance(left, ast.AST) or isinstance(right, ast.AST):
@@ -724,13 +803,27 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
         return Unknown(why="membership in a non-container")
     fn = _ORDER[type(op)]
     numbers = all(isinstance(v, int | float) for v in (left, right))
-    same = numbers or (type(left) is type(right) and isinstance(left, tuple | str))
+    same = numbers or (type(left) is type(right) and (isinstance(left, tuple | str) or is_version(left)))
     if not same:
         return Unknown(why="ordering of unlike values")
     try:
         return bool(fn(left, right))
     except TypeError:
         return Unknown(why="ordering of unlike values")
+
+
+def _range_compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown | None:
+    """A version known as a range (`>=4.52.0`) compared with a literal version: decided when the range's bounds
+    decide it (`matrix.schedule.environment.versions`); None when neither side is a range."""
+    flipped = {ast.Lt: "Gt", ast.Gt: "Lt", ast.LtE: "GtE", ast.GtE: "LtE"}
+    if isinstance(right, VersionRange) and is_version(left):
+        name = flipped.get(type(op))
+        decided = None if name is None else range_decides(right.specifier, name, left)
+        return Unknown(why=right.why) if decided is None else decided
+    if isinstance(left, VersionRange) and is_version(right):
+        decided = range_decides(left.specifier, type(op).__name__, right)
+        return Unknown(why=left.why) if decided is None else decided
+    return None
 
 
 Probes = list[tuple[Callable[[RunnerFacts], object], object]]
@@ -755,6 +848,17 @@ def evaluate_condition(
     if isinstance(condition, MissingModules):
         if probes is not None:
             probes.append((_installed, facts.installed))
+            probes.append((_environment, facts.environment))
+        if facts.environment is not None:
+            found = all_importable(condition.modules, facts)
+            if found is True:
+                why = "; ".join(str(_answer_why(m, facts)) for m in condition.modules)
+                return Evaluation(skips=Tri.FALSE, steps=(why,), facts=("install",))
+            if found is False:
+                why = "; ".join(str(_answer_why(m, facts)) for m in condition.modules if importable(facts, m) is False)
+                return Evaluation(skips=Tri.TRUE, steps=(why,), facts=("install",))
+            assert isinstance(found, Unknown)
+            return Evaluation(skips=Tri.UNKNOWN, steps=(found.why,), facts=("install",))
         missing = [m for m in condition.modules if m.split(".")[0] not in facts.installed]
         if not missing:
             return Evaluation(skips=Tri.FALSE, steps=(f"{', '.join(condition.modules)} assumed installed",), facts=("install",))
@@ -783,6 +887,34 @@ def evaluate_condition(
 
 def _installed(facts: RunnerFacts) -> object:
     return facts.installed
+
+
+def _environment(facts: RunnerFacts) -> object:
+    return facts.environment
+
+
+def all_importable(modules: Sequence[str], facts: RunnerFacts) -> object:
+    """Whether every module imports: True, False when one certainly does not, else the first unknown."""
+    answers = [importable(facts, m) for m in modules]
+    if any(a is False for a in answers):
+        return False
+    return next((a for a in answers if isinstance(a, Unknown)), True)
+
+
+def _answer_why(module: str, facts: RunnerFacts) -> str:
+    from matrix.schedule.environment.distributions import module_answer
+
+    module = module.partition(":")[0]
+    if module.split(".", maxsplit=1)[0] in facts.installed:
+        return f"{module} assumed installed"
+    return module_answer(facts.environment, module).why
+
+
+# A module spec, as `find_spec` returns for a module that is there (never None).
+_SPEC = Record(kind="ModuleSpec", fields=())
+_FIND_SPEC = frozenset({"importlib.util.find_spec", "importlib.find_loader", "pkgutil.find_loader"})
+_METADATA_VERSION = frozenset({"importlib.metadata.version", "importlib_metadata.version"})
+_VERSION_PARSE = frozenset({"packaging.version.parse", "packaging.version.Version", "pkg_resources.parse_version"})
 
 
 def _unset(node: ast.Call | ast.Subscript, facts: RunnerFacts) -> object:

@@ -30,6 +30,7 @@ from matrix.guards.model import (
 )
 from matrix.guards.rebinding import reading
 from matrix.guards.source import (
+    IMPORTABLE,
     SourceText,
     blanked_lines,
     collect_bindings,
@@ -40,6 +41,9 @@ from matrix.guards.source import (
     resolve,
     straight_line,
 )
+
+# Stands for "the module's __version__ is below importorskip's minversion", which is never read: always unknown.
+MINVERSION_NOT_READ = "__importorskip_minversion_not_read__"
 
 # --- decorator factories ----------------------------------------------------------------------------------------------
 # Decorator factories of the audited file: a module function whose single `return` is a skip decorator.
@@ -291,7 +295,10 @@ def _analysis(
     path: str, is_test: bool, tree: ast.Module, source: SourceText | None, names: ModuleNames, *, text: str = ""
 ) -> FileAnalysis:
     finder = _GuardFinder(path, text, names, source=source)
-    finder.module(tree)
+    try:
+        finder.module(tree)
+    except _TooLarge as exc:
+        return FileAnalysis(path=path, is_test_file=is_test, syntax_error=str(exc), error_line=exc.line, names=names)
     return FileAnalysis(
         path=path,
         is_test_file=is_test,
@@ -301,6 +308,17 @@ def _analysis(
         names=names,
         helpers=tuple(finder.helpers),
     )
+
+
+# Tests one file's classes may inherit from their bases, in all: a chain of classes that each add a test inherits
+# n*(n-1)/2 of them (pytest would collect as many tests); past the bound the file is not read, and says so.
+MAX_INHERITED = 50_000
+
+
+class _TooLarge(Exception):
+    def __init__(self, line: int) -> None:
+        super().__init__(f"its classes inherit more than {MAX_INHERITED} tests from their bases in all; not read")
+        self.line = line
 
 
 @dataclass(kw_only=True)
@@ -332,6 +350,7 @@ class _GuardFinder:
         self.classes: dict[str, _ClassGuards] = {}
         self.functions = dict(names.functions)
         self.depth = 0
+        self.inherited = 0  # tests the classes read so far took from their bases (MAX_INHERITED)
 
     # --- naming -------------------------------------------------------------
 
@@ -389,6 +408,9 @@ class _GuardFinder:
                     test_id = f"{nodeid}::{stmt.name}"
                     own.tests[stmt.name] = (stmt.lineno, self.function_guards(stmt, test_id))
         merged = self.inherit(node, own, nodeid)
+        self.inherited += len(merged.tests) - len(own.tests)
+        if self.inherited > MAX_INHERITED:
+            raise _TooLarge(node.lineno)
         self.classes[node.name] = merged
         self.scopes.append(TestScope(kind=ScopeKind.CLASS, nodeid=nodeid, line=node.lineno, parent=self.path))
         self.guards.extend(merged.marks)
@@ -670,6 +692,15 @@ class _GuardFinder:
         if last == "importorskip":
             module = _argument(call, 0, "modname")
             if isinstance(module, ast.Constant) and isinstance(module.value, str):
+                if _argument(call, 1, "minversion") is not None:
+                    # pytest also skips when the module's `__version__` is below minversion, which is not read: the
+                    # skip is certain where the module is missing, unknown where it is there.
+                    missing = ast.UnaryOp(
+                        op=ast.Not(), operand=ast.Call(func=ast.Name(id=IMPORTABLE, ctx=ast.Load()), args=[module], keywords=[])
+                    )
+                    low = ast.Name(id=MINVERSION_NOT_READ, ctx=ast.Load())
+                    either = ast.copy_location(ast.BoolOp(op=ast.Or(), values=[missing, low]), call)
+                    return GuardKind.IMPORTORSKIP, (ExprCondition(expr=ast.fix_missing_locations(either)),)
                 return GuardKind.IMPORTORSKIP, (MissingModules(modules=(module.value,)),)
             return GuardKind.IMPORTORSKIP, (OpaqueCondition(why="importorskip of a computed module name"),)
         if not isinstance(stmt, ast.Expr):

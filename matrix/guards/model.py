@@ -207,6 +207,7 @@ class FileAnalysis:
 class GuardFindingKind(StrEnum):
     SILENT_SKIP = "silent-skip"
     SILENT_PASS = "silent-pass"
+    EXIT_CODE_DROPPED = "exit-code-dropped"
     NEVER_RUNS = "never-runs"
     DISABLED_BY_SKIP = "disabled-by-skip"
     UNSCHEDULED = "unscheduled"

@@ -10,10 +10,16 @@ import ast
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from matrix.core.profile import RunnerProfile
 from matrix.guards.model import dotted
+from matrix.schedule.environment.distributions import module_answer
+from matrix.schedule.environment.model import JobEnvironment, normalized
+from matrix.schedule.environment.project_imports import ProjectImports
+
+if TYPE_CHECKING:  # a guards run reads no schedule record unless it reads workflows
+    from matrix.schedule.model import RunnerHardware, RunnerPlatform
 
 # --- predicates -------------------------------------------------------------------------------------------------------
 # What the guard helpers of sglang and torch return on a runner profile (docs/sources.md#guard-helpers).
@@ -26,6 +32,44 @@ class Unknown:
     """A value the profile does not determine; `why` says which fact is missing."""
 
     why: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SomeText(Unknown):
+    """A text whose value is not known but which is known to be set and not empty (`torch.version.hip` on a ROCm
+    host): true, and not None; anything computed from it is plainly unknown (`plain`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnownMembers(Unknown):
+    """A collection known to hold `members` and perhaps more (torch's quantized engines on a wheel whose build flags
+    were read): `x in it` is true for a member and unknown otherwise."""
+
+    members: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotAnyOf(Unknown):
+    """A value not known but known to be none of `values` (`platform.processor()` on an x86-64 Linux host is
+    not "aarch64"): `==` and `!=` with one of them are decided."""
+
+    values: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartText(SomeText):
+    """A text known in part: it holds `known`, and is itself a part of one of `within` (empty: of anything), such as
+    `self.id()` of a unittest test (`matrix.pytest_suites.unittest_ids`) or a ROCm GPU's `gcnArchName`
+    (`gfx942:sramecc+:xnack-`); set and not empty. `x in text` is true for a part of `known` and false for a text
+    in none of `within`."""
+
+    known: str = ""
+    within: tuple[str, ...] = ()
+
+
+def plain(value: object) -> object:
+    """`value`, with a `SomeText` made a plain `Unknown`: what is computed from a set text is not known to be set."""
+    return Unknown(why=value.why) if isinstance(value, SomeText) else value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,8 +90,22 @@ class RunnerFacts:
     # `container_unread` says why it may hold more.
     container: str = ""
     container_unread: str = ""
+    # What the job that runs the test installs (its schedule entry's); None: not read (the guard audit, a declared
+    # schedule), and then only `installed` (--assume-installed) says a module imports.
+    environment: JobEnvironment | None = None
+    # Set for a runner no profile describes: what its labels say of it (`matrix.guards.hardware`); `profile` is then
+    # a stand-in named after its labels.
+    hardware: RunnerHardware | None = None
+    # The checkout's own modules (pytest-audit): whether one imports on the job, read from its files.
+    project: ProjectImports | None = None
+    # The runner's operating system and CPU as its labels say (pytest-audit; `matrix.guards.platform`).
+    platform: RunnerPlatform | None = None
+    # Names the selecting command's environment certainly lacks (`unset X`, `env -u X` before it; "*": `env -i`).
+    unset: frozenset[str] = frozenset()
 
     def describe(self) -> str:
+        if self.hardware is not None:
+            return f"{self.profile.name}: {self.hardware.describe()}"
         p = self.profile
         if not p.gpus or p.capability is None:
             return f"{p.name}: no GPU"
@@ -78,6 +136,41 @@ class Record:
 
 
 Predicate = Callable[[RunnerFacts], object]
+
+
+def partial_compare(
+    op: ast.cmpop, left: object, right: object, compare: Callable[[ast.cmpop, object, object], bool | Unknown]
+) -> bool | Unknown | None:
+    """Comparisons a partly known value decides: membership in `KnownMembers` and in a `PartText`, and the order of a
+    tuple with unknown items (`sys.version_info >= (3, 11)` with Python 3.10) where a known item settles it; None
+    when neither side is such a value. `compare` compares two plain items."""
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, KnownMembers) and isinstance(left, str):
+        return (
+            (True if left in right.members else Unknown(why=right.why))
+            if isinstance(op, ast.In)
+            else (False if left in right.members else Unknown(why=right.why))
+        )
+    if isinstance(op, ast.Eq | ast.NotEq) and (isinstance(left, NotAnyOf) or isinstance(right, NotAnyOf)):
+        other, some = (right, left) if isinstance(left, NotAnyOf) else (left, right)
+        assert isinstance(some, NotAnyOf)
+        return isinstance(op, ast.NotEq) if isinstance(other, str) and other in some.values else Unknown(why=some.why)
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, PartText) and isinstance(left, str):
+        outside = bool(right.within) and not any(left in whole for whole in right.within)
+        found = True if left in right.known else False if outside else None
+        return Unknown(why=right.why) if found is None else found is isinstance(op, ast.In)
+    if isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE) and any(isinstance(v, PartialTuple) for v in (left, right)):
+        a = left.items if isinstance(left, PartialTuple) else left
+        b = right.items if isinstance(right, PartialTuple) else right
+        if not isinstance(a, tuple) or not isinstance(b, tuple):
+            return Unknown(why="ordering of a partly known value")
+        for x, y in zip(a, b, strict=False):
+            if isinstance(x, Unknown) or isinstance(y, Unknown):
+                unknown = x if isinstance(x, Unknown) else y
+                return Unknown(why=unknown.why if isinstance(unknown, Unknown) else "an item is unknown")
+            if x != y:
+                return compare(op, x, y)
+        return compare(op, len(a), len(b))
+    return None
 
 
 def _major_in(*majors: int) -> Predicate:
@@ -115,6 +208,15 @@ def _jit_arch(facts: RunnerFacts) -> object:
     return Record(kind="ArchInfo", fields=(("major", major), ("minor", minor)))
 
 
+def _device_properties(facts: RunnerFacts) -> object:
+    # torch.cuda.get_device_properties(d): what a profile says of its GPUs (the capability, the name it gives)
+    cap = facts.profile.capability
+    if cap is None or not facts.profile.gpus:
+        return Unknown(why="torch.cuda.get_device_properties() raises without a GPU")
+    named = (("name", facts.profile.device_name),) if facts.profile.device_name else ()
+    return Record(kind="device properties", fields=(("major", cap[0]), ("minor", cap[1]), *named))
+
+
 def _nvml_name(facts: RunnerFacts) -> object:
     # pynvml.nvmlDeviceGetName(handle): "NVIDIA B200", "NVIDIA GB200" ...; raises without a GPU.
     if not facts.profile.gpus:
@@ -137,6 +239,52 @@ def _flashinfer(facts: RunnerFacts) -> object:
     return Unknown(why="whether flashinfer is installed (pass --assume-installed flashinfer)")
 
 
+def importable(facts: RunnerFacts, module: str) -> object:
+    """Whether `import module` (`module:name`: `from module import name`) succeeds where the test runs: True, False,
+    or Unknown with the reason."""
+    module, _, name = module.partition(":")
+    if module.split(".", maxsplit=1)[0] in facts.installed:
+        return True
+    if facts.environment is None:
+        return Unknown(why=f"whether {module} is installed (see --assume-installed)")
+    answer = module_answer(facts.environment, module)
+    if answer.importable is None and facts.project is not None:
+        # The checkout's own module: read from its files (only ever True or unknown).
+        own = facts.project.answer(module, facts.environment, (name,) if name else ())
+        answer = own if own is not None and own.importable else answer
+    return answer.importable if answer.importable is not None else Unknown(why=answer.why)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VersionRange(Unknown):
+    """A distribution's version known only as a range (`>=4.52.0` from the job's install): unknown as a value, but
+    a comparison with a literal version it decides is decided (`matrix.guards.evaluate.compare`)."""
+
+    specifier: str = ""
+
+
+def distribution_version(facts: RunnerFacts, distribution: str) -> object:
+    """`importlib.metadata.version(d)` / `module.__version__` on the job: the pinned version, a `VersionRange`, or
+    Unknown."""
+    environment = facts.environment
+    found = environment.get(distribution) if environment is not None else None
+    if found is None:
+        return Unknown(why=f"the version of {distribution}: the job is not known to install it")
+    pinned = found.specifier[2:] if found.specifier.startswith("==") and "," not in found.specifier else ""
+    if pinned and "*" not in pinned:
+        return pinned
+    if not found.specifier:
+        return Unknown(why=f"the version of {distribution}: the job installs it without a version ({found.command[:80]})")
+    return VersionRange(
+        why=f"the version of {distribution} is {found.specifier} ({found.command[:80]})", specifier=found.specifier
+    )
+
+
+def module_version(facts: RunnerFacts, module: str) -> object:
+    """`module.__version__`: the version of the installed distribution named like the module (`transformers`)."""
+    return distribution_version(facts, normalized(module))
+
+
 def _false(facts: RunnerFacts) -> object:
     return False
 
@@ -153,6 +301,8 @@ def env_value(facts: RunnerFacts, variable: str) -> str | Unknown | None:
         if "${{" in value:
             return Unknown(why=f"{variable} is set at run time on {facts.profile.name} (`{value}`)")
         return value
+    if variable in facts.unset or "*" in facts.unset:
+        return None  # the command's own script took it out of the environment
     if facts.container:
         if facts.container_unread:
             return Unknown(why=f"whether {variable} is set in {facts.container}: {facts.container_unread}")
@@ -219,14 +369,38 @@ PREDICATES: Mapping[str, Predicate] = {
     "torch.cuda.device_count": lambda facts: facts.profile.gpus,
     "torch.cuda.get_device_capability": _capability,
     "torch.cuda.get_device_name": _device_name,
+    "torch.cuda.get_device_properties": _device_properties,
     "is_in_ci": _in_ci,
     "is_in_amd_ci": _in_amd_ci,
 }
 
+
+def _hip_version(facts: RunnerFacts) -> object:
+    """`torch.version.hip`: None on a profile (profiles describe CUDA and GPU-less hosts, with CUDA or CPU torch) and
+    on NVIDIA and macOS hosts; set on a ROCm host, whose torch is ROCm's ("HIP (ROCm) semantics", PyTorch docs:
+    `torch.version.hip` is set and `torch.version.cuda` is None in a ROCm build); unknown elsewhere."""
+    hardware = facts.hardware
+    if hardware is None or hardware.kind in ("cuda", "macos"):
+        return None
+    if hardware.kind == "rocm":
+        return SomeText(why=f"the HIP version of the ROCm torch on {facts.profile.name}")
+    return Unknown(why=f"which torch build {facts.profile.name} has (torch.version.hip)")
+
+
+def _torch_cuda(facts: RunnerFacts) -> object:
+    """`torch.version.cuda`: the profile's; None on a ROCm or macOS host (no CUDA build there); else unknown."""
+    hardware = facts.hardware
+    if hardware is None:
+        return _cuda_version(facts)
+    if hardware.kind in ("rocm", "macos"):
+        return None
+    return Unknown(why=f"which torch build {facts.profile.name} has (torch.version.cuda)")
+
+
 # Attributes read without a call.
 ATTRIBUTES: Mapping[str, Predicate] = {
-    "torch.version.hip": lambda facts: None,
-    "torch.version.cuda": _cuda_version,
+    "torch.version.hip": _hip_version,
+    "torch.version.cuda": _torch_cuda,
 }
 
 
@@ -263,18 +437,22 @@ def environment(name: str, node: ast.Call | ast.Subscript, facts: RunnerFacts) -
 
 
 def unset_variable(node: ast.Call | ast.Subscript, facts: RunnerFacts) -> str | None:
-    """The variable an environment read names, when the schedule says it is unset on this runner."""
+    """The variable an environment read names, with why it is unset, when the schedule says it is on this runner."""
     key = node.slice if isinstance(node, ast.Subscript) else (node.args[0] if node.args else None)
     if facts.container:
         return None  # said by container_note, not as "no CI file mentions it"
     if isinstance(key, ast.Constant) and isinstance(key.value, str) and env_value(facts, key.value) is None:
-        return key.value
+        if key.value not in facts.env and (key.value in facts.unset or "*" in facts.unset):
+            return f"{key.value}, which the selecting command's own script takes out of its environment (unset, env -u, env -i)"
+        return f"{key.value}, which no scheduled job sets (nor any CI file mentions)"
     return None
 
 
 def unset_note(variable: str, facts: RunnerFacts | None = None) -> str:
     if facts is not None and facts.container:
         return f"{variable} is unset: {facts.container} is not given it"
+    if facts is not None and variable not in facts.env and (variable in facts.unset or "*" in facts.unset):
+        return f"{variable} is unset: the selecting command's own script takes it out of its environment"
     return f"{variable} is unset: no scheduled job selecting the test sets it, and no CI file mentions it"
 
 
@@ -329,7 +507,7 @@ def _min_max(pick: Callable[[list[Any]], object]) -> Callable[[ValueSource, ast.
 
 def _len(source: ValueSource, call: ast.Call) -> object:
     value = source.value(call.args[0]) if len(call.args) == 1 else Unknown(why="len() with other than one argument")
-    return len(value) if isinstance(value, tuple | str) else value if isinstance(value, Unknown) else Unknown(why="len()")
+    return len(value) if isinstance(value, tuple | str) else plain(value) if isinstance(value, Unknown) else Unknown(why="len()")
 
 
 def _truth(source: ValueSource, call: ast.Call) -> object:
@@ -342,7 +520,7 @@ def _int(source: ValueSource, call: ast.Call) -> object:
         return Unknown(why="int() form")
     value = source.value(call.args[0])
     if isinstance(value, Unknown):
-        return value
+        return plain(value)
     if isinstance(value, bool | int):
         return int(value)
     if isinstance(value, str) and value.strip().isdigit() and len(value) < 20:
@@ -364,6 +542,19 @@ def _getattr(source: ValueSource, call: ast.Call) -> object:
     return Unknown(why="getattr() of a value the audit does not model")
 
 
+def _hasattr(source: ValueSource, call: ast.Call) -> object:
+    """`hasattr(torch.version, "git_version")`: true where the attribute is known to be there, else unknown."""
+    if len(call.args) == 2 and not call.keywords and dotted(call.args[0]) is not None:
+        name = call.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier():
+            attribute = ast.copy_location(ast.Attribute(value=call.args[0], attr=name.value, ctx=ast.Load()), call)
+            found = source.value(attribute)
+            if isinstance(found, SomeText) or not isinstance(found, Unknown):
+                return True
+            return plain(found)
+    return Unknown(why="hasattr() of a value the audit does not model")
+
+
 # Builtins a guard uses on known values (`min(4, torch.cuda.device_count())`), unless the module rebinds them.
 BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
     "min": _min_max(min),
@@ -372,6 +563,7 @@ BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
     "bool": _truth,
     "int": _int,
     "getattr": _getattr,
+    "hasattr": _hasattr,
 }
 
 # String methods a guard calls on a known value (`int(torch.version.cuda.split(".")[0])`).

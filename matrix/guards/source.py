@@ -605,8 +605,9 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
             continue
         handler = stmt.handlers[0]
         caught = dotted(handler.type) if handler.type is not None else None
+        # `from m import n` is `m:n`: the name must be bound in m (`importable` checks it for the checkout's own)
         modules = [
-            a.name if isinstance(s, ast.Import) else (s.module or "")
+            a.name if isinstance(s, ast.Import) else f"{s.module or ''}:{a.name}" if a.name != "*" else (s.module or "")
             for s in stmt.body
             if isinstance(s, ast.Import | ast.ImportFrom) and not (isinstance(s, ast.ImportFrom) and s.level)
             for a in s.names
@@ -660,7 +661,9 @@ def _import_targets(tree: ast.Module) -> dict[str, set[str]]:
             for alias in stmt.names:
                 if alias.name != "*":
                     local = alias.asname or (alias.name.split(".")[0] if isinstance(stmt, ast.Import) else alias.name)
-                    out.setdefault(local, set()).add(alias.name.rpartition(".")[2])
+                    # `import torch._inductor.config` binds `torch` to the package `torch`, as `import torch` does
+                    whole = isinstance(stmt, ast.Import) and alias.asname is None
+                    out.setdefault(local, set()).add(alias.name.split(".")[0] if whole else alias.name.rpartition(".")[2])
     return out
 
 

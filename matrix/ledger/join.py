@@ -189,19 +189,26 @@ def join(
             continue
         if runner not in in_play:
             in_play.append(runner)
+        # A process belongs to its script's file and to every file its test records name: one whose process line
+        # is missing, cut or corrupt (no script), or a pytest process (its script is pytest), is still judged for
+        # its exit where its tests ran.
+        owners: dict[str, None] = {}
         script_file = index.find(process.script)
         if script_file is not None:
             if runner not in script_file.runners:
                 unserved.setdefault((runner, script_file.path), script_file)
-            runs.setdefault((runner, script_file.path), _FileRun()).processes.append(process)
+            owners[script_file.path] = None
         for record in process.tests:
             file = index.find(record.file)
             if file is None:
                 continue
             if runner not in file.runners:
                 unserved.setdefault((runner, file.path), file)
+            owners[file.path] = None
             test = _rebase(record.test, record.file, file.path)
             runs.setdefault((runner, file.path), _FileRun()).tests.setdefault(test, []).append(record)
+        for path in owners:
+            runs.setdefault((runner, path), _FileRun()).processes.append(process)
     for described, count in unattributed.items():
         findings.append(
             ledger_finding(

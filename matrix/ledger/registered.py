@@ -9,11 +9,12 @@ from pathlib import Path
 
 from matrix.core.finding import Finding
 from matrix.core.model import RunnerProfile
+from matrix.core.treefiles import TreeFiles
 from matrix.guards.finder import TEST_FILE
 from matrix.guards.model import FileAnalysis
 from matrix.guards.source import read_registrations
 from matrix.registered_suite.audit import AuditSettings, SuiteMap, registration_findings
-from matrix.registered_suite.tree import audit_tree, python_files, read_source
+from matrix.registered_suite.tree import audit_tree, list_tree, read_source
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,24 +40,32 @@ def registered_files(root: Path, runners: Mapping[str, RunnerProfile], suite_map
     base = root if root.is_dir() else root.parent
     settings = AuditSettings(runners=runners, suite_map=suite_map)
     out: list[RegisteredFile] = []
-    for file in python_files(root):
-        display = file.relative_to(base).as_posix()
-        text = read_source(file, display)
-        if not isinstance(text, str) or (not TEST_FILE.match(file.name) and "register_" not in text):
-            continue
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue  # the static audit reports it as unparsable
-        registrations = read_registrations(tree, text)
-        if not registrations:
-            continue
-        analysis = FileAnalysis(path=display, is_test_file=True, registrations=registrations)
-        _, active = registration_findings(analysis, settings)
-        if active:
-            suites = tuple(dict.fromkeys(r.suite for r in registrations if r.suite))
-            out.append(RegisteredFile(path=display, line=registrations[0].line, suites=suites, runners=active))
+    with TreeFiles(base) as files:
+        for display in list_tree(root).relative:
+            found = _registered(display, read_source(files, display), settings)
+            if found is not None:
+                out.append(found)
     return tuple(out)
+
+
+def _registered(display: str, text: FileAnalysis | str, settings: AuditSettings) -> RegisteredFile | None:
+    """The file's registrations that run on a profile, or None."""
+    name = display.rpartition("/")[2]
+    if not isinstance(text, str) or (not TEST_FILE.match(name) and "register_" not in text):
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # the static audit reports it as unparsable
+    registrations = read_registrations(tree, text)
+    if not registrations:
+        return None
+    analysis = FileAnalysis(path=display, is_test_file=True, registrations=registrations)
+    _, active = registration_findings(analysis, settings)
+    if not active:
+        return None
+    suites = tuple(dict.fromkeys(r.suite for r in registrations if r.suite))
+    return RegisteredFile(path=display, line=registrations[0].line, suites=suites, runners=active)
 
 
 def read_suite(root: Path, runners: Mapping[str, RunnerProfile], suite_map: SuiteMap) -> SuiteView:

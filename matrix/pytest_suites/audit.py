@@ -2,8 +2,12 @@
 
 A test skips on a runner when one of its guards is true there (three-valued: unknown never counts as a skip).
 Findings use the guard audit's records: `silent-skip` per test that skips on every runner of its schedule
-(naming the runners and the guard), `never-runs` per file whose scheduled tests all do, `unscheduled` per test
-file no entry selects, `unparsable` per file that does not parse; each carries the guard's class.
+(naming the runners and the guard; `disabled-by-skip` when the skip is unconditional), `never-runs` per test that
+every CI command collecting its file leaves out (`-k`, `-m`, `--deselect`, node ids), that a conftest hook skips
+unless an opt-in no job gives is set, or whose guard skips on every runner any CI job can send it to while which
+job runs it is not read, and per file none of whose tests runs; `unscheduled` per test file no entry selects,
+`unparsable` per file that does not parse; each carries the guard's class. Every test left undetermined is listed
+with its reason (`undetermined.py`).
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
-from matrix.core.finding import Finding, Tool
 from matrix.core.model import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
+from matrix.guards.hardware import HardwareTable, as_profile, stand_in
 from matrix.guards.model import (
     AlwaysSkips,
     ExprCondition,
@@ -27,14 +31,38 @@ from matrix.guards.model import (
     GuardKind,
     ModuleNames,
     dotted,
-    guard_finding,
 )
 from matrix.guards.predicates import Predicate, RunnerFacts
 from matrix.pytest_suites.collect import AppliedGuard, TestFile, TestItem
 from matrix.pytest_suites.invocation import Invocation
+from matrix.pytest_suites.optins import option_table, option_values
 from matrix.pytest_suites.packs import GuardClass, PredicatePacks, capability_call
-from matrix.pytest_suites.select import Selected, collected, selects
-from matrix.schedule.model import Container, PytestSelection, Schedule, ScheduleEntry, UnknownLabel, UnreadJob
+from matrix.pytest_suites.select import Deselected, Selected, collected, selection, selects
+from matrix.pytest_suites.undetermined import Cause, UndeterminedTest, guard_reason, reason_counts
+from matrix.pytest_suites.verdicts import (
+    PytestFinding,
+    deselected_finding,
+    file_finding,
+    file_never_runs,
+    skip_finding,
+    undetermined_of,
+    undetermined_unread,
+    unread_never_finding,
+)
+from matrix.pytest_suites.verdicts import SkipVerdict as _RunnerVerdict
+from matrix.schedule.environment.conftest_options import DeclaredOption
+from matrix.schedule.environment.model import JobEnvironment
+from matrix.schedule.environment.project_imports import ProjectImports
+from matrix.schedule.labels import platform_of
+from matrix.schedule.model import (
+    Container,
+    PytestSelection,
+    RunnerHardware,
+    Schedule,
+    ScheduleEntry,
+    UnknownLabel,
+    UnreadJob,
+)
 
 # When a skip reads several kinds of fact, the finding names the first of these it read.
 _PRECEDENCE = (
@@ -44,6 +72,7 @@ _PRECEDENCE = (
     GuardClass.PLATFORM,
     GuardClass.ENVIRONMENT,
     GuardClass.INSTALL,
+    GuardClass.OPTION,
 )
 
 
@@ -55,12 +84,6 @@ class ItemOutcome(StrEnum):
     SKIPS = "skips"
     NOT_SELECTED = "not-selected"
     UNDETERMINED = "undetermined"
-
-
-@dataclass(frozen=True, kw_only=True)
-class PytestFinding:
-    finding: Finding
-    guard_class: GuardClass
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +132,8 @@ class PytestAuditReport:
     unknown_labels: tuple[UnknownLabel, ...] = ()
     assumptions: tuple[str, ...] = ()
     verdicts: tuple[ItemVerdicts, ...] = ()  # per test and runner of a join (`SuiteAuditor.join`), else empty
+    # Every test counted in `undetermined` or `unread_only`, with its reason.
+    undetermined_tests: tuple[UndeterminedTest, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -122,12 +147,20 @@ class PytestAuditReport:
         return {c: found[c] for c in GuardClass if found[c]}
 
 
-@dataclass(frozen=True, kw_only=True)
-class _RunnerVerdict:
-    profile: str
-    skips: Tri
-    guard: AppliedGuard | None = None
-    evaluation: Evaluation | None = None
+_Key = tuple[
+    int,
+    int,
+    str,
+    tuple[tuple[str, str], ...],
+    Container | None,
+    frozenset[str],
+    JobEnvironment | None,
+    RunnerHardware | None,
+    str,
+    bool,
+    tuple[tuple[str, object], ...],
+    tuple[str, ...],
+]
 
 
 class _Evaluator:
@@ -139,15 +172,22 @@ class _Evaluator:
         profiles: Mapping[str, RunnerProfile],
         installed: frozenset[str],
         ci_names: frozenset[str] = frozenset(),
+        project: ProjectImports | None = None,
     ):
         self.ci_names = ci_names
+        self.project = project
         # Names the audited file's own process sets (its conftests, itself, pytest-env): see `for_file`.
         self.written: frozenset[str] = frozenset()
+        # Set for a job that was not read: its environment is not known (see `unread`).
+        self.open_env = False
+        # The values of the options a conftest declares, in the command being judged (see `with_options`).
+        self.options: tuple[tuple[str, object], ...] = ()
         self.packs = packs
         self.profiles = profiles
         self.installed = installed
         self.table: dict[str, Predicate] = dict(packs.table)
-        self.cache: dict[tuple[int, int, str, tuple[tuple[str, str], ...], Container | None, frozenset[str]], Evaluation] = {}
+        self.cache: dict[_Key, Evaluation] = {}
+        self.hardware_tables: dict[RunnerHardware, Mapping[str, Predicate]] = {}
         # Keyed by object ids: the collected files hold every guard and names object for the whole audit.
         self.rewritten: dict[tuple[int, int], tuple[Guard, ModuleNames]] = {}
         self.kept: list[AppliedGuard] = []
@@ -163,11 +203,58 @@ class _Evaluator:
         view.written = written
         return view
 
+    def with_options(self, options: tuple[tuple[str, object], ...]) -> _Evaluator:
+        """This evaluator (its caches shared) for a command giving these option values (optins.py)."""
+        if options == self.options:
+            return self
+        view = copy.copy(self)
+        view.options = options
+        return view
+
+    def unread(self) -> _Evaluator:
+        """This evaluator (its caches shared) for a job that was not read: no variable is known set or unset."""
+        view = copy.copy(self)
+        view.open_env = True
+        return view
+
     def evaluate(self, applied: AppliedGuard, entry: ScheduleEntry, profile: str) -> Evaluation:
         return self.evaluate_on(applied, entry, self.profiles[profile])
 
-    def evaluate_on(self, applied: AppliedGuard, entry: ScheduleEntry, runner: RunnerProfile) -> Evaluation:
-        key = (id(applied.guard), id(applied.names), runner.name, entry.env, entry.container, self.written)
+    def evaluate_hardware(self, applied: AppliedGuard, entry: ScheduleEntry, hardware: RunnerHardware) -> Evaluation:
+        """On a runner no profile describes: as the profile its labels make (an NVIDIA host of known count and
+        capability), else on what its labels say of it (`matrix.guards.hardware`)."""
+        profile = as_profile(hardware)
+        if profile is not None:
+            return self.evaluate_on(applied, entry, profile)
+        table = self.hardware_tables.get(hardware)
+        if table is None:
+            table = self.hardware_tables[hardware] = HardwareTable(self.table, hardware)
+        return self.evaluate_on(applied, entry, stand_in(hardware), hardware=hardware, table=table)
+
+    def evaluate_on(
+        self,
+        applied: AppliedGuard,
+        entry: ScheduleEntry,
+        runner: RunnerProfile,
+        *,
+        hardware: RunnerHardware | None = None,
+        table: Mapping[str, Predicate] | None = None,
+    ) -> Evaluation:
+        options = self.options if applied.options else ()
+        key = (
+            id(applied.guard),
+            id(applied.names),
+            runner.name,
+            entry.env,
+            entry.container,
+            self.written,
+            entry.environment,
+            hardware,
+            (platform := platform_of(entry.labels)).os + "/" + platform.machine,
+            self.open_env,
+            options,
+            entry.unset,
+        )
         found = self.cache.get(key)
         if found is None:
             guard, names = self._rewrite(applied)
@@ -177,13 +264,19 @@ class _Evaluator:
                 profile=runner,
                 installed=self.installed,
                 env=entry.env_map,
-                env_closed=True,
+                env_closed=not self.open_env,
                 env_open=self.ci_names | self.written if self.written else self.ci_names,
                 # run through `docker exec`: only what the container is given reaches the tests
                 container=f"the container {entry.container.name}" if entry.container else "",
                 container_unread=entry.container.unread if entry.container else "",
+                environment=entry.environment,
+                hardware=hardware,
+                project=self.project,
+                platform=platform,
+                unset=frozenset(entry.unset),
             )
-            found = evaluate_guard(guard, facts, names, self.table)
+            base = self.table if table is None else table
+            found = evaluate_guard(guard, facts, names, {**base, **option_table(options)} if options else base)
             self.cache[key] = found
         return found
 
@@ -261,15 +354,23 @@ def _capability_predicate(op: str, argument: object) -> Predicate:
 
 def _verdict(item: TestItem, entry: ScheduleEntry, profile: str, evaluator: _Evaluator, *, early: bool = False) -> _RunnerVerdict:
     """Whether the item skips on this runner (`early`: whether it returns early, a silent pass, instead)."""
-    unknown = False
-    for applied in item.guards:
+    unknown: tuple[AppliedGuard, Evaluation] | None = None
+    guards = item.guards
+    if any(g.deselects for g in guards):
+        # A deselection happens at collection, before any skip: it is the verdict whenever it holds.
+        guards = tuple(sorted(guards, key=lambda g: not g.deselects))
+    for applied in guards:
         if (applied.guard.kind is GuardKind.EARLY_RETURN) is not early:
             continue
         evaluation = evaluator.evaluate(applied, entry, profile)
         if evaluation.skips is Tri.TRUE:
             return _RunnerVerdict(profile=profile, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
-        unknown = unknown or evaluation.skips is Tri.UNKNOWN
-    return _RunnerVerdict(profile=profile, skips=Tri.UNKNOWN if unknown else Tri.FALSE)
+        if unknown is None and evaluation.skips is Tri.UNKNOWN:
+            unknown = (applied, evaluation)
+    if unknown is None:
+        return _RunnerVerdict(profile=profile, skips=Tri.FALSE)
+    why = guard_reason(unknown[0].guard.source, unknown[0].via, unknown[1].steps)
+    return _RunnerVerdict(profile=profile, skips=Tri.UNKNOWN, why=why)
 
 
 # Two machines as unlike as a runner can be: a guard on an entry whose runner has no profile is judged on both,
@@ -288,29 +389,42 @@ _UNPROFILED = (
         host_arch="aarch64",
     ),
 )
-_MACHINE_FREE = frozenset({"env"})
+# The job's environment and installs are the entry's, not the machine's.
+_MACHINE_FREE = frozenset({"env", "install"})
 
 
 def _unprofiled_verdict(item: TestItem, entry: ScheduleEntry, evaluator: _Evaluator) -> _RunnerVerdict:
-    """An entry whose runner has no profile: a known runner (a label pack's ROCm, XPU or macOS host) runs a test
-    without guards; a guard made only of unconditional skips (`mark.skip`) skips there as anywhere, since it reads
-    no runner fact, and so does one that only the job's environment decides (an opt-in variable the job does not
-    set); anything else there is unknown."""
+    """An entry whose runner has no profile. A test with no skip guard runs there, as on any runner. A guard made
+    only of unconditional skips (`mark.skip`) skips there as anywhere, since it reads no runner fact. On a runner
+    its labels describe (`ScheduleEntry.hardware`: a ROCm, XPU, macOS or CPU host, four A10Gs) each guard is judged
+    on what they say (`matrix.guards.hardware`); on a runner no label describes, a guard that only the job's
+    environment decides (an opt-in variable the job does not set) skips; anything else there is unknown."""
     where = ", ".join(entry.other_runners) or ", ".join(entry.labels) or "(no runs-on)"
-    for applied in item.guards:
+    skip_guards = [g for g in item.guards if g.guard.kind is not GuardKind.EARLY_RETURN]
+    for applied in skip_guards:
         conditions = applied.guard.conditions
-        unconditional = bool(conditions) and all(isinstance(c, AlwaysSkips) for c in conditions)
-        if unconditional and applied.guard.kind is not GuardKind.EARLY_RETURN:
+        if bool(conditions) and all(isinstance(c, AlwaysSkips) for c in conditions):
             evaluation = Evaluation(skips=Tri.TRUE, steps=("unconditional skip",))
             return _RunnerVerdict(profile=where, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
-    for applied in item.guards:
-        if applied.guard.kind is GuardKind.EARLY_RETURN:
-            continue
+    if entry.hardware is not None:
+        unknown: tuple[AppliedGuard, Evaluation] | None = None
+        for applied in skip_guards:
+            evaluation = evaluator.evaluate_hardware(applied, entry, entry.hardware)
+            if evaluation.skips is Tri.TRUE:
+                return _RunnerVerdict(profile=where, skips=Tri.TRUE, guard=applied, evaluation=evaluation)
+            if unknown is None and evaluation.skips is Tri.UNKNOWN:
+                unknown = (applied, evaluation)
+        if unknown is None:
+            return _RunnerVerdict(profile=where, skips=Tri.FALSE)
+        return _RunnerVerdict(
+            profile=where, skips=Tri.UNKNOWN, why=guard_reason(unknown[0].guard.source, unknown[0].via, unknown[1].steps)
+        )
+    for applied in skip_guards:
         both = [evaluator.evaluate_on(applied, entry, runner) for runner in _UNPROFILED]
         if all(e.skips is Tri.TRUE and set(e.deciding) <= _MACHINE_FREE for e in both):
             return _RunnerVerdict(profile=where, skips=Tri.TRUE, guard=applied, evaluation=both[0])
-    runs = bool(entry.other_runners) and not item.guards
-    return _RunnerVerdict(profile=where, skips=Tri.FALSE if runs else Tri.UNKNOWN)
+    why = f"sent to {where}, a runner with no profile: its guards are not judged there"
+    return _RunnerVerdict(profile=where, skips=Tri.UNKNOWN if skip_guards else Tri.FALSE, why=why, cause=Cause.NO_PROFILE)
 
 
 def _everywhere(
@@ -318,6 +432,8 @@ def _everywhere(
 ) -> list[_RunnerVerdict]:
     """A guard that skips on every machine (`skip`, `skipif(True)`, a parameter value) is the reason given before
     a runner fact that also skips there, so the finding's class is the same on every runner."""
+    if verdicts[0].profile not in evaluator.profiles:
+        return verdicts  # a runner without a profile: its verdict names its own guard
     for applied in item.guards:
         if applied.guard.kind is GuardKind.EARLY_RETURN:
             continue
@@ -340,6 +456,7 @@ class FileAudit:
     assumptions: tuple[str, ...]
     unread_only: int = 0
     verdicts: tuple[ItemVerdicts, ...] = ()
+    undetermined_tests: tuple[UndeterminedTest, ...] = ()
 
 
 class SuiteAuditor:
@@ -354,15 +471,20 @@ class SuiteAuditor:
         invocations: Sequence[Invocation] | None = None,
         *,
         join: Sequence[str] = (),
+        project: ProjectImports | None = None,
     ):
         self.join = tuple(join)  # the runners whose runs are joined: each file's audit carries its tests' verdicts there
         self.entries = schedule.pytest_entries()
         self.unread = schedule.unread
         # What each entry's pytest command collects and selects; read from the selection alone when not given.
         self.invocations = tuple(invocations) if invocations is not None else tuple(map(_plain, self.entries))
-        self.base = _Evaluator(packs, profiles, installed, frozenset(schedule.ci_names))
+        self.base = _Evaluator(packs, profiles, installed, frozenset(schedule.ci_names), project)
         self.evaluator = self.base  # for the file being audited (`_Evaluator.for_file`)
         self.not_run = tuple(f"{e.origin}: {i.why_not}" for e, i in zip(self.entries, self.invocations, strict=True) if i.why_not)
+        self.invocation_of = {id(e): i for e, i in zip(self.entries, self.invocations, strict=True)}
+        # The options the audited file's conftests declare, and their values per command (by the conftests' paths).
+        self.file_options: tuple[DeclaredOption, ...] = ()
+        self.option_memo: dict[tuple[int, tuple[int, ...]], tuple[tuple[str, object], ...]] = {}
 
     def forget_evaluations(self) -> None:
         """Forget the guards evaluated so far: an evaluation may follow a name into another file, a read the
@@ -371,8 +493,9 @@ class SuiteAuditor:
 
     def audit_file(self, test_file: TestFile) -> FileAudit:
         self.evaluator = self.base.for_file(test_file.env_written)
+        self.file_options = test_file.options
         if test_file.error is not None:
-            finding = _file_finding(GuardFindingKind.UNPARSABLE, test_file.path, test_file.error, GuardClass.UNKNOWN)
+            finding = file_finding(GuardFindingKind.UNPARSABLE, test_file.path, test_file.error, GuardClass.UNKNOWN)
             return FileAudit(findings=(finding,), tests=0, scheduled=0, undetermined=0, assumptions=())
         ignores = test_file.conftest_ignores
         entries = [
@@ -380,13 +503,34 @@ class SuiteAuditor:
             for e, i in zip(self.entries, self.invocations, strict=True)
             if (found := collected(test_file.path, i, ignores))[0]
         ]
+        # Only the unread entries that could run this file count: one whose text bounds it elsewhere cannot.
+        unread = [u for u in self.unread if u.may_run(test_file.path)]
         skips: list[PytestFinding] = []
         passes: list[PytestFinding] = []
+        never: list[PytestFinding] = []  # tests left out wherever CI collects them, opted out, or skipped everywhere
+        doubtful: list[UndeterminedTest] = []
         scheduled = undetermined = unread_only = 0
         assumptions: list[str] = list(test_file.notes)
         for item in test_file.tests:
-            chosen = [s for s in (selects(e, i, item, ignores, found) for e, i, found in entries) if s is not None]
+            chosen: list[Selected] = []
+            dropped: list[Deselected] = []
+            for e, i, found in entries:
+                picked = selection(e, i, item, ignores, found)
+                if isinstance(picked, Selected):
+                    chosen.append(picked)
+                elif isinstance(picked, Deselected):
+                    dropped.append(picked)
             if not chosen:
+                if unread:
+                    # A job not read may run it: it never runs only if its guard skips on every runner they use.
+                    found_never = self._never_unread(item, unread)
+                    if found_never is not None:
+                        never.append(found_never)
+                    else:
+                        unread_only += 1
+                        doubtful.append(undetermined_unread(item, unread))
+                elif dropped:
+                    never.append(deselected_finding(item, dropped))
                 continue
             scheduled += 1
             for s in chosen:
@@ -397,42 +541,39 @@ class SuiteAuditor:
             if verdicts and all(v.skips is Tri.TRUE for v in verdicts):
                 if len({v.guard.guard.line for v in verdicts if v.guard is not None}) > 1:
                     verdicts = _everywhere(item, verdicts, self.evaluator, chosen[0].entry)
-                skips.append(_test_finding(item, verdicts, self.evaluator))
+                skips.append(skip_finding(item, verdicts, self.evaluator.guard_class))
             elif not any(v.skips is Tri.FALSE for v in verdicts):
                 undetermined += 1
+                doubtful.append(undetermined_of(item, verdicts))
             elif any(g.guard.kind is GuardKind.EARLY_RETURN for g in item.guards):
                 early = [_verdict(item, s.entry, p, self.evaluator, early=True) for s in chosen for p in s.entry.profiles]
                 if early and all(v.skips is Tri.TRUE for v in early):
-                    passes.append(_test_finding(item, early, self.evaluator, kind=GuardFindingKind.SILENT_PASS))
-        findings = [*skips, *passes]
-        # Only the unread entries that could run this file count: one whose text bounds it elsewhere cannot.
-        unread = [u for u in self.unread if u.may_run(test_file.path)]
+                    passes.append(skip_finding(item, early, self.evaluator.guard_class, kind=GuardFindingKind.SILENT_PASS))
+        findings = [*skips, *never, *passes]
         if skips and unread:
             assumptions.append(
                 f"{test_file.path}: its skips are judged on the runners of the entries read; "
                 f"{len(unread)} CI job(s) not read may send it elsewhere"
             )
-        if test_file.tests and not scheduled and unread:
+        if test_file.tests and not scheduled and not never and unread:
             # A job the reader could not read may run it: "cannot read" is never "does not run".
-            unread_only = len(test_file.tests)
             first = unread[0]
             assumptions.append(
                 f"{test_file.path}: no entry read selects it, but {len(unread)} CI job(s) could not be read "
                 f"(first: {first.origin}: {first.reason}): whether it runs is undetermined"
             )
-        elif test_file.tests and not scheduled and (stopped := self._stopped(test_file)):
+        elif test_file.tests and not scheduled and not never and (stopped := self._stopped(test_file)):
             # Selected, but every command that collects it stops on a collection error first.
-            findings.append(_file_finding(GuardFindingKind.NEVER_RUNS, test_file.path, stopped, GuardClass.UNKNOWN))
-        elif test_file.tests and not scheduled:
+            fix = "fix the file that does not parse, or pass --continue-on-collection-errors"
+            findings.append(file_finding(GuardFindingKind.NEVER_RUNS, test_file.path, stopped, GuardClass.UNKNOWN, hint=fix))
+        elif test_file.tests and not scheduled and not never:
             findings.append(
-                _file_finding(GuardFindingKind.UNSCHEDULED, test_file.path, "no CI entry selects this file", GuardClass.UNKNOWN)
+                file_finding(GuardFindingKind.UNSCHEDULED, test_file.path, "no CI entry selects this file", GuardClass.UNKNOWN)
             )
-        elif scheduled and len(skips) == scheduled:
-            classes = Counter(f.guard_class for f in skips)
-            top = max(classes, key=lambda c: (classes[c], -list(GuardClass).index(c)))
-            runners = sorted({r for f in skips for r in f.finding.runners})
-            reason = f"all {scheduled} scheduled tests skip on every runner they are sent to ({', '.join(runners)})"
-            findings.append(_file_finding(GuardFindingKind.NEVER_RUNS, test_file.path, reason, top, tuple(runners)))
+        elif (scheduled and len(skips) == scheduled) or (not scheduled and never and len(never) == len(test_file.tests)):
+            whole = file_never_runs(test_file.path, [*skips, *never], scheduled, len(test_file.tests))
+            if whole is not None:
+                findings.append(whole)
         return FileAudit(
             findings=tuple(findings),
             tests=len(test_file.tests),
@@ -441,7 +582,28 @@ class SuiteAuditor:
             assumptions=tuple(assumptions),
             unread_only=unread_only,
             verdicts=self.runner_verdicts(test_file) if self.join else (),
+            undetermined_tests=tuple(doubtful),
         )
+
+    def _never_unread(self, item: TestItem, unread: Sequence[UnreadJob]) -> PytestFinding | None:
+        """The finding for a test no read entry runs whose guard skips on every runner of the jobs not read that may
+        run it (each of which runs on known runners); None when that is not certain."""
+        runners = [r for u in unread for r in (u.runners or ())]
+        if not item.guards or any(not u.runners for u in unread) or any(r not in self.base.profiles for r in runners):
+            return None
+        evaluator = self.evaluator.unread()
+        entry = ScheduleEntry(
+            selection=PytestSelection(paths=(item.path,)),
+            labels=(),
+            profiles=tuple(dict.fromkeys(runners)),
+            origin=unread[0].origin,
+        )
+        verdicts = [_verdict(item, entry, p, evaluator) for p in entry.profiles]
+        if not all(v.skips is Tri.TRUE for v in verdicts):
+            return None
+        if len({v.guard.guard.line for v in verdicts if v.guard is not None}) > 1:
+            verdicts = _everywhere(item, verdicts, evaluator, entry)
+        return unread_never_finding(item, verdicts, evaluator.guard_class, len(unread))
 
     def _stopped(self, test_file: TestFile) -> str | None:
         """Why pytest runs nothing of a file a command would collect but for a collection error (see collect_errors.py)."""
@@ -456,6 +618,7 @@ class SuiteAuditor:
     def outcomes(self, test_file: TestFile) -> dict[str, ItemOutcome]:
         """Each collected test's outcome over the whole schedule (the differential tests compare these with pytest)."""
         self.evaluator = self.base.for_file(test_file.env_written)
+        self.file_options = test_file.options
         ignores = test_file.conftest_ignores
         pairs = [(e, i, collected(test_file.path, i, ignores)) for e, i in zip(self.entries, self.invocations, strict=True)]
         out: dict[str, ItemOutcome] = {}
@@ -466,7 +629,8 @@ class SuiteAuditor:
             if not chosen:
                 out[item.nodeid] = ItemOutcome.NOT_SELECTED
             elif verdicts and all(v.skips is Tri.TRUE for v in verdicts):
-                out[item.nodeid] = ItemOutcome.SKIPS
+                deselected = all(v.guard is not None and v.guard.deselects for v in verdicts)
+                out[item.nodeid] = ItemOutcome.NOT_SELECTED if deselected else ItemOutcome.SKIPS
             elif verdicts and all(v.skips is Tri.FALSE for v in verdicts):
                 out[item.nodeid] = ItemOutcome.RUNS
             else:
@@ -512,6 +676,8 @@ class SuiteAuditor:
             outcome = ItemOutcome.UNDETERMINED if unread else ItemOutcome.NOT_SELECTED
             return RunnerVerdict(runner=runner, outcome=outcome, reason=why, scheduled=False)
         skipping = [v for v in here if v.skips is Tri.TRUE and v.guard is not None and v.evaluation is not None]
+        if len(skipping) == len(here) and all(v.guard is not None and v.guard.deselects for v in skipping):
+            return RunnerVerdict(runner=runner, outcome=ItemOutcome.NOT_SELECTED, reason="a conftest hook deselects it there")
         if len(skipping) == len(here):
             first = skipping[0]
             assert first.guard is not None and first.evaluation is not None
@@ -526,14 +692,28 @@ class SuiteAuditor:
         if all(v.skips is Tri.FALSE for v in here):
             return RunnerVerdict(runner=runner, outcome=ItemOutcome.RUNS, guard=guards, reason="no skip guard is true there")
         mixed = all(v.skips is not Tri.UNKNOWN for v in here)
-        why = "it skips in some of the jobs there and runs in others" if mixed else "a skip guard's value is unknown there"
+        unknown = next((v.why for v in here if v.skips is Tri.UNKNOWN and v.why), "a skip guard's value is unknown there")
+        why = "it skips in some of the jobs there and runs in others" if mixed else unknown
         return RunnerVerdict(runner=runner, outcome=ItemOutcome.UNDETERMINED, guard=guards, reason=why)
 
     def _unprofiled(self, item: TestItem, selected: Selected) -> _RunnerVerdict:
-        return _doubted(_unprofiled_verdict(item, selected.entry, self.evaluator), selected)
+        return _doubted(_unprofiled_verdict(item, selected.entry, self._for(selected)), selected)
 
     def _verdict(self, item: TestItem, selected: Selected, profile: str) -> _RunnerVerdict:
-        return _doubted(_verdict(item, selected.entry, profile, self.evaluator), selected)
+        return _doubted(_verdict(item, selected.entry, profile, self._for(selected)), selected)
+
+    def _for(self, selected: Selected) -> _Evaluator:
+        """The evaluator for the command that selected the test: its values of the conftests' own options."""
+        if not self.file_options:
+            return self.evaluator
+        invocation = self.invocation_of[id(selected.entry)]
+        # The collector keeps each conftest's declarations for the whole audit: their ids name them.
+        key = (id(invocation), tuple(id(o) for o in self.file_options))
+        values = self.option_memo.get(key)
+        if values is None:
+            later = [o for o in self.file_options if o not in invocation.options]
+            values = self.option_memo[key] = option_values(invocation.options, later, invocation.words)
+        return self.evaluator.with_options(values)
 
 
 def _doubted(verdict: _RunnerVerdict, selected: Selected) -> _RunnerVerdict:
@@ -541,7 +721,9 @@ def _doubted(verdict: _RunnerVerdict, selected: Selected) -> _RunnerVerdict:
     skips not all read (conftests pytest does not load) make any verdict unknown; a doubt that the test is there
     and selected as read makes "runs" unknown."""
     if selected.skips_unsure or (verdict.skips is Tri.FALSE and selected.doubts):
-        return replace(verdict, skips=Tri.UNKNOWN)
+        stops = ("confcutdir", "pytest stops")
+        why = next((d for d in selected.doubts if any(s in d for s in stops)), selected.doubts[0]) if selected.doubts else ""
+        return replace(verdict, skips=Tri.UNKNOWN, why=f"{selected.entry.origin}: {why}", cause=Cause.SELECTION)
     return verdict
 
 
@@ -563,6 +745,14 @@ def combine(root: str, parts: Sequence[FileAudit], schedule: Schedule, notes: Se
     assumptions: list[str] = list(notes)
     for part in parts:
         assumptions.extend(a for a in part.assumptions if a not in assumptions)
+    doubtful = tuple(t for p in parts for t in p.undetermined_tests)
+    if doubtful:
+        # Never an empty list of assumptions while tests are undetermined: the most frequent reasons, counted.
+        top = "; ".join(f"{n} for: {r[:200]}" for r, n in reason_counts(doubtful)[:3])
+        assumptions.append(
+            f"{len(doubtful)} tests are undetermined: what CI does with them is not read (each is listed with its "
+            f"reason in undetermined_tests); most common: {top}"
+        )
     runners = sorted({p for e in schedule.pytest_entries() for p in e.profiles})
     return PytestAuditReport(
         root=root,
@@ -577,6 +767,7 @@ def combine(root: str, parts: Sequence[FileAudit], schedule: Schedule, notes: Se
         unknown_labels=schedule.unknown_labels,
         assumptions=tuple(assumptions),
         verdicts=tuple(v for p in parts for v in p.verdicts),
+        undetermined_tests=doubtful,
     )
 
 
@@ -592,40 +783,3 @@ def audit_suite(
     """Findings for every collected test against every schedule entry that selects it."""
     auditor = SuiteAuditor(schedule, profiles, packs, installed)
     return combine(root, [auditor.audit_file(f) for f in files], schedule)
-
-
-def _test_finding(
-    item: TestItem,
-    verdicts: Sequence[_RunnerVerdict],
-    evaluator: _Evaluator,
-    kind: GuardFindingKind = GuardFindingKind.SILENT_SKIP,
-) -> PytestFinding:
-    first = verdicts[0]
-    assert first.guard is not None and first.evaluation is not None
-    runners = tuple(sorted({v.profile for v in verdicts}))
-    classes = [evaluator.guard_class(v.guard, v.evaluation) for v in verdicts if v.guard and v.evaluation]
-    guard_class = min(classes, key=list(GuardClass).index)
-    via = f" (through {first.guard.via})" if first.guard.via else ""
-    steps = "; ".join(first.evaluation.steps[:4])
-    does = "skips" if kind is GuardFindingKind.SILENT_SKIP else "returns early, testing nothing,"
-    finding = guard_finding(
-        kind,
-        path=item.path,
-        line=item.line,
-        test=item.nodeid,
-        runners=runners,
-        guard=first.guard.guard.source + via,
-        reason=f"{guard_class.value}: {does} on every runner CI sends it to ({', '.join(runners)}): {steps}",
-        hint="schedule it on a runner where the guard is false, or drop it from the schedule",
-        tool=Tool.PYTEST_AUDIT,
-    )
-    return PytestFinding(finding=finding, guard_class=guard_class)
-
-
-def _file_finding(
-    kind: GuardFindingKind, path: str, reason: str, guard_class: GuardClass, runners: tuple[str, ...] = ()
-) -> PytestFinding:
-    return PytestFinding(
-        finding=guard_finding(kind, path=path, line=1, test=path, runners=runners, reason=reason, tool=Tool.PYTEST_AUDIT),
-        guard_class=guard_class,
-    )

@@ -23,11 +23,14 @@ previous one; only the entries of the latest run are kept, and the folder keeps 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import enum
 import hashlib
 import json
 import os
 import site
 import sys
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +45,7 @@ from matrix.core.recorded import Seen, Status
 from matrix.core.records import BadRecord, Codec
 from matrix.core.textfiles import read_limited
 from matrix.guards.model import GuardFindingKind
+from matrix.pytest_suites.collect_errors import BrokenFile
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, ItemVerdicts, PytestFinding, RunnerVerdict
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.invocation import Invocation
@@ -58,8 +62,8 @@ from matrix.schedule.model import (
     UnreadJob,
 )
 
-SCHEMA = "specmatrix.pytest-audit-cache/1"
-FRAME_SCHEMA = "specmatrix.pytest-audit-frame/1"
+SCHEMA = "specmatrix.pytest-audit-cache/2"  # 2: a broken file keeps what pytest fails on (`BrokenFile.problem`)
+FRAME_SCHEMA = "specmatrix.pytest-audit-frame/2"  # 2: the job environment model, hardware, conftest options
 MAX_CACHE_BYTES = 64 * 1024 * 1024  # diffusers' 491 test files: about 1 MB of entries
 MAX_ENTRY_BYTES = 4 * 1024 * 1024  # one file's entry (its findings and reads); a larger one is not kept
 KEEP_FILES = 16  # of each kind; older ones are removed when a run writes
@@ -83,7 +87,7 @@ class Entry:
     audit: FileAudit | None  # None: a conftest.py's entry (its parse status only)
     reads: Mapping[str, tuple[str, Status | None]]
     invocations: str  # `invocations_digest` of the commands it was audited under
-    broken: tuple[str, int] | None = None  # does not parse: (why, line)
+    broken: BrokenFile | None = None  # pytest fails to import it (does not parse, cannot be read)
 
 
 class Stored:
@@ -99,10 +103,15 @@ class Stored:
         if type(self.invocations) is not str:
             raise BadRecord("'inv' must be a string")
         if broken is not None and not (
-            type(broken) is list and len(broken) == 2 and type(broken[0]) is str and type(broken[1]) is int
+            type(broken) is list
+            and len(broken) == 3
+            and type(broken[0]) is str
+            and type(broken[1]) is int
+            and type(broken[2]) is str
         ):
-            raise BadRecord("'broken' must be null or [why, line]")
-        self.broken: tuple[str, int] | None = (broken[0], broken[1]) if broken is not None else None
+            raise BadRecord("'broken' must be null or [why, line, problem]")
+        self.path = doc["path"]
+        self.broken = BrokenFile(path=self.path, why=broken[0], line=broken[1], problem=broken[2]) if broken is not None else None
         self.raw_audit = doc["audit"]
 
     @property
@@ -129,31 +138,35 @@ def _read(raw: Any) -> tuple[str, str, Status | None]:
     return raw[0], raw[1], (status[0], status[1], status[2], status[3])
 
 
-CODEC = Codec(
-    (
-        Frame,
-        PytestConfig,
-        Schedule,
-        ScheduleEntry,
-        PytestSelection,
-        SuiteSelection,
-        Origin,
-        Container,
-        UnreadJob,
-        UnknownLabel,
-        Gate,
-        Invocation,
-        FileAudit,
-        PytestFinding,
-        Finding,
-        Tool,
-        GuardClass,
-        GuardFindingKind,
-        ItemVerdicts,
-        RunnerVerdict,
-        ItemOutcome,
-    )
-)
+def reachable(roots: Iterable[type]) -> tuple[type, ...]:
+    """The dataclasses and enums `roots` hold, field by field (annotations followed through unions, tuples,
+    mappings): a field type added to a record later is written and read without being listed here."""
+    found: dict[type, None] = {}
+    todo = list(roots)
+    while todo:
+        cls = todo.pop()
+        if cls in found or not isinstance(cls, type):
+            continue
+        if issubclass(cls, enum.Enum):
+            found[cls] = None
+        elif dataclasses.is_dataclass(cls):
+            found[cls] = None
+            todo.extend(_types_in(typing.get_type_hints(cls).values()))
+    return tuple(found)
+
+
+def _types_in(hints: Iterable[Any]) -> list[type]:
+    out: list[type] = []
+    for hint in hints:
+        args = typing.get_args(hint)
+        if args:
+            out.extend(_types_in(args))
+        elif isinstance(hint, type):
+            out.append(hint)
+    return out
+
+
+CODEC = Codec(reachable((Frame, FileAudit)))
 
 
 def _digest(*parts: str) -> str:
@@ -312,7 +325,7 @@ class ResultCache:
     def put(self, path: str, entry: Entry) -> None:
         key = file_key(path)
         reads = [[p, printed, list(status) if status is not None else None] for p, (printed, status) in entry.reads.items()]
-        broken = list(entry.broken) if entry.broken is not None else None
+        broken = [entry.broken.why, entry.broken.line, entry.broken.problem] if entry.broken is not None else None
         try:
             audit = CODEC.encode(entry.audit) if entry.audit is not None else None
         except TypeError:

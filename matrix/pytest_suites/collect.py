@@ -28,8 +28,15 @@ from matrix.guards.finder import Substitute, analyse_source, analyse_tree, pytes
 from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, OpaqueCondition, dotted
 from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
+from matrix.pytest_suites.classes import Hierarchy, TooLargeToRead
 from matrix.pytest_suites.config import PytestConfig
-from matrix.pytest_suites.decorators import NO_MARK_DECORATORS, RUNNING_DECORATORS, runs_what_it_wraps
+from matrix.pytest_suites.decorators import (
+    NO_MARK_DECORATORS,
+    RUNNING_DECORATORS,
+    runs_by_table,
+    runs_what_it_wraps,
+    skip_decorator_condition,
+)
 from matrix.pytest_suites.imported import ImportResolver
 from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.markers import ALL_TESTS, MarkerRule, read_marker_hooks
@@ -45,6 +52,9 @@ from matrix.pytest_suites.skipmarks import (
     sys_path_dirs,
     usefixtures,
 )
+from matrix.pytest_suites.unittest_ids import mentions_self_id, test_id, with_test_id
+from matrix.schedule.environment.conftest_options import DeclaredOption, declared_options
+from matrix.schedule.environment.project_imports import ProjectImports, checkout_project
 
 MAX_FIXTURE_DEPTH = 4
 # Files a skip mark may be imported through (`from .marks import x` where marks.py re-exports it).
@@ -69,6 +79,10 @@ class AppliedGuard:
     via: str = ""
     # The file names a capability-call helper of the packs (`has_device_capability(90)`): rewrite before evaluating.
     calls: bool = False
+    # A conftest hook's condition that reads a pytest option: evaluated with the command's option values.
+    options: bool = False
+    # A conftest hook that deselects the test when the guard holds, instead of skipping it.
+    deselects: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +112,8 @@ class TestFile:
     conftest_ignores: tuple[ConftestIgnores, ...] = ()
     # Environment variables the test process sets itself before or while this file runs (`env_writes`).
     env_written: frozenset[str] = frozenset()
+    # The options its conftest files declare (`pytest_addoption`), which their hooks may read.
+    options: tuple[DeclaredOption, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -112,6 +128,7 @@ class _Parsed:
     imports: dict[str, ImportTarget] | None = None
     defs: dict[str, _Function] | None = None
     callees: dict[str, Callee] | None = None
+    hierarchy: Hierarchy | None = None  # the file's classes, each read once (`classes.Hierarchy`)
 
 
 Loader = Callable[[str], str | None]
@@ -128,6 +145,8 @@ class Collector:
         declared_markers: Mapping[str, str] | None = None,
     ):
         self.load = load
+        # The checkout's own modules, for guards that import them (read on demand, kept for the audit).
+        self.project = ProjectImports(load, checkout_project(load, config.pythonpath))
         # Why a file was not read (set by the edge that owns the loader), shown instead of a generic line.
         self.problem: Callable[[str], str | None] = lambda _: None
         self.config = config
@@ -150,6 +169,7 @@ class Collector:
         self.modules = ProjectModules(load, self._bases)
         self.ignores: dict[str, ConftestIgnores] = {}
         self.writes: dict[str, frozenset[str]] = {}
+        self.options: dict[str, tuple[DeclaredOption, ...]] = {}
         self.imported = ImportResolver(self._definitions, self._bases)
 
     def forget_derived(self) -> None:
@@ -232,7 +252,7 @@ class Collector:
         if parsed is None:
             why = self.problem(path) or "cannot be read (missing, over 4 MiB or not Python source)"
             return TestFile(path=path, tests=(), error=why)
-        if parsed.tree is None:
+        if parsed.tree is None or parsed.analysis.syntax_error is not None:  # the latter: past the finder's bounds
             return TestFile(path=path, tests=(), error=parsed.analysis.syntax_error or "does not parse")
         names = parsed.analysis.names
         own = [g for g in parsed.analysis.guards if not script_only(g)]
@@ -255,7 +275,11 @@ class Collector:
         module_marks = _marks_of(module_exprs, names)
         tests: list[TestItem] = []
         notes: list[str] = []
-        for found in module_tests(parsed.tree, names, self.config, functools.partial(self.imported, path)):
+        try:
+            found_tests = module_tests(parsed.tree, names, self.config, functools.partial(self.imported, path))
+        except TooLargeToRead as exc:
+            return TestFile(path=path, tests=(), error=str(exc))
+        for found in found_tests:
             node = found.node
             nodeid = f"{path}::{found.name}"
             top = found.classes[0] if found.classes else None
@@ -288,7 +312,8 @@ class Collector:
             guards.extend(
                 _marker_guard(r, m, nodeid, node.lineno, names) for m in [*sorted(marks), ALL_TESTS] for r in rules.get(m, ())
             )
-            guards.extend(self._decorator_rules(node, nodeid, names))
+            class_decorators = [d for c in found.classes for klass in self._class_chain(parsed, c) for d in klass.decorator_list]
+            guards.extend(self._decorator_rules([*class_decorators, *node.decorator_list], nodeid, names, _defs(parsed)))
             read_lines = {g.guard.line for g in guards if g.guard.scope == path or g.guard.scope.startswith(f"{path}::")}
             for cls in found.classes:
                 for klass in self._class_chain(parsed, cls):
@@ -297,6 +322,10 @@ class Collector:
             guards.extend(self._fixture_guards(path, parsed, node, set(), 0, used=usefixtures([*exprs, *local_exprs], names)))
             guards.extend(self._helper_guards(path, parsed, node))
             guards = [replace(g, calls=True) if self._mentions_calls(g) else g for g in guards]
+            if any(mentions_self_id(g.guard) for g in guards):
+                ident = test_id(nodeid, node.decorator_list, self._exists("__init__.py"))
+                if ident is not None:
+                    guards = [replace(g, guard=with_test_id(g.guard, ident)) if mentions_self_id(g.guard) else g for g in guards]
             doubts = [*file_doubts, *found.doubts]
             if nested and _calls_skip(node):
                 doubts.append("a test of an inner class whose body calls a skip: its body is not read")
@@ -318,7 +347,19 @@ class Collector:
             notes=tuple(notes),
             conftest_ignores=self.conftest_ignores(path),
             env_written=self.env_written(path),
+            options=self.declared_options(path),
         )
+
+    def declared_options(self, path: str) -> tuple[DeclaredOption, ...]:
+        """The options the conftest files above a test file declare in `pytest_addoption` (read as the invocation reads
+        them: `matrix.schedule.environment.conftest_options`)."""
+        out: list[DeclaredOption] = []
+        for conftest in self.conftests(path):
+            found = self.options.get(conftest)
+            if found is None:
+                found = self.options[conftest] = declared_options(self.load(conftest) or "")
+            out.extend(found)
+        return tuple(out)
 
     def env_written(self, path: str) -> frozenset[str]:
         """The variables the file, its conftest files and pytest-env's `env` option set (`env_writes`)."""
@@ -474,17 +515,14 @@ class Collector:
             return not _marks_of([found[0]], found[1].analysis.names)
         return True
 
-    def _class_chain(self, parsed: _Parsed, cls: ast.ClassDef) -> list[ast.ClassDef]:
-        """The class and its same-module bases: pytest collects marks over the MRO (pytest >= 7.2)."""
-        assert parsed.tree is not None
-        classes = {c.name: c for c in parsed.tree.body if isinstance(c, ast.ClassDef)}
-        out = [cls]
-        for current in out:
-            for base in current.bases:
-                found = classes.get(dotted(base) or "")
-                if found is not None and found not in out and len(out) < 16:
-                    out.append(found)
-        return out
+    def _class_chain(self, parsed: _Parsed, cls: ast.ClassDef) -> tuple[ast.ClassDef, ...]:
+        """The classes of `cls`'s hierarchy (itself and its same-module bases, at any depth) that carry decorators
+        or a `pytestmark`: pytest collects marks over the MRO (pytest >= 7.2). Read once per class of the file."""
+        if parsed.hierarchy is None:
+            assert parsed.tree is not None
+            classes = {c.name: c for c in parsed.tree.body if isinstance(c, ast.ClassDef)}
+            parsed.hierarchy = Hierarchy(classes, parsed.analysis.names)
+        return parsed.hierarchy.info(cls).marked
 
     def _may_have_id(self, path: str, parsed: _Parsed, node: _Function, *groups: Sequence[ast.expr]) -> bool:
         """Whether pytest may add a parameter id to the test's name: a parametrize mark anywhere in scope, a
@@ -504,17 +542,35 @@ class Collector:
                 return True
         return False
 
-    def _decorator_rules(self, node: _Function, nodeid: str, names: ModuleNames) -> list[AppliedGuard]:
+    def _decorator_rules(
+        self, decorators: Sequence[ast.expr], nodeid: str, names: ModuleNames, defs: Mapping[str, _Function]
+    ) -> list[AppliedGuard]:
+        """The guards of the pack decorators on a test and its classes: a factory by its own name
+        (`multi_gpu_test(num_gpus=2)`), a decorator by the dotted name its import resolves to (torch's
+        `skipIfNoQNNPACK`, which skips a test or, on a class, all of its tests); and the module's own decorators of
+        torch's skip shape (`skip_decorator_condition`), by their condition."""
         out: list[AppliedGuard] = []
-        for deco in node.decorator_list:
-            if not isinstance(deco, ast.Call):
+        for deco in decorators:
+            own = self._own_skip(deco, names, defs)
+            if own is not None:
+                guard = Guard(
+                    scope=nodeid,
+                    kind=GuardKind.MARK_SKIPIF,
+                    line=deco.lineno,
+                    source=f"@{ast.unparse(deco)} -> skips when {ast.unparse(own)}"[:300],
+                    conditions=(ExprCondition(expr=own),),
+                )
+                out.append(AppliedGuard(guard=guard, names=names, via=f"decorator {ast.unparse(deco)}"))
                 continue
-            last = (dotted(deco.func) or "").rpartition(".")[2]
-            rule = self.packs.decorators.get(last)
+            text = dotted(deco.func if isinstance(deco, ast.Call) else deco) or ""
+            last = text.rpartition(".")[2]
+            rule = self.packs.decorators.get(resolve(text, names.import_map)) if text else None
+            if rule is None and isinstance(deco, ast.Call):
+                rule = self.packs.decorators.get(last)
             if rule is None:
                 continue
             expr = ast.parse(rule.skips_when, mode="eval").body
-            values = {kw.arg: kw.value for kw in deco.keywords if kw.arg is not None}
+            values = {kw.arg: kw.value for kw in deco.keywords if kw.arg is not None} if isinstance(deco, ast.Call) else {}
             bound = Substitute(values).visit(expr)  # a decorator call's literal keyword values for the pack's names
             guard = Guard(
                 scope=nodeid,
@@ -525,6 +581,13 @@ class Collector:
             )
             out.append(AppliedGuard(guard=guard, names=names, via=f"decorator {last}"))
         return out
+
+    @staticmethod
+    def _own_skip(deco: ast.expr, names: ModuleNames, defs: Mapping[str, _Function]) -> ast.expr | None:
+        """The skip condition of a decorator the test's module defines in torch's skip shape, else None."""
+        if not isinstance(deco, ast.Name) or deco.id not in defs or deco.id in names.ambiguous or deco.id in names.alias_map:
+            return None
+        return skip_decorator_condition(defs[deco.id], lambda text: resolve(text, names.import_map))
 
     def _unread_decorators(
         self, path: str, parsed: _Parsed, decorators: Sequence[ast.expr], nodeid: str, read_lines: set[int]
@@ -561,6 +624,10 @@ class Collector:
         last = full.rpartition(".")[2]
         if full in RUNNING_DECORATORS or text in RUNNING_DECORATORS or last in self.packs.decorators:
             return None
+        if depth == 0 and full in self.packs.decorators:
+            return None  # a pack's decorator, imported by the test's own module: read as its guard
+        if runs_by_table(full, deco):
+            return None
         if full.startswith("unittest.") and last in ("skip", "skipIf", "skipUnless", "expectedFailure"):
             return None
         if depth >= MAX_IMPORT_DEPTH:
@@ -568,6 +635,8 @@ class Collector:
         if isinstance(target, ast.Name) and target.id in _defs(parsed):
             if runs_what_it_wraps(_defs(parsed)[target.id]):
                 return None
+            if depth == 0 and self._own_skip(deco, names, _defs(parsed)) is not None:
+                return None  # read as its guard
             return f"decorator {shown} ({path}) is not read: it may skip or return something else"
         if isinstance(target, ast.Name) and names.alias_map.get(target.id) is not None:
             bound = names.alias_map[target.id]
@@ -757,7 +826,7 @@ def _marker_guard(rule: MarkerRule, marker: str, nodeid: str, line: int, names: 
         local_names=rule.bindings,
     )
     via = f"marker {marker}" if marker != ALL_TESTS else "a conftest hook"
-    return AppliedGuard(guard=guard, names=rule.names or names, via=via)
+    return AppliedGuard(guard=guard, names=rule.names or names, via=via, options=rule.options, deselects=rule.deselects)
 
 
 def _mark_name(node: ast.expr, names: ModuleNames) -> str | None:

@@ -8,6 +8,12 @@ pytest (9, `_pytest/main.py` and `_pytest/config/__init__.py`):
   without `--continue-on-collection-errors` the session stops ("Interrupted: N errors during collection", exit 2)
   and runs no test; with it, the tests under that folder (or of that file) are not collected, the rest run.
 Only a file that does not parse is judged here (what an import of it would raise is not read).
+
+A node id on the command line that names no test of its file (`pytest tests/a.py::test_gone`) is a usage error
+too: pytest reports "not found" and runs no test (`Session.perform_collect`, pytest 8 and 9). It is certain where
+the file's static collection is complete; where a test of it may be missed (a definition under a condition, an
+imported or parametrized name whose cases are not shown), it is a doubt. A path the checkout does not hold is
+judged where the command line is read (`invocation.missing_path`).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from matrix.pytest_suites.collect import TestFile
 from matrix.pytest_suites.invocation import Invocation
 from matrix.pytest_suites.rules import ignored_dir
 from matrix.pytest_suites.select import ConftestIgnores, _conftest_ignored, _glob, _under, collected
@@ -23,15 +30,23 @@ from matrix.pytest_suites.select import ConftestIgnores, _conftest_ignored, _glo
 
 @dataclass(frozen=True, kw_only=True)
 class BrokenFile:
-    """A file of the tree pytest would fail to import because it does not parse (`why` names the line)."""
+    """A file of the tree pytest would fail to import because it does not parse (`why` names the line), or cannot
+    read at all (`problem`: permissions); or a folder it cannot list (`folder`), which fails as a conftest there."""
 
     path: str
     why: str
     line: int = 1  # where the parser stopped
+    problem: str = "does not parse"
+    folder: bool = False
 
     @property
     def is_conftest(self) -> bool:
-        return posixpath.basename(self.path) == "conftest.py"
+        return self.folder or posixpath.basename(self.path) == "conftest.py"
+
+    @property
+    def home(self) -> str:
+        """The folder a conftest's (or an unlistable folder's) failure stops pytest in."""
+        return self.path if self.folder else posixpath.dirname(self.path) or "."
 
 
 def _loaded_at_startup(folder: str, invocation: Invocation) -> bool:
@@ -92,9 +107,9 @@ def with_collection_errors(
         skipped: list[str] = []
         doubts: list[str] = []
         for bad in broken:
-            said = f"{bad.path} does not parse ({bad.why})"
+            said = f"{bad.path} {bad.problem} ({bad.why})"
             if bad.is_conftest:
-                folder = posixpath.dirname(bad.path) or "."
+                folder = bad.home
                 if not _under(folder, invocation.confcutdir):
                     continue  # pytest loads no conftest above the confcutdir
                 if _loaded_at_startup(folder, invocation):
@@ -116,3 +131,59 @@ def with_collection_errors(
         else:
             out.append(replace(invocation, ignore=(*invocation.ignore, *skipped), doubts=(*invocation.doubts, *doubts)))
     return out
+
+
+def with_missing_nodes(invocations: Sequence[Invocation], collect: Callable[[str], TestFile]) -> list[Invocation]:
+    """Each invocation with the node ids it names (`path::name`) checked against the tests read from their file.
+
+    pytest (`Session.perform_collect`) stops with "not found: ..." (exit 4, no test run) when a node id matches no
+    test; pytest 9 first drops an argument another one covers (`normalize_collection_arguments`: `tests` covers
+    `tests/test_a.py::test_x`), so such a node id stops nothing there, but did before: a doubt. A file whose tests
+    are not all read (an imported test, a condition, a parameter id) leaves the node id unjudged: a doubt."""
+    out: list[Invocation] = []
+    for invocation in invocations:
+        nodes = [a for a in invocation.args if "::" in a] if invocation.runs else []
+        stop: str | None = None
+        doubts: list[str] = []
+        for node in nodes:
+            found = _node_found(node, collect(node.split("::")[0]))
+            if found is not False:
+                if found is None:
+                    doubts.append(f"{node}: whether a test matches this node id is not read")
+                continue
+            covering = [a for a in invocation.args if a != node and _covers(a, node)]
+            if covering:
+                doubts.append(f"{node}: no test matches it; pytest 9 drops it as covered by {covering[0]}, older ones stop")
+            else:
+                stop = stop or f"{node}: not found (no test matches this node id): pytest stops (exit 4) and runs no test"
+        if stop is not None:
+            out.append(replace(invocation, runs=False, why_not=stop, collection_error=True))
+        elif doubts:
+            out.append(replace(invocation, doubts=(*invocation.doubts, *doubts)))
+        else:
+            out.append(invocation)
+    return out
+
+
+def _node_found(node: str, test_file: TestFile) -> bool | None:
+    """Whether a test of the file matches the node id: True, False, or None when the reading cannot tell."""
+    if test_file.error is not None:
+        return None  # a collection error: judged as one (with_collection_errors)
+    bare = node.split("[", maxsplit=1)[0]
+    for item in test_file.tests:
+        if item.nodeid == node or item.nodeid.startswith((node + "::", node + "[")):
+            return True
+        if "[" in node and item.hidden_id and item.nodeid.split("[")[0] == bare:
+            return None  # a parameter id this reading does not list
+    if any(item.doubts or item.opaque_marks for item in test_file.tests):
+        return None
+    return False
+
+
+def _covers(arg: str, node: str) -> bool:
+    """Whether the collection argument `arg` covers the node id `node` (the same file, or a folder above it)."""
+    path = node.split("::", maxsplit=1)[0]
+    if "::" in arg:
+        return node.startswith(arg + "::") or node.startswith(arg + "[")
+    anchor = arg.rstrip("/") or "."
+    return anchor == path or _under(path, anchor)

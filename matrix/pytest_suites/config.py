@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import OutsideTreeError, SpecialFileError, resolve_in_tree, special_kind
+from matrix.core.textfiles import OutsideTreeError, SpecialFileError, resolve_in_tree
+from matrix.core.treefiles import TreeFiles
 from matrix.guards.env_writes import ini_env_names
 
 # pytest's defaults (`_pytest/main.py` and `_pytest/python.py`, pytest_addoption).
@@ -32,7 +33,9 @@ DEFAULT_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modu
 # pytest's CONFIG_LOADERS_BY_NAME order (pytest 9); read from pytest itself when it is importable.
 CONFIG_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 MAX_FILES = 50_000
-MAX_DEPTH = 32
+# pytest itself has no depth limit; the OS bounds a path (PATH_MAX, 4096 bytes on Linux: 2,048 folders of one
+# letter). The walks are iterative, so any depth up to it costs no recursion.
+MAX_DEPTH = 2048
 MAX_FILE_BYTES = 4 * 1024 * 1024
 _LINE = re.compile(r"line (\d+)|:(\d+):")
 
@@ -51,6 +54,8 @@ class PytestConfig:
     python_functions: tuple[str, ...] = ("test",)
     addopts: tuple[str, ...] = ()
     env_set: tuple[str, ...] = ()  # the names pytest-env's `env` option sets (`env_writes.ini_env_names`)
+    # The `pythonpath` option's folders, repository-relative (pytest reads them relative to the rootdir).
+    pythonpath: tuple[str, ...] = ()
 
     def collection_key(self) -> tuple[tuple[str, ...], ...]:
         """The values that decide which functions and classes of a file are tests."""
@@ -73,24 +78,37 @@ def _loaders() -> tuple[tuple[str, Loader], ...]:
 
 def _checked(root: Path, relative: str) -> Path | None:
     """The resolved path of a candidate configuration file, None when there is none; refused (one line,
-    named by its path in the tree) when it leads outside the checkout, is not a regular file or is oversized."""
+    named by its path in the tree) when it leads outside the checkout, is not a regular file or is oversized.
+
+    The file is opened through `TreeFiles` (walked from the root, links resolved by hand) to be judged; pytest's
+    loader then reads it by its resolved path, and `_load` checks that path still names the file judged."""
     if not os.path.lexists(root / relative):
         return None
     try:
+        with TreeFiles(root) as files:
+            fd, st = files.open(relative)
+            os.close(fd)
         target = resolve_in_tree(root, relative)
-        st = target.stat()
     except OutsideTreeError:
         raise ConfigError(f"{relative}: a symlink to a file outside the audited tree; refusing to read it") from None
+    except SpecialFileError as exc:
+        if exc.kind == "a directory":
+            return None  # pytest's `is_file()` passes a folder by
+        raise ConfigError(f"{relative}: is {exc.kind}, not a regular file; refusing to read it") from None
+    except FileNotFoundError:
+        return None  # a dangling link: pytest's `is_file()` is false
     except OSError:
         raise ConfigError(f"{relative}: cannot be read") from None
-    kind = special_kind(st.st_mode)
-    if kind == "a directory":
-        return None  # pytest's `is_file()` passes a folder by
-    if kind is not None:
-        raise ConfigError(f"{relative}: is {kind}, not a regular file; refusing to read it")
     if st.st_size > MAX_FILE_BYTES:
         raise ConfigError(f"{relative}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; refusing to read it")
+    if len(_JUDGED) >= 4096:
+        _JUDGED.clear()
+    _JUDGED[str(target)] = (st.st_dev, st.st_ino)
     return target
+
+
+# The file each checked path named when it was judged: pytest's loader must read that same file.
+_JUDGED: dict[str, tuple[int, int]] = {}
 
 
 def _load(loader: Loader, path: Path, relative: str) -> ConfigDict | None:
@@ -107,6 +125,13 @@ def _load(loader: Loader, path: Path, relative: str) -> ConfigDict | None:
         match = _LINE.search(str(exc))
         where = f" (line {match.group(1) or match.group(2)})" if match else ""
         raise ConfigError(f"{relative}: pytest cannot read it as configuration{where}: {type(exc).__name__}") from None
+    try:
+        now = os.stat(path)
+        same = _JUDGED.get(str(path)) in (None, (now.st_dev, now.st_ino))
+    except OSError:
+        same = False
+    if not same:
+        raise ConfigError(f"{relative}: changed while it was read (replaced or swapped for a link); refusing to use it")
     if found is None:
         return None
     return {key: getattr(value, "value", value) for key, value in found.items()}
@@ -116,7 +141,7 @@ def locate(root: Path, start: str) -> tuple[str | None, ConfigDict]:
     """pytest's `locate_config` from the repository-relative folder `start` up to the root: (file, values)."""
     pyproject: str | None = None
     base = posixpath.normpath(start)
-    for _ in range(MAX_DEPTH):
+    for _ in range(MAX_DEPTH + 1):
         for name, loader in _loaders():
             relative = name if base == "." else f"{base}/{name}"
             path = _checked(root, relative)
@@ -165,7 +190,16 @@ def from_values(values: ConfigDict, inifile: str | None, rootdir: str) -> Pytest
         if key in values:
             fields[key] = _words(values[key], f"{inifile}: {key}")
     env_set = ini_env_names(values.get("env"))
-    return PytestConfig(source=inifile or "(pytest defaults)", inifile=inifile, rootdir=rootdir, env_set=env_set, **fields)
+    paths = _words(values["pythonpath"], f"{inifile}: pythonpath") if "pythonpath" in values else ()
+    pythonpath = tuple(posixpath.normpath(posixpath.join(rootdir, p)) for p in paths if not posixpath.isabs(p))
+    return PytestConfig(
+        source=inifile or "(pytest defaults)",
+        inifile=inifile,
+        rootdir=rootdir,
+        env_set=env_set,
+        pythonpath=pythonpath,
+        **fields,
+    )
 
 
 def read_pytest_config(root: Path, start: str = ".") -> PytestConfig:

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from matrix.core.errors import ReportError, UsageError
 from matrix.core.finding import Finding, Tool
-from matrix.pytest_suites.audit import ItemOutcome, ItemVerdicts, PytestFinding, RunnerVerdict
+from matrix.pytest_suites.audit import ItemOutcome, ItemVerdicts, RunnerVerdict
 from matrix.pytest_suites.junit_names import NodeIndex
 from matrix.pytest_suites.junit_runs import Observed, RunCase, RunFile, junit_files, read_junit
 from matrix.pytest_suites.packs import GuardClass
+from matrix.pytest_suites.verdicts import PytestFinding
 from matrix.schedule.model import Schedule
 
 ABSENT = "absent"  # the observed outcome of a test a run does not hold

@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from matrix.core.recorded import RACY_NS, Status, settled, status_of
-from matrix.core.textfiles import OutsideTreeError, SpecialFileError, TreeResolver, decode_python, read_limited
+from matrix.core.recorded import RACY_NS, Status, status_of
+from matrix.core.textfiles import BadPathError, OutsideTreeError, SpecialFileError, decode_python, read_open_file
+from matrix.core.treefiles import TreeFiles
 from matrix.schedule.load import MAX_SOURCE_BYTES
 
 _UNSEEN: Any = object()
@@ -22,13 +23,16 @@ def _settled(status: Status) -> bool:
 
 
 _MISSING = f"error:{errno.ENOENT}"  # the fingerprint of a path nothing is at
+# Why a file that is there was not read, when the OS refuses it (permissions): pytest's import of it fails.
+UNREADABLE = "cannot be read"
 # The texts a SourceLoader keeps (characters); past it files are read again when asked again.
 MAX_KEPT_CHARS = 64 * 1024 * 1024
 
 
 class SourceLoader:
     """Repository-relative path -> Python source text as the interpreter decodes it (BOM, coding cookie), or None;
-    symlinks resolved and a target outside the checkout refused. Why a file was not read is kept, by path only.
+    read through the root's descriptor (`TreeFiles`): symlinks resolved and a target outside the checkout refused.
+    Why a file was not read is kept, by path only.
 
     With `fingerprints`, what each path gave is kept as a fingerprint (a digest of the bytes read, or why nothing
     was), with the file's status before it was read; while `reads` is a set, every path asked for (or noted by a
@@ -38,7 +42,7 @@ class SourceLoader:
     def __init__(self, root: Path, *, fingerprints: bool = False):
         self.root = root.resolve()
         self.problems: dict[str, str] = {}
-        self.resolve = TreeResolver(self.root)
+        self.files = TreeFiles(self.root)
         # Each answer, kept: the collector asks for a file's text to parse it, to see that it exists and whether
         # it says "skip", and the linker for a module; reading, resolving and decoding it once is enough.
         self.texts: dict[str, str | None] = {}
@@ -76,25 +80,30 @@ class SourceLoader:
         return self.prints.get(path, ("?", None))
 
     def _load(self, path: str) -> str | None:
-        status: Status | None = None
         try:
-            target = self.resolve(path)
-            if self.fingerprints:
-                status = settled(target)
-            data = read_limited(target, MAX_SOURCE_BYTES)
+            fd, st = self.files.open(path)
+            data = read_open_file(fd, st, MAX_SOURCE_BYTES)
         except OutsideTreeError:
             self._refused(path, "outside", "a symlink to a file outside the audited tree; not read")
             return None
         except SpecialFileError as exc:
             self._refused(path, f"special:{exc.kind}", f"is {exc.kind}, not a regular file; not read")
             return None
-        except OSError as exc:
+        except BadPathError:
+            self._refused(path, "nul", "its path holds a NUL byte; not read")
+            return None
+        except (FileNotFoundError, NotADirectoryError) as exc:
             # Nothing there: what can change that is the nearest folder that exists (an entry added, a link moved).
             folder = self._container(path) if exc.errno == errno.ENOENT and self.fingerprints else None
             self._refused(path, f"error:{exc.errno}", None, folder if folder is not None and _settled(folder) else None)
             return None
+        except OSError as exc:
+            # pytest fails on a file it cannot read (a conftest or test file without read permission): named.
+            self._refused(path, f"error:{exc.errno}", f"{UNREADABLE} ({exc.strerror or type(exc).__name__})")
+            return None
         if self.fingerprints:
-            self.prints[path] = ("h:" + hashlib.sha256(data).hexdigest()[:32], status)
+            status = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            self.prints[path] = ("h:" + hashlib.sha256(data).hexdigest()[:32], status if _settled(status) else None)
         if len(data) > MAX_SOURCE_BYTES:
             self.problems[path] = f"larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB; not read"
             return None

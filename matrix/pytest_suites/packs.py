@@ -24,9 +24,12 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.tomlfields import expect_keys, read_toml, str_field, table_field
+from matrix.guards.platform import PLATFORM_PREDICATES
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts, Unknown
 
 PACKS = ("torch", "flashinfer", "vllm")
+# The name an option a conftest declares is read under (`config.getoption('--run-perf')`): see optins.py.
+OPTION_FACT = "config.getoption("
 
 
 class GuardClass(StrEnum):
@@ -39,6 +42,8 @@ class GuardClass(StrEnum):
     ENVIRONMENT = "environment"
     UNCONDITIONAL = "unconditional"
     INSTALL = "installed modules"
+    OPTION = "command-line option"  # a conftest's own option (`config.getoption("--run-perf")`) the command gives or not
+    SELECTION = "selection"  # not a skip: the CI commands leave the test out (`-k`, `-m`, `--deselect`, node ids)
     UNKNOWN = "unknown"
 
 
@@ -83,6 +88,8 @@ class PredicatePacks:
             return GuardClass.ENVIRONMENT
         if fact == "install":
             return GuardClass.INSTALL
+        if fact.startswith(OPTION_FACT):
+            return GuardClass.OPTION
         if "version.cuda" in fact or "cuda_version" in last:
             return GuardClass.CUDA_VERSION
         if "capability" in fact or "sm" in last or "blackwell" in last or "cuda.version" in fact:
@@ -200,7 +207,7 @@ def _class(t: Mapping[str, Any], where: str) -> GuardClass:
 
 def merge(packs: list[PredicatePacks]) -> PredicatePacks:
     """Later packs add to earlier ones; the guard audit's own table is the base."""
-    table: dict[str, Predicate] = dict(PREDICATES)
+    table: dict[str, Predicate] = {**PREDICATES, **PLATFORM_PREDICATES}
     calls: dict[str, CallPredicate] = {}
     decorators: dict[str, DecoratorRule] = {}
     classes: dict[str, GuardClass] = {}

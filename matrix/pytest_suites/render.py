@@ -13,9 +13,20 @@ from matrix.core.writers import Block, Column, Style, Table, View, markdown_summ
 from matrix.guards.model import GuardFindingKind, finding_fields
 from matrix.pytest_suites.audit import PytestAuditReport
 from matrix.pytest_suites.packs import GuardClass
+from matrix.pytest_suites.undetermined import SHOWN_REASON_CHARS, SHOWN_REASONS, reason_counts
+from matrix.pytest_suites.undetermined import summary_lines as undetermined_lines
 
 SCHEMA = "specmatrix.pytest-audit/1"
-_SHOWN = (GuardFindingKind.SILENT_SKIP, GuardFindingKind.NEVER_RUNS, GuardFindingKind.UNSCHEDULED, GuardFindingKind.UNPARSABLE)
+_DISABLED = GuardFindingKind.DISABLED_BY_SKIP
+_SHOWN = (
+    GuardFindingKind.SILENT_SKIP,
+    GuardFindingKind.NEVER_RUNS,
+    GuardFindingKind.UNSCHEDULED,
+    GuardFindingKind.UNPARSABLE,
+    _DISABLED,
+)
+# Kinds about a whole file that no guard decides: counted in files, never by guard class.
+_FILE_KINDS = (GuardFindingKind.UNSCHEDULED, GuardFindingKind.UNPARSABLE)
 
 
 def _title(kind: GuardFindingKind) -> str:
@@ -30,13 +41,30 @@ def summary_lines(report: PytestAuditReport) -> list[str]:
     ]
     for kind in _SHOWN:
         found = report.of_kind(kind)
-        if found:
-            classes = ", ".join(f"{c.value} {n}" for c, n in report.class_counts(kind).items())
-            lines.append(f"{kind.value}: {len(found)} {_title(kind)} ({classes})")
+        if found and kind is GuardFindingKind.NEVER_RUNS:
+            files = sum(1 for f in found if not f.finding.subject)
+            counted = " and ".join(c for c in (_count(len(found) - files, "test"), _count(files, "file")) if c[0] != "0")
+            verb = "runs" if len(found) == 1 else "run"
+            lines.append(f"{kind.value}: {counted} never {verb} in this CI ({_breakdown(report, kind)})")
+        elif found and kind is _DISABLED:
+            lines.append(f"{kind.value}: {len(found)} {_title(kind)}")
+        elif found:
+            lines.append(f"{kind.value}: {len(found)} {_title(kind)} ({_breakdown(report, kind)})")
     if report.unread_only:
-        lines.append(f"undetermined: {report.unread_only} tests in files only a CI job that was not read may run")
+        lines.append(f"undetermined: {report.unread_only} tests only a CI job that was not read may run")
     lines.append(f"jobs not read: {len(report.unread)}; unknown runner labels: {len(report.unknown_labels)}")
     return lines
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _breakdown(report: PytestAuditReport, kind: GuardFindingKind) -> str:
+    """What a kind's findings are: files for a kind about whole files, else the kinds of fact that decided them."""
+    if kind in _FILE_KINDS:
+        return _count(len(report.of_kind(kind)), "file")
+    return "by what decided it: " + ", ".join(f"{c.value} {n}" for c, n in report.class_counts(kind).items())
 
 
 def to_text(report: PytestAuditReport, gate: Gate | None = None, *, runs: Sequence[str] = ()) -> str:
@@ -44,7 +72,9 @@ def to_text(report: PytestAuditReport, gate: Gate | None = None, *, runs: Sequen
     `runs`: the join's section (`joined_output.runs_text`), after the static findings."""
     lines = [f"{u.origin}: not read: {u.reason}" for u in report.unread]
     lines.extend(f"{u.origin}: unknown runner label {u.label!r}" for u in report.unknown_labels)
-    lines.extend(summary_lines(report))
+    summary = summary_lines(report)
+    # The undetermined tests by reason, before the last line (jobs not read), which ends the output.
+    lines.extend([*summary[:-1], *undetermined_lines(report.undetermined_tests), summary[-1]])
     if gate is not None and gate.with_baseline:
         lines += ["", *entry_lines(gate), gate_line(gate), status_line(gate)]
     shown = [f.finding for f in report.findings if f.finding.kind in _SHOWN]
@@ -85,6 +115,7 @@ def to_json(
             {"origin": str(u.origin), "label": u.label, "nearest": list(u.nearest)} for u in report.unknown_labels
         ],
         "assumptions": list(report.assumptions),
+        "undetermined_tests": [t.doc() for t in report.undetermined_tests],
     }
     if runs is not None:
         tail["runs"] = runs
@@ -156,6 +187,7 @@ def to_markdown(
         (GuardFindingKind.NEVER_RUNS, True),
         (GuardFindingKind.UNSCHEDULED, True),
         (GuardFindingKind.SILENT_SKIP, False),
+        (_DISABLED, False),
     ):
         found = [f.finding for f in report.of_kind(kind)]
         if found:
@@ -163,9 +195,23 @@ def to_markdown(
             blocks.append(Block(summary=summary, table=findings_table(classes, files=files), findings=found, gap=True))
     lines += runs[0]
     blocks += runs[1]
-    tail = []
+    tail = _undetermined_markdown(report)
     if report.unread:
         tail += ["Jobs not read (declare them):", ""]
         tail += [f"- {md_code(str(u.origin), 200)}: {md_text(u.reason, 200)}" for u in report.unread]
         tail.append("")
     return markdown_summary(lines, blocks, tail)
+
+
+def _undetermined_markdown(report: PytestAuditReport) -> list[str]:
+    """The undetermined tests by reason, most frequent first (bounded: the JSON lists every test)."""
+    if not report.undetermined_tests:
+        return []
+    counts = reason_counts(report.undetermined_tests)
+    lines = [f"Undetermined tests by reason ({len(report.undetermined_tests)} tests; `--format json` lists each):", ""]
+    lines += [_row(["tests", "reason"]), "|---:|---|"]
+    lines += [_row([str(n), md_text(r, SHOWN_REASON_CHARS)]) for r, n in counts[:SHOWN_REASONS]]
+    if len(counts) > SHOWN_REASONS:
+        left = sum(n for _, n in counts[SHOWN_REASONS:])
+        lines.append(_row([str(left), md_text(f"{len(counts) - SHOWN_REASONS} other reasons")]))
+    return [*lines, ""]

@@ -21,13 +21,15 @@ from pathlib import Path
 
 from matrix.guards.model import ModuleNames, dotted
 from matrix.guards.source import resolve
+from matrix.pytest_suites.classes import Hierarchy, TooLargeToRead
 from matrix.pytest_suites.config import MAX_DEPTH, MAX_FILES, PytestConfig
 from matrix.pytest_suites.imported import ImportedDef, plain
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
-MAX_CLASS_DEPTH = 8
-# unittest's TestCase classes (`_pytest/unittest.py`, pytest_pycollect_makeitem: any subclass, whatever its name).
-_TESTCASES = frozenset({"unittest.TestCase", "unittest.IsolatedAsyncioTestCase", "unittest.case.TestCase"})
+# Classes nested in classes: Python's tokenizer allows 100 levels of indentation (MAXINDENT), so no deeper class exists.
+MAX_CLASS_DEPTH = 100
+# Tests one module may define (before parametrize): pytest has no bound; past it the module is not read.
+MAX_TESTS = 250_000
 
 
 def fnmatch_ex(pattern: str, path: str) -> bool:
@@ -81,12 +83,31 @@ def _bounded_glob(root: Path, pattern: str) -> Iterator[str]:
         yield hit
 
 
-def discover(root: Path, config: PytestConfig, named: Sequence[str] = ()) -> tuple[str, ...]:
+# Folders listed in one discovery: past it the walk stops and says so (a tree of a million empty folders).
+MAX_FOLDERS = 200_000
+UNLISTED = "cannot be listed"  # a folder the OS refuses to list: pytest fails on it (a collection error)
+
+
+def discover(
+    root: Path, config: PytestConfig, named: Sequence[str] = (), problems: list[tuple[str, str]] | None = None
+) -> tuple[str, ...]:
     """The checkout's test files: those under `testpaths` (or the rootdir) and under the paths CI commands name
     (`named`, repository-relative), recursing as pytest does. Symlinked folders are not entered; a symlinked
-    test file is listed (the reader refuses one whose target is outside)."""
+    test file is listed (the reader refuses one whose target is outside). A folder that cannot be listed (pytest
+    fails on it: a collection error) and a walk stopped at a bound are added to `problems` as (path, why)."""
+    return discover_with_conftests(root, config, named, problems)[0]
+
+
+def discover_with_conftests(
+    root: Path, config: PytestConfig, named: Sequence[str] = (), problems: list[tuple[str, str]] | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`discover`'s test files, and the conftest.py files of every folder that walk enters (pytest imports the
+    conftest of each folder it recurses into, whether or not the folder holds a test file)."""
     base = root.resolve()
     found: list[str] = []
+    conftests: list[str] = []
+    budget = [MAX_FOLDERS]
+    seen: list[tuple[str, str]] = []
     extra = sorted({posixpath.normpath(n.split("::")[0]) for n in named if not n.startswith(("/", ".."))})
     for start in dict.fromkeys([*testpath_args(root, config), *extra]):
         where = root / start
@@ -98,32 +119,57 @@ def discover(root: Path, config: PytestConfig, named: Sequence[str] = ()) -> tup
             if start.endswith(".py"):
                 found.append(posixpath.normpath(start))  # an explicit path is collected whatever its name
             continue
-        _walk(root, start, config, 0, found)
-    return tuple(sorted(set(found)))
+        _walk(root, start, config, found=found, conftests=conftests, budget=budget, problems=seen)
+    if problems is not None:
+        problems.extend(dict.fromkeys(seen))  # a folder under two starting points is walked twice, said once
+    return tuple(sorted(set(found))), tuple(sorted(set(conftests)))
 
 
-def _walk(root: Path, folder: str, config: PytestConfig, depth: int, found: list[str]) -> None:
-    if depth > MAX_DEPTH or len(found) >= MAX_FILES:
-        return
-    try:
-        entries = sorted(os.scandir(root / folder), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        relative = entry.name if folder in (".", "") else f"{folder}/{entry.name}"
-        if entry.is_symlink():
-            # A linked test file is kept (pytest collects it); one leading outside the checkout is refused when read.
-            if is_test_file(relative, config) and not Path(entry.path).is_dir():
-                found.append(relative)
+def _walk(
+    root: Path,
+    start: str,
+    config: PytestConfig,
+    *,
+    found: list[str],
+    conftests: list[str],
+    budget: list[int],
+    problems: list[tuple[str, str]],
+) -> None:
+    """pytest's recursion into `start`, as a stack of folders (no recursion, however deep the tree)."""
+    stack = [(start, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        if len(found) >= MAX_FILES or budget[0] <= 0 or depth > MAX_DEPTH:
+            why = f"more than {MAX_FILES} test files" if len(found) >= MAX_FILES else "a bound on the folders walked"
+            problems.append((folder, f"not listed: {why}; the tests below it are not audited"))
+            return
+        budget[0] -= 1
+        try:
+            entries = sorted(os.scandir(root / folder), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        if entry.is_dir(follow_symlinks=False):
-            venv = os.path.isfile(os.path.join(entry.path, "pyvenv.cfg")) or os.path.isfile(
-                os.path.join(entry.path, "conda-meta", "history")
-            )
-            if not ignored_dir(relative, entry.name, config, venv):
-                _walk(root, relative, config, depth + 1, found)
-        elif entry.is_file() and is_test_file(relative, config):
-            found.append(relative)
+        except OSError as exc:
+            problems.append((folder, f"{UNLISTED} ({exc.strerror or type(exc).__name__})"))
+            continue
+        below: list[tuple[str, int]] = []
+        for entry in entries:
+            relative = entry.name if folder in (".", "") else f"{folder}/{entry.name}"
+            if entry.is_symlink():
+                # A linked test file is kept (pytest collects it); one leading outside the checkout is refused when read.
+                if is_test_file(relative, config) and not Path(entry.path).is_dir():
+                    found.append(relative)
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                venv = os.path.isfile(os.path.join(entry.path, "pyvenv.cfg")) or os.path.isfile(
+                    os.path.join(entry.path, "conda-meta", "history")
+                )
+                if not ignored_dir(relative, entry.name, config, venv):
+                    below.append((relative, depth + 1))
+            elif entry.name == "conftest.py" and entry.is_file():
+                conftests.append(relative)
+            elif entry.is_file() and is_test_file(relative, config):
+                found.append(relative)
+        stack.extend(reversed(below))  # in name order, as the recursion went
 
 
 # --- classes and functions -------------------------------------------------------------------------------------
@@ -154,6 +200,10 @@ class _Module:
     config: PytestConfig
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     foreign: dict[int, ImportedDef] = field(default_factory=dict)  # imported classes (by id) and their origin
+    hierarchy: Hierarchy = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.hierarchy = Hierarchy(self.classes, self.names)  # reads `classes` as it grows
 
 
 def _dunder_test(body: Sequence[ast.stmt]) -> bool | None:
@@ -198,6 +248,7 @@ def module_tests(tree: ast.Module, names: ModuleNames, config: PytestConfig, imp
     if _dunder_test(tree.body) is False:
         return []
     module = _Module(names=names, config=config)
+    count = 0
     bound: dict[str, list[FoundTest]] = {}
     order: list[str] = []
     for stmt, condition in _statements(tree.body, 0):
@@ -223,6 +274,9 @@ def module_tests(tree: ast.Module, names: ModuleNames, config: PytestConfig, imp
             continue
         if condition:
             found = [replace(t, doubts=(*t.doubts, condition)) for t in found]
+        count += len(found)
+        if count > MAX_TESTS:
+            raise TooLargeToRead(f"more than {MAX_TESTS} tests in one module; the module is not read")
         if stmt.name not in bound:
             order.append(stmt.name)
         elif condition:
@@ -279,7 +333,7 @@ def _resolved(module: _Module, defs: dict[str, ImportedDef]) -> list[tuple[str, 
             module.classes[local] = node
             module.foreign[id(node)] = imported
             home = _Module(names=imported.names, config=module.config, classes={**imported.classes, local: node})
-            chain = _mro(node, home)
+            chain = home.hierarchy.info(node).marked  # the classes whose marks `plain` judges
             found = [_judged(t, imported, (*chain, *t.classes[1:])) for t in _class_tests(home, node, (), 0)]
         elif matches_name(local, module.config.python_functions) and not is_fixture(node, imported.names):
             function = copy.copy(node)
@@ -381,78 +435,46 @@ def _function_test(module: _Module, node: _Function, classes: tuple[ast.ClassDef
     return [FoundTest(node=node, classes=classes)]
 
 
-def is_testcase(node: ast.ClassDef, module: _Module, depth: int = 0) -> bool | None:
-    """A `unittest.TestCase` subclass under any name (`_pytest/unittest.py`, pytest_pycollect_makeitem); None when
-    a base is a class the module does not define (it may be one)."""
-    unknown = False
-    for base in node.bases:
-        name = dotted(base) or ""
-        if resolve(name, module.names.import_map) in _TESTCASES:
-            return True
-        local = module.classes.get(name)
-        if local is not None and local is not node and depth < MAX_CLASS_DEPTH:
-            inner = is_testcase(local, module, depth + 1)
-            if inner:
-                return True
-            unknown = unknown or inner is None
-        elif name != "object":
-            unknown = True
-    return None if unknown else False
-
-
-def _mro(node: ast.ClassDef, module: _Module, depth: int = 0) -> list[ast.ClassDef]:
-    """The class and its same-module bases, most derived first (Python's MRO for single chains; pytest walks
-    `__mro__` dicts for methods and, since pytest 7.2, for `pytestmark`)."""
-    out = [node]
-    if depth >= MAX_CLASS_DEPTH:
-        return out
-    for base in node.bases:
-        local = module.classes.get(dotted(base) or "")
-        if local is not None and local is not node:
-            out.extend(c for c in _mro(local, module, depth + 1) if c not in out)
-    return out
-
-
 def _class_tests(module: _Module, node: ast.ClassDef, outer: tuple[ast.ClassDef, ...], depth: int) -> list[FoundTest]:
     """The tests of a class. A class is collected when it matches `python_classes` or sets `__test__ = True`,
     or is a unittest TestCase; not when it has `__init__`/`__new__` (pytest warns and skips it) or sets
-    `__test__ = False`. Its methods are looked up over the MRO (inherited ones from any base, `Test` or not);
-    inner classes matching `python_classes` are collected too (`_pytest/python.py`, Class.collect)."""
+    `__test__ = False`. Its methods are looked up over its bases (inherited ones from any base, `Test` or not, at
+    any depth: `classes.Hierarchy`); inner classes matching `python_classes` are collected too (`_pytest/python.py`,
+    Class.collect)."""
     if depth > MAX_CLASS_DEPTH:
         return []
-    chain = _mro(node, module)
-    flag = next((v for c in chain if (v := _dunder_test(c.body)) is not None), None)
-    testcase = is_testcase(node, module)
-    named = matches_name(node.name, module.config.python_classes) or flag is True
+    info = module.hierarchy.info(node)
+    testcase = info.testcase
+    named = matches_name(node.name, module.config.python_classes) or info.flag is True
     doubts: tuple[str, ...] = ()
     if testcase is None and not named:
         # Not a test class by name; it is one if a base from elsewhere is a TestCase: its test* methods are kept, doubted.
         testcase = True
         bases = ", ".join(dotted(b) or "?" for b in node.bases)
         doubts = (f"class {node.name} is collected only if a base ({bases}, not read) is a unittest.TestCase",)
-    if flag is False or not (testcase or named):
+    if info.flag is False or not (testcase or named):
         return []
-    if not testcase and any(isinstance(s, _Function) and s.name in ("__init__", "__new__") for c in chain for s in c.body):
+    if not testcase and info.init:
         return []
     classes = (*outer, node)
-    seen: set[str] = set()
     out: list[FoundTest] = []
-    for owner in chain:
-        for stmt in owner.body:
-            if isinstance(stmt, _Function) and stmt.name not in seen:
-                seen.add(stmt.name)
-                if testcase:
-                    # unittest's loader: methods named test* (TestLoader.testMethodPrefix), python_functions unused.
-                    if stmt.name.startswith("test"):
-                        out.append(FoundTest(node=stmt, classes=classes, owner=owner, doubts=doubts))
-                else:
-                    out.extend(
-                        FoundTest(node=t.node, classes=classes, owner=owner, doubts=doubts)
-                        for t in _function_test(module, stmt, classes)
-                    )
-            elif isinstance(stmt, ast.ClassDef) and owner is node and stmt.name not in seen and not testcase:
-                seen.add(stmt.name)
+    for name, member in info.members.items():
+        if member is None:
+            continue
+        stmt, owner = member.node, member.owner
+        if isinstance(stmt, ast.ClassDef):
+            if owner is node and not testcase:
                 out.extend(_class_tests(module, stmt, classes, depth + 1))
-            elif isinstance(stmt, ast.Assign):
-                seen.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+            continue
+        why = doubts
+        if name in info.conflicts:
+            why = (*doubts, f"{name} is defined by more than one base of {node.name}: which one Python's MRO picks is not read")
+        if testcase:
+            # unittest's loader: methods named test* (TestLoader.testMethodPrefix), python_functions unused.
+            if name.startswith("test"):
+                out.append(FoundTest(node=stmt, classes=classes, owner=owner, doubts=why))
+        else:
+            out.extend(
+                FoundTest(node=t.node, classes=classes, owner=owner, doubts=why) for t in _function_test(module, stmt, classes)
+            )
     return out

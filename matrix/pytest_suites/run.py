@@ -13,23 +13,26 @@ from typing import Any
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
 from matrix.core.recorded import Recorder, manifest, recording, unchanged
+from matrix.core.textfiles import READ_FILES
 from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, PytestFinding, SuiteAuditor, combine
 from matrix.pytest_suites.cache import Entry, Frame, ResultCache, Stored, frame_key, invocations_digest, tool_key
 from matrix.pytest_suites.collect import Collector, TestFile
-from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors
+from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors, with_missing_nodes
 from matrix.pytest_suites.config import read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.joined import check_runners
-from matrix.pytest_suites.loader import SourceLoader
+from matrix.pytest_suites.loader import MAX_KEPT_CHARS, UNREADABLE, SourceLoader
 from matrix.pytest_suites.packs import builtin_packs
-from matrix.pytest_suites.rules import discover
+from matrix.pytest_suites.rules import UNLISTED, discover, discover_with_conftests
 from matrix.pytest_suites.tracked import TrackedCollector
 from matrix.pytest_suites.workers import CollectingWorkers, can_fork
 from matrix.schedule.commands.pytest_command import PytestCommandReader
 from matrix.schedule.load import load_schedule
 from matrix.schedule.model import PytestSelection, Schedule
 from matrix.schedule.sources import declared_markers
+
+__all__ = ["MAX_KEPT_CHARS", "UNREADABLE", "AuditInput", "SourceLoader", "item_outcomes", "run_audit"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,7 +68,8 @@ def invocations(root: Path, schedule: Schedule) -> list[Invocation]:
     memo: dict[str, Any] = {}
     for entry in schedule.pytest_entries():
         assert isinstance(entry.selection, PytestSelection)
-        out.append(read_invocation(root, entry.selection, entry.env_map, memo))
+        installed = entry.environment.names() if entry.environment is not None else None
+        out.append(read_invocation(root, entry.selection, entry.env_map, memo, installed=installed))
     return out
 
 
@@ -106,26 +110,25 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
             if cache is not None:
                 cache.open_entries(run)
         schedule = frame.schedule
-        paths = discover(inputs.root, frame.config, [a for i in frame.invocations for a in i.args if i.runs])
-        chains = sorted({c for p in paths for c in collector.conftest_chain(p)})
-        conftests = _broken_conftests(collector, chains, cache)
-        read = with_collection_errors(frame.invocations, conftests, collector.conftest_ignores)
+        read = with_missing_nodes(frame.invocations, collector.collect)
+        problems: list[tuple[str, str]] = []
+        paths, walked = discover_with_conftests(inputs.root, frame.config, [a for i in read for a in i.args if i.runs], problems)
+        chains = sorted({*walked, *(c for p in paths for c in collector.conftest_chain(p))})
+        conftests = [*_broken_conftests(collector, chains, cache), *unlisted(problems)]
+        read = with_collection_errors(read, conftests, collector.conftest_ignores)
         results = _Results(inputs, profiles, schedule, collector, cache)
         valid = results.stored(paths)
         misses = [p for p in paths if p not in valid]
-        known = [BrokenFile(path=p, why=e.broken[0], line=e.broken[1]) for p, e in valid.items() if e.broken is not None]
         if workers is None and jobs > 1 and can_fork() and len(misses) >= PARALLEL_MISSES:
             workers = _workers(jobs, collector, sorted(misses, key=lambda p: -_size(inputs.root / p)), profiles, inputs)
-        if workers is not None:
-            done = results.compute(misses, read, workers)
-            # A test file that does not parse stops the commands that collect it: audited again with that known (rare).
-            unread = [p for p in misses if any(_unparsable(f) for f in done[p].findings)]
-            final = with_collection_errors(read, [*known, *unparsed(collector, unread)], collector.conftest_ignores)
-            if final != read:
-                done = results.compute(misses, final, None)
-        else:
-            # Parsed first (the collection below reuses the parse): the files that do not parse decide the commands.
-            final = with_collection_errors(read, [*known, *unparsed(collector, misses)], collector.conftest_ignores)
+        for path in misses if workers is not None else ():
+            READ_FILES.note_path(inputs.root / path, path)  # read by the workers: no output may replace it either
+        done = results.compute(misses, read, workers)
+        # A test file that does not parse stops the commands that collect it: audited again with that known (rare).
+        torn = {e.broken.path: e.broken for e in valid.values() if e.broken is not None}
+        torn |= {b.path: b for b in unparsed(collector, [p for p in misses if any(_unparsable(f) for f in done[p].findings)])}
+        final = with_collection_errors(read, [torn[p] for p in paths if p in torn], collector.conftest_ignores)
+        if final != read:
             done = results.compute(misses, final, None)
         done |= results.reused(valid, final)
     finally:
@@ -135,9 +138,10 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
             gc.enable()
     if cache is not None:
         cache.save()
-    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, final, join=inputs.join)
-    found = [_at_line(auditor.audit_file(TestFile(path=c.path, tests=(), error=c.why)), c.line) for c in conftests]
-    return combine(str(inputs.root), [*(done[p] for p in paths), *found], schedule, notes=auditor.not_run)
+    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, final, join=inputs.join, project=collector.project)
+    broken = [_at_line(auditor.audit_file(TestFile(path=c.path, tests=(), error=_said(c))), c.line) for c in conftests]
+    stopped = tuple(f"{path}: {why}" for path, why in problems if path not in {c.path for c in conftests})
+    return combine(str(inputs.root), [*(done[p] for p in paths), *broken], schedule, notes=(*auditor.not_run, *stopped))
 
 
 # Below this many files to audit, forking workers costs more than it saves (a warm run with a few files changed).
@@ -170,7 +174,11 @@ def _stored_frame(cache: ResultCache | None) -> tuple[Frame, str] | None:
     if found is None:
         return None
     frame, seen, run = found
-    return (frame, run) if unchanged(seen) else None
+    if not unchanged(seen):
+        return None
+    for item in seen:
+        READ_FILES.note_path(item.path)  # read for the frame: no output may replace it
+    return frame, run
 
 
 def _collector(load: SourceLoader, frame: Frame, cache: ResultCache | None) -> Collector:
@@ -235,7 +243,7 @@ def _workers(
 
 
 def _broken_conftests(collector: Collector, chains: Sequence[str], cache: ResultCache | None) -> list[BrokenFile]:
-    """The conftest.py files that do not parse; each one's status is kept by its fingerprint when caching."""
+    """The conftest.py files pytest fails to import; each one's status is kept by its fingerprint when caching."""
     if cache is None or not isinstance(collector, TrackedCollector):
         return unparsed(collector, chains)
     out: list[BrokenFile] = []
@@ -243,11 +251,11 @@ def _broken_conftests(collector: Collector, chains: Sequence[str], cache: Result
         entry = cache.get(path)
         if entry is not None and entry.is_conftest and all(collector.source.holds(*r) for r in entry.reads):
             cache.keep(path)
-            found = [BrokenFile(path=path, why=entry.broken[0], line=entry.broken[1])] if entry.broken else []
+            found = [entry.broken] if entry.broken is not None else []
         else:
             found = unparsed(collector, [path])
-            broken = (found[0].why, found[0].line) if found else None
-            cache.put(path, Entry(audit=None, reads={path: collector.source.fingerprint(path)}, invocations="", broken=broken))
+            reads = {path: collector.source.fingerprint(path)}
+            cache.put(path, Entry(audit=None, reads=reads, invocations="", broken=found[0] if found else None))
         out.extend(found)
     return out
 
@@ -281,6 +289,8 @@ class _Results:
             entry = cache.get(path)
             if entry is not None and not entry.is_conftest and all(holds(*r) for r in entry.reads):
                 out[path] = entry
+                for read in entry.reads:
+                    READ_FILES.note_path(self.inputs.root / read[0], read[0])  # read for this run all the same
         return out
 
     def reused(self, valid: Mapping[str, Stored], read: Sequence[Invocation]) -> dict[str, FileAudit]:
@@ -303,7 +313,9 @@ class _Results:
         if not paths:
             return {}
         inputs, collector = self.inputs, self.collector
-        auditor = SuiteAuditor(self.schedule, self.profiles, builtin_packs(), inputs.installed, read, join=inputs.join)
+        auditor = SuiteAuditor(
+            self.schedule, self.profiles, builtin_packs(), inputs.installed, read, join=inputs.join, project=collector.project
+        )
         if workers is not None:
             done = workers.audit(paths, self.schedule, read)
         else:
@@ -320,9 +332,9 @@ class _Results:
             reads = workers.reads if workers is not None else {p: collector.reads(p) for p in paths}
             for path in paths:
                 found = unparsed(collector, [path]) if any(_unparsable(f) for f in done[path].findings) else []
-                broken = (found[0].why, found[0].line) if found else None
                 if path in reads:
-                    self.cache.put(path, Entry(audit=done[path], reads=reads[path], invocations=digest, broken=broken))
+                    entry = Entry(audit=done[path], reads=reads[path], invocations=digest, broken=found[0] if found else None)
+                    self.cache.put(path, entry)
         return done
 
 
@@ -333,11 +345,13 @@ def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> 
     load = SourceLoader(inputs.root)
     collector = Collector(load, config, builtin_packs(), markers)
     collector.problem = load.problem
-    read = invocations(inputs.root, schedule)
-    paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
-    chains = sorted({c for p in paths for c in collector.conftest_chain(p)})
-    read = with_collection_errors(read, unparsed(collector, [*chains, *paths]), collector.conftest_ignores)
-    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
+    read = with_missing_nodes(invocations(inputs.root, schedule), collector.collect)
+    problems: list[tuple[str, str]] = []
+    paths, walked = discover_with_conftests(inputs.root, config, [a for i in read for a in i.args if i.runs], problems)
+    chains = sorted({*walked, *(c for p in paths for c in collector.conftest_chain(p))})
+    stops = [*unparsed(collector, [*chains, *paths]), *unlisted(problems)]
+    read = with_collection_errors(read, stops, collector.conftest_ignores)
+    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read, project=collector.project)
     out: dict[str, ItemOutcome] = {}
     broken: list[str] = []
     for path in paths:
@@ -353,12 +367,29 @@ def _at_line(audit: FileAudit, line: int) -> FileAudit:
     return replace(audit, findings=tuple(replace(f, finding=replace(f.finding, line=line)) for f in audit.findings))
 
 
+def _said(broken: BrokenFile) -> str:
+    return broken.why if broken.problem == "does not parse" else f"{broken.problem} ({broken.why})"
+
+
+def unlisted(problems: Sequence[tuple[str, str]]) -> list[BrokenFile]:
+    """The folders discovery could not list: pytest fails on each as it would on a broken conftest there."""
+    return [
+        BrokenFile(path=path, why=why.removeprefix(f"{UNLISTED} (").removesuffix(")"), problem=UNLISTED, folder=True)
+        for path, why in problems
+        if why.startswith(UNLISTED)
+    ]
+
+
 def unparsed(collector: Collector, paths: Sequence[str]) -> list[BrokenFile]:
-    """Those of `paths` that are read but do not parse, with the line pytest's error would name."""
+    """Those of `paths` that are read but do not parse, with the line pytest's error would name; and those that are
+    there but cannot be read (pytest's import of them fails the same way)."""
     out: list[BrokenFile] = []
     for path in paths:
         parsed = collector.parsed(path)
-        if parsed is not None and parsed.tree is None:
+        problem = collector.problem(path) if parsed is None else None
+        if problem is not None and problem.startswith(UNREADABLE):
+            out.append(BrokenFile(path=path, why=problem.removeprefix(UNREADABLE).strip(" ()"), problem=UNREADABLE))
+        elif parsed is not None and parsed.tree is None:
             error = parsed.analysis.syntax_error or "does not parse"
             line = parsed.analysis.error_line
             out.append(BrokenFile(path=path, why=f"line {line}: {error}", line=line))

@@ -49,6 +49,14 @@ class Selected:
     skips_unsure: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class Deselected:
+    """An entry whose command collects a test's file but does not run the test, and what leaves it out."""
+
+    entry: ScheduleEntry
+    why: str
+
+
 @functools.lru_cache(maxsize=4096)
 def _compiled(text: str) -> object | None:
     from _pytest.mark.expression import Expression
@@ -222,6 +230,19 @@ def selects(
 ) -> Selected | None:
     """Whether an invocation of this entry runs the test; None when it does not (`found_file`: `collected` of
     the test's file, when the caller has it)."""
+    found = selection(entry, invocation, item, conftests, found_file)
+    return found if isinstance(found, Selected) else None
+
+
+def selection(
+    entry: ScheduleEntry,
+    invocation: Invocation,
+    item: object,
+    conftests: Sequence[ConftestIgnores],
+    found_file: tuple[bool, tuple[str, ...]] | None = None,
+) -> Selected | Deselected | None:
+    """What an invocation of this entry does with the test: runs it (`Selected`), collects its file but leaves
+    it out (`Deselected`: node ids named, `--deselect`, `-k`, `-m`), or never collects its file (None)."""
     from matrix.pytest_suites.collect import TestItem
 
     assert isinstance(item, TestItem)
@@ -235,15 +256,17 @@ def selects(
     node_args = [a for a in invocation.args if "::" in a]
     whole = any(_under(path, a.rstrip("/") or ".") for a in invocation.args if "::" not in a)
     if node_args and not whole and not any(_within(nodeid, a) for a in node_args):
-        return None
+        named = [a for a in node_args if a.split("::")[0] == path] or node_args
+        return Deselected(entry=entry, why=f"the command names only the node ids {_listed(named)}")
     rootdir = invocation.config.rootdir
     if rootdir in (".", "") or path.startswith(rootdir + "/"):
         pytest_id = nodeid if rootdir in (".", "") else nodeid[len(rootdir) + 1 :]
     else:
         pytest_id = nodeid
         doubts.append(f"{path} lies outside the rootdir {rootdir}: its node id is not read")
-    if any(pytest_id.startswith(d) for d in invocation.deselect):
-        return None
+    gone = next((d for d in invocation.deselect if pytest_id.startswith(d)), None)
+    if gone is not None:
+        return Deselected(entry=entry, why=f"--deselect {gone}")
     if item.hidden_id and any(d.startswith(pytest_id + "[") for d in invocation.deselect):
         assumptions.append("some parametrized cases are deselected")
     if invocation.keyword:
@@ -254,16 +277,29 @@ def selects(
 
         verdict = evaluate(invocation.keyword, known, lambda _: item.hidden_id or item.opaque_marks)
         if verdict is False:
-            return None
+            return Deselected(entry=entry, why=f"-k {_shown(invocation.keyword)}")
         if verdict is None:
-            doubts.append(f"-k {invocation.keyword!r}: not decided for this test")
+            doubts.append(f"-k {_shown(invocation.keyword)}: not decided for this test")
     if invocation.markexpr:
         verdict = evaluate(invocation.markexpr, lambda w: w in item.markers, lambda _: item.opaque_marks)
         if verdict is False:
-            return None
+            return Deselected(entry=entry, why=f"-m {_shown(invocation.markexpr)}")
         if verdict is None:
-            doubts.append(f"-m {invocation.markexpr!r}: not decided for this test")
+            doubts.append(f"-m {_shown(invocation.markexpr)}: not decided for this test")
     above = [c.folder for c in conftests if not _under(c.folder, invocation.confcutdir)]
     if above:
         doubts.append(f"conftest files above the confcutdir {invocation.confcutdir} are not loaded by pytest: {', '.join(above)}")
-    return Selected(entry=entry, assumptions=tuple(assumptions), doubts=(*doubts, *item.doubts), skips_unsure=bool(above))
+    if invocation.may_stop:
+        doubts.append(invocation.may_stop)
+    unsure = bool(above) or bool(invocation.may_stop)
+    return Selected(entry=entry, assumptions=tuple(assumptions), doubts=(*doubts, *item.doubts), skips_unsure=unsure)
+
+
+def _shown(expression: str) -> str:
+    """An expression as a finding quotes it (bounded: one from a CI file may be long)."""
+    text = expression if len(expression) <= 120 else expression[:117] + "..."
+    return repr(text)
+
+
+def _listed(node_ids: Sequence[str]) -> str:
+    return ", ".join(node_ids[:3]) + (f" and {len(node_ids) - 3} more" if len(node_ids) > 3 else "")

@@ -3,8 +3,8 @@
 The results cache keys a test file's audit by what that audit depends on: the file, its conftest.py files, the
 helper modules its guards and marks are followed into, the files an import was looked for in and not found. The
 collector shares its parses between files (a conftest is parsed once), so reads are recorded where the collector
-answers from a memo too (`Collector.parsed`, `_exists`, `_mentions_skip`, the linker's and the import resolver's
-modules); and before each file the collector and the auditor forget what they worked out from other files
+answers from a memo too (`Collector.parsed`, `_exists`, `_mentions_skip`, the linker's, the import resolver's and
+the project-import answers' modules); and before each file the collector and the auditor forget what they worked out from other files
 (`Collector.forget_derived`, `SuiteAuditor.forget_evaluations`), so a memo filled for an earlier file cannot hide
 a read from a later one. A file's dependencies are then exactly the paths read while it was being tracked.
 """
@@ -22,6 +22,7 @@ from matrix.pytest_suites.imported import ImportResolver
 from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.loader import SourceLoader
 from matrix.pytest_suites.packs import PredicatePacks
+from matrix.schedule.environment.project_imports import CheckoutProject, ProjectImports
 
 # A file's dependencies as the cache stores them: path -> (fingerprint, status it may be trusted by).
 Reads = dict[str, tuple[str, Status | None]]
@@ -37,16 +38,21 @@ class TrackedCollector(Collector):
         packs: PredicatePacks,
         declared_markers: Mapping[str, str] | None = None,
     ):
+        # What the collector reads to start (the checkout's own name: `pyproject.toml`, `setup.py`) is every file's.
+        load.reads = self.base_reads = set()
         super().__init__(load, config, packs, declared_markers)
+        load.reads = None
         self.source = load
         self.modules = _NotedModules(load, self._bases)
         self.imported = _NotedImports(self._definitions, self._bases, load.note)
+        self.project = _NotedProject(load, self.project.project)
         self.reads_of: dict[str, set[str]] = {}
 
     def track(self, path: str) -> None:
         """From now on, every read is `path`'s (until another file is tracked)."""
         self.forget_derived()
-        self.source.reads = self.reads_of.setdefault(path, set())
+        self.project.answers.clear()  # an answer follows the checkout's modules: their reads are this file's too
+        self.source.reads = self.reads_of.setdefault(path, set(self.base_reads))
 
     def untrack(self) -> None:
         self.source.reads = None
@@ -66,6 +72,16 @@ class TrackedCollector(Collector):
     def _mentions_skip(self, path: str) -> bool:
         self.source.note(path)
         return super()._mentions_skip(path)
+
+
+class _NotedProject(ProjectImports):
+    def __init__(self, load: SourceLoader, project: CheckoutProject):
+        super().__init__(load, project)
+        self.source = load
+
+    def tree(self, path: str) -> ast.Module | None:
+        self.source.note(path)
+        return super().tree(path)
 
 
 class _NotedModules(ProjectModules):

@@ -140,7 +140,9 @@ def _work(shared: _Shared, link: Connection) -> None:
         wanted, extra, schedule, read = link.recv()
         for path in extra:
             collected[path] = _collect(collector, tracked, path)
-        auditor = SuiteAuditor(schedule, shared.profiles, builtin_packs(), shared.installed, read, join=shared.join)
+        auditor = SuiteAuditor(
+            schedule, shared.profiles, builtin_packs(), shared.installed, read, join=shared.join, project=collector.project
+        )
         audits = []
         for path, test_file in collected.items():
             if path in wanted:
@@ -148,6 +150,8 @@ def _work(shared: _Shared, link: Connection) -> None:
                     tracked.track(path)  # the audit's reads (a name linked into a helper) are the file's too
                     auditor.forget_evaluations()
                 audits.append((path, auditor.audit_file(test_file)))
+        if tracked is not None:
+            tracked.untrack()
         reads = {p: tracked.reads(p) for p, _ in audits} if tracked is not None else {}
         link.send(("ok", (audits, reads)))
     except (EOFError, OSError, KeyboardInterrupt):

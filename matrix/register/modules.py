@@ -37,6 +37,20 @@ def _module_name(runner_config: str, part: int, parts: int) -> str:
     return f"test_specmatrix_{stem}.py" if parts == 1 else f"test_specmatrix_{stem}_part{part}.py"
 
 
+def _claim(named: dict[str, str], name: str, runner_config: str) -> None:
+    """Refuse a module name another runner config already gave: one file would silently replace the other
+    (`gpu-large` and `gpu.large` both give `test_specmatrix_gpu_large.py`; on a case-insensitive file system
+    `GPU` and `gpu` do too)."""
+    folded = name.casefold()
+    other = named.get(folded)
+    if other is not None and other != runner_config:
+        raise ConfigError(
+            f"runner configs {other!r} and {runner_config!r} both give the module name {name}: one would replace the "
+            "other; rename one of them (a module name keeps only letters, digits and _ of its runner config)"
+        )
+    named[folded] = runner_config
+
+
 def render_module(
     *, matrix_name: str, runner_name: str, runner_config: str, stage: str, cases: Sequence[tuple[str, str]], est: int
 ) -> str:
@@ -112,6 +126,7 @@ def generate(
         )
     out: list[GeneratedModule] = []
     seen: dict[str, str] = {}
+    named: dict[str, str] = {}  # module file name, folded: the runner config that gave it
     for runner in runners:
         if not runner.gpus or not runner.runner_configs:
             continue
@@ -130,6 +145,7 @@ def generate(
             for k, ids in enumerate(split):
                 est = max(1, math.ceil(work_seconds(workload, [by_id[i] for i in ids])))
                 name = _module_name(runner_config, k + 1, len(split))
+                _claim(named, name, runner_config)
                 text = render_module(
                     matrix_name=matrix.name,
                     runner_name=runner.name,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from matrix.core.errors import ConfigError, UsageError
 from matrix.core.finding import Finding
 from matrix.core.jsonio import loads_untrusted
+from matrix.core.kinds import DELIBERATE_SKIP
 from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import package_text, read_text
 from matrix.core.tomlfields import read_toml, read_toml_file
@@ -825,9 +826,9 @@ def _never_runs(
             ),
         )
     if all(e.constant for e in evaluations.values()):
-        # The same skip on every machine: a deliberate disable, not an arch mismatch.
+        # The same skip on every machine: a deliberate disable, not an arch mismatch (the one kind every audit uses).
         return guard_finding(
-            Kind.DISABLED_BY_SKIP,
+            Kind(DELIBERATE_SKIP),
             path=path,
             line=first.line,
             test=nodeid,

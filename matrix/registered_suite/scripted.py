@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from matrix.core.finding import Finding
 from matrix.guards.model import GuardFindingKind, ScopeKind, TestScope, dotted, guard_finding
+from matrix.registered_suite.exits import DroppedExit, Fragment, dropped_exit
 
 _MAIN = re.compile(r"""^([ \t]*)if\s+(?:__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__)\s*:""", re.M)
 _RUNNERS = re.compile(r"(^|\.)(unittest|pytest)\.main$|pytest_main|unittest_main|TextTestRunner|TestProgram")
@@ -122,6 +123,27 @@ def script_run(text: str, tests: Sequence[str], lines: Sequence[str] | None = No
         why=f"its `__main__` block (line {start + 1}) calls {called or 'nothing'}, and no test runner or test",
         line=start + 1,
     )
+
+
+def exit_dropped(text: str, lines: Sequence[str] | None = None) -> DroppedExit | None:
+    """The test-runner call whose exit code the file's `__main__` block drops (`exits.dropped_exit`), if any."""
+    top = [m for m in _MAIN.finditer(text) if not m.group(1)]
+    if not top:
+        return None
+    start = text.count("\n", 0, top[-1].start())
+    lines = lines if lines is not None else text.splitlines()
+    tree = _parse(_block(lines, start))
+    if tree is None or not tree.body or not isinstance(tree.body[0], ast.If):
+        return None
+
+    def function(name: str) -> Fragment | None:
+        at = _def_line(lines, name)
+        fn = _parse(_block(lines, at)) if at is not None else None
+        if at is None or fn is None or not fn.body or not isinstance(fn.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        return Fragment(body=tuple(fn.body[0].body), offset=at)
+
+    return dropped_exit(Fragment(body=tuple(tree.body[0].body), offset=start), function)
 
 
 def names_of_tests(scopes: Sequence[TestScope]) -> list[str]:
@@ -254,9 +276,9 @@ def script_findings(
         return []
     out: list[Finding] = []
     run = ScriptRun(runs=None)
-    if as_script:
-        names = names_of_tests(scopes)
-        run = script_run(text, names) if names else run
+    names = names_of_tests(scopes) if as_script else []
+    if names:
+        run = script_run(text, names)
     if run.runs is False:
         out.append(
             guard_finding(
@@ -271,6 +293,22 @@ def script_findings(
             )
         )
         return out
+    dropped = exit_dropped(text) if names and "main(" in text else None
+    if dropped is not None:
+        out.append(
+            guard_finding(
+                GuardFindingKind.EXIT_CODE_DROPPED,
+                path=path,
+                line=dropped.line,
+                test=path,
+                runners=runners,
+                guard=dropped.call,
+                reason=f"{RUN_AS_SCRIPT} and judges it by its exit code; its `__main__` block drops the exit code of "
+                f"{dropped.call}, so the file passes CI whatever its tests do",
+                hint="pass the result on: `sys.exit(pytest.main([__file__]))` (unittest.main() exits by itself unless "
+                "given exit=False)",
+            )
+        )
     if not has_trivial_line(text):
         return out
     for empty in empty_tests(text.splitlines(), [s for s in scopes if s.nodeid not in guarded]):
@@ -284,7 +322,11 @@ def script_findings(
                 runners=runners,
                 guard=empty.source,
                 reason=f"the test {what} (only `pass` or `...`): it passes having tested nothing",
-                hint='delete it (the inherited test then runs), or skip visibly: self.skipTest("why")',
+                hint=(
+                    'delete it (the inherited test then runs), or skip visibly: self.skipTest("why")'
+                    if empty.override
+                    else 'write the test (or delete it), or skip visibly: self.skipTest("why")'
+                ),
             )
         )
     return out

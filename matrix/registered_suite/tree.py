@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from matrix.core.errors import UsageError
 from matrix.core.finding import Finding
 from matrix.core.profile import RunnerProfile
-from matrix.core.textfiles import OutsideTreeError, decode_python, read_limited, read_tree_bytes, special_kind
+from matrix.core.textfiles import OutsideTreeError, decode_python, read_limited, special_kind
+from matrix.core.treefiles import TreeFiles
 from matrix.guards.finder import TEST_FILE, analyse_source
 from matrix.guards.model import FileAnalysis, GuardFindingKind, GuardReport, guard_finding
 from matrix.registered_suite.audit import AuditSettings, FileAudit, SuiteMap, audit_file, check_suite_map, load_suite_map
@@ -161,10 +162,13 @@ def outside_tree(display: str) -> FileAnalysis:
     return FileAnalysis(path=display, is_test_file=True, syntax_error=problem, error_line=1)
 
 
-def read_source(path: Path, display: str) -> FileAnalysis | str:
-    """The file's text as Python decodes it, or an unparsable analysis when it cannot be read or decoded."""
+def read_source(tree: TreeFiles, display: str) -> FileAnalysis | str:
+    """The text of the tree's file `display` as Python decodes it, or an unparsable analysis when it cannot be read
+    (a link outside the tree included) or decoded."""
     try:
-        return decode_source(read_file(path), display)
+        return decode_source(tree.read(display, MAX_SOURCE_BYTES), display)
+    except OutsideTreeError:
+        return outside_tree(display)
     except OSError as exc:
         return unreadable(display, exc)
 
@@ -364,11 +368,12 @@ def audit_tree(
     files = listing.paths
     if not files:
         raise nothing_read(path, listing)
-    with _collector_paused(), _Misses(settings, jobs, sealed=cache.path is not None) as misses:
-        for file, display in zip(files, listing.relative, strict=True):
+    with _collector_paused(), _Misses(settings, jobs, sealed=cache.path is not None) as misses, TreeFiles(base) as tree:
+        for display in listing.relative:
             try:
-                # A linked file is resolved first: a target outside the root is refused by its path in the tree.
-                data = read_tree_bytes(base, display, MAX_SOURCE_BYTES) if file in listing.linked_files else read_file(file)
+                # Walked from the root's descriptor: a link (or a folder swapped for one since the listing) whose
+                # target lies outside the root is refused by its path in the tree.
+                data = tree.read(display, MAX_SOURCE_BYTES)
             except OutsideTreeError:
                 results[display] = audit_file(outside_tree(display), settings)
                 continue

@@ -19,13 +19,15 @@ from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError
 from matrix.core.jsonio import seal as sealed_digest
 from matrix.core.profile import RunnerProfile
-from matrix.core.textfiles import read_limited
+from matrix.core.textfiles import READ_FILES, read_limited
+from matrix.schedule.environment.model import environment_fields, environment_of_fields
 from matrix.schedule.files import in_repo
 from matrix.schedule.model import (
     Container,
     Gate,
     Origin,
     PytestSelection,
+    RunnerHardware,
     Schedule,
     ScheduleEntry,
     Selection,
@@ -35,7 +37,7 @@ from matrix.schedule.model import (
     selection_fields,
 )
 
-SCHEMA = "specmatrix.schedule-cache/5"
+SCHEMA = "specmatrix.schedule-cache/8"  # 8: entries carry the names their command lacks (`ScheduleEntry.unset`)
 MAX_CACHE_BYTES = 64 * 1024 * 1024
 _PACKAGE = Path(__file__).parent
 
@@ -57,6 +59,7 @@ def schedule_key(inputs: Iterable[Path], root: Path, runners: Mapping[str, Runne
             continue
         try:
             digest.update(path.read_bytes())
+            READ_FILES.note_path(path, str(path.relative_to(root)))  # read for the key: no output may replace it
         except OSError:
             digest.update(b"\0unreadable")
     return digest.hexdigest()[:32]
@@ -135,6 +138,17 @@ def _selection_of(raw: dict[str, Any]) -> Selection:
     )
 
 
+def _hardware(h: RunnerHardware) -> list[Any]:
+    return [h.kind, h.vendor, h.gpus, h.arch, list(h.labels)]
+
+
+def _hardware_of(raw: list[Any]) -> RunnerHardware:
+    kind, vendor, gpus, arch, labels = raw
+    return RunnerHardware(
+        kind=str(kind), vendor=str(vendor), gpus=None if gpus is None else int(gpus), arch=str(arch), labels=tuple(labels)
+    )
+
+
 def to_doc(schedule: Schedule) -> dict[str, Any]:
     return {
         "entries": [
@@ -148,10 +162,21 @@ def to_doc(schedule: Schedule) -> dict[str, Any]:
                 _origin(e.origin),
                 list(e.other_runners),
                 None if e.container is None else [e.container.name, e.container.unread, list(e.container.notes)],
+                environment_fields(e.environment),
+                None if e.hardware is None else _hardware(e.hardware),
+                list(e.unset),
             ]
             for e in schedule.entries
         ],
-        "unread": [[_origin(u.origin), u.reason, None if u.reach is None else list(u.reach)] for u in schedule.unread],
+        "unread": [
+            [
+                _origin(u.origin),
+                u.reason,
+                None if u.reach is None else list(u.reach),
+                None if u.runners is None else list(u.runners),
+            ]
+            for u in schedule.unread
+        ],
         "not_run": [[_origin(u.origin), u.reason] for u in schedule.not_run],
         "unknown": [[u.label, _origin(u.origin), list(u.nearest)] for u in schedule.unknown_labels],
         "sources": list(schedule.sources),
@@ -171,14 +196,22 @@ def from_doc(doc: dict[str, Any]) -> Schedule:
             origin=_origin_of(origin),
             other_runners=tuple(str(o) for o in others),
             container=None if box is None else Container(name=str(box[0]), unread=str(box[1]), notes=tuple(box[2])),
+            environment=environment_of_fields(installs),
+            hardware=None if machine is None else _hardware_of(machine),
+            unset=tuple(str(n) for n in unset),
         )
-        for sel, labels, profiles, env, gates, assumptions, origin, others, box in doc["entries"]
+        for sel, labels, profiles, env, gates, assumptions, origin, others, box, installs, machine, unset in doc["entries"]
     )
     return Schedule(
         entries=entries,
         unread=tuple(
-            UnreadJob(origin=_origin_of(o), reason=str(r), reach=None if b is None else tuple(str(x) for x in b))
-            for o, r, b in doc["unread"]
+            UnreadJob(
+                origin=_origin_of(o),
+                reason=str(r),
+                reach=None if b is None else tuple(str(x) for x in b),
+                runners=None if n is None else tuple(str(x) for x in n),
+            )
+            for o, r, b, n in doc["unread"]
         ),
         not_run=tuple(UnreadJob(origin=_origin_of(o), reason=str(r)) for o, r in doc["not_run"]),
         unknown_labels=tuple(

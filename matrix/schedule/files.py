@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from matrix.core.errors import ConfigError
+from matrix.core.textfiles import read_limited
 
 __all__ = ["CI_NAME", "ci_script_files", "ci_script_names", "container_files", "find_workflows", "in_repo", "workflow_files"]
 
@@ -75,7 +76,7 @@ def ci_script_names(repo: Path) -> set[str]:
     names: set[str] = set()
     for path in ci_script_files(repo):
         try:
-            names.update(CI_NAME.findall(path.read_bytes().decode("utf-8", "replace")))
+            names.update(CI_NAME.findall(read_limited(path, MAX_SCRIPT_BYTES).decode("utf-8", "replace")))
         except OSError:
             continue
     return names

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from matrix.core.profile import RunnerProfile
-from matrix.core.textfiles import read_limited
+from matrix.core.textfiles import OutsideTreeError
+from matrix.core.treefiles import TreeFiles
 from matrix.schedule.model import CommandReader, Schedule
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ __all__ = [
 ]
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
+MAX_ENTRIES = 20_000  # entries of one folder listed for pathname expansion
 
 
 def find_workflows(start: Path) -> Path | None:
@@ -61,17 +64,18 @@ class TreeLoader:
         self.root = root.resolve()
         self.refused: dict[str, str] = {}
         self.read: dict[str, None] = {}
+        self.files = TreeFiles(self.root)
 
     def __call__(self, path: str) -> str | None:
         if path.startswith("/") or ".." in path.split("/"):
             self.refused[path] = "is outside the repository"
             return None
-        target = self.root / path
         try:
-            if not target.resolve().is_relative_to(self.root):
-                self.refused[path] = "is a link to a file outside the repository"
-                return None
-            data = read_limited(target, MAX_SOURCE_BYTES)  # a FIFO or device is refused, never waited on
+            # Walked from the root's descriptor, links resolved by hand; a FIFO or device is refused, never waited on.
+            data = self.files.read(path, MAX_SOURCE_BYTES)
+        except OutsideTreeError:
+            self.refused[path] = "is a link to a file outside the repository"
+            return None
         except FileNotFoundError:
             self.refused[path] = "is not in the tree"
             return None
@@ -90,6 +94,30 @@ class TreeLoader:
             text = data.decode("utf-8", "replace")  # bash reads bytes: a stray byte matches no command
         self.read[path] = None
         return text
+
+    def entries(self, folder: str) -> list[tuple[str, str]] | None:
+        """(name, kind) of each entry of a repository-relative folder, for pathname expansion (`shell.globs`):
+        None when it is no folder inside the root (outside, through a link to outside, missing), at most
+        MAX_ENTRIES of them."""
+        from matrix.schedule.shell.globs import FILE, FOLDER, LINKED_FOLDER
+
+        if folder.startswith("/") or ".." in folder.split("/"):
+            return None
+        target = self.root / folder
+        try:
+            if not target.resolve().is_relative_to(self.root) or not target.is_dir():
+                return None
+            out: list[tuple[str, str]] = []
+            with os.scandir(target) as listing:
+                for entry in listing:
+                    if len(out) >= MAX_ENTRIES:
+                        return None
+                    folder_like = entry.is_dir(follow_symlinks=True)
+                    kind = (LINKED_FOLDER if entry.is_symlink() else FOLDER) if folder_like else FILE
+                    out.append((entry.name, kind))
+        except OSError:
+            return None
+        return out
 
 
 def load_schedule(

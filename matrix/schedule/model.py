@@ -6,17 +6,22 @@ and every audit consumes them, so "which test runs on which runner" is decided f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from typing import Any, Protocol
 
+from matrix.schedule.environment.model import JobEnvironment
+
 
 class Gate(StrEnum):
-    """When an entry runs: on every push/PR, only with a PR label, only on a schedule or by hand."""
+    """When an entry runs: on every push/PR, in the merge queue, only with a PR label, only on a schedule or by hand.
+    Every gate is CI that runs: the audits count each; the gate says to a reader when."""
 
     ALWAYS = "always"  # push / pull_request without a label condition
+    MERGE_QUEUE = "merge-queue"  # merge_group: a pull request in the merge queue, before it lands
     LABEL = "label"  # a pull request carrying a label (sglang `run-ci`, flashinfer `run-ci`)
     SCHEDULE = "schedule"  # cron, or a workflow called from a scheduled workflow
     MANUAL = "manual"  # workflow_dispatch only, or Buildkite `optional: true` on PRs
@@ -94,6 +99,59 @@ class Container:
     notes: tuple[str, ...] = ()  # assumptions made to read it (a Docker Official Image's own variables)
 
 
+# Kinds of runner whose devices the CUDA API (torch.cuda) sees: NVIDIA's, and AMD's through ROCm's HIP build of torch.
+CUDA_API_KINDS = frozenset({"cuda", "rocm"})
+_SM = re.compile(r"sm_?(\d)(\d+)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerHardware:
+    """What a runner no profile describes is, as far as its labels say (`matrix/data/runner_labels.toml`): its kind
+    (cpu, cuda, rocm, xpu, npu, macos, windows), the GPU vendor, how many GPUs of that kind and their architecture
+    (`sm86`, `gfx942`); None or "" where the labels do not say. `labels` are the labels it was read from."""
+
+    kind: str
+    vendor: str = ""
+    gpus: int | None = None
+    arch: str = ""
+    labels: tuple[str, ...] = ()
+
+    @property
+    def capability(self) -> tuple[int, int] | None:
+        """The CUDA compute capability an NVIDIA architecture (`sm86`) names; None for any other."""
+        found = _SM.fullmatch(self.arch) if self.kind == "cuda" else None
+        return (int(found.group(1)), int(found.group(2))) if found else None
+
+    @property
+    def cuda_devices(self) -> int | None:
+        """How many devices `torch.cuda` sees there: the GPUs of an NVIDIA or ROCm host, none elsewhere."""
+        return self.gpus if self.kind in CUDA_API_KINDS else 0
+
+    def describe(self) -> str:
+        """`rocm, 8 GPU(s), gfx950` (what is known)."""
+        count = f"{self.gpus} GPU(s)" if self.gpus is not None else "GPUs not counted"
+        parts = [self.kind, count if self.kind not in ("cpu", "macos", "windows") else "", self.arch]
+        return ", ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerPlatform:
+    """The operating system and CPU of a runner as its labels say (`matrix/data/runner_labels.toml`): `os` as
+    Python's `sys.platform` spells it (`linux`, `win32`, `darwin`), `machine` as `platform.machine()` does on it
+    (`x86_64`, `aarch64`); "" where the labels do not say (or two of them disagree)."""
+
+    os: str = ""
+    machine: str = ""
+    avx2: bool = False  # the CPU has AVX2 (or AVX-512), as the label's source says
+    avx512: bool = False  # the CPU has AVX-512 F/BW/DQ/VL (oneDNN's avx512_core), as the label's source says
+    labels: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """`linux x86_64 (linux.4xlarge)`, or what is known of it."""
+        known = " ".join(p for p in (self.os, self.machine) if p) or "an unknown platform"
+        return f"{known} ({', '.join(self.labels)})" if self.labels else known
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScheduleEntry:
     """One thing CI runs: what it selects, where (labels as written and the profiles they resolve to), its
@@ -111,6 +169,14 @@ class ScheduleEntry:
     other_runners: tuple[str, ...] = ()
     # Set when the command runs inside a container the job started: `env` is then the container's, not the job's.
     container: Container | None = None
+    # What the job installs where the command runs (its base, distributions, versions), read from its steps;
+    # None where no job's steps were read (a declared schedule, Buildkite).
+    environment: JobEnvironment | None = None
+    # What the runner of `other_runners` is, as far as its labels say (set only when no profile is named).
+    hardware: RunnerHardware | None = None
+    # Names the command's environment certainly lacks though the runner may set them (`unset X`, `env -u X`,
+    # `export -n X` before it); "*" after `env -i`: every name outside `env`.
+    unset: tuple[str, ...] = ()
 
     @property
     def env_map(self) -> Mapping[str, str]:
@@ -127,6 +193,9 @@ class UnreadJob:
     origin: Origin
     reason: str
     reach: tuple[str, ...] | None = None
+    # The runner profiles it runs on when its job's `runs-on` is read (an unread step of a read job); None when
+    # not known. A test whose guard skips on all of them is not run by it, whatever it selects.
+    runners: tuple[str, ...] | None = None
 
     def may_run(self, path: str) -> bool:
         """Whether a test file at repository-relative `path` is within what this entry could run."""
@@ -135,19 +204,36 @@ class UnreadJob:
         return any(within(path, folder) for folder in self.reach)
 
 
+def merged_unread(jobs: Sequence[UnreadJob]) -> tuple[UnreadJob, ...]:
+    """Unread entries, one per (origin, reason, reach) in first-seen order: the legs of a job's matrix that meet
+    the same unread step give one entry, on the runners of them all (unknown when one leg's is)."""
+    found: dict[tuple[Origin, str, tuple[str, ...] | None], UnreadJob] = {}
+    for job in jobs:
+        key = (job.origin, job.reason, job.reach)
+        seen = found.get(key)
+        if seen is None:
+            found[key] = job
+        elif seen.runners != job.runners:
+            both = None if seen.runners is None or job.runners is None else tuple(dict.fromkeys((*seen.runners, *job.runners)))
+            found[key] = UnreadJob(origin=seen.origin, reason=seen.reason, reach=seen.reach, runners=both)
+    return tuple(found.values())
+
+
 def within(path: str, folder: str) -> bool:
     """Whether repository-relative `path` is `folder` or lies under it (`.` holds everything)."""
     folder = folder.rstrip("/")
     return folder in (".", "") or path == folder or path.startswith(folder + "/")
 
 
-def unread_entry(origin: Origin, reason: str, reach: Sequence[str] | None = None) -> UnreadJob:
+def unread_entry(
+    origin: Origin, reason: str, reach: Sequence[str] | None = None, runners: tuple[str, ...] | None = None
+) -> UnreadJob:
     """An unread entry; one its text bounds says so in its reason, so every report shows which paths it could run."""
     if reach is None:
-        return UnreadJob(origin=origin, reason=reason)
+        return UnreadJob(origin=origin, reason=reason, runners=runners)
     shown = ", ".join(reach[:8]) + (f" and {len(reach) - 8} more" if len(reach) > 8 else "")
     said = f"{reason}; it can run only tests under {shown}"
-    return UnreadJob(origin=origin, reason=said, reach=tuple(reach))
+    return UnreadJob(origin=origin, reason=said, reach=tuple(reach), runners=runners)
 
 
 @dataclass(frozen=True, kw_only=True)

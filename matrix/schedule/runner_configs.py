@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import read_text
+from matrix.core.treefiles import read_tree_text
 from matrix.schedule.files import in_repo
 from matrix.schedule.yamldoc import load_yaml
 
@@ -40,7 +40,7 @@ def find_table(root: Path) -> RunnerConfigTable | None:
         if path.is_file():
             if not in_repo(root, path):
                 raise ConfigError(f"{relative}: a link to a file outside the repository; refusing to read it")
-            return parse_table(read_text(path, ConfigError), relative)
+            return parse_table(read_tree_text(root, path, ConfigError), relative)
     return None
 
 

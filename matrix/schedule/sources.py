@@ -83,7 +83,13 @@ class GithubWorkflows:
 
             return _with_unread(read_github(self.root, readers, runners), others)
 
-        return cached(cache_dir, key, read)
+        schedule = cached(cache_dir, key, read)
+        keyed = {path.relative_to(repo).as_posix() for path in inputs if path.is_relative_to(repo)}
+        if not keyed.issuperset(schedule.sources):
+            # The walk read a file the key did not name (a local action found where the key's search did not look):
+            # a schedule stored under this key may be stale, so it is read again, and not fingerprinted.
+            return read()
+        return schedule
 
 
 def _with_unread(schedule: Schedule, unread: tuple[UnreadJob, ...]) -> Schedule:

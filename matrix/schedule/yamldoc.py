@@ -32,8 +32,19 @@ _BEFORE_ALIAS = frozenset("\n[{,?:-")
 _ANCHOR_NAME = re.compile(r"[0-9A-Za-z_-]+")
 
 
-def load_yaml(text: str, name: str) -> Any:
-    """The document's Python value (safe types only); a malformed or hostile document is one ConfigError line."""
+# Where a scalar value of one of these keys is written (`run:` and `uses:` of a step, `script:` of an external call's
+# `with:`):
+# `Marks` maps (id of the mapping holding it, the key) to its line and YAML style, so a finding can cite the line of
+# the command it is about, not the first line that has the same text.
+MARKED_KEYS = frozenset({"run", "uses", "script"})
+Marks = dict[tuple[int | str, str], tuple[int, str]]
+
+
+def load_yaml(text: str, name: str, marks: Marks | None = None) -> Any:
+    """The document's Python value (safe types only); a malformed or hostile document is one ConfigError line.
+    With `marks`, the line (1-based) and style (`|`, `>`, `'`, `"` or "" for plain) of each `MARKED_KEYS` scalar
+    are put there, and `("jobs", ID)` the line of each key of the top-level `jobs:` mapping; a document that
+    PyYAML's own constructor builds (merge keys, custom tags) gives none."""
     import yaml  # only workflow reading needs it; the audit's start-up stays short without
 
     if len(text) > MAX_BYTES:
@@ -51,9 +62,14 @@ def load_yaml(text: str, name: str) -> Any:
         if aliased:
             _check_expansion(node, name)
         try:
-            return _build(node, loader, {} if aliased else None)
+            built = _build(node, loader, {} if aliased else None, 0, marks)
         except _Unplain:
+            if marks is not None:
+                marks.clear()
             return loader.construct_document(node)
+        if marks is not None:
+            _job_lines(node, marks)
+        return built
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -199,7 +215,18 @@ class _Unplain(Exception):
     """The document holds something `_build` leaves to PyYAML's constructor."""
 
 
-def _build(node: Any, loader: Any, shared: dict[int, Any] | None, depth: int = 0) -> Any:
+def _job_lines(root: Any, marks: Marks) -> None:
+    """The line of each job key under the document's top-level `jobs:` mapping."""
+    if root.id != "mapping":
+        return
+    for key_node, value_node in root.value:
+        if key_node.id == "scalar" and key_node.value == "jobs" and value_node.id == "mapping":
+            for job_key, _ in value_node.value:
+                if job_key.id == "scalar":
+                    marks.setdefault(("jobs", str(job_key.value)), (job_key.start_mark.line + 1, ""))
+
+
+def _build(node: Any, loader: Any, shared: dict[int, Any] | None, depth: int = 0, marks: Marks | None = None) -> Any:
     """The value of a composed node of plain maps, sequences and core-schema scalars, else `_Unplain`. With
     `shared` (a document with aliases) a node reached twice gives the same object, as PyYAML's constructor does."""
     if shared is not None and id(node) in shared:
@@ -220,12 +247,14 @@ def _build(node: Any, loader: Any, shared: dict[int, Any] | None, depth: int = 0
                 raise _Unplain  # merge keys, `=`, complex or unhashable keys: PyYAML's rules and errors
             if value_node.tag == _STR and value_node.id == "scalar":
                 item = value_node.value
+                if marks is not None and key_node.value in MARKED_KEYS:
+                    marks[(id(value), key_node.value)] = (value_node.start_mark.line + 1, value_node.style or "")
             else:
-                item = _build(value_node, loader, shared, depth + 1)
+                item = _build(value_node, loader, shared, depth + 1, marks)
             value[key_node.value if key_node.tag == _STR else _build(key_node, loader, None, depth + 1)] = item
     elif kind == "sequence" and tag == _SEQ:
         value = [
-            item.value if item.tag == _STR and item.id == "scalar" else _build(item, loader, shared, depth + 1)
+            item.value if item.tag == _STR and item.id == "scalar" else _build(item, loader, shared, depth + 1, marks)
             for item in node.value
         ]
     elif kind == "scalar" and tag == _INT and _DECIMAL.fullmatch(node.value):

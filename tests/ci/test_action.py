@@ -30,7 +30,11 @@ SHADOWS: dict[str, dict[str, str]] = {
     "module": {"matrix.py": SHADOW},
     "package": {"matrix/__init__.py": SHADOW, "matrix/__main__.py": SHADOW},
 }
-SKIPPED_TEST = 'import pytest\npytestmark = pytest.mark.skip(reason="off")\n\n\ndef test_a():\n    pass\n'
+# Skips on the GPU-less ubuntu-latest runner its one job runs on: a silent skip (an unconditional one is a warning).
+SKIPPED_TEST = (
+    'import pytest\nimport torch\n\npytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="off")\n\n\n'
+    "def test_a():\n    pass\n"
+)
 WORKFLOW = "on: pull_request\njobs:\n  unit:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest tests\n"
 
 

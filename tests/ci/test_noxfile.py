@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -312,3 +313,61 @@ def test_tests_pythons_finds_every_other_cpython_3_11_or_newer(tmp_path: Path, m
         str(versions / v / "bin" / "python3") for v in ("3.12.1", "3.13.0")
     ]
     assert str(Path(sys.executable).resolve()) not in [str(Path(p).resolve()) for p in found]
+
+
+H100 = NOXFILE._nvml_module().Gpu(capability=(9, 0), name="NVIDIA H100")
+
+
+@pytest.mark.parametrize(
+    ("env", "nvml", "driver", "refused"),
+    [
+        ({}, "no NVML (libnvidia-ml.so.1: cannot open shared object file)", False, "no NVIDIA driver"),
+        ({}, (), False, "NVML counts no GPU"),
+        ({"CUDA_VISIBLE_DEVICES": "5"}, (H100,), True, "hides all 1 GPU(s)"),
+        ({"SPECMATRIX_GPUS": "0"}, (H100,), True, "SPECMATRIX_GPUS is 0"),
+        ({}, (H100,), True, None),
+        ({"SPECMATRIX_GPUS": "2"}, "no NVML", False, None),  # the job says how many: no probe
+        ({}, "NVML did not start (nvmlInit_v2 returned NVML error 9)", True, None),  # a driver is there: let the run say
+    ],
+)
+def test_a_gpu_session_refuses_a_host_without_an_nvidia_gpu(
+    capsys: pytest.CaptureFixture[str], env: dict[str, str], nvml: Any, driver: bool, refused: str | None
+) -> None:
+    probes = {"read_nvml": lambda: nvml, "driver_present": lambda: driver}
+    if refused is None:
+        assert NOXFILE.gpu_host_posargs("gpu", ["-k", "x"], env, **probes) == ["-k", "x"]
+        assert capsys.readouterr().err == ""
+        return
+    with pytest.raises(SystemExit) as stopped:
+        NOXFILE.gpu_host_posargs("gpu", ["-k", "x"], env, **probes)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("nox -s gpu: no NVIDIA GPU on this host (") and refused in err
+    assert "`nox -s gpu -- --force` or SPECMATRIX_GPU_FORCE=1 installs and runs anyway" in err
+
+
+@pytest.mark.parametrize(("posargs", "env"), [(["--force", "-k", "x"], {}), (["-k", "x"], {"SPECMATRIX_GPU_FORCE": "1"})])
+def test_force_installs_on_any_host_and_is_not_passed_to_pytest(posargs: list[str], env: dict[str, str]) -> None:
+    probes = {"read_nvml": lambda: "no NVML", "driver_present": lambda: False}
+    assert NOXFILE.gpu_host_posargs("gpu", posargs, env, **probes) == ["-k", "x"]
+
+
+@pytest.mark.parametrize("session", ["gpu", "bench", "gpu-mutations"])
+def test_the_gpu_sessions_exit_2_before_installing_on_a_cpu_host(session: str, tmp_path: Path) -> None:
+    """End to end through nox: one line, exit 2, and no install (no venv is made with the `none` backend)."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SPECMATRIX_")}, "SPECMATRIX_GPUS": "0"}
+    done = subprocess.run(
+        [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-s", session, "--force-venv-backend", "none"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    refusal = [line for line in done.stderr.splitlines() if line.startswith(f"nox -s {session}: ")]
+    assert len(refusal) == 1 and "no NVIDIA GPU on this host (SPECMATRIX_GPUS is 0)" in refusal[0]
+    assert "Traceback" not in done.stderr and "install" not in done.stderr.replace("nothing installed", "").replace(
+        "installs and runs", ""
+    )

@@ -135,7 +135,7 @@ def test_skip_audit_then_coverage_on_the_projects_axes(pytester: pytest.Pytester
     assert "tiny-s128" in result.stdout.str()
     code, out, _ = run(capsys, "coverage", "out/cpu.json", "--out", "cov", "--no-heatmap")
     assert code == 1
-    assert "tiny seqlen 128 skipped unexpectedly on cpu (1 cell: tiny-s128)" in out
+    assert "tiny seqlen 128 skipped unexpectedly on cpu in tests/test_planted.py::test_planted (1 cell: tiny-s128)" in out
 
 
 @pytest.mark.integration

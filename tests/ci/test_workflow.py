@@ -530,8 +530,11 @@ def test_actionlint_still_flags_a_runner_label_the_config_does_not_declare(tmp_p
 
 
 def zizmor() -> str | None:
-    local = Path(sys.executable).parent / "zizmor"
-    return str(local) if local.is_file() else shutil.which("zizmor")
+    """This venv's zizmor, the one `nox -s workflows` installed (.ci/run runs that session first), or one on PATH."""
+    for local in (Path(sys.executable).parent / "zizmor", ROOT / ".nox" / "workflows" / "bin" / "zizmor"):
+        if local.is_file():
+            return str(local)
+    return shutil.which("zizmor")
 
 
 @pytest.mark.skipif(zizmor() is None, reason="zizmor not installed: nox -s workflows")

@@ -15,6 +15,7 @@ import pytest
 from matrix.audit.findings import cell_findings
 from matrix.audit.reports import render_junit, render_markdown, summary_lines
 from matrix.cli.guards import render as guards_render
+from matrix.core import emit
 from matrix.core.finding import Finding, Severity, Tool, kinds_of, registry, spec_of
 from matrix.core.kinds import KINDS
 from matrix.core.output import (
@@ -48,6 +49,8 @@ HOSTILE = {
     "control": "bell\x07esc\x1b[31mnul\x00del\x7fc1\x85",
     "lone-surrogate": "bad\ud800half",
     "bidi": "abc\u202edcba",
+    "wide-space-command": "x\n\u3000::error file=fake.py::INJECTED",
+    "nbsp-command": "\u00a0::warning::x",
 }
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\ud800-\udfff]")
 
@@ -245,14 +248,22 @@ def test_json_writers(writer: str, name: str, s: str) -> None:
 JUNIT_WRITERS: dict[str, Callable[[str], str]] = {
     "plugin junit": lambda s: render_junit(audit_report(s)),
     "guards junit": guards("junit"),
+    "pytest-audit junit": lambda s: emit.junit(
+        [f.finding for f in pytest_audit_report(s).findings],  # type: ignore[attr-defined]
+        tool=Tool.PYTEST_AUDIT,
+        root=".",
+        prefix="",
+    ),
 }
 
 
 @pytest.mark.parametrize("writer", JUNIT_WRITERS)
 @pytest.mark.parametrize(("name", "s"), CASES, ids=IDS)
 def test_junit_is_well_formed(writer: str, name: str, s: str) -> None:
-    root = ET.fromstring(JUNIT_WRITERS[writer](s))
+    out = JUNIT_WRITERS[writer](s)
+    root = ET.fromstring(out)
     assert root.tag == "testsuites" and root.findall(".//testcase")
+    no_command_lines(out)  # a CI step that prints the file hands its lines to the runner
 
 
 @pytest.mark.parametrize(("name", "s"), CASES, ids=IDS)
@@ -319,7 +330,15 @@ def test_sarif_document_shape(tmp_path: Path) -> None:
         (Tool.COVERAGE, {"missing-report", "never-ran", "untested-cell"}),
         (
             Tool.PYTEST_AUDIT,
-            {"silent-skip", "silent-pass", "never-runs", "unscheduled", "unparsable", *(k.value for k in JoinKind)},
+            {
+                "silent-skip",
+                "silent-pass",
+                "never-runs",
+                "unscheduled",
+                "unparsable",
+                "disabled-by-skip",
+                *(k.value for k in JoinKind),
+            },
         ),
     ],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -70,6 +71,32 @@ def test_a_bad_cell_is_a_finding_naming_its_bucket(tmp_path, capsys, runners, re
     assert code == 1
     assert f"{kind.value}: trtllm_mha topk 4 page_size 16 {words}" in out
     assert bad in out
+
+
+def test_every_cell_finding_names_its_test_and_runner(default_matrix, runners, b200_cells):
+    """A merge finding says which test skipped or crashed (its subject) and on which runner (its runners)."""
+    b200 = runners["4-gpu-b200"]
+    skipped, crashed = b200_cells[0], b200_cells[-1]
+    statuses = dict.fromkeys(b200_cells, CellStatus.PASSED) | {skipped: CellStatus.SKIPPED_UNEXPECTED}
+    one = make_report(default_matrix, b200, statuses)
+    other = make_report(default_matrix, b200, {crashed: CellStatus.CRASHED})
+    other = type(other)(
+        **{**other.__dict__, "cells": tuple(replace(c, test="tests/gpu/test_other.py::test_o") for c in other.cells)}
+    )
+    result = merge(default_matrix, runners, [ReportSource(label="a", report=one), ReportSource(label="b", report=other)])
+    found = {(f.kind, f.subject, f.runners) for f in result.findings}
+    assert found == {
+        ("unexpected-skip", "test_cell", ("4-gpu-b200",)),
+        ("crashed", "tests/gpu/test_other.py::test_o", ("4-gpu-b200",)),
+    }
+    assert all(" on 4-gpu-b200 in " in f.message for f in result.findings)
+
+
+def test_a_cell_no_result_came_for_names_its_runner(default_matrix, runners, b200_cells):
+    report = make_report(default_matrix, runners["4-gpu-b200"], dict.fromkeys(b200_cells, CellStatus.PASSED))
+    result = merge(default_matrix, runners, [ReportSource(label="a", report=report)], expect_runners=[runners["1-gpu-5090"]])
+    never = [f for f in result.findings if f.kind == "never-ran"]
+    assert never and all(f.runners == ("1-gpu-5090",) and f.subject.startswith("1-gpu-5090: ") for f in never)
 
 
 def test_missing_shard_report_is_a_finding_and_its_cells_never_ran(tmp_path, capsys, runners, report_file, b200_cells):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,3 +55,33 @@ def test_bench_exits_1_and_names_each_failed_timing(capsys: pytest.CaptureFixtur
     captured = capsys.readouterr()
     assert "bench FAILED cell-a flashinfer-fa2: RuntimeError: no kernel" in captured.err
     assert "bench: 3 timings, 1 failures, x" in captured.out
+
+
+CPU_HOST = '{"gpus": 0, "capability": null}'
+BENCH = Path(__file__).resolve().parents[2] / "ci" / "bench_kernels.py"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        ([], "bench_kernels: cannot run: runner cpu runs none of the cells 'draft-{triton,trtllm_mha}-*-graph' selects"),
+        (["--runner", "no-such-runner"], "bench_kernels: error: unknown runner 'no-such-runner'"),
+        (["--select", "zzz*"], "bench_kernels: error: selector 'zzz*' matches no cell"),
+    ],
+)
+def test_bench_on_a_host_it_cannot_time_is_one_line_and_exit_2(tmp_path: Path, argv: list[str], line: str) -> None:
+    """`nox -s bench --force` on a CPU host ends here: one line and exit 2, never a traceback."""
+    env = {**os.environ, "SPECMATRIX_DETECT": CPU_HOST}
+    out = ["--out", str(tmp_path / "out")]
+    done = subprocess.run([sys.executable, str(BENCH), *argv, *out], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(line), done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_bench_without_cuda_torch_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.gpu.bench import cannot_run
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    why = cannot_run("4-gpu-b200", 12, "draft-*")
+    assert why is not None and why.startswith("needs torch with CUDA (") and "`nox -s bench` installs it" in why

@@ -100,12 +100,13 @@ def audit(tmp_path: Path) -> Audit:
 
 
 def _skipping(report: PytestAuditReport) -> dict[str, str]:
-    return {f.finding.scope: f.guard_class.value for f in report.of_kind(GuardFindingKind.SILENT_SKIP)}
+    kinds = (GuardFindingKind.SILENT_SKIP, GuardFindingKind.DISABLED_BY_SKIP)
+    return {f.finding.scope: f.guard_class.value for k in kinds for f in report.of_kind(k)}
 
 
 @pytest.fixture
 def skipping() -> Callable[[PytestAuditReport], dict[str, str]]:
-    """nodeid -> guard class of every test that skips on every runner it is sent to."""
+    """nodeid -> guard class of every test that skips on every runner it is sent to (deliberately or not)."""
     return _skipping
 
 

@@ -62,22 +62,40 @@ def test_selection_by_ignore_deselect_keyword_and_marker(
     command = "pytest tests/ --ignore=tests/skipme -k 'not slow' --deselect tests/test_x.py::test_fast -m 'gpu or fast'"
     report = audit(files, schedule(("h100", command)))
     assert set(skipping(report)) == {"tests/test_y.py::test_gpu"}
-    assert _kinds(report, GuardFindingKind.UNSCHEDULED) == {"tests/test_x.py", "tests/skipme/test_z.py"}
+    # Each test the command collects but leaves out never runs, with what left it out; an ignored file is unscheduled.
+    never = {f.finding.scope: f.finding.message for f in report.of_kind(GuardFindingKind.NEVER_RUNS)}
+    assert set(never) == {
+        "tests/test_x.py::test_fast",
+        "tests/test_x.py::test_slow",
+        "tests/test_y.py::test_cpu",
+        "tests/test_x.py",
+        "tests/test_y.py",
+    }
+    assert "--deselect tests/test_x.py::test_fast" in never["tests/test_x.py::test_fast"]
+    assert "-k 'not slow'" in never["tests/test_x.py::test_slow"]
+    assert "-m 'gpu or fast'" in never["tests/test_y.py::test_cpu"]
+    assert _kinds(report, GuardFindingKind.UNSCHEDULED) == {"tests/skipme/test_z.py"}
 
 
 def test_file_level_findings(audit: Callable[..., PytestAuditReport], schedule: Callable[..., str]) -> None:
     files = {
         "tests/test_off.py": SKIP_ALWAYS + "def test_a():\n    pass\n\ndef test_b():\n    pass\n",
         "tests/test_mixed.py": "import pytest\n@pytest.mark.skip\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n",
-        # outside the command's paths: a file it collected that does not parse would stop it (test_collection_errors.py)
-        "tests/unscheduled/test_broken.py": "def test_(:\n",
+        "tests/test_broken.py": "def test_(:\n",
         "tests/unscheduled/test_u.py": "def test_u():\n    pass\n",
     }
     report = audit(files, schedule(("sm86", "pytest tests/ --ignore tests/unscheduled")))
-    never = report.of_kind(GuardFindingKind.NEVER_RUNS)
-    assert [f.finding.path for f in never] == ["tests/test_off.py"]
-    assert never[0].guard_class.value == "unconditional" and never[0].finding.runners == ("a10g",)
-    assert _kinds(report, GuardFindingKind.UNPARSABLE) == {"tests/unscheduled/test_broken.py"}
+    # Unconditional skips are deliberate: warnings, one per test, and no file-level error for the file they disable.
+    assert not report.of_kind(GuardFindingKind.NEVER_RUNS)
+    disabled = report.of_kind(GuardFindingKind.DISABLED_BY_SKIP)
+    assert {f.finding.scope for f in disabled} == {
+        "tests/test_off.py::test_a",
+        "tests/test_off.py::test_b",
+        "tests/test_mixed.py::test_a",
+    }
+    assert all(f.guard_class.value == "unconditional" and f.finding.runners == ("a10g",) for f in disabled)
+    assert all(not f.finding.failing and "schedule it on a runner" not in f.finding.hint for f in disabled)
+    assert _kinds(report, GuardFindingKind.UNPARSABLE) == {"tests/test_broken.py"}
     assert _kinds(report, GuardFindingKind.UNSCHEDULED) == {"tests/unscheduled/test_u.py"}
 
 
@@ -109,13 +127,17 @@ def test_command_reports_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFi
     plan.write_text('[[entry]]\njob = "j"\nlabels = ["h100"]\npytest = "pytest tests"\n', encoding="utf-8")
     out_json, out_md = tmp_path / "r.json", tmp_path / "r.md"
     code = main(["pytest-audit", str(repo), "--schedule-file", str(plan), "--json", str(out_json), "--md", str(out_md)])
-    assert code == 1
+    assert code == 0  # a deliberate skip is a warning
     text = capsys.readouterr().out
-    assert "tests/test_off.py:3: silent-skip: tests/test_off.py::test_a on h100" in text
+    assert "tests/test_off.py:3: disabled-by-skip: tests/test_off.py::test_a on h100" in text
     doc = json.loads(out_json.read_text(encoding="utf-8"))
     assert doc["schema"] == "specmatrix.pytest-audit/1"
-    assert doc["counts"]["silent-skip"] == {"unconditional": 1}
-    assert "| silent-skip | 1 |" in out_md.read_text(encoding="utf-8")
+    assert doc["counts"]["disabled-by-skip"] == {"unconditional": 1}
+    assert "| disabled-by-skip | 1 |" in out_md.read_text(encoding="utf-8")
+    arch = "import pytest, torch\npytestmark = pytest.mark.skipif(torch.cuda.get_device_capability()[0] < 10, reason='sm100')\n"
+    (repo / "tests" / "test_off.py").write_text(arch + "def test_a():\n    pass\n", encoding="utf-8")
+    assert main(["pytest-audit", str(repo), "--schedule-file", str(plan)]) == 1
+    assert "tests/test_off.py:3: silent-skip: tests/test_off.py::test_a on h100" in capsys.readouterr().out
     (repo / "tests" / "test_off.py").write_text("def test_a():\n    pass\n", encoding="utf-8")
     assert main(["pytest-audit", str(repo), "--schedule-file", str(plan), "--format", "json"]) == 0
     assert main(["pytest-audit", str(repo)]) == 2

@@ -57,6 +57,7 @@ def test_a_skip_behind_a_command_line_option_is_not_unconditional(
     audit: Callable[..., PytestAuditReport], skipping: Skipping, schedule: Callable[..., str]
 ) -> None:
     files = {"tests/conftest.py": BY_OPTION, "tests/test_case.py": TEST.format(marker="gpu")}
+    # The conftest declares --with-gpu and the command gives it: the hook returns before marking, the test runs.
     report = audit(files, schedule(("1-gpu-h100", "pytest tests/ --with-gpu")))
     assert skipping(report) == {}
-    assert report.undetermined == 1
+    assert report.undetermined == 0 and not report.findings

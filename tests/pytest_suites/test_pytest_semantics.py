@@ -1,6 +1,6 @@
 """pytest's configuration, selection and collection rules as pytest-audit reads them, one construct per case.
 
-Each case is a small checkout whose test files skip unconditionally, so every test CI runs is a `silent-skip`
+Each case is a small checkout whose test files skip unconditionally, so every test CI runs is a `disabled-by-skip`
 finding: the set of findings is the set of tests pytest would run. The expected sets were checked against
 pytest 9 itself (the differential test in test_pytest_oracle.py runs the same kind of checkout through it).
 """
@@ -23,7 +23,9 @@ OFF = "import pytest\n\npytestmark = pytest.mark.skip(reason='off')\n\n"
 
 
 def _skipping(report: PytestAuditReport) -> set[str]:
-    return {f.finding.scope for f in report.of_kind(GuardFindingKind.SILENT_SKIP)}
+    """The tests CI runs that skip there, deliberately or not."""
+    kinds = (GuardFindingKind.SILENT_SKIP, GuardFindingKind.DISABLED_BY_SKIP)
+    return {f.finding.scope for k in kinds for f in report.of_kind(k)}
 
 
 def _entry(command: str, env: Mapping[str, str] | None = None, labels: str = "1-gpu-h100") -> str:
@@ -200,10 +202,14 @@ def test_pytest_itself_deselects_the_marked_test(tmp_path: Path, oracle_stub: Pa
 
 @pytest.mark.parametrize("source", MARKER_CASES)
 def test_marker_forms_seen_by_m(audit: Audit, source: str) -> None:
-    """`-m "not slow"` deselects the test, so no entry runs it: the file is unscheduled."""
+    """`-m "not slow"` deselects the test: the one command that collects its file leaves it out, so it never runs
+    (the test, and its file, whose only test it is)."""
     report = audit({"t/test_m.py": MARKED + source}, _entry("pytest t -m 'not slow'"))
     assert report.scheduled_tests == 0
-    assert {f.finding.scope for f in report.of_kind(GuardFindingKind.UNSCHEDULED)} == {"t/test_m.py"}
+    never = {f.finding.scope: f.finding.message for f in report.of_kind(GuardFindingKind.NEVER_RUNS)}
+    (test,) = [t for t in never if "::" in t]
+    assert set(never) == {"t/test_m.py", test} and "-m 'not slow'" in never[test]
+    assert not report.of_kind(GuardFindingKind.UNSCHEDULED)
 
 
 def test_a_definition_under_a_condition_is_undetermined(audit: Audit) -> None:
@@ -212,8 +218,9 @@ def test_a_definition_under_a_condition_is_undetermined(audit: Audit) -> None:
     assert report.undetermined == 1 and not report.findings
 
 
-def test_runners_no_profile_knows_leave_the_test_undetermined() -> None:
-    """An entry whose labels resolve to no profile gives no verdict at all: `all([])` must not read as "skips"."""
+def test_a_guardless_test_runs_on_a_runner_no_profile_knows() -> None:
+    """An entry whose labels resolve to no profile: a test with no guard runs there (`all([])` must not read as
+    "skips", nor as "undetermined")."""
     from matrix.core.runner_files import load_runners
     from matrix.pytest_suites.audit import audit_suite
     from matrix.pytest_suites.collect import TestFile, TestItem
@@ -229,7 +236,7 @@ def test_runners_no_profile_knows_leave_the_test_undetermined() -> None:
     item = TestItem(nodeid="t/test_m.py::test_x", path="t/test_m.py", line=1, markers=frozenset(), guards=())
     files = [TestFile(path="t/test_m.py", tests=(item,))]
     report = audit_suite("r", files, Schedule(entries=(entry,)), profiles=load_runners(), packs=builtin_packs())
-    assert report.undetermined == 1 and report.scheduled_tests == 1
+    assert report.undetermined == 0 and report.scheduled_tests == 1
     assert not report.findings
 
 
@@ -431,7 +438,8 @@ HOOKS = {
 }
 # What pytest does on a (9, 0) runner, and what the audit says: (marked, plain) each "runs", "skips" or "undetermined".
 HOOK_EXPECTED = {
-    "runslow": ({"t/test_h.py::test_marked": "skips", "t/test_h.py::test_plain": "runs"}, ("undetermined", "runs")),
+    # The option the conftest declares is not on the command line: its hook skips the marked test (never-runs).
+    "runslow": ({"t/test_h.py::test_marked": "skips", "t/test_h.py::test_plain": "runs"}, ("skips", "runs")),
     "blackwell": ({"t/test_h.py::test_marked": "skips", "t/test_h.py::test_plain": "runs"}, ("skips", "runs")),
     "gpu-early-return": ({"t/test_h.py::test_marked": "runs", "t/test_h.py::test_plain": "runs"}, ("runs", "runs")),
     "every-test": ({"t/test_h.py::test_marked": "skips", "t/test_h.py::test_plain": "skips"}, ("skips", "skips")),
@@ -446,7 +454,7 @@ def test_collection_hooks_that_skip_by_marker(audit: Audit, tmp_path: Path, orac
     real, said = HOOK_EXPECTED[name]
     assert real_pytest(_written(tmp_path / "real", files), oracle_stub, Case(command="pytest t")) == real
     report = audit(files, _entry("pytest t"))
-    skipping = _skipping(report)
+    skipping = _skipping(report) | {f.finding.scope for f in report.of_kind(GuardFindingKind.NEVER_RUNS)}
     verdicts = tuple("skips" if f"t/test_h.py::{t}" in skipping else "runs" for t in ("test_marked", "test_plain"))
     undetermined = said.count("undetermined")
     assert report.undetermined == undetermined
@@ -489,22 +497,25 @@ def test_routes():
     ],
 )
 def test_an_opt_in_variable_decides_on_a_runner_with_no_profile(audit: Audit, command: str, skips: bool) -> None:
-    """A label pack's ROCm runner has no profile, so the GPU guard is unknown there; the opt-in guard reads only
-    the job's environment, which the entry gives: when the job does not set the value, the test skips there."""
+    """A label pack's ROCm runner has no profile; its torch (ROCm's) has `torch.cuda.is_available()` true, and the
+    opt-in guard reads only the job's environment, which the entry gives: when the job does not set the value, the
+    test skips there, else it runs."""
     files = {"t/test_m.py": OPT_IN_TEST, ".github/workflows/ci.yml": OPT_IN_WORKFLOW.format(command=command)}
     report = audit(files)
     found = _skipping(report)
     assert found == ({"t/test_m.py::test_routes"} if skips else set())
-    assert report.undetermined == (0 if skips else 1)
+    assert report.undetermined == 0
     if skips:
         (finding,) = report.of_kind(GuardFindingKind.SILENT_SKIP)
         assert "TILE_IMPL" in finding.finding.message
 
 
 def test_a_machine_fact_on_a_runner_with_no_profile_stays_undetermined(audit: Audit) -> None:
-    """Only a guard no machine fact decides is judged there: `device_count() < 2` is not."""
+    """A fact the runner's labels do not give stays unknown there: `device_count() < 2` on a ROCm host whose labels
+    give no GPU count."""
     source = "import pytest\nimport torch\n\n\n@pytest.mark.skipif(torch.cuda.device_count() < 2, reason='two')\ndef test_x():\n    pass\n"
-    files = {"t/test_m.py": source, ".github/workflows/ci.yml": OPT_IN_WORKFLOW.format(command="python -m pytest t")}
+    workflow = OPT_IN_WORKFLOW.format(command="python -m pytest t").replace("linux-mi300-gpu-1", "linux.rocm.gpu.mi300")
+    files = {"t/test_m.py": source, ".github/workflows/ci.yml": workflow}
     report = audit(files)
     assert not report.findings and report.undetermined == 1
 

@@ -1,6 +1,6 @@
 """What pytest-audit reads once and reuses gives the answers of reading again: a command line's parse (cached by
 its words, and for a line of paths only built from the parse of the empty line), a file's resolved path (its
-folder resolved once) and its text (kept by the loader)."""
+folder walked once) and its text (kept by the loader)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from matrix.core.textfiles import OutsideTreeError, TreeResolver, resolve_in_tree
+from matrix.core.textfiles import OutsideTreeError, read_limited, resolve_in_tree
+from matrix.core.treefiles import TreeFiles
 from matrix.pytest_suites import invocation
 from matrix.pytest_suites.run import SourceLoader
 
@@ -77,20 +78,26 @@ PATHS = [
 ]
 
 
+def _answer(read: object, relative: str) -> bytes | str:
+    try:
+        return read(relative)  # type: ignore[operator, no-any-return]
+    except OutsideTreeError as exc:
+        return f"refused: {exc}"
+    except OSError as exc:
+        return f"not read: {type(exc).__name__}"
+
+
 @pytest.mark.parametrize("relative", PATHS)
-def test_a_folder_resolved_once_resolves_as_the_whole_path(tmp_path: Path, relative: str) -> None:
+def test_a_folder_walked_once_reads_as_the_whole_path_resolved(tmp_path: Path, relative: str) -> None:
     root = _tree(tmp_path)
-    resolver = TreeResolver(root)
-    for _ in range(2):  # the second time from the remembered folder
-        try:
-            expected: Path | str = resolve_in_tree(root, relative)
-        except OutsideTreeError as exc:
-            expected = f"refused: {exc}"
-        try:
-            got: Path | str = resolver(relative)
-        except OutsideTreeError as exc:
-            got = f"refused: {exc}"
-        assert got == expected
+    files = TreeFiles(root)
+    for _ in range(2):  # the second time from the kept folder
+        expected = _answer(lambda r: read_limited(resolve_in_tree(root, r), 100), relative)
+        got = _answer(lambda r: files.read(r, 100), relative)
+        if isinstance(expected, str) and expected.startswith("refused"):
+            assert isinstance(got, str) and got.startswith("refused")
+        else:
+            assert got == expected
 
 
 def test_the_loader_reads_a_file_once_and_keeps_why_one_was_not_read(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from matrix.core.textfiles import OutsideTreeError, read_tree_bytes
+from matrix.core.textfiles import OutsideTreeError
+from matrix.core.treefiles import read_tree_bytes
 from matrix.pytest_suites.run import SourceLoader
 from matrix.schedule.load import TreeLoader
 

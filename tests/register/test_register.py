@@ -17,6 +17,7 @@ from matrix.cli.main import main
 from matrix.core.errors import ConfigError
 from matrix.core.expect import effective_versions, expectations
 from matrix.core.levels import levels_for
+from matrix.core.loader import load_matrix, load_runners
 from matrix.core.model import RunnerProfile
 from matrix.guards.model import GuardFindingKind
 from matrix.guards.source import read_registrations
@@ -301,3 +302,27 @@ def test_the_hostile_test_catches_a_value_pasted_between_quotes(tmp_path):
     (suite / "test_specmatrix_naive.py").write_text(text)
     _collect_only(tmp_path, suite)
     assert list(tmp_path.rglob("PWNED"))  # the naive module ran the injected code; the repr()-written one never does
+
+
+@pytest.mark.parametrize(
+    "configs",
+    [("gpu-large", "gpu.large"), ("GPU-x", "gpu-x"), ("a b", "a_b"), ("--", "++")],
+    ids=["dash-dot", "case", "space", "no-letters"],
+)
+def test_runner_configs_whose_module_names_collide_are_refused(tmp_path, configs):
+    """One module would silently replace the other: refused, one line, exit 2, nothing written."""
+    extra = tmp_path / "collide.toml"
+    extra.write_text(
+        "".join(
+            f'[runner.r{i}]\ngpus = 1\ncapability = [10, 0]\nlabels = ["r{i}"]\nrunner_configs = [{config!r}]\n'
+            for i, config in enumerate(configs)
+        ).replace("'", '"'),
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    argv = ["register", "--runners", str(extra), "--runner", "r0", "--runner", "r1", "--out", str(out), "--no-workflows"]
+    profiles = load_runners([extra])
+    with pytest.raises(ConfigError, match="both give the module name"):
+        generate(load_matrix(), [profiles["r0"], profiles["r1"]])
+    assert main(argv) == 2
+    assert not out.exists() or not list(out.iterdir())

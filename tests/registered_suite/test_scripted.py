@@ -14,7 +14,7 @@ from matrix.core.loader import load_runners
 from matrix.guards.finder import analyse_source
 from matrix.guards.model import GuardFindingKind as K
 from matrix.registered_suite import audit_tree
-from matrix.registered_suite.scripted import empty_tests, names_of_tests, script_run
+from matrix.registered_suite.scripted import empty_tests, names_of_tests, script_findings, script_run
 from matrix.schedule.load import load_schedule
 
 RUNNERS = load_runners()
@@ -119,3 +119,19 @@ def test_the_audit_reads_the_main_block_when_the_schedule_starts_files_as_script
     without = audit_tree(suite, RUNNERS)
     assert not [f for f in without.findings if f.kind == K.NEVER_RUNS]
     assert [f.path for f in without.findings if f.kind == K.SILENT_PASS] == ["test_override.py"]
+
+
+def test_an_empty_test_is_told_a_fix_for_its_own_case():
+    """Only an override has an inherited test to fall back to; the kind's heading fits an empty body as well."""
+    from matrix.core.finding import Tool, spec_of
+
+    text = (
+        "import unittest\nfrom cases import Shared\n\n\nclass TestX(Shared):\n    def test_a(self):\n        pass\n\n\n"
+        "class TestY(unittest.TestCase):\n    def test_b(self):\n        pass\n"
+    )
+    analysis = analyse_source("test_m.py", text)
+    hints = {f.scope.rpartition("::")[2]: f.hint for f in script_findings("test_m.py", analysis.scopes, ("1-gpu-h100",), text)}
+    assert "the inherited test then runs" in hints["test_a"]
+    assert "inherited" not in hints["test_b"] and hints["test_b"].startswith("write the test")
+    title = spec_of(Tool.GUARDS, "silent-pass").title
+    assert "empty body" in title and "returns early when a CI fact is true" not in title

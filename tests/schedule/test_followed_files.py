@@ -10,7 +10,8 @@ from pathlib import Path
 
 from matrix.core.loader import load_runners
 from matrix.schedule.load import all_readers, load_schedule
-from matrix.schedule.make.targets import make_call, recipe_script
+from matrix.schedule.make.targets import make_call
+from matrix.schedule.make.worlds import read_make
 from matrix.schedule.model import PytestSelection, Schedule
 
 RUNNERS = load_runners()
@@ -107,11 +108,26 @@ def test_a_make_target_runs_its_recipe_and_its_prerequisites(tmp_path: Path) -> 
     assert "Makefile" in schedule.sources
 
 
+class _Files:
+    def __init__(self, files: Mapping[str, str]) -> None:
+        self.files = files
+
+    def text(self, path: str) -> str | None:
+        return self.files.get(path)
+
+    def exists(self, path: str) -> bool:
+        return path in self.files
+
+    def names(self, folder: str) -> frozenset[str]:
+        return frozenset(p.rpartition("/")[2] for p in self.files if (p.rpartition("/")[0] or ".") == folder)
+
+
 def test_make_call_reads_directory_file_and_variables() -> None:
     call = make_call(["make", "-C", "sub", "-f", "ci.mk", "N=2", "gpu"], ".")
-    assert call is not None and (call.makefile, call.targets, call.variables) == ("sub/ci.mk", ("gpu",), (("N", "2"),))
-    script, missing = recipe_script(MAKEFILE, make_call(["make", "gpu"], ".") or call)
-    assert missing == () and "( cd tests && KERNELS=1 python -m pytest gpu/ )" in script.splitlines()
+    assert call is not None
+    assert (call.folder, call.makefiles, call.goals, call.variables) == ("sub", ("ci.mk",), ("gpu",), (("N", "=", "2"),))
+    run = read_make(make_call(["make", "gpu"], ".") or call, _Files({"Makefile": MAKEFILE}), {})
+    assert run.problems == () and [c.text for c in run.commands][1] == "cd tests && KERNELS=1 python -m pytest gpu/"
 
 
 def test_a_modal_function_runs_on_its_own_gpu(tmp_path: Path) -> None:
@@ -136,9 +152,9 @@ def test_a_modal_function_that_is_not_there_is_unread(tmp_path: Path) -> None:
 
 def test_a_pattern_rule_makes_a_target_no_rule_names() -> None:
     makefile = "suite-%:\n\tpytest tests/$*  # $@\n\nlint:\n\truff check .\n"
-    script, missing = recipe_script(makefile, make_call(["make", "suite-gpu", "nowhere.txt"], ".") or make_call(["make"], "."))  # type: ignore[arg-type]
-    assert missing == ()
-    assert "( pytest tests/gpu  # suite-gpu )" in script.splitlines()
+    run = read_make(make_call(["make", "suite-gpu"], ".") or make_call(["make"], "."), _Files({"Makefile": makefile}), {})  # type: ignore[arg-type]
+    assert run.problems == ()
+    assert [c.text for c in run.commands] == ["pytest tests/gpu  # suite-gpu"]
 
 
 def test_a_script_named_in_a_run_time_folder_is_unread_as_such(tmp_path: Path) -> None:
@@ -219,14 +235,16 @@ CONDITIONAL = textwrap.dedent(
 
 def test_a_make_conditional_is_read_both_ways_or_decided(tmp_path: Path) -> None:
     """`$(if COND,THEN,ELSE)`: decided when COND is text (KIND is set in the Makefile); read both ways, each under
-    its condition, when a variable the job's environment may give decides it; unread when COND is a function."""
+    its condition, when COND is known only at run time (a variable nothing sets, which the runner's environment
+    may; a `$(shell ...)`)."""
     schedule = schedule_of(repo(tmp_path, "make test\nmake gpu\nmake odd", {"Makefile": CONDITIONAL}))
-    assert sorted(p for p, _ in selected(schedule)) == [("tests/gpu",), ("tests/unit",)]
+    assert sorted(p for p, _ in selected(schedule)) == [("tests/a",), ("tests/b",), ("tests/gpu",), ("tests/unit",)]
     (unit,) = [e for e in schedule.entries if e.selection.paths == ("tests/unit",)]  # type: ignore[union-attr]
-    assert unit.assumptions == ('runs only if not `[ -n "${REPORT}" ]` (not known before the run)',)
+    assert unit.assumptions == ("runs only if `${REPORT}` is empty (Makefile:4), not known before the run",)
     # The other branch names the report file only at run time: unread, bounded to what it selects.
-    assert any("${REPORT}" in u.reason and u.reach == ("tests/unit",) for u in schedule.unread)
-    assert any("$(if $(shell ls tests)" in u.reason for u in schedule.unread)
+    assert any("${REPORT}` is not empty" in u.reason and u.reach == ("tests/unit",) for u in schedule.unread)
+    (odd,) = [e for e in schedule.entries if e.selection.paths == ("tests/a",)]  # type: ignore[union-attr]
+    assert odd.assumptions == ("runs only if `$(ls tests)` is not empty (Makefile:8), not known before the run",)
 
 
 def test_an_env_value_with_run_time_parts_is_unknown_where_a_step_uses_it(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from matrix.core.loader import load_runners
+from matrix.schedule.containers.calls import ContainerCall, marker
 from matrix.schedule.files import find_workflows
 from matrix.schedule.github.walk import read_github
 from matrix.schedule.load import load_schedule
@@ -241,7 +242,7 @@ def test_matrix_include_and_exclude(tmp_path):
         ('bash -c "source venv/bin/activate && cd test && python3 run_suite.py --hw cpu --suite a"', [("a", "test", {})]),
         (
             "docker exec -w /x box bash -c 'cd /src/test && python3 run_suite.py --suite b'",
-            [("b", "/src/test", {CONTAINER: '["box", [], ""]'})],  # the container's env, read by the walker
+            [("b", "/src/test", {CONTAINER: marker(ContainerCall(kind="exec", name="box", shell="bash"))})],  # read by the walker
         ),
         ("IS_BLACKWELL=1 python3 run_suite.py --suite c", [("c", ".", {"IS_BLACKWELL": "1"})]),
         ("cd test\nenv A=1 timeout 600 python3 run_suite.py --suite d || status=$?", [("d", "test", {"A": "1"})]),

@@ -99,7 +99,7 @@ def test_a_false_if_on_the_calling_step_runs_none_of_its_steps(tmp_path, capsys)
     [
         pytest.param("runs:\n  using: docker\n  image: Dockerfile\n", "runs docker (not a composite action)", id="docker"),
         pytest.param(None, "no action.yml or action.yaml", id="missing"),
-        pytest.param("runs:\n  using: composite\n  steps:\n    - uses: ./.github/actions/suite\n", "nested deeper", id="cycle"),
+        pytest.param("runs:\n  using: composite\n  steps:\n    - uses: ./.github/actions/suite\n", "uses itself", id="cycle"),
     ],
 )
 def test_a_local_action_not_read_leaves_the_tests_undetermined(tmp_path, capsys, action, said):

@@ -22,7 +22,7 @@ WITH_UNITTEST_MAIN = (
 WITHOUT_MAIN = "def test_gamma():\n    pass\n"
 COMPUTED_MAIN = (
     "import sys\nimport pytest\n\ndef test_delta():\n    pass\n\n"
-    'if __name__ == "__main__":\n    pytest.main(sys.argv[1:] + ["tests"])\n'
+    'if __name__ == "__main__":\n    pytest.main(["-k", sys.argv[2], __file__])\n'
 )
 PLAIN = "def test_plain():\n    pass\n"
 STEP = """on: [pull_request]
@@ -108,14 +108,17 @@ def test_a_script_that_is_not_a_test_file_is_not_listed(tmp_path, capsys):
         (["python", "tests/test_a.py"], "tests/test_a.py", False),
         (["python3.11", "-X", "dev", "t/test_a.py", "--flag"], "t/test_a.py", False),
         (["python", "-m", "unittest", "-v"], "", True),
+        (["python", "-Bmunittest"], "", True),
+        (["python", "-c", "import x", "a"], "", False),
     ],
 )
 def test_python_run_reads_the_script_or_unittest(words, script, unittest):
     run = python_run(words)
     assert run is not None and run.script == script and run.unittest is unittest
+    assert run.code == ("import x" if "-c" in words else None)
 
 
-@pytest.mark.parametrize("words", [["python", "-c", "import x"], ["python", "-m", "pytest", "tests"], ["pythonic", "x.py"]])
+@pytest.mark.parametrize("words", [["python", "-m", "pytest", "tests"], ["python3", "-mpytest"], ["pythonic", "x.py"]])
 def test_python_run_leaves_other_commands(words):
     assert python_run(words) is None
 

@@ -208,15 +208,31 @@ def main(argv: list[str] | None = None) -> int:
         help="cells whose shape is also timed with flashinfer's paged decode (fa2); '' for none",
     )
     args = parser.parse_args(argv)
-    if args.replot is not None:
-        from matrix.core.errors import SpecmatrixError
+    from matrix.core.errors import SpecmatrixError
 
-        try:
+    try:
+        if args.replot is not None:
             return replot(args.replot, args.out)
-        except SpecmatrixError as exc:
-            print(f"bench_kernels: error: {exc}", file=sys.stderr)
-            return exc.exit_code
+        return _bench(args)
+    except SpecmatrixError as exc:
+        print(f"bench_kernels: error: {exc}", file=sys.stderr)
+        return exc.exit_code
 
+
+def cannot_run(runner: str, selected: int, select_text: str) -> str | None:
+    """Why nothing can be timed here (one line), or None: no selected cell runs on the runner, or no CUDA torch."""
+    if not selected:
+        return f"runner {runner} runs none of the cells {select_text!r} selects (on a host with no GPU none runs)"
+    try:
+        import torch
+    except ImportError as exc:
+        return f"needs torch with CUDA ({exc}); `nox -s bench` installs it on a GPU host"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    return None
+
+
+def _bench(args: argparse.Namespace) -> int:
     from matrix.core.options import CliOverrides, load, resolve_options
     from matrix.core.planning import plan_for
 
@@ -225,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen = select(list(loaded.matrix.cells), [args.select])
     fa2_ids = {c.id for c in select(list(loaded.matrix.cells), [args.flashinfer_select])} if args.flashinfer_select else set()
     run_cells = [c for c in chosen if plan.expectations[c.id].outcome.value == "run"]
+    why = cannot_run(plan.runner.name, len(run_cells), args.select)
+    if why is not None:
+        print(f"bench_kernels: cannot run: {why}; nothing timed", file=sys.stderr)
+        return 2
     rows: list[BenchRow] = []
     failures: dict[str, str] = {}
     started = time.perf_counter()

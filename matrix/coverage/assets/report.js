@@ -5,7 +5,7 @@
   const data = JSON.parse(document.getElementById("specmatrix-data").textContent);
   const byCode = new Map(data.outcomes.map((o) => [o.code, o]));
   const cellIds = data.cells.ids;
-  const state = { runner: -1, axes: data.axes.map(() => -1), outcome: "", text: "", page: 0, sort: [2, 1] };
+  const state = { runner: -1, axes: data.axes.map(() => -1), outcome: "", text: "", page: 0, sort: [-1, 1] };
   let shown = [];
   let resultIndex = null;
 
@@ -40,11 +40,12 @@
       document.getElementById("outcomes-section").hidden = true;
       document.getElementById("grid-section").hidden = true;
     }
-    document.title = "specmatrix coverage: " + data.matrix;
-    document.getElementById("title").textContent = "specmatrix coverage: " + data.matrix;
+    document.title = "specmatrix: " + data.title;
+    document.getElementById("title").textContent = "specmatrix: " + data.title;
+    const grid = data.show_grid === false ? "" : cellIds.length + " cells \u00d7 " + data.runners.length + " runners of matrix " +
+      data.matrix_source + "; ";
     document.getElementById("subtitle").textContent =
-      cellIds.length + " cells \u00d7 " + data.runners.length + " runners; matrix " + data.matrix_source +
-      "; page made " + data.generated + " from " + data.inputs.length + " input(s)";
+      grid + "page made " + data.generated + " from " + data.inputs.length + " input(s), listed at the end";
     const body = document.querySelector("#inputs tbody");
     for (const input of data.inputs) {
       body.appendChild(el("tr", {}, [
@@ -215,12 +216,16 @@
     panel.hidden = false;
   }
 
-  const COLUMNS = ["severity", "from", "kind", "where", "subject", "runner", "message"];
+  // Problems are listed in the page data's order (errors, then warnings, then information; what ran before what a
+  // static audit predicts) until a heading is clicked.
+  const COLUMNS = ["severity", "kind", "where", "test / subject", "runner", "message", "from"];
   const SEVERITY_RANK = { error: 0, warning: 1, info: 2 };
-  function findingKey(row, column) {
-    if (column === 0) return [SEVERITY_RANK[row[2]] ?? 3, row[3], row[4] || 0];
-    if (column === 3) return [row[3], row[4] || 0];
-    return [[row[2], row[0], row[1], row[3], row[5], row[6], row[7]][column]];
+  const ROW_INDEX = data.findings.map((_, k) => k);
+  function findingKey(row, column, k) {
+    if (column < 0) return [k];
+    if (column === 0) return [SEVERITY_RANK[row[2]] ?? 3, k];
+    if (column === 2) return [row[3], row[4] || 0];
+    return [[row[2], row[1], row[3], row[5], row[6], row[7], row[0]][column]];
   }
   function compare(a, b) {
     for (let k = 0; k < a.length; k++) {
@@ -232,7 +237,8 @@
   function drawFindings() {
     const table = clear(document.getElementById("findings"));
     const [column, direction] = [state.sort[0], state.sort[1]];
-    const rows = data.findings.slice().sort((a, b) => direction * compare(findingKey(a, column), findingKey(b, column)));
+    const rows = ROW_INDEX.slice().sort((a, b) => direction * compare(findingKey(data.findings[a], column, a), findingKey(data.findings[b], column, b)))
+      .map((k) => data.findings[k]);
     table.appendChild(el("thead", {}, [el("tr", {}, COLUMNS.map((name, k) => {
       const th = el("th", { ariaSort: k === column ? (direction > 0 ? "ascending" : "descending") : "none" });
       const button = th.appendChild(el("button", { type: "button", cls: "link", text: name + (k === column ? (direction > 0 ? " \u25b2" : " \u25bc") : "") }));
@@ -244,17 +250,44 @@
     }))]));
     table.appendChild(el("tbody", {}, rows.map((row) => el("tr", { cls: "sev-" + row[2], "data-kind": row[1] }, [
       el("td", { text: row[2] }),
-      el("td", { text: row[0] }),
       el("td", { cls: "mono nowrap", text: row[1] }),
       el("td", { cls: "mono", text: row[3] ? row[3] + (row[4] ? ":" + row[4] : "") : "" }),
       el("td", { cls: "mono", text: row[5] }),
       el("td", { cls: "mono", text: row[6] }),
       el("td", { text: row[7] }),
+      el("td", { text: row[0] }),
     ]))));
     const counts = {};
     for (const row of data.findings) counts[row[2]] = (counts[row[2]] || 0) + 1;
-    document.getElementById("findings-count").textContent = data.findings.length + " finding(s): " +
-      (Object.entries(counts).map(([k, n]) => n + " " + k).join(", ") || "none");
+    const order = ["error", "warning", "info"].filter((k) => counts[k]);
+    document.getElementById("findings-count").textContent = data.findings.length
+      ? data.findings.length + " problem(s): " + order.map((k) => counts[k] + " " + (k === "info" ? "informational" : k + (counts[k] > 1 ? "s" : ""))).join(", ")
+      : "no problem found";
+  }
+
+  const TEST_ROWS = 2000; // the view draws this many tests; the count says how many more there are
+  function drawTests() {
+    const view = data.tests;
+    const table = clear(document.getElementById("tests"));
+    if (!view.rows.length) {
+      document.getElementById("tests-section").hidden = true;
+      return;
+    }
+    table.appendChild(el("thead", {}, [el("tr", {}, [el("th", { text: "test" }), el("th", { text: "where" }),
+      ...view.runners.map((name) => el("th", { cls: "mono", text: name }))])]));
+    const body = table.appendChild(el("tbody"));
+    for (const row of view.rows.slice(0, TEST_ROWS)) {
+      const cells = view.runners.map(() => []);
+      for (const [runner, label, severity] of row.cells) cells[runner].push(el("span", { cls: "chip sev-" + severity, text: label }));
+      body.appendChild(el("tr", { cls: "worst-" + row.worst, "data-test": row.test }, [
+        el("td", { cls: "mono", text: row.test }),
+        el("td", { cls: "mono nowrap", text: row.where }),
+        ...cells.map((chips, r) => el("td", { "data-runner": view.runners[r] }, chips)),
+      ]));
+    }
+    const worse = view.rows.filter((r) => r.worst === "error").length;
+    document.getElementById("tests-count").textContent = view.rows.length + " test(s), " + worse + " with an error on some runner" +
+      (view.rows.length > TEST_ROWS ? "; the first " + TEST_ROWS + " shown" : "");
   }
 
   // The join of a pytest audit with its runs: a test x runner table, each cell "static -> observed".
@@ -304,9 +337,10 @@
     header();
     filters();
     wire();
-    refresh();
     drawFindings();
     drawRuns();
+    drawTests();
+    refresh();
     performance.mark("specmatrix-ready");
     document.body.dataset.ready = "true";
   } catch (error) {

@@ -12,7 +12,10 @@ from __future__ import annotations
 import ast
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from matrix.schedule.environment.installs import INSTALL_WORDS, fresh_python, install_step
+from matrix.schedule.environment.model import InstallStep, StepKind
 
 _RUNS = frozenset({"run", "call", "check_call", "check_output", "Popen", "system"})
 _OF_INTEREST = ("pytest", "py.test", "make", "run_suite.py", ".sh", "tox", "nox")
@@ -63,6 +66,7 @@ class ModalFunction:
     line: int
     script: str
     unread: tuple[tuple[int, str], ...] = ()
+    image: tuple[InstallStep, ...] = ()  # what the function's image holds (`matrix.schedule.environment`)
 
 
 def read_function(source: str, function: str | None) -> ModalFunction | str:
@@ -92,11 +96,95 @@ def read_function(source: str, function: str | None) -> ModalFunction | str:
             shown = ast.get_source_segment(source, call.args[0]) or ""
             if any(k in shown for k in _OF_INTEREST):
                 unread.append((call.lineno, f"a command built at run time in the Modal function {node.name}: {shown[:80]}"))
+            elif "install" in shown:
+                # An install built at run time (an f-string): what it installs is not known.
+                lines[call.lineno] = "pip install --built-at-run-time"
             continue
         lines[call.lineno] = command
     width = max(lines, default=0)
     script = "\n".join(lines.get(n, "") for n in range(1, width + 1)) + "\n"
-    return ModalFunction(gpu=gpu if isinstance(gpu, str) else None, line=node.lineno, script=script, unread=tuple(unread))
+    image = image_steps(tree, decorator)
+    return ModalFunction(
+        gpu=gpu if isinstance(gpu, str) else None, line=node.lineno, script=script, unread=tuple(unread), image=image
+    )
+
+
+# Modal's own images (modal.com/docs/reference/modal.Image): `debian_slim` and `micromamba` are a slim Debian with
+# only Python (and micromamba); a function with no `image=` runs in `debian_slim`.
+_FRESH_IMAGES = frozenset({"debian_slim", "micromamba"})
+_NO_INSTALL = frozenset(
+    {
+        "add_local_dir",
+        "add_local_file",
+        "add_local_python_source",
+        "env",
+        "workdir",
+        "apt_install",
+        "entrypoint",
+        "copy_local_dir",
+    }
+)
+MAX_IMAGE_DEPTH = 16
+
+
+def image_steps(tree: ast.Module, decorator: ast.Call) -> tuple[InstallStep, ...]:
+    """What a Modal function's image holds, as install steps: its `image=` (else its App's, else Modal's default
+    slim image), followed through the module's names and the builder's method chain."""
+    bindings: dict[str, ast.expr | None] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            bindings[name] = None if name in bindings else stmt.value
+    image = next((k.value for k in decorator.keywords if k.arg == "image"), None)
+    owner = decorator.func.value if isinstance(decorator.func, ast.Attribute) else None
+    if image is None and isinstance(owner, ast.Name) and isinstance(bindings.get(owner.id), ast.Call):
+        app = bindings[owner.id]
+        assert isinstance(app, ast.Call)
+        image = next((k.value for k in app.keywords if k.arg == "image"), None)
+    if image is None:
+        return (fresh_python("modal.Image.debian_slim() (a function with no image)"),)
+    return _image(image, bindings, 0)
+
+
+def _image(node: ast.expr, bindings: dict[str, ast.expr | None], depth: int) -> tuple[InstallStep, ...]:
+    unread = InstallStep(kind=StepKind.UNKNOWN_BASE, command="a Modal image", unread="the Modal image is not read")
+    if depth > MAX_IMAGE_DEPTH:
+        return (unread,)
+    if isinstance(node, ast.Name):
+        bound = bindings.get(node.id)
+        return (unread,) if bound is None else _image(bound, bindings, depth + 1)
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return (unread,)
+    method, base = node.func.attr, node.func.value
+    if (dotted_name(base) or "").endswith("Image"):
+        if method in _FRESH_IMAGES:
+            # `python_version=` as a literal or a module constant; left out, Modal picks one (not known here)
+            given = next((k.value for k in node.keywords if k.arg == "python_version"), None)
+            if isinstance(given, ast.Name) and isinstance(bindings.get(given.id), ast.Constant):
+                given = bindings[given.id]
+            version = given.value if isinstance(given, ast.Constant) and isinstance(given.value, str) else ""
+            return (fresh_python(f"modal.Image.{method}() (a slim Debian image with Python only)", version),)
+        return (replace(unread, command=f"modal.Image.{method}()", unread=f"modal.Image.{method}(): what it holds is not read"),)
+    before = _image(base, bindings, depth + 1)
+    literal = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if method in _NO_INSTALL:
+        return before
+    if method in ("pip_install", "uv_pip_install") and len(literal) == len(node.args) and not node.keywords:
+        return (*before, InstallStep(command=f".{method}({', '.join(map(repr, literal))})", requirements=tuple(literal)))
+    if method == "run_commands" and len(literal) == len(node.args):
+        steps = [install_step(shlex.split(c)) for c in literal if any(w in c for w in INSTALL_WORDS)]
+        return (*before, *(s if s is not None else replace(unread, kind=StepKind.INSTALL) for s in steps))
+    said = InstallStep(command=f".{method}(...)", unread=f"the Modal image method {method} is not read")
+    return (*before, said)
+
+
+def dotted_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = dotted_name(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
+    return None
 
 
 def _gpu_decorator(node: ast.FunctionDef) -> ast.Call | None:

@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from matrix.schedule.commands.wrapped import pytest_call, runs_tests
+from matrix.schedule.environment.installs import INSTALL_WORDS, install_step
+from matrix.schedule.environment.model import InstallStep
+from matrix.schedule.environment.plugins import Arity, option_arities
 from matrix.schedule.model import (
     CommandReader,
     Origin,
@@ -32,13 +35,14 @@ MAX_SCRIPT_DEPTH = 4
 MAX_SCRIPT_LINES = 20_000
 MAX_WORDS = 4_000
 
-# pytest options that take a value as the next word (or after `=`); their values are not test paths.
+# pytest's own options that take a value as the next word (or after `=`); their values are not test paths. The
+# options of plugins (pytest-xdist's `-n`, pytest-cov's `--cov` whose value is optional, specmatrix's own) come with
+# their arity from the plugin table (`matrix.schedule.environment.plugins`).
 _VALUED = frozenset(
     {
         "-c",
         "-p",
         "-o",
-        "-n",
         "-W",
         "--rootdir",
         "--confcutdir",
@@ -46,7 +50,6 @@ _VALUED = frozenset(
         "--junitxml",
         "--junit-xml",
         "--junit-prefix",
-        "--timeout",
         "--maxfail",
         "--durations",
         "--durations-min",
@@ -56,33 +59,33 @@ _VALUED = frozenset(
         "--import-mode",
         "--capture",
         "--override-ini",
-        "--dist",
-        "--cov",
-        "--cov-report",
-        "--cov-config",
-        "--reruns",
-        "--reruns-delay",
         "--deselect",
         "--ignore",
         "--ignore-glob",
         "-k",
         "-m",
-        "--shard-id",
-        "--num-shards",
-        "--splits",
-        "--group",
         "--backend",
-        "--count",
-        "--random-order-seed",
         "--report-log",
-        "--json-report-file",
-        "--html",
         "-r",
         "--color",
         "--cache-clear-dir",
     }
 )
-_SHORT_VALUED = frozenset({"-c", "-p", "-o", "-n", "-W", "-k", "-m", "-r"})
+
+
+def _arity(option: str) -> Arity:
+    """How many words an option takes: pytest's own valued ones one, a plugin table's as the table says, else none."""
+    if option in _VALUED:
+        return Arity.ONE
+    found = option_arities().get(option)
+    return found[0] if found is not None else Arity.NONE
+
+
+def _short_valued(word: str) -> bool:
+    """`-k expr` written `-kexpr`, `-n4`: a short option that takes a value, with the value attached."""
+    return len(word) > 2 and not word.startswith("--") and _arity(word[:2]) is not Arity.NONE
+
+
 _RUN_TIME = "__UNRESOLVED_"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # ${NAME:-default}, ${NAME-default}, ${NAME}, $NAME, $$NAME (Buildkite's escaped dollar)
@@ -133,6 +136,22 @@ def _pytest_arguments(words: Sequence[str]) -> list[str] | None:
     """pytest's arguments when `words` run pytest (wrappers included, see `matrix.schedule.commands.wrapped`), else None."""
     found = pytest_call(words)
     return None if found is None else found.arguments
+
+
+def _values(option: str, words: Sequence[str], at: int) -> int:
+    """How many of the words after `words[at]` the option `option` takes as its values (argparse's rules: an
+    optional value or a list of values stops at the next word that looks like an option)."""
+    arity = _arity(option)
+    if arity is Arity.NONE:
+        return 0
+    if arity is Arity.ONE:
+        return 1
+    count = 0
+    while at + 1 + count < len(words) and not words[at + 1 + count].startswith("-"):
+        count += 1
+        if arity is Arity.OPTIONAL:
+            break
+    return count
 
 
 def _relative(path: str, working_dir: str) -> str:
@@ -204,8 +223,8 @@ def reach(args: Sequence[str], working_dir: str) -> tuple[str, ...] | None:
         if word.startswith("-"):
             name, eq, _ = word.partition("=")
             option = name if word.startswith("--") else word[:2]
-            if option in _VALUED and not eq and not (option in _SHORT_VALUED and len(word) > 2):
-                i += 1  # the value: whatever the run gives it, it is this option's, not a path
+            if not eq and not _short_valued(word):
+                i += _values(option, words, i)  # whatever the run gives them, they are this option's, not paths
         elif _late(word):
             literal = re.split(r"\$|`|" + _RUN_TIME, word, maxsplit=1)[0]
             folder = literal.rpartition("/")[0]
@@ -235,14 +254,14 @@ def parse_pytest_arguments(args: Sequence[str], working_dir: str) -> PytestSelec
         if word.startswith("-"):
             if word.startswith("--"):
                 option, value = (name, inline) if eq else (word, None)
-            elif len(word) > 2 and word[:2] in _SHORT_VALUED:
+            elif _short_valued(word):
                 option, value = word[:2], word[2:]
             else:
                 option, value = word, None
-            if option in _VALUED:
-                if value is None:
-                    i += 1
-                    value = words[i] if i < len(words) else ""
+            if value is None and (taken := _values(option, words, i)):
+                value = words[i + 1] if i + 1 < len(words) else ""
+                i += taken
+            if value is not None:
                 if option == "--ignore":
                     ignore.append(_relative(value, working_dir))
                 elif option == "--deselect":
@@ -287,6 +306,12 @@ class ScriptResult:
     runners: tuple[tuple[Selection, tuple[str, ...], tuple[str, ...]], ...] = ()
     # The unread items whose text bounds what they could run: ((origin, reason), repository-relative paths).
     bounds: tuple[tuple[tuple[Origin, str], tuple[str, ...]], ...] = ()
+    # The install steps the followed texts run before each selection's command (a Modal function's image and its
+    # `pip install` lines, a script's), for the selections that have any.
+    installs: tuple[tuple[Selection, tuple[InstallStep, ...]], ...] = ()
+    # The environment each selection's command runs with, as the script left it: (selection, env pairs, names it
+    # certainly lacks; "*" after `env -i`).
+    environments: tuple[tuple[Selection, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = ()
 
     def unread_jobs(self, shown: Callable[[str], str] = str) -> list[UnreadJob]:
         """The unread items as schedule records, each with its bound (`shown` rewrites a reason for display)."""
@@ -425,7 +450,7 @@ def read_text(
 ) -> ScriptResult:
     """The commands of a script's text (a file, a make recipe, a Modal function's commands) through the readers."""
     from matrix.schedule.follow import follow  # make and Modal readers, loaded when a script is read
-    from matrix.schedule.shell.commands import commands  # the shell parser, loaded when a script is read
+    from matrix.schedule.shell.commands import commands, environment  # the shell parser, loaded when a script is read
 
     here = _script_origin(path, context)
     selections: list[tuple[Selection, Origin]] = []
@@ -433,15 +458,22 @@ def read_text(
     conditions: list[tuple[Selection, tuple[str, ...]]] = []
     runners: list[tuple[Selection, tuple[str, ...], tuple[str, ...]]] = []
     bounds: list[tuple[tuple[Origin, str], tuple[str, ...]]] = []
+    installs: list[tuple[Selection, tuple[InstallStep, ...]]] = []
+    early = install_lines(text, context.working_dir, context.env, load)
+    environments: list[tuple[Selection, tuple[tuple[str, str], ...], tuple[str, ...]]] = []
     for command in commands(text, context.working_dir, _keywords(readers), context.env, load):
         origin = replace(here, file=command.file or path, line=command.line)
         if command.unread:
             unread.append((origin, command.unread))
             continue
         words = list(command.words)
-        step = StepContext(working_dir=command.working_dir, env={**context.env, **dict(command.env)}, origin=origin)
+        before = [step for file, line, step, _ in early if (file or path) == (command.file or path) and line < command.line]
+        step = StepContext(working_dir=command.working_dir, env=environment(command, context.env), origin=origin)
         found, problem = _command(words, step, readers)
         selections.extend((s, origin) for s in found)
+        installs.extend((s, tuple(before)) for s in found if before)
+        lacks = (*command.unset, *(("*",) if command.cleared else ()))
+        environments.extend((s, tuple(sorted(step.env.items())), lacks) for s in found)
         conditions.extend((s, command.conditions) for s in found if command.conditions)
         if problem is not None:
             item = (origin, _conditional(problem.reason, command.conditions))
@@ -450,9 +482,12 @@ def read_text(
                 bounds.append((item, problem.reach))
         inner = follow(words, step, load, readers, budget=budget, depth=depth, calling=calling)
         selections.extend(inner.selections)
+        own_installs = dict(inner.installs)
+        installs.extend((s, (*before, *own_installs.get(s, ()))) for s, _ in inner.selections if before or s in own_installs)
         unread.extend(inner.unread)
         runners.extend(inner.runners)
         bounds.extend(inner.bounds)
+        environments.extend(inner.environments)
         own = dict(inner.conditions)
         conditions.extend(
             (s, (*command.conditions, *own.get(s, ()))) for s, _ in inner.selections if command.conditions or s in own
@@ -463,6 +498,8 @@ def read_text(
         conditions=tuple(conditions),
         runners=tuple(runners),
         bounds=tuple(bounds),
+        installs=tuple(installs),
+        environments=tuple(environments),
     )
 
 
@@ -476,6 +513,31 @@ def _keywords(readers: Sequence[CommandReader]) -> tuple[str, ...] | None:
     if any(k is None for k in found):
         return None
     return (*(k for ks in found if ks for k in ks), *FOLLOWED)
+
+
+def install_lines(
+    text: str, working_dir: str, env: Mapping[str, str], load: ScriptLoader | None = None, *, containers: bool = False
+) -> list[tuple[str, int, InstallStep, str]]:
+    """(file, line, install, container) of each install command of a script's text, in order (`file` empty: the
+    text itself; `container` the one a `docker exec` runs it in, "" on the runner; with `containers` False those
+    are left out). A second, narrow read of the text: the readers' read skips lines without their keywords, and a
+    construct the shell reader does not follow around an install is no reason to list anything unread."""
+    from matrix.schedule.shell.commands import commands  # the shell parser, loaded when a script is read
+
+    if not any(word in text for word in INSTALL_WORDS):
+        return []
+    from matrix.schedule.shell.commands import CONTAINER, exec_marker
+
+    out: list[tuple[str, int, InstallStep, str]] = []
+    for command in commands(text, working_dir, INSTALL_WORDS, env, load):
+        step = install_step(strip_prefixes(list(command.words)), command.working_dir) if not command.unread else None
+        marker = dict(command.env).get(CONTAINER)
+        if step is not None and command.conditions and not step.unread:
+            # An install on one branch of the script may not run: what it installs is not known to be there.
+            step = replace(step, unread=command.conditions[0][:120])
+        if step is not None and (containers or marker is None):
+            out.append((command.file or "", command.line, step, exec_marker(marker)[0] if marker else ""))
+    return out
 
 
 def _command(

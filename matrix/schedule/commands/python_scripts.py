@@ -25,29 +25,54 @@ _UNITTEST_VALUED = frozenset({"-k", "-s", "--start-directory", "-p", "--pattern"
 
 @dataclass(frozen=True, kw_only=True)
 class PythonRun:
-    """`python [options] FILE.py args` (`script` set) or `python [options] -m unittest args` (`unittest` true)."""
+    """`python [options] FILE.py args` (`script` set), `python [options] -m unittest args` (`unittest` true) or
+    `python -c CODE args` (`code` set)."""
 
     script: str = ""  # as written
     unittest: bool = False
     arguments: tuple[str, ...] = ()
+    code: str | None = None
+
+
+def python_options(words: Sequence[str]) -> tuple[str, str, int] | None:
+    """CPython's command line (`python [options] (-c CODE | -m MODULE | FILE | -) args`): ("c", code, where its
+    arguments start), ("m", module, ...), ("file", path, ...), or None for none of these (stdin, `-V`). Short
+    options combine (`-Bm pytest`, `-mpytest`, `-uc CODE`)."""
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word == "-" or not word.startswith("-") or word == "--":
+            break
+        if word.startswith("--"):
+            i += 2 if word in _PYTHON_VALUED else 1
+            continue
+        for j, letter in enumerate(word[1:], start=1):
+            if letter in "cm":
+                value = word[j + 1 :] or (words[i + 1] if i + 1 < len(words) else "")
+                start = i + 1 if word[j + 1 :] else i + 2
+                return ("c" if letter == "c" else "m"), value, start
+            if letter in "WX":  # `-W error`, `-Wignore`: a value, glued or next
+                i += 0 if word[j + 1 :] else 1
+                break
+        i += 1
+    if i >= len(words) or words[i] in ("-", "--"):
+        return None
+    return "file", words[i], i + 1
 
 
 def python_run(words: Sequence[str]) -> PythonRun | None:
-    """The script or the unittest run of `words`, None when they run neither."""
+    """The script, the inline code or the unittest run of `words`, None when they run none of these."""
     if not words or _PYTHON.match(posixpath.basename(words[0])) is None:
         return None
-    i = 1
-    while i < len(words) and words[i].startswith("-") and words[i] != "-m":
-        if words[i] in ("-c", "-"):
-            return None  # code given inline or on stdin
-        i += 2 if words[i] in _PYTHON_VALUED else 1
-    if i >= len(words):
+    found = python_options(words)
+    if found is None:
         return None
-    if words[i] == "-m":
-        if i + 1 < len(words) and words[i + 1] == "unittest":
-            return PythonRun(unittest=True, arguments=tuple(words[i + 2 :]))
-        return None
-    return PythonRun(script=words[i], arguments=tuple(words[i + 1 :]))
+    how, value, start = found
+    if how == "m":
+        return PythonRun(unittest=True, arguments=tuple(words[start:])) if value == "unittest" else None
+    if how == "c":
+        return PythonRun(code=value, arguments=tuple(words[start:]))
+    return PythonRun(script=value, arguments=tuple(words[start:]))
 
 
 def is_test_file(path: str) -> bool:
@@ -191,11 +216,12 @@ _PYTEST_WORD = re.compile(r"(?:^|\s)(?:pytest|py\.test)(?:\s|$)")
 _DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def starts_pytest(text: str) -> bool:
+def starts_pytest(text: str, *, mains: bool = True) -> bool:
     """Whether a Python script (not a test file) may start pytest itself: it calls `pytest.main`, imports a helper
     whose name says pytest (`from runner.pytest_runner import run_pytest`), or holds a string, other than a
     docstring, that is a pytest command word (`[sys.executable, "-m", "pytest", target]`). A comment or docstring
-    naming pytest does not count; a script that does not parse may (its text names pytest)."""
+    naming pytest does not count; a script that does not parse may (its text names pytest). Without `mains`, a
+    `pytest.main` reference does not count (`python_launch` reads those)."""
     if "pytest" not in text and "py.test" not in text:
         return False
     try:
@@ -217,7 +243,8 @@ def starts_pytest(text: str) -> bool:
             if any("pytest" in n and n != "pytest" for n in named):
                 return True
         elif (
-            isinstance(node, ast.Attribute)
+            mains
+            and isinstance(node, ast.Attribute)
             and node.attr == "main"
             and isinstance(node.value, ast.Name)
             and node.value.id == "pytest"

@@ -4,7 +4,7 @@
 `torchrun -m`, `python -m torch.distributed.run`, `mpirun`/`mpiexec`/`srun`, `xvfb-run`, `poetry`/`hatch`/`pixi`/
 `conda`/`mamba`/`pdm`/`pipenv`/`rye` `run`. A command that runs `-m pytest` through a program this module does not
 know is not guessed at: it comes back unread, with the program named, so its tests are undetermined rather than
-unscheduled.
+unscheduled. The launchers read are declared in `commands.subset`.
 """
 
 from __future__ import annotations
@@ -14,53 +14,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_PYTEST = frozenset({"pytest", "py.test"})
+from matrix.schedule.commands.python_scripts import python_options
+from matrix.schedule.commands.subset import LAUNCHERS, NOT_RUNS, PYTEST, PYTHON_LAUNCHERS, RUN_TOOLS
+
 _PYTHON = re.compile(r"^python(?:[23](?:\.\d+)?)?[mtd]?(?:\.exe)?$")
 _VARIABLE = re.compile(r"^\$\{?[A-Za-z_]\w*\}?$")
-# CPython options that take the next word as their value (`python -W error -X dev -m pytest`).
-_PYTHON_VALUED = frozenset({"-W", "-X", "--check-hash-based-pycs"})
-# Launchers that run the command (or the `-m` module) after their own options.
-_LAUNCHERS = frozenset(
-    {
-        "coverage",
-        "torchrun",
-        "mpirun",
-        "mpiexec",
-        "srun",
-        "xvfb-run",
-        "uvx",
-        "catchsegv",
-        "valgrind",
-        "numactl",
-        "taskset",
-        "flock",
-        "retry",
-        "nsys",
-        "ncu",
-        "compute-sanitizer",
-    }
-)
-# Environment managers: `TOOL run CMD` (or `exec`) runs CMD; their other subcommands (`uv pip install pytest`) do not.
-_RUN_TOOLS = frozenset({"poetry", "hatch", "pixi", "conda", "mamba", "micromamba", "pdm", "pipenv", "rye", "uv"})
-# `python -m MODULE` launchers whose own arguments end in the command they run.
-_PYTHON_LAUNCHERS = frozenset({"torch.distributed.run", "torch.distributed.launch", "coverage"})
-# Commands that print (or list) and run no test.
-_NOT_RUNS = frozenset(
-    {
-        "--collect-only",
-        "--co",
-        "--setup-plan",
-        "--setup-only",
-        "--fixtures",
-        "--funcargs",
-        "--fixtures-per-test",
-        "--markers",
-        "--version",
-        "-V",
-        "-h",
-        "--help",
-    }
-)
+# The declared tables (`commands.subset`).
+_PYTEST, _LAUNCHERS, _RUN_TOOLS, _PYTHON_LAUNCHERS, _NOT_RUNS = PYTEST, LAUNCHERS, RUN_TOOLS, PYTHON_LAUNCHERS, NOT_RUNS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,14 +64,10 @@ def _direct(words: Sequence[str]) -> list[str] | None:
         return list(words[1:])
     if not (_python(program) or _VARIABLE.match(words[0])):
         return None
-    i = 1
-    while i < len(words) and words[i].startswith("-") and words[i] != "-m":
-        if words[i] == "-c" or words[i] == "-":
-            return None  # `python -c '...'`: code, not the pytest module
-        i += 2 if words[i] in _PYTHON_VALUED else 1
-    if i + 1 < len(words) and words[i] == "-m" and words[i + 1] in _PYTEST:
-        return list(words[i + 2 :])
-    return None
+    found = python_options(words)  # `python -X dev -m pytest`, `python3 -mpytest`, `python -Bm pytest`
+    if found is not None and found[0] == "m" and found[1] in _PYTEST:
+        return list(words[found[2] :])
+    return None  # `python -c '...'` (read by `python_launch`), a script, or another module
 
 
 def _launches(program: str, words: Sequence[str]) -> bool:
@@ -132,9 +88,11 @@ def _python(program: str) -> bool:
 
 def _module_index(words: Sequence[str]) -> int | None:
     """Where `-m pytest` (or `--module pytest`) stands, if anywhere."""
-    for i in range(len(words) - 1):
-        if words[i] in ("-m", "--module") and words[i + 1] in _PYTEST:
+    for i in range(len(words)):
+        if words[i] in ("-m", "--module") and i + 1 < len(words) and words[i + 1] in _PYTEST:
             return i
+        if words[i] in ("-mpytest", "-mpy.test"):
+            return i - 1  # the arguments start where they would after `-m pytest`
     return None
 
 

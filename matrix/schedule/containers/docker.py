@@ -1,278 +1,128 @@
-"""The environment of a container a job runs its tests in (`docker exec NAME ...`); pure over the job's scripts.
+"""The environment of a container a job runs its tests in (`docker exec NAME ...`, `docker run IMAGE ...`); pure over
+the job's scripts.
 
-A command run through `docker exec` does not see the runner's environment, nor the job's or step's `env:`: it sees
-what the image sets (`ENV` in the Dockerfile the job builds it from), what `docker run -e` gave the container, and
-what `docker exec -e` gives the command. Each of these is read here from the job's own steps; whatever cannot be
-read (an image pulled from a registry, an `--env-file`, a base image that is not a Docker Official Image, a
-Dockerfile outside the folders `files.container_files` lists) is named, so a reader of the environment says
-`undetermined` instead of "unset".
+A command run in a container does not see the runner's environment, nor the job's or step's `env:`: it sees what the
+image sets (`ENV` in the Dockerfile the job builds it from, `containers.dockerfile`), what `docker run -e` gave the
+container, and what `docker exec -e` gives the command, then what its own script does inside (`unset`, `export`).
+Each of these is read here from the job's own steps, in order: a container started by a later command, by a step
+whose `if:` is false, or on a branch known only at run time is not the one an earlier command reaches. Whatever
+cannot be read (an image pulled from a registry or built from a base that is not a Docker Official Image, an
+`--env-file`, `-e NAME` from the runner, a login shell, `BASH_ENV`, a Dockerfile outside the folders
+`files.container_files` lists) is named, so a reader of the environment says `undetermined` instead of "unset".
+The subset read is `containers.subset`.
 """
 
 from __future__ import annotations
 
-import shlex
+import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from matrix.schedule.containers.calls import ContainerCall, container_name, read_marker
+from matrix.schedule.containers.dockerfile import StageEnv, Value, instructions, official, stage_env
+from matrix.schedule.containers.subset import BUILD_VALUED
 from matrix.schedule.model import Container
-from matrix.schedule.shell.commands import commands, exec_marker
+from matrix.schedule.shell.commands import CONTAINER, Command, commands
 
-# `docker run` options that take the next word as their value (docker run reference, docker 27); a word starting
-# with `-` that is neither one of these nor a flag below makes the image unknown.
-_RUN_VALUED = frozenset(
-    [
-        "-a",
-        "--attach",
-        "--add-host",
-        "--annotation",
-        "--blkio-weight",
-        "--blkio-weight-device",
-        "--cap-add",
-        "--cap-drop",
-        "--cgroup-parent",
-        "--cgroupns",
-        "--cidfile",
-        "--cpu-period",
-        "--cpu-quota",
-        "--cpu-rt-period",
-        "--cpu-rt-runtime",
-        "-c",
-        "--cpu-shares",
-        "--cpus",
-        "--cpuset-cpus",
-        "--cpuset-mems",
-        "--device",
-        "--device-cgroup-rule",
-        "--device-read-bps",
-        "--device-read-iops",
-        "--device-write-bps",
-        "--device-write-iops",
-        "--dns",
-        "--dns-option",
-        "--dns-search",
-        "--domainname",
-        "--entrypoint",
-        "-e",
-        "--env",
-        "--env-file",
-        "--expose",
-        "--gpus",
-        "--group-add",
-        "--health-cmd",
-        "--health-interval",
-        "--health-retries",
-        "--health-start-interval",
-        "--health-start-period",
-        "--health-timeout",
-        "-h",
-        "--hostname",
-        "--ip",
-        "--ip6",
-        "--ipc",
-        "--isolation",
-        "--kernel-memory",
-        "-l",
-        "--label",
-        "--label-file",
-        "--link",
-        "--link-local-ip",
-        "--log-driver",
-        "--log-opt",
-        "--mac-address",
-        "-m",
-        "--memory",
-        "--memory-reservation",
-        "--memory-swap",
-        "--memory-swappiness",
-        "--mount",
-        "--name",
-        "--network",
-        "--net",
-        "--network-alias",
-        "--oom-score-adj",
-        "--pid",
-        "--pids-limit",
-        "--platform",
-        "-p",
-        "--publish",
-        "--pull",
-        "--restart",
-        "--runtime",
-        "--security-opt",
-        "--shm-size",
-        "--stop-signal",
-        "--stop-timeout",
-        "--storage-opt",
-        "--sysctl",
-        "--tmpfs",
-        "--ulimit",
-        "-u",
-        "--user",
-        "--userns",
-        "--uts",
-        "-v",
-        "--volume",
-        "--volume-driver",
-        "--volumes-from",
-        "-w",
-        "--workdir",
-    ]
-)
-_RUN_FLAGS = frozenset(
-    [
-        "-d",
-        "--detach",
-        "-i",
-        "--interactive",
-        "-t",
-        "--tty",
-        "--rm",
-        "--privileged",
-        "--init",
-        "-P",
-        "--publish-all",
-        "--read-only",
-        "--sig-proxy",
-        "--no-healthcheck",
-        "--oom-kill-disable",
-        "-q",
-        "--quiet",
-        "--disable-content-trust",
-        "--use-api-socket",
-    ]
-)
-_SHORT_FLAGS = frozenset("ditPq")
-_BUILD_VALUED = frozenset(
-    [
-        "-f",
-        "--file",
-        "-t",
-        "--tag",
-        "--build-arg",
-        "--target",
-        "--platform",
-        "--network",
-        "--label",
-        "--cache-from",
-        "--cache-to",
-        "--secret",
-        "--ssh",
-        "--progress",
-        "--output",
-        "-o",
-        "--iidfile",
-        "--add-host",
-        "--shm-size",
-        "--ulimit",
-        "--builder",
-        "--build-context",
-        "--metadata-file",
-        "--allow",
-        "--annotation",
-        "--attest",
-        "--sbom",
-        "--provenance",
-        "--call",
-    ]
-)
-MAX_DOCKERFILE_STAGES = 32
+__all__ = [
+    "ContainerStart",
+    "DockerStep",
+    "ImageBuild",
+    "JobContainers",
+    "container_of",
+    "dockerfile_env",
+    "instructions",
+    "read_job",
+]
+
+MAX_BASE_DEPTH = 4  # images the job builds FROM images the job builds
 
 
 @dataclass(frozen=True, kw_only=True)
 class ContainerStart:
-    """`docker run ... --name NAME IMAGE`: what the job gave the container."""
+    """`docker run ... --name NAME IMAGE`: what the job gave the container (`conditional`: why it may not have run)."""
 
     name: str
     image: str
     env: tuple[tuple[str, str], ...] = ()
     unread: tuple[str, ...] = ()
+    conditional: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
 class ImageBuild:
-    """`docker build -f FILE -t TAG [--target STAGE] CONTEXT`, the Dockerfile repo-relative."""
+    """`docker build -f FILE -t TAG [--target STAGE] [--build-arg N=V] CONTEXT`, the Dockerfile repo-relative."""
 
     tag: str
     dockerfile: str
     target: str | None = None
+    args: tuple[tuple[str, Value], ...] = ()
+    conditional: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DockerStep:
+    """A step's script that may start or build containers, its folder, and why it may not run ("" when it runs)."""
+
+    script: str
+    working_dir: str = "."
+    condition: str = ""
+    env: tuple[tuple[str, str], ...] = ()  # what the step's script starts with (its `-e X=$Y` may read it)
 
 
 @dataclass(frozen=True, kw_only=True)
 class JobContainers:
-    """What a job's steps start and build, read before the step that runs the tests."""
+    """What a job's steps start and build, read before the command that runs in a container."""
 
     starts: Mapping[str, ContainerStart]
     builds: Mapping[str, ImageBuild]
 
 
-def read_job(scripts: Iterable[tuple[str, str]]) -> JobContainers:
-    """The containers and images of a job, from its steps' scripts as (script, working folder), in order."""
+def read_job(steps: Iterable[DockerStep | tuple[str, str]], *, until: Callable[[Command], bool] | None = None) -> JobContainers:
+    """The containers and images of a job from its steps, in order; in the last step, only its commands before the
+    first one `until` accepts (the command run in the container)."""
     starts: dict[str, ContainerStart] = {}
     builds: dict[str, ImageBuild] = {}
-    for script, working in scripts:
-        if "docker" not in script:
+    listed = [s if isinstance(s, DockerStep) else DockerStep(script=s[0], working_dir=s[1]) for s in steps]
+    for index, step in enumerate(listed):
+        last = until is not None and index == len(listed) - 1
+        if "docker" not in step.script and "podman" not in step.script:
             continue
-        for command in commands(script, working, ("docker",)):
+        keywords = None if last else ("docker", "podman")
+        for command in commands(step.script, step.working_dir, keywords, dict(step.env)):
+            if last and until is not None and until(command):
+                break
+            conditional = "; ".join(filter(None, (step.condition, *command.conditions)))
+            call = _call_of(command)
+            if call is not None and call.kind == "run" and call.container:
+                starts[call.container] = ContainerStart(
+                    name=call.container, image=call.name, env=call.env, unread=call.unread, conditional=conditional
+                )
             words = list(command.words)
-            if words[:2] == ["docker", "run"]:
-                start = _run(words[2:])
-                if start is not None:
-                    starts[start.name] = start
-            elif words[:2] == ["docker", "build"] or words[:3] == ["docker", "buildx", "build"]:
-                for build in _build(words[3:] if words[1] == "buildx" else words[2:], command.working_dir):
+            if words[:2] in (["docker", "build"], ["podman", "build"]) or words[:3] == ["docker", "buildx", "build"]:
+                for build in _build(words[3:] if words[1] == "buildx" else words[2:], command.working_dir, conditional):
                     builds[build.tag] = build
     return JobContainers(starts=starts, builds=builds)
 
 
-def _run(words: Sequence[str]) -> ContainerStart | None:
-    name = ""
-    env: list[tuple[str, str]] = []
-    unread: list[str] = []
-    lost = False
-    i = 0
-    while i < len(words) and (words[i].startswith("-") or lost):
-        if lost and not words[i].startswith("-"):
-            i += 1
-            continue
-        option, eq, inline = words[i].partition("=")
-        if option in _RUN_VALUED and not eq:
-            value, i = (words[i + 1] if i + 1 < len(words) else ""), i + 2
-        elif (
-            option in _RUN_VALUED
-            or option in _RUN_FLAGS
-            or (not option.startswith("--") and set(option[1:]) <= _SHORT_FLAGS and not eq)
-        ):
-            value, i = inline, i + 1
-        else:  # whether it takes a value is not known: the words after it are read for `--name` only
-            unread.append(f"`docker run {option}` is an option this reader does not know")
-            value, i, lost = inline, i + 1, True
-        if option == "--name":
-            name = value
-        elif option in ("-e", "--env") and "=" in value:
-            key, _, assigned = value.partition("=")
-            env.append((key, assigned))
-        elif option in ("-e", "--env"):
-            unread.append(f"`docker run -e {value}` passes the runner's {value}")
-        elif option == "--env-file":
-            unread.append(f"`docker run --env-file {value}` is read at run time")
-    if not name:
-        return None  # an unnamed container is not the one a `docker exec NAME` reaches
-    image = words[i] if i < len(words) and not lost else ""
-    return ContainerStart(name=name, image=image, env=tuple(env), unread=tuple(unread))
+def _call_of(command: Command) -> ContainerCall | None:
+    value = next((v for k, v in command.env if k == CONTAINER), None)
+    return None if value is None else read_marker(value)
 
 
-def _build(words: Sequence[str], working: str) -> list[ImageBuild]:
+def _build(words: Sequence[str], working: str, conditional: str) -> list[ImageBuild]:
     tags: list[str] = []
     dockerfile: str | None = None
     target: str | None = None
+    args: list[tuple[str, Value]] = []
     rest: list[str] = []
     i = 0
     while i < len(words):
         option, eq, inline = words[i].partition("=")
-        if option in _BUILD_VALUED and not eq:
+        if option in BUILD_VALUED and not eq:
             value, i = (words[i + 1] if i + 1 < len(words) else ""), i + 2
         elif option.startswith("-"):
-            value, i = inline, i + 1
+            value, i = words[i][len(option) + 1 :] if eq else inline, i + 1
         else:
             rest.append(words[i])
             i += 1
@@ -283,14 +133,17 @@ def _build(words: Sequence[str], working: str) -> list[ImageBuild]:
             dockerfile = value
         elif option == "--target":
             target = value
+        elif option == "--build-arg":
+            name, has, given = value.partition("=")
+            # `--build-arg NAME` takes the runner's NAME; a value the runner's shell knows only at run time is too
+            late = not has or "$" in given or "`" in given or "__UNRESOLVED_" in given
+            args.append((name, None if late else given))
     context = rest[0] if rest else "."
     path = _joined(working, dockerfile if dockerfile is not None else f"{context}/Dockerfile")
-    return [ImageBuild(tag=tag, dockerfile=path, target=target) for tag in tags]
+    return [ImageBuild(tag=tag, dockerfile=path, target=target, args=tuple(args), conditional=conditional) for tag in tags]
 
 
 def _joined(working: str, path: str) -> str:
-    import posixpath
-
     if path.startswith("/"):
         return path
     return posixpath.normpath(posixpath.join(working, path))
@@ -299,92 +152,94 @@ def _joined(working: str, path: str) -> str:
 def container_of(
     marker: str, job: JobContainers, load: Callable[[str], str | None]
 ) -> tuple[tuple[tuple[str, str], ...], Container]:
-    """The environment a `docker exec` command sees (image ENV, then `docker run -e`, then `docker exec -e`) and
-    the container record saying what of it could not be read; `load` reads a repo-relative Dockerfile or None."""
-    name, given, exec_unread = exec_marker(marker)
-    unread = [exec_unread] if exec_unread else []
+    """The environment a command run in a container starts with (the image's ENV, then `docker run -e`, then
+    `docker exec -e`) and the container record saying what of it could not be read; `load` reads a repo-relative
+    Dockerfile or None."""
+    call = read_marker(marker)
+    unread = [*call.unread, *(n for n in call.notes if n != "--entrypoint")]
     notes: list[str] = []
     env: dict[str, str] = {}
-    start = job.starts.get(name)
-    if start is None:
-        unread.append(f"no step of the job starts the container {name} with `docker run --name`")
-    else:
-        unread.extend(start.unread)
-        build = job.builds.get(start.image)
-        if build is None:
-            unread.append(f"the image {start.image or '(unknown)'} is not built by the job from a Dockerfile")
+    if call.kind == "exec":
+        start = job.starts.get(call.name)
+        if start is None:
+            unread.append(f"no step of the job before it starts the container {call.name} with `docker run --name`")
         else:
-            text = load(build.dockerfile)
-            if text is None:
-                unread.append(f"the Dockerfile {build.dockerfile} of the image {start.image} is not read")
-            else:
-                image_env, base = dockerfile_env(text, build.target)
-                env.update(image_env)
-                if base is None:
-                    unread.append(f"{build.dockerfile} has no stage {build.target or '(final)'} to read")
-                elif _official(base):
-                    official = "a Docker Official Image (assumed to set no variable of the project)"
-                    notes.append(f"{build.dockerfile} starts from {base}, {official}")
-                else:
-                    unread.append(f"{build.dockerfile} starts from {base}, whose environment is not read")
-        env.update(start.env)
-    env.update(given)
-    return tuple(env.items()), Container(name=name, unread="; ".join(unread), notes=tuple(notes))
+            if start.conditional:
+                unread.append(f"the container {call.name} is started only under a condition: {start.conditional}")
+            unread.extend(start.unread)
+            image = _image(start.image, job, load, 0)
+            env.update(image.env)
+            unread.extend(image.unread)
+            notes.extend(image.notes)
+            env.update(start.env)
+        name = call.name
+    elif call.kind == "run":
+        image = _image(call.name, job, load, 0)
+        env.update(image.env)
+        unread.extend(image.unread)
+        notes.extend(image.notes)
+        if image.entrypoint and "--entrypoint" not in call.notes:
+            unread.append(f"the image {call.name} has an ENTRYPOINT, which runs before the command")
+        name = container_name(call)
+    else:
+        name = container_name(call)
+    env.update(call.env)
+    if call.shell == "bash" and "BASH_ENV" in env:
+        unread.append(f"BASH_ENV={env['BASH_ENV'][:60]} in the container: `bash -c` reads that file first")
+    return tuple(env.items()), Container(name=name, unread="; ".join(dict.fromkeys(unread)), notes=tuple(dict.fromkeys(notes)))
 
 
-def _official(image: str) -> bool:
-    """A Docker Official Image (`ubuntu:24.04`, `python:3.12-slim`, `library/debian`): no registry, no namespace."""
-    repo = image.partition("@")[0].rpartition(":")[0] if ":" in image.partition("@")[0] else image.partition("@")[0]
-    return "/" not in repo.removeprefix("library/") and repo not in ("", "scratch")
+@dataclass(frozen=True, kw_only=True)
+class _Image:
+    env: Mapping[str, str]
+    unread: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    entrypoint: bool = False
+
+
+def _image(image: str, job: JobContainers, load: Callable[[str], str | None], depth: int) -> _Image:
+    """The environment an image gives a container: read from the Dockerfile the job builds it from (and the
+    images that one starts from, when the job builds those too)."""
+    build = job.builds.get(image)
+    if build is None:
+        if official(image):
+            return _Image(
+                env={}, notes=(f"the image {image} is a Docker Official Image (assumed to set no variable of the project)",)
+            )
+        return _Image(env={}, unread=(f"the image {image or '(unknown)'} is not built by the job from a Dockerfile",))
+    unread: list[str] = []
+    if build.conditional:
+        unread.append(f"the image {image} is built only under a condition: {build.conditional}")
+    text = load(build.dockerfile)
+    if text is None:
+        return _Image(env={}, unread=(*unread, f"the Dockerfile {build.dockerfile} of the image {image} is not read"))
+    stage: StageEnv = stage_env(text, build.target, dict(build.args))
+    unread.extend(f"{build.dockerfile}: {u} is not read" for u in stage.unread)
+    if stage.base is None:
+        return _Image(env={}, unread=(*unread, f"{build.dockerfile} has no stage {build.target or '(final)'} to read"))
+    env: dict[str, str] = {}
+    notes: list[str] = []
+    entrypoint = stage.entrypoint
+    if stage.base and stage.base in job.builds and depth < MAX_BASE_DEPTH:
+        base = _image(stage.base, job, load, depth + 1)  # an image the job built before, from its own Dockerfile
+        env.update(base.env)
+        unread.extend(base.unread)
+        notes.extend(base.notes)
+        entrypoint = entrypoint or base.entrypoint
+    elif official(stage.base) and stage.base not in job.builds:
+        notes.append(
+            f"{build.dockerfile} starts from {stage.base}, a Docker Official Image (assumed to set no variable of the project)"
+        )
+    else:
+        unread.append(
+            f"{build.dockerfile} starts from {stage.base or 'an image named at run time'}, whose environment is not read"
+        )
+    env.update(stage.env)
+    return _Image(env=env, unread=tuple(unread), notes=tuple(notes), entrypoint=entrypoint)
 
 
 def dockerfile_env(text: str, target: str | None = None) -> tuple[dict[str, str], str | None]:
-    """The ENV a Dockerfile's `target` stage (else its last) sets, inherited through `FROM stage`, and the external
-    image that stage starts from (None when the stage is not there)."""
-    stages: list[tuple[str, str, dict[str, str]]] = []  # (stage name, its FROM image, its env)
-    for instruction, argument in _instructions(text):
-        if instruction == "FROM":
-            words = argument.split()
-            words = [w for w in words if not w.startswith("--")]
-            if not words or len(stages) >= MAX_DOCKERFILE_STAGES:
-                continue
-            image = words[0]
-            alias = words[2] if len(words) > 2 and words[1].lower() == "as" else ""
-            parent = next((s for s in reversed(stages) if s[0] and s[0] == image.lower()), None)
-            inherited = dict(parent[2]) if parent else {}
-            base = parent[1] if parent else image
-            stages.append((alias.lower(), base, inherited))
-        elif instruction == "ENV" and stages:
-            stages[-1][2].update(_env_pairs(argument))
-    chosen = next((s for s in stages if s[0] == target.lower()), None) if target else (stages[-1] if stages else None)
-    if chosen is None:
-        return {}, None
-    return chosen[2], chosen[1]
-
-
-def _instructions(text: str) -> Iterable[tuple[str, str]]:
-    """(INSTRUCTION, argument) per logical line: comments dropped, `\\` continuations joined."""
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not pending and (not line or line.startswith("#")):
-            continue
-        if pending and line.startswith("#"):
-            continue  # a comment inside a continued instruction
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        whole, pending = pending + line, ""
-        head, _, argument = whole.partition(" ")
-        yield head.upper(), argument.strip()
-
-
-def _env_pairs(argument: str) -> dict[str, str]:
-    """`ENV A=1 B="two words"` or the older `ENV A value with spaces`."""
-    try:
-        words = shlex.split(argument, posix=True)
-    except ValueError:
-        return {}
-    if words and "=" not in words[0]:
-        return {words[0]: " ".join(words[1:])}
-    return {k: v for k, _, v in (w.partition("=") for w in words if "=" in w)}
+    """The ENV a Dockerfile's `target` stage (else its last) sets and the external image that stage starts from
+    (None when the stage is not there)."""
+    found = stage_env(text, target)
+    return dict(found.env), found.base

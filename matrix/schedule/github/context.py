@@ -21,6 +21,12 @@ class Workflow:
     name: str  # repo-relative path
     doc: Mapping[str, Any]
     lines: tuple[str, ...]
+    # Where each `run:` / `script:` value and each job key is written (`matrix.schedule.yamldoc.Marks`).
+    marks: Mapping[tuple[int | str, str], tuple[int, str]] = field(default_factory=dict, compare=False, repr=False)
+
+    def run_at(self, holder: Mapping[Any, Any], key: str = "run") -> tuple[int, str] | None:
+        """(line, YAML style) of `holder[key]` as written in this file, when the loader marked it."""
+        return self.marks.get((id(holder), key))
 
 
 class Notes:
@@ -48,6 +54,9 @@ class WorkflowContext:
     via: tuple[str, ...]
     depth: int = 0
     calling: tuple[str, ...] = ()
+    # The gate each event gives its jobs (`subset.EVENTS`, refined by the trigger's own settings); a called
+    # workflow has its caller's.
+    gates: Mapping[str, Gate] = field(default_factory=dict)
     # (event, condition text) -> its truth: an `if:` reads only the inputs, the event and the echoed outputs
     # (never the matrix or env), so the same text in the same walk has the same value (a step's `if:` in every
     # matrix job).

@@ -1,9 +1,7 @@
 """GitHub Actions `${{ ... }}` expressions, evaluated statically where the contexts are known; pure.
 
-Contexts the walker knows: `inputs` (a reusable workflow's `with:` over its input defaults), `matrix` (one
-combination), `env`, and a table of values for run-time outputs (`needs.X.outputs.Y`, `steps.X.outputs.Y`) read from
-literal `echo "Y=..." >> $GITHUB_OUTPUT` lines. Functions: `fromJson`, `toJson`, `format`, `startsWith`,
-`endsWith`, `contains`, `join`. Anything else (`github.*`, `secrets.*`, `hashFiles`, `success()`) is `Unknown`.
+The functions, operators and contexts read are declared in `matrix.schedule.github.subset` (contexts are resolved by
+the walker's lookup, `values.KnownValues.lookup`); anything else (`secrets.*`, `vars.*`, `hashFiles`) is `Unknown`.
 A value may have several possible values (`OneOf`); `||` / `&&` follow GitHub's truthiness.
 """
 
@@ -18,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from matrix.schedule.github.expression_syntax import ExpressionError, Node, parse
+from matrix.schedule.github.subset import FUNCTIONS
 
 EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
 # Bounds on what one expression may build: the characters of a value (`format()` through `env` multiplies them)
@@ -145,7 +144,11 @@ def _index(value: Any, key: Any) -> Any:
     if isinstance(value, Unknown) or isinstance(key, Unknown | OneOf):
         return Unknown(text=f"{_show(value)}[{_show(key)}]")
     if type(value) is dict or isinstance(value, Mapping):  # a dict without the abc machinery
-        return value.get(key, value.get(str(key)))
+        found = value.get(key, value.get(str(key)))
+        if found is None and isinstance(key, str) and type(value) is dict:
+            # property names are case-insensitive (`fromJson(...)['Name']`, `matrix['GPU']`)
+            found = next((v for k, v in value.items() if isinstance(k, str) and k.lower() == key.lower()), None)
+        return found
     if isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
         return value[key]
     return None
@@ -157,6 +160,8 @@ _STATUS = {"always": True, "success": True, "failure": False, "cancelled": False
 
 def _call(name: str, args: list[Any]) -> Any:
     low = name.lower()
+    if low not in FUNCTIONS:
+        return Unknown(text=f"{name}(...)")  # outside the declared subset (`hashFiles`, ...): known only at run time
     if low in _STATUS and not args:
         return _STATUS[low]
     if any(isinstance(a, Unknown | OneOf) for a in args):
@@ -495,10 +500,12 @@ def as_text(value: Any) -> str:
     return _text(value)
 
 
-def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
+def expand(text: str, lookup: Resolver, *, degrade: bool = False) -> tuple[Any, tuple[Unknown, ...]]:
     """`text` with each `${{ }}` replaced: a whole-string expression keeps its value's type; in a longer string
     each value is put in as text. Unknown parts come back as placeholders plus the list of what was unknown;
-    a OneOf inside a longer string is returned as a OneOf of strings."""
+    a OneOf inside a longer string is returned as a OneOf of strings. With `degrade`, a text with more than
+    `MAX_TEXTS` possible values is still read, each expression of several values put in as an unknown (any value:
+    what a reader then cannot read, it says so), instead of the whole text being refused."""
     if "${{" not in text:
         return text, ()  # no expression: what the loop below gives, without it
     whole, between, bodies = _template(text)
@@ -523,6 +530,8 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
     count = 1
     for choices in pieces:
         count *= len(choices)
+        if count > MAX_TEXTS and degrade:
+            return _degraded(between, bodies, lookup)
         if count > MAX_TEXTS:
             bound = f"{' '.join(text.split())[:80]} has more than {MAX_TEXTS} possible values"
             return Unknown(text=text.strip()[:80], bound=bound), ()
@@ -534,6 +543,26 @@ def expand(text: str, lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
     if len(options) == 1:
         return options[0], tuple(unknown)
     return OneOf(values=tuple(dict.fromkeys(options)), why="a value known several ways"), tuple(unknown)
+
+
+def _degraded(between: tuple[str, ...], bodies: tuple[str, ...], lookup: Resolver) -> tuple[Any, tuple[Unknown, ...]]:
+    """The text with every expression of several (or unknown) values a placeholder, the others put in."""
+    unknown: list[Unknown] = []
+    out: list[str] = []
+    for before, body in zip(between, bodies, strict=False):
+        out.append(before)
+        value = evaluate(body, lookup)
+        if isinstance(value, Unknown | OneOf):
+            many = f" (one of {len(value.values)} values)" if isinstance(value, OneOf) else ""
+            unknown.append(Unknown(text=" ".join(body.split())[:80] + many))
+            out.append(placeholder(len(unknown) - 1))
+        else:
+            out.append(_text(value))
+    out.append(between[-1])
+    joined = "".join(out)
+    if len(joined) > MAX_VALUE_CHARS:
+        return _too_long(f"{' '.join(joined.split())[:40]}..."), ()
+    return joined, tuple(unknown)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from matrix.schedule.github.context import Found, JobContext, LabelSets, Notes, WorkflowContext
 from matrix.schedule.github.expressions import OneOf, Unknown, as_text, expand
+from matrix.schedule.github.run_lines import script_lines
 from matrix.schedule.github.steps import read_commands, walk_steps
 from matrix.schedule.github.strategy import NO_MATRIX, Expansion, expand_matrix
 from matrix.schedule.github.workflow_doc import is_mapping, label_lists, run_default
@@ -83,7 +84,10 @@ def walk_external(
     expansion = matrices(walker, ctx, job, notes)
     if not expansion_read(expansion, origin, found) or not spend(walker, len(expansion.combos), origin, found):
         return
-    line = walker.line_of(ctx.workflow, "script:", after=origin.line)
+    mark = ctx.workflow.run_at(with_, "script")
+    lines = script_lines(ctx.workflow.lines, mark[0], mark[1], raw) if mark is not None else None
+    first = next((i for i, part in enumerate(raw.split("\n")) if part.strip()), 0)
+    line = lines[first] if lines is not None else walker.line_of(ctx.workflow, "script:", after=origin.line)
     step_origin = Origin(file=origin.file, line=line, job=origin.job, via=origin.via)
     said = f"with.script is read as a run: step of {uses}, on with.runner, at the repository root"
     lookup = walker.values.lookup
@@ -92,7 +96,7 @@ def walk_external(
         leg = [
             f"{key}={as_text(value)}"
             for key, raw_value in with_.items()
-            if key not in ("script", "runner") and isinstance(raw_value, str) and "matrix." in raw_value
+            if key not in ("script", "runner") and isinstance(raw_value, str) and "matrix." in raw_value.lower()
             for value in (expand(raw_value, lookup(ctx.inputs, event, matrix, {}, Notes()))[0],)
             if not isinstance(value, Unknown | OneOf)
         ]
@@ -118,7 +122,16 @@ def walk_external(
         leg_ctx = JobContext(workflow=ctx, origin=origin, event=event, gates=gates, matrix=matrix, label_sets=label_sets)
         for text in script.values if isinstance(script, OneOf) else (script,):
             read_commands(
-                walker, leg_ctx, str(text), unknown=unknown, start=".", env={}, origin=step_origin, notes=job_notes, found=found
+                walker,
+                leg_ctx,
+                str(text),
+                unknown=unknown,
+                start=".",
+                env={},
+                origin=step_origin,
+                notes=job_notes,
+                found=found,
+                lines=lines if str(text).count("\n") == raw.count("\n") else None,
             )
 
 

@@ -21,20 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from matrix.core.errors import ConfigError
-from matrix.core.textfiles import read_limited, read_text
+from matrix.core.textfiles import read_limited
+from matrix.core.treefiles import read_tree_text
 from matrix.schedule.files import in_repo
-from matrix.schedule.yamldoc import load_yaml
+from matrix.schedule.github.checkout import Checkout
+from matrix.schedule.yamldoc import Marks, load_yaml
 
 __all__ = ["ACTION", "ActionStep", "LocalActions", "local_action_files"]
 
 ACTION_FILES = ("action.yml", "action.yaml")
-MAX_DEPTH = 4  # composite actions inside composite actions
+MAX_DEPTH = 9  # composite actions inside composite actions (actions/runner `Constants.CompositeActionsMaxDepth`)
 MAX_STEPS = 1024  # steps one job may grow to
+MAX_WALK_STEPS = 20_000  # steps read from local actions across one read of the workflows
 MAX_ACTION_BYTES = 1024 * 1024
 _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
-_INPUT_REF = re.compile(r"(?<![\w.-])inputs\.([A-Za-z_][A-Za-z0-9_-]*)")
-_ACTION_PATH_REF = re.compile(r"(?<![\w.-])github\.action_path\b")
-_USES_LOCAL = re.compile(r"uses:\s*['\"]?\./([^\s'\"@#]+)")
+_INPUT_REF = re.compile(r"(?<![\w.-])inputs\.([A-Za-z_][A-Za-z0-9_-]*)", re.IGNORECASE)
+_ACTION_PATH_REF = re.compile(r"(?<![\w.-])github\.action_path\b", re.IGNORECASE)
+_USES_LOCAL = re.compile(r"uses:\s*['\"]?\./([^\s'\"@#]*)")  # `./` alone: the action at the repository root
 _WRAPPED = re.compile(r"^\s*\$\{\{(.*)\}\}\s*$", re.S)
 
 
@@ -49,12 +52,15 @@ ACTION = _Key()
 
 @dataclass(frozen=True, kw_only=True)
 class ActionStep:
-    """Where a step read from a local action is written: the action file, the step's line there, the `uses:` that
-    called the action (as the caller's workflow writes it)."""
+    """Where a step read from a local action is written: the action file, the line its `run:` value starts on there
+    and that value's YAML style (`matrix.schedule.yamldoc.Marks`; "?" when not marked), the `uses:` that called the
+    action (as the caller's workflow writes it) and the id of the workflow's step holding that `uses:`."""
 
     file: str
     line: int
     uses: str
+    style: str = "?"
+    caller: int = 0
 
 
 class LocalActions:
@@ -64,6 +70,18 @@ class LocalActions:
         self.repo = repo
         self.read: dict[str, None] = {}  # the action files read, in order
         self._docs: dict[str, tuple[str, Mapping[str, Any], tuple[str, ...]] | str] = {}
+        self._marks: dict[str, Marks] = {}  # action file -> where its values are written
+        self._lines: dict[str, tuple[str, ...]] = {}
+        self.steps_left = MAX_WALK_STEPS  # the read's budget of steps taken from local actions
+
+    def documents(self) -> list[tuple[str, Mapping[str, Any], Marks]]:
+        """The composite actions read: (file, document, where its values are written)."""
+        read = [found for found in self._docs.values() if not isinstance(found, str)]
+        return [(name, doc, self._marks.get(name, {})) for name, doc, _ in read]
+
+    def lines(self, file: str) -> tuple[str, ...]:
+        """The lines of an action file read (empty for one not read)."""
+        return self._lines.get(file, ())
 
     def expand(self, steps: Any) -> tuple[Any, list[str]]:
         """`steps` with each local composite action's steps in place of its `uses:` step, and why any local
@@ -74,28 +92,52 @@ class LocalActions:
         out = self._expand(steps, 0, problems)
         return out, problems
 
-    def _expand(self, steps: Sequence[Any], depth: int, problems: list[str]) -> list[Any]:
+    def _expand(
+        self, steps: Sequence[Any], depth: int, problems: list[str], caller: int = 0, using: tuple[str, ...] = ()
+    ) -> list[Any]:
+        """`steps` with local actions read in; `using` are the actions being read around them (a cycle stops)."""
         out: list[Any] = []
+        checkout = Checkout()  # a local action's path is from the workspace: where the job checked the repository out
         for step in steps:
+            checkout = checkout.after(step) if isinstance(step, Mapping) else checkout
             uses = _local(step)
             if uses is None:
                 out.append(step)
                 continue
+            top = caller or id(step)  # the workflow's own step that (through others) uses this action
+            if not checkout.plain:
+                folder = checkout.own(checkout.folder(uses.split("@", 1)[0]))
+                if folder is None or folder.startswith(".."):
+                    problems.append(f"uses {uses}: outside the job's checkout of this repository; not read")
+                    continue
+                uses = "./" + folder
             if depth >= MAX_DEPTH:
-                problems.append(f"uses {uses}: local actions nested deeper than {MAX_DEPTH}; not read")
+                _said(problems, f"uses {uses}: local actions nested deeper than {MAX_DEPTH} (GitHub's limit); not read")
                 continue
             found = self._action(uses)
             if isinstance(found, str):
-                problems.append(f"uses {uses}: {found}")
+                _said(problems, f"uses {uses}: {found}")
                 continue
             name, doc, lines = found
+            if name in using:
+                chain = " -> ".join((*using[using.index(name) :], name))
+                _said(problems, f"uses {uses}, which uses itself ({chain}): GitHub stops at depth {MAX_DEPTH}; not read")
+                continue
+            raw_steps = doc["runs"].get("steps") or []
+            if self.steps_left < len(raw_steps):
+                _said(problems, f"uses {uses}: more than {MAX_WALK_STEPS} steps read from local actions in this read; not read")
+                continue
+            self.steps_left -= len(raw_steps)
+            marks = self._marks.get(name, {})
             inner: list[Any] = []
             cursor = 0  # the action's steps are found in order, each on or after the line of the one before
-            for raw in doc["runs"].get("steps") or []:
+            for raw in raw_steps:
                 if isinstance(raw, Mapping):
-                    cursor = _line_of(raw, lines, cursor)
-                    inner.append(_step(raw, step, doc, ActionStep(file=name, line=cursor, uses=uses)))
-            out.extend(self._expand(inner, depth + 1, problems))
+                    mark = marks.get((id(raw), "run")) or marks.get((id(raw), "uses"))
+                    cursor = mark[0] if mark is not None else _line_of(raw, lines, cursor)
+                    where = ActionStep(file=name, line=cursor, uses=uses, style=mark[1] if mark else "?", caller=top)
+                    inner.append(_step(raw, step, doc, where))
+            out.extend(self._expand(inner, depth + 1, problems, top, (*using, name)))
             if len(out) > MAX_STEPS:
                 problems.append(f"uses {uses}: more than {MAX_STEPS} steps once local actions are read; the rest not read")
                 return out[:MAX_STEPS]
@@ -119,18 +161,30 @@ class LocalActions:
                 continue
             if not in_repo(self.repo, path):
                 return f"{name} is a link to a file outside the repository; not read"
+            marks: Marks = {}
             try:
-                text = read_text(path, ConfigError, name, limit=MAX_ACTION_BYTES)
-                doc = load_yaml(text, name)
+                text = read_tree_text(self.repo, path, ConfigError, name, limit=MAX_ACTION_BYTES)
+                doc = load_yaml(text, name, marks)
             except ConfigError as exc:
                 return f"{exc}; not read"
             self.read[name] = None
+            self._marks[name] = marks
+            self._lines[name] = tuple(text.splitlines())
             runs = doc.get("runs") if isinstance(doc, Mapping) else None
             using = runs.get("using") if isinstance(runs, Mapping) else None
             if using != "composite":
                 return f"{name} runs {using or 'nothing'} (not a composite action), which is not read"
+            steps = runs.get("steps") if isinstance(runs, Mapping) else None
+            if steps is not None and (not isinstance(steps, list) or not all(isinstance(x, Mapping) for x in steps)):
+                return f"{name}: runs.steps must be a list of steps, got {steps!r:.40}; not read"
             return name, doc, tuple(text.splitlines())
         return f"no action.yml or action.yaml in {folder}; not read"
+
+
+def _said(problems: list[str], problem: str) -> None:
+    """A problem once: an action used many times over is said once, and the list stays bounded."""
+    if problem not in problems and len(problems) < 64:
+        problems.append(problem)
 
 
 def _local(step: Any) -> str | None:
@@ -159,10 +213,12 @@ class _Inputs:
         self.folder = folder
 
     def value(self, key: str) -> str:
-        """The input's text: the caller's `with:` value, else its default, else "" (GitHub's empty string)."""
-        if key in self.given and self.given[key] is not None:
-            return _text(self.given[key])
-        spec = self.declared.get(key)
+        """The input's text: the caller's `with:` value, else its default, else "" (GitHub's empty string); input
+        names are matched ignoring case, as GitHub matches a context's property names."""
+        given = _get(self.given, key)
+        if given is not None:
+            return _text(given)
+        spec = _get(self.declared, key)
         default = spec.get("default") if isinstance(spec, Mapping) else None
         return _text(default) if default is not None else ""
 
@@ -181,7 +237,7 @@ class _Inputs:
             alone = _INPUT_REF.fullmatch(inner)
             if alone is not None:
                 return self.value(alone.group(1))
-            if inner == "github.action_path":
+            if inner.lower() == "github.action_path":
                 return self.folder
             return "${{ " + self.condition(inner) + " }}"
 
@@ -206,6 +262,13 @@ def _step(inner: Mapping[str, Any], caller: Mapping[str, Any], doc: Mapping[str,
         step["if"] = f"({_bare(caller['if'])}) && ({step['if']})" if step.get("if") is not None else caller["if"]
     step[ACTION] = where
     return step
+
+
+def _get(table: Mapping[Any, Any], key: str) -> Any:
+    """`table[key]`, the key matched ignoring case; None when absent."""
+    if key in table:
+        return table[key]
+    return next((v for k, v in table.items() if isinstance(k, str) and k.lower() == key.lower()), None)
 
 
 def _mapping(value: Any) -> Mapping[Any, Any]:

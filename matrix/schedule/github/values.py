@@ -40,7 +40,7 @@ class KnownValues:
                 if "GITHUB_OUTPUT" not in line or line.lstrip().startswith("#"):
                     continue  # the pattern needs it (`in` is far cheaper than a regex); a comment writes nothing
                 for match in OUTPUT_ECHO.finditer(line):
-                    name, value = match.group(1), match.group(2)
+                    name, value = match.group(1).lower(), match.group(2)
                     if value and (value, f"{wf.name}:{number}") not in out.get(name, []):
                         out.setdefault(name, []).append((value, f"{wf.name}:{number}"))
         return out
@@ -64,7 +64,7 @@ class KnownValues:
         for wf in self.workflows.values() if writers else ():
             for line in wf.lines:
                 if "steps." in line:
-                    names.update(m.group(2) for m in STEP_OUTPUT.finditer(line) if m.group(1) in writers)
+                    names.update(m.group(2).lower() for m in STEP_OUTPUT.finditer(line) if m.group(1) in writers)
         return frozenset(names)
 
     def _computed_outputs(self) -> dict[str, tuple[str, str]]:
@@ -85,10 +85,11 @@ class KnownValues:
                     note = "; ".join(
                         (f"{key.rsplit('.', 1)[-1]} computed from the jq steps of {wf.name} job {job_id}", *assumptions)
                     )
-                    found.setdefault(key.rsplit(".", 1)[-1], set()).add((value, note))
+                    found.setdefault(key.rsplit(".", 1)[-1].lower(), set()).add((value, note))
         return {name: next(iter(values)) for name, values in found.items() if len({v for v, _ in values}) == 1}
 
     def output(self, name: str, notes: Notes) -> Any:
+        name = name.lower()  # output names are case-insensitive, as every context's property names
         if name not in self._output_cache:
             local = Notes()
             self._output_cache[name] = (self._output(name, local), tuple(local.items))
@@ -118,12 +119,23 @@ class KnownValues:
             return self.output(label[1:], notes)
         return label
 
-    def lookup(
-        self, inputs: Mapping[str, Any], event: str | None, matrix: Mapping[str, Any], env: Mapping[str, str], notes: Notes
+    def lookup(  # noqa: PLR0917 - the five contexts of a job leg, passed in many places
+        self,
+        inputs: Mapping[str, Any],
+        event: str | None,
+        matrix: Mapping[str, Any],
+        env: Mapping[str, str],
+        notes: Notes,
+        steps: Mapping[str, Mapping[str, str | None]] | None = None,
     ) -> Resolver:
+        """The resolver of one job's expressions; `steps` holds the outputs the job's earlier steps write (step id
+        and output name in lower case; None: written, known only at run time)."""
+
         def resolve(path: tuple[str, ...]) -> Any:
             self._notes_now = notes  # where a value passed on as a whole (`_Outputs`) records its assumptions
-            head = path[0]
+            # Context and property names are case-insensitive (see `matrix.schedule.github.subset.CONTEXTS`),
+            # except the names of `env`, which are case-sensitive on Linux and macOS runners.
+            head = path[0].lower()
             if head == "matrix":
                 return walk_path(matrix, path[1:], "matrix")
             if head == "inputs":
@@ -132,13 +144,19 @@ class KnownValues:
                 found = walk_path(env, path[1:], "env")
                 # A value with run-time parts keeps its expression text (see `env`): it is not known before the run.
                 return Unknown(text=".".join(path)) if isinstance(found, str) and "${{" in found else found
-            if head == "github" and path[1:] == ("event_name",) and event is not None:
+            second = path[1].lower() if len(path) > 1 else ""
+            if head == "github" and len(path) == 2 and second == "event_name" and event is not None:
                 return event
-            if head in ("needs", "steps", "jobs") and len(path) >= 3 and path[2] == "outputs":
+            if head == "steps" and steps and len(path) == 4 and path[2].lower() == "outputs":
+                written = steps.get(path[1].lower())
+                if written is not None and path[3].lower() in written:
+                    value = written[path[3].lower()]
+                    return Unknown(text=".".join(path)) if value is None else value
+            if head in ("needs", "steps", "jobs") and len(path) >= 3 and path[2].lower() == "outputs":
                 if len(path) == 3:
                     return Outputs(lambda name: self.output(name, self._notes_now))
                 return self.output(path[3], notes) if len(path) == 4 else Unknown(text=".".join(path))
-            if head == "needs" and len(path) == 3 and path[2] == "result":
+            if head == "needs" and len(path) == 3 and path[2].lower() == "result":
                 return "success"
             unknown = self._unknown_paths.get(path)
             if unknown is None:
@@ -218,12 +236,17 @@ class Outputs(Mapping[str, Any]):
 
 
 def walk_path(value: Any, path: tuple[str, ...], head: str) -> Any:
-    for key in path:
+    """The value at `path` in a context (`matrix`, `inputs`, `env`): property names are matched ignoring case, as
+    GitHub matches them, except in `env`, whose names are case-sensitive on Linux and macOS runners."""
+    for written in path:
         if type(value) is not dict:  # a dict (the usual case) needs no check; isinstance of Mapping goes through abc
             if isinstance(value, Unknown | OneOf):
                 return value if isinstance(value, Unknown) else Unknown(text=f"{head}.{'.'.join(path)}")
             if not isinstance(value, Mapping):
                 return Unknown(text=f"{head}.{'.'.join(path)}")
+        key = written
+        if key not in value and head != "env":
+            key = next((k for k in value if isinstance(k, str) and k.lower() == written.lower()), written)
         if key not in value:
             return None if head != "matrix" else Unknown(text=f"{head}.{'.'.join(path)}")
         value = value[key]

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from matrix.core.errors import ConfigError
+from matrix.schedule.github.checkout import workspace_folder
 from matrix.schedule.github.expressions import MAX_TEXTS, OneOf, Unknown, expand
 from matrix.schedule.github.strategy import MAX_MATRIX_JOBS, MAX_MATRIX_LIST
 
@@ -133,8 +134,8 @@ def run_facts(run: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     return first, echoes
 
 
-STEP_OUTPUT = re.compile(r"\bsteps\.([\w-]+)\.outputs\.([\w-]+)")
-READS_JOB = re.compile(r"\b(matrix|env)\b")
+STEP_OUTPUT = re.compile(r"\bsteps\.([\w-]+)\.outputs\.([\w-]+)", re.IGNORECASE)
+READS_JOB = re.compile(r"\b(matrix|env)\b", re.IGNORECASE)
 
 
 def label_lists(items: list[Any], resolve: Any) -> Any:
@@ -156,11 +157,12 @@ def label_lists(items: list[Any], resolve: Any) -> Any:
 
 
 def run_default(doc: Mapping[str, Any]) -> str | None:
-    """`defaults.run.working-directory` of a workflow or a job, when it is a literal."""
+    """`defaults.run.working-directory` of a workflow or a job as written (`${{ github.workspace }}` put in as the
+    workspace; another expression is resolved per step, in the job)."""
     defaults = doc.get("defaults")
     run = defaults.get("run") if is_mapping(defaults) else None
     folder = run.get("working-directory") if is_mapping(run) else None
-    return str(folder) if isinstance(folder, str | int | float) and "${{" not in str(folder) else None
+    return workspace_folder(str(folder)) if isinstance(folder, str | int | float) else None
 
 
 def live_lines(text: str) -> str:

@@ -13,6 +13,8 @@ Pure: TOML data in, schedule records out; scripts come through an injected loade
     script = "scripts/task_jit_run_tests_part1.sh"      # or: pytest = "pytest tests/ --ignore=tests/x"
     gates = ["always", "label"]
     env = { CUDA_VISIBLE_DEVICES = "0" }
+    base = "fresh"                                      # optional, also under [schedule]: "fresh" | "unknown"
+    install = ["pip install -e .[dev]"]                 # optional, also under [schedule]: as the job runs them
     [markers]                                           # conftest hooks that turn a marker into a skip
     arch_blackwell = "torch.cuda.get_device_capability() < (10, 0)"
 """
@@ -27,7 +29,10 @@ from typing import Any
 from matrix.core.errors import ConfigError
 from matrix.core.profile import RunnerProfile
 from matrix.core.tomlfields import expect_keys, str_field, strings_field, table_field, tables_field
-from matrix.schedule.commands.pytest_command import ScriptLoader, read_script
+from matrix.schedule.commands.pytest_command import ScriptLoader, read_script, strip_prefixes
+from matrix.schedule.environment.build import environment_of
+from matrix.schedule.environment.installs import install_step
+from matrix.schedule.environment.model import Base, InstallStep, JobEnvironment
 from matrix.schedule.labels import LabelIndex, Resolution
 from matrix.schedule.model import (
     CommandReader,
@@ -57,6 +62,17 @@ class DeclaredEntry:
     env: tuple[tuple[str, str], ...]
     gates: tuple[Gate, ...]
     note: str
+    setup: DeclaredEnvironment | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeclaredEnvironment:
+    """What a declaration says the job's interpreter holds: its base (`fresh`: the standard library and pip only,
+    `unknown`: anything) and its install commands in order, as the job runs them (read by the environment model's
+    install reader; a command outside its subset is unread, and then the job may hold anything)."""
+
+    base: Base | None = None
+    install: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,18 +81,20 @@ class Declared:
 
     source: str
     entries: tuple[DeclaredEntry, ...]
+    setup: DeclaredEnvironment | None = None
     markers: tuple[tuple[str, str], ...] = ()
     unread: tuple[tuple[str, int, str], ...] = ()  # (job, line, why) jobs declared as unreadable
 
 
-_ENTRY_KEYS = {"job", "line", "labels", "profiles", "script", "pytest", "working_dir", "env", "gates", "note"}
+_ENTRY_KEYS = {"job", "line", "labels", "profiles", "script", "pytest", "working_dir", "env", "gates", "note", "base", "install"}
+MAX_INSTALLS = 200
 
 
 def parse_declared(data: Mapping[str, Any], source: str) -> Declared:
     """Validate a declaration; any unknown key or wrong type is a ConfigError naming the entry."""
     expect_keys(data, {"schedule", "entry", "markers", "unread"}, source)
     head = table_field(data.get("schedule", {}), f"{source}: [schedule]")
-    expect_keys(head, {"source", "note"}, f"{source}: [schedule]")
+    expect_keys(head, {"source", "note", "base", "install"}, f"{source}: [schedule]")
     ci_file = str_field(head.get("source", source), f"{source}: [schedule] source")
     raw = tables_field(data.get("entry", []), f"{source}: entry")
     if len(raw) > MAX_ENTRIES:
@@ -92,7 +110,31 @@ def parse_declared(data: Mapping[str, Any], source: str) -> Declared:
         )
         for i, t in enumerate(tables_field(data.get("unread", []), f"{source}: unread"))
     )
-    return Declared(source=ci_file, entries=entries, markers=marker_pairs, unread=unread)
+    setup = _setup(head, f"{source}: [schedule]")
+    return Declared(source=ci_file, entries=entries, markers=marker_pairs, unread=unread, setup=setup)
+
+
+def _setup(t: Mapping[str, Any], where: str) -> DeclaredEnvironment | None:
+    """The `base` and `install` keys of a table, or None when it has neither."""
+    if "base" not in t and "install" not in t:
+        return None
+    base = None
+    if "base" in t:
+        text = str_field(t["base"], f"{where}: base")
+        if text not in (Base.FRESH.value, Base.UNKNOWN.value):
+            raise ConfigError(f"{where}: base must be fresh or unknown, got {text!r}")
+        base = Base(text)
+    install = strings_field(t.get("install", []), f"{where}: install")
+    if len(install) > MAX_INSTALLS:
+        raise ConfigError(f"{where}: more than {MAX_INSTALLS} install commands")
+    for command in install:
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            raise ConfigError(f"{where}: install command does not tokenise: {command[:80]!r}") from None
+        if install_step(strip_prefixes(words)) is None:
+            raise ConfigError(f"{where}: not an install command (pip, uv, conda): {command[:80]!r}")
+    return DeclaredEnvironment(base=base, install=install)
 
 
 def _line(value: Any, where: str) -> int:
@@ -124,7 +166,29 @@ def _entry(t: Mapping[str, Any], where: str) -> DeclaredEntry:
         env=tuple((str(k), str_field(v, f"{where}: env.{k}")) for k, v in env.items()),
         gates=gates,
         note=str_field(t["note"], f"{where}: note") if "note" in t else "",
+        setup=_setup(t, where),
     )
+
+
+def declared_environment(
+    schedule: DeclaredEnvironment | None, entry: DeclaredEnvironment | None, load: ScriptLoader
+) -> JobEnvironment | None:
+    """An entry's environment: the schedule's base and installs, then the entry's (an entry's own `base` starts
+    over from it); None when neither says anything (the environment is then not read)."""
+    if schedule is None and entry is None:
+        return None
+    if entry is not None and entry.base is not None:
+        base, commands = entry.base, entry.install
+    else:
+        base = schedule.base if schedule is not None and schedule.base is not None else Base.UNKNOWN
+        commands = (*(schedule.install if schedule is not None else ()), *(entry.install if entry is not None else ()))
+    steps: list[InstallStep] = []
+    for command in commands:
+        step = install_step(strip_prefixes(shlex.split(command)))
+        if step is not None:
+            steps.append(step)
+    note = "declared: a fresh interpreter" if base is Base.FRESH else "declared: what the interpreter holds is not known"
+    return environment_of(steps, load, base=base, base_note=note)
 
 
 def declared_schedule(
@@ -168,6 +232,7 @@ def declared_schedule(
                     unread.append(unread_entry(origin, exc.reason, exc.reach))
         if not found:
             unread.append(UnreadJob(origin=origin, reason="no pytest invocation found in what the job runs"))
+        environment = declared_environment(declared.setup, d.setup, load)
         entries.extend(
             ScheduleEntry(
                 selection=selection,
@@ -177,6 +242,7 @@ def declared_schedule(
                 gates=d.gates,
                 assumptions=assumption,
                 origin=where,
+                environment=environment,
             )
             for selection, where in found
         )

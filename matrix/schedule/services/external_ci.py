@@ -15,12 +15,13 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from matrix.schedule.github.context import Workflow
 from matrix.schedule.github.workflow_doc import key_lines
 from matrix.schedule.model import Origin, UnreadJob
 
-__all__ = ["CiFile", "ExternalCi", "external_ci", "handoffs", "other_ci_files"]
+__all__ = ["CiFile", "ExternalCi", "action_handoffs", "external_ci", "handoffs", "other_ci_files"]
 
 # Files named per pattern, at most: a folder of hundreds of pipeline files still says "this CI exists" with a few.
 MAX_NAMED = 8
@@ -111,6 +112,26 @@ def handoffs(workflows: Iterable[Workflow]) -> tuple[UnreadJob, ...]:
             said = ", ".join(f"{job} ({what})" for job, what in found_jobs)
             reason = f"hands the run to {system}: {said}; what that CI runs is not read"
             out.append(UnreadJob(origin=Origin(file=workflow.name, line=lines.get(f"{first}:", 1), job=first), reason=reason))
+    return tuple(out)
+
+
+def action_handoffs(
+    actions: Iterable[tuple[str, Mapping[str, Any], Mapping[tuple[int | str, str], tuple[int, str]]]],
+) -> tuple[UnreadJob, ...]:
+    """One unread job per step of a local composite action that hands the run to another service (a Blossom
+    `blossom-ci` step inside `.github/actions/x/action.yml` starts CI there as surely as one in a workflow)."""
+    pack = external_ci()
+    out: list[UnreadJob] = []
+    for name, doc, marks in actions:
+        runs = doc.get("runs")
+        steps = runs.get("steps") if isinstance(runs, Mapping) else None
+        for step in steps if isinstance(steps, list) else ():
+            found = _handoff(step, pack) if isinstance(step, Mapping) else None
+            if found is None:
+                continue
+            mark = marks.get((id(step), "run")) or marks.get((id(step), "uses"))
+            origin = Origin(file=name, line=mark[0] if mark is not None else 1, job="(composite action)")
+            out.append(UnreadJob(origin=origin, reason=f"hands the run to {found[0]}: {found[1]}; what that CI runs is not read"))
     return tuple(out)
 
 

@@ -7,20 +7,51 @@ tree-sitter-bash): comments, arrays, `if`/`case`/`&&` branches with their condit
 from __future__ import annotations
 
 import functools
-import json
-import posixpath
 import re
 import shlex
 from collections.abc import Callable, Mapping
 
-from matrix.schedule.shell.tree import Command
+from matrix.schedule.shell.globs import Folders
+from matrix.schedule.shell.scope import CLEAR_OP, CONTAINER, EXEC_OP, UNSET_OP, Command, environment, inside
+from matrix.schedule.shell.subset import Outside
+
+__all__ = [
+    "CONTAINER",
+    "FOLLOWED",
+    "Command",
+    "commands",
+    "environment",
+    "exec_marker",
+    "inside",
+    "split_words",
+    "unwrap",
+    "without_comments",
+]
 
 MAX_SCRIPT = 256 * 1024
-# Text a command handing work to another file holds (`bash x.sh`, `make test`, `modal run -m m::f`, `tox -e e`,
-# `python tests/test_x.py`, `python -m unittest`, `python tools/run_ci.py`): a line with one of these is read when
-# scripts are followed.
+# Text a command handing work to another file holds (`bash x.sh`, `bash ci/run-tests`, `./ci/run`, `make test`,
+# `modal run -m m::f`, `tox -e e`, `python tests/test_x.py`, `python -m unittest`, `python tools/run_ci.py`,
+# `python -c "..."`, a hand-off to another CI service): a line with one of these is read when scripts are followed.
 # A test file's name is matched with what stands before it, so a shell variable such as `test_file` does not count.
-FOLLOWED = (".sh", "make", "modal", "tox", "nox", "unittest", "/test_", "python test_", "python3 test_", "_test.py", ".py")
+FOLLOWED = (
+    ".sh",
+    "make",
+    "modal",
+    "tox",
+    "nox",
+    "unittest",
+    "/test_",
+    "python test_",
+    "python3 test_",
+    "_test.py",
+    ".py",
+    "bash ",
+    "sh ",
+    "./",
+    "python -c",
+    "python3 -c",
+    "blossom-ci",
+)
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Words in front of a command that run it unchanged (their options taken off with them).
@@ -28,7 +59,7 @@ _PLAIN = frozenset({"exec", "time", "nohup", "command", "builtin", "nice", "stdb
 
 
 _SOURCES = re.compile(r"(?:^|[;&|\s])(?:source|\.)\s")
-_NAMES = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_NAMES = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def commands(
@@ -37,16 +68,26 @@ def commands(
     keywords: tuple[str, ...] | None = None,
     env: Mapping[str, str] | None = None,
     load: Callable[[str], str | None] | None = None,
+    *,
+    folders: Folders | None = None,
 ) -> tuple[Command, ...]:
     """Every simple command of `script`, in order, with the conditions its branch rests on; `env` is what the step
     sets before the script runs (it decides `if [ "$X" = 1 ]`). With `keywords`, simple statements holding none
     of them (and changing no folder or variable) are skipped, which keeps long scripts cheap. With `load`
     (repo-relative path -> text), `source FILE` is read into the script as bash reads it; a command from such a
-    file names it (`Command.file`)."""
+    file names it (`Command.file`). Pathname patterns expand over `folders` (by default the loader's, when it
+    lists folders: `TreeLoader.entries`); without any, a pattern is a run-time word."""
     text = script[:MAX_SCRIPT]
     names = _names(text) if load is None or not _sources(text) else None  # a sourced file may read any name
     known = tuple(sorted((k, v) for k, v in (env or {}).items() if names is None or k in names))
-    return _commands(text, working_dir, keywords, known, load)
+    listing = folders if folders is not None else folders_of(load)
+    return _commands(text, working_dir, keywords, known, load, folders=listing)  # type: ignore[arg-type]
+
+
+def folders_of(load: object) -> Folders | None:
+    """The folder listing a script loader offers (the tree it reads from), if any."""
+    owner = getattr(load, "__wrapped__", load)
+    return owner if callable(getattr(owner, "entries", None)) else None  # type: ignore[return-value]
 
 
 @functools.lru_cache(maxsize=512)
@@ -56,7 +97,8 @@ def _sources(script: str) -> bool:
 
 @functools.lru_cache(maxsize=512)
 def _names(script: str) -> frozenset[str]:
-    """The variable names a script reads: only those of the env can change what it runs."""
+    """The names a script mentions: only those of the env can change what it runs (by reading, assigning or
+    unsetting them)."""
     return frozenset(_NAMES.findall(script))
 
 
@@ -67,11 +109,13 @@ def _commands(
     keywords: tuple[str, ...] | None,
     env: tuple[tuple[str, str], ...],
     load: Callable[[str], str | None] | None,
+    *,
+    folders: Folders | None,
 ) -> tuple[Command, ...]:
     from matrix.schedule.shell.tree import walk  # the parser is loaded when a script is read
     from matrix.schedule.shell.words import known_from
 
-    return tuple(walk(script, working_dir, known_from(dict(env)), keywords, unwrap, load=load))
+    return tuple(walk(script, working_dir, known_from(dict(env)), keywords, unwrap, load=load, folders=folders))
 
 
 def without_comments(script: str) -> str:
@@ -93,25 +137,18 @@ def without_comments(script: str) -> str:
 
 
 def unwrap(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str | None]:
-    """Take off `env [-u X] X=1`, `timeout [-k N] N`, `sudo [-E]`, `docker exec [opts] C`,
-    `time`, `nohup`, `exec` in front of the command; the assignments they make go to `env`. Also the folder a
-    wrapper runs it in (`docker exec -w DIR`), else None."""
+    """Take off `env [-u X] [-i] X=1`, `timeout [-k N] N`, `sudo [-E]`, `docker exec [opts] C` (and `docker run`,
+    `podman`, `docker compose run`), `time`, `nohup`, `exec` in front of the command; what they do to its
+    environment goes to `env` (assignments, and `shell.scope`'s operations: UNSET_OP, CLEAR_OP, EXEC_OP, CONTAINER).
+    Also the folder a wrapper runs it in (`docker exec -w DIR`, `env -C DIR`), else None."""
     folder: str | None = None
     for _ in range(8):
         if not words:
             return words, folder
         head = words[0]
         if head == "env":
-            words = words[1:]
-            while words and (_ASSIGN.match(words[0]) or words[0].startswith("-")):
-                if _ASSIGN.match(words[0]):
-                    name, _, value = words[0].partition("=")
-                    env.append((name, value))
-                    words = words[1:]
-                elif words[0] in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):
-                    words = words[2:]
-                else:
-                    words = words[1:]
+            words, moved = _env(words[1:], env)
+            folder = moved if moved is not None else folder
         elif head == "timeout":
             words = words[1:]
             while words and words[0].startswith("-"):
@@ -125,66 +162,67 @@ def unwrap(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str
                 name, _, value = words[0].partition("=")
                 env.append((name, value))
                 words = words[1:]
-        elif head == "docker" and len(words) > 2 and words[1] == "exec":
-            words, folder = _docker_exec(words[2:], env)
+        elif head in _CONTAINER_TOOLS:
+            from matrix.schedule.containers.calls import container_call, marker
+
+            found = container_call(words)
+            if found is None:
+                return words, folder
+            words, inside_folder, call = found
+            env.append((CONTAINER, marker(call)))
+            folder = inside_folder
         elif head in _PLAIN:
+            if head == "exec":
+                env.append((EXEC_OP, ""))
             words = words[1:]
             while words and words[0].startswith("-"):
-                words = words[2:] if words[0] in ("-n", "-c", "-o", "-e", "-i") else words[1:]
+                words = words[2:] if words[0] in ("-n", "-c", "-o", "-e", "-i", "-a") else words[1:]
         else:
             return words, folder
     return words, folder
 
 
-_DOCKER_VALUED = frozenset({"-e", "--env", "-w", "--workdir", "-u", "--user", "--env-file", "--detach-keys"})
+_CONTAINER_TOOLS = frozenset({"docker", "podman", "nerdctl", "docker-compose", "podman-compose"})
 
 
-# The pair `docker exec` leaves in a command's env: the runner's own environment stops there, and what reaches the
-# command is the container's (`matrix.schedule.containers.docker`). Its value is `exec_marker`'s JSON: the container, the
-# `-e X=1` pairs, and why the container may hold more than the readers can see ("" when nothing).
-CONTAINER = "@container"
-# `source FILE` in the command a container runs: a virtualenv's `bin/activate` sets no variable a test reads.
-_CONTAINER_SOURCES = re.compile(r"(?:^|[;&|(])\s*(?:source|\.)\s+([^\s;&|)]+)")
-
-
-def _docker_exec(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str | None]:
-    """`docker exec [options] CONTAINER command...` -> (command, its `-w` folder); the container and its
-    `-e X=1` options go to `env` as one CONTAINER pair."""
+def _env(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str | None]:
+    """`env [-i] [-u NAME] [-C DIR] [NAME=V]... COMMAND` (GNU coreutils 9 `env`): the command, its folder."""
     folder: str | None = None
-    given: list[tuple[str, str]] = []
-    unread: list[str] = []
-    i = 0
-    while i < len(words) and words[i].startswith("-"):
-        option, eq, inline = words[i].partition("=")
-        if option in _DOCKER_VALUED and not eq:
-            value = words[i + 1] if i + 1 < len(words) else ""
-            i += 2
-        else:
-            value = inline
-            i += 1
-        if option in ("-e", "--env") and _ASSIGN.match(value):
-            name, _, assigned = value.partition("=")
-            given.append((name, assigned))
-        elif option in ("-e", "--env"):
-            unread.append(f"`docker exec -e {value}` passes the runner's {value}")
-        elif option == "--env-file":
-            unread.append(f"`docker exec --env-file {value}` is read at run time")
-        elif option in ("-w", "--workdir"):
-            folder = value
-    command = words[i + 1 :]
-    if len(command) > 2 and command[1] == "-c" and posixpath.basename(command[0]) in ("bash", "sh", "zsh", "dash"):
-        for path in _CONTAINER_SOURCES.findall(command[2]):
-            if not path.endswith("/bin/activate"):
-                unread.append(f"`source {path}` in the container may set variables")
-    container = words[i] if i < len(words) else ""
-    env.append((CONTAINER, json.dumps([container, given, "; ".join(unread)])))
-    return command, folder  # past the container
+    while words and (_ASSIGN.match(words[0]) or (words[0].startswith("-") and words[0] != "-")):
+        word = words[0]
+        if _ASSIGN.match(word):
+            name, _, value = word.partition("=")
+            env.append((name, value))
+        elif word in ("-i", "--ignore-environment"):
+            env.append((CLEAR_OP, ""))
+        elif word in ("-u", "--unset") and len(words) > 1:
+            env.append((UNSET_OP, words[1]))
+            words = words[1:]
+        elif word.startswith("--unset="):
+            env.append((UNSET_OP, word.partition("=")[2]))
+        elif word.startswith("-u") and len(word) > 2:
+            env.append((UNSET_OP, word[2:]))
+        elif word in ("-C", "--chdir") and len(words) > 1:
+            folder = words[1]
+            words = words[1:]
+        elif word in ("-S", "--split-string") or word.startswith("-S"):
+            raise Outside("`env -S` (a command line env splits itself)", later=False)
+        elif word == "--":
+            words = words[1:]
+            break
+        words = words[1:]
+    if words and words[0] == "-":  # `env - CMD` is `env -i CMD`
+        env.append((CLEAR_OP, ""))
+        words = words[1:]
+    return words, folder
 
 
 def exec_marker(value: str) -> tuple[str, tuple[tuple[str, str], ...], str]:
-    """A CONTAINER pair's value: (the container, the `docker exec -e` pairs, why more may be set or "")."""
-    name, given, unread = json.loads(value)
-    return str(name), tuple((str(k), str(v)) for k, v in given), str(unread)
+    """A CONTAINER pair's value: (the container's name as reports give it, its `-e` pairs, why more may be set or "")."""
+    from matrix.schedule.containers.calls import container_name, read_marker
+
+    call = read_marker(value)
+    return container_name(call), call.env, "; ".join((*call.unread, *call.notes))
 
 
 def split_words(text: str) -> tuple[str, ...]:

@@ -77,8 +77,13 @@ def _value(node: Any, known: Variables) -> bool | None:
         if operator == "-n":
             return operand != ""
         return None  # -f, -d, -e, -x: the file system at run time
+    if kind not in _WORDS:
+        return None  # a pipeline, a subshell, a command with arguments: its status is known only at run time
     operand = _known_word(node, known)  # `[ "$X" ]`
     return None if operand is None else operand != ""
+
+
+_WORDS = frozenset({"word", "string", "raw_string", "ansi_c_string", "concatenation", "simple_expansion", "expansion", "number"})
 
 
 def _operator(node: Any) -> str:
