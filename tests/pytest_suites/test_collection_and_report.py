@@ -81,7 +81,8 @@ def test_file_level_findings(audit: Callable[..., PytestAuditReport], schedule: 
     files = {
         "tests/test_off.py": SKIP_ALWAYS + "def test_a():\n    pass\n\ndef test_b():\n    pass\n",
         "tests/test_mixed.py": "import pytest\n@pytest.mark.skip\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n",
-        "tests/test_broken.py": "def test_(:\n",
+        # outside the command's paths: a file it collected that does not parse would stop it (test_collection_errors.py)
+        "tests/unscheduled/test_broken.py": "def test_(:\n",
         "tests/unscheduled/test_u.py": "def test_u():\n    pass\n",
     }
     report = audit(files, schedule(("sm86", "pytest tests/ --ignore tests/unscheduled")))
@@ -95,7 +96,7 @@ def test_file_level_findings(audit: Callable[..., PytestAuditReport], schedule: 
     }
     assert all(f.guard_class.value == "unconditional" and f.finding.runners == ("a10g",) for f in disabled)
     assert all(not f.finding.failing and "schedule it on a runner" not in f.finding.hint for f in disabled)
-    assert _kinds(report, GuardFindingKind.UNPARSABLE) == {"tests/test_broken.py"}
+    assert _kinds(report, GuardFindingKind.UNPARSABLE) == {"tests/unscheduled/test_broken.py"}
     assert _kinds(report, GuardFindingKind.UNSCHEDULED) == {"tests/unscheduled/test_u.py"}
 
 
