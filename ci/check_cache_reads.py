@@ -24,7 +24,7 @@ from matrix.pytest_suites.audit import SuiteAuditor  # noqa: E402
 from matrix.pytest_suites.config import read_pytest_config  # noqa: E402
 from matrix.pytest_suites.loader import SourceLoader  # noqa: E402
 from matrix.pytest_suites.packs import builtin_packs  # noqa: E402
-from matrix.pytest_suites.rules import discover  # noqa: E402
+from matrix.pytest_suites.rules import discover_with_conftests  # noqa: E402
 from matrix.pytest_suites.run import AuditInput, invocations, read_schedule  # noqa: E402
 from matrix.pytest_suites.tracked import TrackedCollector  # noqa: E402
 from matrix.schedule.sources import declared_markers  # noqa: E402
@@ -37,13 +37,14 @@ def reads_per_file(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], *,
     markers = declared_markers(inputs.schedule_files)
     schedule = read_schedule(inputs, profiles)
     read = invocations(inputs.root, schedule)
-    paths = discover(inputs.root, config, [a for i in read for a in i.args if i.runs])
+    paths, _ = discover_with_conftests(inputs.root, config, [a for i in read for a in i.args if i.runs])
     load = SourceLoader(inputs.root, fingerprints=True)
 
     def fresh() -> tuple[TrackedCollector, SuiteAuditor]:
         collector = TrackedCollector(load, config, builtin_packs(), markers)
         collector.problem = load.problem
-        return collector, SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read)
+        auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, read, project=collector.project)
+        return collector, auditor
 
     collector, auditor = fresh()
     out: dict[str, set[str]] = {}

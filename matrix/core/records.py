@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import math
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 MAX_DEPTH = 64  # records nest a dozen levels (a schedule entry's origin); anything deeper is not one of ours
@@ -48,6 +49,9 @@ class Codec:
         if len(self.records) + len(self.enums) != len({*self.records, *self.enums}):
             raise TypeError("two classes of one codec share a name")
         self._hints: dict[type, tuple[tuple[str, Any], ...]] = {}
+        self._checks: dict[Any, Callable[[Any], bool]] = {}
+        self._decoders: dict[Any, Callable[[Any, int], Any]] = {}
+        self._field_names: dict[type, frozenset[str]] = {}
 
     # --- writing ----------------------------------------------------------------------------------------------------
 
@@ -83,9 +87,69 @@ class Codec:
     def decode(self, raw: Any, hint: Any = _ANY) -> Any:
         """The value `raw` encodes, checked against `hint` (a type or annotation; default: anything of the codec)."""
         try:
-            return self._value(raw, hint, 0)
+            return self._decoder(hint)(raw, 0)
         except RecursionError:
             raise BadRecord("nested too deeply") from None
+
+    def _decoder(self, hint: Any) -> Callable[[Any, int], Any]:
+        """`_value` for one annotation, with its common cases worked out once (a plain string or integer, an optional
+        value, a tuple of one kind, a record or enum of the annotated class); any other shape, and any value off
+        those paths, is read by `_value` itself, so both give the same value or the same refusal."""
+        found = self._decoders.get(hint)
+        if found is None:
+            found = self._decoders[hint] = self._make_decoder(hint)
+        return found
+
+    def _make_decoder(self, hint: Any) -> Callable[[Any, int], Any]:
+        generic = functools.partial(self._value, hint=hint)
+
+        def slow(raw: Any, depth: int) -> Any:
+            return generic(raw, depth=depth)
+
+        if hint is str or hint is int:
+            return lambda raw, depth: raw if type(raw) is hint else slow(raw, depth)
+        if hint is bool:
+            return lambda raw, depth: raw if raw is True or raw is False else slow(raw, depth)
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if (origin is typing.Union or origin is types.UnionType) and len(args) == 2 and type(None) in args:
+            inner = args[0] if args[1] is type(None) else args[1]
+            return lambda raw, depth: None if raw is None else self._decoder(inner)(raw, depth)
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            item = args[0]
+
+            def items(raw: Any, depth: int) -> Any:
+                if type(raw) is not list or depth > MAX_DEPTH:
+                    return slow(raw, depth)
+                decode = self._decoder(item)
+                return tuple([decode(r, depth + 1) for r in raw])
+
+            return items
+        if isinstance(hint, type) and issubclass(hint, enum.Enum) and self.enums.get(hint.__name__) is hint:
+
+            def member(raw: Any, depth: int) -> Any:
+                if type(raw) is dict and len(raw) == 2 and raw.get("n") == hint.__name__ and "v" in raw:
+                    try:
+                        return hint(raw["v"])
+                    except (ValueError, TypeError):
+                        pass
+                return slow(raw, depth)
+
+            return member
+        if isinstance(hint, type) and self.records.get(hint.__name__) is hint:
+            name = hint.__name__
+
+            def record(raw: Any, depth: int) -> Any:
+                given = raw.get("v") if type(raw) is dict and len(raw) == 2 and raw.get("r") == name else None
+                if type(given) is not dict or depth > MAX_DEPTH or given.keys() != self._names(hint):
+                    return slow(raw, depth)
+                values = {field: self._decoder(field_hint)(given[field], depth + 1) for field, field_hint in self.hints(hint)}
+                try:
+                    return hint(**values)
+                except (TypeError, ValueError) as exc:
+                    raise BadRecord(f"{name}: {exc}") from None
+
+            return record
+        return slow
 
     def hints(self, cls: type) -> tuple[tuple[str, Any], ...]:
         """A record class's init fields and their resolved annotations."""
@@ -98,13 +162,38 @@ class Codec:
             found = self._hints[cls] = tuple((f.name, resolved[f.name]) for f in dataclasses.fields(cls) if f.init)
         return found
 
+    def _names(self, cls: type) -> frozenset[str]:
+        found = self._field_names.get(cls)
+        if found is None:
+            found = self._field_names[cls] = frozenset(name for name, _ in self.hints(cls))
+        return found
+
     def _value(self, raw: Any, hint: Any, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise BadRecord("nested too deeply")
         value = self._build(raw, hint, depth)
-        if hint is not _ANY and not self._fits(value, hint):
-            raise BadRecord(f"a {type(value).__name__} where {hint} is expected")
+        if hint is not _ANY:
+            fits = self._checks.get(hint)
+            if fits is None:
+                fits = self._checks[hint] = self._checker(hint)
+            if not fits(value):
+                raise BadRecord(f"a {type(value).__name__} where {hint} is expected")
         return value
+
+    def _checker(self, hint: Any) -> Callable[[Any], bool]:
+        """`_fits` for one annotation, its cases worked out once: a cache file holds tens of thousands of values."""
+        if hint is Any or hint is object:
+            return lambda _: True
+        if hint is None or hint is type(None):
+            return lambda v: v is None
+        origin = typing.get_origin(hint)
+        if origin is typing.Union or origin is types.UnionType:
+            options = tuple(self._checker(h) for h in typing.get_args(hint))
+            exact = {h for h in typing.get_args(hint) if h in (str, int, bool, type(None))}
+            return lambda v: type(v) in exact or any(f(v) for f in options)
+        if origin is None and isinstance(hint, type) and hint not in (int, float, dict, Mapping):
+            return lambda v: isinstance(v, hint)
+        return lambda v: self._fits(v, hint)
 
     def _build(self, raw: Any, hint: Any, depth: int) -> Any:
         kind = type(raw)
@@ -119,10 +208,11 @@ class Codec:
             return tuple(self._value(r, h, depth + 1) for r, h in zip(raw, items, strict=True))
         if kind is not dict:
             raise BadRecord(f"unexpected {kind.__name__}")
-        if set(raw) == {"f"} and type(raw["f"]) is list:
+        size = len(raw)
+        if size == 1 and "f" in raw and type(raw["f"]) is list:
             inner = _args(hint, frozenset)
             return frozenset(self._value(r, inner[0] if inner else _ANY, depth + 1) for r in raw["f"])
-        if set(raw) == {"d"} and type(raw["d"]) is list:
+        if size == 1 and "d" in raw and type(raw["d"]) is list:
             key_hint, value_hint = _args(hint, dict) or (_ANY, _ANY)
             out: dict[Any, Any] = {}
             for pair in raw["d"]:
@@ -130,7 +220,7 @@ class Codec:
                     raise BadRecord("a dict item must be a [key, value] pair")
                 out[self._value(pair[0], key_hint, depth + 1)] = self._value(pair[1], value_hint, depth + 1)
             return out
-        if set(raw) == {"n", "v"}:
+        if size == 2 and "n" in raw and "v" in raw:
             cls = self.enums.get(raw["n"]) if type(raw["n"]) is str else None
             if cls is None:
                 raise BadRecord("an enum this codec does not read")
@@ -138,13 +228,13 @@ class Codec:
                 return cls(raw["v"])
             except (ValueError, TypeError):
                 raise BadRecord(f"{raw['v']!r} is not a {cls.__name__}") from None
-        if set(raw) == {"r", "v"} and type(raw["v"]) is dict:
+        if size == 2 and "r" in raw and "v" in raw and type(raw["v"]) is dict:
             record = self.records.get(raw["r"]) if type(raw["r"]) is str else None
             if record is None:
                 raise BadRecord("a record this codec does not read")
             fields = self.hints(record)
             given = raw["v"]
-            if given.keys() != {name for name, _ in fields}:
+            if given.keys() != self._names(record):
                 raise BadRecord(f"{record.__name__}: other fields than its own")
             values = {name: self._value(given[name], field_hint, depth + 1) for name, field_hint in fields}
             try:

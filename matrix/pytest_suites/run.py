@@ -289,8 +289,6 @@ class _Results:
             entry = cache.get(path)
             if entry is not None and not entry.is_conftest and all(holds(*r) for r in entry.reads):
                 out[path] = entry
-                for read in entry.reads:
-                    READ_FILES.note_path(self.inputs.root / read[0], read[0])  # read for this run all the same
         return out
 
     def reused(self, valid: Mapping[str, Stored], read: Sequence[Invocation]) -> dict[str, FileAudit]:
