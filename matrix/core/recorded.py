@@ -8,7 +8,7 @@ relative to a folder's descriptor, as the tree reader opens every file (`matrix.
 names the path without the folder; all wrapped for the duration). A reader added later is recorded without being told about it. The files of the running Python and of
 this package (imported on first use) are not inputs and are left out.
 
-`manifest()` fingerprints what was touched: a file by its content, a listed folder by its entries (names and
+`manifest()` fingerprints what was touched: a file opened by its content, a file only probed by its kind, a listed folder by its entries (names and
 kinds), a symlink by its target, anything only probed by its kind, a missing path as missing. `unchanged()` says
 whether every fingerprint still holds; a path whose status (size, times, inode) is as recorded, and was already
 settled when recorded, is trusted without reading it again, as git trusts its index (racily-clean entries are read).
@@ -22,7 +22,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,11 +41,12 @@ class Recorder:
 
     def __init__(self, ignore: Sequence[str] = ()):
         self.touched: dict[str, bool] = {}
+        self.opened: set[str] = set()  # paths opened (read), not only probed: their content is an input
         self.started_ns = time.time_ns()
         self.overflow = False
         self.ignore = tuple(p.rstrip("/") + "/" for p in (*_runtime_prefixes(), *ignore) if p)
 
-    def note(self, path: Any, *, listed: bool = False) -> None:
+    def note(self, path: Any, *, listed: bool = False, opened: bool = False) -> None:
         if isinstance(path, int) or (path is None and not listed):
             return  # a file descriptor: what it was opened from was recorded then
         try:
@@ -59,6 +60,8 @@ class Recorder:
             self.overflow = True
             return
         self.touched[full] = self.touched.get(full, False) or listed
+        if opened:
+            self.opened.add(full)
 
 
 def _runtime_prefixes() -> list[str]:
@@ -80,7 +83,7 @@ _SILENT: list[bool] = []  # inside a wrapped call that noted its own path: its a
 def _hook(event: str, args: tuple[Any, ...]) -> None:
     if not _ACTIVE or event not in _EVENTS or _SILENT or _importing():
         return
-    _ACTIVE[-1].note(args[0], listed=event != "open")
+    _ACTIVE[-1].note(args[0], listed=event != "open", opened=event == "open")
 
 
 _EVENTS = frozenset({"open", "os.listdir", "os.scandir"})
@@ -125,7 +128,7 @@ def recording(ignore: Sequence[str] = (), recorder: Recorder | None = None) -> I
         if full is None:
             recorder.overflow = True  # what was read cannot be told: the recording is not kept
         else:
-            recorder.note(full)
+            recorder.note(full, opened=True)
         _SILENT.append(True)
         try:
             return real_open(path, flags, mode, dir_fd=dir_fd)
@@ -165,6 +168,7 @@ class Seen:
     listed: bool
     fingerprint: str
     status: Status | None
+    opened: bool = True  # False: only probed (its kind is the input, not its content)
 
 
 def _status(st: os.stat_result) -> Status:
@@ -188,14 +192,16 @@ def _listing(path: str) -> str:
             if len(entries) >= MAX_LISTED:
                 return "many"
             try:
-                kind = "l" if entry.is_symlink() else "d" if entry.is_dir() else "f" if entry.is_file() else "o"
+                kind = "d" if entry.is_dir() else "f" if entry.is_file() else "o"  # a symlink: its target's kind
+                if entry.is_symlink():
+                    kind = "l" + kind
             except OSError:
                 kind = "?"
             entries.append(f"{kind}{entry.name}")
     return hashlib.sha256("\0".join(sorted(entries)).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def fingerprint(path: str, listed: bool) -> tuple[str, Status | None]:
+def fingerprint(path: str, listed: bool, opened: bool = True) -> tuple[str, Status | None]:
     """(fingerprint, status) of a path now; the status covers the link and its target."""
     try:
         own = os.lstat(path)
@@ -213,7 +219,7 @@ def fingerprint(path: str, listed: bool) -> tuple[str, Status | None]:
             return "".join(parts) + ":dangling", status
     try:
         if stat.S_ISREG(st.st_mode):
-            parts.append("f:" + _digest(path, st.st_size))
+            parts.append("f:" + (_digest(path, st.st_size) if opened else ""))
         elif stat.S_ISDIR(st.st_mode):
             parts.append("d:" + (_listing(path) if listed else ""))
         else:
@@ -223,19 +229,22 @@ def fingerprint(path: str, listed: bool) -> tuple[str, Status | None]:
     return "|".join(parts), status
 
 
-def manifest(touched: Iterable[tuple[str, bool]], *, since_ns: int) -> tuple[Seen, ...] | None:
-    """The touched paths fingerprinted now; None when one changed after `since_ns` (while it was being read: what
-    was read may not be what is fingerprinted now)."""
+def manifest(
+    touched: Iterable[tuple[str, bool]], *, since_ns: int, opened: Collection[str] | None = None
+) -> tuple[Seen, ...] | None:
+    """The touched paths fingerprinted now (those not in `opened`, when given, by their kind only); None when one
+    changed after `since_ns` (while it was being read: what was read may not be what is fingerprinted now)."""
     out: list[Seen] = []
     now = time.time_ns()
     for path, listed in sorted(touched):
-        fp, status = fingerprint(path, listed)
-        if fp.endswith("d:"):
-            status = None  # a folder only probed: its kind is checked again (cheap), its changing times mean nothing
+        read = opened is None or path in opened
+        fp, status = fingerprint(path, listed, read)
+        if fp.endswith(("d:", "f:")):
+            status = None  # only probed: its kind is checked again (cheap), its changing times mean nothing
         elif status is not None and status[2] >= since_ns:
             return None
         trusted = status if status is not None and status[2] < now - RACY_NS else None
-        out.append(Seen(path=path, listed=listed, fingerprint=fp, status=trusted))
+        out.append(Seen(path=path, listed=listed, fingerprint=fp, status=trusted, opened=read))
     return tuple(out)
 
 
@@ -273,6 +282,6 @@ def unchanged(seen: Iterable[Seen]) -> bool:
     for item in seen:
         if item.status is not None and current_status(item.path) == item.status:
             continue
-        if fingerprint(item.path, item.listed)[0] != item.fingerprint:
+        if fingerprint(item.path, item.listed, item.opened)[0] != item.fingerprint:
             return False
     return True

@@ -276,7 +276,7 @@ class ResultCache:
         except TypeError:
             return None
         run = _digest(self.key, canonical(encoded))
-        doc = {"frame": encoded, "seen": [[s.path, s.listed, s.fingerprint, s.status] for s in seen], "run": run}
+        doc = {"frame": encoded, "seen": [[s.path, s.listed, s.fingerprint, s.status, s.opened] for s in seen], "run": run}
         text = canonical(doc)
         if len(text) <= MAX_CACHE_BYTES:
             header = canonical({"schema": FRAME_SCHEMA, "seal": seal_text(FRAME_SCHEMA, self.key, text)})
@@ -387,9 +387,15 @@ def parse_entries(data: bytes) -> dict[str, tuple[str, str]]:
 
 
 def _seen(raw: Any) -> Seen:
-    path, listed, fingerprint, status = raw
-    if not (isinstance(path, str) and isinstance(listed, bool) and isinstance(fingerprint, str)):
-        raise BadRecord("a recorded path must be [path, listed, fingerprint, status]")
+    path, listed, fingerprint, status, opened = raw
+    if not (isinstance(path, str) and isinstance(listed, bool) and isinstance(fingerprint, str) and isinstance(opened, bool)):
+        raise BadRecord("a recorded path must be [path, listed, fingerprint, status, opened]")
     if status is not None and not (isinstance(status, list) and len(status) == 4 and all(type(n) is int for n in status)):
         raise BadRecord("a recorded status must be four integers")
-    return Seen(path=path, listed=listed, fingerprint=fingerprint, status=tuple(status) if status is not None else None)
+    return Seen(
+        path=path,
+        listed=listed,
+        fingerprint=fingerprint,
+        status=tuple(status) if status is not None else None,
+        opened=opened,
+    )

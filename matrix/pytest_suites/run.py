@@ -219,7 +219,7 @@ def _read_frame(
         raise
     frame = Frame(config=config, markers=markers, schedule=schedule, invocations=tuple(read))
     if cache is not None and recorder is not None and not recorder.overflow:
-        seen = manifest(recorder.touched.items(), since_ns=recorder.started_ns)
+        seen = manifest(recorder.touched.items(), since_ns=recorder.started_ns, opened=recorder.opened)
         run = cache.save_frame(frame, seen) if seen is not None else None
         cache.open_entries(run or "")
     return frame, collector, workers
