@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             str(args.schedule),
             "--format",
             "json",
+            "--no-cache",  # cold: the results cache is neither read nor written (ci/bench_pytest_audit_cache.py times it)
         ]
         print("+ " + " ".join(command) + (f"  (pinned to CPUs {sorted(cpus)})" if cpus else ""), flush=True)
         walls: list[float] = []

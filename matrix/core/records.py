@@ -121,7 +121,8 @@ class Codec:
                 if type(raw) is not list or depth > MAX_DEPTH:
                     return slow(raw, depth)
                 decode = self._decoder(item)
-                return tuple([decode(r, depth + 1) for r in raw])
+                deeper = depth + 1
+                return tuple([decode(r, deeper) for r in raw])
 
             return items
         if isinstance(hint, type) and issubclass(hint, enum.Enum) and self.enums.get(hint.__name__) is hint:
@@ -138,11 +139,15 @@ class Codec:
         if isinstance(hint, type) and self.records.get(hint.__name__) is hint:
             name = hint.__name__
 
+            fields: list[tuple[str, Callable[[Any, int], Any]]] = []  # made on first use: a record may hold its own kind
+
             def record(raw: Any, depth: int) -> Any:
                 given = raw.get("v") if type(raw) is dict and len(raw) == 2 and raw.get("r") == name else None
                 if type(given) is not dict or depth > MAX_DEPTH or given.keys() != self._names(hint):
                     return slow(raw, depth)
-                values = {field: self._decoder(field_hint)(given[field], depth + 1) for field, field_hint in self.hints(hint)}
+                if not fields and self.hints(hint):
+                    fields.extend((field, self._decoder(field_hint)) for field, field_hint in self.hints(hint))
+                values = {field: decode(given[field], depth + 1) for field, decode in fields}
                 try:
                     return hint(**values)
                 except (TypeError, ValueError) as exc:

@@ -31,7 +31,7 @@ import os
 import site
 import sys
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,7 @@ class Stored:
         reads = doc["reads"]
         if type(reads) is not list:
             raise BadRecord("'reads' must be a list")
-        self.reads = tuple(_read(r) for r in reads)
+        self.raw_reads: list[Any] = reads  # checked as they are compared (`reads_hold`): most are, once
         self.invocations = doc["inv"]
         broken = doc["broken"]
         if type(self.invocations) is not str:
@@ -127,15 +127,20 @@ class Stored:
         return found if isinstance(found, FileAudit) else None
 
 
-def _read(raw: Any) -> tuple[str, str, Status | None]:
-    if type(raw) is not list or len(raw) != 3 or type(raw[0]) is not str or type(raw[1]) is not str:
-        raise BadRecord("a read must be [path, fingerprint, status]")
-    status = raw[2]
-    if status is None:
-        return raw[0], raw[1], None
-    if type(status) is not list or len(status) != 4 or not all(type(n) is int for n in status):
-        raise BadRecord("a status must be four integers")
-    return raw[0], raw[1], (status[0], status[1], status[2], status[3])
+    def reads_hold(self, holds: Callable[[str, str, Status | None], bool]) -> bool:
+        """Whether every path the entry read still gives what it gave (`holds(path, fingerprint, status)`); a read
+        that is not `[path, fingerprint, status]` holds nothing."""
+        for raw in self.raw_reads:
+            if type(raw) is not list or len(raw) != 3 or type(raw[0]) is not str or type(raw[1]) is not str:
+                return False
+            status = raw[2]
+            if status is not None:
+                if type(status) is not list or len(status) != 4 or not all(type(n) is int for n in status):
+                    return False
+                status = (status[0], status[1], status[2], status[3])
+            if not holds(raw[0], raw[1], status):
+                return False
+        return True
 
 
 def reachable(roots: Iterable[type]) -> tuple[type, ...]:

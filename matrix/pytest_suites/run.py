@@ -249,7 +249,7 @@ def _broken_conftests(collector: Collector, chains: Sequence[str], cache: Result
     out: list[BrokenFile] = []
     for path in chains:
         entry = cache.get(path)
-        if entry is not None and entry.is_conftest and all(collector.source.holds(*r) for r in entry.reads):
+        if entry is not None and entry.is_conftest and entry.reads_hold(collector.source.holds):
             cache.keep(path)
             found = [entry.broken] if entry.broken is not None else []
         else:
@@ -287,7 +287,7 @@ class _Results:
         holds = collector.source.holds
         for path in paths:
             entry = cache.get(path)
-            if entry is not None and not entry.is_conftest and all(holds(*r) for r in entry.reads):
+            if entry is not None and not entry.is_conftest and entry.reads_hold(holds):
                 out[path] = entry
         return out
 

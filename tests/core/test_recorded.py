@@ -122,3 +122,36 @@ def test_imports_and_this_package_are_not_inputs(tmp_path: Path, monkeypatch: py
 
         Path(recorded.__file__).read_text(encoding="utf-8")
     assert recorder.touched == {}
+
+
+def test_a_file_read_through_the_trees_descriptor_is_recorded_under_its_path(tmp_path: Path) -> None:
+    # The tree reader opens each component relative to the folder before it (`os.open(name, dir_fd=...)`): the
+    # open event names only the component, the recording names the whole path.
+    from matrix.core.treefiles import TreeFiles
+
+    root = _tree(tmp_path / "repo")
+    with recorded.recording() as recorder, TreeFiles(root) as files:
+        files.read("ci/run.sh", 1024)
+        with pytest.raises(FileNotFoundError):
+            files.read("ci/absent.sh", 1024)
+    assert str(root / "ci" / "run.sh") in recorder.opened
+    assert str(root / "ci" / "absent.sh") in recorder.touched
+    assert not any(p.endswith("/run.sh") and not p.startswith(str(root)) for p in recorder.touched)
+    seen = recorded.manifest(recorder.touched.items(), since_ns=recorder.started_ns, opened=recorder.opened)
+    assert seen is not None and recorded.unchanged(seen)
+    (root / "ci" / "run.sh").write_text("pytest elsewhere\n", encoding="utf-8")
+    assert not recorded.unchanged(seen)
+
+
+def test_a_file_only_probed_is_recorded_by_its_kind(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "repo")
+    with recorded.recording() as recorder:
+        (root / "tox.ini").is_file()
+        (root / "ci" / "run.sh").read_text(encoding="utf-8")
+    seen = recorded.manifest(recorder.touched.items(), since_ns=recorder.started_ns, opened=recorder.opened)
+    assert seen is not None
+    (root / "tox.ini").write_text("[tox]\nenvlist = py311\n", encoding="utf-8")
+    assert recorded.unchanged(seen), "the probe asked whether it is a file: it still is"
+    (root / "tox.ini").unlink()
+    (root / "tox.ini").mkdir()
+    assert not recorded.unchanged(seen)
