@@ -58,7 +58,7 @@ def run(command: list[str], cpus: set[int]) -> Sample:
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,  # noqa: PLW1509 (no threads here)
     )
     assert process.stderr is not None
     err = process.stderr.read()
@@ -78,9 +78,9 @@ def run(command: list[str], cpus: set[int]) -> Sample:
     )
 
 
-def test_file(tree: Path) -> Path:
+def edit_target(tree: Path) -> Path:
     """The test file the edits go to: the largest `test_*.py` (by path order among equals)."""
-    files = sorted((p for p in tree.rglob("test_*.py") if p.is_file() and not p.is_symlink()), key=lambda p: str(p))
+    files = sorted((p for p in tree.rglob("test_*.py") if p.is_file() and not p.is_symlink()), key=str)
     return max(files, key=lambda p: p.stat().st_size)
 
 
@@ -127,9 +127,12 @@ def main(argv: list[str] | None = None) -> int:
             command += ["--schedule-file", str(args.schedule_file)]
         if args.jobs is not None:
             command += ["--jobs", str(args.jobs)]
-        print(f"specmatrix {commit.stdout.strip()} on {label}; {os.cpu_count()} CPUs" + (f", pinned to {sorted(cpus)}" if cpus else ""))
+        print(
+            f"specmatrix {commit.stdout.strip()} on {label}; {os.cpu_count()} CPUs"
+            + (f", pinned to {sorted(cpus)}" if cpus else "")
+        )
         print("+ " + " ".join(command) + " [--no-cache | --cache-dir DIR]", flush=True)
-        edited = test_file(tree)
+        edited = edit_target(tree)
         print(f"touched and edited: {edited.relative_to(tree)}")
         cache = Path(scratch) / "cache"
         run([*command, "--cache-dir", str(Path(scratch) / "first")], cpus)  # bytecode written, page cache warm
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             results["no-cache"].append(run([*command, "--no-cache"], cpus))
             results["cold"].append(run([*command, "--cache-dir", str(Path(scratch) / f"cold-{k}")], cpus))
         run([*command, "--cache-dir", str(cache)], cpus)
-        for k in range(args.repeat):
+        for _ in range(args.repeat):
             results["warm"].append(run([*command, "--cache-dir", str(cache)], cpus))
         for k in range(args.repeat):
             stamp = time.time_ns() - (k + 10) * 3_000_000_000  # settled: older than the racily-clean window

@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edit", action="store_true", help="also edit a copy of each tree and compare again")
     args = parser.parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False)
-    print(f"specmatrix {commit.stdout.strip()}; {sys.executable} -m matrix pytest-audit TREE --format F [--no-cache | --cache-dir D]")
+    shape = "-m matrix pytest-audit TREE --format F [--no-cache | --cache-dir D]"
+    print(f"specmatrix {commit.stdout.strip()}; {sys.executable} {shape}")
     bad = 0
     for spec in args.trees:
         tree_text, _, schedule = spec.partition("::")
@@ -62,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
                 cold = audit(tree, schedule or None, fmt, cache)
                 warm = audit(tree, schedule or None, fmt, cache)
                 same = plain == cold == warm
-                line = f"{spec} {fmt}: cold {'same' if plain == cold else 'DIFFERS'}, warm {'same' if plain == warm else 'DIFFERS'}"
+                line = (
+                    f"{spec} {fmt}: cold {'same' if plain == cold else 'DIFFERS'}, warm {'same' if plain == warm else 'DIFFERS'}"
+                )
                 if args.edit:
                     copy = Path(scratch) / "tree"
                     shutil.copytree(tree, copy, symlinks=True)

@@ -3,15 +3,17 @@
 `recording()` watches every file the process opens and every folder it lists (Python's audit events `open`,
 `os.listdir` and `os.scandir`, which every reader meets whatever function it calls: `open`, `os.open`, pathlib,
 `glob`, `os.walk`, tomllib, pytest's ini loader) and every path whose existence or kind it asks (`os.stat` and
-`os.lstat`, through which pathlib's `exists`/`is_file`/`is_dir`/`is_symlink` and `os.path` go; and `os.open`
-relative to a folder's descriptor, as the tree reader opens every file (`matrix.core.treefiles`): its `open` event
-names the path without the folder; all wrapped for the duration). A reader added later is recorded without being told about it. The files of the running Python and of
-this package (imported on first use) are not inputs and are left out.
+`os.lstat`, through which pathlib's `exists`/`is_file`/`is_dir`/`is_symlink` and `os.path` go), and every `os.open`
+relative to a folder's descriptor, as the tree reader opens every file (`matrix.core.treefiles`), whose `open` event
+names the path without its folder; those three are wrapped for the duration. A reader added later is recorded
+without being told about it. The files of the running Python and of this package (imported on first use) are not
+inputs and are left out.
 
-`manifest()` fingerprints what was touched: a file opened by its content, a file only probed by its kind, a listed folder by its entries (names and
-kinds), a symlink by its target, anything only probed by its kind, a missing path as missing. `unchanged()` says
-whether every fingerprint still holds; a path whose status (size, times, inode) is as recorded, and was already
-settled when recorded, is trusted without reading it again, as git trusts its index (racily-clean entries are read).
+`manifest()` fingerprints what was touched: a file opened by its content, a listed folder by its entries (names and
+kinds, a symlink's with its target's), a symlink by its target, anything only probed by its kind, a missing path as
+missing. `unchanged()` says whether every fingerprint still holds; a path whose status (size, times, inode) is as
+recorded, and was already settled when recorded, is trusted without reading it again, as git trusts its index
+(racily-clean entries are read).
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def recording(ignore: Sequence[str] = (), recorder: Recorder | None = None) -> I
             _SILENT.pop()
 
     _ACTIVE.append(recorder)
-    os.stat, os.lstat, os.open = watched_stat, watched_lstat, watched_open  # type: ignore[assignment]
+    os.stat, os.lstat, os.open = watched_stat, watched_lstat, watched_open
     try:
         yield recorder
     finally:

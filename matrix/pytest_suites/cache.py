@@ -38,28 +38,17 @@ from typing import Any
 
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError
-from matrix.core.finding import Finding, Tool
 from matrix.core.jsonio import canonical, seal_text
 from matrix.core.model import RunnerProfile
 from matrix.core.recorded import Seen, Status
 from matrix.core.records import BadRecord, Codec
 from matrix.core.textfiles import read_limited
-from matrix.guards.model import GuardFindingKind
+from matrix.pytest_suites.audit import FileAudit
 from matrix.pytest_suites.collect_errors import BrokenFile
-from matrix.pytest_suites.audit import FileAudit, ItemOutcome, ItemVerdicts, PytestFinding, RunnerVerdict
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.invocation import Invocation
-from matrix.pytest_suites.packs import GuardClass
 from matrix.schedule.model import (
-    Container,
-    Gate,
-    Origin,
-    PytestSelection,
     Schedule,
-    ScheduleEntry,
-    SuiteSelection,
-    UnknownLabel,
-    UnreadJob,
 )
 
 SCHEMA = "specmatrix.pytest-audit-cache/2"  # 2: a broken file keeps what pytest fails on (`BrokenFile.problem`)
@@ -125,7 +114,6 @@ class Stored:
         except BadRecord:
             return None
         return found if isinstance(found, FileAudit) else None
-
 
     def reads_hold(self, holds: Callable[[str, str, Status | None], bool]) -> bool:
         """Whether every path the entry read still gives what it gave (`holds(path, fingerprint, status)`); a read

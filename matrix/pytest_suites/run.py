@@ -15,7 +15,7 @@ from matrix.core.model import RunnerProfile
 from matrix.core.recorded import Recorder, manifest, recording, unchanged
 from matrix.core.textfiles import READ_FILES
 from matrix.guards.model import GuardFindingKind
-from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, PytestFinding, SuiteAuditor, combine
+from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
 from matrix.pytest_suites.cache import Entry, Frame, ResultCache, Stored, frame_key, invocations_digest, tool_key
 from matrix.pytest_suites.collect import Collector, TestFile
 from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors, with_missing_nodes
@@ -26,6 +26,7 @@ from matrix.pytest_suites.loader import MAX_KEPT_CHARS, UNREADABLE, SourceLoader
 from matrix.pytest_suites.packs import builtin_packs
 from matrix.pytest_suites.rules import UNLISTED, discover, discover_with_conftests
 from matrix.pytest_suites.tracked import TrackedCollector
+from matrix.pytest_suites.verdicts import PytestFinding
 from matrix.pytest_suites.workers import CollectingWorkers, can_fork
 from matrix.schedule.commands.pytest_command import PytestCommandReader
 from matrix.schedule.load import load_schedule
@@ -138,7 +139,9 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
             gc.enable()
     if cache is not None:
         cache.save()
-    auditor = SuiteAuditor(schedule, profiles, builtin_packs(), inputs.installed, final, join=inputs.join, project=collector.project)
+    auditor = SuiteAuditor(
+        schedule, profiles, builtin_packs(), inputs.installed, final, join=inputs.join, project=collector.project
+    )
     broken = [_at_line(auditor.audit_file(TestFile(path=c.path, tests=(), error=_said(c))), c.line) for c in conftests]
     stopped = tuple(f"{path}: {why}" for path, why in problems if path not in {c.path for c in conftests})
     return combine(str(inputs.root), [*(done[p] for p in paths), *broken], schedule, notes=(*auditor.not_run, *stopped))

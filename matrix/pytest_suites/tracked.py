@@ -4,9 +4,10 @@ The results cache keys a test file's audit by what that audit depends on: the fi
 helper modules its guards and marks are followed into, the files an import was looked for in and not found. The
 collector shares its parses between files (a conftest is parsed once), so reads are recorded where the collector
 answers from a memo too (`Collector.parsed`, `_exists`, `_mentions_skip`, the linker's, the import resolver's and
-the project-import answers' modules); and before each file the collector and the auditor forget what they worked out from other files
-(`Collector.forget_derived`, `SuiteAuditor.forget_evaluations`), so a memo filled for an earlier file cannot hide
-a read from a later one. A file's dependencies are then exactly the paths read while it was being tracked.
+the project-import answers' modules); and before each file the collector and the auditor forget what they worked
+out from other files (`Collector.forget_derived`, `SuiteAuditor.forget_evaluations`, the project-import answers),
+so a memo filled for an earlier file cannot hide a read from a later one. A file's dependencies are then exactly
+the paths read while it was being tracked.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class TrackedCollector(Collector):
         declared_markers: Mapping[str, str] | None = None,
     ):
         # What the collector reads to start (the checkout's own name: `pyproject.toml`, `setup.py`) is every file's.
-        load.reads = self.base_reads = set()
+        self.base_reads: set[str] = set()
+        load.reads = self.base_reads
         super().__init__(load, config, packs, declared_markers)
         load.reads = None
         self.source = load

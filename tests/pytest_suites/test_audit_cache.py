@@ -9,125 +9,22 @@ re-audits exactly the files that read what changed.
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from matrix.core.model import RunnerProfile
 from matrix.core.runner_files import load_runners
 from matrix.pytest_suites import cache as cache_module
-from matrix.pytest_suites import collect
-from matrix.pytest_suites.audit import PytestAuditReport
-from matrix.pytest_suites.run import AuditInput, run_audit
+from tests.pytest_suites.cache_checkout import FILES, WORKFLOW, Checkout, edited, make_checkout
 from tests.pytest_suites.conftest import write_tree
-
-WORKFLOW = """
-name: ci
-on: [push]
-jobs:
-  gpu:
-    runs-on: {label}
-    env:
-      PYTEST_ADDOPTS: "{addopts}"
-    steps:
-      - uses: actions/checkout@v4
-      - run: bash scripts/run_tests.sh
-"""
-FILES = {
-    "pytest.ini": "[pytest]\ntestpaths = tests\nmarkers =\n    slow: a slow test\n",
-    ".github/workflows/ci.yml": WORKFLOW.format(label="1-gpu-h100", addopts="-p no:cacheprovider"),
-    "scripts/run_tests.sh": "#!/bin/bash\nset -e\npytest tests\n",
-    "tests/__init__.py": "",
-    "tests/conftest.py": "import pytest\n",
-    "tests/helpers.py": """
-        import pytest
-        import torch
-
-
-        def need_gpus(n):
-            if torch.cuda.device_count() < n:
-                pytest.skip("needs more GPUs")
-        """,
-    "tests/test_helped.py": """
-        from tests.helpers import need_gpus
-
-
-        def test_two():
-            need_gpus(2)
-        """,
-    "tests/test_plain.py": """
-        import pytest
-        import torch
-
-
-        @pytest.mark.skipif(torch.cuda.device_count() < 4, reason="four GPUs")
-        def test_four():
-            pass
-
-
-        @pytest.mark.slow
-        def test_runs():
-            pass
-        """,
-}
-
-
-@dataclass
-class Checkout:
-    """A checkout in tmp_path, audited with and without a cache; `collected` lists the files each run collected."""
-
-    root: Path
-    cache: Path
-    schedule_files: tuple[Path, ...] = ()
-    installed: frozenset[str] = frozenset()
-    profiles: Mapping[str, RunnerProfile] = field(default_factory=load_runners)
-    collected: list[str] = field(default_factory=list)
-
-    def write(self, files: Mapping[str, str]) -> None:
-        write_tree(self.root, {name: textwrap.dedent(text) for name, text in files.items()})
-
-    def inputs(self) -> AuditInput:
-        return AuditInput(root=self.root, schedule_files=self.schedule_files, installed=self.installed)
-
-    def cached(self, jobs: int = 1) -> PytestAuditReport:
-        self.collected.clear()
-        return run_audit(self.inputs(), self.profiles, jobs=jobs, cache_dir=self.cache)
-
-    def fresh(self) -> dict[str, Any]:
-        counted = list(self.collected)
-        report = asdict(run_audit(self.inputs(), self.profiles))
-        self.collected[:] = counted  # what the cached run collected, not this one
-        return report
 
 
 @pytest.fixture
-def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Checkout]:
-    tree = Checkout(root=tmp_path / "repo", cache=tmp_path / "cache")
-    tree.write(FILES)
-    real = collect.Collector.collect
-
-    def counted(self: collect.Collector, path: str) -> collect.TestFile:
-        tree.collected.append(path)
-        return real(self, path)
-
-    monkeypatch.setattr(collect.Collector, "collect", counted)
-    yield tree
-
-
-def _edited(tree: Checkout, edit: Callable[[], None]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the cached report before the edit, after it); each checked against a run without the cache."""
-    before = asdict(tree.cached())
-    assert before == tree.fresh()
-    assert asdict(tree.cached()) == before and tree.collected == [], "a second run with nothing changed reads no file"
-    edit()
-    after = asdict(tree.cached())
-    assert after == tree.fresh(), "the cached report after the edit is the report of a fresh run"
-    assert after != before, "the edit changes the report (else this test shows nothing)"
-    return before, after
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Checkout:
+    return make_checkout(tmp_path, monkeypatch)
 
 
 def _scopes(report: Mapping[str, Any]) -> set[str]:
@@ -135,7 +32,7 @@ def _scopes(report: Mapping[str, Any]) -> set[str]:
 
 
 def test_a_test_file_edit_is_seen_and_only_that_file_is_read_again(checkout: Checkout) -> None:
-    _edited(checkout, lambda: checkout.write({"tests/test_plain.py": FILES["tests/test_plain.py"].replace("< 4", "< 1")}))
+    edited(checkout, lambda: checkout.write({"tests/test_plain.py": FILES["tests/test_plain.py"].replace("< 4", "< 1")}))
     assert checkout.collected == ["tests/test_plain.py"]
 
 
@@ -150,37 +47,37 @@ def test_a_conftest_edit_is_seen(checkout: Checkout) -> None:
             if torch.cuda.device_count() < 8:
                 pytest.skip("needs eight GPUs")
         """
-    _, after = _edited(checkout, lambda: checkout.write({"tests/conftest.py": conftest}))
+    _, after = edited(checkout, lambda: checkout.write({"tests/conftest.py": conftest}))
     assert "tests/test_plain.py::test_runs" in _scopes(after)
 
 
 def test_a_configuration_edit_is_seen(checkout: Checkout) -> None:
     ini = FILES["pytest.ini"] + 'addopts = -m "not slow"\n'
-    _, after = _edited(checkout, lambda: checkout.write({"pytest.ini": ini}))
+    _, after = edited(checkout, lambda: checkout.write({"pytest.ini": ini}))
     assert "tests/test_plain.py" in _scopes(after)  # its one selected test skips: the file never runs
 
 
 def test_a_helper_edit_is_seen_and_only_its_readers_are_read_again(checkout: Checkout) -> None:
     helper = FILES["tests/helpers.py"].replace("< n", "< 0")
-    before, after = _edited(checkout, lambda: checkout.write({"tests/helpers.py": helper}))
+    before, after = edited(checkout, lambda: checkout.write({"tests/helpers.py": helper}))
     assert "tests/test_helped.py::test_two" in _scopes(before) - _scopes(after)
     assert checkout.collected == ["tests/test_helped.py"]
 
 
 def test_a_workflow_edit_is_seen(checkout: Checkout) -> None:
     workflow = WORKFLOW.format(label="8-gpu-h200", addopts="-p no:cacheprovider")
-    before, after = _edited(checkout, lambda: checkout.write({".github/workflows/ci.yml": workflow}))
+    before, after = edited(checkout, lambda: checkout.write({".github/workflows/ci.yml": workflow}))
     assert {"tests/test_plain.py::test_four", "tests/test_helped.py::test_two"} <= _scopes(before) - _scopes(after)
 
 
 def test_an_edit_of_the_script_a_workflow_runs_is_seen(checkout: Checkout) -> None:
-    _, after = _edited(checkout, lambda: checkout.write({"scripts/run_tests.sh": "pytest tests/test_plain.py\n"}))
+    _, after = edited(checkout, lambda: checkout.write({"scripts/run_tests.sh": "pytest tests/test_plain.py\n"}))
     assert "tests/test_helped.py" in _scopes(after)  # no command selects it now
 
 
 def test_an_edit_of_the_jobs_environment_is_seen(checkout: Checkout) -> None:
     workflow = WORKFLOW.format(label="1-gpu-h100", addopts="-m slow")
-    _, after = _edited(checkout, lambda: checkout.write({".github/workflows/ci.yml": workflow}))
+    _, after = edited(checkout, lambda: checkout.write({".github/workflows/ci.yml": workflow}))
     assert "tests/test_helped.py" in _scopes(after)  # PYTEST_ADDOPTS deselects its one test
 
 
@@ -191,14 +88,14 @@ def test_a_runner_profile_edit_is_seen(checkout: Checkout, tmp_path: Path) -> No
     def edit() -> None:
         checkout.profiles = load_runners((runners,), replace=("1-gpu-h100",))
 
-    _edited(checkout, edit)
+    edited(checkout, edit)
 
 
 def test_a_declared_marker_edit_is_seen(checkout: Checkout, tmp_path: Path) -> None:
     plan = tmp_path / "plan.toml"
     plan.write_text('[[entry]]\njob = "j"\nlabels = ["8-gpu-h200"]\npytest = "pytest tests"\n', encoding="utf-8")
     checkout.schedule_files = (plan,)
-    _, after = _edited(checkout, lambda: plan.write_text(plan.read_text() + '[markers]\nslow = "True"\n', encoding="utf-8"))
+    _, after = edited(checkout, lambda: plan.write_text(plan.read_text() + '[markers]\nslow = "True"\n', encoding="utf-8"))
     assert "tests/test_plain.py::test_runs" in _scopes(after)
 
 
@@ -210,7 +107,7 @@ def test_the_installed_modules_are_part_of_the_key(checkout: Checkout) -> None:
     def edit() -> None:
         checkout.installed = frozenset({"kit"})
 
-    before, after = _edited(checkout, edit)
+    before, after = edited(checkout, edit)
     assert after["undetermined"] == before["undetermined"] - 1  # whether `kit` imports is known now
 
 
@@ -218,7 +115,7 @@ def test_a_file_created_where_an_import_was_looked_for_is_seen(checkout: Checkou
     # `from tests.marks import slow_gpu` finds nothing at first: the mark is unknown, the test undetermined.
     checkout.write({"tests/test_marked.py": "from tests.marks import heavy\n\n\n@heavy\ndef test_heavy():\n    pass\n"})
     marks = "import pytest\n\nheavy = pytest.mark.skip(reason='too heavy')\n"
-    _, after = _edited(checkout, lambda: checkout.write({"tests/marks.py": marks}))
+    _, after = edited(checkout, lambda: checkout.write({"tests/marks.py": marks}))
     assert "tests/test_marked.py::test_heavy" in _scopes(after)
 
 
@@ -227,7 +124,7 @@ def test_new_and_removed_test_files_are_seen(checkout: Checkout) -> None:
         (checkout.root / "tests" / "test_helped.py").unlink()
         checkout.write({"tests/test_new.py": "import pytest\n\n\n@pytest.mark.skip(reason='off')\ndef test_off():\n    pass\n"})
 
-    _, after = _edited(checkout, edit)
+    _, after = edited(checkout, edit)
     assert "tests/test_new.py::test_off" in _scopes(after) and "tests/test_helped.py::test_two" not in _scopes(after)
     assert checkout.collected == ["tests/test_new.py"]
 
@@ -266,7 +163,7 @@ def test_a_test_file_that_does_not_parse_stops_the_commands_that_collect_it(chec
 
 def test_a_file_that_stops_parsing_changes_the_verdicts_of_the_files_beside_it(checkout: Checkout) -> None:
     # Nothing test_plain.py reads changes, but the command that collects it now stops on a collection error.
-    _, after = _edited(checkout, lambda: checkout.write({"tests/test_helped.py": "def test_two(:\n    pass\n"}))
+    _, after = edited(checkout, lambda: checkout.write({"tests/test_helped.py": "def test_two(:\n    pass\n"}))
     stopped = [f["finding"]["message"] for f in after["findings"] if f["finding"]["path"] == "tests/test_plain.py"]
     assert any("does not parse" in message for message in stopped)
 
@@ -303,7 +200,7 @@ def test_a_helper_reached_through_another_helper_is_read_by_every_file_that_reac
     # The second file to call need_gpus() finds check_gpus() already followed for the first one: it reads deep.py too.
     checkout.write(CHAINED)
     deep = CHAINED["tests/deep.py"].replace("< n", "< 0")
-    before, after = _edited(checkout, lambda: checkout.write({"tests/deep.py": deep}))
+    before, after = edited(checkout, lambda: checkout.write({"tests/deep.py": deep}))
     assert {"tests/test_helped.py::test_two", "tests/test_plain.py::test_also_two"} <= _scopes(before) - _scopes(after)
     assert sorted(checkout.collected) == ["tests/test_helped.py", "tests/test_plain.py"]
 
@@ -328,6 +225,6 @@ LINKED = {
 def test_a_constant_a_conftest_guard_reads_from_another_file_is_read_by_every_file_under_it(checkout: Checkout) -> None:
     # The guard is evaluated for the first file; the second one's audit follows MIN_GPUS into limits.py as well.
     checkout.write(LINKED)
-    before, after = _edited(checkout, lambda: checkout.write({"tests/limits.py": "MIN_GPUS = 1\n"}))
+    before, after = edited(checkout, lambda: checkout.write({"tests/limits.py": "MIN_GPUS = 1\n"}))
     assert "tests/test_plain.py::test_runs" in _scopes(before) - _scopes(after)
     assert sorted(checkout.collected) == ["tests/test_helped.py", "tests/test_plain.py"]

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from matrix.pytest_suites.run import AuditInput, run_audit
-from tests.pytest_suites.test_audit_cache import Checkout, _edited, checkout  # noqa: F401 (the fixture)
+from tests.pytest_suites.cache_checkout import Checkout, edited, make_checkout
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Checkout:
+    return make_checkout(tmp_path, monkeypatch)
+
 
 PYPROJECT = '[project]\nname = "widgetlib"\nversion = "1.0"\n'
 
@@ -45,7 +51,7 @@ def _undetermined(report: dict[str, object]) -> object:
 def test_an_edit_of_the_checkouts_own_module_a_guard_imports_is_seen(checkout: Checkout) -> None:
     _own(checkout, "pip install -e .")
     # The module now imports what the job does not install: whether it imports is no longer known.
-    before, after = _edited(checkout, lambda: checkout.write({"widgetlib/extra.py": "import frobnicate_nowhere\n"}))
+    before, after = edited(checkout, lambda: checkout.write({"widgetlib/extra.py": "import frobnicate_nowhere\n"}))
     assert _undetermined(after) != _undetermined(before)
     assert checkout.collected == ["tests/test_own.py"]
 
@@ -60,7 +66,7 @@ def test_an_edit_of_a_module_the_own_module_imports_is_seen_by_every_file_that_a
         }
     )
     # The second file's answer is the first one's, kept: it reads base.py all the same.
-    before, after = _edited(checkout, lambda: checkout.write({"widgetlib/base.py": "import frobnicate_nowhere\n"}))
+    before, after = edited(checkout, lambda: checkout.write({"widgetlib/base.py": "import frobnicate_nowhere\n"}))
     assert _undetermined(after) != _undetermined(before)
     assert sorted(checkout.collected) == ["tests/test_also_own.py", "tests/test_own.py"]
 
@@ -68,7 +74,7 @@ def test_an_edit_of_a_module_the_own_module_imports_is_seen_by_every_file_that_a
 def test_an_edit_of_the_projects_name_is_seen(checkout: Checkout) -> None:
     _own(checkout, "pip install widgetlib")
     # `pip install widgetlib` installs the checkout's own distribution only while the project has that name.
-    _edited(checkout, lambda: checkout.write({"pyproject.toml": PYPROJECT.replace("widgetlib", "gadgetlib")}))
+    edited(checkout, lambda: checkout.write({"pyproject.toml": PYPROJECT.replace("widgetlib", "gadgetlib")}))
 
 
 def test_an_edit_of_what_the_job_installs_is_seen(checkout: Checkout) -> None:
@@ -79,7 +85,7 @@ def test_an_edit_of_what_the_job_installs_is_seen(checkout: Checkout) -> None:
             "tests/test_kit.py": "import pytest\n\n\ndef test_kit():\n    pytest.importorskip('yaml')\n",
         }
     )
-    _edited(checkout, lambda: checkout.write({".github/workflows/ci.yml": _workflow("pip install pyyaml", "pytest tests")}))
+    edited(checkout, lambda: checkout.write({".github/workflows/ci.yml": _workflow("pip install pyyaml", "pytest tests")}))
 
 
 CONFTEST_OPTIONS = """
@@ -94,7 +100,7 @@ def pytest_addoption(parser):
 def test_an_edit_of_the_options_a_conftest_declares_is_seen(checkout: Checkout) -> None:
     checkout.write({"scripts/run_tests.sh": "pytest --sizes 1 2 tests/test_plain.py\n", "conftest.py": CONFTEST_OPTIONS})
     # Without the declaration the option is unknown to pytest: its values may be paths, what runs is not known.
-    _edited(checkout, lambda: checkout.write({"conftest.py": "import pytest\n"}))
+    edited(checkout, lambda: checkout.write({"conftest.py": "import pytest\n"}))
 
 
 def test_the_runs_joined_are_part_of_the_key(checkout: Checkout, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,4 +120,4 @@ def test_a_schedule_file_edit_is_seen(checkout: Checkout, tmp_path: Path) -> Non
     plan = tmp_path / "plan.toml"
     plan.write_text('[[entry]]\njob = "j"\nlabels = ["1-gpu-h100"]\npytest = "pytest tests"\n', encoding="utf-8")
     checkout.schedule_files = (plan,)
-    _edited(checkout, lambda: plan.write_text(plan.read_text().replace("1-gpu-h100", "8-gpu-h200"), encoding="utf-8"))
+    edited(checkout, lambda: plan.write_text(plan.read_text().replace("1-gpu-h100", "8-gpu-h200"), encoding="utf-8"))
