@@ -31,7 +31,7 @@ import os
 import site
 import sys
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,24 @@ class Entry:
     reads: Mapping[str, tuple[str, Status | None]]
     invocations: str  # `invocations_digest` of the commands it was audited under
     broken: BrokenFile | None = None  # pytest fails to import it (does not parse, cannot be read)
+
+
+DISCOVERY = "\0discovery"  # the key of the discovery entry: no file's path holds a NUL byte
+
+
+@dataclass(frozen=True, kw_only=True)
+class Discovery:
+    """What pytest's discovery found (`rules.discover_with_conftests`) and the folders and paths it listed and
+    probed to find it."""
+
+    paths: tuple[str, ...]
+    walked: tuple[str, ...]
+    problems: tuple[tuple[str, str], ...]
+    seen: tuple[Seen, ...]
+
+
+def _strings(raw: Any) -> bool:
+    return type(raw) is list and all(type(x) is str for x in raw)
 
 
 class Stored:
@@ -308,6 +326,42 @@ class ResultCache:
             return Stored(doc)
         except (ValueError, KeyError, TypeError, RecursionError, BadRecord):
             return None
+
+    def get_discovery(self, named: Sequence[str]) -> Discovery | None:
+        """The test files and conftest.py files an earlier run of this frame found for the same paths, with what that
+        walk listed and probed; None when there is none that can be trusted. Whether the folders are unchanged is the
+        caller's question."""
+        key = file_key(DISCOVERY)
+        found = self.old.get(key)
+        if found is None or found[0] != seal_text(SCHEMA, f"{self.run}:{key}", found[1]):
+            return None
+        try:
+            doc = json.loads(found[1])
+            if type(doc) is not dict or doc.get("path") != DISCOVERY or doc.get("named") != list(named):
+                return None
+            paths, walked, problems = doc["paths"], doc["walked"], doc["problems"]
+            if not (_strings(paths) and _strings(walked) and type(problems) is list):
+                return None
+            if not all(type(p) is list and len(p) == 2 and _strings(p) for p in problems):
+                return None
+            seen = tuple(_seen(item) for item in doc["seen"])
+        except (ValueError, KeyError, TypeError, RecursionError, BadRecord):
+            return None
+        return Discovery(paths=tuple(paths), walked=tuple(walked), problems=tuple((p[0], p[1]) for p in problems), seen=seen)
+
+    def put_discovery(self, named: Sequence[str], found: Discovery) -> None:
+        doc = {
+            "path": DISCOVERY,
+            "named": list(named),
+            "paths": list(found.paths),
+            "walked": list(found.walked),
+            "problems": [list(p) for p in found.problems],
+            "seen": [[s.path, s.listed, s.fingerprint, s.status, s.opened] for s in found.seen],
+        }
+        text = canonical(doc)
+        key = file_key(DISCOVERY)
+        if len(text) <= MAX_ENTRY_BYTES:
+            self.new[key] = (seal_text(SCHEMA, f"{self.run}:{key}", text), text)
 
     def keep(self, path: str) -> None:
         """The stored entry still holds: write it again as it is."""

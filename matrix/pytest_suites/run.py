@@ -16,10 +16,20 @@ from matrix.core.recorded import Recorder, manifest, recording, unchanged
 from matrix.core.textfiles import READ_FILES
 from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
-from matrix.pytest_suites.cache import Entry, Frame, ResultCache, Stored, frame_key, invocations_digest, tool_key
+from matrix.pytest_suites.cache import (
+    DISCOVERY,
+    Discovery,
+    Entry,
+    Frame,
+    ResultCache,
+    Stored,
+    frame_key,
+    invocations_digest,
+    tool_key,
+)
 from matrix.pytest_suites.collect import Collector, TestFile
 from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors, with_missing_nodes
-from matrix.pytest_suites.config import read_pytest_config
+from matrix.pytest_suites.config import PytestConfig, read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.joined import check_runners
 from matrix.pytest_suites.loader import MAX_KEPT_CHARS, UNREADABLE, SourceLoader
@@ -112,8 +122,7 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
                 cache.open_entries(run)
         schedule = frame.schedule
         read = with_missing_nodes(frame.invocations, collector.collect)
-        problems: list[tuple[str, str]] = []
-        paths, walked = discover_with_conftests(inputs.root, frame.config, [a for i in read for a in i.args if i.runs], problems)
+        paths, walked, problems = _discover(inputs.root, frame.config, [a for i in read for a in i.args if i.runs], cache)
         chains = sorted({*walked, *(c for p in paths for c in collector.conftest_chain(p))})
         conftests = [*_broken_conftests(collector, chains, cache), *unlisted(problems)]
         read = with_collection_errors(read, conftests, collector.conftest_ignores)
@@ -235,6 +244,25 @@ def _recording(cache: ResultCache | None, recorder: Recorder | None = None) -> I
         return
     with recording(ignore=(str(cache.folder),), recorder=recorder) as active:
         yield active
+
+
+def _discover(
+    root: Path, config: PytestConfig, named: list[str], cache: ResultCache | None
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """pytest's discovery (test files, the conftest.py files of the folders walked, the folders it could not list);
+    with a cache, an earlier run's while every folder it listed and path it probed is as it was."""
+    stored = cache.get_discovery(named) if cache is not None and cache.run else None
+    if cache is not None and stored is not None and unchanged(stored.seen):
+        cache.keep(DISCOVERY)
+        return stored.paths, stored.walked, stored.problems
+    problems: list[tuple[str, str]] = []
+    with _recording(cache) as recorder:
+        paths, walked = discover_with_conftests(root, config, named, problems)
+    if cache is not None and cache.run and recorder is not None and not recorder.overflow:
+        seen = manifest(recorder.touched.items(), since_ns=recorder.started_ns, opened=recorder.opened)
+        if seen is not None:
+            cache.put_discovery(named, Discovery(paths=paths, walked=walked, problems=tuple(problems), seen=seen))
+    return paths, walked, tuple(problems)
 
 
 def _workers(

@@ -121,3 +121,17 @@ def test_a_schedule_file_edit_is_seen(checkout: Checkout, tmp_path: Path) -> Non
     plan.write_text('[[entry]]\njob = "j"\nlabels = ["1-gpu-h100"]\npytest = "pytest tests"\n', encoding="utf-8")
     checkout.schedule_files = (plan,)
     edited(checkout, lambda: plan.write_text(plan.read_text().replace("1-gpu-h100", "8-gpu-h200"), encoding="utf-8"))
+
+
+def test_a_folder_that_becomes_a_virtual_environment_is_left_out(checkout: Checkout) -> None:
+    # pytest does not recurse into a folder holding pyvenv.cfg: discovery, kept while the folders it listed and the
+    # paths it probed are unchanged, sees the file appear.
+    checkout.write({"tests/env/test_inside.py": "import pytest\n\n\n@pytest.mark.skip(reason='off')\ndef test_in():\n    pass\n"})
+    _, after = edited(checkout, lambda: checkout.write({"tests/env/pyvenv.cfg": "home = /usr\n"}))
+    assert "tests/env/test_inside.py::test_in" not in {f["finding"]["subject"] for f in after["findings"]}
+
+
+def test_a_folder_added_below_a_walked_one_is_seen(checkout: Checkout) -> None:
+    new = {"tests/deeper/more/test_far.py": "import pytest\n\n\n@pytest.mark.skip(reason='off')\ndef test_far():\n    pass\n"}
+    edited(checkout, lambda: checkout.write(new))
+    assert checkout.collected == ["tests/deeper/more/test_far.py"]
