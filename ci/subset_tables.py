@@ -75,13 +75,12 @@ def grouped(items: Iterable[tuple[str, tuple[str, ...]]]) -> list[tuple[list[str
     """Names that share the same description, together, in the order each description first appears; a name described
     only as another (`as declare`, `as docker run`) joins that name's row."""
     items = list(items)
-    known = {name: described for name, described in items}
+    known = dict(items)
     groups: dict[tuple[str, ...], list[str]] = {}
     for name, described in items:
         alias = described[-1].removeprefix("as ")
-        if described[-1].startswith("as ") and alias in known:
-            described = known[alias]
-        groups.setdefault(described, []).append(name)
+        shared = known[alias] if described[-1].startswith("as ") and alias in known else described
+        groups.setdefault(shared, []).append(name)
     return [(found, described) for described, found in groups.items()]
 
 
@@ -154,7 +153,8 @@ def container_tables() -> list[str]:
     )
     out += ["**Dockerfile instructions**, and what each does to a container's starting environment:", ""]
     out += table(["instruction", "read as"], rows_of(containers.INSTRUCTIONS.items()))
-    out += [f"**Docker Official Images** taken as setting none of the project's variables: {names(containers.OFFICIAL_IMAGES)}.", ""]
+    official = names(containers.OFFICIAL_IMAGES)
+    out += [f"**Docker Official Images** taken as setting none of the project's variables: {official}.", ""]
     return out
 
 
