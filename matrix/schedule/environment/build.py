@@ -43,7 +43,8 @@ def environment_of(
             commands = [step.command]
             continue
         if step.kind is StepKind.UNKNOWN_BASE:
-            base, note, installed, maybe, unknown, cpu = Base.UNKNOWN, step.command, {}, [], [step.unread], False
+            # Its own account of why the base is not known names the step (`unread`), else the step itself.
+            base, note, installed, maybe, unknown, cpu = Base.UNKNOWN, step.unread or step.command, {}, [], [step.unread], False
             # A conda environment made here is not yet the one the tests use: that takes its `conda activate`.
             python = step.python if not step.environment else ""
             if step.environment:
