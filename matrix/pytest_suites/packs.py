@@ -24,7 +24,7 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.tomlfields import expect_keys, read_toml, str_field, table_field
-from matrix.guards.platform import PLATFORM_PREDICATES
+from matrix.guards.platform import PLATFORM_ATTRIBUTES, PLATFORM_PREDICATES
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts, Unknown
 
 PACKS = ("torch", "flashinfer", "vllm")
@@ -44,6 +44,7 @@ class GuardClass(StrEnum):
     INSTALL = "installed modules"
     OPTION = "command-line option"  # a conftest's own option (`config.getoption("--run-perf")`) the command gives or not
     SELECTION = "selection"  # not a skip: the CI commands leave the test out (`-k`, `-m`, `--deselect`, node ids)
+    COLLECTION = "collection error"  # not a skip: every command that collects the test stops before running any
     UNKNOWN = "unknown"
 
 
@@ -84,12 +85,16 @@ class PredicatePacks:
         last = fact.rpartition(".")[2]
         if last in self.classes:
             return self.classes[last]
+        if fact in PLATFORM_ATTRIBUTES or fact in PLATFORM_PREDICATES:
+            return GuardClass.PLATFORM  # the runner's OS, CPU, Python or torch build, from its labels and installs
         if fact == "env":
             return GuardClass.ENVIRONMENT
         if fact == "install":
             return GuardClass.INSTALL
         if fact.startswith(OPTION_FACT):
             return GuardClass.OPTION
+        if fact.endswith("version.hip"):
+            return GuardClass.PLATFORM  # a ROCm build of torch or a CUDA one
         if "version.cuda" in fact or "cuda_version" in last:
             return GuardClass.CUDA_VERSION
         if "capability" in fact or "sm" in last or "blackwell" in last or "cuda.version" in fact:

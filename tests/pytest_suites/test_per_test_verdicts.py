@@ -315,6 +315,8 @@ def test_a_node_id_that_names_no_test_stops_the_command(audit: Audit, schedule: 
     never = {f.finding.scope: f.finding.message for f in report.of_kind(GuardFindingKind.NEVER_RUNS)}
     assert set(never) == {"tests/test_q.py", "tests/test_r.py"} and report.scheduled_tests == 0
     assert "tests/test_q.py::TestQueue::test_peek: not found (no test matches this node id)" in never["tests/test_r.py"]
+    classes = {f.guard_class.value for f in report.of_kind(GuardFindingKind.NEVER_RUNS)}
+    assert classes == {"collection error"}
 
 
 def test_an_option_declared_where_pytest_loads_it_late_keeps_its_default(audit: Audit, schedule: Callable[..., str]) -> None:
