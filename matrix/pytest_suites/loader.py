@@ -54,6 +54,7 @@ class SourceLoader:
         self.prints: dict[str, tuple[str, Status | None]] = {}
         self.reads: set[str] | None = None
         self.statuses: dict[str, Status | None] = {}
+        self.held: dict[tuple[str, str, Status | None], bool] = {}
         self.containers: dict[str, Status | None] = {}  # folder -> the status of it or the nearest that exists
 
     def __call__(self, path: str) -> str | None:
@@ -123,10 +124,15 @@ class SourceLoader:
             self.problems[path] = problem
 
     def holds(self, path: str, fingerprint: str, status: Status | None) -> bool:
-        """Whether `path` still gives `fingerprint`: a trusted status that still holds settles it without a read."""
-        if status is not None and (self._container(path) if fingerprint == _MISSING else self._status(path)) == status:
-            return True
-        return self.fingerprint(path)[0] == fingerprint
+        """Whether `path` still gives `fingerprint`: a trusted status that still holds settles it without a read.
+        Answered once per question (many entries read the same conftest.py): the files are not read again."""
+        key = (path, fingerprint, status)
+        found = self.held.get(key)
+        if found is None:
+            found = self.held[key] = (
+                status is not None and (self._container(path) if fingerprint == _MISSING else self._status(path)) == status
+            ) or self.fingerprint(path)[0] == fingerprint
+        return found
 
     def _status(self, path: str) -> Status | None:
         now = self.statuses.get(path, _UNSEEN)
