@@ -56,6 +56,7 @@ FRAME_SCHEMA = "specmatrix.pytest-audit-frame/2"  # 2: the job environment model
 MAX_CACHE_BYTES = 64 * 1024 * 1024  # diffusers' 491 test files: about 1 MB of entries
 MAX_ENTRY_BYTES = 4 * 1024 * 1024  # one file's entry (its findings and reads); a larger one is not kept
 KEEP_FILES = 16  # of each kind; older ones are removed when a run writes
+MAX_FOLDER_BYTES = 256 * 1024 * 1024  # all of them together; the oldest go first
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 
@@ -398,22 +399,32 @@ class ResultCache:
             write_text_atomic(path, text)
 
     def _evict(self) -> None:
-        """Keep the newest KEEP_FILES frames and KEEP_FILES entry files (by modification time)."""
+        """Keep the newest KEEP_FILES frames and KEEP_FILES entry files (by modification time), and of those the
+        newest that together hold at most MAX_FOLDER_BYTES (the ones this run used are the newest)."""
+        kept: list[tuple[int, int, Path]] = []
         for pattern in ("pytest-audit-frame-*.json", "pytest-audit-*.cache"):
             try:
-                found = sorted(self.folder.glob(pattern), key=_mtime, reverse=True)
+                found = sorted(((*_mtime_size(p), p) for p in self.folder.glob(pattern)), reverse=True)
             except OSError:
                 return
-            for stale in found[KEEP_FILES:]:
+            kept.extend(found[:KEEP_FILES])
+            for *_, stale in found[KEEP_FILES:]:
                 with contextlib.suppress(OSError):
                     stale.unlink()
+        total = 0
+        for _, size, path in sorted(kept, reverse=True):
+            total += size
+            if total > MAX_FOLDER_BYTES:
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
 
-def _mtime(path: Path) -> int:
+def _mtime_size(path: Path) -> tuple[int, int]:
     try:
-        return path.stat().st_mtime_ns
+        st = path.stat()
     except OSError:
-        return 0
+        return 0, 0
+    return st.st_mtime_ns, st.st_size
 
 
 def parse_entries(data: bytes) -> dict[str, tuple[str, str]]:

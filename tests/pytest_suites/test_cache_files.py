@@ -146,6 +146,18 @@ def test_the_folder_keeps_the_newest_files(repo: Path, tmp_path: Path, monkeypat
     assert not list(folder.glob(".*.tmp"))
 
 
+def test_the_folder_keeps_the_newest_files_within_its_size(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "cache"
+    _report(repo, folder)
+    one_run = sum(p.stat().st_size for p in folder.glob("pytest-audit-*"))
+    monkeypatch.setattr(cache_module, "MAX_FOLDER_BYTES", one_run * 2 + one_run // 2)
+    for k in range(4):
+        _report(repo, folder, installed=frozenset({f"module{k}"}))
+        assert sum(p.stat().st_size for p in folder.glob("pytest-audit-*")) <= one_run * 2 + one_run // 2
+    # The last two runs' frames and entries are kept (the newest first), older ones only as far as the bound allows.
+    assert len(list(folder.glob("pytest-audit-frame-*.json"))) >= 2 and len(list(folder.glob("pytest-audit-*.cache"))) >= 2
+
+
 def _cli(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("SPECMATRIX_")}
     environment.update(env or {})
