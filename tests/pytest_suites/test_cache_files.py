@@ -224,3 +224,20 @@ def test_guards_honours_the_same_switch(tmp_path: Path) -> None:
     assert not folder.exists()
     _cli("guards", str(suite), "--no-workflows", env={"SPECMATRIX_CACHE_DIR": str(folder)})
     assert list(folder.glob("guards-*.cache"))
+
+
+def test_a_warm_run_refuses_to_write_over_a_file_it_read_from_the_cache(repo: Path, tmp_path: Path) -> None:
+    # The frame is not read again on a warm run, yet the script the workflow runs is still one of its inputs.
+    workflow = repo / ".github" / "workflows" / "ci.yml"
+    workflow.write_text(
+        workflow.read_text(encoding="utf-8").replace("scripts/run_tests.sh", "scripts/run_tests"), encoding="utf-8"
+    )
+    (repo / "scripts" / "run_tests.sh").rename(repo / "scripts" / "run_tests")
+    folder = tmp_path / "cache"
+    args = ("pytest-audit", str(repo), "--cache-dir", str(folder))
+    assert _cli(*args).returncode in (0, 1)
+    assert _cli(*args).returncode in (0, 1) and _entries(folder).exists()
+    script = repo / "scripts" / "run_tests"
+    refused = _cli(*args, "--output", str(script))
+    assert refused.returncode == 2 and "read this file" in refused.stderr, refused.stderr
+    assert script.read_text(encoding="utf-8").endswith("pytest tests\n")
