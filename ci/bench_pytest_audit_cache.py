@@ -11,6 +11,9 @@ run first writes the package's bytecode and warms the page cache. Then, each `--
 - `touched`: one test file's modification time changed (its content is not);
 - `edited`: one test file's content changed (a line appended), so its audit is made again.
 
+The file touched and edited is `--edit FILE`, else the largest test file no other file's audit reads (a module of
+shared test helpers named `test_*.py` re-audits every file that imports it: `--edit` it to time that).
+
 For each: wall and CPU seconds (user+sys of the command and its workers), the peak RSS of its largest process, the
 1-minute load average before it started; then the warm figures over the cold ones, and the single-core
 parse-and-discard yardstick of `bench_pytest_audit.py` on the same tree.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import shutil
 import statistics
@@ -35,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ci.bench_pytest_audit import parse_yardstick  # noqa: E402
+from matrix.pytest_suites.cache import parse_entries  # noqa: E402
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,10 +83,23 @@ def run(command: list[str], cpus: set[int]) -> Sample:
     )
 
 
-def edit_target(tree: Path) -> Path:
-    """The test file the edits go to: the largest `test_*.py` (by path order among equals)."""
-    files = sorted((p for p in tree.rglob("test_*.py") if p.is_file() and not p.is_symlink()), key=str)
-    return max(files, key=lambda p: p.stat().st_size)
+def edit_target(tree: Path, cache: Path, named: str | None) -> Path:
+    """The test file the edits go to: `named`, else the largest test file whose audit no other file's reads (a
+    leaf: editing it re-audits that one file), found in the entries an earlier run stored in `cache`."""
+    if named is not None:
+        return tree / named
+    readers: dict[str, int] = {}
+    own: set[str] = set()
+    for entries in cache.glob("pytest-audit-*.cache"):
+        for _, body in parse_entries(entries.read_bytes()).values():
+            doc = json.loads(body)
+            if doc.get("audit") is None:
+                continue
+            own.add(doc["path"])
+            for read in doc["reads"]:
+                readers[read[0]] = readers.get(read[0], 0) + 1
+    leaves = [tree / p for p in sorted(own) if readers.get(p) == 1 and (tree / p).is_file()]
+    return max(leaves, key=lambda p: p.stat().st_size)
 
 
 def summary(name: str, samples: list[Sample]) -> tuple[float, float]:
@@ -104,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=None, help="pytest-audit --jobs (default: its own)")
     parser.add_argument("--format", default="json", choices=("text", "json"))
+    parser.add_argument("--edit", help="the test file to touch and edit, relative to the tree (default: the largest leaf)")
     parser.add_argument("--cpus", default="", help="comma-separated CPU ids to pin the runs to (default: no pinning)")
     args = parser.parse_args(argv)
     cpus = {int(c) for c in args.cpus.split(",") if c.strip()}
@@ -132,10 +151,11 @@ def main(argv: list[str] | None = None) -> int:
             + (f", pinned to {sorted(cpus)}" if cpus else "")
         )
         print("+ " + " ".join(command) + " [--no-cache | --cache-dir DIR]", flush=True)
-        edited = edit_target(tree)
-        print(f"touched and edited: {edited.relative_to(tree)}")
         cache = Path(scratch) / "cache"
-        run([*command, "--cache-dir", str(Path(scratch) / "first")], cpus)  # bytecode written, page cache warm
+        first = Path(scratch) / "first"
+        run([*command, "--cache-dir", str(first)], cpus)  # bytecode written, page cache warm
+        edited = edit_target(tree, first, args.edit)
+        print(f"touched and edited: {edited.relative_to(tree)}")
         results: dict[str, list[Sample]] = {k: [] for k in ("no-cache", "cold", "warm", "touched", "edited")}
         for k in range(args.repeat):
             results["no-cache"].append(run([*command, "--no-cache"], cpus))

@@ -147,14 +147,30 @@ def recording(ignore: Sequence[str] = (), recorder: Recorder | None = None) -> I
 
 
 def _under(folder: int, path: Any) -> str | None:
-    """The path `path` names relative to the open folder `folder` (Linux: the descriptor's path in /proc); None
-    when it cannot be told (then the path is not recorded, and the recording is not trusted: `Recorder.overflow`)."""
+    """The path `path` names relative to the open folder `folder` (Linux: the descriptor's path in /proc; macOS:
+    `F_GETPATH`); None when it cannot be told (then the recording is not trusted: `Recorder.overflow`)."""
     try:
         name = os.fsdecode(os.fspath(path))
-        base = os.readlink(f"/proc/self/fd/{folder}")
-    except (OSError, TypeError, ValueError):
+    except (TypeError, ValueError):
         return None
-    return os.path.join(base, name)
+    try:
+        base: str | None = os.readlink(f"/proc/self/fd/{folder}")
+    except OSError:
+        base = _fd_path(folder)
+    return os.path.join(base, name) if base is not None else None
+
+
+def _fd_path(folder: int) -> str | None:
+    import fcntl
+
+    command = getattr(fcntl, "F_GETPATH", None)
+    if command is None:
+        return None
+    try:
+        raw = fcntl.fcntl(folder, command, bytes(1024))
+    except OSError:
+        return None
+    return os.fsdecode(raw.split(b"\0", 1)[0]) or None
 
 
 # --- fingerprints ---------------------------------------------------------------------------------------------------
