@@ -130,6 +130,11 @@ def doubted(verdict: Verdict | None) -> bool:
     return (verdict.outcome == UNDETERMINED and not verdict.findings) or any(f.startswith(UNDETERMINED) for f in verdict.findings)
 
 
+def _open_files(found: Mapping[str, Verdict]) -> set[str]:
+    """The files one of whose tests a side leaves undetermined."""
+    return {key.split("::", 1)[0] for key, v in found.items() if "::" in key and doubted(v)}
+
+
 def compare(title: str, old: Side, new: Side) -> Comparison:
     """What changed between two sides: certain verdicts that differ, tests newly decided or newly undetermined."""
     before, after = verdicts(old), verdicts(new)
@@ -138,9 +143,15 @@ def compare(title: str, old: Side, new: Side) -> Comparison:
     if not comparable and not ("test_files" in old.audit and "test_files" in new.audit):
         notes.append("per-test outcomes are missing on one side: only the findings (and listed undetermined tests) compared")
     changed, decided, undecided = [], [], []
+    open_before, open_after = _open_files(before), _open_files(after)
     for key in sorted(set(before) | set(after)):
         was, now = before.get(key), after.get(key)
         old_doubt, new_doubt = doubted(was), doubted(now)
+        if "::" not in key:
+            # A file-level finding (never-runs, unscheduled) one side does not give: that side had no say where
+            # one of the file's tests was undetermined there.
+            old_doubt = old_doubt or (was is None and key in open_before)
+            new_doubt = new_doubt or (now is None and key in open_after)
         if was is None or now is None:
             # A key one side does not name: a test collected on one side only, or a finding that appeared/went.
             if "::" in key and comparable:
@@ -296,6 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with worktree(args.old) as old, worktree(args.new) as new:
         for tree in args.trees:
             for title, command, target, schedule in tree_runs(tree.resolve(), schedules):
+                print(f"{title} ...", file=sys.stderr, flush=True)
                 sides: list[Side | str] = []
                 for checkout in (old, new):
                     plan = [checkout / schedule] if schedule else []

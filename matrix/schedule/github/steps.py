@@ -320,7 +320,8 @@ def read_commands(
                     (selection, origin, (), None, (), None) for selection in reader.selections(command.words, context)
                 )
             except UnreadableCommand as exc:
-                found.unread.append(unread_entry(origin, shown(exc.reason, unknown), exc.reach, job_runners(walker, job)))
+                reach = _own_reach(walker, exc.reach)
+                found.unread.append(unread_entry(origin, shown(exc.reason, unknown), reach, job_runners(walker, job)))
         if walker.scripts is not None:
             selected.extend(_scripts(walker, command.words, context, unknown, found, runners=job_runners(walker, job)))
         if not selected:
@@ -507,7 +508,7 @@ def _scripts(
     own runner); what is missing, over the budget or named only at run time is listed as unread (on the job's
     `runners`, unless read in a Python file: a Modal function runs elsewhere)."""
     result = walker.follow(words, context)
-    jobs = result.unread_jobs(lambda reason: shown(reason, unknown))
+    jobs = result.unread_jobs(lambda reason: shown(reason, unknown), lambda reach: _own_reach(walker, reach))
     if not walker.checkout.plain:  # files named from the repository's root; one outside its checkout is not its own
         jobs = [
             replace(job, origin=replace(job.origin, file=own))
@@ -553,11 +554,23 @@ def _reach(walker: Walker, selection: Selection) -> tuple[str, ...] | None:
     have moved them there: `mv repo/sub/* .` then `pytest tests`)."""
     if not isinstance(selection, PytestSelection):
         return None
+    return _own_paths(walker, selection.paths)
+
+
+def _own_paths(walker: Walker, paths: Sequence[str]) -> tuple[str, ...]:
     out: list[str] = []
-    for path in selection.paths:
+    for path in paths:
         own = walker.checkout.own(path)
         out.extend([own] if own is not None else walker.same_ending(path))
     return tuple(dict.fromkeys(out))
+
+
+def _own_reach(walker: Walker, reach: Sequence[str] | None) -> tuple[str, ...] | None:
+    """An unread command's bound as the repository's own paths: the readers name paths from the workspace's root,
+    which is not the repository's where a checkout has a `path:` (`pytest repo/tests/$(...)` reaches `tests`)."""
+    if reach is None:
+        return None
+    return tuple(reach) if walker.checkout.plain else _own_paths(walker, reach)
 
 
 def shown(reason: str, unknown: tuple[Unknown, ...]) -> str:
