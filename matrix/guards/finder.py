@@ -148,7 +148,7 @@ def _substituted(node: ast.AST, values: Mapping[str, ast.expr], where: ast.expr,
 # A registered file run as a script: `if __name__ == "__main__":` blocks that print a skip and exit 0.
 #
 # sglang's CI runs each registered file as a script (`run_unittest_files` in python/sglang/test/ci/ci_utils.py
-# starts `python3 FILE -f`), so such a block decides whether anything runs on a runner.
+# starts `python3 FILE`, with `-f` on newer trees), so such a block decides whether anything runs on a runner.
 
 
 def is_main_block(stmt: ast.stmt) -> bool:

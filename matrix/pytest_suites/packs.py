@@ -24,7 +24,7 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.tomlfields import expect_keys, read_toml, str_field, table_field
-from matrix.guards.platform import PLATFORM_PREDICATES
+from matrix.guards.platform import PLATFORM_ATTRIBUTES, PLATFORM_PREDICATES
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts, Unknown
 
 PACKS = ("torch", "flashinfer", "vllm")
@@ -84,6 +84,8 @@ class PredicatePacks:
         last = fact.rpartition(".")[2]
         if last in self.classes:
             return self.classes[last]
+        if fact in PLATFORM_ATTRIBUTES or fact in PLATFORM_PREDICATES:
+            return GuardClass.PLATFORM  # the runner's OS, CPU, Python or torch build, from its labels and installs
         if fact == "env":
             return GuardClass.ENVIRONMENT
         if fact == "install":

@@ -1,6 +1,6 @@
 """What a registered file tests when CI runs it as a script, read from its text; pure.
 
-sglang's `run_suite.py` starts each registered file as `python3 FILE -f` (sglang
+sglang's `run_suite.py` starts each registered file as `python3 FILE` (`-f` added on newer trees; sglang
 python/sglang/test/ci/ci_utils.py `run_unittest_files`, main 2026-07): only the file's `__main__` block decides what
 runs. A file with tests whose block is missing, only `pass`, indented inside another block, or calls no test runner
 and no test (a benchmark CLI, say) runs none of them there: `never-runs`. A test whose body is only `pass` (or `...`,
@@ -255,7 +255,7 @@ def _looks_empty(lines: Sequence[str], at: int) -> bool:
 
 
 RUN_AS_SCRIPT = (
-    "run_suite.py starts every registered file as a script (`python3 FILE -f`; sglang "
+    "run_suite.py starts every registered file as a script (`python3 FILE`, `-f` added on newer trees; sglang "
     "python/sglang/test/ci/ci_utils.py run_unittest_files)"
 )
 

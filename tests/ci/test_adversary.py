@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from matrix.cli.main import main
+from tests.ci.cli_run import clean_environment
 
 SECRET = "ADVERSARY-SECRET"
 WORKFLOW = "on: push\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n      - run: {command}\n"
@@ -46,11 +47,7 @@ COMMAND_LINE = re.compile(r"^\s*::", re.M)
 
 @pytest.fixture(autouse=True)
 def _clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in list(os.environ):
-        if var.startswith("SPECMATRIX_") or var == "GITHUB_STEP_SUMMARY":
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("SPECMATRIX_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+    clean_environment(monkeypatch, tmp_path)
 
 
 @dataclass(frozen=True)

@@ -9,17 +9,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from matrix.cli.main import main
+from tests.ci.cli_run import clean_environment, run, write
 
 WORKFLOW = "on: push\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n      - run: python -m pytest tests\n"
 SKIPPED = (
@@ -29,26 +26,7 @@ SKIPPED = (
 
 @pytest.fixture(autouse=True)
 def _clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in list(os.environ):
-        if var.startswith("SPECMATRIX_") or var == "GITHUB_STEP_SUMMARY":
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("SPECMATRIX_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-
-
-def run(*argv: object) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    assert "Traceback" not in err.getvalue()
-    return code, out.getvalue(), err.getvalue()
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    return root
+    clean_environment(monkeypatch, tmp_path)
 
 
 # --- an expired baseline entry ---------------------------------------------------------------------------------

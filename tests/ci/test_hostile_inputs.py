@@ -7,7 +7,6 @@ never-runs finding, exit 1. Every variant below must keep that verdict or be ref
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import stat
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from matrix.cli.main import main
+from tests.ci.cli_run import clean_environment, run
 
 REPO = Path(__file__).resolve().parents[2]
 S = """\
@@ -41,19 +40,7 @@ H200 = {"source": "SPECMATRIX_DETECT", "gpus": 1, "capability": [9, 0], "name": 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in list(os.environ):
-        if var.startswith("SPECMATRIX_") or var == "GITHUB_STEP_SUMMARY":
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("SPECMATRIX_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-
-
-def run(*argv: object) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    assert "Traceback" not in err.getvalue()
-    return code, out.getvalue(), err.getvalue()
+    clean_environment(monkeypatch, tmp_path)
 
 
 def refused(*argv: object) -> str:

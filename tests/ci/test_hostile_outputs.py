@@ -7,17 +7,14 @@ in every format that can reach a CI log.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from matrix.cli.main import main
+from tests.ci.cli_run import clean_environment, run
 
 WORKFLOW = """on: push
 jobs:
@@ -43,19 +40,7 @@ FILES = {
 
 @pytest.fixture(autouse=True)
 def _clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in list(os.environ):
-        if var.startswith("SPECMATRIX_") or var == "GITHUB_STEP_SUMMARY":
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("SPECMATRIX_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-
-
-def run(*argv: object) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    assert "Traceback" not in err.getvalue()
-    return code, out.getvalue(), err.getvalue()
+    clean_environment(monkeypatch, tmp_path)
 
 
 def repo(tmp_path: Path, files: dict[str, str] = FILES) -> Path:

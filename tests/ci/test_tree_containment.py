@@ -8,8 +8,6 @@ traceback.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -19,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from matrix.cli.main import main
+from tests.ci.cli_run import clean_environment, run, write
 
 SECRET = "OUTSIDE-TREE-SECRET"
 PLAIN = "def test_plain():\n    pass\n"
@@ -46,26 +44,7 @@ if __name__ == "__main__":
 
 @pytest.fixture(autouse=True)
 def _clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in list(os.environ):
-        if var.startswith("SPECMATRIX_") or var == "GITHUB_STEP_SUMMARY":
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("SPECMATRIX_NO_CACHE", "1")
-    monkeypatch.chdir(tmp_path)
-
-
-def run(*argv: object) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    assert "Traceback" not in err.getvalue()
-    return code, out.getvalue(), err.getvalue()
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    return root
+    clean_environment(monkeypatch, tmp_path, cache=False)
 
 
 def swap_for_link(folder: Path, outside: Path) -> None:

@@ -295,3 +295,47 @@ def test_a_broken_link_is_found(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
         "# A\n## 4. The GitHub Action\n[x](b.md) [y](a.md#4-the-github-action) [z](a.md#the-github-action)\n"
     )
     assert broken_links([tmp_path / "a.md"]) == ["a.md: b.md", "a.md: a.md#the-github-action"]
+
+
+# --- formats.md: the fields of pytest-audit's JSON -----------------------------------------------------------------
+
+ENVELOPE = {"schema", "tool", "counts", "exit_code", "failing", "findings"}
+
+
+def pytest_audit_fields(text: str) -> str:
+    """formats.md's paragraph on the fields pytest-audit's JSON adds (its own, `undetermined_tests`, `runs`)."""
+    start = text.index("`pytest-audit --format json` adds its own fields")
+    return text[start : text.index("\n\n", start)]
+
+
+def undocumented(paragraph: str, names: set[str]) -> set[str]:
+    return {name for name in names if f"`{name}`" not in paragraph}
+
+
+def test_formats_md_names_every_field_pytest_audit_json_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from matrix.cli.main import main
+
+    monkeypatch.setenv("SPECMATRIX_CACHE_DIR", str(tmp_path / "cache"))
+    junit = tmp_path / "cpu.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest" tests="1">'
+        '<testcase classname="tests.test_norms" name="test_rms_norm_reference" time="0.01"/>'
+        "</testsuite></testsuites>",
+        encoding="utf-8",
+    )
+    project = str(ROOT / "examples" / "kernels-ci")
+    main(["pytest-audit", project, "--format", "json", "--junit", f"ubuntu-24.04={junit}"])
+    doc = json.loads(capsys.readouterr().out)
+    names = set(doc) - ENVELOPE
+    names |= {key for record in doc["undetermined_tests"] for key in record} | set(doc["runs"])
+    names |= set(doc["runs"]["counts"]) | set(doc["runs"]["tests"][0])
+    assert doc["undetermined_tests"] and doc["runs"]["tests"]
+    paragraph = pytest_audit_fields((DOCS / "formats.md").read_text(encoding="utf-8"))
+    assert undocumented(paragraph, names) == set()
+
+
+def test_a_field_the_page_leaves_out_is_found() -> None:
+    paragraph = "`pytest-audit --format json` adds its own fields to the envelope: `root`, `files`."
+    assert undocumented(paragraph, {"root", "files", "undetermined_tests"}) == {"undetermined_tests"}

@@ -293,3 +293,14 @@ def test_a():
 @pytest.mark.parametrize(("install", "expected"), [(CPU_TORCH, "runs"), ("true", "undetermined")])
 def test_a_torch_the_job_installs_has_a_git_version(audit: Audit, install: str, expected: str) -> None:
     assert _audit(audit, _workflow("ubuntu-latest", install, "pytest suite"), FBCODE) == expected
+
+
+@pytest.mark.parametrize(
+    "guard",
+    ["sys.platform != 'win32'", "platform.system() == 'Linux'"],
+    ids=["sys", "system"],
+)
+def test_a_skip_the_runners_platform_decides_is_classed_as_platform(audit: Audit, guard: str) -> None:
+    test = f"import platform\nimport sys\nimport pytest\n\n@pytest.mark.skipif({guard}, reason='os')\ndef test_a():\n    pass\n"
+    report = audit({".github/workflows/unit.yml": _workflow("ubuntu-latest", "pytest suite"), "suite/test_things.py": test})
+    assert [f.guard_class.value for f in report.of_kind(GuardFindingKind.SILENT_SKIP)] == ["platform"]
