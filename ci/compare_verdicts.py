@@ -281,8 +281,8 @@ def _schedules(names: Sequence[str]) -> dict[str, str]:
 def tree_runs(tree: Path, schedules: Mapping[str, str]) -> list[tuple[str, str, Path, str | None]]:
     """(title, command, target, schedule file relative to a checkout) for each run a tree gets."""
     runs: list[tuple[str, str, Path, str | None]] = [(f"pytest-audit {tree.name}", "pytest-audit", tree, None)]
-    if tree.name in schedules:
-        runs.append((f"pytest-audit {tree.name} --schedule-file {schedules[tree.name]}", "pytest-audit", tree, schedules[tree.name]))
+    if (plan := schedules.get(tree.name)) is not None:
+        runs.append((f"pytest-audit {tree.name} --schedule-file {plan}", "pytest-audit", tree, plan))
     if (tree / "test" / "registered").is_dir():
         runs.append((f"guards {tree.name}/test/registered", "guards", tree / "test" / "registered", None))
     return runs

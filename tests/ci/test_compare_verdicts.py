@@ -10,7 +10,7 @@ cv = ci_script("compare_verdicts")
 
 
 def _finding(kind: str, test: str, *runners: str) -> dict[str, Any]:
-    return {"kind": kind, "test": test, "path": test.split("::")[0], "runners": list(runners)}
+    return {"kind": kind, "test": test, "path": test.split("::", maxsplit=1)[0], "runners": list(runners)}
 
 
 def _audit(findings: list[dict[str, Any]], undetermined: int, **extra: Any) -> dict[str, Any]:
@@ -18,7 +18,9 @@ def _audit(findings: list[dict[str, Any]], undetermined: int, **extra: Any) -> d
 
 
 OLD = cv.Side(
-    audit=_audit([_finding("silent-skip", "t/test_k.py::test_gone", "a10g: four A10Gs"), _finding("unscheduled", "t/test_lost.py")], 3),
+    audit=_audit(
+        [_finding("silent-skip", "t/test_k.py::test_gone", "a10g: four A10Gs"), _finding("unscheduled", "t/test_lost.py")], 3
+    ),
     outcomes={
         "t/test_k.py::test_gone": "skips",
         "t/test_k.py::test_flip": "runs",
@@ -89,7 +91,9 @@ def test_guards_reports_compare_files_and_their_undetermined_findings() -> None:
         return cv.Side(audit={"test_files": 4, "counts": counts, "findings": list(findings)})
 
     old = guards(_finding("undetermined", "a/test_a.py", "cpu"), _finding("never-runs", "a/test_b.py", "h100"), undetermined=1)
-    new = guards(_finding("disabled-by-skip", "a/test_a.py", "cpu"), _finding("never-runs", "a/test_b.py", "b200"), undetermined=0)
+    new = guards(
+        _finding("disabled-by-skip", "a/test_a.py", "cpu"), _finding("never-runs", "a/test_b.py", "b200"), undetermined=0
+    )
     c = cv.compare("guards demo", old, new)
     assert [(k, w.text(), n.text()) for k, w, n in c.changed] == [("a/test_b.py", "never-runs(h100)", "never-runs(b200)")]
     assert [k for k, _ in c.newly_decided] == ["a/test_a.py"]
