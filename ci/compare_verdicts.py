@@ -234,12 +234,22 @@ def to_json(c: Comparison) -> dict[str, Any]:
 # ---- the edges: worktrees and the commands run in them
 
 
+class BadInput(Exception):
+    """Input the script cannot use: said in one line, exit 2."""
+
+
 @contextmanager
 def worktree(rev: str) -> Iterator[Path]:
     """A detached worktree of `rev`, removed afterwards."""
     folder = Path(tempfile.mkdtemp(prefix="compare-verdicts-"))
     path = folder / "tree"
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev], check=True, capture_output=True)
+    add = ["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev]
+    made = subprocess.run(add, check=False, capture_output=True, text=True)
+    if made.returncode != 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise BadInput(
+            f"{rev}: cannot check it out: {made.stderr.strip().splitlines()[-1] if made.stderr.strip() else 'git failed'}"
+        )
     try:
         yield path
     finally:
@@ -258,7 +268,10 @@ def run_side(checkout: Path, command: str, target: Path, schedules: Sequence[Pat
     done = _run(checkout, ["-m", "matrix", command, str(target), *extra, "--format", "json"])
     if done.returncode not in (0, 1):
         return f"exit {done.returncode}: {done.stderr.strip()[-300:]}"
-    audit = json.loads(done.stdout)
+    try:
+        audit = json.loads(done.stdout)
+    except ValueError:
+        return f"exit {done.returncode}, and its output is not JSON"
     if command != "pytest-audit":
         return Side(audit=audit)
     probe = _run(checkout, ["-c", PROBE, str(target), *map(str, schedules)])
@@ -273,7 +286,7 @@ def _schedules(names: Sequence[str]) -> dict[str, str]:
     for spec in names:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
-            raise SystemExit(f"--schedule-file {spec!r}: expected NAME=FILE")
+            raise BadInput(f"--schedule-file {spec!r}: expected NAME=FILE")
         out[name] = path
     return out
 
@@ -288,24 +301,11 @@ def tree_runs(tree: Path, schedules: Mapping[str, str]) -> list[tuple[str, str, 
     return runs
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("trees", nargs="+", type=Path)
-    parser.add_argument("--old", default="b0462aa", help="the commit before the change (default: b0462aa)")
-    parser.add_argument("--new", default="HEAD", help="the commit after it (default: HEAD)")
-    parser.add_argument("--schedule-file", action="append", default=None, help="NAME=FILE: tree folder NAME's schedule")
-    parser.add_argument("--list", type=int, default=10, help="newly decided/undetermined tests listed per tree")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--output", type=Path, help="write to FILE (atomically) instead of stdout")
-    args = parser.parse_args(argv)
-    schedules = _schedules(args.schedule_file if args.schedule_file is not None else DEFAULT_SCHEDULES)
-    for tree in args.trees:
-        if not tree.is_dir():
-            print(f"{tree}: not a folder", file=sys.stderr)
-            return 2
+def _compare_all(old_rev: str, new_rev: str, trees: Sequence[Path], schedules: Mapping[str, str]) -> list[Comparison | str]:
+    """Each tree's comparison (or why it was not compared), the two commits checked out once for all of them."""
     results: list[Comparison | str] = []
-    with worktree(args.old) as old, worktree(args.new) as new:
-        for tree in args.trees:
+    with worktree(old_rev) as old, worktree(new_rev) as new:
+        for tree in trees:
             for title, command, target, schedule in tree_runs(tree.resolve(), schedules):
                 print(f"{title} ...", file=sys.stderr, flush=True)
                 sides: list[Side | str] = []
@@ -320,6 +320,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else:
                     why = "; ".join(f"{n}: {s}" for n, s in zip(("before", "after"), sides, strict=True) if isinstance(s, str))
                     results.append(f"== {title}\nnot compared: {why}")
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trees", nargs="+", type=Path)
+    parser.add_argument("--old", default="b0462aa", help="the commit before the change (default: b0462aa)")
+    parser.add_argument("--new", default="HEAD", help="the commit after it (default: HEAD)")
+    parser.add_argument("--schedule-file", action="append", default=None, help="NAME=FILE: tree folder NAME's schedule")
+    parser.add_argument("--list", type=int, default=10, help="newly decided/undetermined tests listed per tree")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--output", type=Path, help="write to FILE (atomically) instead of stdout")
+    args = parser.parse_args(argv)
+    try:
+        schedules = _schedules(args.schedule_file if args.schedule_file is not None else DEFAULT_SCHEDULES)
+        missing = [str(tree) for tree in args.trees if not tree.is_dir()]
+        if missing:
+            raise BadInput(f"{missing[0]}: not a folder")
+        results = _compare_all(args.old, args.new, args.trees, schedules)
+    except BadInput as exc:
+        print(f"compare_verdicts: {exc}", file=sys.stderr)
+        return 2
     if args.format == "json":
         text = json.dumps([r if isinstance(r, str) else to_json(r) for r in results], indent=1) + "\n"
     else:
@@ -329,8 +351,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     sys.path.insert(0, str(REPO))
     from matrix.core.atomic import write_text_atomic
+    from matrix.core.errors import OutputError
 
-    write_text_atomic(args.output, text)
+    try:
+        write_text_atomic(args.output, text)
+    except OutputError as exc:
+        print(f"compare_verdicts: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -113,3 +113,13 @@ def test_a_file_level_finding_over_tests_that_were_undetermined_is_newly_decided
     c = cv.compare("pytest-audit demo", old, new)
     assert c.changed == ()
     assert sorted(key for key, _ in c.newly_decided) == ["t/test_g.py", "t/test_g.py::test_a"]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+    assert cv.main([str(tmp_path / "missing")]) == 2
+    assert cv.main(["--schedule-file", "no-equals-sign", str(tmp_path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        f"compare_verdicts: {tmp_path / 'missing'}: not a folder",
+        "compare_verdicts: --schedule-file 'no-equals-sign': expected NAME=FILE",
+    ]
