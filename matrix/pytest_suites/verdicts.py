@@ -230,7 +230,13 @@ def undetermined_of(item: TestItem, verdicts: Sequence[SkipVerdict]) -> Undeterm
     unknown = next(v for v in verdicts if v.skips is Tri.UNKNOWN)
     runner = unknown.profile if unknown.cause in (Cause.GUARD, Cause.NO_PROFILE) else None
     return UndeterminedTest(
-        test=item.nodeid, path=item.path, line=item.line, runner=runner, reason=unknown.why or "not decided", cause=unknown.cause
+        test=item.nodeid,
+        path=item.path,
+        line=item.line,
+        runner=runner,
+        reason=unknown.why or "not decided",
+        cause=unknown.cause,
+        runners=tuple(dict.fromkeys(v.profile for v in verdicts if v.skips is Tri.UNKNOWN)),
     )
 
 
