@@ -553,8 +553,13 @@ class SuiteAuditor:
             )
         elif test_file.tests and not scheduled and not never and (stopped := self._stopped(test_file)):
             # Selected, but every command that collects it stops on a collection error first.
-            fix = "fix the file that does not parse, or pass --continue-on-collection-errors"
-            findings.append(file_finding(GuardFindingKind.NEVER_RUNS, test_file.path, stopped, GuardClass.UNKNOWN, hint=fix))
+            why, names_nothing = stopped
+            fix = (
+                "correct or remove the path or node id the command names that names nothing"
+                if names_nothing
+                else "fix the file that does not parse, or pass --continue-on-collection-errors"
+            )
+            findings.append(file_finding(GuardFindingKind.NEVER_RUNS, test_file.path, why, GuardClass.COLLECTION, hint=fix))
         elif test_file.tests and not scheduled and not never:
             findings.append(
                 file_finding(GuardFindingKind.UNSCHEDULED, test_file.path, "no CI entry selects this file", GuardClass.UNKNOWN)
@@ -594,14 +599,15 @@ class SuiteAuditor:
             verdicts = _everywhere(item, verdicts, evaluator, entry)
         return unread_never_finding(item, verdicts, evaluator.guard_class, len(unread))
 
-    def _stopped(self, test_file: TestFile) -> str | None:
-        """Why pytest runs nothing of a file a command would collect but for a collection error (see collect_errors.py)."""
+    def _stopped(self, test_file: TestFile) -> tuple[str, bool] | None:
+        """Why pytest runs nothing of a file a command would collect but for a collection error (see collect_errors.py),
+        and whether the stop is a path or node id that names nothing."""
         for invocation in self.invocations:
             if (
                 invocation.collection_error
                 and collected(test_file.path, replace(invocation, runs=True), test_file.conftest_ignores)[0]
             ):
-                return f"collected by a CI command that runs no test: {invocation.why_not}"
+                return f"collected by a CI command that runs no test: {invocation.why_not}", invocation.names_nothing
         return None
 
     def outcomes(self, test_file: TestFile) -> dict[str, ItemOutcome]:

@@ -157,7 +157,7 @@ def with_missing_nodes(invocations: Sequence[Invocation], collect: Callable[[str
             else:
                 stop = stop or f"{node}: not found (no test matches this node id): pytest stops (exit 4) and runs no test"
         if stop is not None:
-            out.append(replace(invocation, runs=False, why_not=stop, collection_error=True))
+            out.append(replace(invocation, runs=False, why_not=stop, collection_error=True, names_nothing=True))
         elif doubts:
             out.append(replace(invocation, doubts=(*invocation.doubts, *doubts)))
         else:

@@ -66,6 +66,7 @@ class Invocation:
     continue_on_errors: bool = False  # --continue-on-collection-errors
     # `why_not` stops pytest before any test runs: a file that does not parse, a path or node id that names nothing
     collection_error: bool = False
+    names_nothing: bool = False  # the stop is a path or node id of the command line that names nothing
     # Every word pytest parses, in its order (addopts, PYTEST_ADDOPTS, the command line): a conftest's own options.
     words: tuple[str, ...] = ()
     # The options the conftest files pytest loads before it parses the command line declare (their values are the
@@ -261,7 +262,7 @@ def read_invocation(
         # pytest resolves every argument before collecting (`resolve_collection_argument`): one that names nothing
         # is a usage error, "file or directory not found" (exit 4), and no test of the others runs.
         why = f"{missing}: file or directory not found: pytest stops before collecting (exit 4) and runs no test"
-        return Invocation(runs=False, config=config, args=args, why_not=why, collection_error=True)
+        return Invocation(runs=False, config=config, args=args, why_not=why, collection_error=True, names_nothing=True)
     return Invocation(
         config=config,
         args=args,

@@ -44,6 +44,7 @@ class GuardClass(StrEnum):
     INSTALL = "installed modules"
     OPTION = "command-line option"  # a conftest's own option (`config.getoption("--run-perf")`) the command gives or not
     SELECTION = "selection"  # not a skip: the CI commands leave the test out (`-k`, `-m`, `--deselect`, node ids)
+    COLLECTION = "collection error"  # not a skip: every command that collects the test stops before running any
     UNKNOWN = "unknown"
 
 
@@ -92,6 +93,8 @@ class PredicatePacks:
             return GuardClass.INSTALL
         if fact.startswith(OPTION_FACT):
             return GuardClass.OPTION
+        if fact.endswith("version.hip"):
+            return GuardClass.PLATFORM  # a ROCm build of torch or a CUDA one
         if "version.cuda" in fact or "cuda_version" in last:
             return GuardClass.CUDA_VERSION
         if "capability" in fact or "sm" in last or "blackwell" in last or "cuda.version" in fact:

@@ -138,7 +138,8 @@ def deselected_finding(item: TestItem, dropped: Sequence[Deselected]) -> PytestF
     """A test every CI command that collects its file leaves out (per test: its file runs)."""
     whys = list(dict.fromkeys(f"{d.entry.origin}: {d.why}" for d in dropped))
     shown = "; ".join(whys[:3]) + (f"; and {len(whys) - 3} more" if len(whys) > 3 else "")
-    runners = tuple(sorted({p for d in dropped for p in d.entry.profiles}))
+    # A runner no profile describes is named as its labels are (the deselection holds there too).
+    runners = tuple(sorted({p for d in dropped for p in d.entry.profiles or (', '.join(d.entry.labels),) if p}))
     finding = guard_finding(
         GuardFindingKind.NEVER_RUNS,
         path=item.path,
@@ -230,7 +231,13 @@ def undetermined_of(item: TestItem, verdicts: Sequence[SkipVerdict]) -> Undeterm
     unknown = next(v for v in verdicts if v.skips is Tri.UNKNOWN)
     runner = unknown.profile if unknown.cause in (Cause.GUARD, Cause.NO_PROFILE) else None
     return UndeterminedTest(
-        test=item.nodeid, path=item.path, line=item.line, runner=runner, reason=unknown.why or "not decided", cause=unknown.cause
+        test=item.nodeid,
+        path=item.path,
+        line=item.line,
+        runner=runner,
+        reason=unknown.why or "not decided",
+        cause=unknown.cause,
+        runners=tuple(dict.fromkeys(v.profile for v in verdicts if v.skips is Tri.UNKNOWN)),
     )
 
 

@@ -304,3 +304,19 @@ def test_a_skip_the_runners_platform_decides_is_classed_as_platform(audit: Audit
     test = f"import platform\nimport sys\nimport pytest\n\n@pytest.mark.skipif({guard}, reason='os')\ndef test_a():\n    pass\n"
     report = audit({".github/workflows/unit.yml": _workflow("ubuntu-latest", "pytest suite"), "suite/test_things.py": test})
     assert [f.guard_class.value for f in report.of_kind(GuardFindingKind.SILENT_SKIP)] == ["platform"]
+
+
+def test_a_skip_on_torchs_rocm_build_is_classed_as_platform(audit: Audit) -> None:
+    test = (
+        "import pytest\nimport torch\n\n@pytest.mark.skipif(torch.version.hip is None, reason='rocm')\ndef test_a():\n    pass\n"
+    )
+    report = audit({".github/workflows/unit.yml": _workflow("8-gpu-h100", "pytest suite"), "suite/test_things.py": test})
+    assert [f.guard_class.value for f in report.of_kind(GuardFindingKind.SILENT_SKIP)] == ["platform"]
+
+
+def test_setup_python_on_a_self_hosted_runner_says_why_its_installs_are_not_known(audit: Audit) -> None:
+    test = "import pytest\n\ngizmo = pytest.importorskip('gizmo')\n\ndef test_a():\n    pass\n"
+    workflow = _workflow("[self-hosted, h100]", "pip install pyyaml", "pytest suite", python="3.11")
+    report = audit({".github/workflows/unit.yml": workflow, "suite/test_things.py": test})
+    reasons = {t.reason for t in report.undetermined_tests}
+    assert any("self-hosted runner" in r and "tool cache" in r for r in reasons), reasons

@@ -162,6 +162,22 @@ def test_a_new_virtual_environment_drops_what_was_installed_before() -> None:
 
 
 @pytest.mark.parametrize(
+    ("create", "fresh"),
+    [
+        pytest.param("conda create -n work python=3.11 -y", True, id="python-only"),
+        pytest.param("conda create -y -n work python=3.11 libstdcxx-ng=12.1 pip", True, id="c-runtime-and-pip"),
+        pytest.param("conda create -n work python=3.11 numpy -y", False, id="a-python-package"),
+        pytest.param("conda create -n work python=3.11 --file spec.txt", False, id="a-spec-file"),
+    ],
+)
+def test_a_conda_environment_the_job_made_holds_what_it_installs_after_activating(create: str, fresh: bool) -> None:
+    env = environment_of(_steps(create, "conda activate work", "pip install pyyaml pillow"), {}.get)
+    assert (env.base is Base.FRESH) is fresh and env.python == "3.11"
+    answer = module_answer(env, "sklearn")
+    assert answer.importable is (False if fresh else None), answer.why
+
+
+@pytest.mark.parametrize(
     ("steps", "module", "importable"),
     [
         pytest.param(("pip install pyyaml",), "yaml", True, id="table-import-name"),

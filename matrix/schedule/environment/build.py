@@ -36,22 +36,32 @@ def environment_of(
     note = base_note or JobEnvironment().base_note
     python = ""
     created: dict[str, str] = {}  # conda environments made by the job -> their Python version
+    bare: set[str] = set()  # those of them made with no Python package but the interpreter's own (`_bare_conda`)
     for step in steps:
         if step.kind is StepKind.FRESH:
             base, note, installed, maybe, unknown, cpu, python = Base.FRESH, step.command, {}, [], [], False, step.python
             commands = [step.command]
             continue
         if step.kind is StepKind.UNKNOWN_BASE:
-            base, note, installed, maybe, unknown, cpu = Base.UNKNOWN, step.command, {}, [], [step.unread], False
+            # Its own account of why the base is not known names the step (`unread`), else the step itself.
+            base, note, installed, maybe, unknown, cpu = Base.UNKNOWN, step.unread or step.command, {}, [], [step.unread], False
             # A conda environment made here is not yet the one the tests use: that takes its `conda activate`.
             python = step.python if not step.environment else ""
             if step.environment:
                 created[step.environment] = step.python
+                if _bare_conda(step.command):
+                    bare.add(step.environment)
             commands = [step.command]
             continue
         if step.kind is StepKind.ACTIVATE:
             # The environment the job made itself has the Python it was made with; any other is not known.
             python = created.get(step.environment, "")
+            if step.environment in bare:
+                # Made here from the interpreter and C libraries alone: it holds what the job installs into it.
+                base, installed, maybe, unknown, cpu = Base.FRESH, {}, [], [], False
+                note = f"the conda environment {step.environment} this job made with only Python in it"
+                commands = [step.command]
+                continue
             commands.append(step.command)
             continue
         commands.append(step.command)
@@ -109,6 +119,34 @@ def environment_of(
         commands=tuple(commands),
         python=python,
     )
+
+
+# What `conda create` may name and still leave no Python package but the interpreter's own (pip, setuptools, wheel
+# come with conda's python package: conda-forge feedstocks python-feedstock, pip-feedstock): the interpreter, the
+# packaging tools, and C/C++ runtime and build tools, which install no importable module.
+_BARE_CONDA = frozenset(
+    {"python", "pip", "setuptools", "wheel", "libgcc-ng", "libstdcxx-ng", "libgcc", "libstdcxx", "libgomp", "gcc", "gxx"}
+    | {"gcc_linux-64", "gxx_linux-64", "cmake", "ninja", "make", "git"}
+)
+
+
+def _bare_conda(command: str) -> bool:
+    """Whether `conda create ...` names only packages of `_BARE_CONDA` (with versions), no channel file or clone."""
+    words = command.split()
+    if len(words) < 3 or words[1] != "create":
+        return False
+    index = 2
+    while index < len(words):
+        word = words[index]
+        if word in ("-n", "--name", "-c", "--channel", "-p", "--prefix"):
+            index += 2
+            continue
+        if word in ("--file", "--clone") or word.startswith(("--file=", "--clone=")):
+            return False
+        if not word.startswith("-") and word.split("=")[0].split("<")[0].split(">")[0].lower() not in _BARE_CONDA:
+            return False
+        index += 1
+    return True
 
 
 def _parse(text: str) -> tuple[Requirement, bool] | None:
