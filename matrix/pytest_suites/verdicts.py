@@ -139,7 +139,7 @@ def deselected_finding(item: TestItem, dropped: Sequence[Deselected]) -> PytestF
     whys = list(dict.fromkeys(f"{d.entry.origin}: {d.why}" for d in dropped))
     shown = "; ".join(whys[:3]) + (f"; and {len(whys) - 3} more" if len(whys) > 3 else "")
     # A runner no profile describes is named as its labels are (the deselection holds there too).
-    runners = tuple(sorted({p for d in dropped for p in d.entry.profiles or (', '.join(d.entry.labels),) if p}))
+    runners = tuple(sorted({p for d in dropped for p in d.entry.profiles or (", ".join(d.entry.labels),) if p}))
     finding = guard_finding(
         GuardFindingKind.NEVER_RUNS,
         path=item.path,
