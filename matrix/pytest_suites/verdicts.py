@@ -19,7 +19,7 @@ from matrix.guards.model import GuardFindingKind, guard_finding
 from matrix.pytest_suites.collect import AppliedGuard, TestItem
 from matrix.pytest_suites.packs import GuardClass
 from matrix.pytest_suites.select import Deselected
-from matrix.pytest_suites.undetermined import Cause, UndeterminedTest, unread_reason
+from matrix.pytest_suites.undetermined import Cause, UndeterminedTest, bounded, unread_reason
 from matrix.schedule.model import UnreadJob
 
 # The fix for a test that skips on every runner it is sent to, by the kind of fact its guard read.
@@ -245,3 +245,21 @@ def undetermined_unread(item: TestItem, unread: Sequence[UnreadJob]) -> Undeterm
     """A test that only CI jobs not read may run."""
     reason = unread_reason([f"{u.origin}: {u.reason}" for u in unread])
     return UndeterminedTest(test=item.nodeid, path=item.path, line=item.line, runner=None, reason=reason, cause=Cause.UNREAD)
+
+
+def undetermined_elsewhere(item: TestItem, job: UnreadJob, runner: str) -> UndeterminedTest:
+    """A test that skips on every runner the entries read send it to, while a CI job not read may run it on a runner
+    where it is not shown to skip (`runner`; "" when the job's runners are not read)."""
+    where = f"on {runner}, where it is not shown to skip" if runner else "on runners that are not read"
+    reason = bounded(
+        f"skips on every runner of the entries read, but a CI job not read may run it {where} ({job.origin}: {job.reason})"
+    )
+    return UndeterminedTest(
+        test=item.nodeid,
+        path=item.path,
+        line=item.line,
+        runner=runner or None,
+        reason=reason,
+        cause=Cause.UNREAD,
+        runners=(runner,) if runner else (),
+    )

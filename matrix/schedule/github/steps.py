@@ -403,14 +403,20 @@ def _step_lines(
 
 
 def job_runners(walker: Walker, job: JobContext) -> tuple[str, ...] | None:
-    """The runner profiles a job leg runs on (every label set it may take); None when one of them names a runner
-    no profile describes (an unknown label, a known runner without a profile)."""
+    """The runners a job leg runs on (every label set it may take): profile names, and for a known runner no profile
+    describes whose labels say what it is (an XPU host, a ROCm one), its labels joined by ", "; None when a label
+    set names a runner nothing describes (an unknown label, labels that disagree)."""
     found: list[str] = []
     for labels, _ in job.label_sets:
         resolution = walker.resolution(labels)
-        if resolution.unknown or resolution.others or not resolution.profiles:
+        if resolution.unknown or (resolution.others and resolution.hardware is None):
             return None
-        found.extend(resolution.profiles)
+        if resolution.others:
+            found.append(", ".join(labels))
+        elif resolution.profiles:
+            found.extend(resolution.profiles)
+        else:
+            return None
     return tuple(dict.fromkeys(found)) or None
 
 
