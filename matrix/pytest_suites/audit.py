@@ -45,6 +45,7 @@ from matrix.pytest_suites.verdicts import (
     file_finding,
     file_never_runs,
     skip_finding,
+    undetermined_elsewhere,
     undetermined_of,
     undetermined_unread,
     unread_never_finding,
@@ -53,7 +54,7 @@ from matrix.pytest_suites.verdicts import SkipVerdict as _RunnerVerdict
 from matrix.schedule.environment.conftest_options import DeclaredOption
 from matrix.schedule.environment.model import JobEnvironment
 from matrix.schedule.environment.project_imports import ProjectImports
-from matrix.schedule.labels import platform_of
+from matrix.schedule.labels import LabelIndex, platform_of
 from matrix.schedule.model import (
     Container,
     PytestSelection,
@@ -479,6 +480,7 @@ class SuiteAuditor:
         # What each entry's pytest command collects and selects; read from the selection alone when not given.
         self.invocations = tuple(invocations) if invocations is not None else tuple(map(_plain, self.entries))
         self.base = _Evaluator(packs, profiles, installed, frozenset(schedule.ci_names), project)
+        self.labels = LabelIndex(profiles)  # what a runner label of a job not read says of its machine
         self.evaluator = self.base  # for the file being audited (`_Evaluator.for_file`)
         self.not_run = tuple(f"{e.origin}: {i.why_not}" for e, i in zip(self.entries, self.invocations, strict=True) if i.why_not)
         self.invocation_of = {id(e): i for e, i in zip(self.entries, self.invocations, strict=True)}
@@ -538,7 +540,12 @@ class SuiteAuditor:
             verdicts = [self._verdict(item, s, p) for s in chosen for p in s.entry.profiles]
             verdicts += [self._unprofiled(item, s) for s in chosen if not s.entry.profiles]
             # No verdict at all: every entry that selects it names runners no profile knows; nothing is certain.
-            if verdicts and all(v.skips is Tri.TRUE for v in verdicts):
+            away = self._elsewhere(item, unread) if unread and verdicts and all(v.skips is Tri.TRUE for v in verdicts) else None
+            if away is not None:
+                # It skips wherever the entries read send it, but an unread job may run it where it does not skip.
+                undetermined += 1
+                doubtful.append(undetermined_elsewhere(item, *away))
+            elif verdicts and all(v.skips is Tri.TRUE for v in verdicts):
                 if len({v.guard.guard.line for v in verdicts if v.guard is not None}) > 1:
                     verdicts = _everywhere(item, verdicts, self.evaluator, chosen[0].entry)
                 skips.append(skip_finding(item, verdicts, self.evaluator.guard_class))
@@ -589,6 +596,32 @@ class SuiteAuditor:
             verdicts=self.runner_verdicts(test_file) if self.join else (),
             undetermined_tests=tuple(doubtful),
         )
+
+    def _elsewhere(self, item: TestItem, unread: Sequence[UnreadJob]) -> tuple[UnreadJob, str] | None:
+        """A job not read whose text bounds what it may run to folders holding the item, and its runner where the
+        item is not shown to skip (a runner no profile describes counts as one; "" when its runners are not read);
+        None when every such job skips it there. A job whose reach nothing bounds (it may run any test of the tree)
+        is left to the file's assumption: its skips are judged on the runners of the entries read, as the output
+        says."""
+        evaluator = self.evaluator.unread()
+        selection = PytestSelection(paths=(item.path,))
+        for job in unread:
+            if job.reach is None:
+                continue
+            for runner in job.runners or ("",):
+                if runner in self.base.profiles:
+                    entry = ScheduleEntry(selection=selection, labels=(), profiles=(runner,), origin=job.origin)
+                    verdict = _verdict(item, entry, runner, evaluator)
+                else:
+                    # A known runner without a profile (its labels), or runners not read (""): judged on what the
+                    # labels say of the machine, else only a guard no machine decides skips there.
+                    labels = tuple(runner.split(", ")) if runner else ()
+                    hardware = self.labels.resolve(labels).hardware if labels else None
+                    entry = ScheduleEntry(selection=selection, labels=labels, profiles=(), origin=job.origin, hardware=hardware)
+                    verdict = _unprofiled_verdict(item, entry, evaluator)
+                if verdict.skips is not Tri.TRUE:
+                    return job, runner
+        return None
 
     def _never_unread(self, item: TestItem, unread: Sequence[UnreadJob]) -> PytestFinding | None:
         """The finding for a test no read entry runs whose guard skips on every runner of the jobs not read that may

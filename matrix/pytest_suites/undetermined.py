@@ -35,7 +35,8 @@ class Cause(StrEnum):
 @dataclass(frozen=True, kw_only=True)
 class UndeterminedTest:
     """One undetermined test: its node id, where it is defined, the runner the doubt is about (None when the
-    doubt is about no one runner) and why."""
+    doubt is about no one runner) and why; `runners`: every runner on which it is undetermined (the reason is the
+    first one's)."""
 
     test: str
     path: str
@@ -43,6 +44,7 @@ class UndeterminedTest:
     runner: str | None
     reason: str
     cause: Cause
+    runners: tuple[str, ...] = ()
 
     def doc(self) -> dict[str, object]:
         return {
@@ -52,6 +54,7 @@ class UndeterminedTest:
             "runner": self.runner,
             "reason": self.reason,
             "cause": self.cause.value,
+            "runners": list(self.runners),
         }
 
 

@@ -19,7 +19,7 @@ from matrix.guards.model import GuardFindingKind, guard_finding
 from matrix.pytest_suites.collect import AppliedGuard, TestItem
 from matrix.pytest_suites.packs import GuardClass
 from matrix.pytest_suites.select import Deselected
-from matrix.pytest_suites.undetermined import Cause, UndeterminedTest, unread_reason
+from matrix.pytest_suites.undetermined import Cause, UndeterminedTest, bounded, unread_reason
 from matrix.schedule.model import UnreadJob
 
 # The fix for a test that skips on every runner it is sent to, by the kind of fact its guard read.
@@ -138,7 +138,8 @@ def deselected_finding(item: TestItem, dropped: Sequence[Deselected]) -> PytestF
     """A test every CI command that collects its file leaves out (per test: its file runs)."""
     whys = list(dict.fromkeys(f"{d.entry.origin}: {d.why}" for d in dropped))
     shown = "; ".join(whys[:3]) + (f"; and {len(whys) - 3} more" if len(whys) > 3 else "")
-    runners = tuple(sorted({p for d in dropped for p in d.entry.profiles}))
+    # A runner no profile describes is named as its labels are (the deselection holds there too).
+    runners = tuple(sorted({p for d in dropped for p in d.entry.profiles or (", ".join(d.entry.labels),) if p}))
     finding = guard_finding(
         GuardFindingKind.NEVER_RUNS,
         path=item.path,
@@ -230,7 +231,13 @@ def undetermined_of(item: TestItem, verdicts: Sequence[SkipVerdict]) -> Undeterm
     unknown = next(v for v in verdicts if v.skips is Tri.UNKNOWN)
     runner = unknown.profile if unknown.cause in (Cause.GUARD, Cause.NO_PROFILE) else None
     return UndeterminedTest(
-        test=item.nodeid, path=item.path, line=item.line, runner=runner, reason=unknown.why or "not decided", cause=unknown.cause
+        test=item.nodeid,
+        path=item.path,
+        line=item.line,
+        runner=runner,
+        reason=unknown.why or "not decided",
+        cause=unknown.cause,
+        runners=tuple(dict.fromkeys(v.profile for v in verdicts if v.skips is Tri.UNKNOWN)),
     )
 
 
@@ -238,3 +245,21 @@ def undetermined_unread(item: TestItem, unread: Sequence[UnreadJob]) -> Undeterm
     """A test that only CI jobs not read may run."""
     reason = unread_reason([f"{u.origin}: {u.reason}" for u in unread])
     return UndeterminedTest(test=item.nodeid, path=item.path, line=item.line, runner=None, reason=reason, cause=Cause.UNREAD)
+
+
+def undetermined_elsewhere(item: TestItem, job: UnreadJob, runner: str) -> UndeterminedTest:
+    """A test that skips on every runner the entries read send it to, while a CI job not read may run it on a runner
+    where it is not shown to skip (`runner`; "" when the job's runners are not read)."""
+    where = f"on {runner}, where it is not shown to skip" if runner else "on runners that are not read"
+    reason = bounded(
+        f"skips on every runner of the entries read, but a CI job not read may run it {where} ({job.origin}: {job.reason})"
+    )
+    return UndeterminedTest(
+        test=item.nodeid,
+        path=item.path,
+        line=item.line,
+        runner=runner or None,
+        reason=reason,
+        cause=Cause.UNREAD,
+        runners=(runner,) if runner else (),
+    )

@@ -237,6 +237,12 @@ def test_conv():
 """
 
 
+def test_an_undetermined_test_names_every_runner_it_is_undetermined_on(audit: Audit, schedule: Callable[..., str]) -> None:
+    report = audit({"tests/test_k.py": IMPORTS_CUTLASS}, schedule(("1-gpu-h100", "pytest tests"), ("4-gpu-b200", "pytest tests")))
+    listed = {t["test"]: t for t in json.loads(to_json(report))["undetermined_tests"]}
+    assert sorted(listed["tests/test_k.py::test_gemm"]["runners"]) == ["1-gpu-h100", "4-gpu-b200"]
+
+
 def test_every_undetermined_test_is_listed_with_its_reason(audit: Audit, schedule: Callable[..., str]) -> None:
     files = {"tests/test_k.py": IMPORTS_CUTLASS, "tests/test_p.py": "def test_p():\n    pass\n"}
     report = audit(files, schedule(("1-gpu-h100", "pytest tests")))
@@ -248,6 +254,7 @@ def test_every_undetermined_test_is_listed_with_its_reason(audit: Audit, schedul
     assert gemm["path"] == "tests/test_k.py" and gemm["line"] == 5 and gemm["runner"] == "1-gpu-h100"
     assert gemm["reason"].startswith("guard reads whether cutlass is installed") and gemm["cause"] == "guard"
     assert doc["assumptions"] and "2 tests are undetermined" in doc["assumptions"][-1]
+    assert gemm["runners"] == ["1-gpu-h100"]
     text = to_text(report)
     assert "undetermined tests by reason (2 tests, 1 reasons" in text
     assert "  2 tests: guard reads whether cutlass is installed" in text

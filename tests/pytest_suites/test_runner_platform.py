@@ -111,8 +111,12 @@ QUANT_CLASS = (
         pytest.param("linux.4xlarge", CPU_TORCH, QUANT.format(deco="skipIfNoQNNPACK"), "runs", id="qnnpack-x86-linux"),
         pytest.param("linux.4xlarge", CPU_TORCH, QUANT_CLASS.format(deco="skipIfNoQNNPACK"), "runs", id="qnnpack-on-class"),
         pytest.param("linux.4xlarge", CPU_TORCH, QUANT.format(deco="skipIfNoX86"), "runs", id="x86-engine-with-avx2"),
-        # ubuntu-latest's labels say Linux but not the CPU: the build flags read are those of x86-64 wheels
-        pytest.param("ubuntu-latest", CPU_TORCH, QUANT.format(deco="skipIfNoQNNPACK"), "undetermined", id="cpu-not-said"),
+        # GitHub's ubuntu-latest is an x86-64 host: the build flags read are those of x86-64 wheels
+        pytest.param("ubuntu-latest", CPU_TORCH, QUANT.format(deco="skipIfNoQNNPACK"), "runs", id="hosted-ubuntu-is-x86"),
+        # a self-hosted Linux label that does not say its CPU
+        pytest.param(
+            "[self-hosted, linux, x64-or-arm]", CPU_TORCH, QUANT.format(deco="skipIfNoQNNPACK"), "undetermined", id="cpu-not-said"
+        ),
         # a wheel from another index: its build is not read
         pytest.param(
             "linux.4xlarge",
@@ -320,3 +324,33 @@ def test_setup_python_on_a_self_hosted_runner_says_why_its_installs_are_not_know
     report = audit({".github/workflows/unit.yml": workflow, "suite/test_things.py": test})
     reasons = {t.reason for t in report.undetermined_tests}
     assert any("self-hosted runner" in r and "tool cache" in r for r in reasons), reasons
+
+
+CUDA_ONLY = (
+    "import pytest\nimport torch\n\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='cuda')\ndef test_a():\n    pass\n"
+)
+
+
+def _two_jobs(second_runner: str) -> str:
+    """A read job on a CPU host, and one a reader cannot read (a run-time path) bounded to the same folder."""
+    return (
+        "on: [push]\njobs:\n  unit:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n"
+        f"      - uses: actions/setup-python@v5\n      - run: {CPU_TORCH}\n      - run: pytest suite\n  accel:\n"
+        f"    runs-on: {second_runner}\n    steps:\n      - uses: actions/checkout@v4\n"
+        "      - run: pytest suite/$(cat picked.txt)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("second_runner", "expected"),
+    [
+        pytest.param("linux.g5.4xlarge.nvidia.gpu", "undetermined", id="a-cuda-host-where-it-runs"),
+        pytest.param("macos-14", "skips", id="a-host-where-it-skips-too"),
+    ],
+)
+def test_a_skip_is_certain_only_where_no_unread_job_may_run_the_test_elsewhere(
+    audit: Audit, second_runner: str, expected: str
+) -> None:
+    assert (
+        _verdict(audit({".github/workflows/unit.yml": _two_jobs(second_runner), "suite/test_things.py": CUDA_ONLY})) == expected
+    )

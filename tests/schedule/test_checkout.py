@@ -141,3 +141,37 @@ def test_an_action_given_a_test_command_is_unread(tmp_path):
     assert not schedule.entries
     (unread,) = schedule.unread
     assert "some-org/retry-action@v3" in unread.reason and unread.origin.line == 6
+
+
+RUN_TIME_PATH = """on: [pull_request]
+jobs:
+  unit:
+    runs-on: sm86
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          path: code
+      - run: pytest code/tests/unit/$(ls code/tests/unit | head -n 1)
+      - run: bash code/ci/pick.sh
+"""
+PICK_SCRIPT = "#!/bin/bash\npytest code/tests/gpu/*_$(date +%u).py\n"
+
+
+def test_an_unread_command_under_a_checkout_path_reaches_the_repository_own_folders(tmp_path):
+    # The bound of a command with a run-time part is named from the workspace; under `path: code` the repository's
+    # own folder is `tests/unit`, never `code/tests/unit` nor `../code/tests/unit` (which reach no file of it).
+    schedule = _read(tmp_path, RUN_TIME_PATH, {"ci/pick.sh": PICK_SCRIPT})
+    assert not schedule.entries
+    reach = {u.origin.file: u.reach for u in schedule.unread}
+    assert reach == {".github/workflows/ci.yml": ("tests/unit",), "ci/pick.sh": ("tests/gpu",)}
+    assert all("it can run only tests under tests/" in u.reason for u in schedule.unread)
+
+
+def test_a_file_only_an_unread_command_under_a_checkout_path_runs_is_not_unscheduled(tmp_path):
+    from matrix.pytest_suites.run import AuditInput, run_audit
+
+    _read(tmp_path, RUN_TIME_PATH, {"ci/pick.sh": PICK_SCRIPT, "tests/other/test_c.py": TEST})
+    report = run_audit(AuditInput(root=tmp_path / "repo"), RUNNERS)
+    unscheduled = {f.finding.path for f in report.findings if f.finding.kind == "unscheduled"}
+    assert unscheduled == {"tests/other/test_c.py"}
+    assert report.unread_only == 2

@@ -137,6 +137,13 @@ def test_a_statement_the_parser_cannot_read_is_listed(tmp_path: Path) -> None:
     assert any("parser cannot read" in u.reason for u in schedule.unread)
 
 
+def test_a_parse_that_joins_two_lines_into_one_word_is_not_trusted() -> None:
+    """The parser reads `cd ..` and a next line `\\;|` as one command in a pipeline, so the folder would stay `sub`;
+    bash ends the command at the line break and runs the last line from the checkout's root."""
+    found = commands("cd sub && cd ..\n\\;|\nbash scripts/run.sh\n", ".")
+    assert [c.unread for c in found if c.unread] and not [c for c in found if c.words[:1] == ("bash",)]
+
+
 def test_a_commented_out_env_write_sets_nothing(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     (root / ".github" / "workflows").mkdir(parents=True)

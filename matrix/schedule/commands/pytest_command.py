@@ -313,9 +313,14 @@ class ScriptResult:
     # certainly lacks; "*" after `env -i`).
     environments: tuple[tuple[Selection, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = ()
 
-    def unread_jobs(self, shown: Callable[[str], str] = str) -> list[UnreadJob]:
-        """The unread items as schedule records, each with its bound (`shown` rewrites a reason for display)."""
-        bound = dict(self.bounds)
+    def unread_jobs(
+        self,
+        shown: Callable[[str], str] = str,
+        place: Callable[[tuple[str, ...]], tuple[str, ...] | None] = lambda reach: reach,
+    ) -> list[UnreadJob]:
+        """The unread items as schedule records, each with its bound (`shown` rewrites a reason for display, `place`
+        names a bound's paths from the repository's root)."""
+        bound = {key: place(reach) for key, reach in self.bounds}
         return [unread_entry(where, shown(reason), bound.get((where, reason))) for where, reason in self.unread]
 
 

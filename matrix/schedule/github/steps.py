@@ -320,7 +320,8 @@ def read_commands(
                     (selection, origin, (), None, (), None) for selection in reader.selections(command.words, context)
                 )
             except UnreadableCommand as exc:
-                found.unread.append(unread_entry(origin, shown(exc.reason, unknown), exc.reach, job_runners(walker, job)))
+                reach = _own_reach(walker, exc.reach)
+                found.unread.append(unread_entry(origin, shown(exc.reason, unknown), reach, job_runners(walker, job)))
         if walker.scripts is not None:
             selected.extend(_scripts(walker, command.words, context, unknown, found, runners=job_runners(walker, job)))
         if not selected:
@@ -402,14 +403,20 @@ def _step_lines(
 
 
 def job_runners(walker: Walker, job: JobContext) -> tuple[str, ...] | None:
-    """The runner profiles a job leg runs on (every label set it may take); None when one of them names a runner
-    no profile describes (an unknown label, a known runner without a profile)."""
+    """The runners a job leg runs on (every label set it may take): profile names, and for a known runner no profile
+    describes whose labels say what it is (an XPU host, a ROCm one), its labels joined by ", "; None when a label
+    set names a runner nothing describes (an unknown label, labels that disagree)."""
     found: list[str] = []
     for labels, _ in job.label_sets:
         resolution = walker.resolution(labels)
-        if resolution.unknown or resolution.others or not resolution.profiles:
+        if resolution.unknown or (resolution.others and resolution.hardware is None):
             return None
-        found.extend(resolution.profiles)
+        if resolution.others:
+            found.append(", ".join(labels))
+        elif resolution.profiles:
+            found.extend(resolution.profiles)
+        else:
+            return None
     return tuple(dict.fromkeys(found)) or None
 
 
@@ -507,7 +514,7 @@ def _scripts(
     own runner); what is missing, over the budget or named only at run time is listed as unread (on the job's
     `runners`, unless read in a Python file: a Modal function runs elsewhere)."""
     result = walker.follow(words, context)
-    jobs = result.unread_jobs(lambda reason: shown(reason, unknown))
+    jobs = result.unread_jobs(lambda reason: shown(reason, unknown), lambda reach: _own_reach(walker, reach))
     if not walker.checkout.plain:  # files named from the repository's root; one outside its checkout is not its own
         jobs = [
             replace(job, origin=replace(job.origin, file=own))
@@ -553,11 +560,23 @@ def _reach(walker: Walker, selection: Selection) -> tuple[str, ...] | None:
     have moved them there: `mv repo/sub/* .` then `pytest tests`)."""
     if not isinstance(selection, PytestSelection):
         return None
+    return _own_paths(walker, selection.paths)
+
+
+def _own_paths(walker: Walker, paths: Sequence[str]) -> tuple[str, ...]:
     out: list[str] = []
-    for path in selection.paths:
+    for path in paths:
         own = walker.checkout.own(path)
         out.extend([own] if own is not None else walker.same_ending(path))
     return tuple(dict.fromkeys(out))
+
+
+def _own_reach(walker: Walker, reach: Sequence[str] | None) -> tuple[str, ...] | None:
+    """An unread command's bound as the repository's own paths: the readers name paths from the workspace's root,
+    which is not the repository's where a checkout has a `path:` (`pytest repo/tests/$(...)` reaches `tests`)."""
+    if reach is None:
+        return None
+    return tuple(reach) if walker.checkout.plain else _own_paths(walker, reach)
 
 
 def shown(reason: str, unknown: tuple[Unknown, ...]) -> str:

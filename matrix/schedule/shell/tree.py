@@ -145,7 +145,13 @@ class Walk(Compound, Assignments):
                 self.block([*node.children, *nodes[index + 1 :]], scope, depth, line, recovered=True)
                 return
             whole = node.type in _HANDLERS or node.type == "comment"
-            if node.type == "ERROR" or node.has_error or (self.split and _split_redirect(node)) or (recovered and not whole):
+            if (
+                node.type == "ERROR"
+                or node.has_error
+                or (self.split and _split_redirect(node))
+                or (recovered and not whole)
+                or _stray_line_break(node)
+            ):
                 self._broken(nodes[index:], scope, line)
                 return
             self.statement(node, scope, depth, line)
@@ -429,6 +435,23 @@ _SPLIT_REDIRECT = re.compile(rb"(?<![<>])(?:<|>|>>|&>|[0-9]>)[ \t]*\n")
 
 
 @functools.lru_cache(maxsize=256)
+def _stray_line_break(node: Any) -> bool:
+    """Whether an unquoted word of the statement spans a line break that no backslash escapes: bash ends a command
+    there, so the parse is the parser's recovery, not bash's reading (`cd ..` then a line `\\;|` was read as one
+    command joined into a pipeline)."""
+    stack, seen = [node], 0
+    while stack and seen < 10_000:
+        current = stack.pop()
+        seen += 1
+        if current.type == "word" and _STRAY_BREAK.search(text(current)):
+            return True
+        stack.extend(current.named_children)
+    return False
+
+
+_STRAY_BREAK = re.compile(r"(?<!\\)\n")
+
+
 def _has_split(source: str) -> bool:
     return _SPLIT_REDIRECT.search(source.encode("utf-8", "replace")) is not None
 
