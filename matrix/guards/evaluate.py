@@ -32,6 +32,7 @@ from matrix.guards.predicates import (
     NOT_ENV,
     PREDICATES,
     STR_METHODS,
+    VALUE_CALLS,
     Budget,
     KnownMembers,
     OverBudget,
@@ -51,6 +52,7 @@ from matrix.guards.predicates import (
     module_version,
     partial_compare,
     plain,
+    run_time_value,
     text_of,
     unset_variable,
 )
@@ -221,6 +223,8 @@ class FunctionRunner:
             frame[stmt.target.id] = self.value(ast.BinOp(left=ast.Name(id=stmt.target.id), op=stmt.op, right=stmt.value))
         elif isinstance(stmt, ast.ImportFrom) and all(a.asname is None and a.name != "*" for a in stmt.names):
             pass  # `from sglang.srt.utils import is_blackwell` inside the helper: the name means what it says
+        elif isinstance(stmt, ast.Import) and all(a.asname is None for a in stmt.names):
+            pass  # `import subprocess` inside the helper: the module, as at module level
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             for alias in stmt.names:
                 frame[(alias.asname or alias.name).split(".")[0]] = Unknown(why="imported inside a helper")
@@ -409,6 +413,17 @@ class _Evaluator(FunctionRunner):
 
     _List = _Tuple
 
+    def _Set(self, node: ast.Set) -> object:
+        # `{(9, 0), (10, 0)}`: membership is all a guard asks of a set literal; an unhashable member stays unknown.
+        items = [self.value(e) for e in node.elts]
+        unknown = next((i for i in items if isinstance(i, Unknown)), None)
+        if unknown is not None:
+            return plain(unknown)
+        try:
+            return frozenset(items)
+        except TypeError:
+            return Unknown(why="a set of unhashable values")
+
     def _Name(self, node: ast.Name) -> object:
         name = node.id
         if self.frames and name in self.frames[-1]:
@@ -556,6 +571,10 @@ class _Evaluator(FunctionRunner):
             installs = self._install_call(resolved, node) if name and env is NOT_ENV else NOT_ENV
             if installs is not NOT_ENV:
                 result = installs
+            elif resolved in VALUE_CALLS and head not in self.defined and head not in self.ambiguous:
+                result = VALUE_CALLS[resolved](self, node)
+            elif (late := run_time_value(resolved)) is not None and head not in self.defined and head not in self.ambiguous:
+                result = late
             elif env is not NOT_ENV:
                 self.probes.append((functools.partial(environment, resolved, node), env))
                 self.use("env")
@@ -631,6 +650,8 @@ class _Evaluator(FunctionRunner):
 
     def _Attribute(self, node: ast.Attribute) -> object:
         name = dotted(node)
+        if name is not None and self.frames and name.partition(".")[0] in self.frames[-1]:
+            name = None  # `props.major` of a value the helper computed (`props = torch.cuda.get_device_properties(0)`)
         if name is None:  # an attribute of a computed value: `get_jit_cuda_arch().major`
             base = self.value(node.value)
             result = base.get(node.attr) if isinstance(base, Record) else plain(base) if isinstance(base, Unknown) else None
@@ -798,7 +819,7 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
             return (left is right) is isinstance(op, ast.Is)
         return Unknown(why="identity of values")
     if isinstance(op, ast.In | ast.NotIn):
-        if isinstance(right, tuple) or (isinstance(right, str) and isinstance(left, str)):
+        if isinstance(right, tuple | frozenset) or (isinstance(right, str) and isinstance(left, str)):
             return (left in right) is isinstance(op, ast.In)
         return Unknown(why="membership in a non-container")
     fn = _ORDER[type(op)]

@@ -555,6 +555,65 @@ def _hasattr(source: ValueSource, call: ast.Call) -> object:
     return Unknown(why="hasattr() of a value the audit does not model")
 
 
+# Device types `torch.device` accepts (torch/csrc/Device.cpp, c10/core/DeviceType.cpp: the lower-case names); a
+# string outside them makes torch raise, so it stays unknown.
+_DEVICE_TYPES = frozenset({"cpu", "cuda", "xpu", "mps", "meta", "hip", "mtia", "xla", "hpu", "ipu", "privateuseone"})
+
+
+def torch_device(source: ValueSource, call: ast.Call) -> object:
+    """`torch.device("cuda")`, `torch.device("cuda:1")`, `torch.device("cuda", 0)`, `torch.device(type="cuda")`: a
+    record of its `type` and `index` (None when not given); what it names need not exist on the runner, as with torch."""
+    given = dict(zip(("type", "index"), call.args, strict=False))
+    for kw in call.keywords:
+        if kw.arg not in ("type", "index", "device") or kw.arg in given:
+            return Unknown(why="torch.device() form")
+        given["type" if kw.arg == "device" else kw.arg] = kw.value
+    if len(call.args) > 2 or "type" not in given:
+        return Unknown(why="torch.device() form")
+    text = source.value(given["type"])
+    index = source.value(given["index"]) if "index" in given else None
+    if isinstance(text, Unknown):
+        return plain(text)
+    if not isinstance(text, str) or not (index is None or (isinstance(index, int) and not isinstance(index, bool))):
+        return Unknown(why="torch.device() of a value the audit does not model")
+    kind, colon, number = text.partition(":")
+    if colon:
+        if index is not None or not number.isdigit() or len(number) > 6:
+            return Unknown(why=f"torch.device({text[:40]!r})")
+        index = int(number)
+    if kind not in _DEVICE_TYPES:
+        return Unknown(why=f"torch.device({text[:40]!r})")
+    return Record(kind="torch.device", fields=(("type", kind), ("index", index)))
+
+
+# Calls whose value exists only when the test runs, by resolved name, with what they read: no reading of the
+# repository's files can give it, so a guard on one stays unknown and says why.
+RUN_TIME_CALLS: Mapping[str, str] = {
+    **dict.fromkeys(
+        ("subprocess.run", "subprocess.check_output", "subprocess.check_call", "subprocess.call", "subprocess.Popen"),
+        "runs a program",
+    ),
+    **dict.fromkeys(("os.system", "os.popen"), "runs a program"),
+    **dict.fromkeys(("torch.cuda.mem_get_info", "torch.cuda.memory_allocated", "torch.cuda.memory_reserved"), "reads GPU memory"),
+    **dict.fromkeys(
+        ("torch.rand", "torch.randn", "torch.randint", "torch.randperm", "random.random", "random.randint", "random.choice"),
+        "draws a random value",
+    ),
+    **dict.fromkeys(("torch.distributed.get_world_size", "torch.distributed.get_rank"), "reads the process group of the launch"),
+    **dict.fromkeys(("glob.glob", "os.listdir", "os.path.exists", "os.path.isfile", "os.path.isdir"), "reads the file system"),
+}
+
+
+def run_time_value(resolved: str) -> Unknown | None:
+    """The unknown a run-time call gives (`torch.cuda.mem_get_info()`: "reads GPU memory"), None for any other call."""
+    what = RUN_TIME_CALLS.get(resolved)
+    return None if what is None else Unknown(why=f"{resolved}() {what}: its value is known only at run time")
+
+
+# Calls of a library whose value is computed from their arguments alone, by resolved name.
+VALUE_CALLS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {"torch.device": torch_device}
+
+
 # Builtins a guard uses on known values (`min(4, torch.cuda.device_count())`), unless the module rebinds them.
 BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
     "min": _min_max(min),

@@ -604,7 +604,6 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
         if not (isinstance(stmt, ast.Try) and len(stmt.handlers) == 1 and not stmt.orelse and not stmt.finalbody):
             continue
         handler = stmt.handlers[0]
-        caught = dotted(handler.type) if handler.type is not None else None
         # `from m import n` is `m:n`: the name must be bound in m (`importable` checks it for the checkout's own)
         modules = [
             a.name if isinstance(s, ast.Import) else f"{s.module or ''}:{a.name}" if a.name != "*" else (s.module or "")
@@ -612,7 +611,7 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
             if isinstance(s, ast.Import | ast.ImportFrom) and not (isinstance(s, ast.ImportFrom) and s.level)
             for a in s.names
         ]
-        if caught not in ("ImportError", "ModuleNotFoundError") or not modules:
+        if not _catches_import_error(handler) or not modules:
             continue
         tried, handled = _constant_assignments(stmt.body), _constant_assignments(handler.body)
         if tried is None or handled is None:
@@ -627,6 +626,20 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
                 )
                 out[name] = ast.copy_location(ast.IfExp(test=test, body=a, orelse=b), stmt)
     return out
+
+
+# What a missing module raises (ImportError, ModuleNotFoundError) and the classes above it.
+_IMPORT_ERROR_CATCHERS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """Whether the handler runs when an import fails for a missing module: `except:`, `except ImportError`, `except
+    Exception`, or a tuple holding one of them (`except (ImportError, OSError)`). An installed module is taken to
+    import, as for `except ImportError`, so what else the handler catches does not change the reading."""
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(dotted(t) in _IMPORT_ERROR_CATCHERS for t in types)
 
 
 def _constant_assignments(body: Sequence[ast.stmt]) -> dict[str, ast.Constant] | None:
