@@ -12,7 +12,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.guards.model import (
     AlwaysSkips,
@@ -56,8 +56,11 @@ from matrix.guards.predicates import (
     text_of,
     unset_variable,
 )
-from matrix.guards.source import IMPORTABLE, resolve
+from matrix.guards.source import IMPORTABLE, VERSION_BELOW, resolve
 from matrix.schedule.environment.versions import is_version, parse_version, range_decides
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 # --- helper calls -----------------------------------------------------------------------------------------------------
 # Stepping into a module's own helper functions while evaluating a guard (no execution).
@@ -561,6 +564,8 @@ class _Evaluator(FunctionRunner):
             return result
         elif name == IMPORTABLE:
             result = self._importable(node)
+        elif name == VERSION_BELOW:
+            result = self._version_below(node)
         elif "." not in name and name in BUILTINS and not self._shadowed(name):
             return BUILTINS[name](self, node)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS and self._callee(node.func) is None:
@@ -609,6 +614,29 @@ class _Evaluator(FunctionRunner):
             missing = [m.partition(":")[0] for m in modules if m.split(".", maxsplit=1)[0] not in self.facts.installed]
             return Unknown(why=f"whether {', '.join(missing)} is installed (see --assume-installed)") if missing else True
         return all_importable(modules, self.facts)
+
+    def _version_below(self, node: ast.Call) -> object:
+        """Whether `module.__version__` is below importorskip's minversion: decided by the version the job installs of
+        the distribution named like the module (as `module.__version__` is read), else unknown with what is known."""
+        module, minimum = (self.value(a) for a in node.args)
+        if not isinstance(module, str) or not isinstance(minimum, str):
+            return Unknown(why="importorskip's minversion or module is not a literal")
+        wanted = parse_version(minimum)
+        if wanted is None:
+            return Unknown(why=f"importorskip's minversion {minimum[:40]!r} is not a version")
+        top = module.split(".", maxsplit=1)[0]
+        self.use("install")
+        self.probes.append((_environment, self.facts.environment))
+        installed = module_version(self.facts, top)
+        head = f"whether {module}.__version__ is at least {minimum} (importorskip's minversion)"
+        if isinstance(installed, str):
+            have = parse_version(installed)
+            return Unknown(why=f"{head}: {installed!r} is not a version") if have is None else have < wanted
+        if isinstance(installed, VersionRange):
+            decided = range_decides(installed.specifier, "Lt", wanted)
+            return Unknown(why=f"{head}: {installed.why}, a range that does not decide it") if decided is None else decided
+        why = installed.why if isinstance(installed, Unknown) else "its version is not known"
+        return Unknown(why=f"{head}: {_provider_note(self.facts, top, wanted) or why}")
 
     def _install_call(self, resolved: str, node: ast.Call) -> object:
         """`importlib.util.find_spec("m")`, `importlib.metadata.version("d")`, `version.parse(x)`; NOT_ENV if not one."""
@@ -920,6 +948,25 @@ def all_importable(modules: Sequence[str], facts: RunnerFacts) -> object:
     if any(a is False for a in answers):
         return False
     return next((a for a in answers if isinstance(a, Unknown)), True)
+
+
+def _provider_note(facts: RunnerFacts, module: str, wanted: Version) -> str:
+    """What the job says of a module it installs under another distribution's name (`cutlass` from
+    nvidia-cutlass-dsl>=4.6.2): that distribution's version is not read as `module.__version__`; "" when none."""
+    from matrix.schedule.environment.distributions import providers
+
+    environment = facts.environment
+    for dist in providers(module) if environment is not None else ():
+        found = environment.get(dist) if environment is not None else None
+        if found is None:
+            continue
+        where = f"{module} comes from {dist}{found.specifier} ({found.command[:80]})"
+        if not found.specifier:
+            return f"{where}, which names no version"
+        if range_decides(found.specifier, "Lt", wanted) is None:
+            return f"{where}, a range that allows versions on both sides of it"
+        return f"{where}, whose version is not read as {module}.__version__"
+    return ""
 
 
 def _answer_why(module: str, facts: RunnerFacts) -> str:

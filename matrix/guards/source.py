@@ -593,6 +593,9 @@ def _push_children(node: ast.AST, stack: list[ast.AST]) -> None:
 
 
 IMPORTABLE = "__importable__"
+# `__version_below__("m", "1.2")`: whether the module's `__version__` is below importorskip's minversion, answered by
+# the evaluator from the version the job installs (`matrix.guards.evaluate`).
+VERSION_BELOW = "__version_below__"
 
 
 def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
