@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from matrix.guards.model import (
     AlwaysSkips,
+    CaseLayers,
+    CaseSearch,
     ExprCondition,
     Guard,
     Linked,
@@ -29,6 +33,7 @@ from matrix.guards.platform import PLATFORM_ATTRIBUTES
 from matrix.guards.predicates import (
     ATTRIBUTES,
     BUILTINS,
+    CONSTANTS,
     NOT_ENV,
     PREDICATES,
     STR_METHODS,
@@ -688,6 +693,11 @@ class _Evaluator(FunctionRunner):
             self.note(text_of(node), result)
             return result
         resolved = resolve(name, self.imports) if name else ""
+        head = name.partition(".")[0] if name else ""
+        if resolved in CONSTANTS and head not in self.aliases and head not in self.defined and head not in self.ambiguous:
+            constant = CONSTANTS[resolved]  # `torch.float16`: the same on every runner
+            self.note(text_of(node), constant)
+            return constant
         getter = (PLATFORM_ATTRIBUTES.get(resolved) or lookup(ATTRIBUTES, resolved)) if name else None
         if resolved.endswith(".__version__") and resolved.count(".") == 1 and resolved.partition(".")[0] in self.imports.values():
             # `transformers.__version__` of an imported module: the version the job installs
@@ -894,6 +904,8 @@ def evaluate_condition(
         return Evaluation(skips=Tri.TRUE, steps=("unconditional skip",))
     if isinstance(condition, OpaqueCondition):
         return Evaluation(skips=Tri.UNKNOWN, steps=(condition.why,), facts=("opaque",))
+    if isinstance(condition, CaseSearch):
+        return search_cases(condition, facts, names, table, probes=probes)
     if isinstance(condition, MissingModules):
         if probes is not None:
             probes.append((_installed, facts.installed))
@@ -932,6 +944,93 @@ def evaluate_condition(
         facts=tuple(evaluator.used),
         decided=evaluator.decided(),
     )
+
+
+# Distinct cases (the parameters the guards read) a case search evaluates before it gives up as unknown.
+MAX_CASES_SEARCHED = 512
+
+
+def search_cases(
+    condition: CaseSearch,
+    facts: RunnerFacts,
+    names: ModuleNames,
+    table: Mapping[str, Predicate] = PREDICATES,
+    *,
+    probes: Probes | None = None,
+) -> Evaluation:
+    """Whether every case of a parametrized test meets a skip: false at the first case no guard skips, true when
+    each case (of the parameters the guards read, all of them searched) meets one, else unknown."""
+    read = _parameters_read(condition)
+    layers = _distinct_layers(condition, read)
+    unknown: tuple[Evaluation, str] | None = None
+    first_skip: tuple[Evaluation, str] | None = None
+    used: list[str] = []
+    searched = 0
+    for combination in itertools.product(*(rows for _, rows in layers)):
+        if searched >= MAX_CASES_SEARCHED:
+            break
+        searched += 1
+        values = {
+            n: v for (argnames, _), row in zip(layers, combination, strict=True) for n, v in zip(argnames, row, strict=True)
+        }
+        shown = ", ".join(f"{n}={text_of(v)}" for n, v in values.items())[:200]
+        outcome: Evaluation | None = None
+        for guard in condition.guards:
+            result = evaluate_guard(_with_case(guard, values), facts, names, table, probes=probes)
+            used.extend(f for f in result.facts if f not in used)
+            if result.skips is Tri.TRUE:
+                outcome = result
+                break
+            if result.skips is Tri.UNKNOWN and outcome is None:
+                outcome = result
+        if outcome is None:
+            return Evaluation(skips=Tri.FALSE, steps=(f"the case {shown} meets no skip",), facts=tuple(used))
+        if outcome.skips is Tri.TRUE:
+            first_skip = first_skip or (outcome, shown)
+        elif unknown is None:
+            unknown = (outcome, shown)
+    if unknown is not None:
+        return Evaluation(skips=Tri.UNKNOWN, steps=unknown[0].steps, facts=tuple(used))
+    total = math.prod(len(rows) for _, rows in layers)
+    if searched < total or first_skip is None:
+        why = f"{total} cases of the parameters its guards read, more than the {MAX_CASES_SEARCHED} searched"
+        return Evaluation(skips=Tri.UNKNOWN, steps=(why,), facts=("budget",))
+    every = f"each of the {total} cases of {', '.join(sorted(read))} meets a skip (first: {first_skip[1]})"
+    return Evaluation(skips=Tri.TRUE, steps=(every, *first_skip[0].steps), facts=tuple(used))
+
+
+def cases_to_search(condition: CaseSearch) -> int:
+    """How many distinct cases a search goes through: the product over the parameters the guards read."""
+    return math.prod(len(rows) for _, rows in _distinct_layers(condition, _parameters_read(condition)))
+
+
+def _distinct_layers(condition: CaseSearch, read: frozenset[str]) -> CaseLayers:
+    """Each decorator's rows cut down to the parameters read, equal ones once: a layer no guard reads is one case."""
+    layers: list[tuple[tuple[str, ...], tuple[tuple[ast.expr, ...], ...]]] = []
+    for argnames, rows in condition.layers:
+        kept = tuple(n for n in argnames if n in read)
+        distinct: dict[str, tuple[ast.expr, ...]] = {}
+        for row in rows:
+            cut = tuple(v for n, v in zip(argnames, row, strict=True) if n in read)
+            distinct.setdefault(repr([ast.dump(v) for v in cut]), cut)
+        layers.append((kept, tuple(distinct.values())))
+    return tuple(layers)
+
+
+def _parameters_read(condition: CaseSearch) -> frozenset[str]:
+    argnames = {n for names_, _ in condition.layers for n in names_}
+    exprs = [c.expr for g in condition.guards for c in g.conditions if isinstance(c, ExprCondition)]
+    exprs += [e for g in condition.guards for _, e in g.local_names if e is not None]
+    return frozenset(n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name) and n.id in argnames)
+
+
+def _with_case(guard: Guard, values: Mapping[str, ast.expr]) -> Guard:
+    """The guard with a case's values in for the parameters it binds once (its function's own arguments)."""
+    counts: dict[str, int] = {}
+    for n, _ in guard.local_names:
+        counts[n] = counts.get(n, 0) + 1
+    local = tuple((n, values[n] if n in values and counts[n] == 1 else e) for n, e in guard.local_names)
+    return guard.with_local_names(local)
 
 
 def _installed(facts: RunnerFacts) -> object:

@@ -110,8 +110,21 @@ class AlwaysSkips:
     """An unconditional skip."""
 
 
-SkipCondition = ExprCondition | MissingModules | OpaqueCondition | AlwaysSkips
 Bindings = tuple[tuple[str, ast.expr | None], ...]
+# Per parametrize decorator: its argument names and the value expressions of each of its rows.
+CaseLayers = tuple[tuple[tuple[str, ...], tuple[tuple[ast.expr, ...], ...]], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseSearch:
+    """The guards of a parametrized test that read its parameters, over cases too many to list as items (the product
+    of `layers`): it skips when every case meets a guard that skips, and not when one case meets none."""
+
+    guards: tuple[Guard, ...]
+    layers: CaseLayers
+
+
+SkipCondition = ExprCondition | MissingModules | OpaqueCondition | AlwaysSkips | CaseSearch
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -610,6 +610,39 @@ def run_time_value(resolved: str) -> Unknown | None:
     return None if what is None else Unknown(why=f"{resolved}() {what}: its value is known only at run time")
 
 
+# torch's dtypes and their aliases, as `torch.dtype` objects compare (an alias is the same object): the PyTorch docs,
+# "Tensor Attributes", torch.dtype table (https://docs.pytorch.org/docs/stable/tensor_attributes.html), with the
+# size in bytes (`dtype.itemsize`). A guard comparing dtypes needs nothing of the runner.
+_DTYPES: Mapping[str, tuple[str, int]] = {
+    **dict.fromkeys(("float32", "float"), ("float32", 4)),
+    **dict.fromkeys(("float64", "double"), ("float64", 8)),
+    **dict.fromkeys(("float16", "half"), ("float16", 2)),
+    "bfloat16": ("bfloat16", 2),
+    **dict.fromkeys(("complex32", "chalf"), ("complex32", 4)),
+    **dict.fromkeys(("complex64", "cfloat"), ("complex64", 8)),
+    **dict.fromkeys(("complex128", "cdouble"), ("complex128", 16)),
+    "uint8": ("uint8", 1),
+    "uint16": ("uint16", 2),
+    "uint32": ("uint32", 4),
+    "uint64": ("uint64", 8),
+    "int8": ("int8", 1),
+    **dict.fromkeys(("int16", "short"), ("int16", 2)),
+    **dict.fromkeys(("int32", "int"), ("int32", 4)),
+    **dict.fromkeys(("int64", "long"), ("int64", 8)),
+    "bool": ("bool", 1),
+    "float8_e4m3fn": ("float8_e4m3fn", 1),
+    "float8_e4m3fnuz": ("float8_e4m3fnuz", 1),
+    "float8_e5m2": ("float8_e5m2", 1),
+    "float8_e5m2fnuz": ("float8_e5m2fnuz", 1),
+    "float8_e8m0fnu": ("float8_e8m0fnu", 1),
+    "float4_e2m1fn_x2": ("float4_e2m1fn_x2", 1),
+}
+CONSTANTS: Mapping[str, object] = {
+    f"torch.{name}": Record(kind="torch.dtype", fields=(("name", canonical), ("itemsize", size)))
+    for name, (canonical, size) in _DTYPES.items()
+}
+
+
 # Calls of a library whose value is computed from their arguments alone, by resolved name.
 VALUE_CALLS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {"torch.device": torch_device}
 

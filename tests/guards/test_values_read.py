@@ -59,6 +59,10 @@ CASES = [
         "not blackwell_only()",
         (T, F, U),
     ),
+    # torch's dtypes compare as the objects do (an alias is the same dtype) and carry their size.
+    ("import torch\nWIDE = torch.half", "WIDE == torch.float16 and torch.cuda.is_available()", (T, T, F)),
+    ("import torch\nKIND = torch.float8_e5m2", "KIND in (torch.float8_e4m3fn, torch.bfloat16)", (F, F, F)),
+    ("import torch\nKIND = torch.float8_e5m2", "KIND.itemsize == 1", (T, T, T)),
     # A module imported inside a helper keeps its meaning.
     (
         """
