@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from matrix.guards import decorated
+from matrix.guards.decorated import DecoratedReader
 from matrix.guards.model import (
     AlwaysSkips,
     CaseLayers,
@@ -337,13 +339,16 @@ _ARITH: Mapping[type[ast.operator], Callable[[Any, Any], Any]] = {
 _MAX_STEPS_SHOWN = 40
 
 
-class _Evaluator(FunctionRunner):
+class _Evaluator(FunctionRunner, DecoratedReader):
     """Walks one expression; records leaf facts as steps. Only reads the tree."""
 
     def __init__(
         self, facts: RunnerFacts, names: ModuleNames, local: Mapping[str, ast.expr | None], table: Mapping[str, Predicate]
     ):
         self.facts = facts
+        self.current = names
+        # The module each function reached through a link was read in (by the function node's id).
+        self.homes: dict[int, ModuleNames] = {}
         self.imports = names.import_map
         # Shared per file: never written to here.
         self.aliases: Mapping[str, ast.expr | None] = {**names.alias_map, **local} if local else names.alias_map
@@ -472,17 +477,39 @@ class _Evaluator(FunctionRunner):
 
     def _enter(self, names: ModuleNames) -> tuple[Any, ...]:
         """Evaluate in another module's names (a linked helper or constant); returns what `_leave` restores."""
-        saved = (self.imports, self.aliases, self.local, self.defined, self.functions, self.ambiguous, self.linker, self.frames)
+        saved = (
+            self.imports,
+            self.aliases,
+            self.local,
+            self.defined,
+            self.functions,
+            self.ambiguous,
+            self.linker,
+            self.frames,
+            self.current,
+        )
+        self.current = names
         self.imports, self.aliases, self.local = names.import_map, names.alias_map, frozenset()
         self.defined, self.functions, self.ambiguous = names.defined, names.function_map, names.ambiguous
         self.linker, self.frames = names.linker, []
         return saved
 
     def _leave(self, saved: tuple[Any, ...]) -> None:
-        (self.imports, self.aliases, self.local, self.defined, self.functions, self.ambiguous, self.linker, self.frames) = saved
+        (
+            self.imports,
+            self.aliases,
+            self.local,
+            self.defined,
+            self.functions,
+            self.ambiguous,
+            self.linker,
+            self.frames,
+            self.current,
+        ) = saved
 
     def _linked_value(self, name: str, linked: Linked) -> object:
         if isinstance(linked.node, ast.FunctionDef):
+            self.homes[id(linked.node)] = linked.names
             return linked.node
         key = id(linked.node)
         if key in self.memo:
@@ -602,6 +629,12 @@ class _Evaluator(FunctionRunner):
                     result = self._call_linked(name, linked, node)
                     self.note(f"{text_of(node)} ({linked.where})", result)
                     return result
+                elif (
+                    isinstance(node.func, ast.Attribute)
+                    and node.func.attr in decorated.METHODS
+                    and (answer := self.decorated_method(node)) is not None
+                ):
+                    result = answer
                 else:
                     why = "a name this module binds itself" if head in self.defined or head in self.ambiguous else None
                     result = Unknown(why=why or "not a known guard helper")
@@ -683,8 +716,11 @@ class _Evaluator(FunctionRunner):
 
     def _Attribute(self, node: ast.Attribute) -> object:
         name = dotted(node)
-        if name is not None and self.frames and name.partition(".")[0] in self.frames[-1]:
-            name = None  # `props.major` of a value the helper computed (`props = torch.cuda.get_device_properties(0)`)
+        if name is not None and (
+            (self.frames and name.partition(".")[0] in self.frames[-1]) or name.partition(".")[0] in self.aliases
+        ):
+            # `props.major` of a value the helper or the module computed (`props = torch.cuda.get_device_properties(0)`)
+            name = None
         if name is None:  # an attribute of a computed value: `get_jit_cuda_arch().major`
             base = self.value(node.value)
             result = base.get(node.attr) if isinstance(base, Record) else plain(base) if isinstance(base, Unknown) else None
@@ -712,6 +748,9 @@ class _Evaluator(FunctionRunner):
             linked = self._link(name)
             if linked is not None:
                 return self._linked_value(name, linked)
+            if node.attr in decorated.ATTRIBUTES and (answer := self.decorated_attribute(node)) is not None:
+                self.note(text_of(node), answer)
+                return answer
         result = self.probe(getter) if getter else Unknown(why="not a known attribute")
         self.note(text_of(node), result)
         return result
@@ -1097,7 +1136,11 @@ def evaluate_guard(
     probes: Probes | None = None,
 ) -> Evaluation:
     """Whether a guard skips on a runner: every condition on its path must hold (Kleene AND)."""
-    local = dict(guard.local_names)
+    # A name listed twice (a parameter the body also assigns, `if backend == "auto": backend = "cutlass"`) has either
+    # value where the guard reads it: unknown, never the last one listed.
+    local: dict[str, ast.expr | None] = {}
+    for name, bound in guard.local_names:
+        local[name] = None if name in local else bound
     steps: list[str] = []
     used: list[str] = []
     decided: list[str] = []
