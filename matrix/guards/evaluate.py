@@ -63,7 +63,7 @@ from matrix.guards.predicates import (
     text_of,
     unset_variable,
 )
-from matrix.guards.source import IMPORTABLE, VERSION_BELOW, resolve
+from matrix.guards.source import IMPORTABLE, TRY_VALUE, VERSION_BELOW, resolve
 from matrix.schedule.environment.versions import is_version, parse_version, range_decides
 
 if TYPE_CHECKING:
@@ -584,6 +584,9 @@ class _Evaluator(FunctionRunner, DecoratedReader):
         return (resolved.rpartition(".")[2] if resolved not in self.table else resolved, found) if found else None
 
     def _Call(self, node: ast.Call) -> object:
+        plain_func = self._dunder_import(node.func)
+        if plain_func is not None:
+            node = ast.copy_location(ast.Call(func=plain_func, args=node.args, keywords=node.keywords), node)
         name = dotted(node.func) or ""
         head = name.partition(".")[0]
         if self.frames and head in self.frames[-1]:
@@ -598,6 +601,9 @@ class _Evaluator(FunctionRunner, DecoratedReader):
             result = self._importable(node)
         elif name == VERSION_BELOW:
             result = self._version_below(node)
+        elif name == TRY_VALUE:
+            tried = self.value(node.args[0])  # known only where computing it cannot have raised
+            result = plain(tried) if isinstance(tried, Unknown) else tried
         elif "." not in name and name in BUILTINS and not self._shadowed(name):
             return BUILTINS[name](self, node)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS and self._callee(node.func) is None:
@@ -640,6 +646,32 @@ class _Evaluator(FunctionRunner, DecoratedReader):
                     result = Unknown(why=why or "not a known guard helper")
         self.note(text_of(node), result)
         return result
+
+    def _dunder_import(self, func: ast.expr) -> ast.expr | None:
+        """`__import__("torch").cuda.is_available` as the dotted name it is (`torch.cuda.is_available`; `__import__`
+        gives the top-level package), when `__import__` is the builtin; None for anything else."""
+        chain: list[str] = []
+        root = func
+        while isinstance(root, ast.Attribute):
+            chain.append(root.attr)
+            root = root.value
+        if not (
+            chain
+            and isinstance(root, ast.Call)
+            and isinstance(root.func, ast.Name)
+            and root.func.id == "__import__"
+            and not self._shadowed("__import__")
+            and len(root.args) == 1
+            and not root.keywords
+            and isinstance(root.args[0], ast.Constant)
+            and isinstance(root.args[0].value, str)
+            and all(part.isidentifier() for part in root.args[0].value.split("."))
+        ):
+            return None
+        out: ast.expr = ast.Name(id=root.args[0].value.split(".")[0], ctx=ast.Load())
+        for part in reversed(chain):
+            out = ast.Attribute(value=out, attr=part, ctx=ast.Load())
+        return out
 
     def _importable(self, node: ast.Call) -> object:
         """Whether `try: import m` succeeds: the modules assumed installed (--assume-installed) or that the job's
@@ -723,6 +755,11 @@ class _Evaluator(FunctionRunner, DecoratedReader):
             name = None
         if name is None:  # an attribute of a computed value: `get_jit_cuda_arch().major`
             base = self.value(node.value)
+            if isinstance(base, ast.FunctionDef) and node.attr in decorated.ATTRIBUTES:
+                found = self.decorated_attribute(node)  # `check_fn._supported_ccs` of a function a helper was given
+                if found is not None:
+                    self.note(text_of(node), found)
+                    return found
             result = base.get(node.attr) if isinstance(base, Record) else plain(base) if isinstance(base, Unknown) else None
             if result is None:
                 result = Unknown(why=f"attribute {node.attr} of a value the audit does not model")

@@ -643,8 +643,22 @@ CONSTANTS: Mapping[str, object] = {
 }
 
 
+def skipif_record(source: ValueSource, call: ast.Call) -> object:
+    """`pytest.mark.skipif(cond, reason=...)` as a value a helper returns: a record of its condition's value (a mark
+    the audit reads through the helper that makes it, `matrix.pytest_suites.skipmarks.factory_mark_guard`)."""
+    if len(call.args) != 1:
+        return Unknown(why="pytest.mark.skipif() form")
+    condition = source.value(call.args[0])
+    if isinstance(condition, str):
+        return Unknown(why="a skipif condition string")
+    return Record(kind="pytest.mark.skipif", fields=(("condition", plain(condition)),))
+
+
 # Calls of a library whose value is computed from their arguments alone, by resolved name.
-VALUE_CALLS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {"torch.device": torch_device}
+VALUE_CALLS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
+    "torch.device": torch_device,
+    "pytest.mark.skipif": skipif_record,
+}
 
 
 # Builtins a guard uses on known values (`min(4, torch.cuda.device_count())`), unless the module rebinds them.
@@ -749,6 +763,9 @@ def _node_text(node: ast.AST) -> str:
     # evaluation of the same guard shares the text.
     if isinstance(node, ast.FunctionDef):
         return f"<function {node.name}>"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__try_value__" and len(node.args) == 2:
+        # `try: X = e` / `except: X = h` (`matrix.guards.source.TRY_VALUE`), shown as the user wrote it
+        return f"{_node_text(node.args[0])} in a try, else {_node_text(node.args[1])}"
     called = _bare_call(node)
     if called is not None:
         return called if len(called) <= _MAX_TEXT else called[: _MAX_TEXT - 3] + "..."

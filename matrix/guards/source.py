@@ -513,6 +513,9 @@ def collect_bindings(body: Sequence[ast.stmt], *, module: bool = False) -> Bindi
     for name, value in _import_flags(body).items():
         if counts.get(name) == 2 and name not in imported:
             seen[name] = value
+    for name, value in _guarded_values(body).items():
+        if counts.get(name) == 2 and name not in imported:
+            seen[name] = value
     containers = {name for name, value in seen.items() if value is not None and _is_container(value)}
     for name in _changed(body, containers, into_defs=not module) if containers else ():
         seen[name] = None
@@ -593,6 +596,8 @@ def _push_children(node: ast.AST, stack: list[ast.AST]) -> None:
 
 
 IMPORTABLE = "__importable__"
+# `__try_value__(e, h)`: `try: X = e` / `except ...: X = h`: X is e where e is known (it did not raise), else unknown.
+TRY_VALUE = "__try_value__"
 # `__version_below__("m", "1.2")`: whether the module's `__version__` is below importorskip's minversion, answered by
 # the evaluator from the version the job installs (`matrix.guards.evaluate`).
 VERSION_BELOW = "__version_below__"
@@ -643,6 +648,29 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
         return True
     types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
     return any(dotted(t) in _IMPORT_ERROR_CATCHERS for t in types)
+
+
+def _guarded_values(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
+    """`try: X = e` / `except ...: X = h` (one statement each, one handler, no else or finally): X is
+    `__try_value__(e, h)`, which the evaluator answers with e's value where it computes one (the evaluator gives
+    unknown wherever Python would raise), else unknown."""
+    out: dict[str, ast.expr] = {}
+    for stmt in straight_line(body):
+        if not (isinstance(stmt, ast.Try) and len(stmt.handlers) == 1 and not stmt.orelse and not stmt.finalbody):
+            continue
+        tried, handled = stmt.body, stmt.handlers[0].body
+        if len(tried) != 1 or len(handled) != 1 or stmt.handlers[0].name:
+            continue
+        first, second = tried[0], handled[0]
+        if not (isinstance(first, ast.Assign) and isinstance(second, ast.Assign)):
+            continue
+        if len(first.targets) != 1 or len(second.targets) != 1:
+            continue
+        a, b = first.targets[0], second.targets[0]
+        if isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id == b.id:
+            call = ast.Call(func=ast.Name(id=TRY_VALUE, ctx=ast.Load()), args=[first.value, second.value], keywords=[])
+            out[a.id] = ast.copy_location(call, first)
+    return out
 
 
 def _constant_assignments(body: Sequence[ast.stmt]) -> dict[str, ast.Constant] | None:

@@ -56,6 +56,7 @@ from matrix.pytest_suites.rules import is_fixture, module_tests
 from matrix.pytest_suites.select import ConftestIgnores
 from matrix.pytest_suites.skipmarks import (
     ImportTarget,
+    factory_mark_guard,
     fixture_param_guard,
     from_imports,
     mark_guard,
@@ -447,7 +448,7 @@ class Collector:
             # `pytestmark = MARKS` with MARKS a list in another file: each of its marks.
             return [g for e in mark.elts for g in self._mark_guards(owner.analysis.path, owner, e, scope, marks, local=True)]
         shown = ast.unparse(expr) if mark is expr else f"{ast.unparse(expr)} = {ast.unparse(mark)}"
-        guard = mark_guard(mark, names, scope, shown)
+        guard = mark_guard(mark, names, scope, shown) or factory_mark_guard(mark, names, scope, shown)
         if guard is None:
             marker = _mark_name(mark, names)
             if marker is not None:

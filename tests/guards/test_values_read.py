@@ -159,3 +159,43 @@ def test_the_run_time_reason_comes_before_an_earlier_unknown():
         "subprocess.run(['x']) is unknown (subprocess.run() runs a program: its value is known only at run time)",
     )
     assert "runs a program" in guard_reason("g", "", steps)
+
+
+MORE_CASES = [
+    # `__import__("torch")` is the torch package.
+    ("", "not __import__('torch').cuda.is_available()", (F, F, T)),
+]
+
+
+@pytest.mark.parametrize("arch", ["sm90", "sm100", "cpu"])
+def test_dunder_import_is_the_package(facts_for, arch):
+    module, condition, expected = MORE_CASES[0]
+    assert expected is not None
+    got, steps = _verdict(facts_for(arch), module, condition)
+    assert got is expected[["sm90", "sm100", "cpu"].index(arch)], steps
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "import torch\ntry:\n    LEVEL = torch.cuda.get_device_capability()[0]\nexcept RuntimeError:\n    LEVEL = None",
+            (T, F, U),
+        ),
+        ("try:\n    LEVEL = mystery_level()\nexcept Exception:\n    LEVEL = None", (U, U, U)),
+        ("try:\n    LEVEL = int('x9')\nexcept ValueError:\n    LEVEL = None", (U, U, U)),
+    ],
+)
+@pytest.mark.parametrize("arch", ["sm90", "sm100", "cpu"])
+def test_a_value_a_try_assigns(facts_for, text, expected, arch):
+    got, steps = _verdict(facts_for(arch), text, "LEVEL is not None and LEVEL < 10")
+    assert got is expected[["sm90", "sm100", "cpu"].index(arch)], steps
+
+
+@pytest.mark.parametrize(("os", "expected"), [("linux", F), ("darwin", U), ("win32", U), ("", U)])
+def test_socket_attributes_by_the_runners_system(facts_for, os, expected):
+    from matrix.schedule.model import RunnerPlatform
+
+    facts = replace(facts_for("sm90"), platform=RunnerPlatform(os=os))
+    got, steps = _verdict(facts, "import socket", 'not hasattr(socket, "AF_UNIX") or not hasattr(socket, "CMSG_SPACE")')
+    assert got is expected, steps

@@ -113,3 +113,46 @@ def test_warp():
 """
     report = audit({**PROJECT, "tests/test_kernel.py": test}, schedule(("h100", "pytest tests/")))
     assert report.undetermined == 1
+
+
+FACTORY = """
+import pytest
+import torch
+
+from flashinfer.blas import scan_kernel
+
+
+def _needs_listed_cc(kernel):
+    if not torch.cuda.is_available():
+        return pytest.mark.skipif(True, reason="CUDA is required")
+    major, minor = torch.cuda.get_device_capability()
+    here = major * 10 + minor
+    return pytest.mark.skipif(here not in kernel._supported_ccs, reason="not listed")
+
+
+requires_scan_cc = _needs_listed_cc(scan_kernel)
+"""
+
+
+@pytest.mark.parametrize(("runner", "expected"), [("h100", "skips"), ("sm86", "runs")])
+def test_a_mark_a_helper_builds_is_read_through_the_helper(
+    runner: str,
+    expected: str,
+    audit: Callable[..., PytestAuditReport],
+    schedule: Callable[..., str],
+    skipping: Callable[[PytestAuditReport], dict[str, str]],
+) -> None:
+    test = "from .conftest import requires_scan_cc\n\n\n@requires_scan_cc\ndef test_scan():\n    pass\n"
+    files = {**PROJECT, "tests/__init__.py": "", "tests/conftest.py": FACTORY, "tests/test_scan.py": test}
+    report = audit(files, schedule((runner, "pytest tests/")))
+    assert report.undetermined == 0, report.undetermined_tests
+    assert ("skips" if skipping(report) else "runs") == expected
+
+
+def test_a_helper_that_may_return_another_mark_is_not_read(
+    audit: Callable[..., PytestAuditReport], schedule: Callable[..., str]
+) -> None:
+    other = FACTORY.replace('return pytest.mark.skipif(True, reason="CUDA is required")', "return pytest.mark.slow")
+    test = "from .conftest import requires_scan_cc\n\n\n@requires_scan_cc\ndef test_scan():\n    pass\n"
+    files = {**PROJECT, "tests/__init__.py": "", "tests/conftest.py": other, "tests/test_scan.py": test}
+    assert audit(files, schedule(("h100", "pytest tests/"))).undetermined == 1
