@@ -677,6 +677,9 @@ class _Evaluator(FunctionRunner, DecoratedReader):
         """Whether `try: import m` succeeds: the modules assumed installed (--assume-installed) or that the job's
         installs say are there, else unknown (or False, where the job's environment shows it is not there)."""
         modules = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if modules and all(imported_with(m, self.current, self.facts) for m in modules):
+            self.note(_implied_why(modules[0]), True)
+            return True
         self.use("install")
         self.probes.append((_installed, self.facts.installed))
         self.probes.append((_environment, self.facts.environment))
@@ -723,6 +726,9 @@ class _Evaluator(FunctionRunner, DecoratedReader):
         name = self.value(argument) if argument is not None else None
         if not isinstance(name, str):
             return name if isinstance(name, Unknown) else Unknown(why=f"{resolved.rpartition('.')[2]}() of a computed name")
+        if resolved in _FIND_SPEC and imported_with(name, self.current, self.facts):
+            self.note(_implied_why(name), True)
+            return _SPEC
         self.use("install")
         self.probes.append((_environment, self.facts.environment))
         self.probes.append((_installed, self.facts.installed))
@@ -825,17 +831,21 @@ class _Evaluator(FunctionRunner, DecoratedReader):
     def _BoolOp(self, node: ast.BoolOp) -> object:
         # Kleene logic with Python's short-circuit: a decisive operand stops evaluation.
         decisive = Tri.FALSE if isinstance(node.op, ast.And) else Tri.TRUE
-        unknown = False
+        unknown: Unknown | None = None
         start = len(self.reads)
         for operand in node.values:
             mark = len(self.reads)
-            t = self.truth(operand)
+            value = self.value(operand)
+            t = tri_of(value)
             if t is decisive:
                 if mark > start:
                     self.passed.append((start, mark))  # the operands before it did not decide the answer
                 return decisive is Tri.TRUE
-            unknown = unknown or t is Tri.UNKNOWN
-        return Unknown(why="an operand is unknown") if unknown else decisive is not Tri.TRUE
+            if t is Tri.UNKNOWN and unknown is None:
+                # The first operand left open names the cause (`find_spec('cutlass')`: whether it is installed).
+                why = value.why if isinstance(value, Unknown) and not isinstance(value, SomeText) else "unknown"
+                unknown = Unknown(why=f"{text_of(operand)[:80]} is {why}" if why == "unknown" else why)
+        return unknown if unknown is not None else decisive is not Tri.TRUE
 
     def _UnaryOp(self, node: ast.UnaryOp) -> object:
         if isinstance(node.op, ast.Not):
@@ -983,6 +993,10 @@ def evaluate_condition(
     if isinstance(condition, CaseSearch):
         return search_cases(condition, facts, names, table, probes=probes)
     if isinstance(condition, MissingModules):
+        implied = [m for m in condition.modules if imported_with(m, names, facts)]
+        if len(implied) == len(condition.modules):
+            why = "; ".join(_implied_why(m) for m in implied)
+            return Evaluation(skips=Tri.FALSE, steps=(why,), facts=("install",))
         if probes is not None:
             probes.append((_installed, facts.installed))
             probes.append((_environment, facts.environment))
@@ -1107,6 +1121,21 @@ def _with_case(guard: Guard, values: Mapping[str, ast.expr]) -> Guard:
         counts[n] = counts.get(n, 0) + 1
     local = tuple((n, values[n] if n in values and counts[n] == 1 else e) for n, e in guard.local_names)
     return guard.with_local_names(local)
+
+
+def imported_with(module: str, names: ModuleNames, facts: RunnerFacts) -> bool:
+    """Whether the module the guard is read in imports `module` itself, by a top-level statement or through the
+    checkout's own modules such a statement imports: a test of it runs only where that import succeeded."""
+    module = module.partition(":")[0]
+    if not names.certain_imports:
+        return False
+    if facts.project is not None:
+        return module in facts.project.implied(names.certain_imports)
+    return any(m == module or m.startswith(module + ".") for m in names.certain_imports)
+
+
+def _implied_why(module: str) -> str:
+    return f"{module.partition(':')[0]} is imported when the test's module is: where the test runs, it imports"
 
 
 def _installed(facts: RunnerFacts) -> object:

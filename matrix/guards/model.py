@@ -184,6 +184,9 @@ class ModuleNames:
     functions: tuple[tuple[str, ast.FunctionDef], ...] = ()
     # Names bound more than one way (an import and a fallback assignment): their value is unknown.
     ambiguous: frozenset[str] = frozenset()
+    # Modules the file's own top-level statements import (absolute names): importing the file ran them, so a test
+    # of it runs only where they import.
+    certain_imports: tuple[str, ...] = ()
     # Follows imported names into the audited project's files (the pytest audit sets it; None: imports only).
     linker: Linker | None = field(default=None, compare=False, hash=False, repr=False)
 

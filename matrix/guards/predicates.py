@@ -251,7 +251,7 @@ def importable(facts: RunnerFacts, module: str) -> object:
     if answer.importable is None and facts.project is not None:
         # The checkout's own module: read from its files (only ever True or unknown).
         own = facts.project.answer(module, facts.environment, (name,) if name else ())
-        answer = own if own is not None and own.importable else answer
+        answer = own if own is not None else answer  # the checkout's own module: its files say more than the install
     return answer.importable if answer.importable is not None else Unknown(why=answer.why)
 
 

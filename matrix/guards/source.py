@@ -779,7 +779,44 @@ def collect_module_names(tree: ast.Module, blanked: frozenset[int] = frozenset()
         defined=defined,
         functions=tuple((n, f) for n, f in functions.items() if n not in ambiguous),
         ambiguous=frozenset(ambiguous),
+        certain_imports=top_level_imports(tree.body),
     )
+
+
+def top_level_imports(body: Sequence[ast.stmt]) -> tuple[str, ...]:
+    """The absolute modules a block's own statements import (`import a.b`, `from a.b import c`: `a.b`) before any
+    statement that may skip the module (`importorskip`, `pytest.skip(...)`, a `raise`), not those inside an `if`,
+    `try` or function; relative imports are left out. An import after a module-level skip runs only where it did not
+    skip, so it says nothing of a test that skips."""
+    out: dict[str, None] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            out.update(dict.fromkeys(alias.name for alias in stmt.names))
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+            out[stmt.module] = None
+        elif may_skip_at_import(stmt):
+            break
+    return tuple(out)
+
+
+_SKIPPING_CALLS = frozenset({"skip", "importorskip", "skipTest", "exit", "SkipTest"})
+
+
+def may_skip_at_import(stmt: ast.stmt) -> bool:
+    """Whether a module-level statement may end the module's import early: a `raise`, or a call named like a skip
+    (`pytest.skip`, `importorskip`, `sys.exit`), outside function bodies."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Raise):
+            return True
+        if isinstance(node, ast.Call) and (dotted(node.func) or "").rpartition(".")[2] in _SKIPPING_CALLS:
+            return True
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            stack.extend(node.decorator_list if not isinstance(node, ast.Lambda) else ())
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 # --- registrations ----------------------------------------------------------------------------------------------------

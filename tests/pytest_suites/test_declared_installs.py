@@ -133,3 +133,42 @@ def test_importorskip_minversion_agrees_with_pytest(
     report = audit({"tests/test_gears.py": text}, _plan(f"pip install gearbox=={installed}"))
     assert report.undetermined == 0
     assert bool(skipping(report)) is real
+
+
+IMPLIED = {
+    "pyproject.toml": '[project]\nname = "orbit-kit"\nversion = "0"\n',
+    "orbitkit/__init__.py": "",
+    "orbitkit/fast.py": "import gearbox\n\n\ndef spin():\n    return gearbox\n",
+}
+
+
+def _implied_plan() -> str:
+    # A fresh base installing the project without its dependencies: whether gearbox is there is not known.
+    return (
+        '[schedule]\ninstall = ["pip install --no-deps -e .", "pip install mystery-dist"]\n'
+        '[[entry]]\njob = "j"\nlabels = ["h100"]\npytest = "pytest tests/"\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "undetermined"),
+    [
+        # The test module imports orbitkit.fast at its top, which imports gearbox: a test of it runs only where
+        # gearbox imported, so the importorskip in its body never skips.
+        ("from orbitkit.fast import spin\n\n\ndef test_spin():\n    pytest.importorskip('gearbox')\n", 0),
+        ("import gearbox\n\n\ndef test_spin():\n    pytest.importorskip('gearbox')\n", 0),
+        # After a module-level importorskip the import runs only where that did not skip: nothing follows.
+        ("pytest.importorskip('gearbox')\nfrom orbitkit.fast import spin\n\n\ndef test_spin():\n    pass\n", 1),
+        # An import under `try` may not have run.
+        (
+            "try:\n    from orbitkit.fast import spin\nexcept ImportError:\n    spin = None\n\n\n"
+            "def test_spin():\n    pytest.importorskip('gearbox')\n",
+            1,
+        ),
+    ],
+)
+def test_a_module_the_test_module_imports_is_there_where_its_tests_run(
+    audit: Callable[..., PytestAuditReport], text: str, undetermined: int
+) -> None:
+    report = audit({**IMPLIED, "tests/test_spin.py": "import pytest\n" + text}, _implied_plan())
+    assert report.undetermined == undetermined, report.undetermined_tests

@@ -87,7 +87,14 @@ def module_answer(environment: JobEnvironment | None, module: str) -> ModuleAnsw
         found = environment.get(dist)
         command = found.command if found is not None else ""
         if module != top and dist in own:
-            break  # the project's own submodule: it may import a dependency the job lacks
+            # A submodule of a distribution the table does not list: whether that version has it, and what it
+            # imports, is not read.
+            spec = found.specifier if found is not None and found.specifier else ""
+            return ModuleAnswer(
+                importable=None,
+                why=f"whether {module} is there: {top} is installed{f' ({spec})' if spec else ''} by {command[:80]}, but "
+                "which submodules the installed version has, and what they import, is not read",
+            )
         return ModuleAnswer(importable=True, why=f"{top} is installed: the job runs {command[:100]}")
     pulled = _dependency_of(environment, module)
     if pulled is not None:
