@@ -843,8 +843,9 @@ class _Evaluator(FunctionRunner, DecoratedReader):
                 return decisive is Tri.TRUE
             if t is Tri.UNKNOWN and unknown is None:
                 # The first operand left open names the cause (`find_spec('cutlass')`: whether it is installed).
-                why = value.why if isinstance(value, Unknown) and not isinstance(value, SomeText) else "unknown"
-                unknown = Unknown(why=f"{text_of(operand)[:80]} is {why}" if why == "unknown" else why)
+                why = value.why if isinstance(value, Unknown) and not isinstance(value, SomeText) else "not known"
+                named = why.startswith("whether ") or "known only at run time" in why  # these name their subject
+                unknown = Unknown(why=why if named else f"{text_of(operand)[:80]}: {why}")
         return unknown if unknown is not None else decisive is not Tri.TRUE
 
     def _UnaryOp(self, node: ast.UnaryOp) -> object:
