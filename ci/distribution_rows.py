@@ -7,8 +7,8 @@ A name's imports are the top-level modules and packages its RECORD lists (`pkg/_
 `mod.cpython-*.so`); a folder without `__init__.py` is a namespace package, listed by its subpackages (`nvidia.cublas`).
 `requires` holds every Requires-Dist whose marker names no extra (so a marker on the Python version or platform
 counts as possibly required), `depends` those without any marker; `submodules = false`, as a RECORD read at one
-version says nothing of another version's submodules. A wheel shipping a `.pth` file (which may put other
-folders on sys.path) or nothing importable is refused with one line on stderr, and no row is written for it.
+version says nothing of another version's submodules. A wheel whose `.pth` file puts a folder on sys.path (a line
+that is not an `import` statement, as site.py reads it) is refused with one line on stderr, and no row is written.
 """
 
 from __future__ import annotations
@@ -37,8 +37,12 @@ def row(wheel: Path) -> str | None:
             return None
         metadata = Parser().parsestr(archive.read(info).decode("utf-8", "replace"))
         listed = [line.split(",", 1)[0] for line in archive.read(record).decode("utf-8", "replace").splitlines() if line]
-    if any(p.endswith(".pth") and "/" not in p for p in listed):
-        print(f"{wheel.name}: ships a .pth file; its imports are not only what RECORD lists", file=sys.stderr)
+        paths = [p for p in listed if p.endswith(".pth") and "/" not in p]
+        # A .pth line that is not an `import` statement puts a folder on sys.path (site.py, addpackage): what that
+        # folder holds is importable too, and RECORD does not say so.
+        adds = [p for p in paths if any(_adds_folder(line) for line in archive.read(p).decode("utf-8", "replace").splitlines())]
+    if adds:
+        print(f"{wheel.name}: {adds[0]} puts a folder on sys.path; its imports are not only what RECORD lists", file=sys.stderr)
         return None
     imports = _imports(listed)
     requires: list[str] = []
@@ -68,6 +72,11 @@ def row(wheel: Path) -> str | None:
             "",
         ]
     )
+
+
+def _adds_folder(line: str) -> bool:
+    text = line.strip()
+    return bool(text) and not text.startswith("#") and not text.startswith(("import ", "import\t"))
 
 
 def _imports(listed: list[str]) -> list[str]:

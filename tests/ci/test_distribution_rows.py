@@ -11,14 +11,14 @@ import pytest
 from tests.ci_scripts import ci_script
 
 
-def _wheel(where: Path, name: str, files: list[str], requires: list[str]) -> Path:
+def _wheel(where: Path, name: str, files: list[str], requires: list[str], pth: str = "") -> Path:
     path = where / f"{name}-1.0-py3-none-any.whl"
     info = f"{name}-1.0.dist-info"
     metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
     record = "".join(f"{f},,\n" for f in [*files, f"{info}/METADATA", f"{info}/RECORD"])
     with zipfile.ZipFile(path, "w") as archive:
         for file in files:
-            archive.writestr(file, "")
+            archive.writestr(file, pth if file.endswith(".pth") else "")
         archive.writestr(f"{info}/METADATA", metadata)
         archive.writestr(f"{info}/RECORD", record)
     return path
@@ -50,10 +50,16 @@ def test_a_row_read_from_a_wheel(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_a_wheel_with_a_path_file_gets_no_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    wheel = _wheel(tmp_path, "pathy", ["pathy.pth", "pathy_impl/__init__.py"], [])
+    wheel = _wheel(tmp_path, "pathy", ["pathy.pth", "pathy_impl/__init__.py"], [], pth="extra_folder\n")
     assert ci_script("distribution_rows").main([str(wheel)]) == 0
     captured = capsys.readouterr()
-    assert captured.out == "" and ".pth" in captured.err
+    assert captured.out == "" and "puts a folder on sys.path" in captured.err
+
+
+def test_a_path_file_that_only_imports_adds_no_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheel = _wheel(tmp_path, "hooky", ["hooky.pth", "hooky/__init__.py"], [], pth="# a start-up hook\nimport hooky\n")
+    assert ci_script("distribution_rows").main([str(wheel)]) == 0
+    assert tomllib.loads(capsys.readouterr().out)["distribution"][0]["imports"] == ["hooky"]
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

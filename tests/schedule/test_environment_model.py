@@ -3,6 +3,7 @@ the fold of a job's steps, Dockerfiles, conftest-declared options."""
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 
 import pytest
@@ -299,3 +300,14 @@ def test_a_namespace_row_provides_only_what_it_lists(monkeypatch: pytest.MonkeyP
     assert module_answer(environment, "optics.lens").importable is False
     assert module_answer(environment, "optics.core").importable is True
     assert module_answer(environment, "optics").importable is not False
+
+
+def test_the_checkouts_own_project_pulls_in_only_what_its_files_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `pip install -e .` of a project whose requirements are read from its pyproject: the closure needs no table row
+    # for the project itself, so a module nothing provides is shown absent.
+    _table(monkeypatch, [Distribution(name="lensmaker", imports=("lensmaker",), requires=(), depends=())])
+    files = {"pyproject.toml": '[project]\nname = "orbit-kit"\nversion = "0"\ndependencies = ["lensmaker"]\n'}
+    environment = environment_of(_steps("pip install -e ."), lambda path: files.get(posixpath.normpath(path)))
+    assert environment.local == ("orbit-kit",)
+    assert module_answer(environment, "cutlass").importable is False
+    assert module_answer(environment, "lensmaker").importable is True

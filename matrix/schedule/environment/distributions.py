@@ -121,7 +121,7 @@ def module_answer(environment: JobEnvironment | None, module: str) -> ModuleAnsw
     if environment.maybe is None:
         why = environment.unknown[0] if environment.unknown else "an install is not read"
         return ModuleAnswer(importable=None, why=f"whether {module} is installed: {why}")
-    closure, missing = _closure((*installed, *environment.maybe))
+    closure, missing = _closure((*installed, *environment.maybe), frozenset(environment.local))
     if missing:
         shown = ", ".join(sorted(missing)[:4]) + (" ..." if len(missing) > 4 else "")
         return ModuleAnswer(
@@ -143,8 +143,9 @@ def _may_provide(dist: Distribution, module: str) -> bool:
     return any(module == name or module.startswith(name + ".") or name.startswith(module + ".") for name in dist.imports)
 
 
-def _closure(names: tuple[str, ...]) -> tuple[set[str], set[str]]:
-    """Every distribution `names` may pull in, and those of them whose dependencies the table does not know."""
+def _closure(names: tuple[str, ...], local: frozenset[str] = frozenset()) -> tuple[set[str], set[str]]:
+    """Every distribution `names` may pull in, and those of them whose dependencies the table does not know (the
+    checkout's own projects in `local` pull in what the job's reading already lists)."""
     table = distribution_table()
     seen: set[str] = set()
     missing: set[str] = set()
@@ -154,6 +155,8 @@ def _closure(names: tuple[str, ...]) -> tuple[set[str], set[str]]:
         if name in seen:
             continue
         seen.add(name)
+        if name in local:
+            continue
         row = table.get(name)
         if row is None or row.requires is None:
             missing.add(name)
