@@ -132,7 +132,7 @@ def module_answer(environment: JobEnvironment | None, module: str) -> ModuleAnsw
         return ModuleAnswer(importable=None, why=f"whether {module} is installed: a dependency may install it")
     return ModuleAnswer(
         importable=False,
-        why=f"{top} is not installed: the job's interpreter is fresh ({environment.base_note[:80]}) and nothing it "
+        why=f"{module} is not installed: the job's interpreter is fresh ({environment.base_note[:80]}) and nothing it "
         f"installs ({', '.join(sorted(closure)[:6])}) provides it",
     )
 
