@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from matrix.guards import decorated
+from matrix.guards.decorated import DecoratedReader
 from matrix.guards.model import (
     AlwaysSkips,
+    CaseLayers,
+    CaseSearch,
     ExprCondition,
     Guard,
     Linked,
@@ -29,9 +35,11 @@ from matrix.guards.platform import PLATFORM_ATTRIBUTES
 from matrix.guards.predicates import (
     ATTRIBUTES,
     BUILTINS,
+    CONSTANTS,
     NOT_ENV,
     PREDICATES,
     STR_METHODS,
+    VALUE_CALLS,
     Budget,
     KnownMembers,
     OverBudget,
@@ -51,11 +59,15 @@ from matrix.guards.predicates import (
     module_version,
     partial_compare,
     plain,
+    run_time_value,
     text_of,
     unset_variable,
 )
-from matrix.guards.source import IMPORTABLE, resolve
+from matrix.guards.source import IMPORTABLE, TRY_VALUE, VERSION_BELOW, resolve
 from matrix.schedule.environment.versions import is_version, parse_version, range_decides
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 # --- helper calls -----------------------------------------------------------------------------------------------------
 # Stepping into a module's own helper functions while evaluating a guard (no execution).
@@ -221,6 +233,8 @@ class FunctionRunner:
             frame[stmt.target.id] = self.value(ast.BinOp(left=ast.Name(id=stmt.target.id), op=stmt.op, right=stmt.value))
         elif isinstance(stmt, ast.ImportFrom) and all(a.asname is None and a.name != "*" for a in stmt.names):
             pass  # `from sglang.srt.utils import is_blackwell` inside the helper: the name means what it says
+        elif isinstance(stmt, ast.Import) and all(a.asname is None for a in stmt.names):
+            pass  # `import subprocess` inside the helper: the module, as at module level
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             for alias in stmt.names:
                 frame[(alias.asname or alias.name).split(".")[0]] = Unknown(why="imported inside a helper")
@@ -325,13 +339,16 @@ _ARITH: Mapping[type[ast.operator], Callable[[Any, Any], Any]] = {
 _MAX_STEPS_SHOWN = 40
 
 
-class _Evaluator(FunctionRunner):
+class _Evaluator(FunctionRunner, DecoratedReader):
     """Walks one expression; records leaf facts as steps. Only reads the tree."""
 
     def __init__(
         self, facts: RunnerFacts, names: ModuleNames, local: Mapping[str, ast.expr | None], table: Mapping[str, Predicate]
     ):
         self.facts = facts
+        self.current = names
+        # The module each function reached through a link was read in (by the function node's id).
+        self.homes: dict[int, ModuleNames] = {}
         self.imports = names.import_map
         # Shared per file: never written to here.
         self.aliases: Mapping[str, ast.expr | None] = {**names.alias_map, **local} if local else names.alias_map
@@ -409,6 +426,17 @@ class _Evaluator(FunctionRunner):
 
     _List = _Tuple
 
+    def _Set(self, node: ast.Set) -> object:
+        # `{(9, 0), (10, 0)}`: membership is all a guard asks of a set literal; an unhashable member stays unknown.
+        items = [self.value(e) for e in node.elts]
+        unknown = next((i for i in items if isinstance(i, Unknown)), None)
+        if unknown is not None:
+            return plain(unknown)
+        try:
+            return frozenset(items)
+        except TypeError:
+            return Unknown(why="a set of unhashable values")
+
     def _Name(self, node: ast.Name) -> object:
         name = node.id
         if self.frames and name in self.frames[-1]:
@@ -449,17 +477,39 @@ class _Evaluator(FunctionRunner):
 
     def _enter(self, names: ModuleNames) -> tuple[Any, ...]:
         """Evaluate in another module's names (a linked helper or constant); returns what `_leave` restores."""
-        saved = (self.imports, self.aliases, self.local, self.defined, self.functions, self.ambiguous, self.linker, self.frames)
+        saved = (
+            self.imports,
+            self.aliases,
+            self.local,
+            self.defined,
+            self.functions,
+            self.ambiguous,
+            self.linker,
+            self.frames,
+            self.current,
+        )
+        self.current = names
         self.imports, self.aliases, self.local = names.import_map, names.alias_map, frozenset()
         self.defined, self.functions, self.ambiguous = names.defined, names.function_map, names.ambiguous
         self.linker, self.frames = names.linker, []
         return saved
 
     def _leave(self, saved: tuple[Any, ...]) -> None:
-        (self.imports, self.aliases, self.local, self.defined, self.functions, self.ambiguous, self.linker, self.frames) = saved
+        (
+            self.imports,
+            self.aliases,
+            self.local,
+            self.defined,
+            self.functions,
+            self.ambiguous,
+            self.linker,
+            self.frames,
+            self.current,
+        ) = saved
 
     def _linked_value(self, name: str, linked: Linked) -> object:
         if isinstance(linked.node, ast.FunctionDef):
+            self.homes[id(linked.node)] = linked.names
             return linked.node
         key = id(linked.node)
         if key in self.memo:
@@ -534,6 +584,9 @@ class _Evaluator(FunctionRunner):
         return (resolved.rpartition(".")[2] if resolved not in self.table else resolved, found) if found else None
 
     def _Call(self, node: ast.Call) -> object:
+        plain_func = self._dunder_import(node.func)
+        if plain_func is not None:
+            node = ast.copy_location(ast.Call(func=plain_func, args=node.args, keywords=node.keywords), node)
         name = dotted(node.func) or ""
         head = name.partition(".")[0]
         if self.frames and head in self.frames[-1]:
@@ -546,6 +599,11 @@ class _Evaluator(FunctionRunner):
             return result
         elif name == IMPORTABLE:
             result = self._importable(node)
+        elif name == VERSION_BELOW:
+            result = self._version_below(node)
+        elif name == TRY_VALUE:
+            tried = self.value(node.args[0])  # known only where computing it cannot have raised
+            result = plain(tried) if isinstance(tried, Unknown) else tried
         elif "." not in name and name in BUILTINS and not self._shadowed(name):
             return BUILTINS[name](self, node)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS and self._callee(node.func) is None:
@@ -556,6 +614,10 @@ class _Evaluator(FunctionRunner):
             installs = self._install_call(resolved, node) if name and env is NOT_ENV else NOT_ENV
             if installs is not NOT_ENV:
                 result = installs
+            elif resolved in VALUE_CALLS and head not in self.defined and head not in self.ambiguous:
+                result = VALUE_CALLS[resolved](self, node)
+            elif (late := run_time_value(resolved)) is not None and head not in self.defined and head not in self.ambiguous:
+                result = late
             elif env is not NOT_ENV:
                 self.probes.append((functools.partial(environment, resolved, node), env))
                 self.use("env")
@@ -573,16 +635,51 @@ class _Evaluator(FunctionRunner):
                     result = self._call_linked(name, linked, node)
                     self.note(f"{text_of(node)} ({linked.where})", result)
                     return result
+                elif (
+                    isinstance(node.func, ast.Attribute)
+                    and node.func.attr in decorated.METHODS
+                    and (answer := self.decorated_method(node)) is not None
+                ):
+                    result = answer
                 else:
                     why = "a name this module binds itself" if head in self.defined or head in self.ambiguous else None
                     result = Unknown(why=why or "not a known guard helper")
         self.note(text_of(node), result)
         return result
 
+    def _dunder_import(self, func: ast.expr) -> ast.expr | None:
+        """`__import__("torch").cuda.is_available` as the dotted name it is (`torch.cuda.is_available`; `__import__`
+        gives the top-level package), when `__import__` is the builtin; None for anything else."""
+        chain: list[str] = []
+        root = func
+        while isinstance(root, ast.Attribute):
+            chain.append(root.attr)
+            root = root.value
+        if not (
+            chain
+            and isinstance(root, ast.Call)
+            and isinstance(root.func, ast.Name)
+            and root.func.id == "__import__"
+            and not self._shadowed("__import__")
+            and len(root.args) == 1
+            and not root.keywords
+            and isinstance(root.args[0], ast.Constant)
+            and isinstance(root.args[0].value, str)
+            and all(part.isidentifier() for part in root.args[0].value.split("."))
+        ):
+            return None
+        out: ast.expr = ast.Name(id=root.args[0].value.split(".")[0], ctx=ast.Load())
+        for part in reversed(chain):
+            out = ast.Attribute(value=out, attr=part, ctx=ast.Load())
+        return out
+
     def _importable(self, node: ast.Call) -> object:
         """Whether `try: import m` succeeds: the modules assumed installed (--assume-installed) or that the job's
         installs say are there, else unknown (or False, where the job's environment shows it is not there)."""
         modules = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if modules and all(imported_with(m, self.current, self.facts) for m in modules):
+            self.note(_implied_why(modules[0]), True)
+            return True
         self.use("install")
         self.probes.append((_installed, self.facts.installed))
         self.probes.append((_environment, self.facts.environment))
@@ -590,6 +687,29 @@ class _Evaluator(FunctionRunner):
             missing = [m.partition(":")[0] for m in modules if m.split(".", maxsplit=1)[0] not in self.facts.installed]
             return Unknown(why=f"whether {', '.join(missing)} is installed (see --assume-installed)") if missing else True
         return all_importable(modules, self.facts)
+
+    def _version_below(self, node: ast.Call) -> object:
+        """Whether `module.__version__` is below importorskip's minversion: decided by the version the job installs of
+        the distribution named like the module (as `module.__version__` is read), else unknown with what is known."""
+        module, minimum = (self.value(a) for a in node.args)
+        if not isinstance(module, str) or not isinstance(minimum, str):
+            return Unknown(why="importorskip's minversion or module is not a literal")
+        wanted = parse_version(minimum)
+        if wanted is None:
+            return Unknown(why=f"importorskip's minversion {minimum[:40]!r} is not a version")
+        top = module.split(".", maxsplit=1)[0]
+        self.use("install")
+        self.probes.append((_environment, self.facts.environment))
+        installed = module_version(self.facts, top)
+        head = f"whether {module}.__version__ is at least {minimum} (importorskip's minversion)"
+        if isinstance(installed, str):
+            have = parse_version(installed)
+            return Unknown(why=f"{head}: {installed!r} is not a version") if have is None else have < wanted
+        if isinstance(installed, VersionRange):
+            decided = range_decides(installed.specifier, "Lt", wanted)
+            return Unknown(why=f"{head}: {installed.why}, a range that does not decide it") if decided is None else decided
+        why = installed.why if isinstance(installed, Unknown) else "its version is not known"
+        return Unknown(why=f"{head}: {_provider_note(self.facts, top, wanted) or why}")
 
     def _install_call(self, resolved: str, node: ast.Call) -> object:
         """`importlib.util.find_spec("m")`, `importlib.metadata.version("d")`, `version.parse(x)`; NOT_ENV if not one."""
@@ -606,6 +726,9 @@ class _Evaluator(FunctionRunner):
         name = self.value(argument) if argument is not None else None
         if not isinstance(name, str):
             return name if isinstance(name, Unknown) else Unknown(why=f"{resolved.rpartition('.')[2]}() of a computed name")
+        if resolved in _FIND_SPEC and imported_with(name, self.current, self.facts):
+            self.note(_implied_why(name), True)
+            return _SPEC
         self.use("install")
         self.probes.append((_environment, self.facts.environment))
         self.probes.append((_installed, self.facts.installed))
@@ -631,14 +754,29 @@ class _Evaluator(FunctionRunner):
 
     def _Attribute(self, node: ast.Attribute) -> object:
         name = dotted(node)
+        if name is not None and (
+            (self.frames and name.partition(".")[0] in self.frames[-1]) or name.partition(".")[0] in self.aliases
+        ):
+            # `props.major` of a value the helper or the module computed (`props = torch.cuda.get_device_properties(0)`)
+            name = None
         if name is None:  # an attribute of a computed value: `get_jit_cuda_arch().major`
             base = self.value(node.value)
+            if isinstance(base, ast.FunctionDef) and node.attr in decorated.ATTRIBUTES:
+                found = self.decorated_attribute(node)  # `check_fn._supported_ccs` of a function a helper was given
+                if found is not None:
+                    self.note(text_of(node), found)
+                    return found
             result = base.get(node.attr) if isinstance(base, Record) else plain(base) if isinstance(base, Unknown) else None
             if result is None:
                 result = Unknown(why=f"attribute {node.attr} of a value the audit does not model")
             self.note(text_of(node), result)
             return result
         resolved = resolve(name, self.imports) if name else ""
+        head = name.partition(".")[0] if name else ""
+        if resolved in CONSTANTS and head not in self.aliases and head not in self.defined and head not in self.ambiguous:
+            constant = CONSTANTS[resolved]  # `torch.float16`: the same on every runner
+            self.note(text_of(node), constant)
+            return constant
         getter = (PLATFORM_ATTRIBUTES.get(resolved) or lookup(ATTRIBUTES, resolved)) if name else None
         if resolved.endswith(".__version__") and resolved.count(".") == 1 and resolved.partition(".")[0] in self.imports.values():
             # `transformers.__version__` of an imported module: the version the job installs
@@ -653,6 +791,9 @@ class _Evaluator(FunctionRunner):
             linked = self._link(name)
             if linked is not None:
                 return self._linked_value(name, linked)
+            if node.attr in decorated.ATTRIBUTES and (answer := self.decorated_attribute(node)) is not None:
+                self.note(text_of(node), answer)
+                return answer
         result = self.probe(getter) if getter else Unknown(why="not a known attribute")
         self.note(text_of(node), result)
         return result
@@ -690,17 +831,22 @@ class _Evaluator(FunctionRunner):
     def _BoolOp(self, node: ast.BoolOp) -> object:
         # Kleene logic with Python's short-circuit: a decisive operand stops evaluation.
         decisive = Tri.FALSE if isinstance(node.op, ast.And) else Tri.TRUE
-        unknown = False
+        unknown: Unknown | None = None
         start = len(self.reads)
         for operand in node.values:
             mark = len(self.reads)
-            t = self.truth(operand)
+            value = self.value(operand)
+            t = tri_of(value)
             if t is decisive:
                 if mark > start:
                     self.passed.append((start, mark))  # the operands before it did not decide the answer
                 return decisive is Tri.TRUE
-            unknown = unknown or t is Tri.UNKNOWN
-        return Unknown(why="an operand is unknown") if unknown else decisive is not Tri.TRUE
+            if t is Tri.UNKNOWN and unknown is None:
+                # The first operand left open names the cause (`find_spec('cutlass')`: whether it is installed).
+                why = value.why if isinstance(value, Unknown) and not isinstance(value, SomeText) else "not known"
+                named = why.startswith("whether ") or "known only at run time" in why  # these name their subject
+                unknown = Unknown(why=why if named else f"{text_of(operand)[:80]}: {why}")
+        return unknown if unknown is not None else decisive is not Tri.TRUE
 
     def _UnaryOp(self, node: ast.UnaryOp) -> object:
         if isinstance(node.op, ast.Not):
@@ -798,7 +944,7 @@ def compare(op: ast.cmpop, left: object, right: object) -> bool | Unknown:
             return (left is right) is isinstance(op, ast.Is)
         return Unknown(why="identity of values")
     if isinstance(op, ast.In | ast.NotIn):
-        if isinstance(right, tuple) or (isinstance(right, str) and isinstance(left, str)):
+        if isinstance(right, tuple | frozenset) or (isinstance(right, str) and isinstance(left, str)):
             return (left in right) is isinstance(op, ast.In)
         return Unknown(why="membership in a non-container")
     fn = _ORDER[type(op)]
@@ -845,7 +991,13 @@ def evaluate_condition(
         return Evaluation(skips=Tri.TRUE, steps=("unconditional skip",))
     if isinstance(condition, OpaqueCondition):
         return Evaluation(skips=Tri.UNKNOWN, steps=(condition.why,), facts=("opaque",))
+    if isinstance(condition, CaseSearch):
+        return search_cases(condition, facts, names, table, probes=probes)
     if isinstance(condition, MissingModules):
+        implied = [m for m in condition.modules if imported_with(m, names, facts)]
+        if len(implied) == len(condition.modules):
+            why = "; ".join(_implied_why(m) for m in implied)
+            return Evaluation(skips=Tri.FALSE, steps=(why,), facts=("install",))
         if probes is not None:
             probes.append((_installed, facts.installed))
             probes.append((_environment, facts.environment))
@@ -885,6 +1037,108 @@ def evaluate_condition(
     )
 
 
+# Distinct cases (the parameters the guards read) a case search evaluates before it gives up as unknown.
+MAX_CASES_SEARCHED = 512
+
+
+def search_cases(
+    condition: CaseSearch,
+    facts: RunnerFacts,
+    names: ModuleNames,
+    table: Mapping[str, Predicate] = PREDICATES,
+    *,
+    probes: Probes | None = None,
+) -> Evaluation:
+    """Whether every case of a parametrized test meets a skip: false at the first case no guard skips, true when
+    each case (of the parameters the guards read, all of them searched) meets one, else unknown."""
+    read = _parameters_read(condition)
+    layers = _distinct_layers(condition, read)
+    unknown: tuple[Evaluation, str] | None = None
+    first_skip: tuple[Evaluation, str] | None = None
+    used: list[str] = []
+    searched = 0
+    for combination in itertools.product(*(rows for _, rows in layers)):
+        if searched >= MAX_CASES_SEARCHED:
+            break
+        searched += 1
+        values = {
+            n: v for (argnames, _), row in zip(layers, combination, strict=True) for n, v in zip(argnames, row, strict=True)
+        }
+        shown = ", ".join(f"{n}={text_of(v)}" for n, v in values.items())[:200]
+        outcome: Evaluation | None = None
+        for guard in condition.guards:
+            result = evaluate_guard(_with_case(guard, values), facts, names, table, probes=probes)
+            used.extend(f for f in result.facts if f not in used)
+            if result.skips is Tri.TRUE:
+                outcome = result
+                break
+            if result.skips is Tri.UNKNOWN and outcome is None:
+                outcome = result
+        if outcome is None:
+            return Evaluation(skips=Tri.FALSE, steps=(f"the case {shown} meets no skip",), facts=tuple(used))
+        if outcome.skips is Tri.TRUE:
+            first_skip = first_skip or (outcome, shown)
+        elif unknown is None:
+            unknown = (outcome, shown)
+    if unknown is not None:
+        return Evaluation(skips=Tri.UNKNOWN, steps=unknown[0].steps, facts=tuple(used))
+    total = math.prod(len(rows) for _, rows in layers)
+    if searched < total or first_skip is None:
+        why = f"{total} cases of the parameters its guards read, more than the {MAX_CASES_SEARCHED} searched"
+        return Evaluation(skips=Tri.UNKNOWN, steps=(why,), facts=("budget",))
+    every = f"each of the {total} cases of {', '.join(sorted(read))} meets a skip (first: {first_skip[1]})"
+    return Evaluation(skips=Tri.TRUE, steps=(every, *first_skip[0].steps), facts=tuple(used))
+
+
+def cases_to_search(condition: CaseSearch) -> int:
+    """How many distinct cases a search goes through: the product over the parameters the guards read."""
+    return math.prod(len(rows) for _, rows in _distinct_layers(condition, _parameters_read(condition)))
+
+
+def _distinct_layers(condition: CaseSearch, read: frozenset[str]) -> CaseLayers:
+    """Each decorator's rows cut down to the parameters read, equal ones once: a layer no guard reads is one case."""
+    layers: list[tuple[tuple[str, ...], tuple[tuple[ast.expr, ...], ...]]] = []
+    for argnames, rows in condition.layers:
+        kept = tuple(n for n in argnames if n in read)
+        distinct: dict[str, tuple[ast.expr, ...]] = {}
+        for row in rows:
+            cut = tuple(v for n, v in zip(argnames, row, strict=True) if n in read)
+            distinct.setdefault(repr([ast.dump(v) for v in cut]), cut)
+        layers.append((kept, tuple(distinct.values())))
+    return tuple(layers)
+
+
+def _parameters_read(condition: CaseSearch) -> frozenset[str]:
+    argnames = {n for names_, _ in condition.layers for n in names_}
+    exprs = [c.expr for g in condition.guards for c in g.conditions if isinstance(c, ExprCondition)]
+    exprs += [e for g in condition.guards for _, e in g.local_names if e is not None]
+    return frozenset(n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name) and n.id in argnames)
+
+
+def _with_case(guard: Guard, values: Mapping[str, ast.expr]) -> Guard:
+    """The guard with a case's values in for the parameters it binds once (its function's own arguments)."""
+    counts: dict[str, int] = {}
+    for n, _ in guard.local_names:
+        counts[n] = counts.get(n, 0) + 1
+    local = tuple((n, values[n] if n in values and counts[n] == 1 else e) for n, e in guard.local_names)
+    return guard.with_local_names(local)
+
+
+def imported_with(module: str, names: ModuleNames, facts: RunnerFacts) -> bool:
+    """Whether the module the guard is read in imports `module` itself, by a top-level statement or through the
+    checkout's own modules such a statement imports: a test of it runs only where that import succeeded."""
+    module = module.partition(":")[0]
+    if not names.certain_imports:
+        return False
+    if facts.project is not None:
+        return module in facts.project.implied(names.certain_imports)
+    return any(m == module or m.startswith(module + ".") for m in names.certain_imports)
+
+
+def _implied_why(module: str) -> str:
+    return f"{module.partition(':')[0]} is imported when the test's module is: where the test runs, it imports"
+
+
 def _installed(facts: RunnerFacts) -> object:
     return facts.installed
 
@@ -899,6 +1153,25 @@ def all_importable(modules: Sequence[str], facts: RunnerFacts) -> object:
     if any(a is False for a in answers):
         return False
     return next((a for a in answers if isinstance(a, Unknown)), True)
+
+
+def _provider_note(facts: RunnerFacts, module: str, wanted: Version) -> str:
+    """What the job says of a module it installs under another distribution's name (`cutlass` from
+    nvidia-cutlass-dsl>=4.6.2): that distribution's version is not read as `module.__version__`; "" when none."""
+    from matrix.schedule.environment.distributions import providers
+
+    environment = facts.environment
+    for dist in providers(module) if environment is not None else ():
+        found = environment.get(dist) if environment is not None else None
+        if found is None:
+            continue
+        where = f"{module} comes from {dist}{found.specifier} ({found.command[:80]})"
+        if not found.specifier:
+            return f"{where}, which names no version"
+        if range_decides(found.specifier, "Lt", wanted) is None:
+            return f"{where}, a range that allows versions on both sides of it"
+        return f"{where}, whose version is not read as {module}.__version__"
+    return ""
 
 
 def _answer_why(module: str, facts: RunnerFacts) -> str:
@@ -930,7 +1203,11 @@ def evaluate_guard(
     probes: Probes | None = None,
 ) -> Evaluation:
     """Whether a guard skips on a runner: every condition on its path must hold (Kleene AND)."""
-    local = dict(guard.local_names)
+    # A name listed twice (a parameter the body also assigns, `if backend == "auto": backend = "cutlass"`) has either
+    # value where the guard reads it: unknown, never the last one listed.
+    local: dict[str, ast.expr | None] = {}
+    for name, bound in guard.local_names:
+        local[name] = None if name in local else bound
     steps: list[str] = []
     used: list[str] = []
     decided: list[str] = []

@@ -31,6 +31,7 @@ from matrix.guards.model import (
 from matrix.guards.rebinding import reading
 from matrix.guards.source import (
     IMPORTABLE,
+    VERSION_BELOW,
     SourceText,
     blanked_lines,
     collect_bindings,
@@ -41,9 +42,6 @@ from matrix.guards.source import (
     resolve,
     straight_line,
 )
-
-# Stands for "the module's __version__ is below importorskip's minversion", which is never read: always unknown.
-MINVERSION_NOT_READ = "__importorskip_minversion_not_read__"
 
 # --- decorator factories ----------------------------------------------------------------------------------------------
 # Decorator factories of the audited file: a module function whose single `return` is a skip decorator.
@@ -692,13 +690,14 @@ class _GuardFinder:
         if last == "importorskip":
             module = _argument(call, 0, "modname")
             if isinstance(module, ast.Constant) and isinstance(module.value, str):
-                if _argument(call, 1, "minversion") is not None:
-                    # pytest also skips when the module's `__version__` is below minversion, which is not read: the
-                    # skip is certain where the module is missing, unknown where it is there.
+                minversion = _argument(call, 1, "minversion")
+                if minversion is not None:
+                    # pytest also skips when the module's `__version__` is below minversion (`_pytest/outcomes.py`,
+                    # importorskip): certain where the module is missing, else read from the version installed.
                     missing = ast.UnaryOp(
                         op=ast.Not(), operand=ast.Call(func=ast.Name(id=IMPORTABLE, ctx=ast.Load()), args=[module], keywords=[])
                     )
-                    low = ast.Name(id=MINVERSION_NOT_READ, ctx=ast.Load())
+                    low = ast.Call(func=ast.Name(id=VERSION_BELOW, ctx=ast.Load()), args=[module, minversion], keywords=[])
                     either = ast.copy_location(ast.BoolOp(op=ast.Or(), values=[missing, low]), call)
                     return GuardKind.IMPORTORSKIP, (ExprCondition(expr=ast.fix_missing_locations(either)),)
                 return GuardKind.IMPORTORSKIP, (MissingModules(modules=(module.value,)),)

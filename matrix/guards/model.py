@@ -110,8 +110,21 @@ class AlwaysSkips:
     """An unconditional skip."""
 
 
-SkipCondition = ExprCondition | MissingModules | OpaqueCondition | AlwaysSkips
 Bindings = tuple[tuple[str, ast.expr | None], ...]
+# Per parametrize decorator: its argument names and the value expressions of each of its rows.
+CaseLayers = tuple[tuple[tuple[str, ...], tuple[tuple[ast.expr, ...], ...]], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseSearch:
+    """The guards of a parametrized test that read its parameters, over cases too many to list as items (the product
+    of `layers`): it skips when every case meets a guard that skips, and not when one case meets none."""
+
+    guards: tuple[Guard, ...]
+    layers: CaseLayers
+
+
+SkipCondition = ExprCondition | MissingModules | OpaqueCondition | AlwaysSkips | CaseSearch
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,6 +184,9 @@ class ModuleNames:
     functions: tuple[tuple[str, ast.FunctionDef], ...] = ()
     # Names bound more than one way (an import and a fallback assignment): their value is unknown.
     ambiguous: frozenset[str] = frozenset()
+    # Modules the file's own top-level statements import (absolute names): importing the file ran them, so a test
+    # of it runs only where they import.
+    certain_imports: tuple[str, ...] = ()
     # Follows imported names into the audited project's files (the pytest audit sets it; None: imports only).
     linker: Linker | None = field(default=None, compare=False, hash=False, repr=False)
 

@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from matrix.guards.predicates import KnownMembers, NotAnyOf, PartialTuple, Predicate, RunnerFacts, SomeText, Unknown
+from matrix.guards.predicates import KnownMembers, NotAnyOf, PartialTuple, Predicate, Record, RunnerFacts, SomeText, Unknown
 
 if TYPE_CHECKING:
     from matrix.schedule.environment.model import Installed
@@ -232,8 +232,26 @@ _COMMON_UTILS = "torch.testing._internal.common_utils"
 _XPU = _official(False, "torch.xpu.is_available()")
 _DISTRIBUTED = _official(True, "torch.distributed.is_available()")
 
+
+def _socket_attribute(name: str, systems: frozenset[str]) -> Predicate:
+    """`socket.AF_UNIX`, `socket.CMSG_SPACE`: there on the systems the Python docs name for it (the socket module's
+    "Availability" notes: AF_UNIX "Unix", CMSG_SPACE "Unix, most Unix platforms", read as Linux), unknown elsewhere."""
+
+    def attribute(facts: RunnerFacts) -> object:
+        found = _os(facts)
+        if isinstance(found, Unknown):
+            return found
+        if found in systems:
+            return Record(kind=f"socket.{name}", fields=())
+        return Unknown(why=f"whether socket.{name} exists on {found}")
+
+    return attribute
+
+
 # Attributes read without a call, by the dotted name an import resolves them to.
 PLATFORM_ATTRIBUTES: Mapping[str, Predicate] = {
+    "socket.AF_UNIX": _socket_attribute("AF_UNIX", frozenset({"linux", "darwin"})),
+    "socket.CMSG_SPACE": _socket_attribute("CMSG_SPACE", frozenset({"linux"})),
     "sys.platform": _sys_platform,
     "os.name": _os_name,
     "sys.version_info": _version_info,

@@ -251,7 +251,7 @@ def importable(facts: RunnerFacts, module: str) -> object:
     if answer.importable is None and facts.project is not None:
         # The checkout's own module: read from its files (only ever True or unknown).
         own = facts.project.answer(module, facts.environment, (name,) if name else ())
-        answer = own if own is not None and own.importable else answer
+        answer = own if own is not None else answer  # the checkout's own module: its files say more than the install
     return answer.importable if answer.importable is not None else Unknown(why=answer.why)
 
 
@@ -555,6 +555,112 @@ def _hasattr(source: ValueSource, call: ast.Call) -> object:
     return Unknown(why="hasattr() of a value the audit does not model")
 
 
+# Device types `torch.device` accepts (torch/csrc/Device.cpp, c10/core/DeviceType.cpp: the lower-case names); a
+# string outside them makes torch raise, so it stays unknown.
+_DEVICE_TYPES = frozenset({"cpu", "cuda", "xpu", "mps", "meta", "hip", "mtia", "xla", "hpu", "ipu", "privateuseone"})
+
+
+def torch_device(source: ValueSource, call: ast.Call) -> object:
+    """`torch.device("cuda")`, `torch.device("cuda:1")`, `torch.device("cuda", 0)`, `torch.device(type="cuda")`: a
+    record of its `type` and `index` (None when not given); what it names need not exist on the runner, as with torch."""
+    given = dict(zip(("type", "index"), call.args, strict=False))
+    for kw in call.keywords:
+        if kw.arg not in ("type", "index", "device") or kw.arg in given:
+            return Unknown(why="torch.device() form")
+        given["type" if kw.arg == "device" else kw.arg] = kw.value
+    if len(call.args) > 2 or "type" not in given:
+        return Unknown(why="torch.device() form")
+    text = source.value(given["type"])
+    index = source.value(given["index"]) if "index" in given else None
+    if isinstance(text, Unknown):
+        return plain(text)
+    if not isinstance(text, str) or not (index is None or (isinstance(index, int) and not isinstance(index, bool))):
+        return Unknown(why="torch.device() of a value the audit does not model")
+    kind, colon, number = text.partition(":")
+    if colon:
+        if index is not None or not number.isdigit() or len(number) > 6:
+            return Unknown(why=f"torch.device({text[:40]!r})")
+        index = int(number)
+    if kind not in _DEVICE_TYPES:
+        return Unknown(why=f"torch.device({text[:40]!r})")
+    return Record(kind="torch.device", fields=(("type", kind), ("index", index)))
+
+
+# Calls whose value exists only when the test runs, by resolved name, with what they read: no reading of the
+# repository's files can give it, so a guard on one stays unknown and says why.
+RUN_TIME_CALLS: Mapping[str, str] = {
+    **dict.fromkeys(
+        ("subprocess.run", "subprocess.check_output", "subprocess.check_call", "subprocess.call", "subprocess.Popen"),
+        "runs a program",
+    ),
+    **dict.fromkeys(("os.system", "os.popen"), "runs a program"),
+    **dict.fromkeys(("torch.cuda.mem_get_info", "torch.cuda.memory_allocated", "torch.cuda.memory_reserved"), "reads GPU memory"),
+    **dict.fromkeys(
+        ("torch.rand", "torch.randn", "torch.randint", "torch.randperm", "random.random", "random.randint", "random.choice"),
+        "draws a random value",
+    ),
+    **dict.fromkeys(("torch.distributed.get_world_size", "torch.distributed.get_rank"), "reads the process group of the launch"),
+    **dict.fromkeys(("glob.glob", "os.listdir", "os.path.exists", "os.path.isfile", "os.path.isdir"), "reads the file system"),
+}
+
+
+def run_time_value(resolved: str) -> Unknown | None:
+    """The unknown a run-time call gives (`torch.cuda.mem_get_info()`: "reads GPU memory"), None for any other call."""
+    what = RUN_TIME_CALLS.get(resolved)
+    return None if what is None else Unknown(why=f"{resolved}() {what}: its value is known only at run time")
+
+
+# torch's dtypes and their aliases, as `torch.dtype` objects compare (an alias is the same object): the PyTorch docs,
+# "Tensor Attributes", torch.dtype table (https://docs.pytorch.org/docs/stable/tensor_attributes.html), with the
+# size in bytes (`dtype.itemsize`). A guard comparing dtypes needs nothing of the runner.
+_DTYPES: Mapping[str, tuple[str, int]] = {
+    **dict.fromkeys(("float32", "float"), ("float32", 4)),
+    **dict.fromkeys(("float64", "double"), ("float64", 8)),
+    **dict.fromkeys(("float16", "half"), ("float16", 2)),
+    "bfloat16": ("bfloat16", 2),
+    **dict.fromkeys(("complex32", "chalf"), ("complex32", 4)),
+    **dict.fromkeys(("complex64", "cfloat"), ("complex64", 8)),
+    **dict.fromkeys(("complex128", "cdouble"), ("complex128", 16)),
+    "uint8": ("uint8", 1),
+    "uint16": ("uint16", 2),
+    "uint32": ("uint32", 4),
+    "uint64": ("uint64", 8),
+    "int8": ("int8", 1),
+    **dict.fromkeys(("int16", "short"), ("int16", 2)),
+    **dict.fromkeys(("int32", "int"), ("int32", 4)),
+    **dict.fromkeys(("int64", "long"), ("int64", 8)),
+    "bool": ("bool", 1),
+    "float8_e4m3fn": ("float8_e4m3fn", 1),
+    "float8_e4m3fnuz": ("float8_e4m3fnuz", 1),
+    "float8_e5m2": ("float8_e5m2", 1),
+    "float8_e5m2fnuz": ("float8_e5m2fnuz", 1),
+    "float8_e8m0fnu": ("float8_e8m0fnu", 1),
+    "float4_e2m1fn_x2": ("float4_e2m1fn_x2", 1),
+}
+CONSTANTS: Mapping[str, object] = {
+    f"torch.{name}": Record(kind="torch.dtype", fields=(("name", canonical), ("itemsize", size)))
+    for name, (canonical, size) in _DTYPES.items()
+}
+
+
+def skipif_record(source: ValueSource, call: ast.Call) -> object:
+    """`pytest.mark.skipif(cond, reason=...)` as a value a helper returns: a record of its condition's value (a mark
+    the audit reads through the helper that makes it, `matrix.pytest_suites.skipmarks.factory_mark_guard`)."""
+    if len(call.args) != 1:
+        return Unknown(why="pytest.mark.skipif() form")
+    condition = source.value(call.args[0])
+    if isinstance(condition, str):
+        return Unknown(why="a skipif condition string")
+    return Record(kind="pytest.mark.skipif", fields=(("condition", plain(condition)),))
+
+
+# Calls of a library whose value is computed from their arguments alone, by resolved name.
+VALUE_CALLS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
+    "torch.device": torch_device,
+    "pytest.mark.skipif": skipif_record,
+}
+
+
 # Builtins a guard uses on known values (`min(4, torch.cuda.device_count())`), unless the module rebinds them.
 BUILTINS: Mapping[str, Callable[[ValueSource, ast.Call], object]] = {
     "min": _min_max(min),
@@ -657,6 +763,9 @@ def _node_text(node: ast.AST) -> str:
     # evaluation of the same guard shares the text.
     if isinstance(node, ast.FunctionDef):
         return f"<function {node.name}>"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__try_value__" and len(node.args) == 2:
+        # `try: X = e` / `except: X = h` (`matrix.guards.source.TRY_VALUE`), shown as the user wrote it
+        return f"{_node_text(node.args[0])} in a try, else {_node_text(node.args[1])}"
     called = _bare_call(node)
     if called is not None:
         return called if len(called) <= _MAX_TEXT else called[: _MAX_TEXT - 3] + "..."

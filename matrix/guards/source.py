@@ -513,6 +513,9 @@ def collect_bindings(body: Sequence[ast.stmt], *, module: bool = False) -> Bindi
     for name, value in _import_flags(body).items():
         if counts.get(name) == 2 and name not in imported:
             seen[name] = value
+    for name, value in _guarded_values(body).items():
+        if counts.get(name) == 2 and name not in imported:
+            seen[name] = value
     containers = {name for name, value in seen.items() if value is not None and _is_container(value)}
     for name in _changed(body, containers, into_defs=not module) if containers else ():
         seen[name] = None
@@ -593,6 +596,11 @@ def _push_children(node: ast.AST, stack: list[ast.AST]) -> None:
 
 
 IMPORTABLE = "__importable__"
+# `__try_value__(e, h)`: `try: X = e` / `except ...: X = h`: X is e where e is known (it did not raise), else unknown.
+TRY_VALUE = "__try_value__"
+# `__version_below__("m", "1.2")`: whether the module's `__version__` is below importorskip's minversion, answered by
+# the evaluator from the version the job installs (`matrix.guards.evaluate`).
+VERSION_BELOW = "__version_below__"
 
 
 def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
@@ -604,7 +612,6 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
         if not (isinstance(stmt, ast.Try) and len(stmt.handlers) == 1 and not stmt.orelse and not stmt.finalbody):
             continue
         handler = stmt.handlers[0]
-        caught = dotted(handler.type) if handler.type is not None else None
         # `from m import n` is `m:n`: the name must be bound in m (`importable` checks it for the checkout's own)
         modules = [
             a.name if isinstance(s, ast.Import) else f"{s.module or ''}:{a.name}" if a.name != "*" else (s.module or "")
@@ -612,7 +619,7 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
             if isinstance(s, ast.Import | ast.ImportFrom) and not (isinstance(s, ast.ImportFrom) and s.level)
             for a in s.names
         ]
-        if caught not in ("ImportError", "ModuleNotFoundError") or not modules:
+        if not _catches_import_error(handler) or not modules:
             continue
         tried, handled = _constant_assignments(stmt.body), _constant_assignments(handler.body)
         if tried is None or handled is None:
@@ -626,6 +633,43 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
                     func=ast.Name(id=IMPORTABLE, ctx=ast.Load()), args=[ast.Constant(value=m) for m in modules], keywords=[]
                 )
                 out[name] = ast.copy_location(ast.IfExp(test=test, body=a, orelse=b), stmt)
+    return out
+
+
+# What a missing module raises (ImportError, ModuleNotFoundError) and the classes above it.
+_IMPORT_ERROR_CATCHERS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """Whether the handler runs when an import fails for a missing module: `except:`, `except ImportError`, `except
+    Exception`, or a tuple holding one of them (`except (ImportError, OSError)`). An installed module is taken to
+    import, as for `except ImportError`, so what else the handler catches does not change the reading."""
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(dotted(t) in _IMPORT_ERROR_CATCHERS for t in types)
+
+
+def _guarded_values(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
+    """`try: X = e` / `except ...: X = h` (one statement each, one handler, no else or finally): X is
+    `__try_value__(e, h)`, which the evaluator answers with e's value where it computes one (the evaluator gives
+    unknown wherever Python would raise), else unknown."""
+    out: dict[str, ast.expr] = {}
+    for stmt in straight_line(body):
+        if not (isinstance(stmt, ast.Try) and len(stmt.handlers) == 1 and not stmt.orelse and not stmt.finalbody):
+            continue
+        tried, handled = stmt.body, stmt.handlers[0].body
+        if len(tried) != 1 or len(handled) != 1 or stmt.handlers[0].name:
+            continue
+        first, second = tried[0], handled[0]
+        if not (isinstance(first, ast.Assign) and isinstance(second, ast.Assign)):
+            continue
+        if len(first.targets) != 1 or len(second.targets) != 1:
+            continue
+        a, b = first.targets[0], second.targets[0]
+        if isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id == b.id:
+            call = ast.Call(func=ast.Name(id=TRY_VALUE, ctx=ast.Load()), args=[first.value, second.value], keywords=[])
+            out[a.id] = ast.copy_location(call, first)
     return out
 
 
@@ -735,7 +779,44 @@ def collect_module_names(tree: ast.Module, blanked: frozenset[int] = frozenset()
         defined=defined,
         functions=tuple((n, f) for n, f in functions.items() if n not in ambiguous),
         ambiguous=frozenset(ambiguous),
+        certain_imports=top_level_imports(tree.body),
     )
+
+
+def top_level_imports(body: Sequence[ast.stmt]) -> tuple[str, ...]:
+    """The absolute modules a block's own statements import (`import a.b`, `from a.b import c`: `a.b`) before any
+    statement that may skip the module (`importorskip`, `pytest.skip(...)`, a `raise`), not those inside an `if`,
+    `try` or function; relative imports are left out. An import after a module-level skip runs only where it did not
+    skip, so it says nothing of a test that skips."""
+    out: dict[str, None] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            out.update(dict.fromkeys(alias.name for alias in stmt.names))
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+            out[stmt.module] = None
+        elif may_skip_at_import(stmt):
+            break
+    return tuple(out)
+
+
+_SKIPPING_CALLS = frozenset({"skip", "importorskip", "skipTest", "exit", "SkipTest"})
+
+
+def may_skip_at_import(stmt: ast.stmt) -> bool:
+    """Whether a module-level statement may end the module's import early: a `raise`, or a call named like a skip
+    (`pytest.skip`, `importorskip`, `sys.exit`), outside function bodies."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Raise):
+            return True
+        if isinstance(node, ast.Call) and (dotted(node.func) or "").rpartition(".")[2] in _SKIPPING_CALLS:
+            return True
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            stack.extend(node.decorator_list if not isinstance(node, ast.Lambda) else ())
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 # --- registrations ----------------------------------------------------------------------------------------------------

@@ -24,8 +24,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from matrix.guards.env_writes import written_names
+from matrix.guards.evaluate import MAX_CASES_SEARCHED, cases_to_search
 from matrix.guards.finder import Substitute, analyse_source, analyse_tree, pytestmark_exprs, script_only
-from matrix.guards.model import ExprCondition, FileAnalysis, Guard, GuardKind, ModuleNames, OpaqueCondition, dotted
+from matrix.guards.model import (
+    CaseSearch,
+    ExprCondition,
+    FileAnalysis,
+    Guard,
+    GuardKind,
+    ModuleNames,
+    OpaqueCondition,
+    dotted,
+)
 from matrix.guards.source import resolve
 from matrix.pytest_suites.calls import Callee, CallMemo, called_guards
 from matrix.pytest_suites.classes import Hierarchy, TooLargeToRead
@@ -41,11 +51,12 @@ from matrix.pytest_suites.imported import ImportResolver
 from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.markers import ALL_TESTS, MarkerRule, read_marker_hooks
 from matrix.pytest_suites.packs import PredicatePacks
-from matrix.pytest_suites.params import Parametrized, bind_case, read_parametrize, reads_parameters
+from matrix.pytest_suites.params import Parametrized, bind_case, case_layers, read_parametrize, reads_parameters
 from matrix.pytest_suites.rules import is_fixture, module_tests
 from matrix.pytest_suites.select import ConftestIgnores
 from matrix.pytest_suites.skipmarks import (
     ImportTarget,
+    factory_mark_guard,
     fixture_param_guard,
     from_imports,
     mark_guard,
@@ -340,7 +351,11 @@ class Collector:
                 opaque_marks=found.opaque or any(self._opaque(path, parsed, e) for e in (*exprs, *local_exprs)),
             )
             param = read_parametrize(node.decorator_list, names, may_mark=parsed.marks)
-            tests.extend(self._cases(path, parsed, item, param, rules=rules, notes=notes) if param is not None else (item,))
+            tests.extend(
+                self._cases(path, parsed, item, param, rules=rules, notes=notes, decorators=node.decorator_list)
+                if param is not None
+                else (item,)
+            )
         return TestFile(
             path=path,
             tests=tuple(tests),
@@ -446,7 +461,7 @@ class Collector:
             # `pytestmark = MARKS` with MARKS a list in another file: each of its marks.
             return [g for e in mark.elts for g in self._mark_guards(owner.analysis.path, owner, e, scope, marks, local=True)]
         shown = ast.unparse(expr) if mark is expr else f"{ast.unparse(expr)} = {ast.unparse(mark)}"
-        guard = mark_guard(mark, names, scope, shown)
+        guard = mark_guard(mark, names, scope, shown) or factory_mark_guard(mark, names, scope, shown)
         if guard is None:
             marker = _mark_name(mark, names)
             if marker is not None:
@@ -464,8 +479,10 @@ class Collector:
         *,
         rules: Mapping[str, tuple[MarkerRule, ...]],
         notes: list[str],
+        decorators: list[ast.expr],
     ) -> list[TestItem]:
-        """One item per parametrized case when the cases skip per value and are literal; else the item."""
+        """One item per parametrized case when the cases skip per value and are literal; else the item, its guards
+        that read parameters searched over the cases together (`CaseSearch`)."""
         # An early return on a parameter is the test's own branching (a silent-pass check), not a per-case skip.
         reading = {
             id(g)
@@ -479,7 +496,17 @@ class Collector:
         if not param.cases:
             if param.note is not None:
                 notes.append(f"{item.nodeid}: {param.note}; audited as one item")
-            return [item]
+            layers = None if param.marked or not reading else case_layers(decorators, parsed.analysis.names)
+            searched = [g for g in item.guards if id(g) in reading]
+            if layers is None or any(g.calls or g.options or g.deselects or g.names is not searched[0].names for g in searched):
+                return [item]
+            first = searched[0].guard
+            search = CaseSearch(guards=tuple(g.guard for g in searched), layers=layers)
+            if cases_to_search(search) > MAX_CASES_SEARCHED:
+                return [item]  # past the search's budget: the guards are judged one by one, as written
+            whole = Guard(scope=first.scope, kind=first.kind, line=first.line, source=first.source, conditions=(search,))
+            kept = [g for g in item.guards if id(g) not in reading]
+            return [replace(item, guards=(*kept, replace(searched[0], guard=whole)))]
         memo: dict[tuple[int, str], Guard] = {}
         names = parsed.analysis.names
         out: list[TestItem] = []

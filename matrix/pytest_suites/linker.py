@@ -21,7 +21,7 @@ from matrix.pytest_suites.skipmarks import ImportTarget, from_imports
 MAX_REEXPORTS = 4
 # A larger module (a library's kernel dispatch file) is not parsed for a name: that name stays unknown. Parsing
 # one costs as much as a dozen test files, and guards read small helper modules.
-MAX_MODULE_BYTES = 256 * 1024
+MAX_MODULE_BYTES = 512 * 1024
 
 Loader = Callable[[str], str | None]
 Bases = Callable[[str], tuple[str, ...]]

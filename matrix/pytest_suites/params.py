@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from matrix.guards.model import ExprCondition, Guard, ModuleNames, dotted
+from matrix.guards.model import CaseLayers, ExprCondition, Guard, ModuleNames, dotted
 from matrix.guards.source import resolve
 
 MAX_CASES = 64
@@ -95,6 +95,21 @@ def read_parametrize(
     return Parametrized(argnames=frozenset(argnames), marked=marked, cases=tuple(cases))
 
 
+def case_layers(decorators: list[ast.expr], names: ModuleNames) -> CaseLayers | None:
+    """Each parametrize decorator's argument names and value expressions, literal or not (`torch.float16`), for
+    a test audited as one item: what a case search (`matrix.guards.evaluate.search_cases`) goes through. None when
+    a decorator is indirect, its values are not a list written out, or a `pytest.param` carries more than values."""
+    calls = [d for d in decorators if isinstance(d, ast.Call) and _is_parametrize(d, names)]
+    layers: list[tuple[tuple[str, ...], tuple[tuple[ast.expr, ...], ...]]] = []
+    try:
+        for call in calls:
+            argnames, sets = _layer(call, names, literal=False)
+            layers.append((argnames, tuple(s.values for s in sets)))
+    except _NotLiteral:
+        return None
+    return tuple(layers) if layers else None
+
+
 def reads_parameters(guard: Guard, argnames: frozenset[str]) -> bool:
     """The guard's conditions read a parameter that the test body does not rebind."""
     bound = [n for n, _ in guard.local_names]
@@ -135,7 +150,9 @@ def _argnames(call: ast.Call) -> tuple[str, ...]:
     return ()
 
 
-def _layer(call: ast.Call, names: ModuleNames) -> tuple[tuple[str, ...], list[_Set]]:
+def _layer(call: ast.Call, names: ModuleNames, *, literal: bool = True) -> tuple[tuple[str, ...], list[_Set]]:
+    """One decorator's argument names and rows; `literal=False` keeps value expressions as written and reads no
+    ids (a `pytest.param` with anything but its values is still refused)."""
     argnames = _argnames(call)
     keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
     values = call.args[1] if len(call.args) > 1 else keywords.get("argvalues")
@@ -147,12 +164,14 @@ def _layer(call: ast.Call, names: ModuleNames) -> tuple[tuple[str, ...], list[_S
         values = bound if bound is not None else values
     if not isinstance(values, ast.List | ast.Tuple):
         raise _NotLiteral
-    explicit = _ids(keywords.get("ids"), len(values.elts))
+    explicit = _ids(keywords.get("ids"), len(values.elts)) if literal else None
     sets: list[_Set] = []
     for index, element in enumerate(values.elts):
         given: str | None = None
         marks: tuple[ast.expr, ...] = ()
         if isinstance(element, ast.Call) and (dotted(element.func) or "").rpartition(".")[2] == "param":
+            if not literal and element.keywords:
+                raise _NotLiteral  # marks or an id with the values: not a plain case
             given, marks = _param_extras(element)
             parts: list[ast.expr] = list(element.args)
         elif len(argnames) == 1:
@@ -161,11 +180,14 @@ def _layer(call: ast.Call, names: ModuleNames) -> tuple[tuple[str, ...], list[_S
             parts = list(element.elts)
         else:
             raise _NotLiteral
-        if len(parts) != len(argnames):
+        if len(parts) != len(argnames) or any(isinstance(p, ast.Starred) for p in parts):
             raise _NotLiteral
-        literal = [_literal(p) for p in parts]
+        if not literal:
+            sets.append(_Set(id="", values=tuple(parts), marks=marks))
+            continue
+        read = [_literal(p) for p in parts]
         own = given if given is not None else explicit[index] if explicit else None
-        case_id = own if own is not None else "-".join(_idval(v, n, index) for v, n in zip(literal, argnames, strict=True))
+        case_id = own if own is not None else "-".join(_idval(v, n, index) for v, n in zip(read, argnames, strict=True))
         sets.append(_Set(id=case_id, values=tuple(parts), marks=marks))
     return argnames, sets
 

@@ -46,6 +46,37 @@ def mark_guard(mark: ast.expr, names: ModuleNames, scope: str, source: str) -> G
     return Guard(scope=scope, kind=GuardKind.MARK_SKIPIF, line=mark.lineno, source=source, conditions=(condition,))
 
 
+# The attribute a skipif mark's record carries its condition under (`matrix.guards.predicates.skipif_record`).
+CONDITION = "condition"
+
+
+def factory_mark_guard(mark: ast.expr, names: ModuleNames, scope: str, source: str) -> Guard | None:
+    """`requires_x = make_mark(arg)` where `make_mark` is a function of the same file every `return` of which is a
+    `pytest.mark.skipif(cond, ...)`: a guard on the condition the call returns, evaluated by stepping into the
+    function with its arguments (`make_mark(arg).condition`); None for any other mark."""
+    if not isinstance(mark, ast.Call) or not isinstance(mark.func, ast.Name):
+        return None
+    fn = names.function_map.get(mark.func.id)
+    if fn is None or mark.func.id in names.ambiguous:
+        return None
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    nested = [n for n in ast.walk(fn) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and n is not fn]
+    if nested or not returns or any(not _is_skipif(r.value, names) for r in returns):
+        return None
+    expr = ast.Attribute(value=mark, attr=CONDITION, ctx=ast.Load())
+    condition = ExprCondition(expr=ast.copy_location(expr, mark))
+    return Guard(scope=scope, kind=GuardKind.MARK_SKIPIF, line=mark.lineno, source=source, conditions=(condition,))
+
+
+def _is_skipif(value: ast.expr | None, names: ModuleNames) -> bool:
+    if not isinstance(value, ast.Call) or not value.args or any(k.arg == "condition" for k in value.keywords):
+        return False
+    first = value.args[0]
+    if isinstance(first, ast.JoinedStr) or (isinstance(first, ast.Constant) and not isinstance(first.value, bool)):
+        return False  # a condition string pytest evaluates itself
+    return resolve(dotted(value.func) or "", names.import_map) == "pytest.mark.skipif"
+
+
 def _is_false(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
 

@@ -58,13 +58,19 @@ class UndeterminedTest:
         }
 
 
+# The words a run-time value's reason carries (`matrix.guards.predicates.run_time_value`).
+_RUN_TIME = "known only at run time"
+
+
 def bounded(text: str, limit: int = MAX_REASON) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def guard_reason(source: str, via: str, steps: Sequence[str]) -> str:
-    """Why a guard is unknown on a runner: the first fact its evaluation could not read, else the guard itself."""
-    for step in steps:
+    """Why a guard is unknown on a runner: a value known only at run time that it reads (no CI text can settle
+    it), else the first fact its evaluation could not read, else the guard itself."""
+    late = [s for s in steps if _RUN_TIME in s and _UNKNOWN_STEP.match(s)]
+    for step in (*late[:1], *steps):
         if step.startswith("whether "):  # the job environment's own account of an install it cannot tell
             return bounded(f"guard reads {step}")
         found = _UNKNOWN_STEP.match(step)

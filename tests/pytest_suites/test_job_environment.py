@@ -137,7 +137,16 @@ def test_it():
 """
 
 
-@pytest.mark.parametrize(("steps", "expected"), [(("pip install -e '.[dev]'",), "runs"), (("pip install -e .",), "undetermined")])
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        (("pip install -e '.[dev]'",), "runs"),
+        # The project's own requirements are read from its files and its dependencies' rows are in the table:
+        # nothing the job installs brings frobnicate.
+        (("pip install -e .",), "skips"),
+        (("pip install -e .", "pip install unlisted-wheel"), "undetermined"),
+    ],
+)
 def test_a_helper_called_inside_an_expression_is_followed(audit: Audit, steps: tuple[str, ...], expected: str) -> None:
     # `name = _backend().mro()`: the helper runs first, and its importorskip skips where frobnicate is not installed.
     assert _verdict(audit(_files(_workflow(*steps, "pytest checks"), HELPER_CALL))) == expected
@@ -180,7 +189,13 @@ def test_setup_python_on_a_self_hosted_runner_is_not_a_fresh_interpreter(audit: 
 
 
 @pytest.mark.parametrize(
-    ("installs", "expected"), [("pip install pytest pytest-xdist", "runs"), ("pip install pytest", "undetermined")]
+    ("installs", "expected"),
+    [
+        ("pip install pytest pytest-xdist", "runs"),
+        # pytest and what it requires are in the distribution table: none of them is xdist.
+        ("pip install pytest", "skips"),
+        ("pip install pytest unlisted-wheel", "undetermined"),
+    ],
 )
 def test_a_plugin_presence_guard_reads_the_jobs_installs(audit: Audit, installs: str, expected: str) -> None:
     # pytest-xdist installs the module `xdist` (matrix/data/distributions.toml); without it the job's other installs

@@ -3,13 +3,15 @@ the fold of a job's steps, Dockerfiles, conftest-declared options."""
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 
 import pytest
 
+from matrix.schedule.environment import distributions
 from matrix.schedule.environment.build import environment_of, requirement_file
 from matrix.schedule.environment.conftest_options import declared_options
-from matrix.schedule.environment.distributions import module_answer
+from matrix.schedule.environment.distributions import Distribution, module_answer
 from matrix.schedule.environment.images import dockerfile_steps
 from matrix.schedule.environment.installs import fresh_python, install_step
 from matrix.schedule.environment.model import (
@@ -272,3 +274,40 @@ def test_an_install_on_a_branch_of_the_script_is_not_known_to_run() -> None:
 
     found = install_lines('if [ "$GPU" = 1 ]; then pip install gizmo; fi\npip install widget\n', ".", {})
     assert [(step.requirements, bool(step.unread)) for _, _, step, _ in found] == [(("gizmo",), True), (("widget",), False)]
+
+
+def _table(monkeypatch: pytest.MonkeyPatch, rows: list[Distribution]) -> None:
+    monkeypatch.setattr(distributions, "distribution_table", lambda: {r.name: r for r in rows})
+
+
+def test_a_row_that_does_not_vouch_for_submodules(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A row read from one version's RECORD: the package is there, its submodules are not known to be.
+    _table(monkeypatch, [Distribution(name="lensmaker", imports=("lensmaker",), requires=(), depends=(), submodules=False)])
+    environment = environment_of(_steps("pip install lensmaker"), {}.get)
+    assert module_answer(environment, "lensmaker").importable is True
+    answer = module_answer(environment, "lensmaker.models.prism")
+    assert answer.importable is None and "which submodules the installed version has" in answer.why
+
+
+def test_a_namespace_row_provides_only_what_it_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [
+        Distribution(name="optics-core", imports=("optics.core",), requires=("optics-base",), depends=("optics-base",)),
+        Distribution(name="optics-base", imports=("optics_base",), requires=(), depends=()),
+    ]
+    _table(monkeypatch, rows)
+    environment = environment_of(_steps("pip install optics-core"), {}.get)
+    # `optics` is a namespace folder: optics.core's wheel does not hold optics.lens.
+    assert module_answer(environment, "optics.lens").importable is False
+    assert module_answer(environment, "optics.core").importable is True
+    assert module_answer(environment, "optics").importable is not False
+
+
+def test_the_checkouts_own_project_pulls_in_only_what_its_files_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `pip install -e .` of a project whose requirements are read from its pyproject: the closure needs no table row
+    # for the project itself, so a module nothing provides is shown absent.
+    _table(monkeypatch, [Distribution(name="lensmaker", imports=("lensmaker",), requires=(), depends=())])
+    files = {"pyproject.toml": '[project]\nname = "orbit-kit"\nversion = "0"\ndependencies = ["lensmaker"]\n'}
+    environment = environment_of(_steps("pip install -e ."), lambda path: files.get(posixpath.normpath(path)))
+    assert environment.local == ("orbit-kit",)
+    assert module_answer(environment, "cutlass").importable is False
+    assert module_answer(environment, "lensmaker").importable is True

@@ -47,8 +47,10 @@ MODAL_APP = textwrap.dedent(
     import subprocess
     import modal
 
+    import os
+
     app = modal.App("suite")
-    VERSION = "1.0"
+    VERSION = os.environ.get("SUITE_VERSION", "1.0")  # known only at run time
 
 
     @app.function(gpu="A100-80GB:2", timeout=600)
@@ -260,3 +262,32 @@ def test_an_env_value_with_run_time_parts_is_unknown_where_a_step_uses_it(tmp_pa
     schedule = schedule_of(root)
     assert [p for p, _ in selected(schedule)] == [("tests/gpu",)]
     assert not any("cannot read" in u.reason for u in schedule.unread)
+
+
+FSTRING_APP = """
+import modal
+
+PINNED = "2.3.1"
+LATER = "9.9"
+LATER = "10.0"
+app = modal.App("suite")
+
+
+@app.function(gpu="L4")
+def oldest():
+    import subprocess
+
+    subprocess.run([f"pip install 'lensmaker=={PINNED}'"], shell=True, check=True)
+    subprocess.run([f"pip install 'prism=={LATER}'"], shell=True, check=True)
+    subprocess.run(f"pip install 'beam=={PINNED!r}'", shell=True, check=True)
+"""
+
+
+def test_an_f_string_of_module_constants_is_read_in_a_modal_function() -> None:
+    from matrix.schedule.commands.modal_functions import read_function
+
+    found = read_function(FSTRING_APP, "oldest")
+    assert not isinstance(found, str)
+    lines = [line for line in found.script.splitlines() if line]
+    # A constant bound once is put in; one bound twice, or a conversion (`!r`), leaves the install unread.
+    assert lines == ["pip install 'lensmaker==2.3.1'", "pip install --built-at-run-time", "pip install --built-at-run-time"]

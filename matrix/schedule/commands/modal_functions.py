@@ -88,10 +88,11 @@ def read_function(source: str, function: str | None) -> ModalFunction | str:
     gpu = _gpu(decorator)
     lines: dict[int, str] = {}
     unread: list[tuple[int, str]] = []
+    constants = _module_strings(tree)
     for call in ast.walk(node):
         if not isinstance(call, ast.Call) or not call.args or _called(call) not in _RUNS:
             continue
-        command = _command(call)
+        command = _command(call, constants)
         if command is None:
             shown = ast.get_source_segment(source, call.args[0]) or ""
             if any(k in shown for k in _OF_INTEREST):
@@ -211,21 +212,68 @@ def _called(call: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
-def _command(call: ast.Call) -> str | None:
-    """The shell text of a subprocess call with literal arguments, else None."""
+def _module_strings(tree: ast.Module) -> dict[str, str]:
+    """Module-level names bound once, to a string literal (`OLDEST = "4.52.0"`), and nowhere else in the file:
+    what an f-string may put in."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    out: dict[str, str] = {}
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+            and counts.get(stmt.targets[0].id) == 1
+        ):
+            out[stmt.targets[0].id] = stmt.value.value
+    return out
+
+
+def _text(node: ast.expr, constants: dict[str, str]) -> str | None:
+    """A string literal, or an f-string whose every placeholder is a module constant (no conversion, no format)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if not isinstance(node, ast.JoinedStr):
+        return None
+    parts: list[str] = []
+    for value in node.values:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            parts.append(value.value)
+        elif (
+            isinstance(value, ast.FormattedValue)
+            and value.conversion == -1
+            and value.format_spec is None
+            and isinstance(value.value, ast.Name)
+            and value.value.id in constants
+        ):
+            parts.append(constants[value.value.id])
+        else:
+            return None
+    return "".join(parts)
+
+
+def _command(call: ast.Call, constants: dict[str, str] | None = None) -> str | None:
+    """The shell text of a subprocess call with literal arguments (f-strings of module constants too), else None."""
     first = call.args[0]
+    known = constants or {}
     shell = _called(call) == "system" or any(
         k.arg == "shell" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords
     )
-    if isinstance(first, ast.Constant) and isinstance(first.value, str):
-        return first.value if shell else shlex.quote(first.value)  # without a shell the string is one program name
-    if isinstance(first, ast.List | ast.Tuple) and all(
-        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in first.elts
-    ):
-        items = [str(e.value) for e in first.elts if isinstance(e, ast.Constant)]
+    text = _text(first, known)
+    if text is not None:
+        return text if shell else shlex.quote(text)  # without a shell the string is one program name
+    if isinstance(first, ast.List | ast.Tuple):
+        items = [_text(e, known) for e in first.elts]
+        if any(i is None for i in items):
+            return None
+        words = [i for i in items if i is not None]
         if shell:
-            return items[0] if items else None  # the first item is the command line, the rest are $0, $1...
-        return shlex.join(items)
+            return words[0] if words else None  # the first item is the command line, the rest are $0, $1...
+        return shlex.join(words)
     return None
 
 

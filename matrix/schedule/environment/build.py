@@ -37,6 +37,7 @@ def environment_of(
     python = ""
     created: dict[str, str] = {}  # conda environments made by the job -> their Python version
     bare: set[str] = set()  # those of them made with no Python package but the interpreter's own (`_bare_conda`)
+    local: list[str] = []
     for step in steps:
         if step.kind is StepKind.FRESH:
             base, note, installed, maybe, unknown, cpu, python = Base.FRESH, step.command, {}, [], [], False, step.python
@@ -79,6 +80,7 @@ def environment_of(
             continue
         read = _requirements(step, load)
         unknown += read.unknown
+        local += read.local
         cpu = cpu or step.cpu_torch
         if maybe is not None:
             maybe += [n for n in (_name(r) for r in read.maybe) if n is not None]
@@ -118,6 +120,7 @@ def environment_of(
         cpu_torch=cpu,
         commands=tuple(commands),
         python=python,
+        local=tuple(n for n in dict.fromkeys(local) if n in installed),
     )
 
 
@@ -186,6 +189,7 @@ def _requirements(step: InstallStep, load: Loader) -> Requirements:
         surely += read.surely
         unknown += read.unknown
     groups = dict(step.groups)
+    local: list[str] = []
     for folder, extras in step.projects:
         if folder.startswith(("/", "..")):
             unknown.append(f"{folder}: a project outside the checkout")
@@ -200,9 +204,10 @@ def _requirements(step: InstallStep, load: Loader) -> Requirements:
         surely += found.surely
         if found.name:
             surely.append(found.name)
+            local.append(normalized(found.name))
         maybe += found.maybe
         unknown += found.unknown
-    return Requirements(surely=tuple(surely), maybe=tuple(maybe), unknown=tuple(unknown))
+    return Requirements(surely=tuple(surely), maybe=tuple(maybe), unknown=tuple(unknown), local=tuple(local))
 
 
 def requirement_file(path: str, load: Loader, depth: int = 0, seen: tuple[str, ...] = ()) -> Requirements:

@@ -32,6 +32,9 @@ class Distribution:
     # The distributions it always requires (Requires-Dist without a marker): pip installs them with it. None: not read.
     depends: tuple[str, ...] | None = None
     source: str = ""
+    # Whether a submodule of an import it lists counts as there too (`cutlass.cute` with `cutlass`); false for rows
+    # read mechanically from a RECORD at one version, whose submodules differ from version to version.
+    submodules: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,17 +55,21 @@ def distribution_table() -> Mapping[str, Distribution]:
             requires=tuple(normalized(r) for r in row["requires"]) if "requires" in row else None,
             depends=tuple(normalized(r) for r in row["depends"]) if "depends" in row else None,
             source=row["source"],
+            submodules=bool(row.get("submodules", True)),
         )
         for row in doc["distribution"]
     }
 
 
-def providers(module: str) -> tuple[str, ...]:
-    """The table's distributions that install the top-level module (or the dotted package) `module`."""
+def providers(module: str, *, certain: bool = False) -> tuple[str, ...]:
+    """The table's distributions that install the top-level module (or the dotted package) `module`; `certain`: only
+    those whose rows say the submodule is there (it is listed, or the row vouches for its imports' submodules)."""
     out = []
     for dist in distribution_table().values():
-        if any(module == name or module.startswith(name + ".") for name in dist.imports):
-            out.append(dist.name)
+        for name in dist.imports:
+            if module == name or (module.startswith(name + ".") and (dist.submodules or not certain)):
+                out.append(dist.name)
+                break
     return tuple(out)
 
 
@@ -81,13 +88,30 @@ def module_answer(environment: JobEnvironment | None, module: str) -> ModuleAnsw
     if environment is None:
         return ModuleAnswer(importable=None, why=f"whether {module} is installed: the job's installs are not read")
     installed = environment.names()
-    named = [d for d in providers(module) if d in installed]
+    named = [d for d in providers(module, certain=True) if d in installed]
+    unsure = [d for d in providers(module) if d in installed and d not in named]
+    if not named and unsure:
+        found = environment.get(unsure[0])
+        spec = found.specifier if found is not None and found.specifier else ""
+        command = found.command if found is not None else ""
+        return ModuleAnswer(
+            importable=None,
+            why=f"whether {module} is there: {top} is installed{f' ({spec})' if spec else ''} by {command[:80]}, but "
+            "which submodules the installed version has, and what they import, is not read",
+        )
     own = [d for d in installed if d.replace("-", "_") == top and imports_of(d) is None]
     for dist in named or own:
         found = environment.get(dist)
         command = found.command if found is not None else ""
         if module != top and dist in own:
-            break  # the project's own submodule: it may import a dependency the job lacks
+            # A submodule of a distribution the table does not list: whether that version has it, and what it
+            # imports, is not read.
+            spec = found.specifier if found is not None and found.specifier else ""
+            return ModuleAnswer(
+                importable=None,
+                why=f"whether {module} is there: {top} is installed{f' ({spec})' if spec else ''} by {command[:80]}, but "
+                "which submodules the installed version has, and what they import, is not read",
+            )
         return ModuleAnswer(importable=True, why=f"{top} is installed: the job runs {command[:100]}")
     pulled = _dependency_of(environment, module)
     if pulled is not None:
@@ -97,24 +121,31 @@ def module_answer(environment: JobEnvironment | None, module: str) -> ModuleAnsw
     if environment.maybe is None:
         why = environment.unknown[0] if environment.unknown else "an install is not read"
         return ModuleAnswer(importable=None, why=f"whether {module} is installed: {why}")
-    closure, missing = _closure((*installed, *environment.maybe))
+    closure, missing = _closure((*installed, *environment.maybe), frozenset(environment.local))
     if missing:
         shown = ", ".join(sorted(missing)[:4]) + (" ..." if len(missing) > 4 else "")
         return ModuleAnswer(
             importable=None,
             why=f"whether {module} is installed: the job installs {shown}, whose dependencies are not in the table",
         )
-    if any(top in distribution_table()[d].imports for d in closure if d in distribution_table()):
+    if any(_may_provide(distribution_table()[d], module) for d in closure if d in distribution_table()):
         return ModuleAnswer(importable=None, why=f"whether {module} is installed: a dependency may install it")
     return ModuleAnswer(
         importable=False,
-        why=f"{top} is not installed: the job's interpreter is fresh ({environment.base_note[:80]}) and nothing it "
+        why=f"{module} is not installed: the job's interpreter is fresh ({environment.base_note[:80]}) and nothing it "
         f"installs ({', '.join(sorted(closure)[:6])}) provides it",
     )
 
 
-def _closure(names: tuple[str, ...]) -> tuple[set[str], set[str]]:
-    """Every distribution `names` may pull in, and those of them whose dependencies the table does not know."""
+def _may_provide(dist: Distribution, module: str) -> bool:
+    """Whether a row's imports may hold `module`: it lists the module, a package above it, or a subpackage of it (a
+    namespace package such as `cuda` is there where `cuda.bindings` is; `cuda.tile` is not)."""
+    return any(module == name or module.startswith(name + ".") or name.startswith(module + ".") for name in dist.imports)
+
+
+def _closure(names: tuple[str, ...], local: frozenset[str] = frozenset()) -> tuple[set[str], set[str]]:
+    """Every distribution `names` may pull in, and those of them whose dependencies the table does not know (the
+    checkout's own projects in `local` pull in what the job's reading already lists)."""
     table = distribution_table()
     seen: set[str] = set()
     missing: set[str] = set()
@@ -124,6 +155,8 @@ def _closure(names: tuple[str, ...]) -> tuple[set[str], set[str]]:
         if name in seen:
             continue
         seen.add(name)
+        if name in local:
+            continue
         row = table.get(name)
         if row is None or row.requires is None:
             missing.add(name)
@@ -137,7 +170,7 @@ def _dependency_of(environment: JobEnvironment, module: str) -> str | None:
     Requires-Dist without a marker, the table's `depends`) by one the job installs with its dependencies, directly
     or through such requirements; None when the table does not show it. An uninstall in the job's commands of a
     distribution on the way leaves it unshown."""
-    wanted = set(providers(module))
+    wanted = set(providers(module, certain=True))
     if not wanted:
         return None
     table = distribution_table()

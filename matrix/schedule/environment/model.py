@@ -84,6 +84,8 @@ class JobEnvironment:
     commands: tuple[str, ...] = ()
     # The Python version of the interpreter the tests run in (`3.10`: some 3.10.x), "" when not known.
     python: str = ""
+    # The checkout's own projects it installs, whose requirements were read into `installed` and `maybe`.
+    local: tuple[str, ...] = ()
 
     def get(self, distribution: str) -> Installed | None:
         wanted = normalized(distribution)
@@ -118,6 +120,7 @@ def environment_fields(environment: JobEnvironment | None) -> dict[str, Any] | N
         "cpu_torch": environment.cpu_torch,
         "commands": list(environment.commands),
         "python": environment.python,
+        "local": list(environment.local),
     }
 
 
@@ -137,4 +140,5 @@ def environment_of_fields(doc: dict[str, Any] | None) -> JobEnvironment | None:
         cpu_torch=bool(doc["cpu_torch"]),
         commands=tuple(str(c) for c in doc["commands"]),
         python=str(doc.get("python", "")),
+        local=tuple(str(n) for n in doc.get("local", ())),
     )

@@ -69,6 +69,7 @@ class ProjectImports:
         self.project = project
         self.trees: dict[str, ast.Module | None] = {}
         self.answers: dict[tuple[str, tuple[str, ...], int], ModuleAnswer | None] = {}
+        self.implications: dict[tuple[str, ...], frozenset[str]] = {}
 
     def answer(self, module: str, environment: JobEnvironment | None, names: tuple[str, ...] = ()) -> ModuleAnswer | None:
         """True (importable, with the reason) or unknown; None when `module` is not the checkout's own."""
@@ -97,6 +98,40 @@ class ProjectImports:
             importable=True,
             why=f"{module} imports: {how}, and what its files import is there (import errors only are modelled)",
         )
+
+    def implied(self, modules: tuple[str, ...]) -> frozenset[str]:
+        """Every module importing `modules` certainly imports: themselves, and for each of the checkout's own (and
+        each of its packages' `__init__.py`), the imports of its top-level statements, followed (bounded)."""
+        if modules not in self.implications:
+            self.implications[modules] = self._implied(modules)
+        return self.implications[modules]
+
+    def _implied(self, modules: tuple[str, ...]) -> frozenset[str]:
+        out: set[str] = set()
+        stack = list(modules)
+        while stack and len(out) < MAX_MODULES:
+            module = stack.pop()
+            parts = module.split(".")
+            for i in range(1, len(parts) + 1):
+                name = ".".join(parts[:i])
+                if name in out:
+                    continue
+                out.add(name)
+                path = next(
+                    (f for r in (*self.project.pythonpath, *self.project.package_roots) if (f := self._file(r, name))), None
+                )
+                tree = self.tree(path) if path is not None else None
+                if tree is None or path is None:
+                    continue
+                package = name if path.endswith("/__init__.py") else name.rpartition(".")[0]
+                for stmt in tree.body:
+                    if isinstance(stmt, ast.Import):
+                        stack.extend(alias.name for alias in stmt.names)
+                    elif isinstance(stmt, ast.ImportFrom) and (base := _absolute(stmt, package)):
+                        stack.append(base)
+                    elif _may_skip(stmt):
+                        break  # what follows a module-level skip runs only where it did not skip
+        return frozenset(out)
 
     def _roots(self, environment: JobEnvironment | None) -> list[str]:
         roots = [posixpath.normpath(p) for p in self.project.pythonpath]
@@ -257,6 +292,31 @@ class _Walk:
             listed = _all_list(tree.body)
             bound = set(listed) if listed is not None else {n for n in bound if not n.startswith("_")}
         return bound, open_ended
+
+
+_SKIPPING_CALLS = frozenset({"skip", "importorskip", "skipTest", "exit", "SkipTest"})
+
+
+def _may_skip(stmt: ast.stmt) -> bool:
+    """A module-level statement that may end the import early (a `raise`, a call named like a skip), outside
+    function bodies: the reading of `matrix.guards.source.may_skip_at_import`, which this layer cannot import."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Raise):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if last in _SKIPPING_CALLS:
+                return True
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            stack.extend(node.decorator_list)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _absolute(stmt: ast.ImportFrom, package: str) -> str | None:

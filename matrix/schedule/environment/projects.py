@@ -26,6 +26,8 @@ class Requirements:
     maybe: tuple[str, ...] = ()
     unknown: tuple[str, ...] = ()
     name: str = ""  # the project's own distribution name, when said
+    # The checkout's projects whose requirements these are: what they pull in is read here, not from the table.
+    local: tuple[str, ...] = ()
 
 
 def project_requirements(
