@@ -531,11 +531,25 @@ def _scripts(
     conditions = dict(result.conditions)
     own_runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
     installs = dict(result.installs)
-    environments = {selection: (env, lacks) for selection, env, lacks in result.environments}
+    # Each command's own environment, in the order the commands run: one selection run by two commands of a script
+    # (`SUITE=a pytest t` then `SUITE=b pytest t`) keeps both, never the last for each.
+    environments: dict[tuple[Selection, Origin], list[_Environment]] = {}
+    for selection, where, env, lacks in result.environments:
+        environments.setdefault((selection, where), []).append((env, lacks))
     return [
-        (s, where, conditions.get(s, ()), own_runners.get(s), installs.get(s, ()), environments.get(s))
+        (s, where, conditions.get(s, ()), own_runners.get(s), installs.get(s, ()), _next(environments.get((s, where))))
         for s, where in result.selections
     ]
+
+
+_Environment = tuple[tuple[tuple[str, str], ...], tuple[str, ...]]
+
+
+def _next(queue: list[_Environment] | None) -> _Environment | None:
+    """The environment of the next command a selection runs from (the last again where fewer were recorded)."""
+    if not queue:
+        return None
+    return queue.pop(0) if len(queue) > 1 else queue[0]
 
 
 def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, str]]) -> tuple[InstallStep, ...]:
