@@ -146,7 +146,7 @@ def unwrap(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str
         if not words:
             return words, folder
         head = words[0]
-        if head == "env":
+        if head in ("env", "/usr/bin/env", "/bin/env"):
             words, moved = _env(words[1:], env)
             folder = moved if moved is not None else folder
         elif head == "timeout":
