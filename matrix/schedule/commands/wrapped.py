@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from matrix.schedule.commands.python_scripts import python_options
-from matrix.schedule.commands.subset import LAUNCHERS, NOT_RUNS, PYTEST, PYTHON_LAUNCHERS, RUN_TOOLS
+from matrix.schedule.commands.subset import LAUNCHERS, NOT_RUNS, PYTEST, PYTHON_LAUNCHERS, RUN_TOOLS, UNREAD_LAUNCHERS
 
 _PYTHON = re.compile(r"^python(?:[23](?:\.\d+)?)?[mtd]?(?:\.exe)?$")
 _VARIABLE = re.compile(r"^\$\{?[A-Za-z_]\w*\}?$")
@@ -54,6 +54,8 @@ def pytest_call(words: Sequence[str]) -> PytestCall | None:
         return None
     if runs_module is not None:
         return PytestCall(arguments=[], unread=f"pytest run through {words[0][:60]}, a launcher this reader does not know")
+    if program in UNREAD_LAUNCHERS and any(_direct(words[i:]) is not None for i in range(1, len(words))):
+        return PytestCall(arguments=[], unread=f"pytest run through {program}, with arguments known only at run time")
     return None
 
 

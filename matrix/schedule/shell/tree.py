@@ -23,7 +23,7 @@ from matrix.schedule.shell.compound import Compound, _short
 from matrix.schedule.shell.globs import Folders, expand
 from matrix.schedule.shell.scope import CONTAINER, Command, Scope, normal, returned
 from matrix.schedule.shell.subset import BUILTINS, Effect, Outside
-from matrix.schedule.shell.words import Glob, Variables, env_value, is_run_time, text, words
+from matrix.schedule.shell.words import Glob, NoMatch, Variables, env_value, is_run_time, text, words
 
 __all__ = ["MAX_DEPTH", "Command", "Walk", "from_workspace", "parse", "walk"]
 
@@ -128,7 +128,7 @@ class Walk(Compound, Assignments):
             if folders is None:
                 return None
             found = expand(pattern, working, folders, options)
-            return None if found is None else (found if found or not options.nullglob else [])
+            return None if found is None else (found if found or not options.nullglob else NoMatch())
 
         return matches
 
@@ -239,6 +239,7 @@ class Walk(Compound, Assignments):
                 stack.extend(child.named_children)
 
     def simple(self, argv: list[str], env: list[tuple[str, str]], scope: Scope, depth: int, at: int, *, node: Any = None) -> None:
+        written = argv[0] if argv else ""
         argv, folder = self.unwrap(argv, env)
         if not argv:
             marker = next((v for k, v in env if k == CONTAINER), None)
@@ -265,7 +266,10 @@ class Walk(Compound, Assignments):
                 note = f"`source {argv[1][:60]}` in the container may set variables"
                 scope.exported[CONTAINER] = with_note(scope.exported[CONTAINER], note)
             return
-        if not entering and not scope.container and head in self.functions and depth < MAX_DEPTH:
+        # `command f`, `env f`, `sudo f`, `timeout 5 f` run a program, never the shell's function f (`time` is a
+        # reserved word of bash: `time f` runs the function)
+        calls = written in (head, "time")
+        if calls and not entering and not scope.container and head in self.functions and depth < MAX_DEPTH:
             self._call(head, argv, env, scope, depth)
             return
         if head == "return" and not self._locals and not self._sourcing:

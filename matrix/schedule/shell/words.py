@@ -32,6 +32,10 @@ _BRACES = re.compile(r"(?<![\\$]){[^{}\s]*(?:,|\.\.)[^{}\s]*}")
 Glob = Callable[[str], Sequence[str] | None]
 
 
+class NoMatch(tuple[str, ...]):
+    """What a `Glob` gives for a pattern that matches nothing under `shopt -s nullglob`: the word is gone."""
+
+
 def run_time(shown: str) -> str:
     """An environment value known only at run time, as the schedule writes one (`${{ ... }}`: every reader of an
     entry's env, the guard engine included, takes such a value as unknown)."""
@@ -106,6 +110,8 @@ def _globbed(pattern: str, node: Any, known: Variables, glob: Glob | None) -> li
     found = glob(pattern) if glob is not None else None
     if found:
         return list(found)
+    if isinstance(found, NoMatch):
+        return []  # nullglob: a pattern matching nothing expands to nothing
     written = word(node, known)
     if found is not None:
         return [written]  # no match: bash leaves the word as written (nullglob off)
