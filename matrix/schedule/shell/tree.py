@@ -350,6 +350,8 @@ class Walk(Compound, Assignments):
         )
         if inner.container and _login(argv):
             inner.exported[CONTAINER] = with_note(inner.exported.get(CONTAINER, ""), _LOGIN)
+        if inner.container and _interactive(argv):
+            inner.exported[CONTAINER] = with_note(inner.exported.get(CONTAINER, ""), _INTERACTIVE)
         if inner.container and CONTAINER in inner.exported:
             inner.exported[CONTAINER] = with_note(inner.exported[CONTAINER], "", shell=posixpath.basename(argv[0]))
         self.script_text(inline, inner, depth + 1, at)
@@ -495,6 +497,15 @@ def _login(words: list[str]) -> bool:
 
 
 _LOGIN = "a login shell (`bash -l`) reads /etc/profile and /etc/profile.d in the container"
+
+
+def _interactive(words: list[str]) -> bool:
+    """Whether `bash -ic` / `bash --rcfile F -c` starts an interactive shell (it reads ~/.bashrc or the file)."""
+    flags = [w for w in words[1:] if w.startswith("-")]
+    return bool({"--rcfile", "--init-file"} & set(flags)) or any(not f.startswith("--") and "i" in f[1:] for f in flags)
+
+
+_INTERACTIVE = "an interactive shell (`bash -i`) reads ~/.bashrc in the container"
 
 
 _HANDLERS: dict[str, Any] = {
