@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from matrix.schedule.containers.calls import read_marker, with_note
@@ -124,7 +124,7 @@ class Walk(Compound, Assignments):
             return None
         folders, options, working = self.folders, scope.glob, scope.working_dir
 
-        def matches(pattern: str) -> list[str] | None:
+        def matches(pattern: str) -> Sequence[str] | None:
             if folders is None:
                 return None
             found = expand(pattern, working, folders, options)
