@@ -74,7 +74,8 @@ COMMANDS: Mapping[str, str] = {
     "other file: read as a Python program (PYTHON_PROGRAMS)",
     "python -m unittest ARGS": "unread, bounded by the paths its arguments name",
     "UNREAD_LAUNCHERS program ... pytest ...": "unread, the program named (its arguments are known only at run time)",
-    "LAUNCHER [options] COMMAND": "COMMAND, for a LAUNCHERS program; `TOOL run COMMAND` for a RUN_TOOLS one; "
+    "LAUNCHER [options] COMMAND": "COMMAND, for a LAUNCHERS program; `TOOL run COMMAND` for a RUN_TOOLS one "
+    "(`uv run --env-file F`: unread); "
     "`python -m torch.distributed.run ... -m pytest`",
     "bash FILE, sh FILE (dash, zsh, ksh)": "FILE read as a shell script whatever its name (`-c` is read by the shell "
     "reader; `-s` reads stdin: not followed)",

@@ -46,6 +46,9 @@ def pytest_call(words: Sequence[str]) -> PytestCall | None:
             head = words[start].partition(":")[2] if program == "hatch" and ":" in words[start] else words[start]
             inner = _direct([head, *words[start + 1 :]])
             if inner is not None:
+                loaded = next((w for w in words[1:start] if w == "--env-file" or w.startswith("--env-file=")), None)
+                if loaded is not None and program in _RUN_TOOLS:  # `uv run --env-file F pytest`: F's variables
+                    return PytestCall(arguments=[], unread=f"`{program} run {loaded}` sets variables from a file not read")
                 return PytestCall(arguments=inner)
             if runs_module is not None and start > runs_module:
                 break
