@@ -156,6 +156,7 @@ def _foreach(expander: Expander, raw: list[str], source: str) -> str:
         return opaque(plain(source))
     out = []
     for item in items.split():
+        expander.bounds.charge(steps=1)  # each pass is a step, whatever its body references
         bound = {name: Variable(value=item, flavor=Flavor.SIMPLE, source=Source.AUTOMATIC)}
         inner = expander.using(replace(expander.scope, layers=(bound, *expander.scope.layers)))
         out.append(inner.expand(raw[2]))
