@@ -163,12 +163,14 @@ def verdict(run: Run, test: str = TEST) -> Verdict:
     path = test.split("::", 1)[0]
     if any(t["test"] == test for t in doc.get("undetermined_tests", [])):
         return Verdict.UNDETERMINED
-    for finding in doc["findings"]:
-        if finding["kind"] == "silent-skip" and finding["test"] == test:
-            return Verdict.SKIPS
-        if finding["path"] == path and (
-            finding["kind"] == "unscheduled" or (finding["kind"] == "never-runs" and not finding["runners"])
-        ):
+    findings = doc["findings"]
+    if any(f["kind"] == "silent-skip" and f["test"] == test for f in findings):
+        return Verdict.SKIPS
+    for finding in findings:
+        # never-runs of the test (deselected), of its file when no command that names it runs a test, unscheduled
+        if finding["kind"] == "never-runs" and (finding["test"] == test or (finding["test"] == path and not finding["runners"])):
+            return Verdict.NEVER
+        if finding["kind"] == "unscheduled" and finding["path"] == path:
             return Verdict.NEVER
     return Verdict.RUNS
 

@@ -299,6 +299,15 @@ CASES: dict[str, Case] = {
         exact=True,
         bash=False,
     ),
+    "pytest-ini-addopts-deselects": Case(
+        script="SUITE=gpu pytest tests", files={"pytest.ini": "[pytest]\naddopts = -k nothing\n"}, truth=N, exact=True, bash=False
+    ),
+    "pytest-addopts-from-the-environment": Case(
+        script="SUITE=gpu PYTEST_ADDOPTS='-k nothing' pytest tests", truth=N, bash=False
+    ),
+    "pytest-conftest-collect-ignore": Case(
+        script="SUITE=gpu pytest tests", files={"tests/conftest.py": "collect_ignore = ['test_a.py']\n"}, truth=N, exact=True, bash=False
+    ),
     # --- other CI services ------------------------------------------------------------------------------------
     "service-buildkite-pipeline-one-folder-down": Case(
         script="echo lint",
