@@ -40,7 +40,8 @@ def main() -> int:
             env["SPECMATRIX_ADVERSARY_PYTHON"] = f"/usr/bin/env PYTHONPATH={old}:{site} {sys.executable} -S"
         argv = [sys.executable, "-m", "pytest", "tests/ci/test_adversary_round6.py", "-q", "-n", "0", "-p", "no:cacheprovider"]
         done = subprocess.run(argv, cwd=REPO, env={**_environ(), **env}, capture_output=True, text=True, check=False)
-        print("\n".join(line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR")) or _SUMMARY.match(line)))
+        shown = [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR")) or _SUMMARY.match(line)]
+        print("\n".join(shown))
         rows = [json.loads(line) for line in table.read_text(encoding="utf-8").splitlines()] if table.exists() else []
     slowest = sorted(rows, key=lambda r: -r["cpu"])
     print(f"{len(rows)} commands; the slowest {options.slowest}:")

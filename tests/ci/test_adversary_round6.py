@@ -75,11 +75,15 @@ CASES: dict[str, Case] = {
         exact=True,
     ),
     "make-ifndef-else-open-world": Case(
-        script="make t", files=_mk("ifndef NOT_SET_ANYWHERE\nS = gpu\nelse\nS = cpu\nendif\nt:\n\tSUITE=$(S) pytest tests\n"), truth=R
+        script="make t",
+        files=_mk("ifndef NOT_SET_ANYWHERE\nS = gpu\nelse\nS = cpu\nendif\nt:\n\tSUITE=$(S) pytest tests\n"),
+        truth=R,
     ),
     "make-else-ifeq-chain": Case(
         script="make t",
-        files=_mk("A = 1\nifeq ($(A),2)\nS = cpu\nelse ifeq ($(A),1)\nS = gpu\nelse\nS = cpu\nendif\nt:\n\tSUITE=$(S) pytest tests\n"),
+        files=_mk(
+            "A = 1\nifeq ($(A),2)\nS = cpu\nelse ifeq ($(A),1)\nS = gpu\nelse\nS = cpu\nendif\nt:\n\tSUITE=$(S) pytest tests\n"
+        ),
         truth=R,
         exact=True,
     ),
@@ -89,7 +93,9 @@ CASES: dict[str, Case] = {
     "make-MAKEFLAGS-definition-without-dashes": Case(
         script="MAKEFLAGS=SUITE=gpu make t", files=_mk("SUITE = cpu\nexport SUITE\nt:\n\tpytest tests\n"), truth=R, exact=True
     ),
-    "make-unexport": Case(script="make t", files=_mk("export SUITE = gpu\nunexport SUITE\nt:\n\tpytest tests\n"), truth=S, exact=True),
+    "make-unexport": Case(
+        script="make t", files=_mk("export SUITE = gpu\nunexport SUITE\nt:\n\tpytest tests\n"), truth=S, exact=True
+    ),
     "make-command-line-beats-conditional-assignment": Case(
         script="make t S=gpu", files=_mk("S ?= cpu\nt:\n\tSUITE=$(S) pytest tests\n"), truth=R, exact=True
     ),
@@ -102,7 +108,9 @@ CASES: dict[str, Case] = {
     "make-two-recipe-lines-two-environments": Case(
         script="make t", files=_mk("t:\n\tSUITE=gpu pytest tests\n\tSUITE=cpu pytest tests\n"), truth=R, exact=True
     ),
-    "make-eval-outside": Case(script="make t", files=_mk("$(eval S = gpu)\nt:\n\tSUITE=$(S) pytest tests\n"), truth=R, named="eval"),
+    "make-eval-outside": Case(
+        script="make t", files=_mk("$(eval S = gpu)\nt:\n\tSUITE=$(S) pytest tests\n"), truth=R, named="eval"
+    ),
     "make-e-outside": Case(
         script="export SUITE=gpu\nmake -e t", files=_mk("SUITE = cpu\nexport SUITE\nt:\n\tpytest tests\n"), truth=R, named="-e"
     ),
@@ -128,15 +136,14 @@ CASES: dict[str, Case] = {
     "shell-command-bypasses-a-function": Case(
         script='export SUITE=gpu\npytest() { unset SUITE; command pytest "$@"; }\ncommand pytest tests', truth=R, exact=True
     ),
-    "shell-nullglob-matching-nothing": Case(
-        script="shopt -s nullglob\nSUITE=gpu pytest tests/nothing_*.py", truth=R, exact=True
-    ),
+    "shell-nullglob-matching-nothing": Case(script="shopt -s nullglob\nSUITE=gpu pytest tests/nothing_*.py", truth=R, exact=True),
     "shell-brace-expansion-outside": Case(
-        script="SUITE=gpu pytest tests/test_{a,b}.py", files={"tests/test_b.py": "def test_b():\n    pass\n"}, truth=R, named="brace"
+        script="SUITE=gpu pytest tests/test_{a,b}.py",
+        files={"tests/test_b.py": "def test_b():\n    pass\n"},
+        truth=R,
+        named="brace",
     ),
-    "shell-sudo-resets-the-environment": Case(
-        script="export SUITE=gpu\nsudo pytest tests", truth=S, named="sudo", bash=False
-    ),
+    "shell-sudo-resets-the-environment": Case(script="export SUITE=gpu\nsudo pytest tests", truth=S, named="sudo", bash=False),
     "shell-env-chdir-glued": Case(
         script="SUITE=gpu env --chdir=sub pytest tests",
         files={"sub/tests/test_b.py": "def test_b():\n    pass\n"},
@@ -160,20 +167,26 @@ CASES: dict[str, Case] = {
         script="/usr/bin/env bash ci/run.sh", files={"ci/run.sh": "export SUITE=gpu\npytest tests\n"}, truth=R, exact=True
     ),
     "launch-python-c-subprocess": Case(
-        script="SUITE=gpu python3 -c 'import subprocess, sys; subprocess.run([sys.executable, \"-m\", \"pytest\", \"tests\"])'",
+        script='SUITE=gpu python3 -c \'import subprocess, sys; subprocess.run([sys.executable, "-m", "pytest", "tests"])\'',
         truth=R,
         named="python -c",
         bash=False,
     ),
     "launch-script-pops-the-variable": Case(
         script="SUITE=gpu python3 ci/run.py",
-        files={"ci/run.py": "import os\n\nimport pytest\n\nos.environ.pop('SUITE', None)\nraise SystemExit(pytest.main(['tests']))\n"},
+        files={
+            "ci/run.py": "import os\n\nimport pytest\n\nos.environ.pop('SUITE', None)\nraise SystemExit(pytest.main(['tests']))\n"
+        },
         truth=S,
         named="os.environ.pop",
         bash=False,
     ),
     "launch-uv-run-env-file": Case(
-        script="uv run --env-file ci/suite.env pytest tests", files={"ci/suite.env": "SUITE=gpu\n"}, truth=R, named="--env-file", bash=False
+        script="uv run --env-file ci/suite.env pytest tests",
+        files={"ci/suite.env": "SUITE=gpu\n"},
+        truth=R,
+        named="--env-file",
+        bash=False,
     ),
     "launch-python-S-m-glued": Case(script="SUITE=gpu python3 -Smpytest tests", truth=R, exact=True, bash=False),
     "launch-from-pytest-import-main-as": Case(
@@ -302,11 +315,13 @@ CASES: dict[str, Case] = {
     "pytest-ini-addopts-deselects": Case(
         script="SUITE=gpu pytest tests", files={"pytest.ini": "[pytest]\naddopts = -k nothing\n"}, truth=N, exact=True, bash=False
     ),
-    "pytest-addopts-from-the-environment": Case(
-        script="SUITE=gpu PYTEST_ADDOPTS='-k nothing' pytest tests", truth=N, bash=False
-    ),
+    "pytest-addopts-from-the-environment": Case(script="SUITE=gpu PYTEST_ADDOPTS='-k nothing' pytest tests", truth=N, bash=False),
     "pytest-conftest-collect-ignore": Case(
-        script="SUITE=gpu pytest tests", files={"tests/conftest.py": "collect_ignore = ['test_a.py']\n"}, truth=N, exact=True, bash=False
+        script="SUITE=gpu pytest tests",
+        files={"tests/conftest.py": "collect_ignore = ['test_a.py']\n"},
+        truth=N,
+        exact=True,
+        bash=False,
     ),
     # --- other CI services ------------------------------------------------------------------------------------
     "service-buildkite-pipeline-one-folder-down": Case(
@@ -327,7 +342,10 @@ CASES: dict[str, Case] = {
     ),
     # --- bounds ---------------------------------------------------------------------------------------------
     "bound-shell-value-doubling": Case(
-        script="A=xx\n" + "A=$A$A\n" * 60 + "SUITE=gpu pytest tests", truth=R, exact=True, bash=False  # bash: 2**61 bytes
+        script="A=xx\n" + "A=$A$A\n" * 60 + "SUITE=gpu pytest tests",
+        truth=R,
+        exact=True,
+        bash=False,  # bash: 2**61 bytes
     ),
     "bound-dockerfile-env-doubling": Case(
         script="docker build -t img .\ndocker run -v $PWD:$PWD -w $PWD img pytest tests",

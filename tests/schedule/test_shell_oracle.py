@@ -148,7 +148,18 @@ def _pytest(draw: st.DrawFn, script: Script) -> str:
     script.calls += 1
     prefix = draw(
         st.sampled_from(
-            ["", "", "{n}=w2 ", "env -u {n} ", "env -u{n} ", "env --unset={n} ", "env {n}=w1 ", "{n}= ", "env -i PATH=$PATH ", "A=w1 B=w2 "]
+            [
+                "",
+                "",
+                "{n}=w2 ",
+                "env -u {n} ",
+                "env -u{n} ",
+                "env --unset={n} ",
+                "env {n}=w1 ",
+                "{n}= ",
+                "env -i PATH=$PATH ",
+                "A=w1 B=w2 ",
+            ]
         )
     ).format(n=draw(st.sampled_from(NAMES)))
     program = draw(st.sampled_from(["pytest", "pytest", "python -m pytest", "python3 -mpytest"]))
