@@ -279,3 +279,10 @@ def test_the_dry_run_and_stub_helpers_see_what_make_runs(stub: Path, tmp_path: P
     (call,) = real.calls
     assert call[:3] == ("pytest", ("a", "b c"), ".") and dict(call[3])["SUITE"] == "x" and dict(call[3])["MODE"] == "m"
     assert reader_run(root, stub, case).problems == ()
+
+
+@needs_make
+def test_an_export_of_a_variable_an_override_holds_marks_it(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run (400 examples): `export X = b` after `override X = a` leaves a, exported."""
+    case = MakeCase(files={"Makefile": "t:\n\tpytest\noverride SUITE = a\nexport SUITE = b\n"}, arguments=["t"])
+    check(case, tmp_path / "case", stub)
