@@ -411,6 +411,26 @@ def _expression_env_is_case_sensitive(tmp_path: Path) -> None:
     assert verdict(audit("expression-env-case", checkout(tmp_path, {".github/workflows/ci.yml": text}))) is S
 
 
+def _github_shell_python_step(tmp_path: Path) -> None:
+    step = "      - shell: python\n        run: |\n          import os, pytest\n          os.environ['SUITE'] = 'gpu'\n"
+    step += "          pytest.main(['tests'])\n"
+    result = audit("expression-shell-python-step", checkout(tmp_path, {".github/workflows/ci.yml": WORKFLOW.format(steps=step)}))
+    assert verdict(result) is U and "shell: python" in result.reasons()  # it was unscheduled: the step was read as bash
+
+
+def _github_job_container_image_not_read(tmp_path: Path) -> None:
+    text = "on: push\njobs:\n  j:\n    runs-on: ubuntu-latest\n    container:\n      image: localhost:5000/ci\n"
+    text += "    steps:\n      - run: pytest tests\n"
+    result = audit("expression-job-container-image", checkout(tmp_path, {".github/workflows/ci.yml": text}))
+    assert verdict(result) is U and "localhost:5000/ci" in result.reasons()  # it was a certain skip
+
+
+def _github_job_container_env(tmp_path: Path) -> None:
+    text = "on: push\njobs:\n  j:\n    runs-on: ubuntu-latest\n    container:\n      image: python:3.11\n"
+    text += "      env:\n        SUITE: gpu\n    steps:\n      - run: pytest tests\n"
+    assert verdict(audit("expression-job-container-env", checkout(tmp_path, {".github/workflows/ci.yml": text}))) is R
+
+
 def _action(steps: str) -> str:
     return "runs:\n  using: composite\n  steps:\n" + steps
 
@@ -534,6 +554,9 @@ OTHER: dict[str, Callable[[Path], None]] = {
     "expression-inputs-case": _expression_inputs_case,
     "expression-matrix-case": _expression_matrix_case,
     "expression-env-is-case-sensitive": _expression_env_is_case_sensitive,
+    "expression-shell-python-step": _github_shell_python_step,
+    "expression-job-container-image-not-read": _github_job_container_image_not_read,
+    "expression-job-container-env": _github_job_container_env,
     "bound-mutually-recursive-actions": _bound_mutually_recursive_actions,
     "bound-action-steps-of-lists": _bound_action_steps_of_lists,
     "bound-yaml-aliases": _bound_yaml_aliases,

@@ -20,7 +20,7 @@ from matrix.schedule.github.expressions import PLACEHOLDER, OneOf, Unknown, expa
 from matrix.schedule.github.local_actions import ACTION, ActionStep
 from matrix.schedule.github.run_lines import script_lines
 from matrix.schedule.github.step_writes import step_writes
-from matrix.schedule.github.workflow_doc import run_facts
+from matrix.schedule.github.workflow_doc import reads_shell, run_facts
 from matrix.schedule.model import (
     Container,
     Origin,
@@ -110,6 +110,10 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 found.unread.append(
                     UnreadJob(origin=step_origin, reason=f"run: {script.bound}", runners=job_runners(walker, job))
                 )
+        elif walker.interesting(run) and not reads_shell(str(step.get("shell", job.shell) or "bash")):
+            shell = " ".join(str(step.get("shell", job.shell)).split())[:60]
+            reason = f"a `shell: {shell}` step: its script is not bash, outside what this reader models"
+            found.unread.append(UnreadJob(origin=step_origin, reason=reason, runners=job_runners(walker, job)))
         elif walker.interesting(run):
             start = _start(walker, job, step, checkout=checkout, env=step_env, notes=notes, outputs=outputs)
             if start is None and _may_run_tests(walker, texts, step_env, step_origin):
@@ -368,7 +372,7 @@ def read_commands(
                     where=where,
                     env_items=env_items,
                     unset=lacks if container is None else (),
-                    container=container,
+                    container=container if container is not None else job.container,
                     origin=origin,
                     found=found,
                     before=before,
