@@ -48,7 +48,9 @@ def walk_job(
         if leg:  # a CUDA / ROCm / torch / Python version leg stays its own entry, even where its commands are alike
             job_notes.add(f"matrix leg: {', '.join(leg)[:160]}")
         env = {**wf_env, **walker.values.env(ctx, job.get("env"), event=event, matrix=matrix, env=wf_env, notes=job_notes)}
-        container, container_env = _job_container(walker, ctx, job.get("container"), event, matrix, env, job_notes)
+        container, container_env = _job_container(
+            walker, ctx, job.get("container"), event=event, matrix=matrix, env=env, notes=job_notes
+        )
         leg_ctx = JobContext(
             workflow=ctx,
             origin=origin,
@@ -208,6 +210,7 @@ def _job_container(
     walker: Walker,
     ctx: WorkflowContext,
     raw: object,
+    *,
     event: str,
     matrix: Mapping[str, Any],
     env: Mapping[str, str],

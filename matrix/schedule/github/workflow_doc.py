@@ -8,11 +8,10 @@ in, and where a text stands in the file.
 
 from __future__ import annotations
 
-import posixpath
-
 import functools
 import itertools
 import math
+import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
