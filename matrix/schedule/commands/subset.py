@@ -77,7 +77,8 @@ COMMANDS: Mapping[str, str] = {
     "LAUNCHER [options] COMMAND": "COMMAND, for a LAUNCHERS program; `TOOL run COMMAND` for a RUN_TOOLS one "
     "(`uv run --env-file F`: unread); "
     "`python -m torch.distributed.run ... -m pytest`",
-    "bash FILE, sh FILE (dash, zsh, ksh)": "FILE read as a shell script whatever its name (`-c` is read by the shell "
+    "bash FILE, sh FILE (dash, zsh, ksh)": "FILE read as a shell script whatever its name, after the shell's options "
+    "(`bash -ex F`, `bash -eo pipefail F`; `-c` is read by the shell "
     "reader; `-s` reads stdin: not followed)",
     "./FILE, dir/FILE": "by its shebang: a shell (bash, sh, dash, zsh, ksh, through `env` too) reads it as a shell "
     "script, python as a Python program; none: bash runs it as a shell script; another interpreter: not followed",
