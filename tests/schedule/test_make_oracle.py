@@ -286,3 +286,10 @@ def test_an_export_of_a_variable_an_override_holds_marks_it(stub: Path, tmp_path
     """Found by the deep run (400 examples): `export X = b` after `override X = a` leaves a, exported."""
     case = MakeCase(files={"Makefile": "t:\n\tpytest\noverride SUITE = a\nexport SUITE = b\n"}, arguments=["t"])
     check(case, tmp_path / "case", stub)
+
+
+@needs_make
+def test_undefine_takes_a_variable_of_the_environment_out_of_recipes(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run (400 examples): after `undefine SUITE` no recipe sees the SUITE make was started with."""
+    case = MakeCase(files={"Makefile": "t:\n\tpytest\nSUITE = a\nundefine SUITE\n"}, arguments=["t"], env={"SUITE": "b"})
+    check(case, tmp_path / "case", stub)

@@ -431,6 +431,8 @@ class _Make:
                 env[name] = plain(expander.value(name))
             elif name in env:
                 env[name] = None
+        for name in database.environment - names - {"MAKELEVEL", "MAKEFLAGS", "MAKE_VERSION", "SHELL"}:
+            env[name] = None  # variable.c target_environment: a variable `undefine` took away is in no recipe's environment
         env["MAKELEVEL"] = str(self.level + 1)
         flags = makeflags(self.call.variables)
         env["MAKEFLAGS"] = flags if flags else None
