@@ -293,3 +293,13 @@ def test_undefine_takes_a_variable_of_the_environment_out_of_recipes(stub: Path,
     """Found by the deep run (400 examples): after `undefine SUITE` no recipe sees the SUITE make was started with."""
     case = MakeCase(files={"Makefile": "t:\n\tpytest\nSUITE = a\nundefine SUITE\n"}, arguments=["t"], env={"SUITE": "b"})
     check(case, tmp_path / "case", stub)
+
+
+@needs_make
+def test_a_recipe_that_expands_to_nothing_builds_no_environment(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run: an empty recipe line runs nothing, so a self-referencing exported variable never stops
+    make."""
+    case = MakeCase(
+        files={"Makefile": "all:\n\t$(CANNED)\nSUITE = $(foreach s,$(SUITE) c,+$(s)+)\n"}, arguments=[], env={"SUITE": "a"}
+    )
+    check(case, tmp_path / "case", stub)

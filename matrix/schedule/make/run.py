@@ -326,6 +326,8 @@ class _Make:
             text = expander.expand(collapse_in_references(line.text))
             recursive = "$(MAKE)" in line.text or "${MAKE}" in line.text
             expanded.append((line, text, recursive))
+        if not any(prefixes(piece)[0].strip() for _, text, _ in expanded for piece in commands(text)):
+            return  # job.c: lines that expand to nothing run no command, and no environment is made for one
         env = self._exported(expander, scope)
         lines = [(line, text, recursive) for line, text, recursive in expanded if prefixes(text)[0].strip()]
         if database.oneshell and not (len(lines) == 1 and lines[0][2]):  # one sub-make line is read as any other
