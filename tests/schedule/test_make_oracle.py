@@ -303,3 +303,10 @@ def test_a_recipe_that_expands_to_nothing_builds_no_environment(stub: Path, tmp_
         files={"Makefile": "all:\n\t$(CANNED)\nSUITE = $(foreach s,$(SUITE) c,+$(s)+)\n"}, arguments=[], env={"SUITE": "a"}
     )
     check(case, tmp_path / "case", stub)
+
+
+@needs_make
+def test_a_name_both_normal_and_order_only_stands_first_in_all_prerequisites(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run: `$^` lists `unit` where its order-only mention stands; `$+` keeps the normal order."""
+    text = "t: test unit\n\t@:\nt: | unit\n\t@:\nt:\n\tpytest $^ + $+\ntest unit:\n\t@:\n"
+    check(MakeCase(files={"Makefile": text}, arguments=["t"]), tmp_path / "case", stub)

@@ -253,7 +253,10 @@ class _Make:
             remade = remade or (made and prerequisite in normal)
         runs = phony or self.call.always_make or self._out_of_date(target, normal, remade)
         if runs and has_recipe:
-            self._recipe(target, recipe, stem=stem, normal=normal, order_only=order_only, layers=scope_layers)
+            # $^: each name once where it first stands, normal if any mention is (file.c: a name both normal and
+            # order-only is normal); $+ keeps the normal mentions as given (checked against make)
+            every = _unique([p for p, _ in deps if p in normal])
+            self._recipe(target, recipe, stem=stem, normal=normal, every=every, order_only=order_only, layers=scope_layers)
         self.done[target] = runs
         return runs
 
@@ -302,6 +305,7 @@ class _Make:
         *,
         stem: str,
         normal: list[str],
+        every: list[str],
         order_only: list[str],
         layers: tuple[dict[str, Variable], ...],
     ) -> None:
@@ -310,7 +314,7 @@ class _Make:
         automatic = {
             "@": target,
             "<": normal[0] if normal else "",
-            "^": " ".join(_unique(normal)),
+            "^": " ".join(every),
             "+": " ".join(normal),
             "|": " ".join(_unique(order_only)),
             "*": stem,
