@@ -310,3 +310,14 @@ def test_a_name_both_normal_and_order_only_stands_first_in_all_prerequisites(stu
     """Found by the deep run: `$^` lists `unit` where its order-only mention stands; `$+` keeps the normal order."""
     text = "t: test unit\n\t@:\nt: | unit\n\t@:\nt:\n\tpytest $^ + $+\ntest unit:\n\t@:\n"
     check(MakeCase(files={"Makefile": text}, arguments=["t"]), tmp_path / "case", stub)
+
+
+@needs_make
+def test_wordlist_keeps_the_blanks_between_its_words(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run: `$(wordlist 1,2,...)` is the text from the first word to the last, blanks kept."""
+    case = MakeCase(
+        files={"Makefile": "SUITE = $(wordlist 1,2,$(ARGS) r s)\nexport SUITE\nt:\n\tpytest\n"},
+        arguments=["t"],
+        env={"ARGS": "  spaced  out "},
+    )
+    check(case, tmp_path / "case", stub)
