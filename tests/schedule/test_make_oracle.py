@@ -321,3 +321,10 @@ def test_wordlist_keeps_the_blanks_between_its_words(stub: Path, tmp_path: Path)
         env={"ARGS": "  spaced  out "},
     )
     check(case, tmp_path / "case", stub)
+
+
+@needs_make
+def test_one_shell_strips_the_prefixes_of_lines_a_variable_expands_to(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run: under .ONESHELL, `-echo` on the second line of a canned recipe loses its `-`."""
+    text = ".ONESHELL:\ndefine CANNED\n@pytest canned\n-pytest second $@\nendef\nt:\n\t$(CANNED)\n\techo x \\\n\t-y\n"
+    check(MakeCase(files={"Makefile": text}, arguments=["t"]), tmp_path / "case", stub)

@@ -12,6 +12,7 @@ runs; a variable of the environment or the command line is exported, and goes ba
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -356,6 +357,14 @@ class _Make:
             pieces.append(prefixes(text)[0] if n == 0 else text.lstrip("@-+ \t"))
         if not "".join(pieces).strip():
             return  # job.c: an empty recipe is not run
+        # job.c (one shell, a POSIX shell): every line's leading @-+ and blanks go, also those of lines a variable
+        # expanded to (`$(CANNED)` of a define), but not after a backslash-newline (checked against make)
+        lines = "\n".join(pieces).split("\n")
+        kept = [
+            lines[0],
+            *(line if before.endswith("\\") else line.lstrip("@-+ \t") for before, line in itertools.pairwise(lines)),
+        ]
+        pieces = ["\n".join(kept)]
         first = expanded[0][0]
         self._add(
             RecipeCommand(
