@@ -7,7 +7,6 @@ first read is never followed out). Every file so read is noted in `textfiles.REA
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
@@ -104,8 +103,12 @@ class TreeFiles:
         self.close()
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):
+        # Not contextlib.suppress: at interpreter exit the module's globals may already be gone (None), and the
+        # AttributeError would be printed as "Exception ignored in ... __del__" with a traceback.
+        try:  # noqa: SIM105
             self.close()
+        except Exception:
+            pass
 
     # --- the walk ---------------------------------------------------------------------------------------------
 

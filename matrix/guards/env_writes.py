@@ -5,8 +5,10 @@ can set it: a `conftest.py` (imported before the test modules are collected), th
 audits), or the `env` option of the pytest-env plugin (`env = TILE_IMPL=tile` in the ini file, optionally `D:` or `R:` before the
 name; pytest-env's README). Such a name is never "unset": the audit treats it as a variable that may be set at run
 time, so a guard on it is undetermined rather than a certain skip. What is read is text: `os.environ[NAME] = ...`,
-`os.environ.setdefault(NAME, ...)`, `os.putenv(NAME, ...)`, `monkeypatch.setenv(NAME, ...)` and the literal keys
-of `os.environ.update(...)`; a name computed at run time is not seen.
+`os.environ.setdefault(NAME, ...)`, `os.putenv(NAME, ...)`, `monkeypatch.setenv(NAME, ...)`, the literal keys
+of `os.environ.update(...)`, and the removals `os.environ.pop(NAME)`, `del os.environ[NAME]`, `os.unsetenv(NAME)`,
+`monkeypatch.delenv(NAME)`; a name computed at run time is not seen. A name written is never the job's value either:
+what the process wrote replaces it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ _WRITES = re.compile(
     rf"environ\s*\[\s*['\"]{_NAME}['\"]\s*\]\s*=(?!=)"
     rf"|environ\.setdefault\(\s*['\"]{_NAME}['\"]"
     rf"|(?:putenv|setenv)\(\s*['\"]{_NAME}['\"]"
+    # and removals: after one the name is unset or what a later write gives, not what the job gave
+    rf"|environ\.pop\(\s*['\"]{_NAME}['\"]"
+    rf"|del\s+(?:os\.)?environ\s*\[\s*['\"]{_NAME}['\"]"
+    rf"|(?:unsetenv|delenv)\(\s*['\"]{_NAME}['\"]"
 )
 _UPDATE = re.compile(r"environ\.update\(([^()]{0,4000})\)")
 _KEYS = re.compile(rf"['\"]{_NAME}['\"]\s*:|(?<![\w.]){_NAME}\s*=(?!=)")
@@ -29,7 +35,7 @@ _INI_LINE = re.compile(rf"^\s*(?:[DR]:)*{_NAME}\s*=")
 
 def written_names(text: str) -> frozenset[str]:
     """The environment variables `text` (Python source) sets by one of the spellings above."""
-    if "environ" not in text and "putenv" not in text and "setenv" not in text:
+    if not any(word in text for word in ("environ", "putenv", "setenv", "delenv")):
         return frozenset()
     found = {name for match in _WRITES.finditer(text) for name in match.groups() if name}
     for update in _UPDATE.finditer(text):

@@ -264,7 +264,9 @@ class _Evaluator:
             facts = RunnerFacts(
                 profile=runner,
                 installed=self.installed,
-                env=entry.env_map,
+                # a name the suite's own process writes (a conftest, the module, pytest-env) holds what it wrote,
+                # not what the job gave: known only at run time
+                env={k: v for k, v in entry.env_map.items() if k not in self.written} if self.written else entry.env_map,
                 env_closed=not self.open_env,
                 env_open=self.ci_names | self.written if self.written else self.ci_names,
                 # run through `docker exec`: only what the container is given reaches the tests
@@ -274,7 +276,7 @@ class _Evaluator:
                 hardware=hardware,
                 project=self.project,
                 platform=platform,
-                unset=frozenset(entry.unset),
+                unset=frozenset(entry.unset) - self.written,
             )
             base = self.table if table is None else table
             found = evaluate_guard(guard, facts, names, {**base, **option_table(options)} if options else base)

@@ -161,7 +161,11 @@ def _python(
     script (read through its `__main__` block, else unread); a script that is not a test file is not this reader's."""
     here = context.origin
     if run.code is not None:  # `python -c "import pytest; pytest.main([...])"`
-        return _runs(launch(run.code, "-c", run.arguments), "python -c", context, readers)
+        started = launch(run.code, "-c", run.arguments)
+        if not started.runs and not started.unread and starts_pytest(run.code, mains=False):
+            # `subprocess.run([sys.executable, "-m", "pytest", ...])`, `os.system("pytest ...")`: not read
+            return ScriptResult(unread=((here, "python -c starts pytest in a way this reader does not read"),))
+        return _runs(started, "python -c", context, readers)
     if run.unittest:
         item = (here, "runs python -m unittest, whose selection this audit does not read")
         found = unittest_reach(run.arguments, context.working_dir)
@@ -177,7 +181,7 @@ def _python(
     text = _take(path, load, context, unread, budget=budget, depth=depth)
     if text is None:
         return ScriptResult(unread=tuple(unread))
-    started = launch(text, run.script, run.arguments)  # `__file__` is the path as the command gives it
+    started = launch(text, run.script, run.arguments, test_file=True)  # `__file__` is the path as the command gives it
     if started.runs:
         return _runs(started, path, context, readers)
     if started.calls and not started.unread:

@@ -279,3 +279,52 @@ def test_the_dry_run_and_stub_helpers_see_what_make_runs(stub: Path, tmp_path: P
     (call,) = real.calls
     assert call[:3] == ("pytest", ("a", "b c"), ".") and dict(call[3])["SUITE"] == "x" and dict(call[3])["MODE"] == "m"
     assert reader_run(root, stub, case).problems == ()
+
+
+@needs_make
+def test_an_export_of_a_variable_an_override_holds_marks_it(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run (400 examples): `export X = b` after `override X = a` leaves a, exported."""
+    case = MakeCase(files={"Makefile": "t:\n\tpytest\noverride SUITE = a\nexport SUITE = b\n"}, arguments=["t"])
+    check(case, tmp_path / "case", stub)
+
+
+@needs_make
+def test_undefine_takes_a_variable_of_the_environment_out_of_recipes(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run (400 examples): after `undefine SUITE` no recipe sees the SUITE make was started with."""
+    case = MakeCase(files={"Makefile": "t:\n\tpytest\nSUITE = a\nundefine SUITE\n"}, arguments=["t"], env={"SUITE": "b"})
+    check(case, tmp_path / "case", stub)
+
+
+@needs_make
+def test_a_recipe_that_expands_to_nothing_builds_no_environment(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run: an empty recipe line runs nothing, so a self-referencing exported variable never stops
+    make."""
+    case = MakeCase(
+        files={"Makefile": "all:\n\t$(CANNED)\nSUITE = $(foreach s,$(SUITE) c,+$(s)+)\n"}, arguments=[], env={"SUITE": "a"}
+    )
+    check(case, tmp_path / "case", stub)
+
+
+@needs_make
+def test_a_name_both_normal_and_order_only_stands_first_in_all_prerequisites(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run: `$^` lists `unit` where its order-only mention stands; `$+` keeps the normal order."""
+    text = "t: test unit\n\t@:\nt: | unit\n\t@:\nt:\n\tpytest $^ + $+\ntest unit:\n\t@:\n"
+    check(MakeCase(files={"Makefile": text}, arguments=["t"]), tmp_path / "case", stub)
+
+
+@needs_make
+def test_wordlist_keeps_the_blanks_between_its_words(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run: `$(wordlist 1,2,...)` is the text from the first word to the last, blanks kept."""
+    case = MakeCase(
+        files={"Makefile": "SUITE = $(wordlist 1,2,$(ARGS) r s)\nexport SUITE\nt:\n\tpytest\n"},
+        arguments=["t"],
+        env={"ARGS": "  spaced  out "},
+    )
+    check(case, tmp_path / "case", stub)
+
+
+@needs_make
+def test_one_shell_strips_the_prefixes_of_lines_a_variable_expands_to(stub: Path, tmp_path: Path) -> None:
+    """Found by the deep run: under .ONESHELL, `-echo` on the second line of a canned recipe loses its `-`."""
+    text = ".ONESHELL:\ndefine CANNED\n@pytest canned\n-pytest second $@\nendef\nt:\n\t$(CANNED)\n\techo x \\\n\t-y\n"
+    check(MakeCase(files={"Makefile": text}, arguments=["t"]), tmp_path / "case", stub)

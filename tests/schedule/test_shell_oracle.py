@@ -147,7 +147,20 @@ def _condition(draw: st.DrawFn, script: Script, *, commands: bool = True) -> str
 def _pytest(draw: st.DrawFn, script: Script) -> str:
     script.calls += 1
     prefix = draw(
-        st.sampled_from(["", "", "{n}=w2 ", "env -u {n} ", "env {n}=w1 ", "{n}= ", "env -i PATH=$PATH ", "A=w1 B=w2 "])
+        st.sampled_from(
+            [
+                "",
+                "",
+                "{n}=w2 ",
+                "env -u {n} ",
+                "env -u{n} ",
+                "env --unset={n} ",
+                "env {n}=w1 ",
+                "{n}= ",
+                "env -i PATH=$PATH ",
+                "A=w1 B=w2 ",
+            ]
+        )
     ).format(n=draw(st.sampled_from(NAMES)))
     program = draw(st.sampled_from(["pytest", "pytest", "python -m pytest", "python3 -mpytest"]))
     if prefix.startswith("env -i") and program != "pytest":
@@ -220,7 +233,8 @@ def statements(draw: st.DrawFn, script: Script, depth: int, top: bool) -> list[s
         elif kind == "exportn":
             out.append(f"export -n {name}")
         elif kind == "unset":
-            out.append(f"unset {name}")
+            spelling = draw(st.sampled_from(["unset {n}", 'unset "{n}"', "unset -v '{n}'", 'unset {n}""', 'V_={n}; unset "$V_"']))
+            out.append(spelling.format(n=name))
             script.tainted.discard(name)
         elif kind == "read":
             out.append(f'read -r {name} <<< "$(getval)"')
@@ -453,12 +467,13 @@ PLANTED = {
     "env -u is ignored": "env -u B pytest c1",
     "rebinding keeps the job's value": 'A=$(getval)\npytest c1 "$A"',
     "a glob stays literal": "pytest c1 p/test_*.py",
+    "a quoted unset name is ignored": 'unset "A"\npytest c1',
 }
 
 
 def _plant(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matrix.schedule.shell import assignments, scope, words
     from matrix.schedule.shell import commands as shell_commands
-    from matrix.schedule.shell import scope, words
 
     if name == "unset is a no-op":
         monkeypatch.setattr(scope.Scope, "unset", lambda self, n: None)
@@ -467,6 +482,8 @@ def _plant(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     elif name == "rebinding keeps the job's value":
         monkeypatch.setattr(scope.Scope, "exports", lambda self, n: n in self.exported)
         monkeypatch.setattr(words.Variables, "value", lambda self, n: self.scalars.get(n) or JOB_ENV.get(n))
+    elif name == "a quoted unset name is ignored":  # as the reader once did: only a bare name was taken out
+        monkeypatch.setattr(assignments, "words", lambda node, known, glob=None: [])
     elif name == "a glob stays literal":
         monkeypatch.setattr(words, "_globbed", lambda pattern, node, known, glob: [words.word(node, known)])
     commands_cache: Callable[[], None] = shell_commands._commands.cache_clear

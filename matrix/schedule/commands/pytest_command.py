@@ -309,9 +309,10 @@ class ScriptResult:
     # The install steps the followed texts run before each selection's command (a Modal function's image and its
     # `pip install` lines, a script's), for the selections that have any.
     installs: tuple[tuple[Selection, tuple[InstallStep, ...]], ...] = ()
-    # The environment each selection's command runs with, as the script left it: (selection, env pairs, names it
-    # certainly lacks; "*" after `env -i`).
-    environments: tuple[tuple[Selection, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = ()
+    # The environment each selection's command runs with, as the script left it: (selection, where its command is,
+    # env pairs, names it certainly lacks; "*" after `env -i`). One selection may run from several commands, each
+    # with an environment of its own (`SUITE=a pytest t` then `SUITE=b pytest t`).
+    environments: tuple[tuple[Selection, Origin, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = ()
 
     def unread_jobs(
         self,
@@ -465,7 +466,7 @@ def read_text(
     bounds: list[tuple[tuple[Origin, str], tuple[str, ...]]] = []
     installs: list[tuple[Selection, tuple[InstallStep, ...]]] = []
     early = install_lines(text, context.working_dir, context.env, load)
-    environments: list[tuple[Selection, tuple[tuple[str, str], ...], tuple[str, ...]]] = []
+    environments: list[tuple[Selection, Origin, tuple[tuple[str, str], ...], tuple[str, ...]]] = []
     for command in commands(text, context.working_dir, _keywords(readers), context.env, load):
         origin = replace(here, file=command.file or path, line=command.line)
         if command.unread:
@@ -478,7 +479,7 @@ def read_text(
         selections.extend((s, origin) for s in found)
         installs.extend((s, tuple(before)) for s in found if before)
         lacks = (*command.unset, *(("*",) if command.cleared else ()))
-        environments.extend((s, tuple(sorted(step.env.items())), lacks) for s in found)
+        environments.extend((s, origin, tuple(sorted(step.env.items())), lacks) for s in found)
         conditions.extend((s, command.conditions) for s in found if command.conditions)
         if problem is not None:
             item = (origin, _conditional(problem.reason, command.conditions))

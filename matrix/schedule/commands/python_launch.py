@@ -60,8 +60,10 @@ class _Program:
     unread: str = ""
 
 
-def launch(source: str, script: str, arguments: Sequence[str]) -> Launch:
-    """The pytest runs of the program `source` run as `python SCRIPT ARGUMENTS` (`script` "-c" for `python -c`)."""
+def launch(source: str, script: str, arguments: Sequence[str], *, test_file: bool = False) -> Launch:
+    """The pytest runs of the program `source` run as `python SCRIPT ARGUMENTS` (`script` "-c" for `python -c`); in a
+    `test_file` only its `__main__` block's changes to the environment count (the module's own are its tests' under
+    any pytest run, read with the guards)."""
     if "pytest" not in source:
         return Launch()  # names no pytest: starts none (a program importing a helper that does is `starts_pytest`'s)
     if len(source) > MAX_SOURCE:
@@ -73,6 +75,13 @@ def launch(source: str, script: str, arguments: Sequence[str]) -> Launch:
     mains, modules = _pytest_names(tree)
     if not mains and not modules:
         return Launch()
+    if test_file:
+        blocks = [n for n in tree.body if isinstance(n, ast.If) and _is_main_test(n.test)]
+        changed = next((c for c in (_environ_write(ast.Module(body=b.body, type_ignores=[])) for b in blocks) if c), "")
+    else:
+        changed = _environ_write(tree)
+    if changed:
+        return Launch(unread=f"{script} changes its environment ({changed}) before pytest runs: what its tests see is not read")
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
         named = isinstance(node, ast.Name) and node.id in mains and isinstance(node.ctx, ast.Load)
@@ -98,6 +107,34 @@ def launch(source: str, script: str, arguments: Sequence[str]) -> Launch:
     if program.unread:
         return Launch(unread=program.unread)
     return Launch(runs=tuple(program.runs[:MAX_RUNS]), calls=len(called & _main_calls(tree, mains, modules)))
+
+
+_ENVIRON_METHODS = frozenset({"pop", "popitem", "update", "clear", "setdefault", "__setitem__", "__delitem__"})
+
+
+def _environ_write(tree: ast.Module) -> str:
+    """The first change the program makes to its own environment (`os.environ[X] = v`, `del os.environ[X]`,
+    `os.environ.pop(X)`, `os.putenv`, `os.unsetenv`), shown; "" when none: pytest.main runs in the process, so its
+    tests see it."""
+
+    def environ(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+            isinstance(node, ast.Name) and node.id == "environ"
+        )
+
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(t, ast.Subscript) and environ(t.value) for t in targets):
+            return ast.unparse(node)[:80]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            called = node.func
+            if (called.attr in _ENVIRON_METHODS and environ(called.value)) or called.attr in ("putenv", "unsetenv"):
+                return ast.unparse(node)[:80]
+    return ""
 
 
 def _main_calls(tree: ast.Module, mains: frozenset[str], modules: frozenset[str]) -> set[int]:

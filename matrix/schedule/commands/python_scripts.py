@@ -212,7 +212,8 @@ def _relative(path: str, working_dir: str) -> str:
 
 
 # A pytest command word in a string: `"pytest"`, `"-m pytest"`, `f"python3 -m pytest {cmd}"`, `"py.test"`.
-_PYTEST_WORD = re.compile(r"(?:^|\s)(?:pytest|py\.test)(?:\s|$)")
+# a pytest command word, or Python code that starts pytest (`exec("import pytest; pytest.main([...])")`)
+_PYTEST_WORD = re.compile(r"(?:^|\s)(?:pytest|py\.test)(?:\s|$)|\bimport\s+pytest\b|\bfrom\s+pytest\s+import\b|\bpytest\.main\b")
 _DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 

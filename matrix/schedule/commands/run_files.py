@@ -41,13 +41,14 @@ def run_files(words: Sequence[str], working_dir: str, load: Callable[[str], str 
             flag = words[i]
             if not flag.startswith("--") and ("c" in flag[1:] or "s" in flag[1:]):
                 return []  # `bash -c '...'` (the walk reads it) or a script on stdin
-            i += 2 if flag in _SHELL_VALUED else 1
+            # `-o NAME` and `-O NAME` take the next word, also in a group (`-eo pipefail`)
+            i += 1 + (1 if flag in _SHELL_VALUED else 0 if flag.startswith("--") else sum(c in "oO" for c in flag[1:]))
         i += 1 if i < len(words) and words[i] == "--" else 0
         if i >= len(words):
             return []
         target = words[i]
-        if target.endswith(".sh"):
-            return []  # `pytest_command.called_scripts` reads these
+        if target.endswith(".sh") and i == 1:
+            return []  # `pytest_command.called_scripts` reads `bash x.sh`; after options (`bash -ex x.sh`), read here
         if "$" in target or "`" in target or "__UNRESOLVED_" in target:
             rooted = _rooted(target)
             if rooted is None:

@@ -38,6 +38,10 @@ LAUNCHERS = frozenset(
         "compute-sanitizer",
     }
 )
+# Programs that run a command named in their arguments with arguments (or a folder) known only at run time
+# (`git ls-files | xargs pytest`, `find t -name 'test_*.py' -exec pytest {} +`, `parallel pytest ::: a b`): pytest
+# run through one is unread, with the program named.
+UNREAD_LAUNCHERS = frozenset({"xargs", "parallel", "find", "watch", "entr", "ssh", "su", "runuser", "setsid", "script"})
 # Environment managers: `TOOL run CMD` (or `exec`) runs CMD; their other subcommands (`uv pip install pytest`) do not.
 RUN_TOOLS = frozenset({"poetry", "hatch", "pixi", "conda", "mamba", "micromamba", "pdm", "pipenv", "rye", "uv"})
 # `python -m MODULE` launchers whose own arguments end in the command they run.
@@ -69,9 +73,12 @@ COMMANDS: Mapping[str, str] = {
     "python FILE.py ARGS": "a test file: its `__main__` block (pytest.main, unittest.main, PyTorch's run_tests); any "
     "other file: read as a Python program (PYTHON_PROGRAMS)",
     "python -m unittest ARGS": "unread, bounded by the paths its arguments name",
-    "LAUNCHER [options] COMMAND": "COMMAND, for a LAUNCHERS program; `TOOL run COMMAND` for a RUN_TOOLS one; "
+    "UNREAD_LAUNCHERS program ... pytest ...": "unread, the program named (its arguments are known only at run time)",
+    "LAUNCHER [options] COMMAND": "COMMAND, for a LAUNCHERS program; `TOOL run COMMAND` for a RUN_TOOLS one "
+    "(`uv run --env-file F`: unread); "
     "`python -m torch.distributed.run ... -m pytest`",
-    "bash FILE, sh FILE (dash, zsh, ksh)": "FILE read as a shell script whatever its name (`-c` is read by the shell "
+    "bash FILE, sh FILE (dash, zsh, ksh)": "FILE read as a shell script whatever its name, after the shell's options "
+    "(`bash -ex F`, `bash -eo pipefail F`; `-c` is read by the shell "
     "reader; `-s` reads stdin: not followed)",
     "./FILE, dir/FILE": "by its shebang: a shell (bash, sh, dash, zsh, ksh, through `env` too) reads it as a shell "
     "script, python as a Python program; none: bash runs it as a shell script; another interpreter: not followed",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from matrix.schedule.commands.python_scripts import python_options
-from matrix.schedule.commands.subset import LAUNCHERS, NOT_RUNS, PYTEST, PYTHON_LAUNCHERS, RUN_TOOLS
+from matrix.schedule.commands.subset import LAUNCHERS, NOT_RUNS, PYTEST, PYTHON_LAUNCHERS, RUN_TOOLS, UNREAD_LAUNCHERS
 
 _PYTHON = re.compile(r"^python(?:[23](?:\.\d+)?)?[mtd]?(?:\.exe)?$")
 _VARIABLE = re.compile(r"^\$\{?[A-Za-z_]\w*\}?$")
@@ -46,6 +46,9 @@ def pytest_call(words: Sequence[str]) -> PytestCall | None:
             head = words[start].partition(":")[2] if program == "hatch" and ":" in words[start] else words[start]
             inner = _direct([head, *words[start + 1 :]])
             if inner is not None:
+                loaded = next((w for w in words[1:start] if w == "--env-file" or w.startswith("--env-file=")), None)
+                if loaded is not None and program in _RUN_TOOLS:  # `uv run --env-file F pytest`: F's variables
+                    return PytestCall(arguments=[], unread=f"`{program} run {loaded}` sets variables from a file not read")
                 return PytestCall(arguments=inner)
             if runs_module is not None and start > runs_module:
                 break
@@ -54,6 +57,8 @@ def pytest_call(words: Sequence[str]) -> PytestCall | None:
         return None
     if runs_module is not None:
         return PytestCall(arguments=[], unread=f"pytest run through {words[0][:60]}, a launcher this reader does not know")
+    if program in UNREAD_LAUNCHERS and any(_direct(words[i:]) is not None for i in range(1, len(words))):
+        return PytestCall(arguments=[], unread=f"pytest run through {program}, with arguments known only at run time")
     return None
 
 

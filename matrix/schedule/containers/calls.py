@@ -145,6 +145,8 @@ def _env(pairs: Sequence[tuple[str, str]], verb: str) -> tuple[list[tuple[str, s
             env.append((name, run_time(f"{verb} -e {value}") if late else given))
         elif option in ("-e", "--env"):
             unread.append(f"`{verb} -e {value}` passes the runner's {value}")
+            # the runner's value, or (unset there) none: either way it replaces what the image or `docker run` gave
+            env.append((value, run_time(f"`{verb} -e {value}` passes the runner's {value}")))
         elif option == "--env-file":
             unread.append(f"`{verb} --env-file {value}` is read at run time")
     return env, unread

@@ -155,9 +155,13 @@ def _arg_pairs(
     return out
 
 
+# A value longer than this is not kept (a run-time marker): `ENV A=${A}${A}` sixty times would double to exabytes.
+MAX_VALUE = 64 * 1024
+
+
 def _env_pairs(argument: str, env: Mapping[str, Value], args: Mapping[str, Value], *, open_base: bool) -> dict[str, Value]:
     """`ENV A=1 B="two words"` or the older `ENV A value with spaces`, replaced from the state before it."""
-    found = _words(argument, env, args, open_base=open_base)
+    found = [(w, None if v is None or len(v) > MAX_VALUE else v) for w, v in _words(argument, env, args, open_base=open_base)]
     if not found:
         return {}
     first_word = found[0][0]

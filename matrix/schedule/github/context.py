@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from matrix.schedule.model import Gate, Origin, ScheduleEntry, UnknownLabel, UnreadJob, called_from
+from matrix.schedule.model import Container, Gate, Origin, ScheduleEntry, UnknownLabel, UnreadJob, called_from
 
 # Each possible label set of a job's `runs-on`, with the assumptions behind it.
 LabelSets = list[tuple[tuple[str, ...], tuple[str, ...]]]
@@ -78,6 +78,8 @@ class JobContext:
     matrix: Mapping[str, Any]
     label_sets: LabelSets
     working: str = "."
+    shell: str = ""  # `defaults.run.shell` of the job, else of the workflow ("" : bash)
+    container: Container | None = None  # the job's own `container:`, where every `run:` step runs
 
 
 Record = TypeVar("Record", ScheduleEntry, UnknownLabel)

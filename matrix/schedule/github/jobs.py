@@ -13,8 +13,8 @@ from matrix.schedule.github.expressions import OneOf, Unknown, as_text, expand
 from matrix.schedule.github.run_lines import script_lines
 from matrix.schedule.github.steps import read_commands, walk_steps
 from matrix.schedule.github.strategy import NO_MATRIX, Expansion, expand_matrix
-from matrix.schedule.github.workflow_doc import is_mapping, label_lists, run_default
-from matrix.schedule.model import Gate, Origin, UnreadJob
+from matrix.schedule.github.workflow_doc import is_mapping, label_lists, run_default, run_shell
+from matrix.schedule.model import Container, Gate, Origin, UnreadJob
 
 if TYPE_CHECKING:
     from matrix.schedule.github.walk import Walker
@@ -48,6 +48,9 @@ def walk_job(
         if leg:  # a CUDA / ROCm / torch / Python version leg stays its own entry, even where its commands are alike
             job_notes.add(f"matrix leg: {', '.join(leg)[:160]}")
         env = {**wf_env, **walker.values.env(ctx, job.get("env"), event=event, matrix=matrix, env=wf_env, notes=job_notes)}
+        container, container_env = _job_container(
+            walker, ctx, job.get("container"), event=event, matrix=matrix, env=env, notes=job_notes
+        )
         leg_ctx = JobContext(
             workflow=ctx,
             origin=origin,
@@ -56,7 +59,10 @@ def walk_job(
             matrix=matrix,
             label_sets=labels(walker, ctx, job.get("runs-on"), matrix, event),
             working=run_default(job) or run_default(ctx.workflow.doc) or ".",
+            shell=run_shell(job) or run_shell(ctx.workflow.doc) or "",
+            container=container,
         )
+        env = {**env, **container_env}
         walk_steps(walker, leg_ctx, job.get("steps"), env=env, notes=job_notes, found=found)
 
 
@@ -198,3 +204,35 @@ def labels(walker: Walker, ctx: WorkflowContext, runs_on: Any, matrix: Mapping[s
         else:
             out.append(((as_text(option),), tuple(local.items)))
     return out
+
+
+def _job_container(
+    walker: Walker,
+    ctx: WorkflowContext,
+    raw: object,
+    *,
+    event: str,
+    matrix: Mapping[str, Any],
+    env: Mapping[str, str],
+    notes: Notes,
+) -> tuple[Container | None, dict[str, str]]:
+    """The job's own `container:` (an image, or `image:` and `env:`), where its `run:` steps run: the variables
+    its `env:` gives them, and the container record (an image that is no Docker Official Image, or one known only
+    at run time, sets variables that are not read)."""
+    from matrix.schedule.containers.dockerfile import official
+
+    if raw is None:
+        return None, {}
+    spec = raw if is_mapping(raw) else {"image": raw}
+    given = spec.get("image")
+    image, _ = (
+        expand(str(given), walker.values.lookup(ctx.inputs, event, matrix, env, Notes())) if given is not None else ("", ())
+    )
+    shown = as_text(image) if isinstance(image, str) else str(given)
+    own = walker.values.env(ctx, spec.get("env"), event=event, matrix=matrix, env=env, notes=notes)
+    name = shown[:80]
+    if isinstance(image, str) and official(image):
+        note = f"the job container {shown[:80]} is a Docker Official Image: it sets none of the project's variables"
+        return Container(name=name, notes=(note,)), dict(own)
+    why = f"the job runs in the container {shown[:80]}, whose image's environment is not read"
+    return Container(name=name, unread=why), dict(own)

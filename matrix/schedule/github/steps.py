@@ -20,7 +20,7 @@ from matrix.schedule.github.expressions import PLACEHOLDER, OneOf, Unknown, expa
 from matrix.schedule.github.local_actions import ACTION, ActionStep
 from matrix.schedule.github.run_lines import script_lines
 from matrix.schedule.github.step_writes import step_writes
-from matrix.schedule.github.workflow_doc import run_facts
+from matrix.schedule.github.workflow_doc import reads_shell, run_facts
 from matrix.schedule.model import (
     Container,
     Origin,
@@ -110,6 +110,10 @@ def walk_steps(walker: Walker, job: JobContext, steps: Any, *, env: dict[str, st
                 found.unread.append(
                     UnreadJob(origin=step_origin, reason=f"run: {script.bound}", runners=job_runners(walker, job))
                 )
+        elif walker.interesting(run) and not reads_shell(str(step.get("shell", job.shell) or "bash")):
+            shell = " ".join(str(step.get("shell", job.shell)).split())[:60]
+            reason = f"a `shell: {shell}` step: its script is not bash, outside what this reader models"
+            found.unread.append(UnreadJob(origin=step_origin, reason=reason, runners=job_runners(walker, job)))
         elif walker.interesting(run):
             start = _start(walker, job, step, checkout=checkout, env=step_env, notes=notes, outputs=outputs)
             if start is None and _may_run_tests(walker, texts, step_env, step_origin):
@@ -368,7 +372,7 @@ def read_commands(
                     where=where,
                     env_items=env_items,
                     unset=lacks if container is None else (),
-                    container=container,
+                    container=container if container is not None else job.container,
                     origin=origin,
                     found=found,
                     before=before,
@@ -531,11 +535,25 @@ def _scripts(
     conditions = dict(result.conditions)
     own_runners = {selection: (labels, notes) for selection, labels, notes in result.runners}
     installs = dict(result.installs)
-    environments = {selection: (env, lacks) for selection, env, lacks in result.environments}
+    # Each command's own environment, in the order the commands run: one selection run by two commands of a script
+    # (`SUITE=a pytest t` then `SUITE=b pytest t`) keeps both, never the last for each.
+    environments: dict[tuple[Selection, Origin], list[_Environment]] = {}
+    for selection, where, env, lacks in result.environments:
+        environments.setdefault((selection, where), []).append((env, lacks))
     return [
-        (s, where, conditions.get(s, ()), own_runners.get(s), installs.get(s, ()), environments.get(s))
+        (s, where, conditions.get(s, ()), own_runners.get(s), installs.get(s, ()), _next(environments.get((s, where))))
         for s, where in result.selections
     ]
+
+
+_Environment = tuple[tuple[tuple[str, str], ...], tuple[str, ...]]
+
+
+def _next(queue: list[_Environment] | None) -> _Environment | None:
+    """The environment of the next command a selection runs from (the last again where fewer were recorded)."""
+    if not queue:
+        return None
+    return queue.pop(0) if len(queue) > 1 else queue[0]
 
 
 def _image_steps(walker: Walker, marker: str, docker_steps: Sequence[tuple[str, str]]) -> tuple[InstallStep, ...]:

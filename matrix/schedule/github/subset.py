@@ -118,7 +118,17 @@ PULL_REQUEST_CHANGES = frozenset({"opened", "synchronize", "reopened"})
 LABEL_TYPES = frozenset({"labeled", "unlabeled"})
 
 STEP_KINDS: Mapping[str, Construct] = _table(
-    Construct(name="run", modelled="its script, command by command, through the command readers and the files it runs"),
+    Construct(
+        name="run",
+        modelled="its script, command by command, through the command readers and the files it runs, when its "
+        "`shell:` (or `defaults.run.shell`) is bash or sh with options only; another shell (python, pwsh, cmd, a "
+        "wrapper script): unread",
+    ),
+    Construct(
+        name="job container",
+        modelled="`container:` (an image, or `image:` with `env:`): its `env:` reaches every `run:` step; an image that "
+        "is no Docker Official Image sets variables that are not read",
+    ),
     Construct(name="uses: ./local", modelled="a local composite action's steps, as the job's own at that point"),
     Construct(name="uses: actions/checkout", modelled="where the repository is checked out (`path:`, `repository:`)"),
     Construct(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
@@ -163,6 +164,24 @@ def run_default(doc: Mapping[str, Any]) -> str | None:
     run = defaults.get("run") if is_mapping(defaults) else None
     folder = run.get("working-directory") if is_mapping(run) else None
     return workspace_folder(str(folder)) if isinstance(folder, str | int | float) else None
+
+
+def run_shell(doc: Mapping[str, Any]) -> str | None:
+    """`defaults.run.shell` of a workflow or a job as written, None when not given."""
+    defaults = doc.get("defaults")
+    run = defaults.get("run") if is_mapping(defaults) else None
+    shell = run.get("shell") if is_mapping(run) else None
+    return str(shell) if isinstance(shell, str | int | float) else None
+
+
+def reads_shell(shell: str) -> bool:
+    """Whether a step's `shell:` is one the shell reader reads: bash or sh with options only (`bash -l {0}`,
+    `sh -e {0}`, `bash --noprofile --norc -eo pipefail {0}`); python, pwsh, cmd or a wrapper script is not."""
+    words = shell.split()
+    if not words or posixpath.basename(words[0]) not in ("bash", "sh"):
+        return False
+    rest = [w for w in words[1:] if w != "{0}"]
+    return all(w.startswith(("-", "+")) or w == "pipefail" for w in rest)
 
 
 def live_lines(text: str) -> str:

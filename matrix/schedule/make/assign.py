@@ -38,6 +38,8 @@ def assign(
     if name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES", "VPATH", "GPATH", ".LIBPATTERNS"):
         raise MakeUnread(f"{where}: setting {name} is outside the modelled subset")
     if existing is not None and outranks(existing.source, source):
+        if "export" in modifiers:  # read.c: the export mark goes on the variable whose value stays
+            table[name] = replace(existing, exported=True)
         return
     exported = existing.exported if existing is not None else None
     if "export" in modifiers:

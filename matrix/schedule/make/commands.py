@@ -21,6 +21,7 @@ from matrix.schedule.commands.pytest_command import (
     ScriptResult,
     read_text,
 )
+from matrix.schedule.environment.model import InstallStep
 from matrix.schedule.make.outcome import MakeProblem, RecipeCommand
 from matrix.schedule.make.targets import MakeCall
 from matrix.schedule.make.variables import MAX_CHARS, MAX_STEPS, STEP_CHARS, MakeUnread
@@ -127,6 +128,8 @@ def read_make_call(
     conditions: list[tuple[Selection, tuple[str, ...]]] = []
     runners: list[tuple[Selection, tuple[str, ...], tuple[str, ...]]] = []
     bounds: list[tuple[tuple[Origin, str], tuple[str, ...]]] = []
+    installs: list[tuple[Selection, tuple[InstallStep, ...]]] = []
+    environments: list[tuple[Selection, Origin, tuple[tuple[str, str], ...], tuple[str, ...]]] = []
     for command in run.commands:
         if command.inlined:
             continue
@@ -134,6 +137,8 @@ def read_make_call(
         selections.extend(result.selections)
         unread.extend((o, _conditional(r, command.conditions)) for o, r in result.unread)
         runners.extend(result.runners)
+        installs.extend(result.installs)
+        environments.extend(result.environments)  # what make and the recipe line give the command, not the step's
         bounds.extend((((o, _conditional(r, command.conditions)), b) for (o, r), b in result.bounds))
         own = dict(result.conditions)
         conditions.extend(
@@ -145,6 +150,8 @@ def read_make_call(
         conditions=tuple(conditions),
         runners=tuple(runners),
         bounds=tuple(bounds),
+        installs=tuple(installs),
+        environments=tuple(environments),
     )
 
 

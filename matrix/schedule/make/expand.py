@@ -86,6 +86,7 @@ class Expander:
                 piece, i = self._reference(text, j + 2, c, close)
                 out.append(piece)
             else:
+                self.bounds.charge(steps=1)  # `$a`: a reference as `$(a)` is
                 out.append(self.value(c))
                 i = j + 2
         result = "".join(out)

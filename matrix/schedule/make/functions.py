@@ -7,6 +7,7 @@ and a conditional one asks for a decision. GNU make manual, "Functions for Trans
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -92,7 +93,9 @@ def _wordlist(a: list[str]) -> str:
     start, end = _number(a[0], "wordlist", "first"), _number(a[1], "wordlist", "second")
     if start == 0:
         raise MakeStops("invalid first argument to 'wordlist' function: '0'")
-    return " ".join(a[2].split()[start - 1 : end])
+    # function.c func_wordlist: the text from the first word's start to the last word's end, blanks inside kept
+    spans = [m.span() for m in re.finditer(r"\S+", a[2])][start - 1 : end]
+    return a[2][spans[0][0] : spans[-1][1]] if spans else ""
 
 
 def _filter(a: list[str], keep: bool) -> str:
@@ -156,6 +159,7 @@ def _foreach(expander: Expander, raw: list[str], source: str) -> str:
         return opaque(plain(source))
     out = []
     for item in items.split():
+        expander.bounds.charge(steps=1)  # each pass is a step, whatever its body references
         bound = {name: Variable(value=item, flavor=Flavor.SIMPLE, source=Source.AUTOMATIC)}
         inner = expander.using(replace(expander.scope, layers=(bound, *expander.scope.layers)))
         out.append(inner.expand(raw[2]))

@@ -12,6 +12,7 @@ runs; a variable of the environment or the command line is exported, and goes ba
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -253,7 +254,10 @@ class _Make:
             remade = remade or (made and prerequisite in normal)
         runs = phony or self.call.always_make or self._out_of_date(target, normal, remade)
         if runs and has_recipe:
-            self._recipe(target, recipe, stem=stem, normal=normal, order_only=order_only, layers=scope_layers)
+            # $^: each name once where it first stands, normal if any mention is (file.c: a name both normal and
+            # order-only is normal); $+ keeps the normal mentions as given (checked against make)
+            every = _unique([p for p, _ in deps if p in normal])
+            self._recipe(target, recipe, stem=stem, normal=normal, every=every, order_only=order_only, layers=scope_layers)
         self.done[target] = runs
         return runs
 
@@ -302,6 +306,7 @@ class _Make:
         *,
         stem: str,
         normal: list[str],
+        every: list[str],
         order_only: list[str],
         layers: tuple[dict[str, Variable], ...],
     ) -> None:
@@ -310,7 +315,7 @@ class _Make:
         automatic = {
             "@": target,
             "<": normal[0] if normal else "",
-            "^": " ".join(_unique(normal)),
+            "^": " ".join(every),
             "+": " ".join(normal),
             "|": " ".join(_unique(order_only)),
             "*": stem,
@@ -326,6 +331,8 @@ class _Make:
             text = expander.expand(collapse_in_references(line.text))
             recursive = "$(MAKE)" in line.text or "${MAKE}" in line.text
             expanded.append((line, text, recursive))
+        if not any(prefixes(piece)[0].strip() for _, text, _ in expanded for piece in commands(text)):
+            return  # job.c: lines that expand to nothing run no command, and no environment is made for one
         env = self._exported(expander, scope)
         lines = [(line, text, recursive) for line, text, recursive in expanded if prefixes(text)[0].strip()]
         if database.oneshell and not (len(lines) == 1 and lines[0][2]):  # one sub-make line is read as any other
@@ -350,6 +357,14 @@ class _Make:
             pieces.append(prefixes(text)[0] if n == 0 else text.lstrip("@-+ \t"))
         if not "".join(pieces).strip():
             return  # job.c: an empty recipe is not run
+        # job.c (one shell, a POSIX shell): every line's leading @-+ and blanks go, also those of lines a variable
+        # expanded to (`$(CANNED)` of a define), but not after a backslash-newline (checked against make)
+        lines = "\n".join(pieces).split("\n")
+        kept = [
+            lines[0],
+            *(line if before.endswith("\\") else line.lstrip("@-+ \t") for before, line in itertools.pairwise(lines)),
+        ]
+        pieces = ["\n".join(kept)]
         first = expanded[0][0]
         self._add(
             RecipeCommand(
@@ -431,6 +446,8 @@ class _Make:
                 env[name] = plain(expander.value(name))
             elif name in env:
                 env[name] = None
+        for name in database.environment - names - {"MAKELEVEL", "MAKEFLAGS", "MAKE_VERSION", "SHELL"}:
+            env[name] = None  # variable.c target_environment: a variable `undefine` took away is in no recipe's environment
         env["MAKELEVEL"] = str(self.level + 1)
         flags = makeflags(self.call.variables)
         env["MAKEFLAGS"] = flags if flags else None

@@ -183,6 +183,10 @@ def _makeflags(value: str) -> tuple[list[tuple[str, str, str]], list[str]]:
                 variables.append((assignment.group(1), assignment.group(2), assignment.group(3)))
         words = words[:cut]
     for n, word in enumerate(words):
+        assignment = None if word.startswith("-") else _ASSIGNMENT.match(word)
+        if assignment:  # make takes a definition anywhere in MAKEFLAGS (`MAKEFLAGS=X=1 make`), `--` or not
+            variables.append((assignment.group(1), assignment.group(2), assignment.group(3)))
+            continue
         if word.startswith("--"):
             continue
         if n == 0 and not word.startswith("-") and "=" not in word:

@@ -81,6 +81,14 @@ def _present(repo: Path, pattern: str) -> list[str]:
     if "*" not in pattern:
         return [pattern] if (repo / pattern).is_file() else []
     folder, name = posixpath.split(pattern)
+    if "*" in folder:  # one wildcard folder level (`.buildkite/*/*.yml`, `*/Jenkinsfile`): names only, never read
+        inside = repo.resolve()
+        found = sorted(
+            p.relative_to(repo).as_posix()
+            for p in repo.glob(pattern)
+            if not p.parent.is_symlink() and p.is_file() and p.resolve().is_relative_to(inside)
+        )
+        return found[:MAX_NAMED]
     base = repo / folder if folder else repo
     if not base.is_dir():
         return []

@@ -4,12 +4,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from matrix.schedule.shell.compound import _short
 from matrix.schedule.shell.scope import Scope
 from matrix.schedule.shell.subset import Outside
-from matrix.schedule.shell.words import Glob, assigned, text
+from matrix.schedule.shell.words import Glob, assigned, is_run_time, text, word, words
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Assignments:
@@ -66,15 +69,24 @@ class Assignments:
     def unset(self, node: Any, scope: Scope, depth: int, line: int) -> None:
         """`unset NAME...` (`-v`: variables, the default; `-f`: functions)."""
         flags = "".join(text(c)[1:] for c in node.named_children if c.type == "word" and text(c).startswith("-"))
-        for child in node.named_children:
-            if child.type in ("variable_name", "word") and not text(child).startswith("-"):
-                name = text(child)
+        for group in _adjacent(node.named_children):
+            if group[0].type == "word" and text(group[0]).startswith("-"):
+                continue
+            # Each word as bash expands it: `unset "X"`, `unset SUI"TE"`, `unset $N` with N known all name a variable.
+            if len(group) > 1:
+                names = ["".join(word(child, scope.known) for child in group)]
+            elif group[0].type == "variable_name":
+                names = [text(group[0])]
+            else:
+                names = words(group[0], scope.known, self._glob(scope))
+            for name in names:
+                if "$" in name or "`" in name or is_run_time(name):
+                    raise Outside(f"`{_short(node)}` (a name known only at run time)")
                 if "f" in flags:
                     self.functions.pop(name, None)
-                elif "$" in name or "`" in name:
-                    raise Outside(f"`{_short(node)}` (a name known only at run time)")
-                else:
+                elif _NAME.fullmatch(name):
                     scope.unset(name)
+                # else: not a variable name (`unset 'A[0]'`, a typo): bash changes no variable of the environment
 
     def _assign(self, node: Any, scope: Scope) -> None:
         found = assigned(node, scope.known, self._glob(scope))
@@ -94,6 +106,17 @@ class Assignments:
             scope.known.arrays[name] = items
             return
         scope.assign(name, value, written)
+
+
+def _adjacent(children: list[Any]) -> list[list[Any]]:
+    """Nodes with no blank between them, grouped: the parser splits `SUI"TE"` after `unset` into two."""
+    groups: list[list[Any]] = []
+    for child in children:
+        if groups and groups[-1][-1].end_byte == child.start_byte:
+            groups[-1].append(child)
+        else:
+            groups.append([child])
+    return groups
 
 
 def restore(scope: Scope, saved: Scope, name: str) -> None:

@@ -146,7 +146,7 @@ def unwrap(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str
         if not words:
             return words, folder
         head = words[0]
-        if head == "env":
+        if head in ("env", "/usr/bin/env", "/bin/env"):
             words, moved = _env(words[1:], env)
             folder = moved if moved is not None else folder
         elif head == "timeout":
@@ -156,8 +156,13 @@ def unwrap(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str
             words = words[1:]  # the duration
         elif head == "sudo":
             words = words[1:]
+            kept = False  # sudo resets the environment (sudoers `env_reset`) unless told to keep it
             while words and words[0].startswith("-"):
+                kept = kept or words[0] in ("-E", "--preserve-env")  # `--preserve-env=LIST` keeps only the list
+                kept = kept or (not words[0].startswith("--") and "E" in words[0])
                 words = words[2:] if words[0] in ("-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U") else words[1:]
+            if not kept and not _installs(words):
+                raise Outside("`sudo` without -E (the environment the runner's sudoers policy keeps is not read)", later=False)
             while words and _ASSIGN.match(words[0]):
                 name, _, value = words[0].partition("=")
                 env.append((name, value))
@@ -182,6 +187,14 @@ def unwrap(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str
     return words, folder
 
 
+def _installs(words: list[str]) -> bool:
+    """Whether a command installs packages (`apt-get install`, `pip install`, `python -m pip`): what it installs does
+    not depend on the environment sudo keeps."""
+    head = words[0].rsplit("/", 1)[-1] if words else ""
+    return head in _INSTALLERS or (head.startswith("python") and words[1:3] == ["-m", "pip"])
+
+
+_INSTALLERS = frozenset({"apt", "apt-get", "dpkg", "yum", "dnf", "apk", "pip", "pip3", "conda", "mamba", "micromamba"})
 _CONTAINER_TOOLS = frozenset({"docker", "podman", "nerdctl", "docker-compose", "podman-compose"})
 
 
@@ -205,6 +218,10 @@ def _env(words: list[str], env: list[tuple[str, str]]) -> tuple[list[str], str |
         elif word in ("-C", "--chdir") and len(words) > 1:
             folder = words[1]
             words = words[1:]
+        elif word.startswith("--chdir="):
+            folder = word.partition("=")[2]
+        elif word.startswith("-C") and len(word) > 2:
+            folder = word[2:]
         elif word in ("-S", "--split-string") or word.startswith("-S"):
             raise Outside("`env -S` (a command line env splits itself)", later=False)
         elif word == "--":

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from matrix.schedule.shell.globs import GlobOptions
-from matrix.schedule.shell.words import Variables, run_time
+from matrix.schedule.shell.words import Variables, bounded, run_time
 
 # The pair `docker exec` (and `docker run`, `podman`, `docker compose`) leaves in a command's env: the runner's own
 # environment stops there, and what reaches the command is the container's (`matrix.schedule.containers.docker`).
@@ -162,6 +162,7 @@ class Scope:
 
     def assign(self, name: str, value: str | None, written: str) -> None:
         """`name=value` (None: a run-time value, shown as `written`)."""
+        value = bounded(value)
         exported = self.exports(name)
         self.known.set(name, value)
         if name in self.uncertain:

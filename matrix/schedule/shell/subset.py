@@ -172,6 +172,11 @@ BUILTINS: Mapping[str, Builtin] = {
             "sudo",
         )
     },
+    "sudo": Builtin(
+        effect=Effect.WRAPPER,
+        reading="runs the command after its options; without `-E`/`--preserve-env` the runner's sudoers policy resets "
+        "its environment (not read): outside, unless the command installs packages (apt-get, pip, conda)",
+    ),
 }
 
 # `set` options (single letters and `-o NAME`): read as below; any other option is outside.

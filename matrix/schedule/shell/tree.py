@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from matrix.schedule.containers.calls import read_marker, with_note
@@ -23,7 +23,7 @@ from matrix.schedule.shell.compound import Compound, _short
 from matrix.schedule.shell.globs import Folders, expand
 from matrix.schedule.shell.scope import CONTAINER, Command, Scope, normal, returned
 from matrix.schedule.shell.subset import BUILTINS, Effect, Outside
-from matrix.schedule.shell.words import Glob, Variables, env_value, is_run_time, text, words
+from matrix.schedule.shell.words import Glob, NoMatch, Variables, env_value, is_run_time, text, words
 
 __all__ = ["MAX_DEPTH", "Command", "Walk", "from_workspace", "parse", "walk"]
 
@@ -124,11 +124,11 @@ class Walk(Compound, Assignments):
             return None
         folders, options, working = self.folders, scope.glob, scope.working_dir
 
-        def matches(pattern: str) -> list[str] | None:
+        def matches(pattern: str) -> Sequence[str] | None:
             if folders is None:
                 return None
             found = expand(pattern, working, folders, options)
-            return None if found is None else (found if found or not options.nullglob else [])
+            return None if found is None else (found if found or not options.nullglob else NoMatch())
 
         return matches
 
@@ -239,6 +239,7 @@ class Walk(Compound, Assignments):
                 stack.extend(child.named_children)
 
     def simple(self, argv: list[str], env: list[tuple[str, str]], scope: Scope, depth: int, at: int, *, node: Any = None) -> None:
+        written = argv[0] if argv else ""
         argv, folder = self.unwrap(argv, env)
         if not argv:
             marker = next((v for k, v in env if k == CONTAINER), None)
@@ -265,7 +266,10 @@ class Walk(Compound, Assignments):
                 note = f"`source {argv[1][:60]}` in the container may set variables"
                 scope.exported[CONTAINER] = with_note(scope.exported[CONTAINER], note)
             return
-        if not entering and not scope.container and head in self.functions and depth < MAX_DEPTH:
+        # `command f`, `env f`, `sudo f`, `timeout 5 f` run a program, never the shell's function f (`time` is a
+        # reserved word of bash: `time f` runs the function)
+        calls = written in (head, "time")
+        if calls and not entering and not scope.container and head in self.functions and depth < MAX_DEPTH:
             self._call(head, argv, env, scope, depth)
             return
         if head == "return" and not self._locals and not self._sourcing:
@@ -346,6 +350,8 @@ class Walk(Compound, Assignments):
         )
         if inner.container and _login(argv):
             inner.exported[CONTAINER] = with_note(inner.exported.get(CONTAINER, ""), _LOGIN)
+        if inner.container and _interactive(argv):
+            inner.exported[CONTAINER] = with_note(inner.exported.get(CONTAINER, ""), _INTERACTIVE)
         if inner.container and CONTAINER in inner.exported:
             inner.exported[CONTAINER] = with_note(inner.exported[CONTAINER], "", shell=posixpath.basename(argv[0]))
         self.script_text(inline, inner, depth + 1, at)
@@ -491,6 +497,15 @@ def _login(words: list[str]) -> bool:
 
 
 _LOGIN = "a login shell (`bash -l`) reads /etc/profile and /etc/profile.d in the container"
+
+
+def _interactive(words: list[str]) -> bool:
+    """Whether `bash -ic` / `bash --rcfile F -c` starts an interactive shell (it reads ~/.bashrc or the file)."""
+    flags = [w for w in words[1:] if w.startswith("-")]
+    return bool({"--rcfile", "--init-file"} & set(flags)) or any(not f.startswith("--") and "i" in f[1:] for f in flags)
+
+
+_INTERACTIVE = "an interactive shell (`bash -i`) reads ~/.bashrc in the container"
 
 
 _HANDLERS: dict[str, Any] = {

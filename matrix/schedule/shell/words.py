@@ -32,6 +32,19 @@ _BRACES = re.compile(r"(?<![\\$]){[^{}\s]*(?:,|\.\.)[^{}\s]*}")
 Glob = Callable[[str], Sequence[str] | None]
 
 
+class NoMatch(tuple[str, ...]):
+    """What a `Glob` gives for a pattern that matches nothing under `shopt -s nullglob`: the word is gone."""
+
+
+# A value longer than this is kept as a run-time one: `A=$A$A` sixty times would double to exabytes.
+MAX_VALUE = 64 * 1024
+
+
+def bounded(value: str | None) -> str | None:
+    """`value`, or None (known only at run time) when it is longer than MAX_VALUE."""
+    return None if value is None or len(value) > MAX_VALUE else value
+
+
 def run_time(shown: str) -> str:
     """An environment value known only at run time, as the schedule writes one (`${{ ... }}`: every reader of an
     entry's env, the guard engine included, takes such a value as unknown)."""
@@ -71,7 +84,7 @@ class Variables:
     def set(self, name: str, value: str | None) -> None:
         self.unset.discard(name)
         self.arrays.pop(name, None)
-        self.scalars[name] = value
+        self.scalars[name] = bounded(value)
 
     def remove(self, name: str) -> None:
         self.scalars.pop(name, None)
@@ -106,6 +119,8 @@ def _globbed(pattern: str, node: Any, known: Variables, glob: Glob | None) -> li
     found = glob(pattern) if glob is not None else None
     if found:
         return list(found)
+    if isinstance(found, NoMatch):
+        return []  # nullglob: a pattern matching nothing expands to nothing
     written = word(node, known)
     if found is not None:
         return [written]  # no match: bash leaves the word as written (nullglob off)
