@@ -3,7 +3,7 @@
 Two kinds of file in the cache folder, both keyed and sealed:
 
 - the frame, `pytest-audit-frame-KEY.json`: the pytest configuration, declared markers, schedule and CI commands
-  as pytest reads them, with every file, folder and probe they were read from (`matrix.core.recorded`: workflows,
+  as pytest reads them, with every file, folder and probe they were read from (`matrix.pytest_suites.recorded`: workflows,
   the scripts, Makefiles and containers their steps run, declared schedule files, pytest's configuration files,
   paths looked for and absent). KEY covers what is not a file: this package's source and data, the Python and
   installed distributions, the runner profiles, the options (`--assume-installed`, the joined runners, the files
@@ -15,7 +15,7 @@ Two kinds of file in the cache folder, both keyed and sealed:
   A conftest.py's parse status is an entry too.
 
 Everything read back is checked (schema line, size, seal, then every value against its record's annotations,
-`matrix.core.records`): a corrupt, truncated, foreign or oversized file or entry is a miss, never a result and
+`matrix.pytest_suites.records`): a corrupt, truncated, foreign or oversized file or entry is a miss, never a result and
 never a traceback. Files are written by the one atomic writer, so a concurrent run sees a whole file or the
 previous one; only the entries of the latest run are kept, and the folder keeps the newest `KEEP_FILES` files.
 """
@@ -40,13 +40,13 @@ from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError
 from matrix.core.jsonio import canonical, seal_text
 from matrix.core.model import RunnerProfile
-from matrix.core.recorded import Seen, Status
-from matrix.core.records import BadRecord, Codec
 from matrix.core.textfiles import read_limited
 from matrix.pytest_suites.audit import FileAudit
 from matrix.pytest_suites.collect_errors import BrokenFile
 from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.invocation import Invocation
+from matrix.pytest_suites.recorded import Seen, Status
+from matrix.pytest_suites.records import BadRecord, Codec
 from matrix.schedule.model import (
     Schedule,
 )

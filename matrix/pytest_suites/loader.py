@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from matrix.core.recorded import RACY_NS, Status
 from matrix.core.textfiles import READ_FILES, BadPathError, OutsideTreeError, SpecialFileError, decode_python, read_open_file
 from matrix.core.treefiles import TreeFiles
+from matrix.pytest_suites.recorded import RACY_NS, Status
 from matrix.schedule.load import MAX_SOURCE_BYTES
 
 _UNSEEN: Any = object()

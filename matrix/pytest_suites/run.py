@@ -12,7 +12,6 @@ from typing import Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
-from matrix.core.recorded import Recorder, manifest, recording, unchanged
 from matrix.core.textfiles import READ_FILES
 from matrix.guards.model import GuardFindingKind
 from matrix.pytest_suites.audit import FileAudit, ItemOutcome, PytestAuditReport, SuiteAuditor, combine
@@ -34,6 +33,7 @@ from matrix.pytest_suites.invocation import Invocation, read_invocation
 from matrix.pytest_suites.joined import check_runners
 from matrix.pytest_suites.loader import MAX_KEPT_CHARS, UNREADABLE, SourceLoader
 from matrix.pytest_suites.packs import builtin_packs
+from matrix.pytest_suites.recorded import Recorder, manifest, recording, unchanged
 from matrix.pytest_suites.rules import UNLISTED, discover, discover_with_conftests
 from matrix.pytest_suites.tracked import TrackedCollector
 from matrix.pytest_suites.verdicts import PytestFinding

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping
 
-from matrix.core.recorded import Status
 from matrix.guards.model import ModuleNames
 from matrix.pytest_suites.collect import Collector, _Parsed
 from matrix.pytest_suites.config import PytestConfig
@@ -23,6 +22,7 @@ from matrix.pytest_suites.imported import ImportResolver
 from matrix.pytest_suites.linker import ProjectModules
 from matrix.pytest_suites.loader import SourceLoader
 from matrix.pytest_suites.packs import PredicatePacks
+from matrix.pytest_suites.recorded import Status
 from matrix.schedule.environment.project_imports import CheckoutProject, ProjectImports
 
 # A file's dependencies as the cache stores them: path -> (fingerprint, status it may be trusted by).

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from matrix.core import recorded
+from matrix.pytest_suites import recorded
 
 
 def _tree(root: Path) -> Path:

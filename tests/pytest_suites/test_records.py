@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from matrix.core.records import MAX_DEPTH, BadRecord, Codec
+from matrix.pytest_suites.records import MAX_DEPTH, BadRecord, Codec
 
 
 class Colour(StrEnum):
