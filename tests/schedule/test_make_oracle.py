@@ -202,7 +202,7 @@ def cases(draw: st.DrawFn) -> MakeCase:
     ]
     options = draw(st.sampled_from([[], [], [], ["-B"], ["-f", "Makefile"], ["-k"], ["-s"]]))
     case.arguments = [*options, *assignments, *goals]
-    if "MAKE)" in "".join(case.files.values()) or "make -f" in case.files["Makefile"]:
+    if "MAKE)" in "".join(case.files.values()) or "MAKE}" in "".join(case.files.values()) or "make -f" in case.files["Makefile"]:
         # A sub-make inside a several-line .ONESHELL script is outside the subset (subset.py).
         case.files = {k: v.replace(".ONESHELL:", "") for k, v in case.files.items()}
     return case
