@@ -143,12 +143,14 @@ UNREADABLE = {
 
 
 def unprivileged(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`argv` run as a user the permissions apply to: this one, or nobody when this is root (root reads anything)."""
+    """`argv` run where the permissions apply: as this user, or as root without the capabilities that let root read
+    anything (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so that an interpreter under root's own home still runs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS"))}
     env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", HOME=str(cwd), SPECMATRIX_NO_CACHE="1")
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
     if os.geteuid() == 0:
-        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        dropped = "-dac_override,-dac_read_search"
+        argv = ["setpriv", f"--bounding-set={dropped}", f"--inh-caps={dropped}", *argv]
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=300)
 
 
