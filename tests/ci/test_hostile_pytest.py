@@ -163,7 +163,7 @@ def test_files_and_folders_pytest_cannot_read_stop_what_they_stop(command: str) 
     import shutil
     import tempfile
 
-    work = Path(tempfile.mkdtemp(prefix="unreadable-"))  # not under pytest's private tmp: the other user walks it
+    work = Path(tempfile.mkdtemp(prefix="unreadable-"))  # a folder of its own, its modes set below
     try:
         work.chmod(0o755)
         root = work / "repo"
