@@ -63,7 +63,7 @@ from matrix.guards.predicates import (
     text_of,
     unset_variable,
 )
-from matrix.guards.source import IMPORTABLE, TRY_VALUE, VERSION_BELOW, resolve
+from matrix.guards.source import IMPORTABLE, TRY_VALUE, VERSION_BELOW, catches_import_error, resolve, tried_modules
 from matrix.schedule.environment.versions import is_version, parse_version, range_decides
 
 if TYPE_CHECKING:
@@ -190,6 +190,9 @@ class FunctionRunner:
     def _try(self, stmt: ast.Try) -> object:
         """A `try` in a helper: its body's outcome when that body cannot raise here (every value in it known, no
         statement that may raise unseen); otherwise known only when the body and every handler agree."""
+        imported = self._import_try(stmt)
+        if imported is not None and not isinstance(imported, Unknown):
+            return imported
         frame = self.frames[-1]
         saved = dict(frame)
         first = self._block(stmt.body)
@@ -199,7 +202,7 @@ class FunctionRunner:
         quiet = not _may_raise(stmt.body) and not isinstance(first, Unknown)
         if quiet and not any(isinstance(v, Unknown) for k, v in frame.items() if saved.get(k) is not v):
             return first
-        unknown = Unknown(why="a helper's `try` whose branches disagree")
+        unknown = imported if imported is not None else Unknown(why="a helper's `try` whose branches disagree")
         outcomes: list[tuple[object, Frame]] = [(first, after_try)]
         for handler in stmt.handlers:
             frame.clear()
@@ -219,6 +222,23 @@ class FunctionRunner:
         if any(r is _FALL or isinstance(r, Unknown) or type(r) is not type(results[0]) or r != results[0] for r in results):
             return unknown
         return results[0]
+
+    def _import_try(self, stmt: ast.Try) -> object | None:
+        """`try: import m` then statements that cannot raise unseen, one handler that catches ImportError (`return
+        True` / `except ImportError: return False`): the body's outcome where every module imports on the job, the
+        handler's where one certainly does not, else why that is unknown. None for a `try` of any other shape."""
+        if len(stmt.handlers) != 1 or stmt.orelse or stmt.handlers[0].name or not catches_import_error(stmt.handlers[0]):
+            return None
+        modules = tried_modules(stmt.body)
+        rest = [s for s in stmt.body if not isinstance(s, ast.Import | ast.ImportFrom)]
+        relative = any(isinstance(s, ast.ImportFrom) and s.level for s in stmt.body)
+        if not modules or relative or _may_raise(rest):
+            return None
+        call = ast.Call(func=ast.Name(id=IMPORTABLE, ctx=ast.Load()), args=[ast.Constant(value=m) for m in modules], keywords=[])
+        answer = self.value(call)  # the evaluator answers `__importable__` from the job's installs
+        if isinstance(answer, Unknown):
+            return answer
+        return self._block(stmt.body if answer else stmt.handlers[0].body)
 
     def _simple(self, stmt: ast.stmt) -> Unknown | None:
         """Apply one straight-line statement to the frame; Unknown when the helper cannot be followed."""
@@ -1011,9 +1031,10 @@ def evaluate_condition(
                 return Evaluation(skips=Tri.TRUE, steps=(why,), facts=("install",))
             assert isinstance(found, Unknown)
             return Evaluation(skips=Tri.UNKNOWN, steps=(found.why,), facts=("install",))
-        missing = [m for m in condition.modules if m.split(".")[0] not in facts.installed]
+        modules = list(dict.fromkeys(m.partition(":")[0] for m in condition.modules))
+        missing = [m for m in modules if m.split(".")[0] not in facts.installed]
         if not missing:
-            return Evaluation(skips=Tri.FALSE, steps=(f"{', '.join(condition.modules)} assumed installed",), facts=("install",))
+            return Evaluation(skips=Tri.FALSE, steps=(f"{', '.join(modules)} assumed installed",), facts=("install",))
         return Evaluation(
             skips=Tri.UNKNOWN,
             steps=(f"whether {', '.join(missing)} is installed is unknown (see --assume-installed)",),

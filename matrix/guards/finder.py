@@ -723,14 +723,19 @@ class _GuardFinder:
 
     def handler_condition(self, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> SkipCondition:
         caught = self.resolved(handler.type) if handler.type is not None else None
+        statements = [s for s in node.body if isinstance(s, ast.Import | ast.ImportFrom)]
+        # `from m import n` is `m:n`: the name must be bound in m where that can be read (`importable`)
         imported = [
             alias.name
-            for stmt in node.body
-            if isinstance(stmt, ast.Import | ast.ImportFrom)
-            for alias in (stmt.names if isinstance(stmt, ast.Import) else [ast.alias(name=stmt.module or "")])
+            if isinstance(stmt, ast.Import)
+            else f"{stmt.module or ''}:{alias.name}"
+            if not stmt.level and alias.name != "*"
+            else stmt.module or ""
+            for stmt in statements
+            for alias in stmt.names
         ]
-        if caught in ("ImportError", "ModuleNotFoundError") and imported and len(imported) == len(node.body):
-            return MissingModules(modules=tuple(imported))
+        if caught in ("ImportError", "ModuleNotFoundError") and imported and len(statements) == len(node.body):
+            return MissingModules(modules=tuple(dict.fromkeys(imported)))
         return OpaqueCondition(why="the skip is in an exception handler")
 
     def describe(self, conds: tuple[SkipCondition, ...], stmt: ast.stmt) -> str:

@@ -248,6 +248,8 @@ def importable(facts: RunnerFacts, module: str) -> object:
     if facts.environment is None:
         return Unknown(why=f"whether {module} is installed (see --assume-installed)")
     answer = module_answer(facts.environment, module)
+    if name and answer.from_release and answer.importable:
+        return Unknown(why=f"whether {module} binds {name}: {answer.why}; which names it binds is not read")
     if answer.importable is None and facts.project is not None:
         # The checkout's own module: read from its files (only ever True or unknown).
         own = facts.project.answer(module, facts.environment, (name,) if name else ())

@@ -612,14 +612,8 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
         if not (isinstance(stmt, ast.Try) and len(stmt.handlers) == 1 and not stmt.orelse and not stmt.finalbody):
             continue
         handler = stmt.handlers[0]
-        # `from m import n` is `m:n`: the name must be bound in m (`importable` checks it for the checkout's own)
-        modules = [
-            a.name if isinstance(s, ast.Import) else f"{s.module or ''}:{a.name}" if a.name != "*" else (s.module or "")
-            for s in stmt.body
-            if isinstance(s, ast.Import | ast.ImportFrom) and not (isinstance(s, ast.ImportFrom) and s.level)
-            for a in s.names
-        ]
-        if not _catches_import_error(handler) or not modules:
+        modules = tried_modules(stmt.body)
+        if not catches_import_error(handler) or not modules:
             continue
         tried, handled = _constant_assignments(stmt.body), _constant_assignments(handler.body)
         if tried is None or handled is None:
@@ -640,7 +634,18 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
 _IMPORT_ERROR_CATCHERS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
-def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+def tried_modules(body: Sequence[ast.stmt]) -> list[str]:
+    """The modules a `try` block's own imports need, in order; `from m import n` is `m:n` (the name must be bound in
+    m: `importable` checks it for the checkout's own modules). Relative imports are left out."""
+    return [
+        a.name if isinstance(s, ast.Import) else f"{s.module or ''}:{a.name}" if a.name != "*" else (s.module or "")
+        for s in body
+        if isinstance(s, ast.Import | ast.ImportFrom) and not (isinstance(s, ast.ImportFrom) and s.level)
+        for a in s.names
+    ]
+
+
+def catches_import_error(handler: ast.ExceptHandler) -> bool:
     """Whether the handler runs when an import fails for a missing module: `except:`, `except ImportError`, `except
     Exception`, or a tuple holding one of them (`except (ImportError, OSError)`). An installed module is taken to
     import, as for `except ImportError`, so what else the handler catches does not change the reading."""

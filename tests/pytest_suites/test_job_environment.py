@@ -202,3 +202,71 @@ def test_a_plugin_presence_guard_reads_the_jobs_installs(audit: Audit, installs:
     # (pytest, whose dependencies the table does not know) may still bring it.
     test = "import pytest\n\nxdist = pytest.importorskip('xdist')\n\ndef test_it():\n    pass\n"
     assert _verdict(audit(_files(_workflow(installs, "pytest checks"), test))) == expected
+
+
+MODEL_HELPER = """import pytest
+
+
+def has_model():
+    try:
+        import {module}  # noqa: F401
+
+        return True
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(not has_model(), reason="model family not in this transformers")
+def test_it():
+    pass
+"""
+FROM_MODEL = "import pytest\n\ntry:\n    from {module} import {name}\nexcept ImportError:\n    pytest.skip('no', allow_module_level=True)\n\ndef test_it():\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    ("install", "test", "expected"),
+    [
+        # The table read from the released wheels: transformers 4.52.0 has models/mllama, and no models/qwen3_vl.
+        pytest.param("transformers==4.52.0", MODEL_HELPER.format(module="transformers.models.mllama"), "runs", id="held"),
+        pytest.param("transformers==4.52.0", MODEL_HELPER.format(module="transformers.models.qwen3_vl"), "skips", id="absent"),
+        # A range: which release is installed is not known, so neither is what it holds.
+        pytest.param(
+            "transformers>=4.52.0", MODEL_HELPER.format(module="transformers.models.mllama"), "undetermined", id="range"
+        ),
+        # A release the table did not read, and a module below a model package: not answered.
+        pytest.param(
+            "transformers==4.52.2", MODEL_HELPER.format(module="transformers.models.mllama"), "undetermined", id="unread"
+        ),
+        pytest.param(
+            "transformers==4.52.0",
+            MODEL_HELPER.format(module="transformers.models.mllama.configuration_mllama"),
+            "undetermined",
+            id="deeper-module",
+        ),
+        # `from M import Name`: the release holds M, but which names M binds is not read.
+        pytest.param(
+            "transformers==4.52.0",
+            FROM_MODEL.format(module="transformers.models.mllama", name="MllamaConfig"),
+            "undetermined",
+            id="name-not-read",
+        ),
+        pytest.param(
+            "transformers==4.52.0",
+            FROM_MODEL.format(module="transformers.models.qwen3_vl", name="Qwen3VLConfig"),
+            "skips",
+            id="name-of-absent-module",
+        ),
+    ],
+)
+def test_a_pinned_release_says_which_model_packages_import(audit: Audit, install: str, test: str, expected: str) -> None:
+    files = _files(_workflow(f"pip install '{install}' pytest", "pytest checks"), test)
+    assert _verdict(audit(files)) == expected
+
+
+def test_a_helper_try_on_an_import_takes_the_reason_of_that_import(audit: Audit) -> None:
+    files = _files(
+        _workflow("pip install 'transformers>=4.52.0' pytest", "pytest checks"),
+        MODEL_HELPER.format(module="transformers.models.mllama"),
+    )
+    reasons = [u.reason for u in audit(files).undetermined_tests]
+    assert reasons and all("transformers.models.mllama" in r and "branches disagree" not in r for r in reasons), reasons

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from matrix.core.textfiles import package_text
 from matrix.schedule.environment.model import Base, JobEnvironment, normalized
+from matrix.schedule.environment.releases import release_holds
 
 MAX_CLOSURE = 2_000
 
@@ -43,6 +44,9 @@ class ModuleAnswer:
 
     importable: bool | None
     why: str
+    # Answered from the table of a pinned release's subpackages: `from module import name` is not (the names a
+    # release's module binds are not read).
+    from_release: bool = False
 
 
 @functools.cache
@@ -92,6 +96,9 @@ def module_answer(environment: JobEnvironment | None, module: str) -> ModuleAnsw
     unsure = [d for d in providers(module) if d in installed and d not in named]
     if not named and unsure:
         found = environment.get(unsure[0])
+        held = _release_answer(unsure[0], found.specifier if found is not None else "", module)
+        if held is not None:
+            return held
         spec = found.specifier if found is not None and found.specifier else ""
         command = found.command if found is not None else ""
         return ModuleAnswer(
@@ -135,6 +142,16 @@ def module_answer(environment: JobEnvironment | None, module: str) -> ModuleAnsw
         why=f"{module} is not installed: the job's interpreter is fresh ({environment.base_note[:80]}) and nothing it "
         f"installs ({', '.join(sorted(closure)[:6])}) provides it",
     )
+
+
+def _release_answer(distribution: str, specifier: str, module: str) -> ModuleAnswer | None:
+    """A submodule of a distribution the job pins to one release (`==4.52.0`), from the table of what each release
+    holds (`matrix.schedule.environment.releases`); None where it does not say."""
+    pinned = specifier[2:] if specifier.startswith("==") and "," not in specifier and "*" not in specifier else ""
+    held = release_holds(distribution, pinned, module) if pinned else None
+    if held is None:
+        return None
+    return ModuleAnswer(importable=held[0], why=held[1], from_release=True)
 
 
 def _may_provide(dist: Distribution, module: str) -> bool:

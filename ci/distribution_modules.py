@@ -1,0 +1,123 @@
+"""matrix/data/distribution_modules.toml from wheels: which subpackages of a package each exact release holds
+(transformers' `transformers/models/<name>`), so a guard that tries `import transformers.models.mllama` is decided
+on a job that pins that release.
+
+    python ci/distribution_modules.py transformers transformers.models VERSION... [--wheels DIR] > table.toml
+
+Each wheel is downloaded with `pip download NAME==VERSION --no-deps --only-binary :all:` (into `--wheels DIR`, kept
+there; default a temporary folder) and read with zipfile: a subpackage is a folder under the package with an
+`__init__.py`. It counts as importable only where that `__init__.py` hands its names to a `_LazyModule` (importing
+it imports none of the folder's modules, so nothing optional it may need); a subpackage whose `__init__.py` does
+more is listed under `eager` for that release, and a guard on it stays unknown. The table gives, per subpackage, the
+spans of listed releases holding it (`["4.45.0", "5.25.0"]`: every listed release from the first to the last).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from packaging.version import Version
+
+
+def subpackages(wheel: Path, package: str) -> tuple[set[str], set[str]]:
+    """The subpackages directly under `package` in the wheel: (lazy ones, eager ones)."""
+    folder = package.replace(".", "/") + "/"
+    shape = re.compile(re.escape(folder) + r"([A-Za-z_][A-Za-z0-9_]*)/__init__\.py$")
+    lazy: set[str] = set()
+    eager: set[str] = set()
+    with zipfile.ZipFile(wheel) as archive:
+        for name in archive.namelist():
+            found = shape.match(name)
+            if found is None:
+                continue
+            text = archive.read(name).decode("utf-8", "replace")
+            (lazy if "_LazyModule(" in text else eager).add(found.group(1))
+    return lazy, eager
+
+
+def download(name: str, version: str, into: Path) -> Path:
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q"]
+    subprocess.run(
+        [*pip, "-d", str(into), f"{name}=={version}"],
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    stem = re.sub(r"[-_.]+", "_", name).lower()
+    wheels = [w for w in into.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}-")]
+    if len(wheels) != 1:
+        raise SystemExit(f"{name}=={version}: expected one wheel in {into}, found {len(wheels)}")
+    return wheels[0]
+
+
+def spans(present: list[bool], versions: list[str]) -> list[list[str]]:
+    out: list[list[str]] = []
+    start: int | None = None
+    for index, here in enumerate([*present, False]):
+        if here and start is None:
+            start = index
+        elif not here and start is not None:
+            out.append([versions[start], versions[index - 1]])
+            start = None
+    return out
+
+
+def table(name: str, package: str, versions: list[str], wheels: Path) -> str:
+    versions = sorted(set(versions), key=Version)
+    read: dict[str, tuple[set[str], set[str]]] = {}
+    for version in versions:
+        read[version] = subpackages(download(name, version, wheels), package)
+        print(f"{name} {version}: {len(read[version][0])} lazy, {len(read[version][1])} eager", file=sys.stderr)
+    everything = sorted(set().union(*(lazy | eager for lazy, eager in read.values())))
+    lines = [
+        "[[distribution]]",
+        f"name = {name!r}",
+        f"package = {package!r}",
+        "versions = [",
+        *(f"  {', '.join(repr(v) for v in versions[i : i + 10])}," for i in range(0, len(versions), 10)),
+        "]",
+        f"source = {_source(name, package, versions)!r}",
+        "",
+        f"[distribution.modules]  # subpackage of {package} -> spans of the listed releases that hold it (lazy)",
+    ]
+    for module in everything:
+        held = spans([module in read[v][0] for v in versions], versions)
+        if held:
+            lines.append(f"{module} = {held!r}".replace("'", '"'))
+    lines += ["", "[distribution.eager]  # release -> subpackages whose __init__.py imports more than a _LazyModule"]
+    for version in versions:
+        if read[version][1]:
+            lines.append(f"{version!r} = {sorted(read[version][1])!r}".replace("'", '"'))
+    return "\n".join(lines) + "\n"
+
+
+def _source(name: str, package: str, versions: list[str]) -> str:
+    return (
+        f"the {name} wheels on PyPI ({name}-VERSION-py3-none-any.whl), {versions[0]} to {versions[-1]}: the folders "
+        f"under {package.replace('.', '/')}/ with an __init__.py; read by ci/distribution_modules.py"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("name")
+    parser.add_argument("package")
+    parser.add_argument("versions", nargs="+")
+    parser.add_argument("--wheels", type=Path, default=None, help="where the wheels are kept (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    if args.wheels is not None:
+        args.wheels.mkdir(parents=True, exist_ok=True)
+        sys.stdout.write(table(args.name, args.package, args.versions, args.wheels))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="specmatrix-wheels-") as scratch:
+        sys.stdout.write(table(args.name, args.package, args.versions, Path(scratch)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
