@@ -3,6 +3,11 @@
 on a job that pins that release.
 
     python ci/distribution_modules.py transformers transformers.models VERSION... [--wheels DIR] > table.toml
+    python ci/distribution_modules.py transformers transformers.models 4.52.0 --verify
+
+`--verify` checks the table against Python itself: each release is installed (with its dependencies, from the
+package index) into a new virtual environment, every subpackage the table names is imported there, and each answer
+the table gives for that release is compared with the import's.
 
 Each wheel is downloaded with `pip download NAME==VERSION --no-deps --only-binary :all:` (into `--wheels DIR`, kept
 there; default a temporary folder) and read with zipfile: a subpackage is a folder under the package with an
@@ -15,6 +20,7 @@ spans of listed releases holding it (`["4.45.0", "5.25.0"]`: every listed releas
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -103,13 +109,64 @@ def _source(name: str, package: str, versions: list[str]) -> str:
     )
 
 
+_IMPORT_EACH = """
+import importlib, json, sys
+out = {}
+for name in sys.argv[2:]:
+    try:
+        importlib.import_module(sys.argv[1] + "." + name)
+        out[name] = True
+    except ImportError:
+        out[name] = False
+print(json.dumps(out))
+"""
+
+
+def verify(name: str, version: str, table_path: Path) -> int:
+    """Install `name==version` into a new virtual environment and import every subpackage the table names: the
+    table's answer for that release against Python's. Prints each disagreement; exit 1 when there is one."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from matrix.schedule.environment.releases import release_holds, release_table
+
+    row = release_table().get(name)
+    if row is None or table_path.name != "distribution_modules.toml":
+        raise SystemExit(f"{name}: not in matrix/data/distribution_modules.toml")
+    with tempfile.TemporaryDirectory(prefix="specmatrix-verify-") as scratch:
+        venv = Path(scratch) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        python = str(venv / "bin" / "python")
+        subprocess.run([python, "-m", "pip", "install", "-q", f"{name}=={version}"], check=True)
+        names = sorted(row.spans)
+        found = subprocess.run([python, "-c", _IMPORT_EACH, row.package, *names], capture_output=True, text=True, check=True)
+        imported: dict[str, bool] = json.loads(found.stdout.strip().splitlines()[-1])
+    wrong = 0
+    for module in names:
+        said = release_holds(name, version, f"{row.package}.{module}")
+        if said is not None and said[0] != imported[module]:
+            wrong += 1
+            print(f"{row.package}.{module}: the table says {said[0]}, importing it says {imported[module]}")
+    answers = [release_holds(name, version, f"{row.package}.{m}") for m in names]
+    there = sum(1 for a in answers if a is not None and a[0])
+    absent = sum(1 for a in answers if a is not None and not a[0])
+    print(f"{name} {version}: the table answers {there} there and {absent} absent; {wrong} of them wrongly")
+    return 1 if wrong else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name")
     parser.add_argument("package")
     parser.add_argument("versions", nargs="+")
     parser.add_argument("--wheels", type=Path, default=None, help="where the wheels are kept (default: a temporary folder)")
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="install each VERSION into a new virtual environment and import every subpackage the table names",
+    )
     args = parser.parse_args(argv)
+    if args.verify:
+        table = Path(__file__).resolve().parents[1] / "matrix" / "data" / "distribution_modules.toml"
+        return max(verify(args.name, v, table) for v in args.versions)
     if args.wheels is not None:
         args.wheels.mkdir(parents=True, exist_ok=True)
         sys.stdout.write(table(args.name, args.package, args.versions, args.wheels))

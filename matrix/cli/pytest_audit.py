@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.cli.gating import add_gate_options, read_gate_baseline, write_gate_baseline
 from matrix.cli.options import (
@@ -27,10 +28,13 @@ from matrix.core.options import Options, cache_folder, load_runner_profiles
 from matrix.core.output import FINDING_FORMATS
 from matrix.core.targets import OUTPUT_DESTS, append_output, write_output
 from matrix.pytest_suites.audit import PytestAuditReport
-from matrix.pytest_suites.joined import join_runs, parse_junit_option, read_runs, runners_of
-from matrix.pytest_suites.joined_output import ORDER, runs_doc, runs_markdown, runs_text
 from matrix.pytest_suites.render import to_json, to_markdown, to_text
 from matrix.pytest_suites.run import AuditInput, has_workflows, run_audit
+
+if TYPE_CHECKING:
+    from matrix.core.writers import Block
+    from matrix.pytest_suites.audit import ItemVerdicts
+    from matrix.pytest_suites.joined import JoinResult, RunInput
 
 FORMATS = FINDING_FORMATS
 
@@ -74,7 +78,7 @@ def register(sub: Any) -> None:
         "--junit",
         action="append",
         default=[],
-        type=parse_junit_option,
+        type=_junit_option,
         metavar="RUNNER=PATH",
         help="join a run: the JUnit XML pytest wrote (--junitxml) on RUNNER (a runner profile or runs-on label the "
         "schedule names), a file or a folder of *.xml; repeatable (default: none)",
@@ -113,7 +117,7 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
         )
     profiles = load_runner_profiles(options)
     # The runs first: a file that does not parse is one line before the audit's seconds are spent.
-    runs = read_runs(args.junit)
+    runs = _read_runs(args.junit)
     outputs = [(flag, getattr(args, dest, None)) for dest, flag in OUTPUT_DESTS.items()]
     refuse_input_targets(outputs, [Path(f.path) for r in runs for f in r.files])
     inputs = AuditInput(
@@ -121,13 +125,13 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
         schedule_files=tuple(args.schedule_file),
         buildkite_files=tuple(args.buildkite),
         installed=frozenset(args.assume_installed),
-        join=runners_of(runs),
+        join=tuple(dict.fromkeys(r.runner for r in runs)),
     )
     found = repo_prefix(args.root, args.repo_root)
     prefix = found or ""
     baseline = read_gate_baseline(args.baseline, prefix, "pytest-audit")
     report = run_audit(inputs, profiles, jobs=_jobs(args.jobs), cache_dir=cache_folder(options, os.environ))
-    joined = join_runs(report.verdicts, runs, inputs.join) if runs else None
+    joined = _join_runs(report.verdicts, runs, inputs.join) if runs else None
     if joined is not None:
         report = replace(report, findings=(*report.findings, *joined.findings))
     fingerprints = stamped((f.finding for f in report.findings), prefix)
@@ -140,9 +144,14 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
     result = gate(fingerprints, show=Severity.INFO, baseline=baseline, today=args.today, prefix=prefix)
     shown, live = _live(report, result)
     exit_code = 0 if wrote is not None else result.exit_code
-    ran = [f.finding for f in shown.findings if f.finding.kind in ORDER]
-    runs_md = runs_markdown(joined, ran) if joined is not None else ((), ())
-    runs_json = runs_doc(joined) if joined is not None else None
+    runs_md: tuple[Sequence[str], Sequence[Block]] = ((), ())
+    runs_json: dict[str, Any] | None = None
+    runs_lines: Sequence[str] = ()
+    if joined is not None:
+        from matrix.pytest_suites.joined_output import ORDER, runs_doc, runs_markdown, runs_text  # only with --junit
+
+        ran = [f.finding for f in shown.findings if f.finding.kind in ORDER]
+        runs_md, runs_json, runs_lines = runs_markdown(joined, ran), runs_doc(joined), runs_text(joined, ran)
     if args.summary is not None:
         append_output("--summary", args.summary, to_markdown(shown, result, runs=runs_md))
     if getattr(args, "json_file", None) is not None:
@@ -154,6 +163,8 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
         text = emit.sarif(live, tool=Tool.PYTEST_AUDIT, prefix=found, help_uri=args.help_uri) + "\n"
     elif fmt == "junit":
         # Without runs, the join's kinds were not checked: no passing testcase says they were.
+        from matrix.pytest_suites.joined_output import ORDER
+
         checked = None if joined is not None else [k.name for k in kinds_of(Tool.PYTEST_AUDIT) if k.name not in ORDER]
         text = emit.junit(live, tool=Tool.PYTEST_AUDIT, root=str(args.root), prefix=found, checked=checked) + "\n"
     elif fmt == "json":
@@ -161,11 +172,34 @@ def cmd_pytest_audit(args: argparse.Namespace, options: Options) -> int:
     elif fmt == "md":
         text = to_markdown(shown, result, runs=runs_md)
     else:
-        text = to_text(shown, result, runs=runs_text(joined, ran) if joined is not None else ())
+        text = to_text(shown, result, runs=runs_lines)
     sys.stdout.write(text)
     if wrote is not None:
         print(f"specmatrix pytest-audit: {wrote}", file=sys.stderr)
     return exit_code
+
+
+# The join's modules (JUnit reading, node-id matching) are imported only by a run that joins (`--junit`).
+
+
+def _junit_option(value: str) -> tuple[str, Path]:
+    from matrix.pytest_suites.joined import parse_junit_option
+
+    return parse_junit_option(value)
+
+
+def _read_runs(pairs: list[tuple[str, Path]]) -> tuple[RunInput, ...]:
+    if not pairs:
+        return ()
+    from matrix.pytest_suites.joined import read_runs
+
+    return read_runs(pairs)
+
+
+def _join_runs(verdicts: Sequence[ItemVerdicts], runs: tuple[RunInput, ...], join: tuple[str, ...]) -> JoinResult:
+    from matrix.pytest_suites.joined import join_runs
+
+    return join_runs(verdicts, runs, join)
 
 
 def _live(report: PytestAuditReport, result: Gate) -> tuple[PytestAuditReport, tuple[Any, ...]]:

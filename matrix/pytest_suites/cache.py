@@ -47,11 +47,12 @@ from matrix.pytest_suites.config import PytestConfig
 from matrix.pytest_suites.invocation import Invocation
 from matrix.pytest_suites.recorded import Seen, Status
 from matrix.pytest_suites.records import BadRecord, Codec
+from matrix.pytest_suites.undetermined import Cause, UndeterminedTest
 from matrix.schedule.model import (
     Schedule,
 )
 
-SCHEMA = "specmatrix.pytest-audit-cache/2"  # 2: a broken file keeps what pytest fails on (`BrokenFile.problem`)
+SCHEMA = "specmatrix.pytest-audit-cache/3"  # 3: undetermined tests stored compactly (`compact_undetermined`)
 FRAME_SCHEMA = "specmatrix.pytest-audit-frame/2"  # 2: the job environment model, hardware, conftest options
 MAX_CACHE_BYTES = 64 * 1024 * 1024  # diffusers' 491 test files: about 1 MB of entries
 MAX_ENTRY_BYTES = 4 * 1024 * 1024  # one file's entry (its findings and reads); a larger one is not kept
@@ -121,6 +122,7 @@ class Stored:
         self.path = doc["path"]
         self.broken = BrokenFile(path=self.path, why=broken[0], line=broken[1], problem=broken[2]) if broken is not None else None
         self.raw_audit = doc["audit"]
+        self.raw_undetermined = doc["undet"]
 
     @property
     def is_conftest(self) -> bool:
@@ -130,9 +132,11 @@ class Stored:
         """The stored audit; None when it does not decode to one (then the file is audited again)."""
         try:
             found = CODEC.decode(self.raw_audit, FileAudit)
+            if not isinstance(found, FileAudit):
+                return None
+            return dataclasses.replace(found, undetermined_tests=expand_undetermined(self.raw_undetermined))
         except BadRecord:
             return None
-        return found if isinstance(found, FileAudit) else None
 
     def reads_hold(self, holds: Callable[[str, str, Status | None], bool]) -> bool:
         """Whether every path the entry read still gives what it gave (`holds(path, fingerprint, status)`); a read
@@ -148,6 +152,49 @@ class Stored:
             if not holds(raw[0], raw[1], status):
                 return False
         return True
+
+
+def compact_undetermined(tests: Sequence[UndeterminedTest]) -> dict[str, list[Any]]:
+    """A file's undetermined tests as stored: each distinct (path, reason, cause, runner, runners) once (`k`), and
+    per test its node id, line and the index of its kind (`t`). Most of a file's tests share a few reasons, which
+    the records written one by one repeat (nine tenths of the cache on a suite of 17,000 tests)."""
+    kinds: dict[tuple[str, str, str, str | None, tuple[str, ...]], int] = {}
+    rows: list[Any] = []
+    for test in tests:
+        kind = (test.path, test.reason, test.cause.value, test.runner, test.runners)
+        rows.append([test.test, test.line, kinds.setdefault(kind, len(kinds))])
+    return {"k": [[path, reason, cause, runner, list(runners)] for path, reason, cause, runner, runners in kinds], "t": rows}
+
+
+def expand_undetermined(raw: Any) -> tuple[UndeterminedTest, ...]:
+    """`compact_undetermined` read back, every value checked (`BadRecord` otherwise)."""
+    if type(raw) is not dict or raw.keys() != {"k", "t"} or type(raw["k"]) is not list or type(raw["t"]) is not list:
+        raise BadRecord("'undet' must be {k: [...], t: [...]}")
+    kinds: list[tuple[str, str, Cause, str | None, tuple[str, ...]]] = []
+    for kind in raw["k"]:
+        if not (type(kind) is list and len(kind) == 5 and type(kind[0]) is str and type(kind[1]) is str):
+            raise BadRecord("an undetermined kind must be [path, reason, cause, runner, runners]")
+        if not (type(kind[2]) is str and (kind[3] is None or type(kind[3]) is str) and _strings(kind[4])):
+            raise BadRecord("an undetermined kind must be [path, reason, cause, runner, runners]")
+        try:
+            cause = Cause(kind[2])
+        except ValueError:
+            raise BadRecord(f"not a cause: {kind[2]!r}") from None
+        kinds.append((kind[0], kind[1], cause, kind[3], tuple(kind[4])))
+    out: list[UndeterminedTest] = []
+    # Every value is checked here, so each record's fields are set as its __init__ would set them, without it: a
+    # frozen dataclass's __init__ costs four times as much, a tenth of a warm run on a suite of 17,000 tests.
+    new, count = object.__new__, len(kinds)
+    for row in raw["t"]:
+        if not (type(row) is list and len(row) == 3 and type(row[0]) is str and type(row[1]) is int and type(row[2]) is int):
+            raise BadRecord("an undetermined test must be [test, line, kind]")
+        if not 0 <= row[2] < count:
+            raise BadRecord("an undetermined test names no kind")
+        path, reason, cause, runner, runners = kinds[row[2]]
+        test = new(UndeterminedTest)
+        test.__dict__.update(test=row[0], path=path, line=row[1], runner=runner, reason=reason, cause=cause, runners=runners)
+        out.append(test)
+    return tuple(out)
 
 
 def reachable(roots: Iterable[type]) -> tuple[type, ...]:
@@ -374,11 +421,13 @@ class ResultCache:
         key = file_key(path)
         reads = [[p, printed, list(status) if status is not None else None] for p, (printed, status) in entry.reads.items()]
         broken = [entry.broken.why, entry.broken.line, entry.broken.problem] if entry.broken is not None else None
+        tests = entry.audit.undetermined_tests if entry.audit is not None else ()
         try:
-            audit = CODEC.encode(entry.audit) if entry.audit is not None else None
+            audit = CODEC.encode(dataclasses.replace(entry.audit, undetermined_tests=())) if entry.audit is not None else None
         except TypeError:
             return  # a value the codec does not write: audited again next time
-        text = canonical({"path": path, "reads": reads, "inv": entry.invocations, "broken": broken, "audit": audit})
+        doc = {"path": path, "reads": reads, "inv": entry.invocations, "broken": broken, "audit": audit}
+        text = canonical({**doc, "undet": compact_undetermined(tests)})
         if len(text) <= MAX_ENTRY_BYTES:
             self.new[key] = (seal_text(SCHEMA, f"{self.run}:{key}", text), text)
 

@@ -8,7 +8,7 @@ import gc
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matrix.core.errors import ConfigError
 from matrix.core.model import RunnerProfile
@@ -30,18 +30,16 @@ from matrix.pytest_suites.collect import Collector, TestFile
 from matrix.pytest_suites.collect_errors import BrokenFile, with_collection_errors, with_missing_nodes
 from matrix.pytest_suites.config import PytestConfig, read_pytest_config
 from matrix.pytest_suites.invocation import Invocation, read_invocation
-from matrix.pytest_suites.joined import check_runners
 from matrix.pytest_suites.loader import MAX_KEPT_CHARS, UNREADABLE, SourceLoader
 from matrix.pytest_suites.packs import builtin_packs
 from matrix.pytest_suites.recorded import Recorder, manifest, recording, unchanged
 from matrix.pytest_suites.rules import UNLISTED, discover, discover_with_conftests
 from matrix.pytest_suites.tracked import TrackedCollector
 from matrix.pytest_suites.verdicts import PytestFinding
-from matrix.pytest_suites.workers import CollectingWorkers, can_fork
-from matrix.schedule.commands.pytest_command import PytestCommandReader
-from matrix.schedule.load import load_schedule
 from matrix.schedule.model import PytestSelection, Schedule
-from matrix.schedule.sources import declared_markers
+
+if TYPE_CHECKING:
+    from matrix.pytest_suites.workers import CollectingWorkers
 
 __all__ = ["MAX_KEPT_CHARS", "UNREADABLE", "AuditInput", "SourceLoader", "item_outcomes", "run_audit"]
 
@@ -60,8 +58,15 @@ def has_workflows(root: Path) -> bool:
     return (root / ".github" / "workflows").is_dir()
 
 
+# The readers of CI files, the join and the worker processes are imported where a run needs them: a warm run, whose
+# frame and audits come from the cache, reads no CI file, joins nothing and starts no worker.
+
+
 def read_schedule(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> Schedule:
     """Every schedule the inputs name: the checkout's GitHub workflows, declared files, Buildkite test areas."""
+    from matrix.schedule.commands.pytest_command import PytestCommandReader
+    from matrix.schedule.load import load_schedule
+
     return load_schedule(
         inputs.root,
         profiles,
@@ -129,7 +134,7 @@ def _run_audit(inputs: AuditInput, profiles: Mapping[str, RunnerProfile], jobs: 
         results = _Results(inputs, profiles, schedule, collector, cache)
         valid = results.stored(paths)
         misses = [p for p in paths if p not in valid]
-        if workers is None and jobs > 1 and can_fork() and len(misses) >= PARALLEL_MISSES:
+        if workers is None and len(misses) >= PARALLEL_MISSES and jobs > 1 and _can_fork():
             workers = _workers(jobs, collector, sorted(misses, key=lambda p: -_size(inputs.root / p)), profiles, inputs)
         for path in misses if workers is not None else ():
             READ_FILES.note_path(inputs.root / path, path)  # read by the workers: no output may replace it either
@@ -205,6 +210,9 @@ def _read_frame(
 ) -> tuple[Frame, Collector, CollectingWorkers | None]:
     """Read the configuration, the declared markers and the CI files, recording what was read when caching; the
     workers start on pytest's own discovery (known before the schedule) while the workflows are read."""
+    from matrix.pytest_suites.joined import check_runners
+    from matrix.schedule.sources import declared_markers
+
     with _recording(cache) as recorder:
         config = read_pytest_config(inputs.root)  # a configuration file pytest cannot read is one line, first
         markers = declared_markers(inputs.schedule_files)
@@ -215,7 +223,7 @@ def _read_frame(
                 raise ConfigError(f"marker {marker!r}: condition does not parse: {text!r}") from None
     collector = _collector(load, Frame(config=config, markers=markers, schedule=Schedule(), invocations=()), cache)
     workers = None
-    if jobs > 1 and can_fork():
+    if jobs > 1 and _can_fork():
         # Largest first, so that the workers finish together.
         early = sorted(discover(inputs.root, config), key=lambda p: -_size(inputs.root / p))
         if len(early) > 1:
@@ -265,9 +273,17 @@ def _discover(
     return paths, walked, tuple(problems)
 
 
+def _can_fork() -> bool:
+    from matrix.pytest_suites.workers import can_fork
+
+    return can_fork()
+
+
 def _workers(
     jobs: int, collector: Collector, early: list[str], profiles: Mapping[str, RunnerProfile], inputs: AuditInput
 ) -> CollectingWorkers:
+    from matrix.pytest_suites.workers import CollectingWorkers
+
     return CollectingWorkers(
         jobs, collector=collector, early=early, profiles=profiles, installed=inputs.installed, join=inputs.join
     )
@@ -370,6 +386,8 @@ class _Results:
 def item_outcomes(inputs: AuditInput, profiles: Mapping[str, RunnerProfile]) -> tuple[dict[str, ItemOutcome], tuple[str, ...]]:
     """Every collected test's outcome (node id -> outcome) and the files that could not be read or parsed."""
     config = read_pytest_config(inputs.root)
+    from matrix.schedule.sources import declared_markers
+
     schedule, markers = read_schedule(inputs, profiles), declared_markers(inputs.schedule_files)
     load = SourceLoader(inputs.root)
     collector = Collector(load, config, builtin_packs(), markers)

@@ -73,6 +73,14 @@ def _wrong_reads(doc: dict[str, Any]) -> None:
     doc["reads"] = [["tests/test_plain.py", 7, None]]
 
 
+def _undetermined(value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["undet"] = value
+
+    return edit
+
+
+KIND = ["tests/test_plain.py", "a reason", "guard", None, ["cpu"]]
 DAMAGE: dict[str, Callable[[Path], None]] = {
     "truncated": lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),
     "flipped byte": lambda p: p.write_bytes(p.read_bytes().replace(b'"tests"', b'"tesTs"', 1)),
@@ -84,6 +92,13 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "sealed, wrong type": lambda p: _resealed(p, _wrong_audit),
     "sealed, unknown record": lambda p: _resealed(p, _unknown_record),
     "sealed, wrong reads": lambda p: _resealed(p, _wrong_reads),
+    "sealed, no undetermined tests": lambda p: _resealed(p, lambda doc: doc.pop("undet")),
+    "sealed, undetermined not an object": lambda p: _resealed(p, _undetermined([])),
+    "sealed, undetermined of no kind": lambda p: _resealed(p, _undetermined({"k": [], "t": [["t::x", 1, 0]]})),
+    "sealed, undetermined of an unknown cause": lambda p: _resealed(
+        p, _undetermined({"k": [[*KIND[:2], "whim", *KIND[3:]]], "t": [["t::x", 1, 0]]})
+    ),
+    "sealed, undetermined line not a number": lambda p: _resealed(p, _undetermined({"k": [KIND], "t": [["t::x", "1", 0]]})),
 }
 
 
@@ -237,3 +252,21 @@ def test_a_warm_run_refuses_to_write_over_a_file_it_read_from_the_cache(repo: Pa
     refused = _cli(*args, "--output", str(script))
     assert refused.returncode == 2 and "read this file" in refused.stderr, refused.stderr
     assert script.read_text(encoding="utf-8").endswith("pytest tests\n")
+
+
+def test_undetermined_tests_come_back_as_they_were_stored() -> None:
+    from matrix.pytest_suites.undetermined import Cause, UndeterminedTest
+
+    tests = [
+        UndeterminedTest(test=f"t.py::test_{i}", path="t.py", line=i, runner="a10g", reason=f"r{i % 3}", cause=Cause.GUARD)
+        for i in range(7)
+    ]
+    tests += [
+        UndeterminedTest(test="t.py::odd", path="base.py", line=3, runner=None, reason="r0", cause=Cause.UNREAD, runners=("a", "b"))
+    ]
+    stored = json.loads(canonical(cache_module.compact_undetermined(tests)))
+    assert len(stored["k"]) == 4  # three reasons on a10g, and one of another path, cause and runners
+    back = cache_module.expand_undetermined(stored)
+    assert back == tuple(tests)
+    assert [type(t) for t in back] == [UndeterminedTest] * len(tests)
+    assert [hash(t) for t in back] == [hash(t) for t in tests]
