@@ -262,7 +262,9 @@ def test_undetermined_tests_come_back_as_they_were_stored() -> None:
         for i in range(7)
     ]
     tests += [
-        UndeterminedTest(test="t.py::odd", path="base.py", line=3, runner=None, reason="r0", cause=Cause.UNREAD, runners=("a", "b"))
+        UndeterminedTest(
+            test="t.py::odd", path="base.py", line=3, runner=None, reason="r0", cause=Cause.UNREAD, runners=("a", "b")
+        )
     ]
     stored = json.loads(canonical(cache_module.compact_undetermined(tests)))
     assert len(stored["k"]) == 4  # three reasons on a10g, and one of another path, cause and runners
