@@ -13,7 +13,7 @@ from matrix.core.baseline import Baseline, BaselineEntry, key_fingerprint
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK, DetectionError, SpecmatrixError
 from matrix.core.finding import Finding, Tool
 from matrix.core.machine import MachineFacts, auto_runner, differences, find_runner
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.guards.model import GuardFindingKind
 from matrix.ledger.records import BadLine, Process, RunnerSeen, TestRecord, TestStatus
 from matrix.ledger.registered import RegisteredFile, SuiteView

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from matrix.core.finding import Finding
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.core.treefiles import TreeFiles
 from matrix.guards.finder import TEST_FILE
 from matrix.guards.model import FileAnalysis

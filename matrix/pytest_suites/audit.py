@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
 from matrix.guards.hardware import HardwareTable, as_profile, stand_in
 from matrix.guards.model import (

@@ -39,7 +39,7 @@ from typing import Any
 from matrix.core.atomic import write_text_atomic
 from matrix.core.errors import OutputError
 from matrix.core.jsonio import canonical, seal_text
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import read_limited
 from matrix.pytest_suites.audit import FileAudit
 from matrix.pytest_suites.collect_errors import BrokenFile

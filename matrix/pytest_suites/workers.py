@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from matrix.core.errors import SpecmatrixError
-from matrix.core.model import RunnerProfile
+from matrix.core.profile import RunnerProfile
 from matrix.pytest_suites.audit import FileAudit, SuiteAuditor
 from matrix.pytest_suites.collect import Collector, TestFile
 from matrix.pytest_suites.invocation import Invocation
