@@ -12,12 +12,12 @@ import itertools
 import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from matrix.guards import decorated
 from matrix.guards.decorated import DecoratedReader
+from matrix.guards.evaluation import Evaluation, Tri
 from matrix.guards.model import (
     AlwaysSkips,
     CaseLayers,
@@ -296,48 +296,12 @@ def _may_raise(body: Sequence[ast.stmt]) -> bool:
 # expression past it is unknown with the reason (never an exception, never unbounded arithmetic).
 
 
-class Tri(StrEnum):
-    TRUE = "true"
-    FALSE = "false"
-    UNKNOWN = "unknown"
-
-    def negated(self) -> Tri:
-        return {Tri.TRUE: Tri.FALSE, Tri.FALSE: Tri.TRUE}.get(self, Tri.UNKNOWN)
-
-
 def tri_of(value: object) -> Tri:
     if isinstance(value, SomeText):
         return Tri.TRUE  # set, and not empty
     if isinstance(value, Unknown):
         return Tri.UNKNOWN
     return Tri.TRUE if bool(value) else Tri.FALSE
-
-
-@dataclass(frozen=True, kw_only=True)
-class Evaluation:
-    """Whether a guard skips on a runner, and the facts that decided it (in evaluation order)."""
-
-    skips: Tri
-    steps: tuple[str, ...]
-    # The runner facts consulted (predicate names such as `is_sm90_supported`, `torch.cuda.device_count`).
-    facts: tuple[str, ...] = ()
-    # Those of them that decided it: a fact read only by an `or` operand that was false (an `and` operand that
-    # was true) before another operand settled the answer is left out. None: every fact consulted.
-    decided: tuple[str, ...] | None = None
-
-    @property
-    def deciding(self) -> tuple[str, ...]:
-        return self.facts if self.decided is None else self.decided
-
-    @property
-    def constant(self) -> bool:
-        """True when no runner fact was involved: the guard says the same on every machine."""
-        return self.skips is not Tri.UNKNOWN and not self.facts
-
-    def explain(self, facts: RunnerFacts) -> str:
-        verdict = {Tri.TRUE: "the guard is true, so it skips", Tri.FALSE: "the guard is false, so it runs"}
-        shown = "; ".join(self.steps) or "no runner fact involved"
-        return f"on {facts.describe()}: {shown} -> {verdict.get(self.skips, 'cannot tell whether it skips')}"
 
 
 # Fact reads kept for `Evaluation.decided` (the evaluation budget bounds them long before this).

@@ -21,7 +21,7 @@ from enum import StrEnum
 
 from matrix.core.errors import EXIT_FINDINGS, EXIT_OK
 from matrix.core.profile import RunnerProfile
-from matrix.guards.evaluate import Evaluation, Tri, evaluate_guard
+from matrix.guards.evaluation import Evaluation, Tri
 from matrix.guards.hardware import HardwareTable, as_profile, stand_in
 from matrix.guards.model import (
     AlwaysSkips,
@@ -279,6 +279,8 @@ class _Evaluator:
                 unset=frozenset(entry.unset) - self.written,
             )
             base = self.table if table is None else table
+            from matrix.guards.evaluate import evaluate_guard  # only where a file is audited, not read from the cache
+
             found = evaluate_guard(guard, facts, names, {**base, **option_table(options)} if options else base)
             self.cache[key] = found
         return found

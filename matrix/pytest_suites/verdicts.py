@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from matrix.core.finding import Finding, Tool
 from matrix.core.kinds import DELIBERATE_SKIP
-from matrix.guards.evaluate import Evaluation, Tri
+from matrix.guards.evaluation import Evaluation, Tri
 from matrix.guards.model import GuardFindingKind, guard_finding
 from matrix.pytest_suites.collect import AppliedGuard, TestItem
 from matrix.pytest_suites.packs import GuardClass

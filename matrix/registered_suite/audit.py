@@ -23,7 +23,8 @@ from matrix.core.profile import RunnerProfile
 from matrix.core.textfiles import package_text, read_text
 from matrix.core.tomlfields import read_toml, read_toml_file
 from matrix.guards.env_writes import written_names
-from matrix.guards.evaluate import Evaluation, GuardEvaluator, Tri
+from matrix.guards.evaluate import GuardEvaluator
+from matrix.guards.evaluation import Evaluation, Tri
 from matrix.guards.model import (
     IN_SCOPE_PLATFORMS,
     FileAnalysis,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from matrix.core.finding import Finding
-from matrix.guards.evaluate import Evaluation
+from matrix.guards.evaluation import Evaluation
 from matrix.guards.model import Guard, GuardFindingKind, guard_finding
 from matrix.guards.predicates import RunnerFacts
 from matrix.registered_suite.intent import MatrixIntent

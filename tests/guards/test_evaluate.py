@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from matrix.guards.evaluate import Tri, evaluate_guard, evaluate_text
+from matrix.guards.evaluate import evaluate_guard, evaluate_text
+from matrix.guards.evaluation import Tri
 from matrix.guards.finder import analyse_source
 from matrix.guards.predicates import PREDICATES, Predicate, RunnerFacts, Unknown
 

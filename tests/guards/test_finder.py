@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from matrix.guards import finder
-from matrix.guards.evaluate import Tri, evaluate_guard
+from matrix.guards.evaluate import evaluate_guard
+from matrix.guards.evaluation import Tri
 from matrix.guards.finder import analyse_source
 from matrix.guards.model import GuardKind, ScopeKind
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from matrix.core.profile import RunnerProfile
-from matrix.guards.evaluate import Tri, evaluate_text
+from matrix.guards.evaluate import evaluate_text
+from matrix.guards.evaluation import Tri
 from matrix.guards.predicates import RunnerFacts
 from matrix.pytest_suites.packs import builtin_packs
 from matrix.schedule.environment.model import Installed, JobEnvironment

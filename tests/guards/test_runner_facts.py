@@ -6,7 +6,8 @@ import pytest
 
 from matrix.core.errors import ConfigError
 from matrix.core.loader import parse_runners
-from matrix.guards.evaluate import Tri, evaluate_text
+from matrix.guards.evaluate import evaluate_text
+from matrix.guards.evaluation import Tri
 from matrix.guards.predicates import RunnerFacts
 
 T, F, U = Tri.TRUE, Tri.FALSE, Tri.UNKNOWN

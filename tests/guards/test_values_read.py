@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from matrix.guards.evaluate import Tri, evaluate_guard
+from matrix.guards.evaluate import evaluate_guard
+from matrix.guards.evaluation import Tri
 from matrix.guards.finder import analyse_source
 from matrix.pytest_suites.undetermined import guard_reason
 from matrix.schedule.environment.model import Base, JobEnvironment
