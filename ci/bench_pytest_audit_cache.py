@@ -1,8 +1,10 @@
 """Time `specmatrix pytest-audit` with its results cache: cold, warm, and warm with one test file touched or edited.
 
-Usage: python ci/bench_pytest_audit_cache.py TREE [--schedule-file FILE] [--repeat 5] [--cpus 0,1] [--jobs N]
+Usage: python ci/bench_pytest_audit_cache.py TREE [--schedule-file FILE] [--repeat 5] [--format text|json] [--cpus 0,1]
        python ci/bench_pytest_audit_cache.py --git-dir REPO.git [REV] ...
-The tree is copied to a scratch folder (it is edited there). Each command runs in a fresh interpreter; one untimed
+The output format is text by default, as the pre-commit hook runs it (`.pre-commit-hooks.yaml`); `--format json`
+adds writing the JSON report, which lists every undetermined test. The tree is copied to a scratch folder (it is
+edited there). Each command runs in a fresh interpreter; one untimed
 run first writes the package's bytecode and warms the page cache. Then, each `--repeat` times (medians printed):
 
 - `no-cache`: `--no-cache`, the audit as it was before the cache;
@@ -121,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedule-file", type=Path, help="relative to this checkout, as the CLI takes it")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=None, help="pytest-audit --jobs (default: its own)")
-    parser.add_argument("--format", default="json", choices=("text", "json"))
+    parser.add_argument(
+        "--format", default="text", choices=("text", "json"), help="the output format (default: text, the hook's)"
+    )
     parser.add_argument("--edit", help="the test file to touch and edit, relative to the tree (default: the largest leaf)")
     parser.add_argument("--cpus", default="", help="comma-separated CPU ids to pin the runs to (default: no pinning)")
     args = parser.parse_args(argv)
