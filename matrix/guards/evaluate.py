@@ -258,6 +258,10 @@ class FunctionRunner:
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             for alias in stmt.names:
                 frame[(alias.asname or alias.name).split(".")[0]] = Unknown(why="imported inside a helper")
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _stops(stmt.value):
+            # `pytest.skip("no x")` in a helper ends the collection or the test where it runs: not a statement the
+            # helper goes on after
+            return Unknown(why=f"the helper calls {dotted(stmt.value.func)}(), which ends the test where it runs")
         elif isinstance(stmt, ast.Expr | ast.Pass | ast.Assert | ast.Global | ast.Nonlocal):
             pass  # docstrings, logging calls and asserts do not change what the helper returns
         elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -276,6 +280,19 @@ class FunctionRunner:
             for i, element in enumerate(names):
                 if isinstance(element, ast.Name):
                     frame[element.id] = items[i] if items is not None else Unknown(why="unpacking an unknown value")
+
+
+# Calls that end a test or the process where they run: pytest's outcomes (`_pytest/outcomes.py`: skip, fail, xfail,
+# exit, importorskip), unittest's `self.skipTest`, `sys.exit`, `os._exit`, `os.abort`.
+_STOPPING = frozenset({"skip", "fail", "xfail", "exit", "importorskip", "skipTest", "_exit", "abort"})
+_STOPPING_OWNERS = frozenset({"", "pytest", "self", "sys", "os", "unittest"})
+
+
+def _stops(call: ast.Call) -> bool:
+    """Whether a call made for its effect is one of those that end the test (`pytest.skip(...)`, `skip(...)` after
+    `from pytest import skip`, `sys.exit(1)`)."""
+    owner, _, last = (dotted(call.func) or "").rpartition(".")
+    return last in _STOPPING and owner in _STOPPING_OWNERS
 
 
 def _may_raise(body: Sequence[ast.stmt]) -> bool:

@@ -41,6 +41,17 @@ CASES = {
         "_ok()",
         (T, F, F, F),
     ),
+    # pytest.skip ends the test where the helper runs: nothing after it is what the helper returns there
+    "a helper that skips before it returns": (
+        "def _ok():\n    if get_device_sm() < 100:\n        pytest.skip('needs sm100')\n    return True",
+        "not _ok()",
+        (U, F, F, U),
+    ),
+    "a helper that exits the process": (
+        "def _ok():\n    if not torch.cuda.is_available():\n        sys.exit(0)\n    return True",
+        "not _ok()",
+        (F, F, F, U),
+    ),
     "helper calls helper": ("def _a():\n    return is_sm100_supported()\ndef _b():\n    return _a()", "_b()", (F, T, F, F)),
     "parameters and defaults": (
         "def _at_least(n, gpus=1):\n    return get_device_sm() >= n and torch.cuda.device_count() >= gpus",

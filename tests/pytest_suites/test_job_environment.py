@@ -270,3 +270,27 @@ def test_a_helper_try_on_an_import_takes_the_reason_of_that_import(audit: Audit)
     )
     reasons = [u.reason for u in audit(files).undetermined_tests]
     assert reasons and all("transformers.models.mllama" in r and "branches disagree" not in r for r in reasons), reasons
+
+
+SKIPPING_HELPER = """import pytest
+
+
+def needs_model():
+    try:
+        import transformers.models.qwen3_vl  # noqa: F401
+    except ImportError:
+        pytest.skip("model family not in this transformers")
+    return True
+
+
+@pytest.mark.skipif(not needs_model(), reason="never false")
+def test_it():
+    pass
+"""
+
+
+def test_a_helper_whose_handler_skips_is_not_read_as_returning_after_it(audit: Audit) -> None:
+    # The import fails on 4.52.0, so the handler's `pytest.skip` ends collection; reading the handler as a statement
+    # with no effect would have the helper return True and the test "run".
+    files = _files(_workflow("pip install 'transformers==4.52.0' pytest", "pytest checks"), SKIPPING_HELPER)
+    assert _verdict(audit(files)) != "runs"
