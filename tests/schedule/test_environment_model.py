@@ -311,3 +311,28 @@ def test_the_checkouts_own_project_pulls_in_only_what_its_files_say(monkeypatch:
     assert environment.local == ("orbit-kit",)
     assert module_answer(environment, "cutlass").importable is False
     assert module_answer(environment, "lensmaker").importable is True
+
+
+def test_the_release_table_is_well_formed() -> None:
+    """Every span of `matrix/data/distribution_modules.toml` runs between two releases the row read, in order; every
+    release it lists an eager package for is one it read; and a release between two read ones is not answered."""
+    from packaging.version import Version
+
+    from matrix.schedule.environment.releases import release_holds, release_table
+
+    rows = release_table()
+    assert rows, "no rows"
+    for row in rows.values():
+        assert row.spans, row.name
+        for spans in row.spans.values():
+            for first, last in spans:
+                assert first in row.versions and last in row.versions and first <= last
+        assert set(row.eager) <= row.versions
+    transformers = rows["transformers"]
+    assert Version("4.52.0") in transformers.versions and Version("4.52.2") not in transformers.versions
+    assert release_holds("transformers", "4.52.2", "transformers.models.mllama") is None
+    assert release_holds("transformers", "not-a-version", "transformers.models.mllama") is None
+    assert release_holds("transformers", "4.52.0", "transformers.models") is None
+    assert release_holds("another-dist", "4.52.0", "transformers.models.mllama") is None
+    held = release_holds("Transformers", "4.52.0", "transformers.models.mllama")  # names compare normalized
+    assert held is not None and held[0] is True
