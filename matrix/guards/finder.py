@@ -41,6 +41,7 @@ from matrix.guards.source import (
     read_registrations,
     resolve,
     straight_line,
+    tried_modules,
 )
 
 # --- decorator factories ----------------------------------------------------------------------------------------------
@@ -724,16 +725,7 @@ class _GuardFinder:
     def handler_condition(self, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> SkipCondition:
         caught = self.resolved(handler.type) if handler.type is not None else None
         statements = [s for s in node.body if isinstance(s, ast.Import | ast.ImportFrom)]
-        # `from m import n` is `m:n`: the name must be bound in m where that can be read (`importable`)
-        imported = [
-            alias.name
-            if isinstance(stmt, ast.Import)
-            else f"{stmt.module or ''}:{alias.name}"
-            if not stmt.level and alias.name != "*"
-            else stmt.module or ""
-            for stmt in statements
-            for alias in stmt.names
-        ]
+        imported = tried_modules(statements, keep_relative=True)
         if caught in ("ImportError", "ModuleNotFoundError") and imported and len(statements) == len(node.body):
             return MissingModules(modules=tuple(dict.fromkeys(imported)))
         return OpaqueCondition(why="the skip is in an exception handler")

@@ -634,13 +634,18 @@ def _import_flags(body: Sequence[ast.stmt]) -> dict[str, ast.expr]:
 _IMPORT_ERROR_CATCHERS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
-def tried_modules(body: Sequence[ast.stmt]) -> list[str]:
+def tried_modules(body: Sequence[ast.stmt], *, keep_relative: bool = False) -> list[str]:
     """The modules a `try` block's own imports need, in order; `from m import n` is `m:n` (the name must be bound in
-    m: `importable` checks it for the checkout's own modules). Relative imports are left out."""
+    m: `importable` checks it for the checkout's own modules). Relative imports are left out, or with
+    `keep_relative` read as their module's name alone (`from .m import n` is `m`)."""
     return [
-        a.name if isinstance(s, ast.Import) else f"{s.module or ''}:{a.name}" if a.name != "*" else (s.module or "")
+        a.name
+        if isinstance(s, ast.Import)
+        else f"{s.module or ''}:{a.name}"
+        if a.name != "*" and not s.level
+        else (s.module or "")
         for s in body
-        if isinstance(s, ast.Import | ast.ImportFrom) and not (isinstance(s, ast.ImportFrom) and s.level)
+        if isinstance(s, ast.Import | ast.ImportFrom) and (keep_relative or not (isinstance(s, ast.ImportFrom) and s.level))
         for a in s.names
     ]
 
